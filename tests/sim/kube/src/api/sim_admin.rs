@@ -1,0 +1,83 @@
+//! The reserved `/__sim/` endpoints that let tests written in any language inject faults over HTTP:
+//!
+//! * `POST /__sim/faults` `{"verb":"update","resource":"configmaps","count":2,"status":409,"retryAfter":1}`
+//! * `POST /__sim/latency` `{"verb":"get","resource":"secrets","millis":200}`
+//! * `DELETE /__sim/faults` clears failures and latency
+//! * `POST /__sim/drop-watches`, `POST /__sim/compact`, `POST /__sim/pause`, `POST /__sim/resume`
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{Api, Resp, error, json_ok};
+use crate::error::ApiError;
+use crate::faults::Matcher;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FailRequest {
+    #[serde(flatten)]
+    matcher: Matcher,
+    #[serde(default = "one")]
+    count: u32,
+    status: u16,
+    #[serde(default)]
+    retry_after: Option<u32>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Deserialize)]
+struct LatencyRequest {
+    #[serde(flatten)]
+    matcher: Matcher,
+    millis: u64,
+}
+
+pub async fn handle(api: &Arc<Api>, method: &str, path: &str, body: &[u8]) -> Resp {
+    let parse_err = |e: serde_json::Error| error(&ApiError::bad_request(format!("invalid fault request body: {e}")));
+    match (method, path.trim_end_matches('/')) {
+        ("POST", "/__sim/faults") => match serde_json::from_slice::<FailRequest>(body) {
+            Ok(r) => {
+                if !(400..600).contains(&r.status) {
+                    return error(&ApiError::bad_request("status must be between 400 and 599"));
+                }
+                api.faults.fail_next(r.matcher, r.count, r.status, r.retry_after);
+                json_ok(&json!({"ok": true}))
+            }
+            Err(e) => parse_err(e),
+        },
+        ("DELETE", "/__sim/faults") => {
+            api.faults.clear();
+            json_ok(&json!({"ok": true}))
+        }
+        ("POST", "/__sim/latency") => match serde_json::from_slice::<LatencyRequest>(body) {
+            Ok(r) => {
+                api.faults.add_latency(r.matcher, Duration::from_millis(r.millis));
+                json_ok(&json!({"ok": true}))
+            }
+            Err(e) => parse_err(e),
+        },
+        ("POST", "/__sim/drop-watches") => {
+            api.faults.drop_watches();
+            json_ok(&json!({"ok": true}))
+        }
+        ("POST", "/__sim/compact") => {
+            api.cluster.store().compact();
+            json_ok(&json!({"ok": true, "resourceVersion": api.cluster.store().current_rv().to_string()}))
+        }
+        ("POST", "/__sim/pause") => {
+            api.faults.pause();
+            json_ok(&json!({"ok": true}))
+        }
+        ("POST", "/__sim/resume") => {
+            api.faults.resume();
+            json_ok(&json!({"ok": true}))
+        }
+        _ => error(&ApiError::new(404, "NotFound", format!("no simulator endpoint {method} {path}"))),
+    }
+}

@@ -1,0 +1,1177 @@
+//! The cluster state behind one server and the write pipeline every create, update, patch and delete goes
+//! through: the same order of steps as kube-apiserver (decode, prepare, mutating admission, validation,
+//! validating admission, storage with optimistic concurrency), so that clients see the same results.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
+
+use base64::Engine as _;
+use serde_json::{Map, Value, json};
+use tokio::sync::Notify;
+
+use crate::error::{ApiError, ApiResult, FieldCause, render_value};
+use crate::managed_fields::{self, FieldTypes};
+use crate::patch;
+use crate::rbac::UserInfo;
+use crate::resources::{Registry, ResourceType, Source, StorageKey};
+use crate::schema;
+use crate::store::{Change, Store};
+use crate::validation;
+
+pub const CRD_CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+pub const ORPHAN_FINALIZER: &str = "orphan";
+
+/// How unknown fields in a write are treated (`fieldValidation` query parameter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldValidation {
+    Ignore,
+    Warn,
+    Strict,
+}
+
+impl FieldValidation {
+    pub fn parse(s: Option<&str>) -> ApiResult<Self> {
+        match s.unwrap_or("") {
+            "" | "Warn" => Ok(FieldValidation::Warn),
+            "Ignore" => Ok(FieldValidation::Ignore),
+            "Strict" => Ok(FieldValidation::Strict),
+            other => Err(ApiError::bad_request(format!(
+                "fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", got \"{other}\""
+            ))),
+        }
+    }
+}
+
+/// Who writes and how.
+#[derive(Debug, Clone)]
+pub struct WriteCtx {
+    pub user: UserInfo,
+    pub dry_run: bool,
+    pub field_manager: Option<String>,
+    pub field_validation: FieldValidation,
+    pub user_agent: String,
+}
+
+impl WriteCtx {
+    pub fn system(manager: &str) -> Self {
+        WriteCtx {
+            user: UserInfo { name: "system:kube-sim".into(), groups: vec!["system:masters".into()], ..Default::default() },
+            dry_run: false,
+            field_manager: Some(manager.into()),
+            field_validation: FieldValidation::Ignore,
+            user_agent: manager.into(),
+        }
+    }
+
+    fn manager(&self) -> String {
+        match &self.field_manager {
+            Some(m) if !m.is_empty() => m.clone(),
+            _ => managed_fields::default_manager(&self.user_agent),
+        }
+    }
+}
+
+/// The outcome of a write: the object as stored, the HTTP status, and warnings for `Warning` headers.
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub object: Value,
+    pub status: u16,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchKind {
+    Json,
+    Merge,
+    Strategic,
+    Apply,
+}
+
+impl PatchKind {
+    pub fn from_content_type(ct: &str) -> ApiResult<Self> {
+        let base = ct.split(';').next().unwrap_or("").trim();
+        match base {
+            "application/json-patch+json" => Ok(PatchKind::Json),
+            "application/merge-patch+json" => Ok(PatchKind::Merge),
+            "application/strategic-merge-patch+json" => Ok(PatchKind::Strategic),
+            "application/apply-patch+yaml" => Ok(PatchKind::Apply),
+            _ => Err(unsupported_patch(ct, true)),
+        }
+    }
+}
+
+fn unsupported_patch(ct: &str, strategic_ok: bool) -> ApiError {
+    let accepted = if strategic_ok {
+        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json"
+    } else {
+        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+    };
+    let _ = ct;
+    ApiError::unsupported_media_type(format!(
+        "the body of the request was in an unknown format - accepted media types include: {accepted}"
+    ))
+}
+
+/// `DeleteOptions` as the body or query of a DELETE gives them.
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    pub propagation: Option<String>,
+    pub precondition_uid: Option<String>,
+    pub precondition_rv: Option<String>,
+}
+
+impl DeleteOptions {
+    pub fn from_json(v: &Value) -> ApiResult<Self> {
+        let mut o = DeleteOptions {
+            propagation: v["propagationPolicy"].as_str().map(String::from),
+            precondition_uid: v["preconditions"]["uid"].as_str().map(String::from),
+            precondition_rv: v["preconditions"]["resourceVersion"].as_str().map(String::from),
+        };
+        if let Some(orphan) = v["orphanDependents"].as_bool() {
+            if o.propagation.is_some() {
+                return Err(ApiError::invalid(
+                    "DeleteOptions",
+                    "meta.k8s.io",
+                    "",
+                    &[FieldCause::invalid("propagationPolicy", &v["propagationPolicy"], "orphanDependents and deletionPropagation cannot be both set")],
+                ));
+            }
+            o.propagation = Some(if orphan { "Orphan" } else { "Background" }.into());
+        }
+        if let Some(p) = &o.propagation
+            && !["Orphan", "Background", "Foreground"].contains(&p.as_str())
+        {
+            return Err(ApiError::invalid(
+                "DeleteOptions",
+                "meta.k8s.io",
+                "",
+                &[FieldCause::preformatted(
+                    "FieldValueNotSupported",
+                    "propagationPolicy",
+                    format!("propagationPolicy: Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""),
+                )],
+            ));
+        }
+        Ok(o)
+    }
+}
+
+/// Options fixed when the server starts.
+#[derive(Debug, Clone)]
+pub struct ClusterOptions {
+    /// Changes kept for watch resumes and consistent continues.
+    pub history_limit: usize,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        ClusterOptions { history_limit: 100_000 }
+    }
+}
+
+pub struct Cluster {
+    store: Mutex<Store>,
+    registry: RwLock<Arc<Registry>>,
+    pub(crate) gc_wake: Notify,
+    pub(crate) changed: Notify,
+    pub(crate) admission: crate::admission::Admission,
+}
+
+impl Cluster {
+    pub fn new(options: ClusterOptions) -> Arc<Self> {
+        let cluster = Arc::new(Cluster {
+            store: Mutex::new(Store::new(options.history_limit)),
+            registry: RwLock::new(Arc::new(Registry::new())),
+            gc_wake: Notify::new(),
+            changed: Notify::new(),
+            admission: crate::admission::Admission::default(),
+        });
+        cluster.bootstrap();
+        cluster
+    }
+
+    /// The namespaces and RBAC objects every real cluster starts with.
+    fn bootstrap(&self) {
+        let ctx = WriteCtx::system("kube-apiserver");
+        let reg = self.registry();
+        let namespaces = ["default", "kube-system", "kube-public", "kube-node-lease"]
+            .map(|ns| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}));
+        let policy = crate::yaml_documents(include_str!("bootstrap.yaml")).unwrap_or_else(|e| {
+            // The file is part of the crate and parsed by a unit test; this cannot fail in a release.
+            tracing::error!(error = %format!("{e:#}"), "bootstrap policy does not parse");
+            Vec::new()
+        });
+        for obj in namespaces.into_iter().chain(policy) {
+            let (Some(av), Some(kind)) = (obj["apiVersion"].as_str(), obj["kind"].as_str()) else { continue };
+            let Some(rt) = reg.by_kind(av, kind) else { continue };
+            let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
+            if self.store().get(&rt.storage_key(), "", &name).is_some() {
+                continue;
+            }
+            match self.prepare(&rt, "", None, obj, "", &ctx, Managed::Update) {
+                Ok((prepared, _)) => {
+                    self.store().commit(&rt.storage_key(), "", &name, Some(prepared));
+                }
+                Err(e) => tracing::error!(%name, error = %e, "bootstrap object refused"),
+            }
+        }
+    }
+
+    pub fn store(&self) -> MutexGuard<'_, Store> {
+        // A panic while holding the lock would be a bug; keep serving rather than poisoning every request.
+        self.store.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry_guard().clone()
+    }
+
+    fn registry_guard(&self) -> RwLockReadGuard<'_, Arc<Registry>> {
+        self.registry.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn now() -> String {
+        jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    }
+
+    fn field_types(rt: &ResourceType) -> Box<dyn FieldTypes> {
+        match (&rt.schema, rt.source) {
+            (Some(schema), Source::CustomResource) => Box::new(managed_fields::SchemaFieldTypes::from_schema(schema)),
+            _ => managed_fields::builtin_field_types(&rt.group, &rt.kind),
+        }
+    }
+
+    /// Reads one object, rendered at the requested version.
+    pub fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<Value> {
+        let obj = self.store().get(&rt.storage_key(), ns, name);
+        match obj {
+            Some(o) => Ok(self.render(rt, &o)),
+            None => Err(ApiError::not_found(&rt.group_resource(), name)),
+        }
+    }
+
+    /// An object as served at `rt`'s version: objects are stored once per group-resource, and converted
+    /// between CRD versions with the `None` strategy (apiVersion rewritten), as the real server does by default.
+    pub fn render(&self, rt: &ResourceType, obj: &Value) -> Value {
+        let mut o = obj.clone();
+        if let Some(m) = o.as_object_mut() {
+            m.insert("apiVersion".into(), Value::String(rt.api_version()));
+        }
+        if let Some(schema) = &rt.schema {
+            schema::apply_defaults(&mut o, schema);
+        }
+        o
+    }
+
+    pub async fn create(&self, rt: &ResourceType, ns: &str, body: Value, ctx: &WriteCtx) -> ApiResult<Written> {
+        let name = body["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        if !body["metadata"]["resourceVersion"].as_str().unwrap_or_default().is_empty() {
+            return Err(ApiError::bad_request("resourceVersion should not be set on objects to be created"));
+        }
+        let url_ns = ns.to_string();
+        self.write_loop(rt, ns, &name, "", ctx, false, move |old, rt| {
+            if let Some(o) = old {
+                return Err(ApiError::already_exists(&rt.group_resource(), o["metadata"]["name"].as_str().unwrap_or_default()));
+            }
+            check_body_namespace(rt, &body, &url_ns)?;
+            Ok((body.clone(), Managed::Update))
+        })
+        .await
+    }
+
+    pub async fn update(&self, rt: &ResourceType, ns: &str, name: &str, sub: &str, body: Value, ctx: &WriteCtx) -> ApiResult<Written> {
+        let url_name = name.to_string();
+        let url_ns = ns.to_string();
+        self.write_loop(rt, ns, name, sub, ctx, false, move |old, rt| {
+            if old.is_none() {
+                return Err(ApiError::not_found(&rt.group_resource(), &url_name));
+            }
+            let body_name = body["metadata"]["name"].as_str().unwrap_or_default();
+            if body_name != url_name {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({body_name}) does not match the name on the URL ({url_name})"
+                )));
+            }
+            check_body_namespace(rt, &body, &url_ns)?;
+            let rv = body["metadata"]["resourceVersion"].as_str().unwrap_or_default();
+            if rv.is_empty() && rt.is_crd() {
+                // Custom resources do not allow unconditional updates.
+                return Err(ApiError::invalid(
+                    &rt.kind,
+                    &rt.group,
+                    &url_name,
+                    &[FieldCause::preformatted(
+                        "FieldValueInvalid",
+                        "metadata.resourceVersion",
+                        "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update".into(),
+                    )],
+                ));
+            }
+            Ok((body.clone(), Managed::Update))
+        })
+        .await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub async fn patch(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        sub: &str,
+        kind: PatchKind,
+        body: &[u8],
+        force: bool,
+        ctx: &WriteCtx,
+    ) -> ApiResult<Written> {
+        if kind == PatchKind::Strategic && rt.is_crd() {
+            return Err(unsupported_patch("application/strategic-merge-patch+json", false));
+        }
+        let patch_doc: Value = match kind {
+            PatchKind::Apply => yaml_serde::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?,
+            _ => serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
+        };
+        if kind == PatchKind::Apply {
+            let manager = ctx.field_manager.clone().unwrap_or_default();
+            if manager.is_empty() {
+                return Err(ApiError::invalid(
+                    "PatchOptions",
+                    "meta.k8s.io",
+                    "",
+                    &[FieldCause::required("fieldManager", "is required for apply patch")],
+                ));
+            }
+            if !patch_doc.is_object() {
+                return Err(ApiError::bad_request("error decoding YAML: the applied configuration must be an object"));
+            }
+        } else if force {
+            return Err(ApiError::invalid(
+                "PatchOptions",
+                "meta.k8s.io",
+                "",
+                &[FieldCause::forbidden("force", "may not be specified for non-apply patch")],
+            ));
+        }
+        let url_name = name.to_string();
+        let url_ns = ns.to_string();
+        let types = Self::field_types(rt);
+        let manager = ctx.manager();
+        let now = Self::now();
+        let sub_owned = sub.to_string();
+        self.write_loop(rt, ns, name, sub, ctx, true, move |old, rt| {
+            let Some(old) = old else {
+                if kind != PatchKind::Apply {
+                    return Err(ApiError::not_found(&rt.group_resource(), &url_name));
+                }
+                // Apply creates: the configuration becomes the object, namespaced to the URL.
+                let mut config = patch_doc.clone();
+                check_body_namespace(rt, &config, &url_ns)?;
+                let cfg_name = config["metadata"]["name"].as_str().unwrap_or_default().to_string();
+                if !cfg_name.is_empty() && cfg_name != url_name {
+                    return Err(ApiError::bad_request(format!(
+                        "the name of the object ({cfg_name}) does not match the name on the URL ({url_name})"
+                    )));
+                }
+                if let Some(m) = config.as_object_mut() {
+                    let meta = m.entry("metadata").or_insert_with(|| json!({}));
+                    if let Some(mm) = meta.as_object_mut() {
+                        mm.insert("name".into(), Value::String(url_name.clone()));
+                    }
+                }
+                let applied = managed_fields::apply(None, &config, &manager, force, &sub_owned, types.as_ref(), &now)
+                    .map_err(|e| apply_error(rt, &url_name, e))?;
+                return Ok((applied, Managed::Applied));
+            };
+            let result = match kind {
+                PatchKind::Merge => patch::merge_patch_request(old, &patch_doc).map_err(patch_error)?,
+                PatchKind::Json => patch::json_patch(old, &patch_doc).map_err(patch_error)?,
+                PatchKind::Strategic => {
+                    let schema = patch::builtin_strategic_schema(&rt.group, &rt.kind)
+                        .ok_or_else(|| unsupported_patch("application/strategic-merge-patch+json", false))?;
+                    patch::strategic_merge_patch(old, &patch_doc, schema.as_ref()).map_err(patch_error)?
+                }
+                PatchKind::Apply => {
+                    let applied = managed_fields::apply(Some(old), &patch_doc, &manager, force, &sub_owned, types.as_ref(), &now)
+                        .map_err(|e| apply_error(rt, &url_name, e))?;
+                    return Ok((applied, Managed::Applied));
+                }
+            };
+            Ok((result, Managed::Update))
+        })
+        .await
+    }
+
+    /// The optimistic loop of the real server's GuaranteedUpdate: read, compute, admit, and store if nothing
+    /// changed meanwhile; patches retry on a concurrent write, explicit resourceVersions do not.
+    #[allow(clippy::too_many_arguments)]
+    async fn write_loop<F>(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        sub: &str,
+        ctx: &WriteCtx,
+        retry: bool,
+        mutate: F,
+    ) -> ApiResult<Written>
+    where
+        F: Fn(Option<&Value>, &ResourceType) -> ApiResult<(Value, Managed)>,
+    {
+        let key = rt.storage_key();
+        for _attempt in 0..16 {
+            let current = if name.is_empty() { None } else { self.store().get(&key, ns, name) };
+            let (candidate, managed) = mutate(current.as_deref(), rt)?;
+            let (mut new, mut warnings) = self.prepare(rt, ns, current.as_deref(), candidate, sub, ctx, managed)?;
+            let op = if current.is_some() { "UPDATE" } else { "CREATE" };
+            let admitted = self.admission.admit(self, rt, op, sub, &new, current.as_deref(), ctx).await?;
+            warnings.extend(admitted.warnings);
+            if let Some(mutated) = admitted.patched {
+                let (again, w) = self.prepare(rt, ns, current.as_deref(), mutated, sub, ctx, Managed::Update)?;
+                new = again;
+                warnings.extend(w);
+            }
+            self.admission.validate(self, rt, op, sub, &new, current.as_deref(), ctx).await.map(|w| warnings.extend(w))?;
+            let obj_name = new["metadata"]["name"].as_str().unwrap_or_default().to_string();
+            if let Some(old) = &current
+                && same_content(old, &new)
+            {
+                // A write that changes nothing keeps the old resourceVersion and sends no watch event.
+                return Ok(Written { object: self.render(rt, old), status: 200, warnings });
+            }
+            let deleting_done = new["metadata"]["deletionTimestamp"].is_string() && finalizers(&new).is_empty() && !ns_finalizers_pending(rt, &new);
+            if ctx.dry_run {
+                return Ok(Written { object: self.render(rt, &new), status: if current.is_some() { 200 } else { 201 }, warnings });
+            }
+            let change = {
+                let mut store = self.store();
+                let now_rv = store.get(&key, ns, &obj_name).map(|o| o["metadata"]["resourceVersion"].clone());
+                let expected = current.as_ref().map(|o| o["metadata"]["resourceVersion"].clone());
+                if now_rv != expected {
+                    drop(store);
+                    if retry || current.is_none() {
+                        if current.is_none() && now_rv.is_some() {
+                            return Err(ApiError::already_exists(&rt.group_resource(), &obj_name));
+                        }
+                        continue;
+                    }
+                    return Err(ApiError::stale_resource_version(&rt.group_resource(), &obj_name));
+                }
+                store.commit(&key, ns, &obj_name, if deleting_done { None } else { Some(new) })
+            };
+            self.after_commit(&change).await;
+            let status = if current.is_some() { 200 } else { 201 };
+            return Ok(Written { object: self.render(rt, &change.object), status, warnings });
+        }
+        Err(ApiError::conflict(&rt.group_resource(), name, "too many concurrent writes; try again"))
+    }
+
+    /// Everything the real server does to an incoming object before admission and storage.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn prepare(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        old: Option<&Value>,
+        mut new: Value,
+        sub: &str,
+        ctx: &WriteCtx,
+        managed: Managed,
+    ) -> ApiResult<(Value, Vec<String>)> {
+        let mut warnings = Vec::new();
+        let Some(obj) = new.as_object_mut() else {
+            return Err(ApiError::bad_request("the body must be a JSON or YAML object"));
+        };
+        if let Some(k) = obj.get("kind").and_then(Value::as_str)
+            && !k.is_empty()
+            && k != rt.kind
+        {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({k}) does not match the expected kind ({}) for resource {}",
+                rt.kind,
+                rt.group_resource()
+            )));
+        }
+        if let Some(av) = obj.get("apiVersion").and_then(Value::as_str)
+            && !av.is_empty()
+            && av != rt.api_version()
+        {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({av}) does not match the expected API version ({})",
+                rt.api_version()
+            )));
+        }
+        obj.insert("apiVersion".into(), Value::String(rt.api_version()));
+        obj.insert("kind".into(), Value::String(rt.kind.clone()));
+        if !obj.get("metadata").is_some_and(Value::is_object) {
+            if obj.get("metadata").is_some_and(|m| !m.is_null()) {
+                return Err(ApiError::bad_request("metadata must be an object"));
+            }
+            obj.insert("metadata".into(), json!({}));
+        }
+
+        let status_sub = rt.status_subresource;
+        match old {
+            None => {
+                let meta = meta_mut(&mut new);
+                if meta.get("name").and_then(Value::as_str).unwrap_or_default().is_empty()
+                    && let Some(prefix) = meta.get("generateName").and_then(Value::as_str)
+                    && !prefix.is_empty()
+                {
+                    let name = format!("{prefix}{}", random_suffix());
+                    meta.insert("name".into(), Value::String(name));
+                }
+                if rt.namespaced {
+                    meta.insert("namespace".into(), Value::String(ns.to_string()));
+                } else {
+                    meta.remove("namespace");
+                }
+                meta.insert("uid".into(), Value::String(uuid::Uuid::new_v4().to_string()));
+                meta.insert("creationTimestamp".into(), Value::String(Self::now()));
+                for k in ["deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink"] {
+                    meta.remove(k);
+                }
+                if rt.has_generation {
+                    meta.insert("generation".into(), json!(1));
+                } else {
+                    meta.remove("generation");
+                }
+                if status_sub
+                    && let Some(o) = new.as_object_mut()
+                {
+                    o.remove("status");
+                }
+            }
+            Some(old) => {
+                if sub == "status" {
+                    // The status subresource writes status only; everything else stays as stored.
+                    let mut merged = old.clone();
+                    let rv = new["metadata"]["resourceVersion"].clone();
+                    match new.get("status") {
+                        Some(s) => merged["status"] = s.clone(),
+                        None => {
+                            if let Some(o) = merged.as_object_mut() {
+                                o.remove("status");
+                            }
+                        }
+                    }
+                    if let Some(mf) = new["metadata"].get("managedFields") {
+                        merged["metadata"]["managedFields"] = mf.clone();
+                    }
+                    merged["metadata"]["resourceVersion"] = rv;
+                    new = merged;
+                } else if status_sub {
+                    match old.get("status") {
+                        Some(s) => new["status"] = s.clone(),
+                        None => {
+                            if let Some(o) = new.as_object_mut() {
+                                o.remove("status");
+                            }
+                        }
+                    }
+                }
+                let rv = new["metadata"]["resourceVersion"].as_str().unwrap_or_default().to_string();
+                let old_rv = old["metadata"]["resourceVersion"].as_str().unwrap_or_default();
+                let name = old["metadata"]["name"].as_str().unwrap_or_default();
+                if !rv.is_empty() && rv != old_rv {
+                    return Err(ApiError::stale_resource_version(&rt.group_resource(), name));
+                }
+                let old_meta = old["metadata"].as_object().cloned().unwrap_or_default();
+                let meta = meta_mut(&mut new);
+                for k in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "namespace", "name", "generation"] {
+                    match old_meta.get(k) {
+                        Some(v) => {
+                            meta.insert(k.into(), v.clone());
+                        }
+                        None => {
+                            meta.remove(k);
+                        }
+                    }
+                }
+                meta.insert("resourceVersion".into(), Value::String(old_rv.to_string()));
+                if old_meta.contains_key("deletionTimestamp") {
+                    let before: BTreeSet<String> = finalizers(old).into_iter().collect();
+                    let added: Vec<String> = finalizers(&new).into_iter().filter(|f| !before.contains(f)).collect();
+                    if !added.is_empty() {
+                        let list = added.iter().map(|f| format!("{f:?}")).collect::<Vec<_>>().join(", ");
+                        return Err(ApiError::invalid(
+                            &rt.kind,
+                            &rt.group,
+                            name,
+                            &[FieldCause::forbidden(
+                                "metadata.finalizers",
+                                &format!("no new finalizers can be added if the object is being deleted, found new finalizers []string{{{list}}}"),
+                            )],
+                        ));
+                    }
+                }
+            }
+        }
+
+        self.prepare_kind(rt, old, &mut new)?;
+
+        if let Some(schema) = &rt.schema {
+            let unknown = schema::prune(&mut new, schema);
+            if !unknown.is_empty() {
+                match ctx.field_validation {
+                    FieldValidation::Strict => {
+                        let name = new["metadata"]["name"].as_str().unwrap_or_default();
+                        let list = unknown.iter().map(|p| format!("unknown field \"{p}\"")).collect::<Vec<_>>().join(", ");
+                        return Err(ApiError::bad_request(format!(
+                            "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {list}",
+                            rt.kind, rt.version, rt.kind
+                        ))
+                        .with_details(json!({"name": name, "group": rt.group, "kind": rt.kind})));
+                    }
+                    FieldValidation::Warn => warnings.extend(unknown.iter().map(|p| format!("unknown field \"{p}\""))),
+                    FieldValidation::Ignore => {}
+                }
+            }
+            schema::apply_defaults(&mut new, schema);
+        }
+        prune_metadata(&mut new);
+
+        let mut causes = validation::validate_metadata(&new["metadata"], validation::name_rule(&rt.group, &rt.plural));
+        if let Some(schema) = &rt.schema {
+            for e in schema::validate(&new, old, schema) {
+                causes.push(FieldCause::preformatted(cause_reason(e.kind), &e.path, e.to_string()));
+            }
+        }
+        causes.extend(self.validate_kind(rt, &new, old));
+        let name = new["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(&rt.kind, &rt.group, &name, &causes));
+        }
+        if rt.namespaced && old.is_none() {
+            self.check_namespace_open(rt, ns, &name)?;
+        }
+
+        if let (Some(old), true) = (old, rt.has_generation)
+            && spec_changed(old, &new)
+        {
+            let g = old["metadata"]["generation"].as_i64().unwrap_or(0);
+            new["metadata"]["generation"] = json!(g + 1);
+        }
+
+        if managed == Managed::Update {
+            let types = Self::field_types(rt);
+            new = managed_fields::update(old, &new, &ctx.manager(), sub, types.as_ref(), &Self::now());
+        }
+        Ok((new, warnings))
+    }
+
+    fn check_namespace_open(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<()> {
+        let key = StorageKey { group: String::new(), resource: "namespaces".into() };
+        match self.store().get(&key, "", ns) {
+            None => Err(ApiError::not_found("namespaces", ns)),
+            Some(n) if n["metadata"]["deletionTimestamp"].is_string() => Err(ApiError::forbidden(format!(
+                "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                rt.group_resource()
+            ))
+            .with_details(json!({"name": name, "group": rt.group, "kind": rt.plural,
+                "causes": [{"reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace"}]}))),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Kind-specific defaulting that the built-in registry strategies do.
+    fn prepare_kind(&self, rt: &ResourceType, old: Option<&Value>, new: &mut Value) -> ApiResult<()> {
+        match (rt.group.as_str(), rt.plural.as_str()) {
+            ("", "secrets") => {
+                if let Some(Value::Object(sd)) = new.as_object_mut().and_then(|o| o.remove("stringData")) {
+                    let data = new.as_object_mut().map(|o| o.entry("data").or_insert_with(|| json!({})));
+                    if let Some(Value::Object(data)) = data {
+                        for (k, v) in sd {
+                            let s = v.as_str().unwrap_or_default();
+                            data.insert(k, Value::String(base64::engine::general_purpose::STANDARD.encode(s)));
+                        }
+                    }
+                }
+                if new.get("type").and_then(Value::as_str).unwrap_or_default().is_empty() {
+                    new["type"] = json!("Opaque");
+                }
+                if let Some(Value::Object(data)) = new.get("data") {
+                    for (k, v) in data {
+                        let ok = v.as_str().is_some_and(|s| base64::engine::general_purpose::STANDARD.decode(s).is_ok());
+                        if !ok {
+                            return Err(ApiError::bad_request(format!(
+                                "Secret in version \"v1\" cannot be handled as a Secret: illegal base64 data in data[{k:?}]"
+                            )));
+                        }
+                    }
+                }
+            }
+            ("coordination.k8s.io", "leases") => {
+                check_micro_times(rt, new, &[&["spec", "acquireTime"], &["spec", "renewTime"]])?;
+            }
+            ("events.k8s.io", "events") | ("", "events") => check_micro_times(rt, new, &[&["eventTime"], &["series", "lastObservedTime"]])?,
+            ("", "namespaces") => {
+                if old.is_none() {
+                    new["spec"] = json!({"finalizers": ["kubernetes"]});
+                    new["status"] = json!({"phase": "Active"});
+                }
+                let name = new["metadata"]["name"].as_str().unwrap_or_default().to_string();
+                let labels = meta_mut(new).entry("labels").or_insert_with(|| json!({}));
+                if let Some(l) = labels.as_object_mut() {
+                    l.insert("kubernetes.io/metadata.name".into(), Value::String(name));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Kind-specific validation the built-in strategies do (immutability, keys, CRD names and schemas).
+    fn validate_kind(&self, rt: &ResourceType, new: &Value, old: Option<&Value>) -> Vec<FieldCause> {
+        let mut out = Vec::new();
+        match (rt.group.as_str(), rt.plural.as_str()) {
+            ("", "secrets") | ("", "configmaps") => {
+                for field in ["data", "binaryData"] {
+                    if let Some(Value::Object(m)) = new.get(field) {
+                        for k in m.keys() {
+                            for e in validation::config_key_errors(k) {
+                                out.push(FieldCause::invalid(&format!("{field}[{k}]"), &Value::String(k.clone()), &e));
+                            }
+                        }
+                    }
+                }
+                if let Some(old) = old {
+                    if old["immutable"].as_bool() == Some(true) {
+                        for field in ["data", "binaryData"] {
+                            if old.get(field) != new.get(field) {
+                                out.push(FieldCause::forbidden(field, "field is immutable when `immutable` is set"));
+                            }
+                        }
+                        if new["immutable"].as_bool() != Some(true) {
+                            out.push(FieldCause::forbidden("immutable", "field is immutable when `immutable` is set"));
+                        }
+                    }
+                    if rt.plural == "secrets" && old.get("type") != new.get("type") {
+                        out.push(FieldCause::invalid("type", &new["type"], "field is immutable"));
+                    }
+                }
+            }
+            ("apiextensions.k8s.io", "customresourcedefinitions") => out.extend(validate_crd(new, old)),
+            _ => {}
+        }
+        out
+    }
+
+    pub async fn delete(&self, rt: &ResourceType, ns: &str, name: &str, opts: &DeleteOptions, ctx: &WriteCtx) -> ApiResult<Written> {
+        let key = rt.storage_key();
+        for _ in 0..16 {
+            let Some(current) = self.store().get(&key, ns, name) else {
+                return Err(ApiError::not_found(&rt.group_resource(), name));
+            };
+            if let Some(uid) = &opts.precondition_uid
+                && current["metadata"]["uid"].as_str() != Some(uid)
+            {
+                return Err(ApiError::conflict(
+                    &rt.group_resource(),
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        current["metadata"]["uid"].as_str().unwrap_or_default()
+                    ),
+                ));
+            }
+            if let Some(rv) = &opts.precondition_rv
+                && current["metadata"]["resourceVersion"].as_str() != Some(rv)
+            {
+                return Err(ApiError::conflict(
+                    &rt.group_resource(),
+                    name,
+                    &format!(
+                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                        current["metadata"]["resourceVersion"].as_str().unwrap_or_default()
+                    ),
+                ));
+            }
+            self.admission.validate(self, rt, "DELETE", "", &Value::Null, Some(&current), ctx).await?;
+            let mut next = (*current).clone();
+            let mut fins = finalizers(&next);
+            match opts.propagation.as_deref() {
+                Some("Foreground") if !fins.iter().any(|f| f == FOREGROUND_FINALIZER) => fins.push(FOREGROUND_FINALIZER.into()),
+                Some("Orphan") if !fins.iter().any(|f| f == ORPHAN_FINALIZER) => fins.push(ORPHAN_FINALIZER.into()),
+                _ => {}
+            }
+            if rt.group == "apiextensions.k8s.io" && !fins.iter().any(|f| f == CRD_CLEANUP_FINALIZER) && next["metadata"]["deletionTimestamp"].is_null() {
+                fins.push(CRD_CLEANUP_FINALIZER.into());
+            }
+            let is_namespace = rt.group.is_empty() && rt.plural == "namespaces";
+            // A Namespace waits for its content finalizer (`spec.finalizers`) before it goes.
+            let keep = !fins.is_empty() || ns_finalizers_pending(rt, &next);
+            let already_deleting = current["metadata"]["deletionTimestamp"].is_string();
+            if keep {
+                if !fins.is_empty() {
+                    next["metadata"]["finalizers"] = json!(fins);
+                }
+                if !already_deleting {
+                    next["metadata"]["deletionTimestamp"] = json!(Self::now());
+                    next["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+                    if let Some(g) = next["metadata"]["generation"].as_i64()
+                        && g > 0
+                    {
+                        next["metadata"]["generation"] = json!(g + 1);
+                    }
+                    if is_namespace {
+                        next["status"] = json!({"phase": "Terminating"});
+                    }
+                }
+                if already_deleting && next == *current {
+                    return Ok(Written { object: self.render(rt, &current), status: 200, warnings: Vec::new() });
+                }
+            }
+            if ctx.dry_run {
+                return Ok(Written { object: self.render(rt, &next), status: 200, warnings: Vec::new() });
+            }
+            let change = {
+                let mut store = self.store();
+                let now = store.get(&key, ns, name);
+                if now.as_ref().map(|o| &o["metadata"]["resourceVersion"]) != Some(&current["metadata"]["resourceVersion"]) {
+                    continue;
+                }
+                store.commit(&key, ns, name, if keep { Some(next) } else { None })
+            };
+            self.after_commit(&change).await;
+            return Ok(Written { object: self.render(rt, &change.object), status: 200, warnings: Vec::new() });
+        }
+        Err(ApiError::conflict(&rt.group_resource(), name, "too many concurrent writes; try again"))
+    }
+
+    /// Bookkeeping after a write: CRDs change what is served, deletions feed the garbage collector.
+    async fn after_commit(&self, change: &Change) {
+        self.changed.notify_one();
+        if change.key.group == "apiextensions.k8s.io" && change.key.resource == "customresourcedefinitions" {
+            self.rebuild_registry();
+            if change.kind != crate::store::ChangeKind::Deleted && !crd_established(&change.object) {
+                self.establish_crd(&change.name).await;
+            }
+        }
+        let deleting = change.object["metadata"]["deletionTimestamp"].is_string();
+        if deleting || change.kind == crate::store::ChangeKind::Deleted {
+            self.gc_wake.notify_one();
+        }
+    }
+
+    pub(crate) fn rebuild_registry(&self) {
+        let crds: Vec<Arc<Value>> = {
+            let store = self.store();
+            let key = StorageKey { group: "apiextensions.k8s.io".into(), resource: "customresourcedefinitions".into() };
+            store.list(&key, None)
+        };
+        let mut reg = (*self.registry()).clone();
+        reg.rebuild_custom(crds.iter().map(|c| c.as_ref()).filter(|c| crd_established(c)));
+        *self.registry.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(reg);
+    }
+
+    /// What the apiextensions controllers do right after a CRD is written: accept its names and mark it
+    /// Established, so its resources are served.
+    async fn establish_crd(&self, name: &str) {
+        let reg = self.registry();
+        let Some(rt) = reg.get("apiextensions.k8s.io", "v1", "customresourcedefinitions") else { return };
+        let Some(current) = self.store().get(&rt.storage_key(), "", name) else { return };
+        let now = Self::now();
+        let mut status = current.get("status").cloned().unwrap_or_else(|| json!({}));
+        status["acceptedNames"] = current["spec"]["names"].clone();
+        status["conditions"] = json!([
+            {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": now},
+            {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": now},
+        ]);
+        let mut stored: Vec<Value> = status["storedVersions"].as_array().cloned().unwrap_or_default();
+        if let Some(sv) = current["spec"]["versions"].as_array().and_then(|vs| vs.iter().find(|v| v["storage"] == json!(true))) {
+            if !stored.contains(&sv["name"]) {
+                stored.push(sv["name"].clone());
+            }
+        }
+        status["storedVersions"] = json!(stored);
+        let mut body = (*current).clone();
+        body["status"] = status;
+        let ctx = WriteCtx::system("kube-apiserver");
+        if let Err(e) = Box::pin(self.update(&rt, "", name, "status", body, &ctx)).await {
+            tracing::warn!(crd = name, error = %e, "could not mark CRD established");
+        }
+    }
+}
+
+/// `metav1.MicroTime` fields decode with Go's layout `2006-01-02T15:04:05.000000Z07:00`: exactly six fractional
+/// digits. The real server refuses anything else while decoding, with 400.
+fn check_micro_times(rt: &ResourceType, obj: &Value, paths: &[&[&str]]) -> ApiResult<()> {
+    for path in paths {
+        let mut cur = obj;
+        for p in *path {
+            cur = &cur[*p];
+        }
+        let Some(s) = cur.as_str() else { continue };
+        if !is_micro_time(s) {
+            return Err(ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: parsing time {s:?} as \"2006-01-02T15:04:05.000000Z07:00\": cannot parse {:?} as \".000000\"",
+                rt.kind,
+                rt.version,
+                rt.kind,
+                s.get(19..).unwrap_or_default()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn is_micro_time(s: &str) -> bool {
+    let b = s.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b.get(r).is_some_and(|x| x.iter().all(u8::is_ascii_digit));
+    let date_time = b.len() >= 27
+        && digits(0..4) && b[4] == b'-' && digits(5..7) && b[7] == b'-' && digits(8..10) && b[10] == b'T'
+        && digits(11..13) && b[13] == b':' && digits(14..16) && b[16] == b':' && digits(17..19)
+        && b[19] == b'.' && digits(20..26);
+    let zone = &s.get(26..).unwrap_or_default();
+    let zone_ok = *zone == "Z"
+        || (zone.len() == 6
+            && (zone.starts_with('+') || zone.starts_with('-'))
+            && zone.as_bytes()[3] == b':'
+            && zone.as_bytes()[1..3].iter().chain(&zone.as_bytes()[4..6]).all(u8::is_ascii_digit));
+    date_time && zone_ok
+}
+
+/// Whether the managedFields of a write are computed by `prepare` (ordinary writes) or already by apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Managed {
+    Update,
+    Applied,
+}
+
+fn check_body_namespace(rt: &ResourceType, body: &Value, url_ns: &str) -> ApiResult<()> {
+    if rt.namespaced {
+        let body_ns = body["metadata"]["namespace"].as_str().unwrap_or_default();
+        if !body_ns.is_empty() && body_ns != url_ns {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj["metadata"].is_object() {
+        obj["metadata"] = json!({});
+    }
+    match obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        Some(m) => m,
+        None => unreachable!("metadata was just made an object"),
+    }
+}
+
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    obj["metadata"]["finalizers"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|f| f.as_str().map(String::from)).collect())
+        .unwrap_or_default()
+}
+
+/// A Namespace stays while its content finalizer (`spec.finalizers: [kubernetes]`) is pending.
+fn ns_finalizers_pending(rt: &ResourceType, obj: &Value) -> bool {
+    rt.group.is_empty() && rt.plural == "namespaces" && obj["spec"]["finalizers"].as_array().is_some_and(|a| !a.is_empty())
+}
+
+/// ObjectMeta fields the server keeps; anything else under metadata is dropped, as decoding into ObjectMeta does.
+fn prune_metadata(obj: &mut Value) {
+    const KNOWN: &[&str] = &[
+        "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation", "creationTimestamp",
+        "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations", "ownerReferences", "finalizers",
+        "managedFields",
+    ];
+    if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.retain(|k, v| KNOWN.contains(&k.as_str()) && !v.is_null());
+        for k in ["labels", "annotations"] {
+            if m.get(k).and_then(Value::as_object).is_some_and(Map::is_empty) {
+                m.remove(k);
+            }
+        }
+        if m.get("finalizers").and_then(Value::as_array).is_some_and(Vec::is_empty) {
+            m.remove("finalizers");
+        }
+    }
+}
+
+/// The content the generation tracks: everything but metadata and status.
+fn spec_changed(old: &Value, new: &Value) -> bool {
+    let strip = |v: &Value| -> Map<String, Value> {
+        let mut m = v.as_object().cloned().unwrap_or_default();
+        for k in ["metadata", "status", "apiVersion", "kind"] {
+            m.remove(k);
+        }
+        m
+    };
+    strip(old) != strip(new)
+}
+
+/// Equal but for the resourceVersion and the timestamps in managedFields.
+fn same_content(old: &Value, new: &Value) -> bool {
+    let norm = |v: &Value| -> Value {
+        let mut c = v.clone();
+        if let Some(m) = c.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("resourceVersion");
+            if let Some(Value::Array(mf)) = m.get_mut("managedFields") {
+                for e in mf.iter_mut() {
+                    if let Some(o) = e.as_object_mut() {
+                        o.remove("time");
+                    }
+                }
+            }
+        }
+        c
+    };
+    norm(old) == norm(new)
+}
+
+fn random_suffix() -> String {
+    // The real server draws 5 characters from an alphabet without vowels and look-alikes.
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let bytes = uuid::Uuid::new_v4().into_bytes();
+    bytes.iter().take(5).map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char).collect()
+}
+
+pub fn crd_established(crd: &Value) -> bool {
+    crd["status"]["conditions"]
+        .as_array()
+        .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Established" && c["status"] == "True"))
+}
+
+fn cause_reason(kind: schema::FieldErrorKind) -> &'static str {
+    use schema::FieldErrorKind as K;
+    match kind {
+        K::Required => "FieldValueRequired",
+        K::Invalid => "FieldValueInvalid",
+        K::NotSupported => "FieldValueNotSupported",
+        K::TooLong => "FieldValueTooLong",
+        K::TooMany => "FieldValueTooMany",
+        K::Duplicate => "FieldValueDuplicate",
+        K::Forbidden => "FieldValueForbidden",
+        K::TypeInvalid => "FieldValueTypeInvalid",
+    }
+}
+
+/// Patch failures keep the status and reason the real patch handler gives them.
+fn patch_error(e: patch::PatchError) -> ApiError {
+    ApiError::new(e.status, e.reason(), e.message)
+}
+
+fn apply_error(rt: &ResourceType, name: &str, e: managed_fields::ApplyError) -> ApiError {
+    match e {
+        managed_fields::ApplyError::Conflicts(cs) => {
+            let message = managed_fields::ApplyError::Conflicts(cs.clone()).to_string();
+            let causes: Vec<Value> = cs
+                .iter()
+                .map(|c| json!({"reason": "FieldManagerConflict", "message": format!("conflict with {:?} using {}", c.manager, c.api_version), "field": c.path}))
+                .collect();
+            let mut d = json!({"name": name, "kind": rt.plural, "causes": causes});
+            if !rt.group.is_empty() {
+                d["group"] = json!(rt.group);
+            }
+            ApiError::new(409, "Conflict", message).with_details(d)
+        }
+        managed_fields::ApplyError::Invalid(m) => ApiError::new(422, "Invalid", m),
+    }
+}
+
+/// The checks apiextensions-apiserver makes on a CRD.
+fn validate_crd(crd: &Value, old: Option<&Value>) -> Vec<FieldCause> {
+    let mut out = Vec::new();
+    let spec = &crd["spec"];
+    let group = spec["group"].as_str().unwrap_or_default();
+    let plural = spec["names"]["plural"].as_str().unwrap_or_default();
+    let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+    if group.is_empty() {
+        out.push(FieldCause::required("spec.group", ""));
+    } else if !group.contains('.') {
+        out.push(FieldCause::invalid("spec.group", &spec["group"], "should be a domain with at least one dot"));
+    }
+    if plural.is_empty() {
+        out.push(FieldCause::required("spec.names.plural", ""));
+    }
+    if spec["names"]["kind"].as_str().unwrap_or_default().is_empty() {
+        out.push(FieldCause::required("spec.names.kind", ""));
+    }
+    if !group.is_empty() && !plural.is_empty() && name != format!("{plural}.{group}") {
+        out.push(FieldCause::invalid("metadata.name", &crd["metadata"]["name"], "must be spec.names.plural+\".\"+spec.group"));
+    }
+    match spec["scope"].as_str() {
+        Some("Namespaced") | Some("Cluster") => {}
+        _ => out.push(FieldCause::preformatted(
+            "FieldValueNotSupported",
+            "spec.scope",
+            format!("spec.scope: Unsupported value: {}: supported values: \"Cluster\", \"Namespaced\"", render_value(&spec["scope"])),
+        )),
+    }
+    let versions = spec["versions"].as_array().cloned().unwrap_or_default();
+    if versions.is_empty() {
+        out.push(FieldCause::invalid("spec.versions", &spec["versions"], "must have exactly one version marked as storage version"));
+    } else if versions.iter().filter(|v| v["storage"] == json!(true)).count() != 1 {
+        out.push(FieldCause::invalid("spec.versions", &json!(versions.len()), "must have exactly one version marked as storage version"));
+    }
+    for (i, v) in versions.iter().enumerate() {
+        if v["name"].as_str().unwrap_or_default().is_empty() {
+            out.push(FieldCause::required(&format!("spec.versions[{i}].name"), ""));
+        }
+        let s = &v["schema"]["openAPIV3Schema"];
+        if s.is_null() {
+            out.push(FieldCause::required(&format!("spec.versions[{i}].schema.openAPIV3Schema"), "schemas are required"));
+        } else {
+            for e in schema::validate_schema(s, &format!("spec.versions[{i}].schema.openAPIV3Schema")) {
+                out.push(FieldCause::preformatted(cause_reason(e.kind), &e.path, e.to_string()));
+            }
+        }
+    }
+    if let Some(old) = old {
+        for (field, what) in [("group", "spec.group"), ("scope", "spec.scope")] {
+            if old["spec"][field] != spec[field] && old["metadata"]["deletionTimestamp"].is_null() {
+                if field == "scope" {
+                    continue;
+                }
+                out.push(FieldCause::invalid(what, &spec[field], "field is immutable"));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_changes_bump_generation_but_metadata_and_status_do_not() {
+        let a = json!({"metadata": {"labels": {"a": "1"}}, "spec": {"x": 1}, "status": {"y": 1}});
+        let b = json!({"metadata": {"labels": {"a": "2"}}, "spec": {"x": 1}, "status": {"y": 2}});
+        assert!(!spec_changed(&a, &b));
+        let c = json!({"metadata": {}, "spec": {"x": 2}});
+        assert!(spec_changed(&a, &c));
+    }
+
+    #[test]
+    fn the_bootstrap_policy_parses_and_a_new_cluster_holds_it() {
+        let docs = crate::yaml_documents(include_str!("bootstrap.yaml")).expect("parses");
+        assert!(docs.len() >= 10);
+        let c = Cluster::new(ClusterOptions::default());
+        let key = StorageKey { group: "rbac.authorization.k8s.io".into(), resource: "clusterrolebindings".into() };
+        assert!(c.store().get(&key, "", "system:basic-user").is_some());
+    }
+
+    #[test]
+    fn micro_times_need_exactly_six_fractional_digits() {
+        assert!(is_micro_time("2026-01-01T00:00:00.000000Z"));
+        assert!(is_micro_time("2026-01-01T00:00:00.123456+02:00"));
+        assert!(!is_micro_time("2026-01-01T00:00:00Z"));
+        assert!(!is_micro_time("2026-01-01T00:00:00.123456789Z"));
+        assert!(!is_micro_time("2026-01-01T00:00:00.123456"));
+        assert!(!is_micro_time("ü"));
+    }
+
+    #[test]
+    fn generated_names_use_five_characters_of_the_real_alphabet() {
+        let s = random_suffix();
+        assert_eq!(s.len(), 5);
+        assert!(s.chars().all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c)));
+    }
+}

@@ -1,0 +1,192 @@
+//! Fault injection for tests: failing requests, added latency, dropped watches and a paused server.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::Deserialize;
+use tokio::sync::watch;
+
+use crate::error::ApiError;
+
+/// Which requests a fault applies to; an empty field matches anything.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Matcher {
+    /// Request verb: get, list, watch, create, update, patch, delete, deletecollection.
+    #[serde(default)]
+    pub verb: Option<String>,
+    /// Resource plural, optionally with subresource (`configmaps`, `widgets/status`).
+    #[serde(default)]
+    pub resource: Option<String>,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+impl Matcher {
+    pub fn verb_resource(verb: &str, resource: &str) -> Self {
+        Matcher { verb: Some(verb.into()), resource: Some(resource.into()), ..Default::default() }
+    }
+
+    fn matches(&self, r: &RequestFacts<'_>) -> bool {
+        let res = if r.subresource.is_empty() { r.resource.to_string() } else { format!("{}/{}", r.resource, r.subresource) };
+        self.verb.as_deref().is_none_or(|v| v == r.verb)
+            && self.resource.as_deref().is_none_or(|x| x == res || x == r.resource)
+            && self.namespace.as_deref().is_none_or(|x| x == r.namespace)
+            && self.name.as_deref().is_none_or(|x| x == r.name)
+    }
+}
+
+/// The facts about a request that matchers look at.
+pub struct RequestFacts<'a> {
+    pub verb: &'a str,
+    pub resource: &'a str,
+    pub subresource: &'a str,
+    pub namespace: &'a str,
+    pub name: &'a str,
+}
+
+#[derive(Debug, Clone)]
+struct FailRule {
+    matcher: Matcher,
+    remaining: u32,
+    status: u16,
+    retry_after: Option<u32>,
+}
+
+#[derive(Debug, Clone)]
+struct LatencyRule {
+    matcher: Matcher,
+    delay: Duration,
+}
+
+#[derive(Default)]
+struct State {
+    fail: Vec<FailRule>,
+    latency: Vec<LatencyRule>,
+}
+
+pub struct Faults {
+    state: Mutex<State>,
+    paused: watch::Sender<bool>,
+    /// Bumped to close every open watch.
+    watch_epoch: watch::Sender<u64>,
+}
+
+impl Default for Faults {
+    fn default() -> Self {
+        Faults { state: Mutex::default(), paused: watch::channel(false).0, watch_epoch: watch::channel(0).0 }
+    }
+}
+
+impl Faults {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Fails the next `count` matching requests with `status` (409, 429, 500, 503, ...).
+    pub fn fail_next(&self, matcher: Matcher, count: u32, status: u16, retry_after: Option<u32>) {
+        self.state().fail.push(FailRule { matcher, remaining: count, status, retry_after });
+    }
+
+    /// Delays every matching request by `delay` until cleared.
+    pub fn add_latency(&self, matcher: Matcher, delay: Duration) {
+        self.state().latency.push(LatencyRule { matcher, delay });
+    }
+
+    pub fn clear(&self) {
+        let mut s = self.state();
+        s.fail.clear();
+        s.latency.clear();
+    }
+
+    /// Ends every open watch stream, as an API server restart or a load balancer reset would.
+    pub fn drop_watches(&self) {
+        self.watch_epoch.send_modify(|e| *e += 1);
+    }
+
+    pub fn watch_epoch(&self) -> watch::Receiver<u64> {
+        self.watch_epoch.subscribe()
+    }
+
+    /// Holds every API request until `resume`.
+    pub fn pause(&self) {
+        self.paused.send_replace(true);
+    }
+
+    pub fn resume(&self) {
+        self.paused.send_replace(false);
+    }
+
+    /// Applies pause, latency and failure rules to one request; Some(error) fails it.
+    pub async fn before(&self, r: &RequestFacts<'_>) -> Option<ApiError> {
+        let mut paused = self.paused.subscribe();
+        while *paused.borrow_and_update() {
+            if paused.changed().await.is_err() {
+                break;
+            }
+        }
+        let (delay, failure) = {
+            let mut s = self.state();
+            let delay: Duration = s.latency.iter().filter(|l| l.matcher.matches(r)).map(|l| l.delay).sum();
+            let failure = s.fail.iter_mut().find(|f| f.remaining > 0 && f.matcher.matches(r)).map(|f| {
+                f.remaining -= 1;
+                (f.status, f.retry_after)
+            });
+            s.fail.retain(|f| f.remaining > 0);
+            (delay, failure)
+        };
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        failure.map(|(status, retry_after)| injected_error(status, retry_after, r))
+    }
+}
+
+/// An error shaped like the real server's for that status.
+fn injected_error(status: u16, retry_after: Option<u32>, r: &RequestFacts<'_>) -> ApiError {
+    let mut e = match status {
+        409 => ApiError::stale_resource_version(r.resource, r.name),
+        429 => ApiError::new(429, "TooManyRequests", "Too many requests, please try again later."),
+        500 => ApiError::internal("injected fault"),
+        503 => ApiError::new(503, "ServiceUnavailable", "the server is currently unable to handle the request"),
+        504 => ApiError::new(504, "Timeout", "the server was unable to return a response in the time allotted, but may still be processing the request"),
+        404 => ApiError::not_found(r.resource, r.name),
+        other => ApiError::new(other, "", format!("injected fault with status {other}")),
+    };
+    e.retry_after = retry_after.or(if status == 429 { Some(1) } else { None });
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts<'a>(verb: &'a str, resource: &'a str) -> RequestFacts<'a> {
+        RequestFacts { verb, resource, subresource: "", namespace: "default", name: "x" }
+    }
+
+    #[tokio::test]
+    async fn fail_next_counts_down_and_only_matches_its_requests() {
+        let f = Faults::default();
+        f.fail_next(Matcher::verb_resource("update", "configmaps"), 2, 429, Some(3));
+        assert!(f.before(&facts("get", "configmaps")).await.is_none());
+        let e = f.before(&facts("update", "configmaps")).await.expect("first failure");
+        assert_eq!((e.code, e.retry_after), (429, Some(3)));
+        assert!(f.before(&facts("update", "configmaps")).await.is_some());
+        assert!(f.before(&facts("update", "configmaps")).await.is_none());
+    }
+
+    #[tokio::test]
+    async fn paused_requests_wait_for_resume() {
+        let f = std::sync::Arc::new(Faults::default());
+        f.pause();
+        let f2 = f.clone();
+        let t = tokio::spawn(async move { f2.before(&facts("get", "configmaps")).await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!t.is_finished());
+        f.resume();
+        assert!(t.await.expect("join").is_none());
+    }
+}

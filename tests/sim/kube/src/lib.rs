@@ -1,0 +1,368 @@
+//! `kube-sim`: an in-memory Kubernetes API server for tests and local development.
+//!
+//! It speaks the real HTTP/JSON API closely enough that kubectl, kube-rs and Helm's Go SDK cannot tell it from
+//! kube-apiserver for the operations they use: discovery and OpenAPI v3, CRUD with the real object semantics,
+//! watches, server-side apply, CRDs with structural schemas, RBAC, admission webhooks and garbage collection.
+//! Several independent servers can run in one process (a management cluster and workload clusters).
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! let sim = kube_sim::KubeSim::start().await?;
+//! sim.apply_yaml("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: demo, namespace: default}\ndata: {k: v}\n").await?;
+//! let client = sim.client().await?; // a kube::Client with cluster-admin rights
+//! # let _ = client; Ok(()) }
+//! ```
+
+pub mod admission;
+pub mod api;
+pub mod auth;
+pub mod cluster;
+pub mod error;
+pub mod faults;
+pub mod gc;
+pub mod jsonpath;
+pub mod kubeconfig;
+pub mod managed_fields;
+pub mod patch;
+pub mod rbac;
+pub mod resources;
+pub mod schema;
+pub mod selectors;
+pub mod server;
+pub mod snapshot;
+pub mod store;
+pub mod tls;
+pub mod validation;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, anyhow};
+use serde_json::Value;
+use tokio::sync::watch;
+
+pub use auth::Anonymous;
+pub use cluster::{Cluster, ClusterOptions};
+pub use faults::{Faults, Matcher};
+pub use kubeconfig::Credential;
+pub use rbac::UserInfo;
+
+use api::Api;
+use auth::Authenticator;
+use cluster::{PatchKind, WriteCtx};
+use tls::Pki;
+
+/// Options for starting a server.
+#[derive(Debug, Clone)]
+pub struct Builder {
+    listen: SocketAddr,
+    tls: bool,
+    anonymous: Option<Anonymous>,
+    state_file: Option<PathBuf>,
+    options: ClusterOptions,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            tls: true,
+            anonymous: None,
+            state_file: None,
+            options: ClusterOptions::default(),
+        }
+    }
+}
+
+impl Builder {
+    /// Address to listen on; port 0 (the default) picks a free port.
+    pub fn listen(mut self, addr: SocketAddr) -> Self {
+        self.listen = addr;
+        self
+    }
+
+    /// Plain HTTP instead of HTTPS. kubectl sends no credentials over plain HTTP, so unless `anonymous` says
+    /// otherwise, anonymous requests act as a cluster admin in this mode.
+    pub fn insecure_http(mut self, yes: bool) -> Self {
+        self.tls = !yes;
+        self
+    }
+
+    /// How requests without credentials are treated (default over HTTPS: `Anonymous::Reject`).
+    pub fn anonymous(mut self, a: Anonymous) -> Self {
+        self.anonymous = Some(a);
+        self
+    }
+
+    /// Load objects from and save them to this file.
+    pub fn state_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.state_file = Some(path.into());
+        self
+    }
+
+    /// Number of changes kept for watch resumes (older resumes get 410 Gone).
+    pub fn history_limit(mut self, n: usize) -> Self {
+        self.options.history_limit = n.max(1);
+        self
+    }
+
+    pub async fn start(self) -> Result<KubeSim> {
+        let snapshot = match &self.state_file {
+            Some(p) => snapshot::load(p)?,
+            None => None,
+        };
+        let pki = match &snapshot {
+            Some(s) => Pki::from_ca(&s.ca_cert_pem, &s.ca_key_pem)?,
+            None => Pki::generate()?,
+        };
+        let cluster = Cluster::new(self.options.clone());
+        if let Some(s) = snapshot {
+            snapshot::restore(&cluster, s);
+        }
+        let anonymous = self.anonymous.clone().unwrap_or(if self.tls { Anonymous::Reject } else { Anonymous::As(admin_user()) });
+        let listener = tokio::net::TcpListener::bind(self.listen).await.with_context(|| format!("binding {}", self.listen))?;
+        let addr = listener.local_addr().context("reading the bound address")?;
+        let api = Arc::new(Api { cluster: cluster.clone(), auth: Authenticator::new(anonymous), faults: Faults::default(), address: addr.to_string() });
+        let admin_token = uuid::Uuid::new_v4().simple().to_string();
+        api.auth.add_token(&admin_token, admin_user());
+        let (shutdown, rx) = watch::channel(false);
+        let tls_config = if self.tls { Some(Arc::new(pki.server_config()?)) } else { None };
+        let mut tasks = vec![tokio::spawn(server::serve(listener, api.clone(), tls_config, rx)), gc::spawn(&cluster)];
+        if let Some(p) = &self.state_file {
+            tasks.push(snapshot::spawn_writer(&cluster, p.clone(), pki.ca_cert_pem().into(), pki.ca_key_pem().into()));
+        }
+        Ok(KubeSim { api, pki, addr, tls: self.tls, admin_token, shutdown, tasks, state_file: self.state_file })
+    }
+}
+
+/// The built-in administrator (`system:masters`).
+pub fn admin_user() -> UserInfo {
+    UserInfo { name: "kube-sim-admin".into(), groups: vec!["system:masters".into()], ..Default::default() }
+}
+
+/// A user known to the server, with the credential a kubeconfig carries for it.
+#[derive(Debug, Clone)]
+pub struct User {
+    pub name: String,
+    pub groups: Vec<String>,
+    pub credential: Credential,
+}
+
+/// A running server. Dropping it stops the listener and background tasks.
+pub struct KubeSim {
+    api: Arc<Api>,
+    pki: Pki,
+    addr: SocketAddr,
+    tls: bool,
+    admin_token: String,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    state_file: Option<PathBuf>,
+}
+
+impl KubeSim {
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// An HTTPS server on a free local port.
+    pub async fn start() -> Result<KubeSim> {
+        Builder::default().start().await
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn url(&self) -> String {
+        format!("{}://{}", if self.tls { "https" } else { "http" }, self.addr)
+    }
+
+    pub fn ca_pem(&self) -> &str {
+        self.pki.ca_cert_pem()
+    }
+
+    pub fn cluster(&self) -> &Arc<Cluster> {
+        &self.api.cluster
+    }
+
+    pub fn faults(&self) -> &Faults {
+        &self.api.faults
+    }
+
+    /// The cluster administrator, authenticating with a bearer token.
+    pub fn admin(&self) -> User {
+        let u = admin_user();
+        User { name: u.name, groups: u.groups, credential: Credential::Token(self.admin_token.clone()) }
+    }
+
+    /// Registers a user reached with a bearer token.
+    pub fn add_token_user(&self, name: &str, groups: &[&str]) -> User {
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        let groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+        self.api.auth.add_token(&token, UserInfo { name: name.into(), groups: groups.clone(), ..Default::default() });
+        User { name: name.into(), groups, credential: Credential::Token(token) }
+    }
+
+    /// A user reached with a client certificate signed by the server's CA (CN = name, O = groups).
+    pub fn add_cert_user(&self, name: &str, groups: &[&str]) -> Result<User> {
+        let groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+        let (cert_pem, key_pem) = self.pki.issue_client_cert(name, &groups)?;
+        Ok(User { name: name.into(), groups, credential: Credential::ClientCertificate { cert_pem, key_pem } })
+    }
+
+    /// A service account's identity (`system:serviceaccount:<ns>:<name>`), reached with a token.
+    pub fn add_service_account_user(&self, namespace: &str, name: &str) -> User {
+        let full = format!("system:serviceaccount:{namespace}:{name}");
+        let groups_owned = ["system:serviceaccounts".to_string(), format!("system:serviceaccounts:{namespace}")];
+        let groups: Vec<&str> = groups_owned.iter().map(String::as_str).collect();
+        self.add_token_user(&full, &groups)
+    }
+
+    pub fn set_anonymous(&self, a: Anonymous) {
+        self.api.auth.set_anonymous(a);
+    }
+
+    pub fn kubeconfig(&self, user: &User) -> String {
+        let ca = if self.tls { Some(self.pki.ca_cert_pem()) } else { None };
+        kubeconfig::render(&self.url(), ca, &user.name, &user.credential, "default")
+    }
+
+    /// Writes a kubeconfig atomically with mode 0600: it carries the user's credentials.
+    pub fn write_kubeconfig(&self, path: &Path, user: &User) -> Result<()> {
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, self.kubeconfig(user)).with_context(|| format!("writing kubeconfig {}", tmp.display()))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))
+                .with_context(|| format!("restricting {}", tmp.display()))?;
+        }
+        std::fs::rename(&tmp, path).with_context(|| format!("writing kubeconfig {}", path.display()))
+    }
+
+    /// A kube-rs client acting as the administrator.
+    pub async fn client(&self) -> Result<kube::Client> {
+        self.client_for(&self.admin()).await
+    }
+
+    pub async fn client_for(&self, user: &User) -> Result<kube::Client> {
+        let kc = kube::config::Kubeconfig::from_yaml(&self.kubeconfig(user)).context("parsing the generated kubeconfig")?;
+        let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await
+            .context("building a client config")?;
+        kube::Client::try_from(cfg).context("building a kube client")
+    }
+
+    /// A serving certificate signed by this server's CA, for test webhook servers (caBundle = `ca_pem()`).
+    pub fn issue_server_cert(&self, hosts: &[&str]) -> Result<(String, String)> {
+        self.pki.issue_server_cert(&hosts.iter().map(|h| h.to_string()).collect::<Vec<_>>())
+    }
+
+    /// Sends `clientConfig.service` webhooks for that Service to a local address.
+    pub fn route_service(&self, namespace: &str, name: &str, addr: SocketAddr) {
+        self.api.cluster.admission.route_service(namespace, name, addr);
+    }
+
+    /// Server-side applies every document of a (multi-document) YAML string as field manager `kube-sim`,
+    /// returning the stored objects. Namespaced objects without a namespace go to `default`.
+    pub async fn apply_yaml(&self, yaml: &str) -> Result<Vec<Value>> {
+        let mut out = Vec::new();
+        for doc in yaml_documents(yaml)? {
+            out.push(self.apply(&doc).await?);
+        }
+        Ok(out)
+    }
+
+    /// Server-side applies one object (force) as field manager `kube-sim`.
+    pub async fn apply(&self, obj: &Value) -> Result<Value> {
+        let api_version = obj["apiVersion"].as_str().ok_or_else(|| anyhow!("object has no apiVersion"))?;
+        let kind = obj["kind"].as_str().ok_or_else(|| anyhow!("object has no kind"))?;
+        let name = obj["metadata"]["name"].as_str().ok_or_else(|| anyhow!("{kind} has no metadata.name"))?;
+        let rt = self
+            .cluster()
+            .registry()
+            .by_kind(api_version, kind)
+            .ok_or_else(|| anyhow!("no resource serves {api_version} {kind} (is its CRD applied?)"))?;
+        let ns = if rt.namespaced { obj["metadata"]["namespace"].as_str().unwrap_or("default") } else { "" };
+        let body = serde_json::to_vec(obj)?;
+        let ctx = WriteCtx::system("kube-sim");
+        let w = self
+            .cluster()
+            .patch(&rt, ns, name, "", PatchKind::Apply, &body, true, &ctx)
+            .await
+            .map_err(|e| anyhow!("applying {kind} {name}: {}", e.message))?;
+        Ok(w.object)
+    }
+
+    /// Reads one object; None when it does not exist.
+    pub fn get(&self, api_version: &str, kind: &str, namespace: &str, name: &str) -> Option<Value> {
+        let rt = self.cluster().registry().by_kind(api_version, kind)?;
+        self.cluster().get(&rt, if rt.namespaced { namespace } else { "" }, name).ok()
+    }
+
+    /// Lists objects of a kind, in one namespace or (with None) all.
+    pub fn list(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Vec<Value> {
+        let Some(rt) = self.cluster().registry().by_kind(api_version, kind) else { return Vec::new() };
+        let items = self.cluster().store().list(&rt.storage_key(), namespace);
+        items.iter().map(|o| self.cluster().render(&rt, o)).collect()
+    }
+
+    pub fn resource_version(&self) -> u64 {
+        self.cluster().store().current_rv()
+    }
+
+    /// Forgets watch history: resumes from older revisions get 410 Gone.
+    pub fn compact(&self) {
+        self.cluster().store().compact();
+    }
+
+    /// Stops serving (and writes the state file, if any).
+    pub async fn stop(mut self) {
+        self.shutdown_now();
+        for t in self.tasks.drain(..) {
+            let _ = t.await;
+        }
+    }
+
+    fn shutdown_now(&mut self) {
+        let _ = self.shutdown.send(true);
+        for t in self.tasks.iter().skip(1) {
+            t.abort();
+        }
+        if let Some(p) = &self.state_file
+            && let Err(e) = snapshot::write(&self.api.cluster, p, self.pki.ca_cert_pem(), self.pki.ca_key_pem())
+        {
+            tracing::warn!(error = %format!("{e:#}"), "could not write the state file at shutdown");
+        }
+    }
+}
+
+impl Drop for KubeSim {
+    fn drop(&mut self) {
+        if !self.tasks.is_empty() {
+            self.shutdown_now();
+            for t in &self.tasks {
+                t.abort();
+            }
+        }
+    }
+}
+
+/// Splits a multi-document YAML stream into objects, skipping empty documents; `List` kinds are expanded.
+pub fn yaml_documents(yaml: &str) -> Result<Vec<Value>> {
+    let mut out = Vec::new();
+    for (i, doc) in yaml_serde::Deserializer::from_str(yaml).enumerate() {
+        let v: Value = serde::Deserialize::deserialize(doc).with_context(|| format!("parsing YAML document {}", i + 1))?;
+        match v {
+            Value::Null => {}
+            Value::Object(ref m) if m.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List")) && m.contains_key("items") => {
+                out.extend(m.get("items").and_then(Value::as_array).cloned().unwrap_or_default());
+            }
+            Value::Object(_) => out.push(v),
+            other => return Err(anyhow!("YAML document {} is not an object: {other}", i + 1)),
+        }
+    }
+    Ok(out)
+}

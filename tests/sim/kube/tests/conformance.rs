@@ -1,0 +1,983 @@
+//! Conformance: each test states the kube-apiserver behaviour it mirrors (status code, reason, message shape)
+//! and checks kube-sim answers the same, over real HTTP through a kube-rs client.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+mod object_semantics {
+    use super::*;
+
+    #[tokio::test]
+    async fn create_sets_uid_creation_timestamp_and_a_global_monotonic_resource_version() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let a = send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({"k": "v"}))).await;
+        let b = send_json(&c, "POST", SECRETS, &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "b"}})).await;
+        assert_eq!((a.status, b.status), (201, 201));
+        let rv = |r: &Reply| r.json["metadata"]["resourceVersion"].as_str().expect("rv").parse::<u64>().expect("numeric");
+        assert!(rv(&b) > rv(&a), "resourceVersion is global across resources");
+        assert_eq!(a.json["metadata"]["uid"].as_str().expect("uid").len(), 36);
+        assert!(a.json["metadata"]["creationTimestamp"].as_str().expect("ts").ends_with('Z'));
+        assert!(a.json["metadata"].get("generation").is_none(), "ConfigMaps carry no generation on the real server");
+    }
+
+    #[tokio::test]
+    async fn create_of_an_existing_name_is_409_already_exists() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
+        let r = send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
+        assert_eq!((r.status, r.reason()), (409, "AlreadyExists"));
+        assert_eq!(r.message(), "configmaps \"a\" already exists");
+        assert_eq!(r.json["details"], json!({"name": "a", "kind": "configmaps"}));
+    }
+
+    #[tokio::test]
+    async fn generation_bumps_on_spec_changes_only_for_custom_resources() {
+        let (_sim, c) = sim_with_widgets().await;
+        let w = send_json(&c, "POST", WIDGETS, &widget("w1", 1)).await;
+        assert_eq!(w.json["metadata"]["generation"], 1);
+        let path = format!("{WIDGETS}/w1");
+        let r = patch(&c, &path, "application/merge-patch+json", &json!({"metadata": {"labels": {"a": "b"}}})).await;
+        assert_eq!(r.json["metadata"]["generation"], 1, "metadata-only change");
+        let r = patch(&c, &format!("{path}/status"), "application/merge-patch+json", &json!({"status": {"phase": "Up"}})).await;
+        assert_eq!((r.status, r.json["metadata"]["generation"].clone()), (200, json!(1)), "status-only change");
+        let r = patch(&c, &path, "application/merge-patch+json", &json!({"spec": {"size": 2}})).await;
+        assert_eq!(r.json["metadata"]["generation"], 2, "spec change");
+    }
+
+    #[tokio::test]
+    async fn update_with_a_stale_resource_version_is_409_conflict_with_the_real_message() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let created = send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({"k": "1"}))).await.json;
+        let mut first = created.clone();
+        first["data"]["k"] = json!("2");
+        assert_eq!(send_json(&c, "PUT", &format!("{CONFIGMAPS}/a"), &first).await.status, 200);
+        let mut stale = created;
+        stale["data"]["k"] = json!("3");
+        let r = send_json(&c, "PUT", &format!("{CONFIGMAPS}/a"), &stale).await;
+        assert_eq!((r.status, r.reason()), (409, "Conflict"));
+        assert_eq!(
+            r.message(),
+            "Operation cannot be fulfilled on configmaps \"a\": the object has been modified; please apply your changes to the latest version and try again"
+        );
+    }
+
+    #[tokio::test]
+    async fn custom_resources_refuse_unconditional_updates_but_built_ins_allow_them() {
+        let (_sim, c) = sim_with_widgets().await;
+        send_json(&c, "POST", WIDGETS, &widget("w1", 1)).await;
+        let r = send_json(&c, "PUT", &format!("{WIDGETS}/w1"), &widget("w1", 2)).await;
+        assert_eq!(r.status, 422);
+        assert!(r.message().contains("metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"), "{}", r.message());
+        send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
+        let r = send_json(&c, "PUT", &format!("{CONFIGMAPS}/a"), &configmap("a", json!({"x": "y"}))).await;
+        assert_eq!(r.status, 200);
+    }
+
+    #[tokio::test]
+    async fn status_subresource_is_isolated_in_both_directions() {
+        let (_sim, c) = sim_with_widgets().await;
+        let mut w = widget("w1", 1);
+        w["status"] = json!({"phase": "ignored-on-create"});
+        let created = send_json(&c, "POST", WIDGETS, &w).await.json;
+        assert!(created.get("status").is_none(), "status is dropped on create when the status subresource is on");
+        let path = format!("{WIDGETS}/w1");
+        let r = patch(&c, &path, "application/merge-patch+json", &json!({"spec": {"size": 3}, "status": {"phase": "Main"}})).await;
+        assert_eq!(r.json["spec"]["size"], 3);
+        assert!(r.json.get("status").is_none(), "the main resource ignores status");
+        let r = patch(&c, &format!("{path}/status"), "application/merge-patch+json", &json!({"spec": {"size": 9}, "status": {"phase": "Up"}})).await;
+        assert_eq!(r.json["status"]["phase"], "Up");
+        assert_eq!(r.json["spec"]["size"], 3, "the status subresource ignores spec");
+    }
+
+    #[tokio::test]
+    async fn an_unchanged_update_keeps_the_resource_version_and_sends_no_event() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let created = send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({"k": "v"}))).await.json;
+        let r = send_json(&c, "PUT", &format!("{CONFIGMAPS}/a"), &created).await;
+        assert_eq!(r.json["metadata"]["resourceVersion"], created["metadata"]["resourceVersion"]);
+    }
+
+    #[tokio::test]
+    async fn delete_with_finalizers_marks_and_removing_the_last_finalizer_deletes() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let mut cm = configmap("a", json!({}));
+        cm["metadata"]["finalizers"] = json!(["example.com/hold"]);
+        send_json(&c, "POST", CONFIGMAPS, &cm).await;
+        let path = format!("{CONFIGMAPS}/a");
+        let r = raw(&c, "DELETE", &path, None, Vec::new()).await;
+        assert_eq!(r.status, 200);
+        assert!(r.json["metadata"]["deletionTimestamp"].is_string());
+        assert_eq!(get(&c, &path).await.status, 200, "still there while a finalizer remains");
+        let add = patch(&c, &path, "application/merge-patch+json", &json!({"metadata": {"finalizers": ["example.com/hold", "example.com/new"]}})).await;
+        assert_eq!(add.status, 422);
+        assert!(
+            add.message().contains("metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{\"example.com/new\"}"),
+            "{}",
+            add.message()
+        );
+        let r = patch(&c, &path, "application/merge-patch+json", &json!({"metadata": {"finalizers": null}})).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(get(&c, &path).await.status, 404);
+    }
+
+    #[tokio::test]
+    async fn deleting_a_namespace_removes_its_objects_and_refuses_new_ones_while_terminating() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        send_json(&c, "POST", "/api/v1/namespaces", &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})).await;
+        let mut held = configmap("held", json!({}));
+        held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+        send_json(&c, "POST", "/api/v1/namespaces/team/configmaps", &held).await;
+        send_json(&c, "POST", "/api/v1/namespaces/team/configmaps", &configmap("free", json!({}))).await;
+        let r = raw(&c, "DELETE", "/api/v1/namespaces/team", None, Vec::new()).await;
+        assert_eq!((r.status, r.json["status"]["phase"].as_str()), (200, Some("Terminating")));
+        let refused = send_json(&c, "POST", "/api/v1/namespaces/team/configmaps", &configmap("late", json!({}))).await;
+        assert_eq!((refused.status, refused.reason()), (403, "Forbidden"));
+        assert!(refused.message().ends_with("unable to create new content in namespace team because it is being terminated"), "{}", refused.message());
+        eventually("free is deleted", || sim.get("v1", "ConfigMap", "team", "free").is_none()).await;
+        assert!(sim.get("v1", "Namespace", "", "team").is_some(), "namespace waits for the held object");
+        patch(&c, "/api/v1/namespaces/team/configmaps/held", "application/merge-patch+json", &json!({"metadata": {"finalizers": null}})).await;
+        eventually("namespace is gone", || sim.get("v1", "Namespace", "", "team").is_none()).await;
+    }
+
+    async fn owner_and_dependent(c: &kube::Client) -> (Value, String) {
+        let owner = send_json(c, "POST", CONFIGMAPS, &configmap("owner", json!({}))).await.json;
+        let uid = owner["metadata"]["uid"].as_str().expect("uid").to_string();
+        let mut dep = configmap("dep", json!({}));
+        dep["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": uid, "blockOwnerDeletion": true}]);
+        assert_eq!(send_json(c, "POST", CONFIGMAPS, &dep).await.status, 201);
+        (owner, uid)
+    }
+
+    #[tokio::test]
+    async fn background_propagation_deletes_dependents_after_the_owner() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        owner_and_dependent(&c).await;
+        let r = send_json(&c, "DELETE", &format!("{CONFIGMAPS}/owner"), &json!({"propagationPolicy": "Background"})).await;
+        assert_eq!(r.status, 200);
+        assert!(sim.get("v1", "ConfigMap", "default", "owner").is_none(), "the owner goes at once");
+        eventually("dependent collected", || sim.get("v1", "ConfigMap", "default", "dep").is_none()).await;
+    }
+
+    #[tokio::test]
+    async fn foreground_propagation_keeps_the_owner_until_dependents_are_gone() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        owner_and_dependent(&c).await;
+        let r = send_json(&c, "DELETE", &format!("{CONFIGMAPS}/owner"), &json!({"propagationPolicy": "Foreground"})).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(r.json["metadata"]["finalizers"], json!(["foregroundDeletion"]));
+        assert!(r.json["metadata"]["deletionTimestamp"].is_string());
+        eventually("dependent then owner collected", || {
+            sim.get("v1", "ConfigMap", "default", "dep").is_none() && sim.get("v1", "ConfigMap", "default", "owner").is_none()
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn orphan_propagation_keeps_dependents_and_strips_their_owner_reference() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        owner_and_dependent(&c).await;
+        let r = send_json(&c, "DELETE", &format!("{CONFIGMAPS}/owner"), &json!({"propagationPolicy": "Orphan"})).await;
+        assert_eq!(r.json["metadata"]["finalizers"], json!(["orphan"]));
+        eventually("owner gone", || sim.get("v1", "ConfigMap", "default", "owner").is_none()).await;
+        let dep = sim.get("v1", "ConfigMap", "default", "dep").expect("dependent kept");
+        assert!(dep["metadata"]["ownerReferences"].as_array().is_none_or(|a| a.is_empty()), "{dep}");
+    }
+
+    #[tokio::test]
+    async fn dry_run_all_answers_as_if_written_but_stores_nothing() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let r = send_json(&c, "POST", &format!("{CONFIGMAPS}?dryRun=All"), &configmap("a", json!({"k": "v"}))).await;
+        assert_eq!(r.status, 201);
+        assert_eq!(r.json["data"]["k"], "v");
+        assert_eq!(get(&c, &format!("{CONFIGMAPS}/a")).await.status, 404);
+        let bad = send_json(&c, "POST", &format!("{CONFIGMAPS}?dryRun=Some"), &configmap("a", json!({}))).await;
+        assert_eq!(bad.status, 400);
+    }
+
+    #[tokio::test]
+    async fn secret_string_data_is_merged_into_data_as_base64() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let s = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"a": "YQ=="}, "stringData": {"b": "bee"}});
+        let r = send_json(&c, "POST", SECRETS, &s).await;
+        assert_eq!(r.json["data"], json!({"a": "YQ==", "b": "YmVl"}));
+        assert!(r.json.get("stringData").is_none());
+        assert_eq!(r.json["type"], "Opaque", "type defaults to Opaque");
+    }
+
+    #[tokio::test]
+    async fn immutable_secrets_and_config_maps_refuse_data_changes() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let s = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "immutable": true, "data": {"a": "YQ=="}});
+        send_json(&c, "POST", SECRETS, &s).await;
+        let r = patch(&c, &format!("{SECRETS}/s"), "application/merge-patch+json", &json!({"data": {"a": "Yg=="}})).await;
+        assert_eq!(r.status, 422);
+        assert!(r.message().contains("data: Forbidden: field is immutable when `immutable` is set"), "{}", r.message());
+        let mut cm = configmap("c", json!({"k": "v"}));
+        cm["immutable"] = json!(true);
+        send_json(&c, "POST", CONFIGMAPS, &cm).await;
+        let r = patch(&c, &format!("{CONFIGMAPS}/c"), "application/merge-patch+json", &json!({"data": {"k": "w"}})).await;
+        assert_eq!(r.status, 422);
+    }
+
+    #[tokio::test]
+    async fn bodies_over_three_mebibytes_are_413() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let big = "x".repeat(3 * 1024 * 1024 + 10);
+        let r = send_json(&c, "POST", CONFIGMAPS, &configmap("big", json!({"k": big}))).await;
+        assert_eq!(r.status, 413);
+        assert_eq!(r.message(), "Request entity too large: limit is 3145728");
+    }
+
+    #[tokio::test]
+    async fn managed_fields_record_the_field_manager_of_each_write() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let r = send_json(&c, "POST", &format!("{CONFIGMAPS}?fieldManager=tool-a"), &configmap("a", json!({"k": "v"}))).await;
+        let mf = r.json["metadata"]["managedFields"].as_array().expect("managedFields").clone();
+        assert_eq!(mf[0]["manager"], "tool-a");
+        assert_eq!(mf[0]["operation"], "Update");
+        assert_eq!(mf[0]["fieldsType"], "FieldsV1");
+        assert!(mf[0]["fieldsV1"]["f:data"]["f:k"].is_object(), "{}", mf[0]);
+    }
+
+    #[tokio::test]
+    async fn generate_name_appends_five_random_characters() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let r = send_json(&c, "POST", CONFIGMAPS, &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "job-"}})).await;
+        let name = r.json["metadata"]["name"].as_str().expect("name");
+        assert!(name.starts_with("job-") && name.len() == 9, "{name}");
+    }
+}
+
+mod bad_input {
+    use super::*;
+
+    #[tokio::test]
+    async fn malformed_json_is_400_naming_the_kind() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let r = raw(&c, "POST", CONFIGMAPS, Some("application/json"), b"{not json".to_vec()).await;
+        assert_eq!((r.status, r.reason()), (400, "BadRequest"));
+        assert!(r.message().starts_with("ConfigMap in version \"v1\" cannot be handled as a ConfigMap:"), "{}", r.message());
+    }
+
+    #[tokio::test]
+    async fn malformed_yaml_is_400() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let r = raw(&c, "POST", CONFIGMAPS, Some("application/yaml"), b"a: [unclosed".to_vec()).await;
+        assert_eq!(r.status, 400);
+    }
+
+    #[tokio::test]
+    async fn invalid_names_are_422_with_the_rfc_1123_message() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let r = send_json(&c, "POST", CONFIGMAPS, &configmap("Bad_Name", json!({}))).await;
+        assert_eq!((r.status, r.reason()), (422, "Invalid"));
+        assert!(
+            r.message().starts_with("ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain must consist of"),
+            "{}",
+            r.message()
+        );
+        assert_eq!(r.json["details"]["causes"][0]["field"], "metadata.name");
+    }
+
+    #[tokio::test]
+    async fn wrong_content_types_are_415() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let r = raw(&c, "POST", CONFIGMAPS, Some("text/plain"), b"hello".to_vec()).await;
+        assert_eq!((r.status, r.reason()), (415, "UnsupportedMediaType"));
+        send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
+        let r = raw(&c, "PATCH", &format!("{CONFIGMAPS}/a"), Some("application/json"), b"{}".to_vec()).await;
+        assert_eq!(r.status, 415);
+    }
+
+    #[tokio::test]
+    async fn bad_selectors_are_400() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let r = get(&c, &format!("{CONFIGMAPS}?labelSelector=a%20in%20(")).await;
+        assert_eq!(r.status, 400, "{}", r.text);
+        let r = get(&c, &format!("{CONFIGMAPS}?fieldSelector=spec.bogus%3Dx")).await;
+        assert_eq!(r.status, 400);
+        assert!(r.message().contains("spec.bogus"), "{}", r.message());
+    }
+
+    #[tokio::test]
+    async fn unknown_paths_are_404_and_unknown_verbs_405() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        assert_eq!(get(&c, "/apis/nope.example.com/v1/things").await.status, 404);
+        let r = send_json(&c, "POST", &format!("{CONFIGMAPS}/x"), &configmap("x", json!({}))).await;
+        assert_eq!(r.status, 405, "POST is only served on collections");
+        let r = raw(&c, "DELETE", "/api/v1/namespaces", None, Vec::new()).await;
+        assert_eq!(r.status, 405, "namespaces have no deletecollection");
+    }
+
+    #[tokio::test]
+    async fn mismatched_namespace_and_kind_are_400() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let mut cm = configmap("a", json!({}));
+        cm["metadata"]["namespace"] = json!("other");
+        let r = send_json(&c, "POST", CONFIGMAPS, &cm).await;
+        assert_eq!(r.status, 400);
+        assert_eq!(r.message(), "the namespace of the provided object does not match the namespace sent on the request");
+        let r = send_json(&c, "POST", CONFIGMAPS, &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}})).await;
+        assert_eq!(r.status, 400);
+    }
+}
+
+mod reads {
+    use super::*;
+
+    async fn seed(c: &kube::Client) {
+        for (name, labels) in [("a", json!({"app": "web", "tier": "fe"})), ("b", json!({"app": "web"})), ("c", json!({"app": "db"})), ("d", json!({})), ("e", json!({"tier": "be"}))] {
+            let mut cm = configmap(name, json!({}));
+            cm["metadata"]["labels"] = labels;
+            send_json(c, "POST", CONFIGMAPS, &cm).await;
+        }
+    }
+
+    fn names(r: &Reply) -> Vec<String> {
+        r.json["items"].as_array().expect("items").iter().map(|i| i["metadata"]["name"].as_str().expect("name").to_string()).collect()
+    }
+
+    #[tokio::test]
+    async fn label_selectors_support_every_operator() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        seed(&c).await;
+        let cases = [
+            ("app=web", vec!["a", "b"]),
+            ("app==web", vec!["a", "b"]),
+            ("app!=web", vec!["c", "d", "e"]),
+            ("app in (web,db)", vec!["a", "b", "c"]),
+            ("app notin (web)", vec!["c", "d", "e"]),
+            ("tier", vec!["a", "e"]),
+            ("!tier", vec!["b", "c", "d"]),
+            ("app=web,tier=fe", vec!["a"]),
+        ];
+        for (sel, want) in cases {
+            let q: String = form_urlencoded::byte_serialize(sel.as_bytes()).collect();
+            let r = get(&c, &format!("{CONFIGMAPS}?labelSelector={q}")).await;
+            assert_eq!(names(&r), want, "selector {sel}");
+        }
+    }
+
+    #[tokio::test]
+    async fn field_selectors_on_name_namespace_and_secret_type() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        seed(&c).await;
+        let r = get(&c, &format!("{CONFIGMAPS}?fieldSelector=metadata.name%3Db")).await;
+        assert_eq!(names(&r), vec!["b"]);
+        let r = get(&c, "/api/v1/configmaps?fieldSelector=metadata.namespace%21%3Ddefault").await;
+        assert!(names(&r).is_empty());
+        send_json(&c, "POST", SECRETS, &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "tls"}, "type": "kubernetes.io/tls", "data": {"tls.crt": "", "tls.key": ""}})).await;
+        send_json(&c, "POST", SECRETS, &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "plain"}})).await;
+        let r = get(&c, &format!("{SECRETS}?fieldSelector=type%3Dkubernetes.io%2Ftls")).await;
+        assert_eq!(names(&r), vec!["tls"]);
+    }
+
+    #[tokio::test]
+    async fn limit_and_continue_page_through_a_consistent_snapshot() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        seed(&c).await;
+        let first = get(&c, &format!("{CONFIGMAPS}?&limit=2")).await;
+        assert_eq!(names(&first), vec!["a", "b"]);
+        assert_eq!(first.json["metadata"]["remainingItemCount"], 3);
+        let token = first.json["metadata"]["continue"].as_str().expect("continue").to_string();
+        // A write between pages is not seen: the continuation lists the first page's snapshot.
+        send_json(&c, "POST", CONFIGMAPS, &configmap("bb", json!({}))).await;
+        let second = get(&c, &format!("{CONFIGMAPS}?limit=2&continue={token}")).await;
+        assert_eq!(names(&second), vec!["c", "d"]);
+        assert_eq!(second.json["metadata"]["resourceVersion"], first.json["metadata"]["resourceVersion"]);
+        let t2 = second.json["metadata"]["continue"].as_str().expect("continue").to_string();
+        let third = get(&c, &format!("{CONFIGMAPS}?limit=2&continue={t2}")).await;
+        assert_eq!(names(&third), vec!["e"]);
+        assert!(third.json["metadata"].get("continue").is_none());
+    }
+
+    #[tokio::test]
+    async fn an_expired_continue_token_is_410_expired() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        seed(&c).await;
+        let first = get(&c, &format!("{CONFIGMAPS}?limit=2")).await;
+        let token = first.json["metadata"]["continue"].as_str().expect("continue").to_string();
+        send_json(&c, "POST", CONFIGMAPS, &configmap("later", json!({}))).await;
+        sim.compact();
+        let r = get(&c, &format!("{CONFIGMAPS}?limit=2&continue={token}")).await;
+        assert_eq!((r.status, r.reason()), (410, "Expired"));
+        assert!(r.message().starts_with("The provided continue parameter is too old"), "{}", r.message());
+        let bad = get(&c, &format!("{CONFIGMAPS}?limit=2&continue=garbage")).await;
+        assert_eq!(bad.status, 400);
+    }
+
+    #[tokio::test]
+    async fn resource_version_match_exact_lists_an_older_state() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
+        let rv = get(&c, CONFIGMAPS).await.json["metadata"]["resourceVersion"].as_str().expect("rv").to_string();
+        send_json(&c, "POST", CONFIGMAPS, &configmap("b", json!({}))).await;
+        let r = get(&c, &format!("{CONFIGMAPS}?resourceVersion={rv}&resourceVersionMatch=Exact")).await;
+        assert_eq!(names(&r), vec!["a"]);
+        let r = get(&c, &format!("{CONFIGMAPS}?resourceVersionMatch=Exact")).await;
+        assert_eq!(r.status, 422, "resourceVersionMatch needs resourceVersion");
+    }
+
+    async fn watch_lines(c: &kube::Client, path: &str, n: usize) -> Vec<Value> {
+        use futures::{AsyncBufReadExt, TryStreamExt};
+        let req = http::Request::get(path).body(Vec::new()).expect("request");
+        let stream = c.request_stream(req).await.expect("watch opens");
+        let mut lines = stream.lines();
+        let mut out = Vec::new();
+        while out.len() < n {
+            let next = tokio::time::timeout(std::time::Duration::from_secs(5), lines.try_next()).await;
+            match next {
+                Ok(Ok(Some(l))) => out.push(serde_json::from_str(&l).expect("event json")),
+                other => panic!("watch ended early after {} events: {other:?}", out.len()),
+            }
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn watch_from_a_resource_version_sends_only_later_events() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
+        let rv = get(&c, CONFIGMAPS).await.json["metadata"]["resourceVersion"].as_str().expect("rv").to_string();
+        send_json(&c, "POST", CONFIGMAPS, &configmap("b", json!({}))).await;
+        patch(&c, &format!("{CONFIGMAPS}/b"), "application/merge-patch+json", &json!({"data": {"x": "y"}})).await;
+        raw(&c, "DELETE", &format!("{CONFIGMAPS}/b"), None, Vec::new()).await;
+        let ev = watch_lines(&c, &format!("{CONFIGMAPS}?watch=true&resourceVersion={rv}"), 3).await;
+        let types: Vec<&str> = ev.iter().map(|e| e["type"].as_str().expect("type")).collect();
+        assert_eq!(types, vec!["ADDED", "MODIFIED", "DELETED"]);
+        assert!(ev.iter().all(|e| e["object"]["metadata"]["name"] == "b"));
+    }
+
+    #[tokio::test]
+    async fn watch_without_resource_version_starts_with_the_current_state() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
+        let ev = watch_lines(&c, &format!("{CONFIGMAPS}?watch=1"), 1).await;
+        assert_eq!((ev[0]["type"].as_str(), ev[0]["object"]["metadata"]["name"].as_str()), (Some("ADDED"), Some("a")));
+    }
+
+    #[tokio::test]
+    async fn send_initial_events_ends_with_an_annotated_bookmark() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
+        let ev = watch_lines(
+            &c,
+            &format!("{CONFIGMAPS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"),
+            2,
+        )
+        .await;
+        assert_eq!(ev[0]["type"], "ADDED");
+        assert_eq!(ev[1]["type"], "BOOKMARK");
+        assert_eq!(ev[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+        let r = get(&c, &format!("{CONFIGMAPS}?watch=true&sendInitialEvents=true")).await;
+        assert_eq!(r.status, 422, "sendInitialEvents needs NotOlderThan and bookmarks");
+    }
+
+    #[tokio::test]
+    async fn watch_from_a_compacted_resource_version_gets_a_410_error_event() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
+        let rv = get(&c, CONFIGMAPS).await.json["metadata"]["resourceVersion"].as_str().expect("rv").to_string();
+        send_json(&c, "POST", CONFIGMAPS, &configmap("b", json!({}))).await;
+        sim.compact();
+        let ev = watch_lines(&c, &format!("{CONFIGMAPS}?watch=true&resourceVersion={rv}"), 1).await;
+        assert_eq!(ev[0]["type"], "ERROR");
+        assert_eq!(ev[0]["object"]["code"], 410);
+        assert_eq!(ev[0]["object"]["reason"], "Expired");
+        assert!(ev[0]["object"]["message"].as_str().expect("msg").starts_with("too old resource version:"));
+    }
+
+    #[tokio::test]
+    async fn watch_with_a_label_selector_reports_objects_leaving_the_selection_as_deleted() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let rv = get(&c, CONFIGMAPS).await.json["metadata"]["resourceVersion"].as_str().expect("rv").to_string();
+        let mut cm = configmap("a", json!({}));
+        cm["metadata"]["labels"] = json!({"app": "web"});
+        send_json(&c, "POST", CONFIGMAPS, &cm).await;
+        patch(&c, &format!("{CONFIGMAPS}/a"), "application/merge-patch+json", &json!({"metadata": {"labels": {"app": "db"}}})).await;
+        let ev = watch_lines(&c, &format!("{CONFIGMAPS}?watch=true&labelSelector=app%3Dweb&resourceVersion={rv}"), 2).await;
+        let types: Vec<&str> = ev.iter().map(|e| e["type"].as_str().expect("type")).collect();
+        assert_eq!(types, vec!["ADDED", "DELETED"]);
+    }
+
+    #[tokio::test]
+    async fn watch_timeout_seconds_ends_the_stream() {
+        use futures::{AsyncBufReadExt, TryStreamExt};
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let req = http::Request::get(format!("{CONFIGMAPS}?watch=true&timeoutSeconds=1&resourceVersion=1")).body(Vec::new()).expect("req");
+        let mut lines = c.request_stream(req).await.expect("watch").lines();
+        let end = tokio::time::timeout(std::time::Duration::from_secs(4), async {
+            while lines.try_next().await.ok().flatten().is_some() {}
+        })
+        .await;
+        assert!(end.is_ok(), "the stream closes after timeoutSeconds");
+    }
+}
+
+mod writes {
+    use super::*;
+
+    #[tokio::test]
+    async fn json_patch_applies_operations_and_a_failed_test_is_422() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({"k": "v"}))).await;
+        let path = format!("{CONFIGMAPS}/a");
+        let r = patch(&c, &path, "application/json-patch+json", &json!([{"op": "add", "path": "/data/n", "value": "1"}, {"op": "remove", "path": "/data/k"}])).await;
+        assert_eq!((r.status, r.json["data"].clone()), (200, json!({"n": "1"})));
+        let r = patch(&c, &path, "application/json-patch+json", &json!([{"op": "test", "path": "/data/n", "value": "2"}])).await;
+        assert_eq!(r.status, 422, "{}", r.text);
+        let r = patch(&c, &path, "application/json-patch+json", &json!({"op": "add"})).await;
+        assert_eq!(r.status, 400, "a JSON patch must be an array");
+    }
+
+    #[tokio::test]
+    async fn strategic_merge_patch_merges_containers_by_name_and_is_415_for_custom_resources() {
+        let (_sim, c) = sim_with_widgets().await;
+        let dep = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [
+                {"name": "app", "image": "app:1"}, {"name": "sidecar", "image": "side:1"}]}}}});
+        assert_eq!(send_json(&c, "POST", "/apis/apps/v1/namespaces/default/deployments", &dep).await.status, 201);
+        let r = patch(&c, "/apis/apps/v1/namespaces/default/deployments/web", "application/strategic-merge-patch+json",
+            &json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "app:2"}]}}}})).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        let containers = &r.json["spec"]["template"]["spec"]["containers"];
+        assert_eq!(containers, &json!([{"name": "app", "image": "app:2"}, {"name": "sidecar", "image": "side:1"}]));
+        assert_eq!(r.json["metadata"]["generation"], 2);
+        send_json(&c, "POST", WIDGETS, &widget("w1", 1)).await;
+        let r = patch(&c, &format!("{WIDGETS}/w1"), "application/strategic-merge-patch+json", &json!({"spec": {"size": 2}})).await;
+        assert_eq!((r.status, r.reason()), (415, "UnsupportedMediaType"));
+    }
+
+    #[tokio::test]
+    async fn server_side_apply_creates_reports_conflicts_and_force_takes_ownership() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let path = format!("{CONFIGMAPS}/a");
+        let apply = |mgr: &str, force: bool| format!("{path}?fieldManager={mgr}&force={force}");
+        let r = patch(&c, &apply("one", false), "application/apply-patch+yaml", &configmap("a", json!({"k": "1"}))).await;
+        assert_eq!(r.status, 201, "apply creates: {}", r.text);
+        let r = patch(&c, &apply("two", false), "application/apply-patch+yaml", &configmap("a", json!({"k": "2"}))).await;
+        assert_eq!((r.status, r.reason()), (409, "Conflict"), "{}", r.text);
+        assert!(r.message().contains("conflict with \"one\""), "{}", r.message());
+        assert!(r.message().contains(".data.k"), "{}", r.message());
+        let r = patch(&c, &apply("two", true), "application/apply-patch+yaml", &configmap("a", json!({"k": "2"}))).await;
+        assert_eq!((r.status, r.json["data"]["k"].as_str()), (200, Some("2")));
+        let r = patch(&c, &path, "application/apply-patch+yaml", &configmap("a", json!({}))).await;
+        assert_eq!(r.status, 422, "apply needs a fieldManager");
+    }
+
+    #[tokio::test]
+    async fn deletecollection_deletes_what_the_selector_matches() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        for (n, app) in [("a", "x"), ("b", "x"), ("c", "y")] {
+            let mut cm = configmap(n, json!({}));
+            cm["metadata"]["labels"] = json!({"app": app});
+            send_json(&c, "POST", CONFIGMAPS, &cm).await;
+        }
+        let r = raw(&c, "DELETE", &format!("{CONFIGMAPS}?labelSelector=app%3Dx"), None, Vec::new()).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(r.json["items"].as_array().expect("items").len(), 2);
+        assert!(sim.get("v1", "ConfigMap", "default", "c").is_some());
+        assert!(sim.get("v1", "ConfigMap", "default", "a").is_none());
+    }
+
+    #[tokio::test]
+    async fn delete_preconditions_on_uid_are_409() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
+        let r = send_json(&c, "DELETE", &format!("{CONFIGMAPS}/a"), &json!({"preconditions": {"uid": "not-it"}})).await;
+        assert_eq!(r.status, 409);
+        assert!(r.message().contains("Precondition failed: UID in precondition: not-it"), "{}", r.message());
+    }
+}
+
+mod custom_resources {
+    use super::*;
+
+    #[tokio::test]
+    async fn schema_violations_are_422_with_field_paths() {
+        let (_sim, c) = sim_with_widgets().await;
+        let r = send_json(&c, "POST", WIDGETS, &widget("w1", 0)).await;
+        assert_eq!(r.status, 422, "{}", r.text);
+        assert!(r.message().starts_with("Widget.example.com \"w1\" is invalid: spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1"), "{}", r.message());
+        let mut w = widget("w2", 1);
+        w["spec"]["mode"] = json!("medium");
+        let r = send_json(&c, "POST", WIDGETS, &w).await;
+        assert!(r.message().contains("spec.mode: Unsupported value: \"medium\": supported values: \"fast\", \"slow\""), "{}", r.message());
+        let r = send_json(&c, "POST", WIDGETS, &json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w3"}, "spec": {}})).await;
+        assert!(r.message().contains("spec.size: Required value"), "{}", r.message());
+    }
+
+    #[tokio::test]
+    async fn defaults_are_applied_and_unknown_fields_pruned_or_refused_by_field_validation() {
+        let (_sim, c) = sim_with_widgets().await;
+        let mut w = widget("w1", 1);
+        w["spec"]["bogus"] = json!(1);
+        let r = send_json(&c, "POST", &format!("{WIDGETS}?fieldValidation=Strict"), &w).await;
+        assert_eq!(r.status, 400);
+        assert!(r.message().contains("strict decoding error: unknown field \"spec.bogus\""), "{}", r.message());
+        let r = send_json(&c, "POST", &format!("{WIDGETS}?fieldValidation=Warn"), &w).await;
+        assert_eq!(r.status, 201);
+        assert!(r.json["spec"].get("bogus").is_none(), "pruned");
+        assert_eq!(r.json["spec"]["mode"], "fast", "defaulted");
+        let warning = r.headers.get("warning").and_then(|v| v.to_str().ok()).unwrap_or_default();
+        assert_eq!(warning, "299 - \"unknown field \\\"spec.bogus\\\"\"");
+    }
+
+    #[tokio::test]
+    async fn int_or_string_accepts_both_and_rejects_others() {
+        let (_sim, c) = sim_with_widgets().await;
+        for (name, port, ok) in [("a", json!(80), true), ("b", json!("http"), true), ("c", json!(true), false)] {
+            let mut w = widget(name, 1);
+            w["spec"]["port"] = port;
+            let r = send_json(&c, "POST", WIDGETS, &w).await;
+            assert_eq!(r.status == 201, ok, "{name}: {}", r.text);
+        }
+    }
+
+    #[tokio::test]
+    async fn cel_validation_rules_are_enforced_with_their_messages_and_transition_rules_see_old_self() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let crd = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: ranges.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: ranges, singular: range, kind: Range}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - {rule: "self.min <= self.max", message: "min must not exceed max"}
+            - {rule: "!has(oldSelf.owner) || self.owner == oldSelf.owner", message: "owner is immutable"}
+            properties:
+              min: {type: integer}
+              max: {type: integer}
+              owner: {type: string}
+"#;
+        sim.apply_yaml(crd).await.expect("crd");
+        let c = sim.client().await.expect("client");
+        let path = "/apis/example.com/v1/namespaces/default/ranges";
+        let r = send_json(&c, "POST", path, &json!({"apiVersion": "example.com/v1", "kind": "Range", "metadata": {"name": "bad"}, "spec": {"min": 5, "max": 1}})).await;
+        assert_eq!(r.status, 422, "{}", r.text);
+        assert!(r.message().contains("spec: Invalid value: \"object\": min must not exceed max"), "{}", r.message());
+        let r = send_json(&c, "POST", path, &json!({"apiVersion": "example.com/v1", "kind": "Range", "metadata": {"name": "ok"}, "spec": {"min": 1, "max": 5, "owner": "a"}})).await;
+        assert_eq!(r.status, 201, "{}", r.text);
+        let r = patch(&c, &format!("{path}/ok"), "application/merge-patch+json", &json!({"spec": {"owner": "b"}})).await;
+        assert_eq!(r.status, 422, "{}", r.text);
+        assert!(r.message().contains("owner is immutable"), "{}", r.message());
+    }
+
+    #[tokio::test]
+    async fn list_type_set_rejects_duplicates() {
+        let (_sim, c) = sim_with_widgets().await;
+        let mut w = widget("w1", 1);
+        w["spec"]["tags"] = json!(["a", "a"]);
+        let r = send_json(&c, "POST", WIDGETS, &w).await;
+        assert_eq!(r.status, 422);
+        assert!(r.message().contains("spec.tags[1]: Duplicate value: \"a\""), "{}", r.message());
+    }
+
+    #[tokio::test]
+    async fn deleting_a_crd_removes_its_objects_and_stops_serving_it() {
+        let (sim, c) = sim_with_widgets().await;
+        send_json(&c, "POST", WIDGETS, &widget("w1", 1)).await;
+        let r = raw(&c, "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com", None, Vec::new()).await;
+        assert_eq!(r.status, 200);
+        eventually("CRD gone", || sim.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com").is_none()).await;
+        assert_eq!(get(&c, WIDGETS).await.status, 404);
+    }
+
+    #[tokio::test]
+    async fn crd_status_reports_established_and_accepted_names() {
+        let (sim, _c) = sim_with_widgets().await;
+        let crd = sim.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com").expect("crd");
+        let conds = crd["status"]["conditions"].as_array().expect("conditions");
+        assert!(conds.iter().any(|c| c["type"] == "Established" && c["status"] == "True"));
+        assert_eq!(crd["status"]["acceptedNames"]["kind"], "Widget");
+        assert_eq!(crd["status"]["storedVersions"], json!(["v1"]));
+    }
+
+    #[tokio::test]
+    async fn an_invalid_crd_is_422() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "wrong.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "gadgets", "kind": "Gadget"},
+                "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {"type": "object"}}}]}});
+        let r = send_json(&c, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &crd).await;
+        assert_eq!(r.status, 422);
+        assert!(r.message().contains("metadata.name: Invalid value: \"wrong.example.com\": must be spec.names.plural+\".\"+spec.group"), "{}", r.message());
+    }
+}
+
+mod discovery_and_openapi {
+    use super::*;
+
+    #[tokio::test]
+    async fn aggregated_discovery_answers_with_its_content_type() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let req = http::Request::get("/apis")
+            .header("accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json")
+            .body(kube::client::Body::from(Vec::new()))
+            .expect("req");
+        let resp = c.send(req).await.expect("send");
+        assert_eq!(resp.headers()["content-type"], "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList");
+        let legacy = get(&c, "/api").await;
+        assert_eq!(legacy.json["kind"], "APIVersions");
+        let v = get(&c, "/version").await;
+        assert_eq!(v.json["major"], "1");
+    }
+
+    #[tokio::test]
+    async fn openapi_v3_documents_follow_the_index_and_include_crd_schemas() {
+        let (_sim, c) = sim_with_widgets().await;
+        let idx = get(&c, "/openapi/v3").await;
+        let url = idx.json["paths"]["apis/example.com/v1"]["serverRelativeURL"].as_str().expect("gv url").to_string();
+        let doc = get(&c, &url).await;
+        let schema = &doc.json["components"]["schemas"]["com.example.v1.Widget"];
+        assert_eq!(schema["properties"]["spec"]["properties"]["size"]["type"], "integer");
+        assert_eq!(get(&c, "/openapi/v2").await.status, 404, "kubectl tolerates a missing v2");
+    }
+}
+
+mod faults {
+    use super::*;
+    use kube_sim::Matcher;
+
+    #[tokio::test]
+    async fn injected_failures_use_the_real_error_shapes_and_count_down() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = client_without_retries(&sim).await;
+        sim.faults().fail_next(Matcher::verb_resource("list", "configmaps"), 1, 429, Some(2));
+        let r = get(&c, CONFIGMAPS).await;
+        assert_eq!((r.status, r.reason()), (429, "TooManyRequests"));
+        assert_eq!(r.headers["retry-after"], "2");
+        assert_eq!(get(&c, CONFIGMAPS).await.status, 200, "only the next one fails");
+    }
+
+    #[tokio::test]
+    async fn faults_can_be_injected_over_http() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let r = send_json(&c, "POST", "/__sim/faults", &json!({"verb": "get", "resource": "configmaps", "status": 500})).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
+        let failed = get(&c, &format!("{CONFIGMAPS}/a")).await;
+        assert_eq!((failed.status, failed.reason()), (500, "InternalError"));
+        assert_eq!(get(&c, &format!("{CONFIGMAPS}/a")).await.status, 200);
+    }
+}
+
+mod authorization {
+    use super::*;
+
+    async fn grant_configmap_reader(c: &kube::Client, user: &str) {
+        let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "cm-reader"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]});
+        let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "cm-reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-reader"},
+            "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": user}]});
+        assert_eq!(send_json(c, "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles", &role).await.status, 201);
+        assert_eq!(send_json(c, "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", &binding).await.status, 201);
+    }
+
+    #[tokio::test]
+    async fn a_user_without_rights_gets_the_real_403_body() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let alice = sim.client_for(&sim.add_token_user("alice", &["dev"])).await.expect("client");
+        let r = get(&alice, CONFIGMAPS).await;
+        assert_eq!((r.status, r.reason()), (403, "Forbidden"));
+        assert_eq!(r.message(), "configmaps is forbidden: User \"alice\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\"");
+        assert_eq!(r.json["details"], json!({"kind": "configmaps"}));
+        let r = get(&alice, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/x").await;
+        assert_eq!(
+            r.message(),
+            "customresourcedefinitions.apiextensions.k8s.io \"x\" is forbidden: User \"alice\" cannot get resource \"customresourcedefinitions\" in API group \"apiextensions.k8s.io\" at the cluster scope"
+        );
+        assert_eq!(get(&alice, "/version").await.status, 200, "discovery and version are public to authenticated users");
+    }
+
+    #[tokio::test]
+    async fn a_role_binding_grants_exactly_its_verbs_in_its_namespace() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let admin = sim.client().await.expect("admin");
+        grant_configmap_reader(&admin, "alice").await;
+        let alice = sim.client_for(&sim.add_token_user("alice", &[])).await.expect("client");
+        assert_eq!(get(&alice, CONFIGMAPS).await.status, 200);
+        assert_eq!(send_json(&alice, "POST", CONFIGMAPS, &configmap("x", json!({}))).await.status, 403);
+        assert_eq!(get(&alice, "/api/v1/namespaces/kube-system/configmaps").await.status, 403);
+    }
+
+    #[tokio::test]
+    async fn unknown_tokens_are_401_and_anonymous_is_refused_by_default() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let mut nobody = sim.admin();
+        nobody.credential = kube_sim::Credential::Token("not-a-token".into());
+        let c = sim.client_for(&nobody).await.expect("client");
+        let r = get(&c, CONFIGMAPS).await;
+        assert_eq!((r.status, r.reason()), (401, "Unauthorized"));
+        nobody.credential = kube_sim::Credential::None;
+        let anon = sim.client_for(&nobody).await.expect("client");
+        assert_eq!(get(&anon, CONFIGMAPS).await.status, 401);
+        sim.set_anonymous(kube_sim::Anonymous::Unauthenticated);
+        let r = get(&anon, CONFIGMAPS).await;
+        assert_eq!(r.status, 403);
+        assert!(r.message().contains("User \"system:anonymous\""), "{}", r.message());
+    }
+
+    #[tokio::test]
+    async fn access_reviews_answer_for_the_caller() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let admin = sim.client().await.expect("admin");
+        grant_configmap_reader(&admin, "alice").await;
+        let alice = sim.client_for(&sim.add_token_user("alice", &["dev"])).await.expect("client");
+        let review = |verb: &str| json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {"namespace": "default", "verb": verb, "resource": "configmaps"}}});
+        let r = send_json(&alice, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", &review("list")).await;
+        assert_eq!((r.status, r.json["status"]["allowed"].clone()), (201, json!(true)));
+        let r = send_json(&alice, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", &review("delete")).await;
+        assert_eq!(r.json["status"]["allowed"], false);
+        let who = send_json(&alice, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})).await;
+        assert_eq!(who.json["status"]["userInfo"]["username"], "alice");
+        assert_eq!(who.json["status"]["userInfo"]["groups"], json!(["dev", "system:authenticated"]));
+    }
+
+    #[tokio::test]
+    async fn client_certificates_identify_users_and_groups() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let bob = sim.add_cert_user("bob", &["system:masters"]).expect("cert user");
+        let c = sim.client_for(&bob).await.expect("client");
+        assert_eq!(get(&c, CONFIGMAPS).await.status, 200, "system:masters via the certificate's O");
+        let who = send_json(&c, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", &json!({})).await;
+        assert_eq!(who.json["status"]["userInfo"]["username"], "bob");
+    }
+
+    #[tokio::test]
+    async fn the_fault_endpoints_are_for_administrators_only() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let alice = sim.client_for(&sim.add_token_user("alice", &[])).await.expect("client");
+        let r = send_json(&alice, "POST", "/__sim/pause", &json!({})).await;
+        assert_eq!(r.status, 403);
+    }
+}
+
+mod state_and_binary {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_state_file_keeps_objects_resource_versions_and_the_ca_across_restarts() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = dir.path().join("state.json");
+        let first = kube_sim::KubeSim::builder().state_file(&state).start().await.expect("start");
+        first.apply_yaml(WIDGET_CRD).await.expect("crd");
+        first.apply_yaml("apiVersion: v1\nkind: Secret\nmetadata: {name: keep}\nstringData: {a: b}\n").await.expect("secret");
+        let ca = first.ca_pem().to_string();
+        let rv = first.resource_version();
+        first.stop().await;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&state).expect("state written").permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "the state file holds Secrets and the CA key");
+        }
+        let second = kube_sim::KubeSim::builder().state_file(&state).start().await.expect("restart");
+        assert_eq!(second.ca_pem(), ca, "kubeconfigs written before the restart stay valid");
+        assert!(second.resource_version() >= rv, "revisions never go backwards");
+        let s = second.get("v1", "Secret", "default", "keep").expect("secret survived");
+        assert_eq!(s["data"]["a"], "Yg==");
+        let c = second.client().await.expect("client");
+        assert_eq!(get(&c, WIDGETS).await.status, 200, "CRDs are served again after a restart");
+    }
+
+    #[tokio::test]
+    async fn a_corrupt_state_file_is_a_clear_error_and_is_not_overwritten() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = dir.path().join("state.json");
+        std::fs::write(&state, b"{not json").expect("write");
+        let err = kube_sim::KubeSim::builder().state_file(&state).start().await.err().expect("refused");
+        assert!(format!("{err:#}").contains("state.json"), "{err:#}");
+        assert_eq!(std::fs::read(&state).expect("still there"), b"{not json");
+    }
+
+    #[test]
+    fn the_binary_serves_and_writes_a_kubeconfig_that_kubectl_uses() {
+        use std::process::{Command, Stdio};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kc = dir.path().join("kc");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kube-sim"))
+            .args(["--listen", "127.0.0.1:0", "--kubeconfig-out"])
+            .arg(&kc)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("kube-sim starts");
+        let mut tries = 0;
+        while !kc.exists() && tries < 200 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            tries += 1;
+        }
+        let out = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kc)
+            .arg("--cache-dir")
+            .arg(dir.path().join("cache"))
+            .args(["get", "namespace", "kube-system", "-o", "name"])
+            .output()
+            .expect("kubectl must be installed for this test");
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "namespace/kube-system");
+    }
+}
