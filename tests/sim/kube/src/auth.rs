@@ -6,8 +6,7 @@ use std::sync::RwLock;
 
 use crate::cluster::Cluster;
 use crate::error::ApiError;
-use crate::rbac::{Attributes, RbacSnapshot, UserInfo};
-use crate::resources::StorageKey;
+use crate::rbac::{Attributes, UserInfo};
 
 pub const SUPERUSER_GROUP: &str = "system:masters";
 
@@ -75,22 +74,12 @@ pub fn is_superuser(u: &UserInfo) -> bool {
     u.groups.iter().any(|g| g == SUPERUSER_GROUP)
 }
 
-/// The RBAC objects as they are now.
-pub fn rbac_snapshot(cluster: &Cluster) -> RbacSnapshot {
-    let store = cluster.store();
-    let list = |r: &str| -> Vec<serde_json::Value> {
-        let key = StorageKey { group: "rbac.authorization.k8s.io".into(), resource: r.into() };
-        store.list(&key, None).iter().map(|v| (**v).clone()).collect()
-    };
-    RbacSnapshot::new(list("roles"), list("clusterroles"), list("rolebindings"), list("clusterrolebindings"))
-}
-
 /// Allowed, or the real 403.
 pub fn authorize(cluster: &Cluster, user: &UserInfo, attrs: &Attributes) -> Result<(), ApiError> {
     if is_superuser(user) {
         return Ok(());
     }
-    let (allowed, reason) = rbac_snapshot(cluster).authorize(user, attrs);
+    let (allowed, reason) = cluster.rbac().authorize(user, attrs);
     if allowed {
         return Ok(());
     }

@@ -173,6 +173,9 @@ impl Default for ClusterOptions {
 pub struct Cluster {
     store: Mutex<Store>,
     registry: RwLock<Arc<Registry>>,
+    /// The RBAC objects as an authorizer, rebuilt only after an RBAC object changes (`rbac_epoch`).
+    rbac: Mutex<Option<(u64, Arc<crate::rbac::RbacSnapshot>)>>,
+    rbac_epoch: std::sync::atomic::AtomicU64,
     pub(crate) gc_wake: Notify,
     pub(crate) changed: Notify,
     pub(crate) admission: crate::admission::Admission,
@@ -183,6 +186,8 @@ impl Cluster {
         let cluster = Arc::new(Cluster {
             store: Mutex::new(Store::new(options.history_limit)),
             registry: RwLock::new(Arc::new(Registry::new())),
+            rbac: Mutex::new(None),
+            rbac_epoch: std::sync::atomic::AtomicU64::new(0),
             gc_wake: Notify::new(),
             changed: Notify::new(),
             admission: crate::admission::Admission::default(),
@@ -840,9 +845,34 @@ impl Cluster {
         Err(ApiError::conflict(&rt.group_resource(), name, "too many concurrent writes; try again"))
     }
 
-    /// Bookkeeping after a write: CRDs change what is served, deletions feed the garbage collector.
+    /// The authorizer for the RBAC objects as they are now.
+    pub fn rbac(&self) -> Arc<crate::rbac::RbacSnapshot> {
+        let epoch = self.rbac_epoch.load(std::sync::atomic::Ordering::Acquire);
+        let mut cached = self.rbac.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((e, snap)) = cached.as_ref()
+            && *e == epoch
+        {
+            return snap.clone();
+        }
+        let snap = {
+            let store = self.store();
+            let list = |r: &str| -> Vec<Value> {
+                let key = StorageKey { group: "rbac.authorization.k8s.io".into(), resource: r.into() };
+                store.list(&key, None).iter().map(|v| (**v).clone()).collect()
+            };
+            Arc::new(crate::rbac::RbacSnapshot::new(list("roles"), list("clusterroles"), list("rolebindings"), list("clusterrolebindings")))
+        };
+        *cached = Some((epoch, snap.clone()));
+        snap
+    }
+
+    /// Bookkeeping after a write: CRDs change what is served, RBAC changes what is allowed, deletions feed
+    /// the garbage collector.
     async fn after_commit(&self, change: &Change) {
         self.changed.notify_one();
+        if change.key.group == "rbac.authorization.k8s.io" {
+            self.rbac_epoch.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        }
         if change.key.group == "apiextensions.k8s.io" && change.key.resource == "customresourcedefinitions" {
             self.rebuild_registry();
             if change.kind != crate::store::ChangeKind::Deleted && !crd_established(&change.object) {
@@ -1063,7 +1093,7 @@ fn apply_error(rt: &ResourceType, name: &str, e: managed_fields::ApplyError) -> 
             let message = managed_fields::ApplyError::Conflicts(cs.clone()).to_string();
             let causes: Vec<Value> = cs
                 .iter()
-                .map(|c| json!({"reason": "FieldManagerConflict", "message": format!("conflict with {:?} using {}", c.manager, c.api_version), "field": c.path}))
+                .map(|c| json!({"reason": "FieldManagerConflict", "message": format!("conflict with {}", c.manager_description()), "field": c.path}))
                 .collect();
             let mut d = json!({"name": name, "kind": rt.plural, "causes": causes});
             if !rt.group.is_empty() {

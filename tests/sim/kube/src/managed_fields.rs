@@ -117,10 +117,7 @@ impl FieldTypes for SchemaFieldTypes {
         if path == ["metadata", "ownerReferences"] {
             return true;
         }
-        self.at(path)
-            .map(Self::items_of)
-            .and_then(|n| n.get("x-kubernetes-map-type"))
-            .and_then(Value::as_str)
+        self.at(path).map(Self::items_of).and_then(|n| n.get("x-kubernetes-map-type")).and_then(Value::as_str)
             == Some("atomic")
     }
 
@@ -131,7 +128,8 @@ impl FieldTypes for SchemaFieldTypes {
         let mut node = Some(&self.root);
         for (i, seg) in parent.iter().enumerate() {
             node = node.and_then(|n| Self::child(n, seg));
-            let embedded = node.map(Self::items_of).and_then(|n| n.get("x-kubernetes-embedded-resource")) == Some(&Value::Bool(true));
+            let embedded = node.map(Self::items_of).and_then(|n| n.get("x-kubernetes-embedded-resource"))
+                == Some(&Value::Bool(true));
             if embedded {
                 rel = &parent[i + 1..];
             }
@@ -315,7 +313,9 @@ impl FieldTypes for BuiltinFieldTypes {
             ("", "PersistentVolumeClaim") => path == ["spec", "resources"],
             ("", "Node") => matches!(
                 path,
-                ["status", "daemonEndpoints"] | ["status", "daemonEndpoints", "kubeletEndpoint"] | ["status", "nodeInfo"]
+                ["status", "daemonEndpoints"]
+                    | ["status", "daemonEndpoints", "kubeletEndpoint"]
+                    | ["status", "nodeInfo"]
             ),
             ("", "Event") => matches!(path, ["involvedObject"] | ["source"]),
             ("networking.k8s.io", "NetworkPolicy") => path == ["spec", "podSelector"],
@@ -460,7 +460,8 @@ pub fn apply(
     }
 
     let before = managed.clone();
-    match w.apply_core(&live_core, config, config_set.clone(), &mut managed, manager, &api_version, subresource, force) {
+    match w.apply_core(&live_core, config, config_set.clone(), &mut managed, manager, &api_version, subresource, force)
+    {
         Ok(out) => finish_apply(out, &live_core, config, managed, manager, subresource, now),
         Err(conflicts) => {
             // kubectl upgrading from client-side apply may take over what its last-applied annotation claims
@@ -537,7 +538,11 @@ pub fn update(
     };
     let mut new_core = without_managed_fields(new);
     // Tracking only starts on create or apply: an existing object without managedFields stays untracked.
-    let has_uid = old_obj.and_then(|o| o.get("metadata")).and_then(|m| m.get("uid")).and_then(Value::as_str).is_some_and(|u| !u.is_empty());
+    let has_uid = old_obj
+        .and_then(|o| o.get("metadata"))
+        .and_then(|m| m.get("uid"))
+        .and_then(Value::as_str)
+        .is_some_and(|u| !u.is_empty());
     if managed.is_empty() && has_uid {
         return new_core;
     }
@@ -753,7 +758,9 @@ impl Pe {
         }
         if let Some(k) = s.strip_prefix("k:") {
             let v: Value = serde_json::from_str(k).map_err(|e| format!("parsing key as path element: {e}"))?;
-            let Value::Object(m) = v else { return Err(format!("parsing key as path element: expected object, got {k}")) };
+            let Value::Object(m) = v else {
+                return Err(format!("parsing key as path element: expected object, got {k}"));
+            };
             let mut kv: Vec<(String, Value)> = m.into_iter().collect();
             kv.sort_by(|a, b| a.0.cmp(&b.0));
             return Ok(Some(Pe::Key(kv)));
@@ -1082,7 +1089,15 @@ impl Walker<'_> {
         (set, errs)
     }
 
-    fn fs_walk(&self, v: &Value, path: &mut Vec<Pe>, fpath: &mut Vec<String>, set: &mut Set, errs: &mut Vec<String>, strict: bool) {
+    fn fs_walk(
+        &self,
+        v: &Value,
+        path: &mut Vec<Pe>,
+        fpath: &mut Vec<String>,
+        set: &mut Set,
+        errs: &mut Vec<String>,
+        strict: bool,
+    ) {
         match v {
             Value::Object(m) => {
                 if self.map_atomic(fpath) {
@@ -1161,7 +1176,9 @@ impl Walker<'_> {
             }
             // A granular map or list meets null: structured-merge-diff reads null as "no items" and keeps live's.
             (Value::Object(lm), Value::Null) if !lm.is_empty() && !self.map_atomic(fpath) => Some(l.clone()),
-            (Value::Array(la), Value::Null) if !la.is_empty() && self.list_type(fpath) != ListType::Atomic => Some(l.clone()),
+            (Value::Array(la), Value::Null) if !la.is_empty() && self.list_type(fpath) != ListType::Atomic => {
+                Some(l.clone())
+            }
             (Value::Array(la), Value::Array(ra)) => {
                 let lt = self.list_type(fpath);
                 if lt == ListType::Atomic || (la.is_empty() && ra.is_empty()) {
@@ -1255,7 +1272,15 @@ impl Walker<'_> {
     }
 
     /// typed.Compare: leaves are added/removed/modified; containers only added/removed.
-    fn compare(&self, l: Option<&Value>, r: Option<&Value>, path: &mut Vec<Pe>, fpath: &mut Vec<String>, create: bool, c: &mut Comparison) {
+    fn compare(
+        &self,
+        l: Option<&Value>,
+        r: Option<&Value>,
+        path: &mut Vec<Pe>,
+        fpath: &mut Vec<String>,
+        create: bool,
+        c: &mut Comparison,
+    ) {
         let zero;
         let l = match (l, r) {
             (None, Some(_)) if create && matches!(path.last(), Some(Pe::Field(_))) => {
@@ -1376,7 +1401,8 @@ impl Walker<'_> {
                     let emptied = match (&nv, child) {
                         (Value::Array(a), Value::Array(b)) => a.is_empty() && !b.is_empty(),
                         (Value::Object(a), Value::Object(b)) => {
-                            a.is_empty() && b.keys().next().is_some_and(|first| !self.types.is_struct_field(&refs(fpath), first))
+                            a.is_empty()
+                                && b.keys().next().is_some_and(|first| !self.types.is_struct_field(&refs(fpath), first))
                         }
                         _ => false,
                     };
@@ -1633,7 +1659,8 @@ fn decode_managed(v: Option<&Value>) -> Result<Vec<Entry>, String> {
         }
         let set = match e.get("fieldsV1") {
             None => Set::default(),
-            Some(f) => Set::from_fields_v1(f).map_err(|err| format!("error decoding versioned set: error decoding set: {err}"))?,
+            Some(f) => Set::from_fields_v1(f)
+                .map_err(|err| format!("error decoding versioned set: error decoding set: {err}"))?,
         };
         let time = s("time")?;
         let entry = Entry {
@@ -1668,7 +1695,14 @@ fn is_reset(v: Option<&Value>) -> bool {
 
 /// Updater.Update plus managedFieldsUpdater: the writer takes every changed or added field from everyone,
 /// removed fields leave every set, and the writer's timestamp moves only if it took something.
-fn record_update(managed: &mut Vec<Entry>, manager: &str, api_version: &str, subresource: &str, cmp: Comparison, now: &str) {
+fn record_update(
+    managed: &mut Vec<Entry>,
+    manager: &str,
+    api_version: &str,
+    subresource: &str,
+    cmp: Comparison,
+    now: &str,
+) {
     let taken = cmp.modified.union(&cmp.added);
     for e in managed.iter_mut() {
         e.set = e.set.difference(&taken).difference(&cmp.removed);
@@ -1809,11 +1843,7 @@ fn set_managed_fields(obj: &mut Value, managed: &[Entry]) {
 
 /// lastAppliedUpdater: kubectl's server-side apply keeps an existing client-side annotation in step.
 fn sync_last_applied(obj: &mut Value, config: &Value) {
-    let has = obj
-        .get("metadata")
-        .and_then(|m| m.get("annotations"))
-        .and_then(|a| a.get(LAST_APPLIED))
-        .is_some();
+    let has = obj.get("metadata").and_then(|m| m.get("annotations")).and_then(|a| a.get(LAST_APPLIED)).is_some();
     if !has {
         return;
     }
@@ -1948,7 +1978,8 @@ mod tests {
             json!([{"manager": "mgr", "operation": "Apply", "apiVersion": "v1", "time": T0, "fieldsType": "FieldsV1",
                     "fieldsV1": {"f:data": {"f:k": {}}, "f:metadata": {"f:labels": {"f:app": {}}}}}])
         );
-        let keys: Vec<&String> = out["metadata"]["managedFields"][0].as_object().map(|m| m.keys().collect()).unwrap_or_default();
+        let keys: Vec<&String> =
+            out["metadata"]["managedFields"][0].as_object().map(|m| m.keys().collect()).unwrap_or_default();
         assert_eq!(keys, ["manager", "operation", "apiVersion", "time", "fieldsType", "fieldsV1"]);
     }
 
@@ -1982,13 +2013,33 @@ mod tests {
 
     #[test]
     fn conflict_with_an_update_manager_reports_the_real_message() {
-        let created = update(None, &cm("a", json!({"k": "v", "j": "w"})), "kubectl-client-side-apply", "", types("ConfigMap").as_ref(), T0);
-        assert_eq!(fields(&created, "kubectl-client-side-apply", "Update"), json!({"f:data": {".": {}, "f:j": {}, "f:k": {}}}));
+        let created = update(
+            None,
+            &cm("a", json!({"k": "v", "j": "w"})),
+            "kubectl-client-side-apply",
+            "",
+            types("ConfigMap").as_ref(),
+            T0,
+        );
+        assert_eq!(
+            fields(&created, "kubectl-client-side-apply", "Update"),
+            json!({"f:data": {".": {}, "f:j": {}, "f:k": {}}})
+        );
         let err = apply(Some(&created), &cm("a", json!({"k": "x"})), "mgr", false, "", types("ConfigMap").as_ref(), T1);
         let Err(err) = err else { panic!("expected a conflict") };
-        assert_eq!(err.to_string(), r#"Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using v1: .data.k"#);
-        let Err(err) = apply(Some(&created), &cm("a", json!({"k": "x", "j": "y"})), "mgr", false, "", types("ConfigMap").as_ref(), T1)
-        else {
+        assert_eq!(
+            err.to_string(),
+            r#"Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using v1: .data.k"#
+        );
+        let Err(err) = apply(
+            Some(&created),
+            &cm("a", json!({"k": "x", "j": "y"})),
+            "mgr",
+            false,
+            "",
+            types("ConfigMap").as_ref(),
+            T1,
+        ) else {
             panic!("expected conflicts")
         };
         assert_eq!(
@@ -1999,7 +2050,9 @@ mod tests {
         assert_eq!(cs[0].manager_description(), r#""kubectl-client-side-apply" using v1"#);
         // An Apply manager prints without a version.
         let applied = apply_ok(None, &cm("b", json!({"k": "1"})), "one", false, "ConfigMap", T0);
-        let Err(err) = apply(Some(&applied), &cm("b", json!({"k": "2"})), "two", false, "", types("ConfigMap").as_ref(), T1) else {
+        let Err(err) =
+            apply(Some(&applied), &cm("b", json!({"k": "2"})), "two", false, "", types("ConfigMap").as_ref(), T1)
+        else {
             panic!("conflict")
         };
         assert_eq!(err.to_string(), r#"Apply failed with 1 conflict: conflict with "one": .data.k"#);
@@ -2024,8 +2077,16 @@ mod tests {
 
     #[test]
     fn containers_merge_by_name_between_two_appliers() {
-        let live = apply_ok(None, &deploy(json!([{"name": "app", "image": "a:1", "ports": [{"containerPort": 80}]}])), "one", false, "Deployment", T0);
-        let out = apply_ok(Some(&live), &deploy(json!([{"name": "side", "image": "s:1"}])), "two", false, "Deployment", T1);
+        let live = apply_ok(
+            None,
+            &deploy(json!([{"name": "app", "image": "a:1", "ports": [{"containerPort": 80}]}])),
+            "one",
+            false,
+            "Deployment",
+            T0,
+        );
+        let out =
+            apply_ok(Some(&live), &deploy(json!([{"name": "side", "image": "s:1"}])), "two", false, "Deployment", T1);
         let names: Vec<&str> = out["spec"]["template"]["spec"]["containers"]
             .as_array()
             .map(|cs| cs.iter().filter_map(|c| c["name"].as_str()).collect())
@@ -2042,11 +2103,21 @@ mod tests {
             json!({"f:spec": {"f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"side\"}": {".": {}, "f:image": {}, "f:name": {}}}}}}})
         );
         // two changing app's image conflicts on a readable path.
-        let Err(err) = apply(Some(&out), &deploy(json!([{"name": "app", "image": "a:2"}])), "two", false, "", types("Deployment").as_ref(), T2)
-        else {
+        let Err(err) = apply(
+            Some(&out),
+            &deploy(json!([{"name": "app", "image": "a:2"}])),
+            "two",
+            false,
+            "",
+            types("Deployment").as_ref(),
+            T2,
+        ) else {
             panic!("conflict")
         };
-        assert_eq!(err.to_string(), r#"Apply failed with 1 conflict: conflict with "one": .spec.template.spec.containers[name="app"].image"#);
+        assert_eq!(
+            err.to_string(),
+            r#"Apply failed with 1 conflict: conflict with "one": .spec.template.spec.containers[name="app"].image"#
+        );
         // one dropping its container removes it; two's stays.
         let out = apply_ok(Some(&out), &deploy(json!([])), "one", false, "Deployment", T2);
         assert_eq!(out["spec"]["template"]["spec"]["containers"], json!([{"name": "side", "image": "s:1"}]));
@@ -2054,14 +2125,24 @@ mod tests {
 
     #[test]
     fn duplicate_keys_in_a_configuration_are_invalid() {
-        let Err(err) = apply(None, &deploy(json!([{"name": "a"}, {"name": "a"}])), "m", false, "", types("Deployment").as_ref(), T0) else {
+        let Err(err) = apply(
+            None,
+            &deploy(json!([{"name": "a"}, {"name": "a"}])),
+            "m",
+            false,
+            "",
+            types("Deployment").as_ref(),
+            T0,
+        ) else {
             panic!("invalid")
         };
         assert_eq!(
             err.to_string(),
             r#"failed to create typed patch object (apps/v1, Kind=Deployment): .spec.template.spec.containers: duplicate entries for key [name="a"]"#
         );
-        let Err(ApplyError::Invalid(_)) = apply(None, &deploy(json!([{"image": "x"}])), "m", false, "", types("Deployment").as_ref(), T0) else {
+        let Err(ApplyError::Invalid(_)) =
+            apply(None, &deploy(json!([{"image": "x"}])), "m", false, "", types("Deployment").as_ref(), T0)
+        else {
             panic!("missing key is invalid")
         };
     }
@@ -2075,8 +2156,14 @@ mod tests {
         b["metadata"]["finalizers"] = json!(["y"]);
         let out = apply_ok(Some(&live), &b, "two", false, "ConfigMap", T1);
         assert_eq!(out["metadata"]["finalizers"], json!(["x", "y"]));
-        assert_eq!(fields(&out, "one", "Apply"), json!({"f:data": {}, "f:metadata": {"f:finalizers": {"v:\"x\"": {}}}}));
-        assert_eq!(fields(&out, "two", "Apply"), json!({"f:data": {}, "f:metadata": {"f:finalizers": {"v:\"y\"": {}}}}));
+        assert_eq!(
+            fields(&out, "one", "Apply"),
+            json!({"f:data": {}, "f:metadata": {"f:finalizers": {"v:\"x\"": {}}}})
+        );
+        assert_eq!(
+            fields(&out, "two", "Apply"),
+            json!({"f:data": {}, "f:metadata": {"f:finalizers": {"v:\"y\"": {}}}})
+        );
         let mut none = cm("a", json!({}));
         none["metadata"]["finalizers"] = json!([]);
         let out = apply_ok(Some(&out), &none, "one", false, "ConfigMap", T2);
@@ -2110,7 +2197,14 @@ mod tests {
                     "fieldsV1": {"f:data": {".": {}, "f:k": {}}, "f:metadata": {"f:labels": {".": {}, "f:app": {}}}}}])
         );
         // A Deployment's spec and template structs exist in the zero object, so they carry no `.`.
-        let d = update(None, &deploy(json!([{"name": "app", "image": "a"}])), "kubectl-create", "", types("Deployment").as_ref(), T0);
+        let d = update(
+            None,
+            &deploy(json!([{"name": "app", "image": "a"}])),
+            "kubectl-create",
+            "",
+            types("Deployment").as_ref(),
+            T0,
+        );
         assert_eq!(
             fields(&d, "kubectl-create", "Update"),
             json!({"f:spec": {"f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"app\"}": {".": {}, "f:image": {}, "f:name": {}}}}}}})
@@ -2130,17 +2224,31 @@ mod tests {
         };
         let entry = entries(&out).into_iter().find(|e| e["manager"] == "kubelet").unwrap_or_default();
         assert_eq!(entry["subresource"], "status");
-        assert_eq!(entry["fieldsV1"], json!({"f:status": {"f:conditions": {"k:{\"type\":\"Ready\"}": {".": {}, "f:status": {}, "f:type": {}}}}}));
+        assert_eq!(
+            entry["fieldsV1"],
+            json!({"f:status": {"f:conditions": {"k:{\"type\":\"Ready\"}": {".": {}, "f:status": {}, "f:type": {}}}}})
+        );
         let mut changed = out.clone();
         changed["status"]["phase"] = json!("Running");
         let out2 = update(Some(&out), &changed, "kubelet", "status", types("Pod").as_ref(), T2);
-        let e = entries(&out2).into_iter().find(|e| e["manager"] == "kubelet" && e["operation"] == "Update").unwrap_or_default();
-        assert_eq!((e["subresource"].as_str(), e["fieldsV1"].clone()), (Some("status"), json!({"f:status": {"f:phase": {}}})));
+        let e = entries(&out2)
+            .into_iter()
+            .find(|e| e["manager"] == "kubelet" && e["operation"] == "Update")
+            .unwrap_or_default();
+        assert_eq!(
+            (e["subresource"].as_str(), e["fieldsV1"].clone()),
+            (Some("status"), json!({"f:status": {"f:phase": {}}}))
+        );
         // Status conflicts name the subresource.
         let mut other = status.clone();
         other["status"]["phase"] = json!("Failed");
-        let Err(err) = apply(Some(&out2), &other, "x", false, "status", types("Pod").as_ref(), T2) else { panic!("conflict") };
-        assert_eq!(err.to_string(), r#"Apply failed with 1 conflict: conflict with "kubelet" with subresource "status" using v1: .status.phase"#);
+        let Err(err) = apply(Some(&out2), &other, "x", false, "status", types("Pod").as_ref(), T2) else {
+            panic!("conflict")
+        };
+        assert_eq!(
+            err.to_string(),
+            r#"Apply failed with 1 conflict: conflict with "kubelet" with subresource "status" using v1: .status.phase"#
+        );
     }
 
     #[test]
@@ -2161,10 +2269,14 @@ mod tests {
         edited["data"]["k"] = json!("w");
         let out = update(Some(&out), &edited, "x", "", types("ConfigMap").as_ref(), T1);
         assert!(out["metadata"].get("managedFields").is_none());
-        let Err(err) = apply(Some(&out), &cm("a", json!({"k": "z"})), "m", false, "", types("ConfigMap").as_ref(), T2) else {
+        let Err(err) = apply(Some(&out), &cm("a", json!({"k": "z"})), "m", false, "", types("ConfigMap").as_ref(), T2)
+        else {
             panic!("conflict")
         };
-        assert_eq!(err.to_string(), r#"Apply failed with 1 conflict: conflict with "before-first-apply" using v1: .data.k"#);
+        assert_eq!(
+            err.to_string(),
+            r#"Apply failed with 1 conflict: conflict with "before-first-apply" using v1: .data.k"#
+        );
     }
 
     #[test]
@@ -2178,7 +2290,10 @@ mod tests {
             out["metadata"]["annotations"][LAST_APPLIED],
             "{\"apiVersion\":\"v1\",\"data\":{\"k\":\"new\"},\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}\n"
         );
-        assert!(apply(Some(&live), &cm("a", json!({"k": "new"})), "other", false, "", types("ConfigMap").as_ref(), T1).is_err());
+        assert!(
+            apply(Some(&live), &cm("a", json!({"k": "new"})), "other", false, "", types("ConfigMap").as_ref(), T1)
+                .is_err()
+        );
     }
 
     #[test]
@@ -2229,11 +2344,19 @@ mod tests {
 
     #[test]
     fn update_managers_are_capped_at_ten() {
-        let mut obj = update(None, &cm("a", json!({"k0": "v"})), "m0", "", types("ConfigMap").as_ref(), "2024-01-01T00:00:00Z");
+        let mut obj =
+            update(None, &cm("a", json!({"k0": "v"})), "m0", "", types("ConfigMap").as_ref(), "2024-01-01T00:00:00Z");
         for i in 1..12 {
             let mut next = obj.clone();
             next["data"][format!("k{i}")] = json!("v");
-            obj = update(Some(&obj), &next, &format!("m{i}"), "", types("ConfigMap").as_ref(), &format!("2024-01-01T00:00:{i:02}Z"));
+            obj = update(
+                Some(&obj),
+                &next,
+                &format!("m{i}"),
+                "",
+                types("ConfigMap").as_ref(),
+                &format!("2024-01-01T00:00:{i:02}Z"),
+            );
         }
         let es = entries(&obj);
         assert_eq!(es.len(), 10, "{es:?}");
@@ -2269,11 +2392,27 @@ mod tests {
                 prop_oneof![
                     prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
                     prop::collection::vec(
-                        (prop_oneof![
-                            Just("name"), Just("containers"), Just("spec"), Just("metadata"), Just("ports"),
-                            Just("containerPort"), Just("image"), Just("finalizers"), Just("data"), Just("k"),
-                            Just("managedFields"), Just("template"), Just("env"), Just("status"), Just("conditions"), Just("type")
-                        ], inner),
+                        (
+                            prop_oneof![
+                                Just("name"),
+                                Just("containers"),
+                                Just("spec"),
+                                Just("metadata"),
+                                Just("ports"),
+                                Just("containerPort"),
+                                Just("image"),
+                                Just("finalizers"),
+                                Just("data"),
+                                Just("k"),
+                                Just("managedFields"),
+                                Just("template"),
+                                Just("env"),
+                                Just("status"),
+                                Just("conditions"),
+                                Just("type")
+                            ],
+                            inner
+                        ),
                         0..4
                     )
                     .prop_map(|kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
@@ -2291,7 +2430,10 @@ mod tests {
             (
                 prop_oneof![Just("a"), Just("b"), Just("c")],
                 prop::option::of(prop_oneof![Just("img:1"), Just("img:2")]),
-                prop::collection::vec((prop_oneof![Just(80), Just(81)], prop::option::of(prop_oneof![Just("TCP"), Just("UDP")])), 0..3),
+                prop::collection::vec(
+                    (prop_oneof![Just(80), Just(81)], prop::option::of(prop_oneof![Just("TCP"), Just("UDP")])),
+                    0..3,
+                ),
                 prop::collection::vec((prop_oneof![Just("X"), Just("Y")], prop_oneof![Just("1"), Just("2")]), 0..3),
             )
                 .prop_map(|(name, image, ports, env)| {
@@ -2321,7 +2463,11 @@ mod tests {
             (
                 prop::collection::vec(arb_container(), 1..3),
                 prop::option::of(0i64..3),
-                prop::collection::btree_map(prop_oneof![Just("app"), Just("tier")], prop_oneof![Just("x"), Just("y")], 0..2),
+                prop::collection::btree_map(
+                    prop_oneof![Just("app"), Just("tier")],
+                    prop_oneof![Just("x"), Just("y")],
+                    0..2,
+                ),
                 prop::collection::vec(prop_oneof![Just("f1"), Just("f2")], 0..2),
             )
                 .prop_map(|(containers, replicas, labels, finalizers)| {

@@ -859,6 +859,18 @@ mod authorization {
     }
 
     #[tokio::test]
+    async fn a_new_binding_takes_effect_on_the_next_request() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let admin = sim.client().await.expect("admin");
+        let alice = sim.client_for(&sim.add_token_user("alice", &[])).await.expect("client");
+        assert_eq!(get(&alice, CONFIGMAPS).await.status, 403);
+        grant_configmap_reader(&admin, "alice").await;
+        assert_eq!(get(&alice, CONFIGMAPS).await.status, 200);
+        raw(&admin, "DELETE", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings/cm-reader", None, Vec::new()).await;
+        assert_eq!(get(&alice, CONFIGMAPS).await.status, 403, "and a removed one too");
+    }
+
+    #[tokio::test]
     async fn unknown_tokens_are_401_and_anonymous_is_refused_by_default() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let mut nobody = sim.admin();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{Api, Call, Resp, json_response, objects};
-use crate::auth::{self, is_superuser};
+use crate::auth::is_superuser;
 use crate::error::{ApiError, ApiResult};
 use crate::rbac::{Attributes, UserInfo};
 use crate::resources::ResourceType;
@@ -27,7 +27,7 @@ pub fn handle(api: &Arc<Api>, call: &Call, rt: &ResourceType) -> ApiResult<Resp>
         }
         "selfsubjectrulesreview" | "selfsubjectrulesreviews" => {
             let ns = body["spec"]["namespace"].as_str().unwrap_or_default();
-            let review = auth::rbac_snapshot(&api.cluster).rules_review(&call.user, ns);
+            let review = api.cluster.rbac().rules_review(&call.user, ns);
             json!({"resourceRules": review.resource_rules, "nonResourceRules": review.non_resource_rules, "incomplete": review.incomplete})
         }
         "selfsubjectreviews" => json!({"userInfo": user_json(&call.user)}),
@@ -96,7 +96,7 @@ fn access(api: &Arc<Api>, user: &UserInfo, spec: &Value) -> ApiResult<Value> {
     if is_superuser(user) {
         return Ok(json!({"allowed": true}));
     }
-    let (allowed, reason) = auth::rbac_snapshot(&api.cluster).authorize(user, &attrs);
+    let (allowed, reason) = api.cluster.rbac().authorize(user, &attrs);
     let mut st = json!({"allowed": allowed});
     if !reason.is_empty() {
         st["reason"] = json!(reason);
