@@ -20,6 +20,7 @@ pub mod cluster;
 pub mod error;
 pub mod faults;
 pub mod gc;
+pub mod gofmt;
 pub mod jsonpath;
 pub mod kubeconfig;
 pub mod managed_fields;

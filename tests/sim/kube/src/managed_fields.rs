@@ -6,6 +6,7 @@
 //! versus free-form maps, key defaults) comes from a [`FieldTypes`].
 
 use serde_json::{Map, Number, Value};
+use crate::gofmt::{is_printable as is_go_printable, quote as go_quote};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -660,46 +661,7 @@ fn value_to_string(v: &Value) -> String {
     }
 }
 
-fn is_go_printable(c: char) -> bool {
-    if c == ' ' {
-        return true;
-    }
-    let u = c as u32;
-    let format_or_private = matches!(u,
-        0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x180E | 0x200B..=0x200F | 0x202A..=0x202E
-        | 0x2060..=0x2064 | 0x2066..=0x206F | 0xFEFF | 0xFFF9..=0xFFFB | 0xE000..=0xF8FF | 0xF0000..=0x10FFFF);
-    !(c.is_control() || c.is_whitespace() || format_or_private)
-}
 
-/// Go's `%q`.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{b}' => out.push_str("\\v"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if !is_go_printable(c) => {
-                if (c as u32) < 0x10000 {
-                    out.push_str(&format!("\\u{:04x}", c as u32));
-                } else {
-                    out.push_str(&format!("\\U{:08x}", c as u32));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // Path elements and field sets (fieldpath)
@@ -1852,60 +1814,14 @@ fn sync_last_applied(obj: &mut Value, config: &Value) {
         a.shift_remove(LAST_APPLIED);
     }
     let mut text = String::new();
-    go_json(&cfg, &mut text);
+    text.push_str(&crate::gofmt::json(&cfg));
     text.push('\n');
     if let Some(a) = obj.get_mut("metadata").and_then(|m| m.get_mut("annotations")).and_then(Value::as_object_mut) {
         a.insert(LAST_APPLIED.into(), Value::String(text));
     }
 }
 
-/// encoding/json of an unstructured object: sorted keys, HTML-safe escaping.
-fn go_json(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(m) => {
-            out.push('{');
-            let sorted: BTreeMap<&String, &Value> = m.iter().collect();
-            for (i, (k, v)) in sorted.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                go_json_str(k, out);
-                out.push(':');
-                go_json(v, out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, v) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                go_json(v, out);
-            }
-            out.push(']');
-        }
-        Value::String(s) => go_json_str(s, out),
-        other => out.push_str(&other.to_string()),
-    }
-}
 
-fn go_json_str(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
 
 /// schema.GroupVersionKind.String of the applied object, as the server's typed-conversion errors print it.
 fn gvk_string(obj: &Value) -> String {

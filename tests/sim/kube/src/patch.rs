@@ -20,6 +20,7 @@
 use std::fmt;
 
 use serde_json::{Map, Value};
+use crate::gofmt::{float as go_float, quote as go_quote};
 
 /// The message `NewGenericServerResponse(422, ...)` puts in the Status. The
 /// apiserver wraps every JSON patch apply failure (and a few strategic merge
@@ -1913,9 +1914,6 @@ fn json_kind(v: &Value) -> &'static str {
     }
 }
 
-fn go_quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
-}
 
 fn err_no_merge_key(m: &Map<String, Value>, key: &str) -> PatchError {
     PatchError::internal(format!(
@@ -2017,66 +2015,6 @@ fn write_go_map(out: &mut String, m: &Map<String, Value>, verb: GoVerb, depth: u
     out.push(']');
 }
 
-/// A float64 as `fmt`'s `%v` prints it (`strconv` 'g' with the shortest
-/// precision): exponent form when the decimal exponent is below -4 or at
-/// least 6, so 1000000.5 prints as 1.0000005e+06.
-fn go_float(f: f64) -> String {
-    if !f.is_finite() {
-        return if f.is_nan() {
-            "NaN".into()
-        } else if f > 0.0 {
-            "+Inf".into()
-        } else {
-            "-Inf".into()
-        };
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() {
-            "-0".into()
-        } else {
-            "0".into()
-        };
-    }
-    // Rust's `{:e}` gives the shortest round-trip digits, like Go's -1 precision.
-    let sci = format!("{f:e}");
-    let Some((mantissa, exp)) = sci.split_once('e') else {
-        return sci;
-    };
-    let Ok(exp) = exp.parse::<i32>() else {
-        return sci;
-    };
-    let negative = mantissa.starts_with('-');
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let sign = if negative { "-" } else { "" };
-    if digits.is_empty() {
-        return sci;
-    }
-    if !(-4..6).contains(&exp) {
-        let (first, rest) = digits.split_at(1);
-        let frac = if rest.is_empty() {
-            String::new()
-        } else {
-            format!(".{rest}")
-        };
-        let esign = if exp < 0 { '-' } else { '+' };
-        return format!("{sign}{first}{frac}e{esign}{:02}", exp.abs());
-    }
-    let point = exp + 1;
-    if point <= 0 {
-        format!(
-            "{sign}0.{}{digits}",
-            "0".repeat(point.unsigned_abs() as usize)
-        )
-    } else if point as usize >= digits.len() {
-        format!(
-            "{sign}{digits}{}",
-            "0".repeat(point as usize - digits.len())
-        )
-    } else {
-        let (int, frac) = digits.split_at(point as usize);
-        format!("{sign}{int}.{frac}")
-    }
-}
 
 /// Go's `sort.SliceStable` (insertion sort on blocks of 20, then SymMerge).
 /// Reproducing the exact algorithm matters because the strategic merge patch

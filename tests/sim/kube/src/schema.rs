@@ -11,6 +11,7 @@
 #![allow(unexpected_cfgs)]
 
 use serde_json::{Map, Value};
+use crate::gofmt::{float as go_float, json as go_json, number as go_number, quote as go_quote};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::{Mutex, OnceLock};
@@ -116,182 +117,18 @@ impl fmt::Display for FieldError {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Go formatting helpers: error texts must be byte-identical to what Go's fmt/strconv/json produce.
+// Go formatting helpers live in crate::gofmt.
 // ---------------------------------------------------------------------------------------------
 
-/// strconv.Quote.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if c.is_ascii() => out.push(c),
-            // Go's IsPrint rejects non-ASCII spaces, controls and format characters.
-            c if c.is_control() || c.is_whitespace() || is_format_char(c) => {
-                if (c as u32) <= 0xffff {
-                    out.push_str(&format!("\\u{:04x}", c as u32));
-                } else {
-                    out.push_str(&format!("\\U{:08x}", c as u32));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
 
-fn is_format_char(c: char) -> bool {
-    matches!(c as u32, 0xad | 0x600..=0x605 | 0x61c | 0x6dd | 0x70f | 0x180e | 0x200b..=0x200f | 0x202a..=0x202e | 0x2060..=0x2064 | 0x2066..=0x206f | 0xfeff | 0xfff9..=0xfffb)
-}
 
-/// The decimal digits and exponent of the shortest representation that round-trips, as Go's strconv
-/// uses for precision -1.
-fn shortest_digits(f: f64) -> (String, i32) {
-    let s = format!("{:e}", f.abs());
-    let (mant, exp) = s.split_once('e').unwrap_or((s.as_str(), "0"));
-    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
-    let exp: i32 = exp.parse().unwrap_or(0);
-    (digits, exp)
-}
 
-/// fmt's %v for float64: strconv's 'g' with shortest precision, which switches to exponent
-/// notation when the exponent is < -4 or >= 6 (so 1e6 prints as 1e+06).
-fn go_float(f: f64) -> String {
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "+Inf".into() } else { "-Inf".into() };
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() { "-0".into() } else { "0".into() };
-    }
-    let neg = f < 0.0;
-    let (digits, exp) = shortest_digits(f);
-    let mut out = String::new();
-    if neg {
-        out.push('-');
-    }
-    if !(-4..6).contains(&exp) {
-        out.push_str(&digits[..1]);
-        if digits.len() > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        out.push('e');
-        out.push(if exp < 0 { '-' } else { '+' });
-        out.push_str(&format!("{:02}", exp.abs()));
-    } else {
-        out.push_str(&plain_decimal(&digits, exp));
-    }
-    out
-}
 
-fn plain_decimal(digits: &str, exp: i32) -> String {
-    let dp = exp + 1;
-    let nd = digits.len() as i32;
-    if dp <= 0 {
-        format!("0.{}{}", "0".repeat((-dp) as usize), digits)
-    } else if dp >= nd {
-        format!("{}{}", digits, "0".repeat((dp - nd) as usize))
-    } else {
-        format!("{}.{}", &digits[..dp as usize], &digits[dp as usize..])
-    }
-}
 
-/// encoding/json's float64 encoding (ES6 number formatting).
-fn go_json_float(f: f64) -> String {
-    if !f.is_finite() {
-        return "null".into();
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() { "-0".into() } else { "0".into() };
-    }
-    let abs = f.abs();
-    let (digits, exp) = shortest_digits(f);
-    let mut out = String::new();
-    if f < 0.0 {
-        out.push('-');
-    }
-    if !(1e-6..1e21).contains(&abs) {
-        out.push_str(&digits[..1]);
-        if digits.len() > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        out.push('e');
-        out.push(if exp < 0 { '-' } else { '+' });
-        out.push_str(&exp.abs().to_string());
-    } else {
-        out.push_str(&plain_decimal(&digits, exp));
-    }
-    out
-}
 
-/// How a decoded Go value prints: JSON integers are int64, everything else numeric is float64.
-fn go_number(n: &serde_json::Number, json: bool) -> String {
-    if let Some(i) = n.as_i64() {
-        return i.to_string();
-    }
-    let f = n.as_f64().unwrap_or(0.0);
-    if json { go_json_float(f) } else { go_float(f) }
-}
 
-/// json.Marshal of a decoded value (sorted keys, HTML-safe escaping).
-fn go_json(v: &Value) -> String {
-    go_json_at(v, 0)
-}
 
-fn go_json_at(v: &Value, depth: usize) -> String {
-    if depth > MAX_DEPTH {
-        return "null".into();
-    }
-    let go_json = |v: &Value| go_json_at(v, depth + 1);
-    match v {
-        Value::Null => "null".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => go_number(n, true),
-        Value::String(s) => go_json_string(s),
-        Value::Array(a) => format!("[{}]", a.iter().map(&go_json).collect::<Vec<_>>().join(",")),
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            let parts: Vec<String> =
-                keys.iter().map(|k| format!("{}:{}", go_json_string(k), m.get(*k).map(&go_json).unwrap_or_default())).collect();
-            format!("{{{}}}", parts.join(","))
-        }
-    }
-}
 
-fn go_json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
 
 /// %#v of a decoded JSON value, as field.Error prints maps and slices.
 fn go_sharp_v(v: &Value) -> String {
@@ -2416,7 +2253,7 @@ mod tests {
             assert_eq!(go_float(f), want, "%v of {f}");
         }
         for (f, want) in [(1.0, "1"), (1e20, "100000000000000000000"), (1e21, "1e+21"), (0.000001, "0.000001"), (1e-7, "1e-7")] {
-            assert_eq!(go_json_float(f), want, "json of {f}");
+            assert_eq!(crate::gofmt::json_float(f), want, "json of {f}");
         }
         assert_eq!(go_quote("a\"b\\c\n\u{1}é"), "\"a\\\"b\\\\c\\n\\x01é\"");
         assert_eq!(go_json(&json!({"b": [1, 2.5], "a": "<x>"})), "{\"a\":\"\\u003cx\\u003e\",\"b\":[1,2.5]}");

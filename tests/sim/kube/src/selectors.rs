@@ -7,6 +7,8 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+pub use crate::gofmt::quote as go_quote;
+
 /// The operators of `k8s.io/apimachinery/pkg/selection`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operator {
@@ -816,40 +818,7 @@ pub fn is_valid_label_value(value: &str) -> Vec<String> {
     errs
 }
 
-/// Go's `%q` (strconv.Quote), which every quoted name in the real messages uses.
-/// Printability is approximated: control, separator and format characters are escaped.
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{07}' => out.push_str("\\a"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{0b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c if c == ' ' || !(c.is_control() || c.is_whitespace() || is_format_char(c)) => {
-                out.push(c)
-            }
-            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push_str(&format!("\\U{:08x}", c as u32)),
-        }
-    }
-    out.push('"');
-    out
-}
 
-fn is_format_char(c: char) -> bool {
-    matches!(c as u32, 0xad | 0x600..=0x605 | 0x61c | 0x6dd | 0x70f | 0x180e | 0x200b..=0x200f | 0x202a..=0x202e
-        | 0x2060..=0x2064 | 0x2066..=0x206f | 0xfeff | 0xfff9..=0xfffb | 0xe000..=0xf8ff)
-}
 
 // ---------------------------------------------------------------------------
 // Field selectors.
