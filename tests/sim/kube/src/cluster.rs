@@ -485,8 +485,11 @@ impl Cluster {
         managed: Managed,
     ) -> ApiResult<(Value, Vec<String>)> {
         let mut warnings = Vec::new();
+        if !rt.is_crd() {
+            check_builtin_shape(rt, &new)?;
+        }
         let Some(obj) = new.as_object_mut() else {
-            return Err(ApiError::bad_request("the body must be a JSON or YAML object"));
+            return Err(not_an_object());
         };
         if let Some(k) = obj.get("kind").and_then(Value::as_str)
             && !k.is_empty()
@@ -519,7 +522,7 @@ impl Cluster {
         let status_sub = rt.status_subresource;
         match old {
             None => {
-                let meta = meta_mut(&mut new);
+                let Some(meta) = meta_mut(&mut new) else { return Err(not_an_object()) };
                 if meta.get("name").and_then(Value::as_str).unwrap_or_default().is_empty()
                     && let Some(prefix) = meta.get("generateName").and_then(Value::as_str)
                     && !prefix.is_empty()
@@ -583,7 +586,7 @@ impl Cluster {
                     return Err(ApiError::stale_resource_version(&rt.group_resource(), name));
                 }
                 let old_meta = old["metadata"].as_object().cloned().unwrap_or_default();
-                let meta = meta_mut(&mut new);
+                let Some(meta) = meta_mut(&mut new) else { return Err(not_an_object()) };
                 for k in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "namespace", "name", "generation"] {
                     match old_meta.get(k) {
                         Some(v) => {
@@ -717,7 +720,8 @@ impl Cluster {
                     new["status"] = json!({"phase": "Active"});
                 }
                 let name = new["metadata"]["name"].as_str().unwrap_or_default().to_string();
-                let labels = meta_mut(new).entry("labels").or_insert_with(|| json!({}));
+                let Some(meta) = meta_mut(new) else { return Err(not_an_object()) };
+                let labels = meta.entry("labels").or_insert_with(|| json!({}));
                 if let Some(l) = labels.as_object_mut() {
                     l.insert("kubernetes.io/metadata.name".into(), Value::String(name));
                 }
@@ -903,17 +907,17 @@ impl Cluster {
         let Some(rt) = reg.get("apiextensions.k8s.io", "v1", "customresourcedefinitions") else { return };
         let Some(current) = self.store().get(&rt.storage_key(), "", name) else { return };
         let now = Self::now();
-        let mut status = current.get("status").cloned().unwrap_or_else(|| json!({}));
+        let mut status = current.get("status").filter(|s| s.is_object()).cloned().unwrap_or_else(|| json!({}));
         status["acceptedNames"] = current["spec"]["names"].clone();
         status["conditions"] = json!([
             {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": now},
             {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": now},
         ]);
         let mut stored: Vec<Value> = status["storedVersions"].as_array().cloned().unwrap_or_default();
-        if let Some(sv) = current["spec"]["versions"].as_array().and_then(|vs| vs.iter().find(|v| v["storage"] == json!(true))) {
-            if !stored.contains(&sv["name"]) {
-                stored.push(sv["name"].clone());
-            }
+        if let Some(sv) = current["spec"]["versions"].as_array().and_then(|vs| vs.iter().find(|v| v["storage"] == json!(true)))
+            && !stored.contains(&sv["name"])
+        {
+            stored.push(sv["name"].clone());
         }
         status["storedVersions"] = json!(stored);
         let mut body = (*current).clone();
@@ -970,6 +974,66 @@ pub(crate) enum Managed {
     Applied,
 }
 
+/// Built-in kinds decode into Go structs: a top-level field of the wrong JSON type fails decoding with 400, as
+/// `json: cannot unmarshal string into Go struct field Namespace.spec of type v1.NamespaceSpec` on the real server.
+fn check_builtin_shape(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
+    const OBJECT_FIELDS: &[&str] = &["spec", "status", "data", "stringData", "binaryData", "roleRef", "aggregationRule"];
+    const ARRAY_FIELDS: &[&str] = &["rules", "subjects", "webhooks", "secrets", "imagePullSecrets"];
+    let type_name = |v: &Value| match v {
+        Value::String(_) => "string",
+        Value::Number(_) => "number",
+        Value::Bool(_) => "bool",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+        Value::Null => "null",
+    };
+    let fail = |field: &str, v: &Value, want: &str| {
+        Err(ApiError::bad_request(format!(
+            "{kind} in version \"{ver}\" cannot be handled as a {kind}: json: cannot unmarshal {} into Go struct field {kind}.{field} of type {want}",
+            type_name(v),
+            kind = rt.kind,
+            ver = rt.version,
+        )))
+    };
+    for f in OBJECT_FIELDS {
+        if let Some(v) = obj.get(*f)
+            && !v.is_object()
+            && !v.is_null()
+        {
+            return fail(f, v, "object");
+        }
+    }
+    for f in ARRAY_FIELDS {
+        if let Some(v) = obj.get(*f)
+            && !v.is_array()
+            && !v.is_null()
+        {
+            return fail(f, v, "array");
+        }
+    }
+    for f in ["finalizers", "ownerReferences"] {
+        if let Some(v) = obj["metadata"].get(f)
+            && !v.is_array()
+            && !v.is_null()
+        {
+            return fail(&format!("metadata.{f}"), v, "array");
+        }
+    }
+    for f in ["data", "stringData"] {
+        if let Some(Value::Object(m)) = obj.get(f)
+            && let Some((_, v)) = m.iter().find(|(_, v)| !v.is_string())
+            && matches!(rt.plural.as_str(), "secrets" | "configmaps")
+        {
+            return fail(f, v, "string");
+        }
+    }
+    Ok(())
+}
+
+fn not_an_object() -> ApiError {
+    ApiError::bad_request("the body must be a JSON or YAML object")
+}
+
 fn check_body_namespace(rt: &ResourceType, body: &Value, url_ns: &str) -> ApiResult<()> {
     if rt.namespaced {
         let body_ns = body["metadata"]["namespace"].as_str().unwrap_or_default();
@@ -982,14 +1046,14 @@ fn check_body_namespace(rt: &ResourceType, body: &Value, url_ns: &str) -> ApiRes
     Ok(())
 }
 
-fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
-    if !obj["metadata"].is_object() {
-        obj["metadata"] = json!({});
+/// The object's metadata map, created if absent; None only when the object itself is not a JSON object.
+fn meta_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
+    let o = obj.as_object_mut()?;
+    let meta = o.entry("metadata").or_insert_with(|| json!({}));
+    if !meta.is_object() {
+        *meta = json!({});
     }
-    match obj.get_mut("metadata").and_then(Value::as_object_mut) {
-        Some(m) => m,
-        None => unreachable!("metadata was just made an object"),
-    }
+    meta.as_object_mut()
 }
 
 pub fn finalizers(obj: &Value) -> Vec<String> {

@@ -8,7 +8,8 @@ pub struct ApiError {
     pub code: u16,
     pub reason: &'static str,
     pub message: String,
-    pub details: Option<Value>,
+    /// Boxed: most errors carry none, and results stay small.
+    pub details: Option<Box<Value>>,
     /// Seconds for a `Retry-After` header (429/503), as the real server sends with throttling.
     pub retry_after: Option<u32>,
 }
@@ -21,7 +22,7 @@ impl ApiError {
     }
 
     pub fn with_details(mut self, details: Value) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 
@@ -116,7 +117,7 @@ impl ApiError {
             "code": self.code,
         });
         if let Some(d) = &self.details {
-            s["details"] = d.clone();
+            s["details"] = (**d).clone();
         }
         if let Some(secs) = self.retry_after {
             let d = s["details"].as_object_mut().map(|_| ()).is_some();

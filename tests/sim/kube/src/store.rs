@@ -45,6 +45,9 @@ pub struct Change {
     pub previous: Option<Arc<Value>>,
 }
 
+/// The changes a resumed watch replays, and the receiver for the ones after them.
+pub type WatchStart = (Vec<Arc<Change>>, broadcast::Receiver<Arc<Change>>);
+
 /// The asked-for revision is older than the retained history (the real server's "too old resource version").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TooOld {
@@ -134,7 +137,7 @@ impl Store {
 
     /// Changes after `rv`, for a watch that resumes there, and a receiver for the ones that follow. Taken under
     /// the same lock so no change falls between the two.
-    pub fn watch_from(&self, rv: u64) -> Result<(Vec<Arc<Change>>, broadcast::Receiver<Arc<Change>>), TooOld> {
+    pub fn watch_from(&self, rv: u64) -> Result<WatchStart, TooOld> {
         if rv < self.floor {
             return Err(TooOld { requested: rv, oldest: self.floor });
         }

@@ -14,36 +14,38 @@ const QUALIFIED_NAME: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const LABEL_VALUE: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 const CONFIG_KEY: &str = "[-._a-zA-Z0-9]+";
 
-fn anchored(pattern: &'static str, cell: &'static OnceLock<Regex>) -> &'static Regex {
-    cell.get_or_init(|| match Regex::new(&format!("^(?:{pattern})$")) {
-        Ok(r) => r,
-        // The patterns are constants above; a failure here is a bug caught by the unit tests.
-        Err(e) => panic!("built-in pattern {pattern} does not compile: {e}"),
-    })
+/// The compiled, anchored form of a built-in pattern. The patterns are constants checked by the unit tests; were
+/// one ever not to compile, nothing matches it and every value is reported invalid rather than the server dying.
+fn anchored(pattern: &'static str, cell: &'static OnceLock<Option<Regex>>) -> Option<&'static Regex> {
+    cell.get_or_init(|| Regex::new(&format!("^(?:{pattern})$")).ok()).as_ref()
 }
 
-fn label_re() -> &'static Regex {
-    static R: OnceLock<Regex> = OnceLock::new();
+fn matches(re: Option<&Regex>, s: &str) -> bool {
+    re.is_some_and(|r| r.is_match(s))
+}
+
+fn label_re() -> Option<&'static Regex> {
+    static R: OnceLock<Option<Regex>> = OnceLock::new();
     anchored(DNS1123_LABEL, &R)
 }
-fn subdomain_re() -> &'static Regex {
-    static R: OnceLock<Regex> = OnceLock::new();
+fn subdomain_re() -> Option<&'static Regex> {
+    static R: OnceLock<Option<Regex>> = OnceLock::new();
     anchored(DNS1123_SUBDOMAIN, &R)
 }
-fn dns1035_re() -> &'static Regex {
-    static R: OnceLock<Regex> = OnceLock::new();
+fn dns1035_re() -> Option<&'static Regex> {
+    static R: OnceLock<Option<Regex>> = OnceLock::new();
     anchored(DNS1035_LABEL, &R)
 }
-fn qualified_re() -> &'static Regex {
-    static R: OnceLock<Regex> = OnceLock::new();
+fn qualified_re() -> Option<&'static Regex> {
+    static R: OnceLock<Option<Regex>> = OnceLock::new();
     anchored(QUALIFIED_NAME, &R)
 }
-fn label_value_re() -> &'static Regex {
-    static R: OnceLock<Regex> = OnceLock::new();
+fn label_value_re() -> Option<&'static Regex> {
+    static R: OnceLock<Option<Regex>> = OnceLock::new();
     anchored(LABEL_VALUE, &R)
 }
-fn config_key_re() -> &'static Regex {
-    static R: OnceLock<Regex> = OnceLock::new();
+fn config_key_re() -> Option<&'static Regex> {
+    static R: OnceLock<Option<Regex>> = OnceLock::new();
     anchored(CONFIG_KEY, &R)
 }
 
@@ -74,7 +76,7 @@ pub fn name_errors(name: &str, rule: NameRule) -> Vec<String> {
             if name.len() > 253 {
                 errs.push("must be no more than 253 characters".to_string());
             }
-            if !subdomain_re().is_match(name) {
+            if !matches(subdomain_re(), name) {
                 errs.push(format!("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '{DNS1123_SUBDOMAIN}')"));
             }
         }
@@ -82,7 +84,7 @@ pub fn name_errors(name: &str, rule: NameRule) -> Vec<String> {
             if name.len() > 63 {
                 errs.push("must be no more than 63 characters".to_string());
             }
-            if !label_re().is_match(name) {
+            if !matches(label_re(), name) {
                 errs.push(format!("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '{DNS1123_LABEL}')"));
             }
         }
@@ -90,7 +92,7 @@ pub fn name_errors(name: &str, rule: NameRule) -> Vec<String> {
             if name.len() > 63 {
                 errs.push("must be no more than 63 characters".to_string());
             }
-            if !dns1035_re().is_match(name) {
+            if !matches(dns1035_re(), name) {
                 errs.push(format!("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '{DNS1035_LABEL}')"));
             }
         }
@@ -134,7 +136,7 @@ pub fn qualified_name_errors(key: &str) -> Vec<String> {
         if name.len() > 63 {
             errs.push("name part must be no more than 63 characters".to_string());
         }
-        if !qualified_re().is_match(name) {
+        if !matches(qualified_re(), name) {
             errs.push(format!("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '{QUALIFIED_NAME}')"));
         }
     }
@@ -146,7 +148,7 @@ pub fn label_value_errors(v: &str) -> Vec<String> {
     if v.len() > 63 {
         errs.push("must be no more than 63 characters".to_string());
     }
-    if !label_value_re().is_match(v) {
+    if !matches(label_value_re(), v) {
         errs.push(format!("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '{LABEL_VALUE}')"));
     }
     errs
@@ -157,7 +159,7 @@ pub fn config_key_errors(k: &str) -> Vec<String> {
     if k.len() > 253 {
         errs.push("must be no more than 253 characters".to_string());
     }
-    if !config_key_re().is_match(k) {
+    if !matches(config_key_re(), k) {
         errs.push(format!("a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '{CONFIG_KEY}')"));
     }
     if k == "." || k == ".." {
@@ -231,6 +233,13 @@ pub fn validate_metadata(meta: &Value, rule: NameRule) -> Vec<FieldCause> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn every_built_in_pattern_compiles() {
+        for re in [label_re(), subdomain_re(), dns1035_re(), qualified_re(), label_value_re(), config_key_re()] {
+            assert!(re.is_some());
+        }
+    }
 
     #[test]
     fn subdomain_names_reject_uppercase_with_the_real_message() {

@@ -333,6 +333,19 @@ mod bad_input {
     }
 
     #[tokio::test]
+    async fn built_in_fields_of_the_wrong_json_type_are_400_like_a_go_decode_error() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let r = send_json(&c, "POST", "/api/v1/namespaces", &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}, "spec": "oops"})).await;
+        assert_eq!(r.status, 400);
+        assert!(r.message().ends_with("json: cannot unmarshal string into Go struct field Namespace.spec of type object"), "{}", r.message());
+        let r = send_json(&c, "POST", CONFIGMAPS, &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"n": 1}})).await;
+        assert_eq!(r.status, 400);
+        let r = send_json(&c, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "a.b.c"}, "status": 5})).await;
+        assert_eq!(r.status, 400);
+    }
+
+    #[tokio::test]
     async fn mismatched_namespace_and_kind_are_400() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");

@@ -174,11 +174,9 @@ fn impersonate(api: &Api, user: UserInfo, headers: &http::HeaderMap) -> Result<U
         check("uids", &uid)?;
     }
     let mut groups = groups;
-    if name.starts_with("system:serviceaccount:") {
-        if let Some(ns) = name.strip_prefix("system:serviceaccount:").and_then(|r| r.split(':').next()) {
-            groups.push("system:serviceaccounts".into());
-            groups.push(format!("system:serviceaccounts:{ns}"));
-        }
+    if let Some(ns) = name.strip_prefix("system:serviceaccount:").and_then(|r| r.split(':').next()) {
+        groups.push("system:serviceaccounts".into());
+        groups.push(format!("system:serviceaccounts:{ns}"));
     }
     if name != "system:anonymous" && !groups.iter().any(|g| g == "system:authenticated") {
         groups.push("system:authenticated".into());

@@ -28,7 +28,8 @@ async fn dispatch(api: &Arc<Api>, call: &Call) -> ApiResult<Resp> {
     let rt = reg.get(&info.group, &info.version, &info.resource).ok_or_else(not_served)?;
     // Namespaces are addressed as /api/v1/namespaces/{name}: their "namespace" is the name.
     let ns = if rt.namespaced { info.namespace.clone() } else { String::new() };
-    if !rt.namespaced && !info.namespace.is_empty() && !(rt.group.is_empty() && rt.plural == "namespaces") {
+    let is_namespaces = rt.group.is_empty() && rt.plural == "namespaces";
+    if !rt.namespaced && !info.namespace.is_empty() && !is_namespaces {
         return Err(not_served());
     }
     if rt.namespaced && ns.is_empty() && !matches!(info.verb.as_str(), "list" | "watch") && rt.source != Source::Virtual {
@@ -116,7 +117,7 @@ fn write_ctx(call: &Call) -> ApiResult<WriteCtx> {
             &[FieldCause::preformatted(
                 "FieldValueTooLong",
                 "fieldManager",
-                format!("fieldManager: Too long: may not be more than 128 bytes"),
+                "fieldManager: Too long: may not be more than 128 bytes".to_string(),
             )],
         ));
     }
