@@ -155,8 +155,8 @@ impl Admission {
     }
 
     async fn post(&self, hook: &Hook, review: &Value) -> Result<Bytes, String> {
-        let (addr, host, path) = self.target(hook)?;
-        let url_shown = format!("https://{host}{path}");
+        let target = self.target(hook)?;
+        let url_shown = format!("https://{}{}", target.authority, target.path);
         let fail = |what: &str, e: &dyn std::fmt::Display| format!("failed to call webhook: Post \"{url_shown}\": {what}{e}");
         let mut roots = rustls::RootCertStore::empty();
         if let Some(pem) = &hook.ca_bundle {
@@ -172,8 +172,16 @@ impl Admission {
             .map_err(|e| fail("", &e))?
             .with_root_certificates(roots)
             .with_no_client_auth();
-        let server_name = rustls::pki_types::ServerName::try_from(host.split(':').next().unwrap_or_default().to_string())
-            .map_err(|e| fail("", &e))?;
+        let server_name = rustls::pki_types::ServerName::try_from(target.host.clone()).map_err(|e| fail("", &e))?;
+        // Resolution is asynchronous so a slow resolver neither blocks a worker thread nor escapes the timeout.
+        let addr = match target.addr {
+            Some(a) => a,
+            None => tokio::net::lookup_host((target.host.as_str(), target.port))
+                .await
+                .map_err(|e| fail("dial tcp: lookup: ", &e))?
+                .next()
+                .ok_or_else(|| fail("dial tcp: lookup: ", &"no address"))?,
+        };
         let tcp = tokio::net::TcpStream::connect(addr).await.map_err(|e| fail("dial tcp: ", &e))?;
         let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
             .connect(server_name, tcp)
@@ -186,8 +194,8 @@ impl Admission {
             let _ = conn.await;
         });
         let body = serde_json::to_vec(review).map_err(|e| fail("", &e))?;
-        let req = http::Request::post(path.as_str())
-            .header("host", host.as_str())
+        let req = http::Request::post(target.path.as_str())
+            .header("host", target.authority.as_str())
             .header("content-type", "application/json")
             .header("accept", "application/json")
             .body(Full::new(Bytes::from(body)))
@@ -201,20 +209,27 @@ impl Admission {
         Ok(bytes)
     }
 
-    /// (socket address, host for SNI and Host header, path).
-    fn target(&self, hook: &Hook) -> Result<(SocketAddr, String, String), String> {
+    /// Where a hook's requests go.
+    fn target(&self, hook: &Hook) -> Result<Target, String> {
         if let Some(url) = &hook.url {
             let rest = url.strip_prefix("https://").ok_or_else(|| format!("webhook URL {url:?} must use https"))?;
-            let (hostport, path) = match rest.find('/') {
+            let (authority, path) = match rest.find('/') {
                 Some(i) => (&rest[..i], rest[i..].to_string()),
                 None => (rest, "/".to_string()),
             };
-            let with_port = if hostport.contains(':') { hostport.to_string() } else { format!("{hostport}:443") };
-            let addr = std::net::ToSocketAddrs::to_socket_addrs(&with_port)
-                .map_err(|e| format!("failed to call webhook: Post {url:?}: {e}"))?
-                .next()
-                .ok_or_else(|| format!("failed to call webhook: Post {url:?}: no address"))?;
-            return Ok((addr, hostport.to_string(), path));
+            // `[::1]:8443`, `[::1]`, `host:8443`, `host`.
+            let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+                let (h, after) = v6.split_once(']').ok_or_else(|| format!("webhook URL {url:?} has an unclosed IPv6 bracket"))?;
+                (h.to_string(), after.strip_prefix(':').unwrap_or("443"))
+            } else {
+                match authority.rsplit_once(':') {
+                    Some((h, p)) => (h.to_string(), p),
+                    None => (authority.to_string(), "443"),
+                }
+            };
+            let port: u16 = port.parse().map_err(|_| format!("webhook URL {url:?} has an invalid port"))?;
+            let addr = host.parse::<std::net::IpAddr>().ok().map(|ip| SocketAddr::new(ip, port));
+            return Ok(Target { host, port, addr, authority: authority.to_string(), path });
         }
         if let Some((ns, name, path)) = &hook.service {
             let routes = self.service_routes.read().unwrap_or_else(|p| p.into_inner());
@@ -222,10 +237,22 @@ impl Admission {
                 .get(&(ns.clone(), name.clone()))
                 .copied()
                 .ok_or_else(|| format!("failed to call webhook: service \"{ns}/{name}\" has no route in this simulated cluster"))?;
-            return Ok((addr, format!("{name}.{ns}.svc"), path.clone()));
+            let host = format!("{name}.{ns}.svc");
+            return Ok(Target { host: host.clone(), port: addr.port(), addr: Some(addr), authority: host, path: path.clone() });
         }
         Err("webhook has neither url nor service".into())
     }
+}
+
+struct Target {
+    /// For SNI and certificate verification (an IP literal without brackets, or a DNS name).
+    host: String,
+    port: u16,
+    /// Known without a lookup (IP literals and routed services).
+    addr: Option<SocketAddr>,
+    /// `host[:port]` as written, for the Host header.
+    authority: String,
+    path: String,
 }
 
 struct Hook {

@@ -78,6 +78,8 @@ pub struct Written {
     pub object: Value,
     pub status: u16,
     pub warnings: Vec<String>,
+    /// A delete removed the object at once (no finalizers held it).
+    pub gone: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,13 +119,35 @@ fn unsupported_patch(ct: &str, strategic_ok: bool) -> ApiError {
 #[derive(Debug, Clone, Default)]
 pub struct DeleteOptions {
     pub propagation: Option<String>,
+    /// `dryRun: ["All"]` in the body, as kubectl `--dry-run=server` and kube-rs send it.
+    pub dry_run: bool,
     pub precondition_uid: Option<String>,
     pub precondition_rv: Option<String>,
 }
 
 impl DeleteOptions {
     pub fn from_json(v: &Value) -> ApiResult<Self> {
+        if !v.is_object() {
+            return Err(ApiError::bad_request(
+                "DeleteOptions in version \"v1\" cannot be handled as a DeleteOptions: the body must be a JSON object",
+            ));
+        }
+        let dry_run = match &v["dryRun"] {
+            Value::Null => false,
+            Value::Array(items) => {
+                for item in items {
+                    if item.as_str() != Some("All") {
+                        return Err(ApiError::bad_request(format!(
+                            "Invalid dry run value: {item}: supported values: \"All\""
+                        )));
+                    }
+                }
+                !items.is_empty()
+            }
+            other => return Err(ApiError::bad_request(format!("dryRun must be a list, got {other}"))),
+        };
         let mut o = DeleteOptions {
+            dry_run,
             propagation: v["propagationPolicy"].as_str().map(String::from),
             precondition_uid: v["preconditions"]["uid"].as_str().map(String::from),
             precondition_rv: v["preconditions"]["resourceVersion"].as_str().map(String::from),
@@ -162,11 +186,13 @@ impl DeleteOptions {
 pub struct ClusterOptions {
     /// Changes kept for watch resumes and consistent continues.
     pub history_limit: usize,
+    /// How long changes are kept (etcd compacts every 5 minutes by default).
+    pub history_age: std::time::Duration,
 }
 
 impl Default for ClusterOptions {
     fn default() -> Self {
-        ClusterOptions { history_limit: 100_000 }
+        ClusterOptions { history_limit: 100_000, history_age: std::time::Duration::from_secs(300) }
     }
 }
 
@@ -184,7 +210,7 @@ pub struct Cluster {
 impl Cluster {
     pub fn new(options: ClusterOptions) -> Arc<Self> {
         let cluster = Arc::new(Cluster {
-            store: Mutex::new(Store::new(options.history_limit)),
+            store: Mutex::new(Store::with_retention(options.history_limit, options.history_age)),
             registry: RwLock::new(Arc::new(Registry::new())),
             rbac: Mutex::new(None),
             rbac_epoch: std::sync::atomic::AtomicU64::new(0),
@@ -214,8 +240,8 @@ impl Cluster {
             if self.store().get(&rt.storage_key(), "", &name).is_some() {
                 continue;
             }
-            match self.prepare(&rt, "", None, obj, "", &ctx, Managed::Update) {
-                Ok((prepared, _)) => {
+            match self.prepare_unadmitted(&rt, "", None, obj, &ctx) {
+                Ok(prepared) => {
                     self.store().commit(&rt.storage_key(), "", &name, Some(prepared));
                 }
                 Err(e) => tracing::error!(%name, error = %e, "bootstrap object refused"),
@@ -288,7 +314,9 @@ impl Cluster {
     pub async fn update(&self, rt: &ResourceType, ns: &str, name: &str, sub: &str, body: Value, ctx: &WriteCtx) -> ApiResult<Written> {
         let url_name = name.to_string();
         let url_ns = ns.to_string();
-        self.write_loop(rt, ns, name, sub, ctx, false, move |old, rt| {
+        // An update without a resourceVersion is unconditional: the real server retries it on a concurrent write.
+        let unconditional = body["metadata"]["resourceVersion"].as_str().unwrap_or_default().is_empty();
+        self.write_loop(rt, ns, name, sub, ctx, unconditional, move |old, rt| {
             if old.is_none() {
                 return Err(ApiError::not_found(&rt.group_resource(), &url_name));
             }
@@ -367,7 +395,8 @@ impl Cluster {
         let sub_owned = sub.to_string();
         self.write_loop(rt, ns, name, sub, ctx, true, move |old, rt| {
             let Some(old) = old else {
-                if kind != PatchKind::Apply {
+                // Only the main resource creates on apply; subresources such as status cannot create.
+                if kind != PatchKind::Apply || !sub_owned.is_empty() {
                     return Err(ApiError::not_found(&rt.group_resource(), &url_name));
                 }
                 // Apply creates: the configuration becomes the object, namespaced to the URL.
@@ -428,26 +457,31 @@ impl Cluster {
         for _attempt in 0..16 {
             let current = if name.is_empty() { None } else { self.store().get(&key, ns, name) };
             let (candidate, managed) = mutate(current.as_deref(), rt)?;
-            let (mut new, mut warnings) = self.prepare(rt, ns, current.as_deref(), candidate, sub, ctx, managed)?;
             let op = if current.is_some() { "UPDATE" } else { "CREATE" };
-            let admitted = self.admission.admit(self, rt, op, sub, &new, current.as_deref(), ctx).await?;
+            // The real order: decode (with CRD pruning and defaulting), mutating admission, the kind's strategy,
+            // validation, validating admission, storage.
+            let (mut decoded, mut warnings) = self.decode(rt, ns, candidate, ctx)?;
+            let admitted = self.admission.admit(self, rt, op, sub, &decoded, current.as_deref(), ctx).await?;
             warnings.extend(admitted.warnings);
             if let Some(mutated) = admitted.patched {
-                let (again, w) = self.prepare(rt, ns, current.as_deref(), mutated, sub, ctx, Managed::Update)?;
-                new = again;
+                let (again, w) = self.decode(rt, ns, mutated, ctx)?;
+                decoded = again;
                 warnings.extend(w);
             }
+            let prepared = self.prepare(rt, ns, current.as_deref(), decoded, sub)?;
+            self.validate(rt, ns, current.as_deref(), &prepared)?;
+            let new = self.finish(rt, current.as_deref(), prepared, sub, ctx, managed);
             self.admission.validate(self, rt, op, sub, &new, current.as_deref(), ctx).await.map(|w| warnings.extend(w))?;
             let obj_name = new["metadata"]["name"].as_str().unwrap_or_default().to_string();
             if let Some(old) = &current
                 && same_content(old, &new)
             {
                 // A write that changes nothing keeps the old resourceVersion and sends no watch event.
-                return Ok(Written { object: self.render(rt, old), status: 200, warnings });
+                return Ok(Written { object: self.render(rt, old), status: 200, warnings, gone: false });
             }
             let deleting_done = new["metadata"]["deletionTimestamp"].is_string() && finalizers(&new).is_empty() && !ns_finalizers_pending(rt, &new);
             if ctx.dry_run {
-                return Ok(Written { object: self.render(rt, &new), status: if current.is_some() { 200 } else { 201 }, warnings });
+                return Ok(Written { object: self.render(rt, &new), status: if current.is_some() { 200 } else { 201 }, warnings, gone: false });
             }
             let change = {
                 let mut store = self.store();
@@ -467,23 +501,22 @@ impl Cluster {
             };
             self.after_commit(&change).await;
             let status = if current.is_some() { 200 } else { 201 };
-            return Ok(Written { object: self.render(rt, &change.object), status, warnings });
+            return Ok(Written { object: self.render(rt, &change.object), status, warnings, gone: false });
         }
         Err(ApiError::conflict(&rt.group_resource(), name, "too many concurrent writes; try again"))
     }
 
-    /// Everything the real server does to an incoming object before admission and storage.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn prepare(
-        &self,
-        rt: &ResourceType,
-        ns: &str,
-        old: Option<&Value>,
-        mut new: Value,
-        sub: &str,
-        ctx: &WriteCtx,
-        managed: Managed,
-    ) -> ApiResult<(Value, Vec<String>)> {
+    /// Runs every stage without admission (bootstrap objects, which no webhook may see).
+    pub(crate) fn prepare_unadmitted(&self, rt: &ResourceType, ns: &str, old: Option<&Value>, new: Value, ctx: &WriteCtx) -> ApiResult<Value> {
+        let (decoded, _) = self.decode(rt, ns, new, ctx)?;
+        let prepared = self.prepare(rt, ns, old, decoded, "")?;
+        self.validate(rt, ns, old, &prepared)?;
+        Ok(self.finish(rt, old, prepared, "", ctx, Managed::Update))
+    }
+
+    /// What decoding does on the real server: type checks, apiVersion and kind, metadata as ObjectMeta, and for
+    /// custom resources pruning (with `fieldValidation`) and defaulting. Mutating webhooks see the result.
+    fn decode(&self, rt: &ResourceType, ns: &str, mut new: Value, ctx: &WriteCtx) -> ApiResult<(Value, Vec<String>)> {
         let mut warnings = Vec::new();
         if !rt.is_crd() {
             check_builtin_shape(rt, &new)?;
@@ -518,7 +551,38 @@ impl Cluster {
             }
             obj.insert("metadata".into(), json!({}));
         }
+        if rt.namespaced
+            && let Some(meta) = meta_mut(&mut new)
+        {
+            meta.insert("namespace".into(), Value::String(ns.to_string()));
+        }
+        decode_kind(rt, &new)?;
+        if let Some(schema) = &rt.schema {
+            let unknown = schema::prune(&mut new, schema);
+            if !unknown.is_empty() {
+                match ctx.field_validation {
+                    FieldValidation::Strict => {
+                        let name = new["metadata"]["name"].as_str().unwrap_or_default();
+                        let list = unknown.iter().map(|p| format!("unknown field \"{p}\"")).collect::<Vec<_>>().join(", ");
+                        return Err(ApiError::bad_request(format!(
+                            "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {list}",
+                            rt.kind, rt.version, rt.kind
+                        ))
+                        .with_details(json!({"name": name, "group": rt.group, "kind": rt.kind})));
+                    }
+                    FieldValidation::Warn => warnings.extend(unknown.iter().map(|p| format!("unknown field \"{p}\""))),
+                    FieldValidation::Ignore => {}
+                }
+            }
+            schema::apply_defaults(&mut new, schema);
+        }
+        prune_metadata(&mut new);
+        Ok((new, warnings))
+    }
 
+    /// The kind's strategy (PrepareForCreate / PrepareForUpdate): system fields, status isolation, immutable
+    /// metadata, finalizer rules and kind defaults.
+    fn prepare(&self, rt: &ResourceType, ns: &str, old: Option<&Value>, mut new: Value, sub: &str) -> ApiResult<Value> {
         let status_sub = rt.status_subresource;
         match old {
             None => {
@@ -617,36 +681,19 @@ impl Cluster {
             }
         }
 
-        self.prepare_kind(rt, old, &mut new)?;
+        self.prepare_kind(rt, old, &mut new, sub)?;
+        Ok(new)
+    }
 
-        if let Some(schema) = &rt.schema {
-            let unknown = schema::prune(&mut new, schema);
-            if !unknown.is_empty() {
-                match ctx.field_validation {
-                    FieldValidation::Strict => {
-                        let name = new["metadata"]["name"].as_str().unwrap_or_default();
-                        let list = unknown.iter().map(|p| format!("unknown field \"{p}\"")).collect::<Vec<_>>().join(", ");
-                        return Err(ApiError::bad_request(format!(
-                            "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {list}",
-                            rt.kind, rt.version, rt.kind
-                        ))
-                        .with_details(json!({"name": name, "group": rt.group, "kind": rt.kind})));
-                    }
-                    FieldValidation::Warn => warnings.extend(unknown.iter().map(|p| format!("unknown field \"{p}\""))),
-                    FieldValidation::Ignore => {}
-                }
-            }
-            schema::apply_defaults(&mut new, schema);
-        }
-        prune_metadata(&mut new);
-
+    /// The kind's validation: metadata, the CRD schema (with CEL), kind rules, and an open namespace.
+    fn validate(&self, rt: &ResourceType, ns: &str, old: Option<&Value>, new: &Value) -> ApiResult<()> {
         let mut causes = validation::validate_metadata(&new["metadata"], validation::name_rule(&rt.group, &rt.plural));
         if let Some(schema) = &rt.schema {
-            for e in schema::validate(&new, old, schema) {
+            for e in schema::validate(new, old, schema) {
                 causes.push(FieldCause::preformatted(cause_reason(e.kind), &e.path, e.to_string()));
             }
         }
-        causes.extend(self.validate_kind(rt, &new, old));
+        causes.extend(self.validate_kind(rt, new, old));
         let name = new["metadata"]["name"].as_str().unwrap_or_default().to_string();
         if !causes.is_empty() {
             return Err(ApiError::invalid(&rt.kind, &rt.group, &name, &causes));
@@ -654,19 +701,25 @@ impl Cluster {
         if rt.namespaced && old.is_none() {
             self.check_namespace_open(rt, ns, &name)?;
         }
+        if old.is_none() && rt.is_crd() {
+            self.check_crd_not_terminating(rt)?;
+        }
+        Ok(())
+    }
 
+    /// What storage adds: the generation bump and field ownership.
+    fn finish(&self, rt: &ResourceType, old: Option<&Value>, mut new: Value, sub: &str, ctx: &WriteCtx, managed: Managed) -> Value {
         if let (Some(old), true) = (old, rt.has_generation)
-            && spec_changed(old, &new)
+            && spec_changed(old, &new, rt.status_subresource)
         {
             let g = old["metadata"]["generation"].as_i64().unwrap_or(0);
             new["metadata"]["generation"] = json!(g + 1);
         }
-
         if managed == Managed::Update {
             let types = Self::field_types(rt);
             new = managed_fields::update(old, &new, &ctx.manager(), sub, types.as_ref(), &Self::now());
         }
-        Ok((new, warnings))
+        new
     }
 
     fn check_namespace_open(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<()> {
@@ -684,7 +737,7 @@ impl Cluster {
     }
 
     /// Kind-specific defaulting that the built-in registry strategies do.
-    fn prepare_kind(&self, rt: &ResourceType, old: Option<&Value>, new: &mut Value) -> ApiResult<()> {
+    fn prepare_kind(&self, rt: &ResourceType, old: Option<&Value>, new: &mut Value, sub: &str) -> ApiResult<()> {
         match (rt.group.as_str(), rt.plural.as_str()) {
             ("", "secrets") => {
                 if let Some(Value::Object(sd)) = new.as_object_mut().and_then(|o| o.remove("stringData")) {
@@ -699,25 +752,23 @@ impl Cluster {
                 if new.get("type").and_then(Value::as_str).unwrap_or_default().is_empty() {
                     new["type"] = json!("Opaque");
                 }
-                if let Some(Value::Object(data)) = new.get("data") {
-                    for (k, v) in data {
-                        let ok = v.as_str().is_some_and(|s| base64::engine::general_purpose::STANDARD.decode(s).is_ok());
-                        if !ok {
-                            return Err(ApiError::bad_request(format!(
-                                "Secret in version \"v1\" cannot be handled as a Secret: illegal base64 data in data[{k:?}]"
-                            )));
-                        }
-                    }
-                }
             }
-            ("coordination.k8s.io", "leases") => {
-                check_micro_times(rt, new, &[&["spec", "acquireTime"], &["spec", "renewTime"]])?;
-            }
-            ("events.k8s.io", "events") | ("", "events") => check_micro_times(rt, new, &[&["eventTime"], &["series", "lastObservedTime"]])?,
             ("", "namespaces") => {
-                if old.is_none() {
-                    new["spec"] = json!({"finalizers": ["kubernetes"]});
-                    new["status"] = json!({"phase": "Active"});
+                match old {
+                    None => {
+                        new["spec"] = json!({"finalizers": ["kubernetes"]});
+                        new["status"] = json!({"phase": "Active"});
+                    }
+                    // Only the finalize subresource changes spec.finalizers (the namespace strategy keeps them).
+                    Some(old) if sub != "finalize" => match old.get("spec") {
+                        Some(spec) => new["spec"] = spec.clone(),
+                        None => {
+                            if let Some(o) = new.as_object_mut() {
+                                o.remove("spec");
+                            }
+                        }
+                    },
+                    Some(_) => {}
                 }
                 let name = new["metadata"]["name"].as_str().unwrap_or_default().to_string();
                 let Some(meta) = meta_mut(new) else { return Err(not_an_object()) };
@@ -729,6 +780,16 @@ impl Cluster {
             _ => {}
         }
         Ok(())
+    }
+
+    /// New objects of a CRD that is being deleted are refused while its objects are cleaned up.
+    fn check_crd_not_terminating(&self, rt: &ResourceType) -> ApiResult<()> {
+        let key = StorageKey { group: "apiextensions.k8s.io".into(), resource: "customresourcedefinitions".into() };
+        let name = format!("{}.{}", rt.plural, rt.group);
+        match self.store().get(&key, "", &name) {
+            Some(crd) if crd["metadata"]["deletionTimestamp"].is_string() => Err(ApiError::method_not_allowed("create not allowed while custom resource definition is terminating")),
+            _ => Ok(()),
+        }
     }
 
     /// Kind-specific validation the built-in strategies do (immutability, keys, CRD names and schemas).
@@ -744,6 +805,19 @@ impl Cluster {
                             }
                         }
                     }
+                }
+                let size: usize = ["data", "binaryData"]
+                    .iter()
+                    .filter_map(|f| new.get(*f).and_then(Value::as_object))
+                    .flat_map(|m| m.iter())
+                    .map(|(k, v)| {
+                        let raw = v.as_str().unwrap_or_default();
+                        // Secret data is base64 on the wire but limited by its decoded size.
+                        k.len() + if rt.plural == "secrets" { raw.len() / 4 * 3 } else { raw.len() }
+                    })
+                    .sum();
+                if size > 1024 * 1024 {
+                    out.push(FieldCause::preformatted("FieldValueTooLong", "data", "data: Too long: must have at most 1048576 bytes".into()));
                 }
                 if let Some(old) = old {
                     if old["immutable"].as_bool() == Some(true) {
@@ -829,11 +903,11 @@ impl Cluster {
                     }
                 }
                 if already_deleting && next == *current {
-                    return Ok(Written { object: self.render(rt, &current), status: 200, warnings: Vec::new() });
+                    return Ok(Written { object: self.render(rt, &current), status: 200, warnings: Vec::new(), gone: false });
                 }
             }
             if ctx.dry_run {
-                return Ok(Written { object: self.render(rt, &next), status: 200, warnings: Vec::new() });
+                return Ok(Written { object: self.render(rt, &next), status: 200, warnings: Vec::new(), gone: !keep });
             }
             let change = {
                 let mut store = self.store();
@@ -844,7 +918,7 @@ impl Cluster {
                 store.commit(&key, ns, name, if keep { Some(next) } else { None })
             };
             self.after_commit(&change).await;
-            return Ok(Written { object: self.render(rt, &change.object), status: 200, warnings: Vec::new() });
+            return Ok(Written { object: self.render(rt, &change.object), status: 200, warnings: Vec::new(), gone: !keep });
         }
         Err(ApiError::conflict(&rt.group_resource(), name, "too many concurrent writes; try again"))
     }
@@ -890,14 +964,15 @@ impl Cluster {
     }
 
     pub(crate) fn rebuild_registry(&self) {
-        let crds: Vec<Arc<Value>> = {
-            let store = self.store();
-            let key = StorageKey { group: "apiextensions.k8s.io".into(), resource: "customresourcedefinitions".into() };
-            store.list(&key, None)
-        };
+        // The swap happens under the store lock, so two concurrent rebuilds cannot install an older CRD set last.
+        // Lock order: store, then registry (nothing takes them the other way round).
+        let store = self.store();
+        let key = StorageKey { group: "apiextensions.k8s.io".into(), resource: "customresourcedefinitions".into() };
+        let crds = store.list(&key, None);
         let mut reg = (*self.registry()).clone();
         reg.rebuild_custom(crds.iter().map(|c| c.as_ref()).filter(|c| crd_established(c)));
         *self.registry.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(reg);
+        drop(store);
     }
 
     /// What the apiextensions controllers do right after a CRD is written: accept its names and mark it
@@ -926,6 +1001,28 @@ impl Cluster {
         if let Err(e) = Box::pin(self.update(&rt, "", name, "status", body, &ctx)).await {
             tracing::warn!(crd = name, error = %e, "could not mark CRD established");
         }
+    }
+}
+
+/// Decoding errors of built-in kinds the JSON shape check does not catch.
+fn decode_kind(rt: &ResourceType, new: &Value) -> ApiResult<()> {
+    match (rt.group.as_str(), rt.plural.as_str()) {
+        ("", "secrets") => {
+            if let Some(Value::Object(data)) = new.get("data") {
+                for (k, v) in data {
+                    let ok = v.as_str().is_some_and(|s| base64::engine::general_purpose::STANDARD.decode(s).is_ok());
+                    if !ok {
+                        return Err(ApiError::bad_request(format!(
+                            "Secret in version \"v1\" cannot be handled as a Secret: illegal base64 data in data[{k:?}]"
+                        )));
+                    }
+                }
+            }
+            Ok(())
+        }
+        ("coordination.k8s.io", "leases") => check_micro_times(rt, new, &[&["spec", "acquireTime"], &["spec", "renewTime"]]),
+        ("events.k8s.io", "events") | ("", "events") => check_micro_times(rt, new, &[&["eventTime"], &["series", "lastObservedTime"]]),
+        _ => Ok(()),
     }
 }
 
@@ -1088,12 +1185,16 @@ fn prune_metadata(obj: &mut Value) {
     }
 }
 
-/// The content the generation tracks: everything but metadata and status.
-fn spec_changed(old: &Value, new: &Value) -> bool {
+/// The content the generation tracks: everything but metadata (and status, when it has its own subresource).
+/// Without a status subresource, status is part of what the generation tracks, as on the real server.
+fn spec_changed(old: &Value, new: &Value, status_subresource: bool) -> bool {
     let strip = |v: &Value| -> Map<String, Value> {
         let mut m = v.as_object().cloned().unwrap_or_default();
-        for k in ["metadata", "status", "apiVersion", "kind"] {
+        for k in ["metadata", "apiVersion", "kind"] {
             m.remove(k);
+        }
+        if status_subresource {
+            m.remove("status");
         }
         m
     };
@@ -1187,6 +1288,13 @@ fn validate_crd(crd: &Value, old: Option<&Value>) -> Vec<FieldCause> {
     if spec["names"]["kind"].as_str().unwrap_or_default().is_empty() {
         out.push(FieldCause::required("spec.names.kind", ""));
     }
+    let protected = group == "k8s.io" || group.ends_with(".k8s.io") || group == "kubernetes.io" || group.ends_with(".kubernetes.io");
+    if protected && crd["metadata"]["annotations"]["api-approved.kubernetes.io"].as_str().unwrap_or_default().is_empty() {
+        out.push(FieldCause::required(
+            "metadata.annotations[api-approved.kubernetes.io]",
+            "protected groups must have approval annotation \"api-approved.kubernetes.io\", see https://github.com/kubernetes/enhancements/pull/1111",
+        ));
+    }
     if !group.is_empty() && !plural.is_empty() && name != format!("{plural}.{group}") {
         out.push(FieldCause::invalid("metadata.name", &crd["metadata"]["name"], "must be spec.names.plural+\".\"+spec.group"));
     }
@@ -1238,9 +1346,10 @@ mod tests {
     fn spec_changes_bump_generation_but_metadata_and_status_do_not() {
         let a = json!({"metadata": {"labels": {"a": "1"}}, "spec": {"x": 1}, "status": {"y": 1}});
         let b = json!({"metadata": {"labels": {"a": "2"}}, "spec": {"x": 1}, "status": {"y": 2}});
-        assert!(!spec_changed(&a, &b));
+        assert!(!spec_changed(&a, &b, true));
+        assert!(spec_changed(&a, &b, false), "without a status subresource, status counts");
         let c = json!({"metadata": {}, "spec": {"x": 2}});
-        assert!(spec_changed(&a, &c));
+        assert!(spec_changed(&a, &c, true));
     }
 
     #[test]

@@ -86,13 +86,19 @@ pub async fn collect(cluster: &Cluster) -> bool {
         let fins = finalizers(&o.value);
         let deps = dependents.get(o.uid()).cloned().unwrap_or_default();
         if fins.iter().any(|f| f == FOREGROUND_FINALIZER) {
-            if deps.is_empty() {
-                progress |= remove_finalizer(cluster, o, FOREGROUND_FINALIZER, &ctx).await;
-            } else {
-                for d in deps.iter().filter(|d| !d.deleting()) {
-                    let opts = DeleteOptions { propagation: Some("Foreground".into()), ..Default::default() };
+            for d in deps.iter().filter(|d| !d.deleting()) {
+                // A dependent with another live owner stays; it only loses its reference to this one.
+                let other_owner = d.owner_uids().iter().any(|u| u != o.uid() && uids.contains(u.as_str()));
+                if other_owner {
+                    progress |= drop_owner_ref(cluster, d, o.uid(), &ctx).await;
+                } else {
+                    let opts = DeleteOptions { propagation: Some("Foreground".into()), ..uid_precondition(d) };
                     progress |= cluster.delete(&d.rt, d.ns(), d.name(), &opts, &ctx).await.is_ok();
                 }
+            }
+            // Only dependents that block owner deletion hold the owner back.
+            if !deps.iter().any(|d| blocks_owner(d, o.uid())) {
+                progress |= remove_finalizer(cluster, o, FOREGROUND_FINALIZER, &ctx).await;
             }
         } else if fins.iter().any(|f| f == ORPHAN_FINALIZER) {
             for d in &deps {
@@ -115,7 +121,7 @@ pub async fn collect(cluster: &Cluster) -> bool {
             continue;
         }
         if owners.iter().all(|u| !uids.contains(u.as_str())) {
-            progress |= cluster.delete(&o.rt, o.ns(), o.name(), &DeleteOptions::default(), &ctx).await.is_ok();
+            progress |= cluster.delete(&o.rt, o.ns(), o.name(), &uid_precondition(o), &ctx).await.is_ok();
         }
     }
     progress
@@ -124,6 +130,20 @@ pub async fn collect(cluster: &Cluster) -> bool {
 /// The type objects are stored at (so writes validate against the storage version's schema).
 fn storage_type(reg: &crate::resources::Registry, key: &StorageKey) -> Option<Arc<ResourceType>> {
     reg.all().find(|t| t.storage_key() == *key && t.version == t.storage_version).cloned()
+}
+
+/// Deletes by the collector name the object it saw: a same-named successor created meanwhile is left alone, as
+/// the real collector's UID precondition ensures.
+fn uid_precondition(o: &Obj) -> DeleteOptions {
+    DeleteOptions { precondition_uid: Some(o.uid().to_string()), ..Default::default() }
+}
+
+fn blocks_owner(d: &Obj, owner_uid: &str) -> bool {
+    d.value["metadata"]["ownerReferences"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|r| r["uid"].as_str() == Some(owner_uid) && r["blockOwnerDeletion"].as_bool() == Some(true))
 }
 
 async fn remove_finalizer(cluster: &Cluster, o: &Obj, finalizer: &str, ctx: &WriteCtx) -> bool {
@@ -147,7 +167,7 @@ async fn finalize_namespace(cluster: &Cluster, all: &[Obj], ns: &Obj, ctx: &Writ
     let content: Vec<&Obj> = all.iter().filter(|o| o.rt.namespaced && o.ns() == name).collect();
     let mut progress = false;
     for o in content.iter().filter(|o| !o.deleting()) {
-        progress |= cluster.delete(&o.rt, o.ns(), o.name(), &DeleteOptions::default(), ctx).await.is_ok();
+        progress |= cluster.delete(&o.rt, o.ns(), o.name(), &uid_precondition(o), ctx).await.is_ok();
     }
     let pending = ns.value["spec"]["finalizers"].as_array().is_some_and(|f| !f.is_empty());
     if content.is_empty() && pending {
@@ -172,11 +192,14 @@ async fn finalize_crd(cluster: &Cluster, crd: &Obj, ctx: &WriteCtx) -> bool {
     let reg = cluster.registry();
     let instances = cluster.store().list(&key, None);
     let mut progress = false;
-    if let Some(rt) = storage_type(&reg, &key) {
+    // The storage version may be unserved; its type is built from the CRD itself then.
+    let rt = storage_type(&reg, &key).or_else(|| crate::resources::storage_type_of(&crd.value).map(Arc::new));
+    if let Some(rt) = rt {
         for o in instances.iter().filter(|o| o["metadata"]["deletionTimestamp"].is_null()) {
             let ns = o["metadata"]["namespace"].as_str().unwrap_or_default();
             let name = o["metadata"]["name"].as_str().unwrap_or_default();
-            progress |= cluster.delete(&rt, ns, name, &DeleteOptions::default(), ctx).await.is_ok();
+            let opts = DeleteOptions { precondition_uid: o["metadata"]["uid"].as_str().map(String::from), ..Default::default() };
+            progress |= cluster.delete(&rt, ns, name, &opts, ctx).await.is_ok();
         }
     }
     if instances.is_empty() {

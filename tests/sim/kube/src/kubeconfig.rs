@@ -3,13 +3,23 @@
 use base64::Engine as _;
 use serde_json::json;
 
-/// How a kubeconfig user authenticates.
-#[derive(Debug, Clone)]
+/// How a kubeconfig user authenticates. `Debug` never prints the secret parts.
+#[derive(Clone)]
 pub enum Credential {
     Token(String),
     ClientCertificate { cert_pem: String, key_pem: String },
     /// No credentials: anonymous (or the anonymous mapping of plain-HTTP mode).
     None,
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Credential::Token(_) => f.write_str("Token(<redacted>)"),
+            Credential::ClientCertificate { .. } => f.write_str("ClientCertificate(<redacted>)"),
+            Credential::None => f.write_str("None"),
+        }
+    }
 }
 
 pub fn render(server: &str, ca_pem: Option<&str>, user: &str, credential: &Credential, namespace: &str) -> String {
@@ -35,4 +45,17 @@ pub fn render(server: &str, ca_pem: Option<&str>, user: &str, credential: &Crede
         "preferences": {},
     });
     yaml_serde::to_string(&doc).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_never_shows_credentials() {
+        let t = Credential::Token("s3cr3t".into());
+        let c = Credential::ClientCertificate { cert_pem: "CERT".into(), key_pem: "KEY".into() };
+        assert!(!format!("{t:?}{c:?}").contains("s3cr3t"));
+        assert!(!format!("{c:?}").contains("KEY"));
+    }
 }

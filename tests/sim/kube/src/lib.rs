@@ -232,15 +232,7 @@ impl KubeSim {
 
     /// Writes a kubeconfig atomically with mode 0600: it carries the user's credentials.
     pub fn write_kubeconfig(&self, path: &Path, user: &User) -> Result<()> {
-        let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, self.kubeconfig(user)).with_context(|| format!("writing kubeconfig {}", tmp.display()))?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))
-                .with_context(|| format!("restricting {}", tmp.display()))?;
-        }
-        std::fs::rename(&tmp, path).with_context(|| format!("writing kubeconfig {}", path.display()))
+        snapshot::write_private(path, self.kubeconfig(user).as_bytes()).context("writing the kubeconfig")
     }
 
     /// A kube-rs client acting as the administrator.
@@ -321,32 +313,36 @@ impl KubeSim {
 
     /// Stops serving (and writes the state file, if any).
     pub async fn stop(mut self) {
-        self.shutdown_now();
-        for t in self.tasks.drain(..) {
-            let _ = t.await;
-        }
-    }
-
-    fn shutdown_now(&mut self) {
         let _ = self.shutdown.send(true);
+        // Background tasks end before the final state write, so no periodic write races it.
         for t in self.tasks.iter().skip(1) {
             t.abort();
         }
+        for t in self.tasks.drain(..) {
+            let _ = t.await;
+        }
+        self.write_state();
+    }
+
+    fn write_state(&self) {
         if let Some(p) = &self.state_file
             && let Err(e) = snapshot::write(&self.api.cluster, p, self.pki.ca_cert_pem(), self.pki.ca_key_pem())
         {
             tracing::warn!(error = %format!("{e:#}"), "could not write the state file at shutdown");
         }
     }
+
 }
 
 impl Drop for KubeSim {
     fn drop(&mut self) {
         if !self.tasks.is_empty() {
-            self.shutdown_now();
+            let _ = self.shutdown.send(true);
             for t in &self.tasks {
                 t.abort();
             }
+            // Unique temporary names keep this write from colliding with an aborted writer's.
+            self.write_state();
         }
     }
 }

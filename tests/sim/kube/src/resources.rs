@@ -300,6 +300,11 @@ impl Registry {
         for crd in crds {
             // A CRD being deleted keeps serving until its instances are cleaned up, as the real server does.
             for t in custom_types(crd) {
+                // Built-in resources always win over a CRD that claims the same group and plural.
+                let key = (t.group.clone(), t.version.clone(), t.plural.clone());
+                if self.types.get(&key).is_some_and(|existing| existing.source != Source::CustomResource) {
+                    continue;
+                }
                 self.preferred.entry(t.group.clone()).or_insert_with(|| t.version.clone());
                 self.crd_names.insert(t.storage_key(), crd["metadata"]["name"].as_str().unwrap_or_default().into());
                 self.types.insert((t.group.clone(), t.version.clone(), t.plural.clone()), Arc::new(t));
@@ -310,6 +315,15 @@ impl Registry {
 
 /// The served versions of a CRD as resource types (the CRD is assumed valid: it was validated on write).
 pub fn custom_types(crd: &Value) -> Vec<ResourceType> {
+    crd_versions(crd, true)
+}
+
+/// The CRD's storage version as a type, served or not (for cleaning up its objects).
+pub fn storage_type_of(crd: &Value) -> Option<ResourceType> {
+    crd_versions(crd, false).into_iter().find(|t| t.version == t.storage_version)
+}
+
+fn crd_versions(crd: &Value, served_only: bool) -> Vec<ResourceType> {
     let spec = &crd["spec"];
     let names = &spec["names"];
     let (Some(group), Some(plural), Some(kind)) =
@@ -329,7 +343,7 @@ pub fn custom_types(crd: &Value) -> Vec<ResourceType> {
         .to_string();
     versions
         .iter()
-        .filter(|v| v["served"].as_bool() == Some(true))
+        .filter(|v| !served_only || v["served"].as_bool() == Some(true))
         .filter_map(|v| {
             let version = v["name"].as_str()?;
             let schema = v["schema"]["openAPIV3Schema"].clone();

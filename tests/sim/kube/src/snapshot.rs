@@ -63,17 +63,31 @@ pub fn write(cluster: &Cluster, path: &Path, ca_cert_pem: &str, ca_key_pem: &str
             .collect(),
     };
     let bytes = serde_json::to_vec(&snap).context("serialising the state")?;
-    // Write-then-rename so a crash never leaves a half-written state file.
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    // The file holds Secrets and the CA key.
+    write_private(path, &bytes)
+}
+
+/// Writes a file readable by its owner only, atomically: a unique temporary file created with mode 0600 from
+/// the start (never briefly world-readable), then renamed over the target.
+pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write as _;
+    let tmp = path.with_extension(format!("tmp-{}", uuid::Uuid::new_v4().simple()));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
     #[cfg(unix)]
     {
-        use std::os::unix::fs::PermissionsExt;
-        // The file holds Secrets and the CA key.
-        let _ = std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600));
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
     }
-    std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))?;
-    Ok(())
+    let result = options
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_all()))
+        .with_context(|| format!("writing {}", tmp.display()))
+        .and_then(|_| std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display())));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 /// Writes the state file shortly after changes (at most every 200 ms); the server aborts it when it stops.

@@ -37,6 +37,8 @@ impl ChangeKind {
 #[derive(Debug)]
 pub struct Change {
     pub rv: u64,
+    /// When the change was committed; history older than the retention window is forgotten.
+    pub at: std::time::Instant,
     pub key: StorageKey,
     pub namespace: String,
     pub name: String,
@@ -60,6 +62,8 @@ pub struct Store {
     objects: HashMap<StorageKey, BTreeMap<ObjKey, Arc<Value>>>,
     history: VecDeque<Arc<Change>>,
     history_limit: usize,
+    /// Like etcd's periodic compaction: changes older than this are forgotten even below the count limit.
+    history_age: std::time::Duration,
     /// Changes with rv <= floor are forgotten; a watch or snapshot from a revision below it gets 410.
     floor: u64,
     tx: broadcast::Sender<Arc<Change>>,
@@ -67,8 +71,12 @@ pub struct Store {
 
 impl Store {
     pub fn new(history_limit: usize) -> Self {
+        Self::with_retention(history_limit, std::time::Duration::from_secs(300))
+    }
+
+    pub fn with_retention(history_limit: usize, history_age: std::time::Duration) -> Self {
         let (tx, _) = broadcast::channel(16 * 1024);
-        Store { rv: 1, objects: HashMap::new(), history: VecDeque::new(), history_limit, floor: 1, tx }
+        Store { rv: 1, objects: HashMap::new(), history: VecDeque::new(), history_limit, history_age, floor: 1, tx }
     }
 
     pub fn current_rv(&self) -> u64 {
@@ -171,8 +179,10 @@ impl Store {
                 (ChangeKind::Deleted, Arc::new(last))
             }
         };
+        let now = std::time::Instant::now();
         let change = Arc::new(Change {
             rv,
+            at: now,
             key: key.clone(),
             namespace: namespace.into(),
             name: name.into(),
@@ -181,7 +191,9 @@ impl Store {
             previous,
         });
         self.history.push_back(change.clone());
-        while self.history.len() > self.history_limit {
+        while self.history.len() > self.history_limit
+            || self.history.front().is_some_and(|c| now.duration_since(c.at) > self.history_age)
+        {
             if let Some(old) = self.history.pop_front() {
                 self.floor = old.rv;
             }
@@ -288,6 +300,17 @@ mod tests {
         assert_eq!(del.kind, ChangeKind::Deleted);
         assert_eq!(del.object["data"]["k"], "1");
         assert_eq!(del.object["metadata"]["resourceVersion"], del.rv.to_string());
+    }
+
+    #[test]
+    fn history_older_than_the_retention_window_is_forgotten() {
+        let mut s = Store::with_retention(100, std::time::Duration::from_millis(20));
+        s.commit(&key(), "default", "a", Some(cm("a", "1")));
+        let rv = s.current_rv();
+        std::thread::sleep(std::time::Duration::from_millis(40));
+        s.commit(&key(), "default", "a", Some(cm("a", "2")));
+        assert!(s.watch_from(rv - 1).is_err(), "the first change aged out");
+        assert!(s.watch_from(rv).is_ok());
     }
 
     #[test]

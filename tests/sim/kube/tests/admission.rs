@@ -84,6 +84,11 @@ async fn answer(path: &str, request: &Value) -> Value {
             let patch = base64::engine::general_purpose::STANDARD.encode(ops.to_string());
             json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch})
         }
+        "/fill" => {
+            let ops = json!([{"op": "add", "path": "/spec/size", "value": 3}]);
+            let patch = base64::engine::general_purpose::STANDARD.encode(ops.to_string());
+            json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch})
+        }
         "/slow" => {
             tokio::time::sleep(std::time::Duration::from_secs(3)).await;
             json!({"uid": uid, "allowed": true})
@@ -206,4 +211,25 @@ async fn service_references_are_routed_to_a_local_address() {
     install(&c, "ValidatingWebhookConfiguration", vec![h]).await;
     let r = send_json(&c, "POST", CONFIGMAPS, &configmap("bad", json!({"forbidden": "x"}))).await;
     assert_eq!(r.status, 403, "{}", r.text);
+}
+
+/// The real order is decode, mutating admission, then validation: a webhook may fill in a required field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutating_webhooks_run_before_schema_validation() {
+    let (sim, c, hook, ca) = setup().await;
+    sim.apply_yaml(WIDGET_CRD).await.expect("crd");
+    let mut h = validating("fill.example.com", &format!("https://{}/fill", hook.addr), &ca, "Fail", json!({}));
+    h["rules"] = json!([{"operations": ["CREATE"], "apiGroups": ["example.com"], "apiVersions": ["v1"], "resources": ["widgets"]}]);
+    install(&c, "MutatingWebhookConfiguration", vec![h]).await;
+    let w = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {}});
+    let mut r = send_json(&c, "POST", WIDGETS, &w).await;
+    for _ in 0..50 {
+        if r.status != 404 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        r = send_json(&c, "POST", WIDGETS, &w).await;
+    }
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(r.json["spec"]["size"], 3);
 }

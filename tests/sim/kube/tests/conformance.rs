@@ -1006,3 +1006,259 @@ mod state_and_binary {
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "namespace/kube-system");
     }
 }
+
+mod transport {
+    use std::sync::Arc;
+
+    /// kube-apiserver offers h2 and http/1.1 by ALPN; Go clients (kubectl, Helm) pick h2.
+    #[tokio::test]
+    async fn tls_negotiates_http2_and_http1_by_alpn() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        for (offer, want) in [(vec![b"h2".to_vec(), b"http/1.1".to_vec()], b"h2".as_slice()), (vec![b"http/1.1".to_vec()], b"http/1.1".as_slice())] {
+            let mut roots = rustls::RootCertStore::empty();
+            for c in kube_sim::tls::pem_certs(sim.ca_pem()).expect("ca") {
+                roots.add(c).expect("root");
+            }
+            let mut cfg = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .expect("versions")
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+            cfg.alpn_protocols = offer;
+            let tcp = tokio::net::TcpStream::connect(sim.addr()).await.expect("connect");
+            let name = rustls::pki_types::ServerName::try_from("127.0.0.1").expect("name");
+            let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg)).connect(name, tcp).await.expect("the serving certificate verifies against the CA");
+            assert_eq!(tls.get_ref().1.alpn_protocol(), Some(want));
+        }
+    }
+
+    #[tokio::test]
+    async fn plain_http_serves_when_asked() {
+        let sim = kube_sim::KubeSim::builder().insecure_http(true).start().await.expect("start");
+        assert!(sim.url().starts_with("http://"));
+        let c = sim.client().await.expect("client");
+        assert_eq!(super::common::get(&c, "/api/v1/namespaces").await.status, 200);
+    }
+}
+
+/// Behaviours pinned after a review against the real apiserver's code paths.
+mod review_fixes {
+    use super::*;
+
+    #[tokio::test]
+    async fn delete_honours_dry_run_in_the_body_as_kubectl_dry_run_server_sends_it() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
+        let r = send_json(&c, "DELETE", &format!("{CONFIGMAPS}/a"), &json!({"dryRun": ["All"]})).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        assert!(sim.get("v1", "ConfigMap", "default", "a").is_some(), "nothing is deleted");
+        let bad = raw(&c, "DELETE", &format!("{CONFIGMAPS}/a?propagationPolicy=Background"), Some("application/json"), b"[]".to_vec()).await;
+        assert_eq!(bad.status, 400, "a non-object DeleteOptions body is a decode error");
+    }
+
+    #[tokio::test]
+    async fn immediate_deletes_answer_with_a_status_except_where_the_store_returns_the_object() {
+        let (_sim, c) = sim_with_widgets().await;
+        send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
+        let r = raw(&c, "DELETE", &format!("{CONFIGMAPS}/a"), None, Vec::new()).await;
+        assert_eq!((r.json["kind"].as_str(), r.json["status"].as_str()), (Some("Status"), Some("Success")));
+        assert_eq!(r.json["details"]["name"], "a");
+        send_json(&c, "POST", WIDGETS, &widget("w", 1)).await;
+        let r = raw(&c, "DELETE", &format!("{WIDGETS}/w"), None, Vec::new()).await;
+        assert_eq!(r.json["kind"], "Widget", "custom resources return the deleted object");
+    }
+
+    #[tokio::test]
+    async fn continue_tokens_do_not_skip_namespaces_whose_names_share_a_prefix() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        for ns in ["app", "app-x"] {
+            send_json(&c, "POST", "/api/v1/namespaces", &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})).await;
+            for n in ["a", "b"] {
+                send_json(&c, "POST", &format!("/api/v1/namespaces/{ns}/configmaps"), &configmap(n, json!({}))).await;
+            }
+        }
+        let mut seen = Vec::new();
+        let mut token = String::new();
+        loop {
+            let path = if token.is_empty() { "/api/v1/configmaps?limit=1".to_string() } else { format!("/api/v1/configmaps?limit=1&continue={token}") };
+            let r = get(&c, &path).await;
+            for i in r.json["items"].as_array().expect("items") {
+                seen.push(format!("{}/{}", i["metadata"]["namespace"].as_str().expect("ns"), i["metadata"]["name"].as_str().expect("name")));
+            }
+            match r.json["metadata"]["continue"].as_str() {
+                Some(t) => token = t.to_string(),
+                None => break,
+            }
+        }
+        seen.sort();
+        assert_eq!(seen, vec!["app-x/a", "app-x/b", "app/a", "app/b"]);
+    }
+
+    #[tokio::test]
+    async fn only_the_finalize_subresource_changes_a_namespaces_spec_finalizers() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        send_json(&c, "POST", "/api/v1/namespaces", &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "keep"}})).await;
+        let r = patch(&c, "/api/v1/namespaces/keep", "application/merge-patch+json", &json!({"spec": {"finalizers": []}})).await;
+        assert_eq!(r.json["spec"]["finalizers"], json!(["kubernetes"]));
+    }
+
+    #[tokio::test]
+    async fn resource_versions_newer_than_the_store_are_504_too_large() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = client_without_retries(&sim).await;
+        let r = get(&c, &format!("{CONFIGMAPS}?resourceVersion=99999999&resourceVersionMatch=NotOlderThan")).await;
+        assert_eq!((r.status, r.reason()), (504, "Timeout"));
+        assert!(r.message().starts_with("Too large resource version: 99999999, current: "), "{}", r.message());
+        let w = get(&c, &format!("{CONFIGMAPS}?watch=true&resourceVersion=99999999")).await;
+        assert_eq!(w.status, 504);
+    }
+
+    #[tokio::test]
+    async fn foreground_deletion_spares_dependents_with_another_live_owner() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let a = send_json(&c, "POST", CONFIGMAPS, &configmap("owner-a", json!({}))).await.json;
+        let b = send_json(&c, "POST", CONFIGMAPS, &configmap("owner-b", json!({}))).await.json;
+        let mut dep = configmap("shared", json!({}));
+        dep["metadata"]["ownerReferences"] = json!([
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner-a", "uid": a["metadata"]["uid"], "blockOwnerDeletion": true},
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner-b", "uid": b["metadata"]["uid"]}]);
+        send_json(&c, "POST", CONFIGMAPS, &dep).await;
+        send_json(&c, "DELETE", &format!("{CONFIGMAPS}/owner-a"), &json!({"propagationPolicy": "Foreground"})).await;
+        eventually("owner-a gone", || sim.get("v1", "ConfigMap", "default", "owner-a").is_none()).await;
+        let shared = sim.get("v1", "ConfigMap", "default", "shared").expect("kept: owner-b still lives");
+        assert_eq!(shared["metadata"]["ownerReferences"].as_array().expect("refs").len(), 1);
+        assert_eq!(shared["metadata"]["ownerReferences"][0]["name"], "owner-b");
+    }
+
+    #[tokio::test]
+    async fn apply_to_the_status_of_a_missing_object_is_404() {
+        let (_sim, c) = sim_with_widgets().await;
+        let r = patch(&c, &format!("{WIDGETS}/none/status?fieldManager=m"), "application/apply-patch+yaml", &widget("none", 1)).await;
+        assert_eq!(r.status, 404, "{}", r.text);
+    }
+
+    #[tokio::test]
+    async fn impersonation_needs_the_impersonate_verb_on_core_group_users() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let admin = sim.client().await.expect("admin");
+        let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "impersonator"},
+            "rules": [{"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"]}]});
+        let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "impersonator"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "impersonator"},
+            "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}]});
+        send_json(&admin, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", &role).await;
+        send_json(&admin, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", &binding).await;
+        let mut alice = sim.add_token_user("alice", &[]);
+        let kc = kube::config::Kubeconfig::from_yaml(&sim.kubeconfig(&alice)).expect("kc");
+        let mut cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await.expect("cfg");
+        cfg.auth_info.impersonate = Some("bob".into());
+        let as_bob = kube::Client::try_from(cfg).expect("client");
+        let who = send_json(&as_bob, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", &json!({})).await;
+        assert_eq!(who.json["status"]["userInfo"]["username"], "bob", "{}", who.text);
+        alice.name = "unused".into();
+        let carol = sim.client_for(&sim.add_token_user("carol", &[])).await.expect("carol");
+        let req = http::Request::post("/apis/authentication.k8s.io/v1/selfsubjectreviews")
+            .header("impersonate-user", "bob")
+            .header("content-type", "application/json")
+            .body(kube::client::Body::from(b"{}".to_vec()))
+            .expect("req");
+        assert_eq!(carol.send(req).await.expect("send").status(), 403, "carol may not impersonate");
+    }
+
+    #[tokio::test]
+    async fn a_watch_pinned_to_one_name_is_authorized_by_resource_names() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let admin = sim.client().await.expect("admin");
+        let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "one"},
+            "rules": [{"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["token"], "verbs": ["get", "list", "watch"]}]});
+        let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "one"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "one"},
+            "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}]});
+        send_json(&admin, "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles", &role).await;
+        send_json(&admin, "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", &binding).await;
+        let alice = sim.client_for(&sim.add_token_user("alice", &[])).await.expect("alice");
+        assert_eq!(get(&alice, &format!("{SECRETS}?fieldSelector=metadata.name%3Dtoken")).await.status, 200);
+        assert_eq!(get(&alice, SECRETS).await.status, 403, "an unpinned list is not covered by resourceNames");
+    }
+
+    #[tokio::test]
+    async fn crds_in_protected_groups_need_the_approval_annotation() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "things.x.k8s.io"},
+            "spec": {"group": "x.k8s.io", "scope": "Namespaced", "names": {"plural": "things", "kind": "Thing"},
+                "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {"type": "object"}}}]}});
+        let r = send_json(&c, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &crd).await;
+        assert_eq!(r.status, 422);
+        assert!(r.message().contains("protected groups must have approval annotation"), "{}", r.message());
+    }
+
+    #[tokio::test]
+    async fn secret_data_over_one_mebibyte_is_422() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        use base64::Engine as _;
+        let big = base64::engine::general_purpose::STANDARD.encode(vec![b'x'; 1024 * 1024 + 1]);
+        let r = send_json(&c, "POST", SECRETS, &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "big"}, "data": {"k": big}})).await;
+        assert_eq!(r.status, 422, "{}", r.message());
+        assert!(r.message().contains("data: Too long: must have at most 1048576 bytes"), "{}", r.message());
+    }
+
+    #[tokio::test]
+    async fn send_initial_events_false_starts_at_the_current_revision() {
+        use futures::{AsyncBufReadExt, TryStreamExt};
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        send_json(&c, "POST", CONFIGMAPS, &configmap("old", json!({}))).await;
+        let req = http::Request::get(format!("{CONFIGMAPS}?watch=true&sendInitialEvents=false&resourceVersionMatch=NotOlderThan"))
+            .body(Vec::new())
+            .expect("req");
+        let mut lines = c.request_stream(req).await.expect("watch").lines();
+        send_json(&c, "POST", CONFIGMAPS, &configmap("new", json!({}))).await;
+        let first = tokio::time::timeout(std::time::Duration::from_secs(5), lines.try_next()).await.expect("event").expect("io").expect("line");
+        let ev: Value = serde_json::from_str(&first).expect("json");
+        assert_eq!((ev["type"].as_str(), ev["object"]["metadata"]["name"].as_str()), (Some("ADDED"), Some("new")), "no initial state");
+        let bad = get(&c, &format!("{CONFIGMAPS}?watch=true&fieldSelector=spec.bogus%3Dx")).await;
+        assert_eq!(bad.status, 400, "watches check field selectors like lists");
+    }
+
+    #[tokio::test]
+    async fn without_a_status_subresource_status_changes_bump_the_generation() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let crd = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: plains.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: plains, kind: Plain}
+  versions:
+  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+"#;
+        sim.apply_yaml(crd).await.expect("crd");
+        let c = sim.client().await.expect("client");
+        let path = "/apis/example.com/v1/namespaces/default/plains";
+        send_json(&c, "POST", path, &json!({"apiVersion": "example.com/v1", "kind": "Plain", "metadata": {"name": "p"}, "status": {"x": 1}})).await;
+        let r = patch(&c, &format!("{path}/p"), "application/merge-patch+json", &json!({"status": {"x": 2}})).await;
+        assert_eq!(r.json["metadata"]["generation"], 2);
+    }
+
+    #[tokio::test]
+    async fn a_terminating_crd_refuses_new_objects() {
+        let (sim, c) = sim_with_widgets().await;
+        let mut held = widget("held", 1);
+        held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+        send_json(&c, "POST", WIDGETS, &held).await;
+        raw(&c, "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com", None, Vec::new()).await;
+        let r = send_json(&c, "POST", WIDGETS, &widget("late", 1)).await;
+        assert_eq!(r.status, 405, "{}", r.text);
+        assert_eq!(r.message(), "create not allowed while custom resource definition is terminating");
+        patch(&c, &format!("{WIDGETS}/held"), "application/merge-patch+json", &json!({"metadata": {"finalizers": null}})).await;
+        eventually("CRD gone", || sim.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com").is_none()).await;
+    }
+}

@@ -150,10 +150,13 @@ fn impersonate(api: &Api, user: UserInfo, headers: &http::HeaderMap) -> Result<U
     let groups: Vec<String> =
         headers.get_all("impersonate-group").iter().filter_map(|v| v.to_str().ok().map(String::from)).collect();
     let uid = headers.get("impersonate-uid").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    // Users, groups and service accounts are in the core group; only uids (and extras) are in
+    // authentication.k8s.io, as the real impersonation filter asks.
     let check = |resource: &str, target: &str| -> Result<(), ApiError> {
         let (group, resource, ns, target) = match name.strip_prefix("system:serviceaccount:").and_then(|r| r.split_once(':')) {
             Some((ns, sa)) if resource == "users" => ("", "serviceaccounts", ns, sa),
-            _ => ("authentication.k8s.io", resource, "", target),
+            _ if resource == "uids" => ("authentication.k8s.io", resource, "", target),
+            _ => ("", resource, "", target),
         };
         let attrs = crate::rbac::Attributes {
             verb: "impersonate".into(),
@@ -174,7 +177,10 @@ fn impersonate(api: &Api, user: UserInfo, headers: &http::HeaderMap) -> Result<U
         check("uids", &uid)?;
     }
     let mut groups = groups;
-    if let Some(ns) = name.strip_prefix("system:serviceaccount:").and_then(|r| r.split(':').next()) {
+    // A service account's own groups are implied only when no groups were asked for.
+    if groups.is_empty()
+        && let Some(ns) = name.strip_prefix("system:serviceaccount:").and_then(|r| r.split(':').next())
+    {
         groups.push("system:serviceaccounts".into());
         groups.push(format!("system:serviceaccounts:{ns}"));
     }

@@ -66,8 +66,7 @@ async fn dispatch(api: &Arc<Api>, call: &Call) -> ApiResult<Resp> {
         }
         "update" => {
             let body = decode_body(call, &rt)?;
-            let sub = if info.subresource == "finalize" { "" } else { info.subresource.as_str() };
-            let w = api.cluster.update(&rt, &ns, &info.name, sub, body, &write_ctx(call)?).await?;
+            let w = api.cluster.update(&rt, &ns, &info.name, &info.subresource, body, &write_ctx(call)?).await?;
             Ok(single(call, &rt, w.object, w.status, &w.warnings))
         }
         "patch" => {
@@ -81,12 +80,31 @@ async fn dispatch(api: &Arc<Api>, call: &Call) -> ApiResult<Resp> {
         }
         "delete" => {
             let opts = delete_options(call)?;
-            let w = api.cluster.delete(&rt, &ns, &info.name, &opts, &write_ctx(call)?).await?;
+            let mut ctx = write_ctx(call)?;
+            ctx.dry_run |= opts.dry_run;
+            let w = api.cluster.delete(&rt, &ns, &info.name, &opts, &ctx).await?;
+            if w.gone && !returns_deleted_object(&rt) {
+                return Ok(json_response(200, &deleted_status(&rt, &w.object), &w.warnings));
+            }
             Ok(single(call, &rt, w.object, w.status, &w.warnings))
         }
         "deletecollection" => delete_collection(api, call, &rt, &ns).await,
         _ => Err(ApiError::method_not_allowed("the server does not allow this method on the requested resource")),
     }
+}
+
+/// Stores configured with `ReturnDeletedObject` (pods, service accounts, namespaces, custom resources) answer
+/// an immediate delete with the object; every other store answers with a success Status.
+fn returns_deleted_object(rt: &ResourceType) -> bool {
+    rt.is_crd() || (rt.group.is_empty() && matches!(rt.plural.as_str(), "pods" | "serviceaccounts" | "namespaces"))
+}
+
+fn deleted_status(rt: &ResourceType, obj: &Value) -> Value {
+    let mut details = json!({"name": obj["metadata"]["name"], "kind": rt.plural, "uid": obj["metadata"]["uid"]});
+    if !rt.group.is_empty() {
+        details["group"] = json!(rt.group);
+    }
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details})
 }
 
 /// One object, or a one-row Table when the client asks for it (`kubectl get x name`).
@@ -162,6 +180,9 @@ fn delete_options(call: &Call) -> ApiResult<DeleteOptions> {
     } else {
         serde_json::from_slice::<Value>(&call.body).map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
     };
+    if !body.is_object() {
+        return DeleteOptions::from_json(&body);
+    }
     if let Some(p) = call.query.get("propagationPolicy") {
         body["propagationPolicy"] = json!(p);
     }
@@ -171,13 +192,14 @@ fn delete_options(call: &Call) -> ApiResult<DeleteOptions> {
     DeleteOptions::from_json(&body)
 }
 
-struct Selectors {
+/// Label and field selectors of a list or watch, checked against what the resource supports.
+pub(super) struct Selectors {
     label: Option<LabelSelector>,
     field: Option<FieldSelector>,
 }
 
 impl Selectors {
-    fn parse(call: &Call, rt: &ResourceType) -> ApiResult<Self> {
+    pub(super) fn parse(call: &Call, rt: &ResourceType) -> ApiResult<Self> {
         let label = match call.query.get("labelSelector").filter(|s| !s.is_empty()) {
             Some(s) => Some(LabelSelector::parse(s).map_err(ApiError::bad_request)?),
             None => None,
@@ -207,7 +229,7 @@ impl Selectors {
         self.label.is_none() && self.field.is_none()
     }
 
-    fn matches(&self, obj: &Value) -> bool {
+    pub(super) fn matches(&self, obj: &Value) -> bool {
         if let Some(l) = &self.label {
             let empty = serde_json::Map::new();
             if !l.matches(obj["metadata"]["labels"].as_object().unwrap_or(&empty)) {
@@ -276,6 +298,15 @@ fn decode_continue(token: &str) -> ApiResult<(u64, String)> {
     Ok((rv, start.trim_end_matches('\u{0}').to_string()))
 }
 
+/// A resourceVersion newer than the store's: the real server waits ~3 s for its cache to catch up, then answers
+/// 504 with a retry hint. This store is never behind, so the answer comes at once.
+pub fn too_large_resource_version(requested: u64, current: u64) -> ApiError {
+    let mut e = ApiError::new(504, "Timeout", format!("Too large resource version: {requested}, current: {current}"))
+        .with_details(json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]}));
+    e.retry_after = Some(1);
+    e
+}
+
 fn list_options_error(detail: FieldCause) -> ApiError {
     ApiError::invalid("ListOptions", "meta.k8s.io", "", &[detail])
 }
@@ -332,17 +363,24 @@ fn list(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiResult<R
             (rv, items, Some(start))
         } else if rv_match == "Exact" {
             let rv = parse_rv(rv_param)?;
+            if rv > store.current_rv() {
+                return Err(too_large_resource_version(rv, store.current_rv()));
+            }
             let items = store
                 .list_at(&key, namespace, rv)
                 .map_err(|t| ApiError::gone(format!("too old resource version: {} ({})", t.requested, t.oldest)))?;
             (rv, items, None)
         } else {
             if !rv_param.is_empty() {
-                parse_rv(rv_param)?;
+                let rv = parse_rv(rv_param)?;
+                if rv > store.current_rv() {
+                    return Err(too_large_resource_version(rv, store.current_rv()));
+                }
             }
             (store.current_rv(), store.list(&key, namespace), None)
         }
     };
+    // Keys compare as (namespace, name), the order the store lists in; a namespace never contains '/'.
     let obj_key = |o: &Value| {
         format!(
             "{}/{}",
@@ -350,12 +388,18 @@ fn list(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiResult<R
             o["metadata"]["name"].as_str().unwrap_or_default()
         )
     };
+    let key_tuple = |k: &str| -> (String, String) {
+        match k.split_once('/') {
+            Some((ns, name)) => (ns.to_string(), name.to_string()),
+            None => (String::new(), k.to_string()),
+        }
+    };
     let mut matched: Vec<Value> = Vec::new();
     let mut more = false;
     let mut remaining = 0usize;
     for o in items.iter() {
         if let Some(start) = &start_after
-            && obj_key(o) <= *start
+            && key_tuple(&obj_key(o)) <= key_tuple(start)
         {
             continue;
         }
@@ -386,7 +430,8 @@ fn list(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiResult<R
 async fn delete_collection(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiResult<Resp> {
     let sel = Selectors::parse(call, rt)?;
     let opts = delete_options(call)?;
-    let ctx = write_ctx(call)?;
+    let mut ctx = write_ctx(call)?;
+    ctx.dry_run |= opts.dry_run;
     let targets: Vec<(String, String)> = {
         let store = api.cluster.store();
         store

@@ -88,6 +88,15 @@ impl RequestInfo {
             other => return RequestInfo { verb: other.to_lowercase(), ..info },
         }
         .to_string();
+        // A list or watch pinned to one name by a field selector is authorized as a request for that name,
+        // so RBAC resourceNames apply (kubectl get secret x -w).
+        if matches!(info.verb.as_str(), "list" | "watch")
+            && let Some(sel) = query.get("fieldSelector")
+            && let Ok(fs) = crate::selectors::FieldSelector::parse(sel)
+            && let Some(name) = fs.exact_name()
+        {
+            info.name = name.to_string();
+        }
         info
     }
 
@@ -127,6 +136,8 @@ mod tests {
         assert_eq!(i.verb, "deletecollection");
         let i = p("GET", "/api/v1/watch/namespaces/x/pods", "");
         assert_eq!((i.verb.as_str(), i.resource.as_str()), ("watch", "pods"));
+        let i = p("GET", "/api/v1/namespaces/x/secrets", "watch=1&fieldSelector=metadata.name%3Dtoken");
+        assert_eq!((i.verb.as_str(), i.name.as_str()), ("watch", "token"), "the selector's name authorizes the watch");
         assert!(!p("GET", "/apis", "").is_resource);
         assert!(!p("GET", "/healthz", "").is_resource);
     }

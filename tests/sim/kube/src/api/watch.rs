@@ -14,13 +14,11 @@ use tokio::sync::{broadcast, mpsc};
 use super::{Api, Call, Resp};
 use crate::error::{ApiError, ApiResult, FieldCause};
 use crate::resources::ResourceType;
-use crate::selectors::{FieldSelector, LabelSelector};
 use crate::store::{Change, ChangeKind};
 
 struct Filter {
     namespace: Option<String>,
-    label: Option<LabelSelector>,
-    field: Option<FieldSelector>,
+    selectors: super::objects::Selectors,
 }
 
 impl Filter {
@@ -30,25 +28,7 @@ impl Filter {
         {
             return false;
         }
-        if let Some(l) = &self.label {
-            let empty = serde_json::Map::new();
-            if !l.matches(obj["metadata"]["labels"].as_object().unwrap_or(&empty)) {
-                return false;
-            }
-        }
-        if let Some(f) = &self.field {
-            let get = |name: &str| -> Option<String> {
-                let mut cur = obj;
-                for p in name.split('.') {
-                    cur = cur.get(p)?;
-                }
-                cur.as_str().map(String::from).or_else(|| if cur.is_null() { None } else { Some(cur.to_string()) })
-            };
-            if !f.matches(&get) {
-                return false;
-            }
-        }
-        true
+        self.selectors.matches(obj)
     }
 
     /// The event a watcher sees for a change, given its selectors: an object moving into the selection is
@@ -73,37 +53,40 @@ impl Filter {
 
 pub fn serve(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiResult<Resp> {
     let q = &call.query;
-    let label = match q.get("labelSelector").filter(|s| !s.is_empty()) {
-        Some(s) => Some(LabelSelector::parse(s).map_err(ApiError::bad_request)?),
-        None => None,
+    let filter = Filter {
+        namespace: if ns.is_empty() { None } else { Some(ns.to_string()) },
+        selectors: super::objects::Selectors::parse(call, rt)?,
     };
-    let field = match q.get("fieldSelector").filter(|s| !s.is_empty()) {
-        Some(s) => Some(FieldSelector::parse(s).map_err(ApiError::bad_request)?),
-        None => None,
-    };
-    let filter = Filter { namespace: if ns.is_empty() { None } else { Some(ns.to_string()) }, label, field };
     let bookmarks = q.flag("allowWatchBookmarks");
     let send_initial = q.get("sendInitialEvents").map(|v| v == "true");
     let rv_param = q.get("resourceVersion").unwrap_or("");
     let rv_match = q.get("resourceVersionMatch").unwrap_or("");
-    if send_initial.is_some() && (rv_match != "NotOlderThan" || !bookmarks) {
+    if send_initial.is_some() && rv_match != "NotOlderThan" {
         return Err(ApiError::invalid(
             "ListOptions",
             "meta.k8s.io",
             "",
-            &[FieldCause::forbidden(
-                "sendInitialEvents",
-                "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled and allowWatchBookmarks is true and resourceVersionMatch is NotOlderThan",
-            )],
+            &[FieldCause::forbidden("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")],
         ));
     }
-    let timeout = match q.get("timeoutSeconds").and_then(|s| s.parse::<u64>().ok()) {
+    if send_initial == Some(true) && !bookmarks {
+        return Err(ApiError::invalid(
+            "ListOptions",
+            "meta.k8s.io",
+            "",
+            &[FieldCause::forbidden("allowWatchBookmarks", "allowWatchBookmarks must be set to true when sendInitialEvents is true")],
+        ));
+    }
+    let timeout = match q.get("timeoutSeconds").and_then(|s| s.parse::<u64>().ok()).filter(|s| *s > 0) {
         Some(s) => Duration::from_secs(s),
-        // The real server picks a random timeout between 30 and 60 minutes when the client sets none.
+        // With no (or a zero) timeout the real server picks one between 30 and 60 minutes.
         None => Duration::from_secs(1800 + u64::from(uuid::Uuid::new_v4().as_bytes()[0]) * 7),
     };
     let key = rt.storage_key();
-    let initial_list = send_initial == Some(true) || (send_initial.is_none() && (rv_param.is_empty() || rv_param == "0"));
+    let from_now = rv_param.is_empty() || rv_param == "0";
+    let initial_list = send_initial == Some(true) || (send_initial.is_none() && from_now);
+    // `sendInitialEvents=false` from "" or "0": start at the current revision without the initial state.
+    let from_current = send_initial == Some(false) && from_now;
     let (initial, backlog, rx, start_rv, too_old) = {
         let store = api.cluster.store();
         if initial_list {
@@ -113,10 +96,19 @@ pub fn serve(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiRes
                 Ok((backlog, rx)) => (objs, backlog, Some(rx), rv, None),
                 Err(_) => (Vec::new(), Vec::new(), None, rv, None),
             }
+        } else if from_current {
+            let rv = store.current_rv();
+            match store.watch_from(rv) {
+                Ok((backlog, rx)) => (Vec::new(), backlog, Some(rx), rv, None),
+                Err(_) => (Vec::new(), Vec::new(), None, rv, None),
+            }
         } else {
             let rv = rv_param.parse::<u64>().map_err(|_| {
                 ApiError::bad_request(format!("resourceVersion: Invalid value: \"{rv_param}\": strconv.ParseUint: parsing \"{rv_param}\": invalid syntax"))
             })?;
+            if rv > store.current_rv() {
+                return Err(super::objects::too_large_resource_version(rv, store.current_rv()));
+            }
             match store.watch_from(rv) {
                 Ok((backlog, rx)) => (Vec::new(), backlog, Some(rx), rv, None),
                 Err(t) => (Vec::new(), Vec::new(), None, rv, Some(t)),
