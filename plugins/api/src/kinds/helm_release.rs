@@ -1,0 +1,147 @@
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::common::{CommonStatusFields, KubeconfigSecretRef, OmniClusterRef};
+
+/// A Helm release the operator installs and upgrades in an Omni workload cluster.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct OmniHelmReleaseSpec {
+    /// clusterRef attaches this release to an OmniCluster in the same namespace.
+    pub cluster_ref: OmniClusterRef,
+    /// kubeconfigSecretRef selects the Secret key holding the workload-cluster kubeconfig, for example one
+    /// written by an OmniKubeconfigExport.
+    pub kubeconfig_secret_ref: KubeconfigSecretRef,
+    /// releaseName is the Helm release name; metadata.name when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
+    pub release_name: Option<String>,
+    /// namespace is the workload-cluster namespace of the release.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(min = 1), extend("default" = "default")))]
+    pub namespace: Option<String>,
+    /// chart selects the chart to install or upgrade, and its values.
+    pub chart: HelmChartSpec,
+    /// createNamespace lets Helm create the release namespace on install.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub create_namespace: Option<bool>,
+    /// wait makes Helm wait until the release's resources are ready (hooks are always waited for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<bool>,
+    /// waitForJobs makes Helm's wait include Jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_for_jobs: Option<bool>,
+    /// timeout bounds each Helm operation (install, upgrade, wait, hooks, rollback, uninstall) as a Go
+    /// duration; 5m when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    /// atomic rolls back failed upgrades and uninstalls failed installs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub atomic: Option<bool>,
+    /// disableHooks keeps Helm hooks from running on install, upgrade and uninstall.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disable_hooks: Option<bool>,
+    /// skipCRDs skips the chart's CRDs on install (Helm never upgrades CRDs).
+    #[serde(rename = "skipCRDs", default, skip_serializing_if = "Option::is_none")]
+    pub skip_crds: Option<bool>,
+    /// maxHistory limits the number of release revisions Helm keeps; 0 means Helm's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "crate::field_schemas::integer", range(min = 0))
+    )]
+    pub max_history: Option<i64>,
+    /// deletionPolicy says whether the Helm release is uninstalled when this object is deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = "Uninstall")))]
+    pub deletion_policy: Option<HelmDeletionPolicy>,
+}
+
+/// A Helm chart from an HTTP(S) or OCI repository.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct HelmChartSpec {
+    /// repository is the absolute URL of the chart repository.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
+    pub repository: String,
+    /// chart is the chart name, or a full oci:// reference.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
+    pub chart: String,
+    /// version is the chart version.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
+    pub version: String,
+    /// values are passed to Helm on install and upgrade; must be an object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "crate::field_schemas::preserve_unknown_fields")
+    )]
+    pub values: Option<Value>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum HelmDeletionPolicy {
+    #[default]
+    Uninstall,
+    Orphan,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct OmniHelmReleaseStatus {
+    #[serde(flatten)]
+    pub common: CommonStatusFields,
+    /// clusterRef is the OmniCluster name the controller last used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_ref: Option<String>,
+    /// kubeconfigSecretRef is the kubeconfig Secret name the controller last used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubeconfig_secret_ref: Option<String>,
+    /// kubeconfigSecretKey is the kubeconfig Secret key the controller last used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubeconfig_secret_key: Option<String>,
+    /// releaseName is the Helm release name the controller last used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_name: Option<String>,
+    /// namespace is the workload-cluster namespace the controller last used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// chart is the chart the controller last reconciled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart: Option<String>,
+    /// chartVersion is the chart version the controller last reconciled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart_version: Option<String>,
+    /// releaseRevision is the Helm release revision last observed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_revision: Option<i64>,
+    /// releaseStatus is the Helm release status last observed (deployed, failed, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_status: Option<String>,
+    /// lastAction is the last Helm action attempted (install, upgrade, uninstall).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_action: Option<String>,
+    /// lastAttemptTime is when the controller last attempted a Helm action.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
+    pub last_attempt_time: Option<String>,
+    /// lastSuccessTime is when a Helm action last succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
+    pub last_success_time: Option<String>,
+    /// lastError is the last Helm or credential error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+super::omni_kind!(
+    OmniHelmRelease,
+    OmniHelmReleaseSpec,
+    OmniHelmReleaseStatus,
+    kind = "OmniHelmRelease",
+    plural = "omnihelmreleases",
+    singular = "omnihelmrelease"
+);

@@ -1,0 +1,36 @@
+//! The eight kinds, one module each: spec, status, and the [`crate::OmniKind`] names (spec §0.1, §1.2–§1.9).
+
+mod cluster;
+mod connection;
+mod control_plane;
+mod helm_release;
+mod kubeconfig_export;
+mod machine;
+mod secret_sync;
+mod workers;
+
+pub use cluster::*;
+pub use connection::*;
+pub use control_plane::*;
+pub use helm_release::*;
+pub use kubeconfig_export::*;
+pub use machine::*;
+pub use secret_sync::*;
+pub use workers::*;
+
+/// Implements [`crate::OmniKind`] for a spec type and names its typed object.
+macro_rules! omni_kind {
+    ($object:ident, $spec:ty, $status:ty, kind = $kind:literal, plural = $plural:literal, singular = $singular:literal) => {
+        impl $crate::meta::OmniKind for $spec {
+            const KIND: &'static str = $kind;
+            const PLURAL: &'static str = $plural;
+            const SINGULAR: &'static str = $singular;
+            const LIST_KIND: &'static str = concat!($kind, "List");
+            type Status = $status;
+        }
+
+        #[doc = concat!("A typed ", $kind, " object.")]
+        pub type $object = $crate::meta::Object<$spec>;
+    };
+}
+use omni_kind;
