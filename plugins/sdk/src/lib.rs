@@ -1,0 +1,116 @@
+//! Write omni-operator reconcile plugins.
+//!
+//! A plugin is a type implementing [`Plugin`] plus one line, `omni_plugin_sdk::export_plugin!(MyPlugin);`. Its
+//! logic talks to the operator through [`Host`]: in the operator that is the real host behind the WIT contract;
+//! in unit tests it is [`mock::MockHost`], so plugin logic is tested natively without WebAssembly.
+//!
+//! Plugin code takes the host as a generic `H: Host`, never `dyn Host`: then only the capabilities a plugin
+//! calls are linked into its component, and its import list is exactly what it needs to be granted.
+
+pub mod mock;
+mod types;
+#[doc(hidden)]
+pub mod wasm;
+
+pub use serde_json::{self, Value, json};
+pub use types::*;
+
+/// Raw bindings of the WIT world; plugin authors use [`Plugin`], [`Host`] and [`export_plugin!`] instead.
+#[doc(hidden)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "reconcile-plugin",
+        pub_export_macro: true,
+        export_macro_name: "export",
+        default_bindings_module: "omni_plugin_sdk::bindings",
+        generate_all,
+    });
+}
+
+/// What a plugin can ask of the operator during a call. Outputs (`set_status`, `set_condition`,
+/// `requeue_after`, `event`) are buffered and take effect only when the call returns `Ok`.
+pub trait Host {
+    /// The object being reconciled, as the operator last observed it.
+    fn object(&self) -> Value;
+    /// Milliseconds left before the operator abandons this call.
+    fn remaining_ms(&self) -> u64;
+    /// Merge these top-level fields into `.status` (the operator owns `conditions` and `observedGeneration`).
+    fn set_status(&self, fields: Value);
+    /// Upsert a condition; the operator keeps `lastTransitionTime` unless the status changes.
+    fn set_condition(&self, condition: Condition);
+    fn requeue_after(&self, ms: u64);
+    fn event(&self, kind: EventType, reason: &str, message: &str);
+    fn log(&self, level: LogLevel, message: &str, fields: &[(&str, &str)]);
+    /// RFC 3339, seconds precision, UTC.
+    fn now(&self) -> String;
+    /// A cached read of one object; `Ok(None)` when it does not exist. Capability `kube-read`.
+    fn kube_get(&self, target: &ObjectRef) -> Result<Option<Value>, HostError>;
+    /// A cached list. Capability `kube-read`.
+    fn kube_list(&self, query: &ListQuery) -> Result<Vec<Value>, HostError>;
+}
+
+/// A kind's reconcile logic.
+pub trait Plugin {
+    /// What the plugin reconciles and needs; asked once when the operator loads it.
+    fn describe() -> Info;
+
+    /// Level-triggered and idempotent: look at the object and what it refers to, then report status.
+    fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError>;
+
+    /// Cleanup before deletion, for plugins that declare a finalizer. `Ok(true)`: done, the finalizer may go.
+    fn finalize<H: Host>(host: &H) -> Result<bool, ReconcileError> {
+        let _ = host;
+        Ok(true)
+    }
+
+    /// Admission: field errors refuse the object; warnings are shown to the user either way.
+    fn validate(object: &Value, old_object: Option<&Value>) -> Verdict {
+        let _ = (object, old_object);
+        Verdict::default()
+    }
+}
+
+/// Exports a [`Plugin`] as the component's `plugin`, `reconciler` and `validator` interfaces.
+#[macro_export]
+macro_rules! export_plugin {
+    ($plugin:ty) => {
+        const _: () = {
+            struct __OmniPluginExport;
+
+            impl $crate::bindings::exports::omni::operator::plugin::Guest for __OmniPluginExport {
+                fn describe() -> $crate::bindings::exports::omni::operator::plugin::Info {
+                    $crate::wasm::describe::<$plugin>()
+                }
+            }
+
+            impl $crate::bindings::exports::omni::operator::reconciler::Guest for __OmniPluginExport {
+                fn reconcile(
+                    ctx: &$crate::bindings::omni::operator::context::CallContext,
+                ) -> ::core::result::Result<(), $crate::bindings::omni::operator::types::ReconcileError> {
+                    $crate::wasm::reconcile::<$plugin>(ctx)
+                }
+
+                fn finalize(
+                    ctx: &$crate::bindings::omni::operator::context::CallContext,
+                ) -> ::core::result::Result<bool, $crate::bindings::omni::operator::types::ReconcileError> {
+                    $crate::wasm::finalize::<$plugin>(ctx)
+                }
+            }
+
+            impl $crate::bindings::exports::omni::operator::validator::Guest for __OmniPluginExport {
+                fn validate(
+                    object: ::std::string::String,
+                    old_object: ::core::option::Option<::std::string::String>,
+                ) -> $crate::bindings::exports::omni::operator::validator::Verdict {
+                    $crate::wasm::validate::<$plugin>(object, old_object)
+                }
+            }
+
+            // Component exports exist only in WebAssembly; native builds (unit tests, `cargo test --workspace`)
+            // keep the plugin as an ordinary library.
+            #[cfg(target_arch = "wasm32")]
+            $crate::bindings::export!(__OmniPluginExport with_types_in $crate::bindings);
+        };
+    };
+}

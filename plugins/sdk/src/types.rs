@@ -1,0 +1,250 @@
+//! The SDK's own types: stable Rust names for what crosses the WIT boundary. Enums that may grow are
+//! `#[non_exhaustive]`, so new cases in later contract versions do not break plugins.
+
+use serde_json::Value;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gvk {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+}
+
+impl Gvk {
+    pub fn new(group: &str, version: &str, kind: &str) -> Self {
+        Gvk { group: group.into(), version: version.into(), kind: kind.into() }
+    }
+
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+    }
+}
+
+/// An object by kind and name; `namespace: None` means the reconciled object's namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectRef {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl ObjectRef {
+    /// A namespaced object in the reconciled object's namespace.
+    pub fn local(api_version: &str, kind: &str, name: &str) -> Self {
+        ObjectRef { api_version: api_version.into(), kind: kind.into(), namespace: None, name: name.into() }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListQuery {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub label_selector: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConditionStatus {
+    True,
+    False,
+    Unknown,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Condition {
+    pub type_: String,
+    pub status: ConditionStatus,
+    pub reason: String,
+    pub message: String,
+}
+
+impl Condition {
+    pub fn new(type_: &str, status: bool, reason: &str, message: impl Into<String>) -> Self {
+        Condition {
+            type_: type_.into(),
+            status: if status { ConditionStatus::True } else { ConditionStatus::False },
+            reason: reason.into(),
+            message: message.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    Normal,
+    Warning,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// A host capability failed. New kinds arrive as `Other` until a contract major version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HostError {
+    /// Not granted to this plugin; the operator also reports the violation.
+    Denied(String),
+    NotFound(String),
+    Conflict(String),
+    Invalid(String),
+    /// Down, throttled, or not implemented by this operator version; retry later.
+    Unavailable(String),
+    Timeout(String),
+    Other(String),
+}
+
+impl std::fmt::Display for HostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostError::Denied(m) => write!(f, "denied: {m}"),
+            HostError::NotFound(m) => write!(f, "not found: {m}"),
+            HostError::Conflict(m) => write!(f, "conflict: {m}"),
+            HostError::Invalid(m) => write!(f, "invalid: {m}"),
+            HostError::Unavailable(m) => write!(f, "unavailable: {m}"),
+            HostError::Timeout(m) => write!(f, "timeout: {m}"),
+            HostError::Other(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl std::error::Error for HostError {}
+
+/// Why a reconcile did not complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReconcileError {
+    /// Retried with backoff.
+    Transient(String),
+    /// Needs a change to the object or its inputs; not retried until one happens.
+    Permanent(String),
+}
+
+impl From<HostError> for ReconcileError {
+    /// A failed host call is worth retrying unless the plugin was denied the capability.
+    fn from(e: HostError) -> Self {
+        match e {
+            HostError::Denied(_) | HostError::Invalid(_) => ReconcileError::Permanent(e.to_string()),
+            other => ReconcileError::Transient(other.to_string()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RelatedMapping {
+    /// Reconciled objects whose field at this dotted path equals the related object's name.
+    NameField(String),
+    /// Reconciled objects named as the related object's controller owner.
+    Owner,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Related {
+    pub kind: Gvk,
+    pub mapping: RelatedMapping,
+}
+
+/// What a plugin is.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Info {
+    pub name: String,
+    pub version: String,
+    pub kinds: Vec<Gvk>,
+    pub related: Vec<Related>,
+    pub finalizer: Option<String>,
+    pub legacy_finalizers: Vec<String>,
+    /// Capability names: `kube-read`, `kube-write`, `secrets`, `secrets-read-values`, `omni`, `workload`,
+    /// `helm`, `files`.
+    pub capabilities: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldErrorType {
+    Required,
+    Invalid,
+    Forbidden,
+    Duplicate,
+    NotSupported,
+}
+
+/// One field error, rendered by the operator as Kubernetes does: `spec.x: Invalid value: "v": detail`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldError {
+    pub field: String,
+    pub type_: FieldErrorType,
+    pub value: Option<Value>,
+    pub detail: String,
+}
+
+/// The outcome of admission checks: allowed when `errors` is empty.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Verdict {
+    pub errors: Vec<FieldError>,
+    pub warnings: Vec<String>,
+}
+
+impl Verdict {
+    pub fn allowed(&self) -> bool {
+        self.errors.is_empty()
+    }
+
+    fn push(&mut self, field: &str, type_: FieldErrorType, value: Option<Value>, detail: &str) {
+        self.errors.push(FieldError { field: field.into(), type_, value, detail: detail.into() });
+    }
+
+    pub fn required(&mut self, field: &str, detail: &str) {
+        self.push(field, FieldErrorType::Required, None, detail);
+    }
+
+    pub fn invalid(&mut self, field: &str, value: Value, detail: &str) {
+        self.push(field, FieldErrorType::Invalid, Some(value), detail);
+    }
+
+    pub fn forbidden(&mut self, field: &str, detail: &str) {
+        self.push(field, FieldErrorType::Forbidden, None, detail);
+    }
+
+    pub fn duplicate(&mut self, field: &str, value: Value) {
+        self.push(field, FieldErrorType::Duplicate, Some(value), "");
+    }
+
+    /// `supported values: "a", "b"`.
+    pub fn not_supported(&mut self, field: &str, value: Value, supported: &[&str]) {
+        let list = supported.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ");
+        self.push(field, FieldErrorType::NotSupported, Some(value), &format!("supported values: {list}"));
+    }
+
+    pub fn warn(&mut self, message: &str) {
+        self.warnings.push(message.into());
+    }
+
+    /// The errors as Kubernetes prints them, for test assertions and logs.
+    pub fn messages(&self) -> Vec<String> {
+        self.errors.iter().map(FieldError::to_string).collect()
+    }
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.type_ {
+            FieldErrorType::Required => "Required value",
+            FieldErrorType::Invalid => "Invalid value",
+            FieldErrorType::Forbidden => "Forbidden",
+            FieldErrorType::Duplicate => "Duplicate value",
+            FieldErrorType::NotSupported => "Unsupported value",
+        };
+        write!(f, "{}: {kind}", self.field)?;
+        if let Some(v) = &self.value {
+            write!(f, ": {v}")?;
+        }
+        if !self.detail.is_empty() {
+            write!(f, ": {}", self.detail)?;
+        }
+        Ok(())
+    }
+}

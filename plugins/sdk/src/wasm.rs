@@ -1,0 +1,182 @@
+//! The bridge between [`Plugin`](crate::Plugin) and the generated WIT bindings, used by `export_plugin!`.
+
+use serde_json::Value;
+
+use crate::bindings::exports::omni::operator::{plugin as wplugin, validator as wvalidator};
+use crate::bindings::omni::operator::{context as wctx, kube_read as wread, types as wtypes};
+use crate::bindings::omni::operator::clock as wclock;
+use crate::{Condition, ConditionStatus, EventType, HostError, Info, ListQuery, LogLevel, ObjectRef, Plugin, ReconcileError, RelatedMapping, Verdict};
+
+/// [`Host`](crate::Host) over the operator's per-call context.
+pub struct WasmHost<'a>(&'a wctx::CallContext);
+
+impl crate::Host for WasmHost<'_> {
+    fn object(&self) -> Value {
+        // The operator hands over what its watch decoded; it is valid JSON.
+        serde_json::from_str(&self.0.object()).unwrap_or(Value::Null)
+    }
+
+    fn remaining_ms(&self) -> u64 {
+        self.0.remaining_ms()
+    }
+
+    fn set_status(&self, fields: Value) {
+        self.0.set_status(&fields.to_string());
+    }
+
+    fn set_condition(&self, c: Condition) {
+        let status = match c.status {
+            ConditionStatus::True => wctx::ConditionStatus::True,
+            ConditionStatus::False => wctx::ConditionStatus::False,
+            ConditionStatus::Unknown => wctx::ConditionStatus::Unknown,
+        };
+        self.0.set_condition(&wctx::Condition { type_: c.type_, status, reason: c.reason, message: c.message });
+    }
+
+    fn requeue_after(&self, ms: u64) {
+        self.0.requeue_after(ms);
+    }
+
+    fn event(&self, kind: EventType, reason: &str, message: &str) {
+        let kind = match kind {
+            EventType::Normal => wctx::EventType::Normal,
+            EventType::Warning => wctx::EventType::Warning,
+        };
+        self.0.event(kind, reason, message);
+    }
+
+    fn log(&self, level: LogLevel, message: &str, fields: &[(&str, &str)]) {
+        let level = match level {
+            LogLevel::Trace => wtypes::LogLevel::Trace,
+            LogLevel::Debug => wtypes::LogLevel::Debug,
+            LogLevel::Info => wtypes::LogLevel::Info,
+            LogLevel::Warn => wtypes::LogLevel::Warn,
+            LogLevel::Error => wtypes::LogLevel::Error,
+        };
+        let fields: Vec<(String, String)> = fields.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        self.0.log(level, message, &fields);
+    }
+
+    fn now(&self) -> String {
+        wclock::now(self.0)
+    }
+
+    fn kube_get(&self, target: &ObjectRef) -> Result<Option<Value>, HostError> {
+        let r = wtypes::ObjectRef {
+            api_version: target.api_version.clone(),
+            kind: target.kind.clone(),
+            namespace: target.namespace.clone(),
+            name: target.name.clone(),
+        };
+        match wread::get(self.0, &r) {
+            Ok(Some(json)) => parse(&json).map(Some),
+            Ok(None) => Ok(None),
+            Err(e) => Err(host_error(e)),
+        }
+    }
+
+    fn kube_list(&self, query: &ListQuery) -> Result<Vec<Value>, HostError> {
+        let q = wread::ListQuery {
+            api_version: query.api_version.clone(),
+            kind: query.kind.clone(),
+            namespace: query.namespace.clone(),
+            label_selector: query.label_selector.clone(),
+        };
+        let items = wread::list(self.0, &q).map_err(host_error)?;
+        items.iter().map(|s| parse(s)).collect()
+    }
+}
+
+fn parse(json: &str) -> Result<Value, HostError> {
+    serde_json::from_str(json).map_err(|e| HostError::Invalid(format!("the operator returned invalid JSON: {e}")))
+}
+
+fn host_error(e: wtypes::HostError) -> HostError {
+    match e {
+        wtypes::HostError::Denied(m) => HostError::Denied(m),
+        wtypes::HostError::NotFound(m) => HostError::NotFound(m),
+        wtypes::HostError::Conflict(m) => HostError::Conflict(m),
+        wtypes::HostError::Invalid(m) => HostError::Invalid(m),
+        wtypes::HostError::Unavailable(m) => HostError::Unavailable(m),
+        wtypes::HostError::Timeout(m) => HostError::Timeout(m),
+        wtypes::HostError::Other(m) => HostError::Other(m),
+    }
+}
+
+fn reconcile_error(e: ReconcileError) -> wtypes::ReconcileError {
+    match e {
+        ReconcileError::Transient(m) => wtypes::ReconcileError::Transient(m),
+        ReconcileError::Permanent(m) => wtypes::ReconcileError::Permanent(m),
+    }
+}
+
+fn gvk(g: crate::Gvk) -> wtypes::Gvk {
+    wtypes::Gvk { group: g.group, version: g.version, kind: g.kind }
+}
+
+pub fn describe<P: Plugin>() -> wplugin::Info {
+    let Info { name, version, kinds, related, finalizer, legacy_finalizers, capabilities } = P::describe();
+    wplugin::Info {
+        name,
+        version,
+        kinds: kinds.into_iter().map(gvk).collect(),
+        related: related
+            .into_iter()
+            .map(|r| wplugin::RelatedKind {
+                kind: gvk(r.kind),
+                mapping: match r.mapping {
+                    RelatedMapping::NameField(f) => wplugin::RelatedMapping::NameField(f),
+                    RelatedMapping::Owner => wplugin::RelatedMapping::Owner,
+                },
+            })
+            .collect(),
+        finalizer,
+        legacy_finalizers,
+        capabilities,
+    }
+}
+
+pub fn reconcile<P: Plugin>(ctx: &wctx::CallContext) -> Result<(), wtypes::ReconcileError> {
+    P::reconcile(&WasmHost(ctx)).map_err(reconcile_error)
+}
+
+pub fn finalize<P: Plugin>(ctx: &wctx::CallContext) -> Result<bool, wtypes::ReconcileError> {
+    P::finalize(&WasmHost(ctx)).map_err(reconcile_error)
+}
+
+pub fn validate<P: Plugin>(object: String, old_object: Option<String>) -> wvalidator::Verdict {
+    let parse_or_verdict = |s: &str| serde_json::from_str::<Value>(s);
+    let (object, old) = match (parse_or_verdict(&object), old_object.as_deref().map(parse_or_verdict).transpose()) {
+        (Ok(o), Ok(old)) => (o, old),
+        (Err(e), _) | (_, Err(e)) => {
+            return wvalidator::Verdict {
+                errors: vec![wvalidator::FieldError {
+                    field: "<root>".into(),
+                    type_: wvalidator::FieldErrorType::Invalid,
+                    value: None,
+                    detail: format!("the object is not valid JSON: {e}"),
+                }],
+                warnings: Vec::new(),
+            };
+        }
+    };
+    let Verdict { errors, warnings } = P::validate(&object, old.as_ref());
+    wvalidator::Verdict {
+        errors: errors
+            .into_iter()
+            .map(|e| wvalidator::FieldError {
+                field: e.field,
+                type_: match e.type_ {
+                    crate::FieldErrorType::Required => wvalidator::FieldErrorType::Required,
+                    crate::FieldErrorType::Invalid => wvalidator::FieldErrorType::Invalid,
+                    crate::FieldErrorType::Forbidden => wvalidator::FieldErrorType::Forbidden,
+                    crate::FieldErrorType::Duplicate => wvalidator::FieldErrorType::Duplicate,
+                    crate::FieldErrorType::NotSupported => wvalidator::FieldErrorType::NotSupported,
+                },
+                value: e.value.map(|v| v.to_string()),
+                detail: e.detail,
+            })
+            .collect(),
+        warnings,
+    }
+}
