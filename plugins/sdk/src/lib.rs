@@ -6,6 +6,50 @@
 //!
 //! Plugin code takes the host as a generic `H: Host`, never `dyn Host`: then only the capabilities a plugin
 //! calls are linked into its component, and its import list is exactly what it needs to be granted.
+//!
+//! ```
+//! use omni_plugin_sdk::{Condition, ConditionStatus, Gvk, Host, Info, ObjectRef, Plugin, ReconcileError, Value, Verdict, json};
+//! use omni_plugin_sdk::mock::MockHost;
+//!
+//! pub struct Mine;
+//!
+//! impl Plugin for Mine {
+//!     fn describe() -> Info {
+//!         Info {
+//!             name: "mine".into(),
+//!             version: "0.1.0".into(),
+//!             kinds: vec![Gvk::new("omni.texashpc.com", "v1alpha1", "OmniMachine")],
+//!             capabilities: vec!["kube-read".into()],
+//!             ..Info::default()
+//!         }
+//!     }
+//!
+//!     fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
+//!         let obj = host.object();
+//!         let cluster = obj["spec"]["clusterRef"]["name"].as_str().unwrap_or_default();
+//!         let found = host.kube_get(&ObjectRef::local("omni.texashpc.com/v1alpha1", "OmniCluster", cluster))?;
+//!         host.set_condition(Condition::new("Accepted", found.is_some(), "Checked", "looked for the cluster"));
+//!         host.set_status(json!({"clusterRef": cluster}));
+//!         Ok(())
+//!     }
+//!
+//!     fn validate(object: &Value, _old: Option<&Value>) -> Verdict {
+//!         let mut v = Verdict::default();
+//!         if object["spec"]["clusterRef"]["name"].as_str().unwrap_or_default().is_empty() {
+//!             v.required("spec.clusterRef.name", "clusterRef.name is required");
+//!         }
+//!         v
+//!     }
+//! }
+//!
+//! omni_plugin_sdk::export_plugin!(Mine);
+//!
+//! // Native unit test of the logic:
+//! let host = MockHost::new(json!({"metadata": {"name": "m", "namespace": "t"}, "spec": {"clusterRef": {"name": "c"}}}));
+//! Mine::reconcile(&host).unwrap();
+//! assert_eq!(host.condition("Accepted").unwrap().status, ConditionStatus::False);
+//! assert_eq!(Mine::validate(&json!({"spec": {}}), None).messages(), ["spec.clusterRef.name: Required value: clusterRef.name is required"]);
+//! ```
 
 pub mod mock;
 mod types;
