@@ -1,0 +1,142 @@
+//! Plugin call overhead: a fresh store, instance and `reconcile` call with a 10 KiB object, end to end through
+//! the public API (permits, store set-up, instantiation, the call, output collection).
+//!
+//! `cargo bench -p omni-operator --bench call_overhead`. Prints figures; asserts nothing (DESIGN.md §8 target:
+//! ≤ 50 µs median for the overhead).
+
+#[path = "../tests/runtime/guests.rs"]
+mod guests;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use omni_operator::capabilities::{
+    BoxFuture, CallObject, FixedClock, GetRequest, Grants, HostError, HostServices, KubeReader,
+    ListRequest,
+};
+use omni_operator::runtime::{Allocator, LoadedPlugin, PluginSpec, Runtime, RuntimeConfig};
+use serde_json::{Value, json};
+
+const WARMUP: usize = 300;
+const ITERATIONS: usize = 5_000;
+
+struct OneConfigMap(Value);
+
+impl KubeReader for OneConfigMap {
+    fn get(&self, _request: GetRequest) -> BoxFuture<'_, Result<Option<Value>, HostError>> {
+        Box::pin(async { Ok(Some(self.0.clone())) })
+    }
+
+    fn list(&self, _request: ListRequest) -> BoxFuture<'_, Result<Vec<Value>, HostError>> {
+        Box::pin(async { Ok(vec![self.0.clone()]) })
+    }
+}
+
+/// An Echo object whose JSON is 10 KiB.
+fn object_10k() -> CallObject {
+    let mut labels = serde_json::Map::new();
+    let mut i = 0;
+    loop {
+        labels.insert(
+            format!("example.com/label-{i:03}"),
+            json!(format!("value-{i:03}-abcdefghijklmnop")),
+        );
+        i += 1;
+        let object = json!({
+            "apiVersion": "test.omni.texashpc.com/v1",
+            "kind": "Echo",
+            "metadata": { "name": "bench", "namespace": "default", "generation": 3, "labels": labels },
+            "spec": { "configMap": "settings" },
+        })
+        .to_string();
+        if object.len() >= 10 * 1024 {
+            return CallObject::parse(object).expect("valid object");
+        }
+    }
+}
+
+async fn measure(
+    plugin: &LoadedPlugin,
+    object: &CallObject,
+    services: &HostServices,
+) -> Vec<Duration> {
+    for _ in 0..WARMUP {
+        plugin
+            .reconcile(object, services)
+            .await
+            .expect("warm-up call");
+    }
+    let mut samples = Vec::with_capacity(ITERATIONS);
+    for _ in 0..ITERATIONS {
+        let started = Instant::now();
+        plugin
+            .reconcile(object, services)
+            .await
+            .expect("measured call");
+        samples.push(started.elapsed());
+    }
+    samples.sort();
+    samples
+}
+
+fn report(label: &str, samples: &[Duration]) {
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q) as usize].as_secs_f64() * 1e6;
+    let mean = samples.iter().sum::<Duration>().as_secs_f64() * 1e6 / samples.len() as f64;
+    println!(
+        "{label:<58} median {:>7.1} µs   p90 {:>7.1} µs   p99 {:>7.1} µs   mean {:>7.1} µs",
+        at(0.5),
+        at(0.9),
+        at(0.99),
+        mean
+    );
+}
+
+async fn bench(allocator: Allocator) -> anyhow::Result<()> {
+    let cache_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-plugin-cache");
+    let runtime = Runtime::new(RuntimeConfig {
+        cache_dir: Some(cache_dir),
+        allocator,
+        ..RuntimeConfig::default()
+    })?;
+    let object = object_10k();
+    let config_map = json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "settings" }, "data": { "a": "b" } });
+    let services = HostServices::default()
+        .with_kube(Arc::new(OneConfigMap(config_map)))
+        .with_clock(Arc::new(FixedClock::at_unix(1_795_331_823)));
+
+    let noop = runtime
+        .load(PluginSpec::new("noop", guests::wasm("noop")))
+        .await?;
+    let echo = runtime
+        .load(
+            PluginSpec::new("echo", guests::wasm("echo"))
+                .grants(Grants::parse(["kube-read", "clock"])?),
+        )
+        .await?;
+
+    let allocator = format!("{:?}", runtime.allocator());
+    println!(
+        "allocator: {allocator}; object: {} bytes; {ITERATIONS} calls after {WARMUP} warm-up",
+        object.json().len()
+    );
+    report(
+        "overhead: noop reconcile (object copied in, 1 output)",
+        &measure(&noop, &object, &services).await,
+    );
+    report(
+        "echo reconcile (parses the object, kube-read, clock, 5 outputs)",
+        &measure(&echo, &object, &services).await,
+    );
+    Ok(())
+}
+
+fn main() -> anyhow::Result<()> {
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    tokio.block_on(async {
+        bench(Allocator::Pooling).await?;
+        bench(Allocator::OnDemand).await
+    })
+}

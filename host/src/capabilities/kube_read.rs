@@ -1,0 +1,169 @@
+//! `kube-read`: gets and lists through a [`KubeReader`] the caller supplies (the controllers' watch caches),
+//! scoped to the reconciled object's namespace unless the plugin's grants name more.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use serde_json::Value;
+use wasmtime::component::Resource;
+
+use super::{CallContext, Capability, HostError};
+use crate::runtime::HostState;
+use crate::runtime::bindings::omni::operator::kube_read as wit;
+use crate::runtime::bindings::omni::operator::types::HostError as WitHostError;
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A read of one object. `namespace` is already resolved and allowed; `None` means a cluster-scoped object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GetRequest {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+/// A list. `namespace` is already resolved and allowed; `None` means every namespace (or a cluster-scoped kind).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListRequest {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub label_selector: Option<String>,
+}
+
+/// The Kubernetes reads behind `kube-read`. Implementations answer from caches where they can; the host
+/// bounds each call by the plugin's remaining time.
+pub trait KubeReader: Send + Sync {
+    /// `Ok(None)` when the object does not exist.
+    fn get(&self, request: GetRequest) -> BoxFuture<'_, Result<Option<Value>, HostError>>;
+    fn list(&self, request: ListRequest) -> BoxFuture<'_, Result<Vec<Value>, HostError>>;
+}
+
+/// No Kubernetes at all: every read is `unavailable`.
+pub struct NoKubeReader;
+
+impl KubeReader for NoKubeReader {
+    fn get(&self, _request: GetRequest) -> BoxFuture<'_, Result<Option<Value>, HostError>> {
+        Box::pin(async {
+            Err(HostError::Unavailable(
+                "this host has no Kubernetes reader configured".into(),
+            ))
+        })
+    }
+
+    fn list(&self, _request: ListRequest) -> BoxFuture<'_, Result<Vec<Value>, HostError>> {
+        Box::pin(async {
+            Err(HostError::Unavailable(
+                "this host has no Kubernetes reader configured".into(),
+            ))
+        })
+    }
+}
+
+/// The longest one read may take, even when the call has more time left.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl HostState {
+    /// Resolves the namespace a read targets and checks it against the call's scope.
+    fn read_scope(
+        &self,
+        ctx: &Resource<CallContext>,
+        requested: Option<String>,
+        what: &str,
+    ) -> wasmtime::Result<Result<(Option<String>, Duration), HostError>> {
+        let call = self.table.get(ctx)?;
+        if !self.grants.allows(Capability::KubeRead) {
+            return Ok(Err(HostError::Denied(format!(
+                "plugin {:?} is not granted \"kube-read\"",
+                self.plugin
+            ))));
+        }
+        let own = call.namespace();
+        let target = requested.or_else(|| own.map(str::to_owned));
+        if !self.grants.may_read(own, target.as_deref()) {
+            let target = target.map_or_else(
+                || "all namespaces".to_owned(),
+                |ns| format!("namespace {ns:?}"),
+            );
+            let own = own.map_or_else(
+                || "a cluster-scoped object".to_owned(),
+                |ns| format!("namespace {ns:?}"),
+            );
+            return Ok(Err(HostError::Denied(format!(
+                "{what} in {target}: plugin {:?} reconciling an object in {own} may read only there unless its \
+                 grants name more namespaces",
+                self.plugin
+            ))));
+        }
+        // A read gets at most nine tenths of what the call has left, so the plugin still has time to handle a
+        // `timeout` answer before the call's own deadline.
+        Ok(Ok((
+            target,
+            call.remaining().mul_f64(0.9).min(READ_TIMEOUT),
+        )))
+    }
+}
+
+fn timeout_error(what: &str, budget: Duration) -> WitHostError {
+    HostError::Timeout(format!(
+        "{what} did not answer within {} ms",
+        budget.as_millis()
+    ))
+    .into()
+}
+
+impl wit::Host for HostState {
+    async fn get(
+        &mut self,
+        ctx: Resource<CallContext>,
+        obj: wit::ObjectRef,
+    ) -> wasmtime::Result<Result<Option<String>, WitHostError>> {
+        let what = format!("get {} {}", obj.kind, obj.name);
+        let (namespace, budget) = match self.read_scope(&ctx, obj.namespace, &what)? {
+            Ok(scope) => scope,
+            Err(denied) => return Ok(Err(denied.into())),
+        };
+        let request = GetRequest {
+            api_version: obj.api_version,
+            kind: obj.kind,
+            namespace,
+            name: obj.name,
+        };
+        let reader = self.services.kube.clone();
+        Ok(
+            match tokio::time::timeout(budget, reader.get(request)).await {
+                Err(_) => Err(timeout_error(&what, budget)),
+                Ok(Ok(found)) => Ok(found.map(|object| object.to_string())),
+                Ok(Err(e)) => Err(e.into()),
+            },
+        )
+    }
+
+    async fn list(
+        &mut self,
+        ctx: Resource<CallContext>,
+        query: wit::ListQuery,
+    ) -> wasmtime::Result<Result<Vec<String>, WitHostError>> {
+        let what = format!("list {}", query.kind);
+        let (namespace, budget) = match self.read_scope(&ctx, query.namespace, &what)? {
+            Ok(scope) => scope,
+            Err(denied) => return Ok(Err(denied.into())),
+        };
+        let request = ListRequest {
+            api_version: query.api_version,
+            kind: query.kind,
+            namespace,
+            label_selector: query.label_selector,
+        };
+        let reader = self.services.kube.clone();
+        Ok(
+            match tokio::time::timeout(budget, reader.list(request)).await {
+                Err(_) => Err(timeout_error(&what, budget)),
+                Ok(Ok(items)) => Ok(items.iter().map(Value::to_string).collect()),
+                Ok(Err(e)) => Err(e.into()),
+            },
+        )
+    }
+}

@@ -1,0 +1,59 @@
+//! What a plugin may ask of the host during a call: one module per WIT interface, plus the grants that decide
+//! which interfaces a plugin may import at all.
+//!
+//! Every host function takes the per-call `call-context` handle, so it knows the object, namespace, deadline
+//! and grants of the call it serves. Interfaces whose real implementation comes later are linked anyway and
+//! answer `host-error::unavailable`, so a plugin built against the full contract degrades instead of trapping.
+
+mod clock;
+mod context;
+mod grants;
+mod host_error;
+mod kube_read;
+mod outputs;
+mod unavailable;
+
+use std::sync::Arc;
+
+pub use clock::{Clock, FixedClock, SystemClock, rfc3339_seconds};
+pub use context::{CallContext, CallObject};
+pub use grants::{Capability, GrantError, Grants};
+pub use host_error::HostError;
+pub use kube_read::{BoxFuture, GetRequest, KubeReader, ListRequest, NoKubeReader};
+pub(crate) use outputs::OutputViolation;
+pub use outputs::PLUGIN_LOG_TARGET;
+pub use outputs::{
+    Condition, ConditionStatus, Event, EventType, LogLevel, LogLine, LogSource, OutputBounds,
+    Outputs,
+};
+
+/// The host's side of the capabilities, supplied by the caller for each call: the controllers pass their watch
+/// caches and the real clock, tests pass fakes.
+#[derive(Clone)]
+pub struct HostServices {
+    pub kube: Arc<dyn KubeReader>,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for HostServices {
+    /// No Kubernetes behind `kube-read` (every read answers `unavailable`) and the system clock: enough for
+    /// `describe`, `validate` and plugins that read nothing.
+    fn default() -> Self {
+        HostServices {
+            kube: Arc::new(NoKubeReader),
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+impl HostServices {
+    pub fn with_kube(mut self, kube: Arc<dyn KubeReader>) -> Self {
+        self.kube = kube;
+        self
+    }
+
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+}

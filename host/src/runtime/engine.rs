@@ -1,0 +1,84 @@
+//! The process-wide wasmtime `Engine`: code generation, the instance allocator, and the epoch ticker that makes
+//! per-call deadlines work.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use super::RuntimeConfig;
+
+/// How often the ticker advances the engine's epoch: the granularity of deadlines and of yields to tokio.
+pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Which instance allocator the engine ended up with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allocator {
+    /// Pre-reserved slots for memories, tables and stacks: instantiation is ~2x faster (feasibility.md §1), at
+    /// the price of reserving virtual address space up front.
+    Pooling,
+    /// mmap per instance; needs no reservation.
+    OnDemand,
+}
+
+pub(crate) fn build(config: &RuntimeConfig) -> anyhow::Result<(Engine, Allocator)> {
+    let mut wasm = Config::new();
+    // Compiled code checks the epoch at function entries and loop headers; the ticker advances it. Much cheaper
+    // than fuel (2-3x slowdown) and enough for wall-clock deadlines.
+    wasm.epoch_interruption(true);
+    wasm.wasm_component_model(true);
+
+    if config.allocator == Allocator::Pooling {
+        wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(config)));
+        match Engine::new(&wasm) {
+            Ok(engine) => return Ok((engine, Allocator::Pooling)),
+            // The pool reserves address space at start-up; where that is refused (a low `ulimit -v`, some
+            // sandboxes), serve from the on-demand allocator rather than not at all.
+            Err(e) => {
+                tracing::warn!(error = %format!("{e:#}"), "pooling allocator unavailable; using on-demand")
+            }
+        }
+    }
+    wasm.allocation_strategy(InstanceAllocationStrategy::OnDemand);
+    let engine = Engine::new(&wasm)
+        .map_err(anyhow::Error::from)
+        .context("configuring the wasm engine")?;
+    Ok((engine, Allocator::OnDemand))
+}
+
+/// Pool sizes follow the call semaphore: every instantiation holds a permit, so the pool can never run out
+/// (the pooling allocator fails rather than waits when it does; wasm-host.md §3).
+fn pooling(config: &RuntimeConfig) -> PoolingAllocationConfig {
+    let calls = u32::try_from(config.max_concurrent_calls).unwrap_or(u32::MAX);
+    // A Rust wasm32-wasip2 component instantiates a handful of core modules (the program, wit-component shims
+    // and fix-ups); 16 per component leaves room for bigger guests.
+    let core_per_component = 16;
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_component_instances(calls)
+        .total_core_instances(calls.saturating_mul(core_per_component))
+        .total_memories(calls.saturating_mul(4))
+        .total_tables(calls.saturating_mul(core_per_component))
+        .total_stacks(calls)
+        .max_memory_size(config.memory_ceiling)
+        // Keeping a little of each slot's memory resident avoids re-faulting the same pages on every call.
+        .linear_memory_keep_resident(64 * 1024)
+        .table_keep_resident(16 * 1024);
+    pool
+}
+
+/// Advances the epoch every [`EPOCH_TICK`] on a plain thread (never a tokio task: a busy runtime must not
+/// delay deadlines). It holds only a weak handle, so it ends when the engine is dropped.
+pub(crate) fn start_epoch_ticker(engine: &Engine) -> anyhow::Result<()> {
+    let weak = engine.weak();
+    std::thread::Builder::new()
+        .name("wasm-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(EPOCH_TICK);
+            }
+        })
+        .context("starting the wasm epoch ticker thread")?;
+    Ok(())
+}

@@ -1,0 +1,476 @@
+//! A loaded plugin and its calls. Loading compiles (or finds) the component, checks its imports against its
+//! grants, links it once (`InstancePre`), and asks it `describe` in a throwaway instance. Every call then gets
+//! a fresh store and instance, bounded in time, memory and output.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::Semaphore;
+use wasmtime::Store;
+use wasmtime::component::Resource;
+
+use super::Shared;
+use super::bindings::exports::omni::operator::{plugin as wit_plugin, validator as wit_validator};
+use super::bindings::omni::operator::types as wit;
+use super::bindings::{ReconcilePlugin, ReconcilePluginPre};
+use super::cache::{CompiledFrom, Digest};
+use super::error::{self, ErrorKind, Failure, PluginError};
+use super::imports;
+use super::limits::CallLimits;
+use super::store::HostState;
+use super::types::{Info, ReconcileError, Verdict};
+use crate::capabilities::{CallContext, CallObject, Capability, Grants, HostServices, Outputs};
+
+/// What to load: a name (what the registry and every message use), the component's bytes, and what it may do.
+#[derive(Debug, Clone)]
+pub struct PluginSpec {
+    pub name: String,
+    pub wasm: Arc<[u8]>,
+    pub grants: Grants,
+    /// `None`: the runtime's defaults.
+    pub limits: Option<CallLimits>,
+}
+
+impl PluginSpec {
+    pub fn new(name: impl Into<String>, wasm: impl Into<Arc<[u8]>>) -> Self {
+        PluginSpec {
+            name: name.into(),
+            wasm: wasm.into(),
+            grants: Grants::none(),
+            limits: None,
+        }
+    }
+
+    pub fn from_file(name: impl Into<String>, path: &Path) -> std::io::Result<Self> {
+        Ok(PluginSpec::new(name, std::fs::read(path)?))
+    }
+
+    pub fn grants(mut self, grants: Grants) -> Self {
+        self.grants = grants;
+        self
+    }
+
+    pub fn limits(mut self, limits: CallLimits) -> Self {
+        self.limits = Some(limits);
+        self
+    }
+}
+
+/// A call that returned ok: its value and the outputs for the caller to commit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completed<T> {
+    pub value: T,
+    pub outputs: Outputs,
+}
+
+/// Why a reconcile or finalize did not complete. Outputs of such a call are never returned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    /// The plugin returned `reconcile-error`.
+    #[error("plugin {plugin:?} failed: {error}")]
+    Failed {
+        plugin: String,
+        error: ReconcileError,
+    },
+    /// The runtime stopped the call: trap, timeout, memory or output limit.
+    #[error(transparent)]
+    Aborted(#[from] PluginError),
+}
+
+pub type CallResult<T> = Result<Completed<T>, CallError>;
+
+pub struct LoadedPlugin {
+    exec: Executor,
+    info: Info,
+    digest: Digest,
+    imports: Vec<String>,
+    compiled_from: CompiledFrom,
+}
+
+impl std::fmt::Debug for LoadedPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedPlugin")
+            .field("name", &self.exec.name)
+            .field("digest", &self.digest)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Everything a call needs, shared by all calls of one loaded version.
+struct Executor {
+    name: Arc<str>,
+    pre: ReconcilePluginPre<HostState>,
+    shared: Arc<Shared>,
+    grants: Arc<Grants>,
+    limits: CallLimits,
+    /// Per-plugin concurrency, so one busy plugin cannot take every global permit.
+    permits: Semaphore,
+}
+
+/// One export call.
+enum Export {
+    Describe,
+    Reconcile,
+    Finalize,
+    // Owned: the binding takes `json` parameters as `&String`.
+    Validate { object: String, old: Option<String> },
+}
+
+enum Returned {
+    Describe(wit_plugin::Info),
+    Reconcile(Result<(), wit::ReconcileError>),
+    Finalize(Result<bool, wit::ReconcileError>),
+    Validate(wit_validator::Verdict),
+}
+
+impl LoadedPlugin {
+    pub(crate) async fn load(
+        shared: Arc<Shared>,
+        spec: PluginSpec,
+    ) -> Result<LoadedPlugin, PluginError> {
+        let PluginSpec {
+            name,
+            wasm,
+            grants,
+            limits,
+        } = spec;
+        let limits = limits.unwrap_or(shared.config.default_limits);
+        if limits.memory_bytes > shared.config.memory_ceiling {
+            return Err(PluginError::new(
+                &name,
+                ErrorKind::Other,
+                format!(
+                    "asks for a memory cap of {} bytes, above this host's ceiling of {} bytes",
+                    limits.memory_bytes, shared.config.memory_ceiling
+                ),
+            ));
+        }
+        let (digest, component, compiled_from) = shared.cache.get(wasm).await.map_err(|e| {
+            PluginError::new(
+                &name,
+                ErrorKind::Other,
+                format!("is not a loadable component: {e:#}"),
+            )
+        })?;
+        let imports = imports::check(&name, &shared.engine, &component, &grants)?;
+        let pre = shared
+            .linker
+            .instantiate_pre(&component)
+            .and_then(ReconcilePluginPre::new)
+            .map_err(|e| {
+                PluginError::new(
+                    &name,
+                    ErrorKind::Other,
+                    format!("does not fit this host's contract: {e:#}"),
+                )
+            })?;
+
+        let exec = Executor {
+            name: Arc::from(name.as_str()),
+            pre,
+            grants: Arc::new(grants),
+            permits: Semaphore::new(limits.max_concurrent.max(1)),
+            limits,
+            shared,
+        };
+        let info = exec.describe().await?;
+        check_declared(&name, &info, &exec.grants)?;
+        tracing::info!(plugin = %name, %digest, version = %info.version, ?compiled_from, "plugin loaded");
+        Ok(LoadedPlugin {
+            exec,
+            info,
+            digest,
+            imports,
+            compiled_from,
+        })
+    }
+
+    /// The name this plugin was loaded under.
+    pub fn name(&self) -> &str {
+        &self.exec.name
+    }
+
+    /// What `describe` answered at load.
+    pub fn info(&self) -> &Info {
+        &self.info
+    }
+
+    pub fn digest(&self) -> Digest {
+        self.digest
+    }
+
+    /// The component's imports, as `package/interface@version`.
+    pub fn imports(&self) -> &[String] {
+        &self.imports
+    }
+
+    pub fn grants(&self) -> &Grants {
+        &self.exec.grants
+    }
+
+    pub fn limits(&self) -> &CallLimits {
+        &self.exec.limits
+    }
+
+    /// Where the load found the compiled code (memory, disk cache, or the compiler).
+    pub fn compiled_from(&self) -> CompiledFrom {
+        self.compiled_from
+    }
+
+    /// Asks the plugin again what it is.
+    pub async fn describe(&self) -> Result<Info, PluginError> {
+        self.exec.describe().await
+    }
+
+    /// Level-triggered reconcile of `object`. The outputs are the caller's to commit.
+    pub async fn reconcile(&self, object: &CallObject, services: &HostServices) -> CallResult<()> {
+        let (returned, outputs) = self
+            .exec
+            .invoke(Some(object), services, Export::Reconcile)
+            .await?;
+        match returned {
+            Returned::Reconcile(Ok(())) => Ok(Completed { value: (), outputs }),
+            Returned::Reconcile(Err(e)) => Err(self.failed(e)),
+            _ => Err(self.exec.mismatch("reconcile").into()),
+        }
+    }
+
+    /// Cleanup before deletion; `value: true` lets the caller remove the finalizer.
+    pub async fn finalize(&self, object: &CallObject, services: &HostServices) -> CallResult<bool> {
+        let (returned, outputs) = self
+            .exec
+            .invoke(Some(object), services, Export::Finalize)
+            .await?;
+        match returned {
+            Returned::Finalize(Ok(done)) => Ok(Completed {
+                value: done,
+                outputs,
+            }),
+            Returned::Finalize(Err(e)) => Err(self.failed(e)),
+            _ => Err(self.exec.mismatch("finalize").into()),
+        }
+    }
+
+    /// Admission checks; `old` is set on updates.
+    pub async fn validate(&self, object: &str, old: Option<&str>) -> Result<Verdict, PluginError> {
+        let services = HostServices::default();
+        match self
+            .exec
+            .invoke(
+                None,
+                &services,
+                Export::Validate {
+                    object: object.to_owned(),
+                    old: old.map(str::to_owned),
+                },
+            )
+            .await?
+            .0
+        {
+            Returned::Validate(verdict) => Ok(verdict.into()),
+            _ => Err(self.exec.mismatch("validate")),
+        }
+    }
+
+    fn failed(&self, error: wit::ReconcileError) -> CallError {
+        CallError::Failed {
+            plugin: self.name().to_owned(),
+            error: error.into(),
+        }
+    }
+}
+
+impl Executor {
+    async fn describe(&self) -> Result<Info, PluginError> {
+        match self
+            .invoke(None, &HostServices::default(), Export::Describe)
+            .await?
+            .0
+        {
+            Returned::Describe(info) => Ok(info.into()),
+            _ => Err(self.mismatch("describe")),
+        }
+    }
+
+    /// One call in a fresh store. `object`, when given, becomes the call's `call-context`.
+    async fn invoke(
+        &self,
+        object: Option<&CallObject>,
+        services: &HostServices,
+        export: Export,
+    ) -> Result<(Returned, Outputs), PluginError> {
+        let closed = |_| {
+            PluginError::new(
+                &self.name,
+                ErrorKind::Other,
+                "was called while the host is shutting down",
+            )
+        };
+        let _host_permit = self.shared.permits.acquire().await.map_err(closed)?;
+        let _plugin_permit = self.permits.acquire().await.map_err(closed)?;
+
+        let limits = &self.limits;
+        let deadline = Instant::now() + limits.timeout;
+        let mut store = HostState::store(
+            &self.shared.engine,
+            self.name.clone(),
+            self.grants.clone(),
+            services.clone(),
+            limits,
+        );
+        let context = match object {
+            Some(object) => {
+                let context = CallContext::new(object.clone(), deadline, limits.outputs);
+                let handle = store.data_mut().table.push(context).map_err(|e| {
+                    PluginError::new(
+                        &self.name,
+                        ErrorKind::Other,
+                        format!("could not be given a call context: {e}"),
+                    )
+                })?;
+                Some(handle)
+            }
+            None => None,
+        };
+        // The plugin gets a borrow; the host keeps the owning handle and takes the outputs back through it.
+        let lent = context.as_ref().map(|c| Resource::new_borrow(c.rep()));
+
+        let run = async {
+            let instance = self.pre.instantiate_async(&mut store).await?;
+            call_export(&instance, &mut store, export, lent).await
+        };
+        let outcome = tokio::time::timeout(limits.timeout, run).await;
+
+        let state = store.data_mut();
+        let stdio = state.drain_stdio();
+        let mut outputs = match context {
+            Some(handle) => state
+                .table
+                .delete(handle)
+                .map(CallContext::into_outputs)
+                .unwrap_or_default(),
+            None => Outputs::default(),
+        };
+        outputs.logs.extend(stdio);
+        match outcome {
+            Err(_elapsed) => Err(PluginError::timeout(&self.name, limits.timeout)),
+            Ok(Err(e)) => Err(error::classify(
+                &e,
+                Failure {
+                    plugin: &self.name,
+                    timeout: limits.timeout,
+                    stderr_tail: state.stderr_tail(1024),
+                },
+            )),
+            Ok(Ok(returned)) => Ok((returned, outputs)),
+        }
+    }
+
+    fn mismatch(&self, export: &str) -> PluginError {
+        PluginError::new(
+            &self.name,
+            ErrorKind::Other,
+            format!("answered {export} with the wrong shape (host bug)"),
+        )
+    }
+}
+
+async fn call_export(
+    instance: &ReconcilePlugin,
+    store: &mut Store<HostState>,
+    export: Export,
+    context: Option<Resource<CallContext>>,
+) -> wasmtime::Result<Returned> {
+    let context = || {
+        context.ok_or_else(|| {
+            wasmtime::Error::msg("reconcile and finalize need a call context (host bug)")
+        })
+    };
+    Ok(match export {
+        Export::Describe => {
+            Returned::Describe(instance.omni_operator_plugin().call_describe(store).await?)
+        }
+        Export::Reconcile => Returned::Reconcile(
+            instance
+                .omni_operator_reconciler()
+                .call_reconcile(store, context()?)
+                .await?,
+        ),
+        Export::Finalize => Returned::Finalize(
+            instance
+                .omni_operator_reconciler()
+                .call_finalize(store, context()?)
+                .await?,
+        ),
+        Export::Validate { object, old } => Returned::Validate(
+            instance
+                .omni_operator_validator()
+                .call_validate(store, &object, old.as_ref())
+                .await?,
+        ),
+    })
+}
+
+/// The capabilities a plugin declares it needs must be granted too: a plugin that says it needs `omni` but
+/// was not granted it would fail at its first Omni call, so it is refused now, with the reason.
+fn check_declared(plugin: &str, info: &Info, grants: &Grants) -> Result<(), PluginError> {
+    let refusals: Vec<String> = info
+        .capabilities
+        .iter()
+        .filter_map(|name| match name.parse::<Capability>() {
+            Ok(capability) if grants.allows(capability) => None,
+            Ok(_) => Some(format!(
+                "declares it needs capability {name:?}, which its grants do not include"
+            )),
+            Err(_) => Some(format!(
+                "declares capability {name:?}, which this host does not know"
+            )),
+        })
+        .collect();
+    if refusals.is_empty() {
+        Ok(())
+    } else {
+        Err(PluginError::new(
+            plugin,
+            ErrorKind::DeniedCapability,
+            refusals.join("; "),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn declaring(capabilities: &[&str]) -> Info {
+        Info {
+            name: "p".into(),
+            version: "1".into(),
+            kinds: Vec::new(),
+            related: Vec::new(),
+            finalizer: None,
+            legacy_finalizers: Vec::new(),
+            capabilities: capabilities.iter().map(|c| c.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn declared_needs_must_be_granted() {
+        let grants = Grants::parse(["omni"]).unwrap();
+        assert_eq!(check_declared("p", &declaring(&["omni"]), &grants), Ok(()));
+
+        let e = check_declared(
+            "p",
+            &declaring(&["omni", "secrets-read-values", "teleport"]),
+            &grants,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::DeniedCapability);
+        assert_eq!(
+            e.to_string(),
+            "plugin \"p\" declares it needs capability \"secrets-read-values\", which its grants do not include; \
+             declares capability \"teleport\", which this host does not know"
+        );
+    }
+}

@@ -1,0 +1,110 @@
+//! Capabilities are denied by default: imports outside the grants are refused at load, and reads outside the
+//! object's namespace are denied at call time.
+
+use omni_operator::capabilities::{Capability, Grants};
+use omni_operator::runtime::ErrorKind;
+use serde_json::json;
+
+use crate::support::{FakeKube, echo_still_serves, load, object, services, try_load};
+
+#[tokio::test]
+async fn a_plugin_importing_an_ungranted_capability_is_refused_at_load() {
+    let e = try_load("sneaky", Grants::none(), None)
+        .await
+        .expect_err("sneaky imports omni without a grant");
+
+    assert_eq!(e.kind(), ErrorKind::DeniedCapability);
+    assert_eq!(
+        e.to_string(),
+        "plugin \"sneaky\" imports omni:operator/omni@0.1.0 (capability \"omni\"), which its grants do not include"
+    );
+    echo_still_serves().await;
+}
+
+#[tokio::test]
+async fn a_granted_capability_the_host_does_not_implement_yet_answers_unavailable() {
+    let sneaky = load("sneaky", Grants::none().with(Capability::Omni)).await;
+    let done = sneaky
+        .reconcile(
+            &object("x", "default", json!({})),
+            &crate::support::default_services(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        done.outputs.status["omni"],
+        "unavailable: omni.ping lands in a later version of the host"
+    );
+}
+
+#[tokio::test]
+async fn every_missing_grant_is_named() {
+    let e = try_load("echo", Grants::none(), None)
+        .await
+        .expect_err("echo needs kube-read and clock");
+    assert_eq!(e.kind(), ErrorKind::DeniedCapability);
+    assert!(
+        e.message()
+            .contains("omni:operator/kube-read@0.1.0 (capability \"kube-read\")"),
+        "{e}"
+    );
+    assert!(
+        e.message()
+            .contains("omni:operator/clock@0.1.0 (capability \"clock\")"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn reads_default_to_the_objects_namespace() {
+    let echo = load("echo", crate::support::echo_grants()).await;
+    let kube = FakeKube::default()
+        .with_config_map("team-a", "settings", json!({ "tenant": "a" }))
+        .with_config_map("team-b", "settings", json!({ "tenant": "b" }));
+    let done = echo
+        .reconcile(
+            &object("x", "team-a", json!({ "configMap": "settings" })),
+            &services(kube),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.outputs.status["config"], json!({ "tenant": "a" }));
+}
+
+#[tokio::test]
+async fn reads_in_another_namespace_are_denied_unless_granted() {
+    let kube = || {
+        FakeKube::default()
+            .with_config_map("team-a", "settings", json!({ "tenant": "a" }))
+            .with_config_map("team-b", "settings", json!({ "tenant": "b" }))
+    };
+    let spec = json!({ "configMap": "settings", "configMapNamespace": "team-b" });
+
+    let scoped = load("echo", crate::support::echo_grants()).await;
+    let done = scoped
+        .reconcile(&object("x", "team-a", spec.clone()), &services(kube()))
+        .await
+        .unwrap();
+    assert_eq!(
+        done.outputs.status["readError"],
+        "denied: get ConfigMap settings in namespace \"team-b\": plugin \"echo\" reconciling an object in namespace \
+         \"team-a\" may read only there unless its grants name more namespaces"
+    );
+    assert!(
+        !done.outputs.status.contains_key("config"),
+        "no data crosses a denied read"
+    );
+
+    let widened = load(
+        "echo",
+        crate::support::echo_grants()
+            .read_namespace("team-b")
+            .unwrap(),
+    )
+    .await;
+    let done = widened
+        .reconcile(&object("x", "team-a", spec), &services(kube()))
+        .await
+        .unwrap();
+    assert_eq!(done.outputs.status["config"], json!({ "tenant": "b" }));
+}

@@ -1,0 +1,155 @@
+//! Shared set-up: one runtime per test process (as in production), fakes for the host services, and the
+//! "echo still works" check every adversarial test ends with.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use omni_operator::capabilities::{
+    BoxFuture, CallObject, FixedClock, GetRequest, Grants, HostError, HostServices, KubeReader,
+    ListRequest,
+};
+use omni_operator::runtime::{
+    CallLimits, LoadedPlugin, PluginError, PluginSpec, Runtime, RuntimeConfig,
+};
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+
+use super::guests;
+
+/// 2026-11-22T07:17:03Z
+pub const NOW: u64 = 1_795_331_823;
+
+pub fn runtime() -> &'static Runtime {
+    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        let cache_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plugin-cache");
+        Runtime::new(RuntimeConfig {
+            cache_dir: Some(cache_dir),
+            ..RuntimeConfig::default()
+        })
+        .expect("building the runtime")
+    })
+}
+
+pub async fn try_load(
+    name: &str,
+    grants: Grants,
+    limits: Option<CallLimits>,
+) -> Result<Arc<LoadedPlugin>, PluginError> {
+    let mut spec = PluginSpec::new(name, guests::wasm(name)).grants(grants);
+    spec.limits = limits;
+    runtime().load(spec).await
+}
+
+pub async fn load(name: &str, grants: Grants) -> Arc<LoadedPlugin> {
+    try_load(name, grants, None)
+        .await
+        .unwrap_or_else(|e| panic!("loading {name}: {e}"))
+}
+
+pub fn echo_grants() -> Grants {
+    Grants::parse(["kube-read", "clock"]).unwrap()
+}
+
+pub fn object(name: &str, namespace: &str, spec: Value) -> CallObject {
+    let object = json!({
+        "apiVersion": "test.omni.texashpc.com/v1",
+        "kind": "Echo",
+        "metadata": { "name": name, "namespace": namespace, "generation": 1 },
+        "spec": spec,
+    });
+    CallObject::parse(object.to_string()).unwrap()
+}
+
+/// An in-memory Kubernetes with ConfigMaps; `gate` (when set) holds every read until a permit is added.
+#[derive(Default)]
+pub struct FakeKube {
+    objects: Mutex<BTreeMap<(String, String, String), Value>>,
+    gate: Option<Arc<Semaphore>>,
+}
+
+impl FakeKube {
+    /// Reads wait for a permit of `gate` each.
+    pub fn gated(gate: Arc<Semaphore>) -> Self {
+        FakeKube {
+            gate: Some(gate),
+            ..FakeKube::default()
+        }
+    }
+
+    pub fn with_config_map(self, namespace: &str, name: &str, data: Value) -> Self {
+        let object = json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": name, "namespace": namespace }, "data": data });
+        self.objects
+            .lock()
+            .unwrap()
+            .insert(("ConfigMap".into(), namespace.into(), name.into()), object);
+        self
+    }
+
+    async fn pass_gate(&self) {
+        if let Some(gate) = &self.gate {
+            gate.acquire().await.unwrap().forget();
+        }
+    }
+}
+
+impl KubeReader for FakeKube {
+    fn get(&self, request: GetRequest) -> BoxFuture<'_, Result<Option<Value>, HostError>> {
+        Box::pin(async move {
+            self.pass_gate().await;
+            let key = (
+                request.kind,
+                request.namespace.unwrap_or_default(),
+                request.name,
+            );
+            Ok(self.objects.lock().unwrap().get(&key).cloned())
+        })
+    }
+
+    fn list(&self, request: ListRequest) -> BoxFuture<'_, Result<Vec<Value>, HostError>> {
+        Box::pin(async move {
+            self.pass_gate().await;
+            let objects = self.objects.lock().unwrap();
+            Ok(objects
+                .iter()
+                .filter(|((kind, ns, _), _)| {
+                    *kind == request.kind
+                        && request.namespace.as_ref().is_none_or(|want| want == ns)
+                })
+                .map(|(_, v)| v.clone())
+                .collect())
+        })
+    }
+}
+
+pub fn services(kube: FakeKube) -> HostServices {
+    HostServices::default()
+        .with_kube(Arc::new(kube))
+        .with_clock(Arc::new(FixedClock::at_unix(NOW)))
+}
+
+pub fn default_services() -> HostServices {
+    services(FakeKube::default().with_config_map(
+        "default",
+        "settings",
+        json!({ "greeting": "hello" }),
+    ))
+}
+
+/// After any failure, the host still serves a well-behaved plugin.
+pub async fn echo_still_serves() {
+    let echo = load("echo", echo_grants()).await;
+    let done = echo
+        .reconcile(
+            &object("after", "default", json!({ "configMap": "settings" })),
+            &default_services(),
+        )
+        .await
+        .expect("echo must keep working after another plugin failed");
+    assert_eq!(done.outputs.status["echo"], "after");
+    assert_eq!(
+        done.outputs.status["config"],
+        json!({ "greeting": "hello" })
+    );
+}
