@@ -2,7 +2,9 @@
 //!
 //! Each kind's reconcile logic is a WebAssembly component (a *plugin*) behind the WIT contract in `wit/`. This
 //! crate runs them: [`runtime`] compiles, sandboxes and calls plugins; [`capabilities`] is what a plugin may ask
-//! of the host during a call. Controllers (which watch Kubernetes and commit what plugins return) build on both.
+//! of the host during a call; [`controllers`] watch Kubernetes, call plugins and commit what they return.
 
 pub mod capabilities;
+pub mod controllers;
+pub mod defaults;
 pub mod runtime;

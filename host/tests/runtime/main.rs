@@ -9,3 +9,4 @@ mod calls;
 mod grants;
 mod sandbox;
 mod swap;
+mod controllers;

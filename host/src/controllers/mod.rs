@@ -1,0 +1,344 @@
+//! One kube-runtime controller per kind a loaded plugin reconciles, over dynamic objects. The host owns the
+//! bookkeeping around every plugin call (DESIGN.md §3): finalizers before the first side effect, status through
+//! the status subresource only when it changed, conditions with observedGeneration and transition times,
+//! Events, requeue-after and error backoff, a per-reconcile deadline, and bounded concurrency per kind.
+
+pub mod reader;
+pub mod status;
+pub mod trigger;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::core::ApiResource;
+use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::events::{Event, EventType as KubeEventType, Recorder, Reporter};
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Resource, ResourceExt};
+use serde_json::{Value, json};
+
+use crate::capabilities::{CallObject, EventType, HostServices, KubeReader, rfc3339_seconds};
+use crate::runtime::{CallError, ErrorKind, PluginRegistry, ReconcileError, RelatedMapping};
+use reader::ApiReader;
+
+/// Settings shared by every kind's controller.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Watch one namespace (`--namespace` / `POD_NAMESPACE`, spec §0.7) or, with None, all of them.
+    pub namespace: Option<String>,
+    /// The deadline of one whole reconcile, host I/O included.
+    pub reconcile_timeout: Duration,
+    /// Reconciles of one kind running at once.
+    pub concurrency: u16,
+    /// Field manager and Event reporter name.
+    pub manager: String,
+    /// Counters shared by every controller (progress displays and tests read them).
+    pub stats: Arc<Stats>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            namespace: None,
+            reconcile_timeout: Duration::from_secs(30),
+            concurrency: 4,
+            manager: "omni-operator".into(),
+            stats: Arc::default(),
+        }
+    }
+}
+
+/// What the controllers have done so far.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Plugin calls started (reconcile and finalize).
+    pub calls: std::sync::atomic::AtomicU64,
+    /// Calls that failed (plugin error, trap, deadline, API error).
+    pub failures: std::sync::atomic::AtomicU64,
+}
+
+/// What every reconcile of one kind shares.
+struct Shared {
+    client: kube::Client,
+    registry: Arc<PluginRegistry>,
+    plugin: String,
+    resource: ApiResource,
+    settings: Settings,
+    reader: Arc<ApiReader>,
+    recorder: Recorder,
+    /// Consecutive failures per object, for exponential backoff.
+    failures: Mutex<HashMap<ObjectRef<DynamicObject>, u32>>,
+}
+
+/// Runs controllers for every kind the named plugin declares until `shutdown` resolves.
+pub async fn run_plugin(
+    client: kube::Client,
+    registry: Arc<PluginRegistry>,
+    plugin: &str,
+    settings: Settings,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + Clone + 'static,
+) -> Result<()> {
+    let loaded = registry.get(plugin).with_context(|| format!("plugin {plugin:?} is not loaded"))?;
+    let reader = Arc::new(ApiReader::new(client.clone()));
+    let mut tasks = Vec::new();
+    for gvk in &loaded.info().kinds {
+        let (resource, _) = &*reader
+            .resolve(&gvk.api_version(), &gvk.kind)
+            .await
+            .map_err(|e| anyhow::anyhow!("plugin {plugin:?} reconciles {}: {e}", gvk.kind))?;
+        let shared = Arc::new(Shared {
+            client: client.clone(),
+            registry: registry.clone(),
+            plugin: plugin.to_string(),
+            resource: resource.clone(),
+            settings: settings.clone(),
+            reader: reader.clone(),
+            recorder: Recorder::new(client.clone(), Reporter { controller: settings.manager.clone(), instance: None }),
+            failures: Mutex::new(HashMap::new()),
+        });
+        let related = loaded.info().related.clone();
+        tasks.push(tokio::spawn(run_kind(shared, related, shutdown.clone())));
+    }
+    for t in tasks {
+        t.await.context("a controller task panicked")??;
+    }
+    Ok(())
+}
+
+fn api_for(client: &kube::Client, ar: &ApiResource, namespace: Option<&str>) -> Api<DynamicObject> {
+    match namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, ar),
+        None => Api::all_with(client.clone(), ar),
+    }
+}
+
+/// Reconciled objects whose field at `path` names `related` (same namespace).
+fn name_field_matches(store: &reflector::Store<DynamicObject>, ar: &ApiResource, path: &str, related: &DynamicObject) -> Vec<ObjectRef<DynamicObject>> {
+    let name = related.name_any();
+    let ns = related.namespace();
+    store
+        .state()
+        .iter()
+        .filter(|o| o.namespace() == ns)
+        .filter(|o| {
+            let mut cur = &o.data;
+            for part in path.split('.').skip_while(|p| *p == "metadata") {
+                cur = &cur[part];
+            }
+            cur.as_str() == Some(name.as_str())
+        })
+        .map(|o| ObjectRef::from_obj_with(o.as_ref(), ar.clone()))
+        .collect()
+}
+
+async fn run_kind(shared: Arc<Shared>, related: Vec<crate::runtime::RelatedKind>, shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static) -> Result<()> {
+    let ns = shared.settings.namespace.clone();
+    let api = api_for(&shared.client, &shared.resource, ns.as_deref());
+    let writer = reflector::store::Writer::new(shared.resource.clone());
+    let store = writer.as_reader();
+    let main = trigger::spec_or_deletion_changes(reflector::reflector(writer, watcher(api, watcher::Config::default())).default_backoff());
+    let mut controller = Controller::for_stream_with(main, store.clone(), shared.resource.clone())
+        .with_config(ControllerConfig::default().concurrency(shared.settings.concurrency));
+    for rel in related {
+        let (rel_ar, _) = &*shared
+            .reader
+            .resolve(&rel.kind.api_version(), &rel.kind.kind)
+            .await
+            .map_err(|e| anyhow::anyhow!("related kind {}: {e}", rel.kind.kind))?;
+        let rel_api = api_for(&shared.client, rel_ar, ns.as_deref());
+        let events = trigger::spec_or_deletion_changes(watcher(rel_api, watcher::Config::default()).default_backoff());
+        let main_ar = shared.resource.clone();
+        let store = store.clone();
+        controller = match rel.mapping {
+            RelatedMapping::NameField(path) => {
+                controller.watches_stream_with(events, move |o: DynamicObject| name_field_matches(&store, &main_ar, &path, &o), rel_ar.clone())
+            }
+            RelatedMapping::Owner => controller.watches_stream_with(
+                events,
+                move |o: DynamicObject| {
+                    let ns = o.namespace();
+                    o.owner_references()
+                        .iter()
+                        .filter(|r| r.controller == Some(true) && r.kind == main_ar.kind)
+                        .map(|r| {
+                            let mut rf = ObjectRef::new_with(&r.name, main_ar.clone());
+                            if let Some(ns) = &ns {
+                                rf = rf.within(ns);
+                            }
+                            rf
+                        })
+                        .collect::<Vec<_>>()
+                },
+                rel_ar.clone(),
+            ),
+        };
+    }
+    controller
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, shared)
+        .for_each(|r| async move {
+            if let Err(e) = r {
+                tracing::debug!(error = %e, "controller event");
+            }
+        })
+        .await;
+    Ok(())
+}
+
+/// Errors that reach kube-runtime's error policy.
+#[derive(Debug, thiserror::Error)]
+enum Failure {
+    #[error("{0}")]
+    Call(#[from] CallError),
+    #[error("{0}")]
+    Kube(#[from] kube::Error),
+    #[error("reconcile of {0} exceeded its deadline")]
+    Deadline(String),
+    #[error("plugin {0:?} is not loaded")]
+    NoPlugin(String),
+    #[error("{0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+async fn reconcile(obj: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Action, Failure> {
+    shared.settings.stats.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let who = format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any());
+    let deadline = shared.settings.reconcile_timeout;
+    let action = match tokio::time::timeout(deadline, reconcile_inner(&obj, &shared)).await {
+        Ok(r) => r,
+        Err(_) => Err(Failure::Deadline(who.clone())),
+    };
+    match &action {
+        Ok(_) => {
+            shared.failures.lock().unwrap_or_else(|p| p.into_inner()).remove(&ObjectRef::from_obj_with(obj.as_ref(), shared.resource.clone()));
+        }
+        Err(e) => {
+            shared.settings.stats.failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            report_failure(&obj, &shared, e).await
+        }
+    }
+    action
+}
+
+async fn reconcile_inner(obj: &DynamicObject, shared: &Shared) -> Result<Action, Failure> {
+    // The plugin is looked up per call, so a hot swap takes over at the next reconcile.
+    let plugin = shared.registry.get(&shared.plugin).ok_or_else(|| Failure::NoPlugin(shared.plugin.clone()))?;
+    let info = plugin.info().clone();
+    let api = Api::<DynamicObject>::namespaced_with(shared.client.clone(), &obj.namespace().unwrap_or_default(), &shared.resource);
+    let json = serde_json::to_value(obj)?;
+    let finalizers = obj.finalizers().to_vec();
+    let ours: Vec<String> = info.finalizer.iter().chain(info.legacy_finalizers.iter()).cloned().collect();
+    let holds_ours = finalizers.iter().any(|f| ours.contains(f));
+    let services = HostServices::default().with_kube(shared.reader.clone() as Arc<dyn KubeReader>);
+    let call_obj = CallObject::new(json.to_string(), obj.namespace());
+
+    if obj.meta().deletion_timestamp.is_some() {
+        if !holds_ours {
+            return Ok(Action::await_change());
+        }
+        let done = plugin.finalize(&call_obj, &services).await?;
+        commit(obj, shared, &json, &done.outputs).await?;
+        if done.value {
+            // Both the current and the legacy finalizer go (spec §0.2).
+            let kept: Vec<String> = finalizers.into_iter().filter(|f| !ours.contains(f)).collect();
+            let patch = json!({"metadata": {"finalizers": kept, "resourceVersion": obj.resource_version()}});
+            api.patch(&obj.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?;
+            return Ok(Action::await_change());
+        }
+        return Ok(done.outputs.requeue_after.map(Action::requeue).unwrap_or_else(|| Action::requeue(Duration::from_secs(10))));
+    }
+
+    if let Some(f) = &info.finalizer
+        && !holds_ours
+    {
+        // Added before the plugin's first side effect; an object carrying only the legacy finalizer keeps it.
+        let mut next = finalizers.clone();
+        next.push(f.clone());
+        let patch = json!({"metadata": {"finalizers": next, "resourceVersion": obj.resource_version()}});
+        api.patch(&obj.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    }
+
+    let done = plugin.reconcile(&call_obj, &services).await?;
+    commit(obj, shared, &json, &done.outputs).await?;
+    Ok(done.outputs.requeue_after.map(Action::requeue).unwrap_or_else(Action::await_change))
+}
+
+/// Writes what a successful call produced: status (only when changed) and Events.
+async fn commit(obj: &DynamicObject, shared: &Shared, json: &Value, outputs: &crate::capabilities::Outputs) -> Result<(), Failure> {
+    let now = rfc3339_seconds(std::time::SystemTime::now());
+    if let Some(next) = status::next_status(json, &outputs.status, &outputs.conditions, &now) {
+        write_status(obj, shared, next).await?;
+    }
+    for e in &outputs.events {
+        let ev = Event {
+            type_: match e.type_ {
+                EventType::Warning => KubeEventType::Warning,
+                EventType::Normal => KubeEventType::Normal,
+            },
+            reason: e.reason.clone(),
+            note: Some(e.message.clone()),
+            action: "Reconcile".into(),
+            secondary: None,
+        };
+        if let Err(err) = shared.recorder.publish(&ev, &obj.object_ref(&shared.resource)).await {
+            tracing::warn!(error = %err, "could not publish an event");
+        }
+    }
+    Ok(())
+}
+
+async fn write_status(obj: &DynamicObject, shared: &Shared, status: Value) -> Result<(), kube::Error> {
+    let api = Api::<DynamicObject>::namespaced_with(shared.client.clone(), &obj.namespace().unwrap_or_default(), &shared.resource);
+    // Replacing the whole status keeps removed fields removed; the status subresource leaves spec alone.
+    let patch = json!([{"op": "add", "path": "/status", "value": status}]);
+    api.patch_status(&obj.name_any(), &PatchParams::default(), &Patch::<()>::Json(serde_json::from_value(patch).map_err(kube::Error::SerdeError)?)).await?;
+    Ok(())
+}
+
+/// Failures become a condition, an Event and a log line naming the plugin; the other objects keep being served.
+async fn report_failure(obj: &DynamicObject, shared: &Shared, failure: &Failure) {
+    let (reason, message) = match failure {
+        Failure::Call(CallError::Failed { plugin, error: ReconcileError::Transient(m) }) => ("ReconcileFailed", format!("plugin {plugin:?}: {m}")),
+        Failure::Call(CallError::Failed { plugin, error: ReconcileError::Permanent(m) }) => ("ReconcileFailed", format!("plugin {plugin:?}: {m}")),
+        Failure::Call(CallError::Aborted(e)) => (plugin_reason(e.kind()), e.to_string()),
+        Failure::Deadline(_) => ("ReconcileTimeout", format!("plugin {:?}: {failure}", shared.plugin)),
+        other => ("ReconcileFailed", format!("plugin {:?}: {other}", shared.plugin)),
+    };
+    tracing::warn!(plugin = %shared.plugin, object = %format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any()), reason, "{message}");
+    let json = serde_json::to_value(obj).unwrap_or(Value::Null);
+    let cond = status::host_condition("Ready", false, reason, message.clone());
+    let now = rfc3339_seconds(std::time::SystemTime::now());
+    if let Some(next) = status::next_status(&json, &serde_json::Map::new(), &[cond], &now)
+        && let Err(e) = write_status(obj, shared, next).await
+    {
+        tracing::warn!(error = %e, "could not record the failure in status");
+    }
+    let ev = Event { type_: KubeEventType::Warning, reason: reason.into(), note: Some(message), action: "Reconcile".into(), secondary: None };
+    if let Err(e) = shared.recorder.publish(&ev, &obj.object_ref(&shared.resource)).await {
+        tracing::warn!(error = %e, "could not publish an event");
+    }
+}
+
+fn plugin_reason(kind: ErrorKind) -> &'static str {
+    kind.reason()
+}
+
+/// Exponential backoff per object (5 ms doubling to 1000 s, as controller-runtime's default), except for
+/// permanent plugin errors, which wait for a change to the object.
+fn error_policy(obj: Arc<DynamicObject>, failure: &Failure, shared: Arc<Shared>) -> Action {
+    if matches!(failure, Failure::Call(CallError::Failed { error: ReconcileError::Permanent(_), .. })) {
+        return Action::await_change();
+    }
+    let key = ObjectRef::from_obj_with(obj.as_ref(), shared.resource.clone());
+    let mut failures = shared.failures.lock().unwrap_or_else(|p| p.into_inner());
+    let n = failures.entry(key).or_insert(0);
+    *n = n.saturating_add(1);
+    let backoff = Duration::from_millis(5u64.saturating_mul(1u64 << (*n).min(30))).min(Duration::from_secs(1000));
+    Action::requeue(backoff)
+}
+

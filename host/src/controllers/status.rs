@@ -1,0 +1,119 @@
+//! How a plugin's outputs become the object's status, with the bookkeeping the host owns (spec §0.3-§0.4):
+//! conditions upserted as `meta.SetStatusCondition` does, `observedGeneration` everywhere, and a write only when
+//! something changed.
+
+use serde_json::{Map, Value, json};
+
+use crate::capabilities::{Condition, ConditionStatus};
+
+/// The status the object should have after a successful call, or None when it already has it.
+pub fn next_status(object: &Value, fields: &Map<String, Value>, conditions: &[Condition], now: &str) -> Option<Value> {
+    let current = object.get("status").cloned().unwrap_or_else(|| json!({}));
+    let generation = object["metadata"]["generation"].as_i64().unwrap_or(0);
+    let mut next = match &current {
+        Value::Object(m) => m.clone(),
+        _ => Map::new(),
+    };
+    for (k, v) in fields {
+        // The runtime already refuses host-owned fields; a `null` removes a field (merge-patch semantics).
+        if v.is_null() {
+            next.remove(k);
+        } else {
+            next.insert(k.clone(), v.clone());
+        }
+    }
+    let mut list: Vec<Value> = next.get("conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    for c in conditions {
+        upsert_condition(&mut list, c, generation, now);
+    }
+    if !list.is_empty() {
+        next.insert("conditions".into(), Value::Array(list));
+    }
+    next.insert("observedGeneration".into(), json!(generation));
+    let next = Value::Object(next);
+    if next == current { None } else { Some(next) }
+}
+
+/// `meta.SetStatusCondition`: a new condition or a status change stamps `lastTransitionTime`; reason, message
+/// and observedGeneration are always overwritten; conditions are never removed.
+pub fn upsert_condition(list: &mut Vec<Value>, c: &Condition, generation: i64, now: &str) {
+    let status = c.status.as_str();
+    match list.iter_mut().find(|e| e["type"] == c.type_.as_str()) {
+        Some(existing) => {
+            if existing["status"] != status {
+                existing["lastTransitionTime"] = json!(now);
+            }
+            existing["status"] = json!(status);
+            existing["reason"] = json!(c.reason);
+            existing["message"] = json!(c.message);
+            existing["observedGeneration"] = json!(generation);
+        }
+        None => list.push(json!({
+            "type": c.type_,
+            "status": status,
+            "observedGeneration": generation,
+            "lastTransitionTime": now,
+            "reason": c.reason,
+            "message": c.message,
+        })),
+    }
+}
+
+/// A condition the host itself reports (plugin failures), in the runtime's type.
+pub fn host_condition(type_: &str, ok: bool, reason: &str, message: String) -> Condition {
+    Condition {
+        type_: type_.into(),
+        status: if ok { ConditionStatus::True } else { ConditionStatus::False },
+        reason: reason.into(),
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accepted(ok: bool, reason: &str) -> Condition {
+        host_condition("Accepted", ok, reason, format!("{reason} message"))
+    }
+
+    #[test]
+    fn a_new_condition_gets_the_transition_time_and_observed_generation() {
+        let obj = json!({"metadata": {"generation": 3}});
+        let s = next_status(&obj, &Map::new(), &[accepted(true, "Accepted")], "T1").expect("changed");
+        assert_eq!(s["observedGeneration"], 3);
+        assert_eq!(s["conditions"][0]["lastTransitionTime"], "T1");
+        assert_eq!(s["conditions"][0]["observedGeneration"], 3);
+        assert_eq!(s["conditions"][0]["status"], "True");
+    }
+
+    #[test]
+    fn the_transition_time_moves_only_when_the_status_changes() {
+        let mut obj = json!({"metadata": {"generation": 1}});
+        obj["status"] = next_status(&obj, &Map::new(), &[accepted(false, "MissingCluster")], "T1").expect("first");
+        obj["metadata"]["generation"] = json!(2);
+        let same = next_status(&obj, &Map::new(), &[accepted(false, "MissingCluster")], "T2").expect("generation moved");
+        assert_eq!(same["conditions"][0]["lastTransitionTime"], "T1");
+        assert_eq!(same["conditions"][0]["observedGeneration"], 2);
+        obj["status"] = same;
+        let flipped = next_status(&obj, &Map::new(), &[accepted(true, "Accepted")], "T3").expect("flipped");
+        assert_eq!(flipped["conditions"][0]["lastTransitionTime"], "T3");
+    }
+
+    #[test]
+    fn an_unchanged_status_needs_no_write() {
+        let mut obj = json!({"metadata": {"generation": 1}});
+        let fields: Map<String, Value> = [("clusterRef".to_string(), json!("c"))].into_iter().collect();
+        obj["status"] = next_status(&obj, &fields, &[accepted(true, "Accepted")], "T1").expect("first");
+        assert_eq!(next_status(&obj, &fields, &[accepted(true, "Accepted")], "T9"), None);
+    }
+
+    #[test]
+    fn null_fields_remove_and_other_conditions_stay() {
+        let obj = json!({"metadata": {"generation": 1}, "status": {"old": 1, "conditions": [{"type": "Other", "status": "True"}]}});
+        let fields: Map<String, Value> = [("old".to_string(), Value::Null)].into_iter().collect();
+        let s = next_status(&obj, &fields, &[accepted(true, "Accepted")], "T").expect("changed");
+        assert!(s.get("old").is_none());
+        assert_eq!(s["conditions"].as_array().expect("list").len(), 2, "conditions are never removed");
+    }
+}

@@ -1,0 +1,78 @@
+//! Which watch events start a reconcile (spec §0.6): creation, deletion, and updates that change the
+//! generation or whether the object is being deleted. Status-, label- and finalizer-only updates do not.
+
+use std::collections::HashMap;
+
+use futures::{Stream, StreamExt};
+use kube::api::DynamicObject;
+use kube::runtime::watcher;
+
+/// What the trigger compares between two versions of an object.
+fn fingerprint(o: &DynamicObject) -> (Option<i64>, bool) {
+    (o.metadata.generation, o.metadata.deletion_timestamp.is_some())
+}
+
+fn key(o: &DynamicObject) -> String {
+    o.metadata.uid.clone().unwrap_or_else(|| {
+        format!("{}/{}", o.metadata.namespace.clone().unwrap_or_default(), o.metadata.name.clone().unwrap_or_default())
+    })
+}
+
+/// Objects from a watch, passed on only when §0.6 says they should trigger. Deletions always pass (a related
+/// object going away changes what its dependents observe); re-listed objects pass only when they changed.
+pub fn spec_or_deletion_changes<S>(events: S) -> impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send
+where
+    S: Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send,
+{
+    let mut seen: HashMap<String, (Option<i64>, bool)> = HashMap::new();
+    events
+        .map(move |ev| -> Vec<Result<DynamicObject, watcher::Error>> {
+            match ev {
+                Err(e) => vec![Err(e)],
+                Ok(watcher::Event::Apply(o)) | Ok(watcher::Event::InitApply(o)) => {
+                    let fp = fingerprint(&o);
+                    if seen.insert(key(&o), fp) == Some(fp) { vec![] } else { vec![Ok(o)] }
+                }
+                Ok(watcher::Event::Delete(o)) => {
+                    seen.remove(&key(&o));
+                    vec![Ok(o)]
+                }
+                Ok(watcher::Event::Init) | Ok(watcher::Event::InitDone) => vec![],
+            }
+        })
+        .flat_map(futures::stream::iter)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::api::ObjectMeta;
+
+    fn obj(uid: &str, generation: i64, deleting: bool, rv: &str) -> DynamicObject {
+        let mut o = DynamicObject {
+            types: None,
+            metadata: ObjectMeta { uid: Some(uid.into()), generation: Some(generation), resource_version: Some(rv.into()), ..Default::default() },
+            data: serde_json::json!({}),
+        };
+        if deleting {
+            o.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH));
+        }
+        o
+    }
+
+    #[tokio::test]
+    async fn only_generation_deletion_and_removal_trigger() {
+        let events = vec![
+            Ok(watcher::Event::InitApply(obj("a", 1, false, "1"))),
+            Ok(watcher::Event::Apply(obj("a", 1, false, "2"))),
+            Ok(watcher::Event::Apply(obj("a", 2, false, "3"))),
+            Ok(watcher::Event::Apply(obj("a", 2, true, "4"))),
+            Ok(watcher::Event::Delete(obj("a", 2, true, "5"))),
+        ];
+        let out: Vec<String> = spec_or_deletion_changes(futures::stream::iter(events))
+            .map(|r| r.expect("ok").metadata.resource_version.expect("rv"))
+            .collect()
+            .await;
+        assert_eq!(out, vec!["1", "3", "4", "5"], "the status-only update (rv 2) is filtered");
+    }
+}

@@ -1,0 +1,176 @@
+//! The controllers end to end: the built-in plugins (real components) in the real runtime, reconciling objects
+//! in kube-sim with the generated CRDs installed.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use omni_operator::capabilities::Grants;
+use omni_operator::controllers::{self, Settings};
+use omni_operator::defaults;
+use omni_operator::runtime::{PluginRegistry, PluginSpec};
+use serde_json::{Value, json};
+
+use super::{guests, support};
+
+struct Env {
+    sim: kube_sim::KubeSim,
+    registry: Arc<PluginRegistry>,
+    settings: Settings,
+    stop: tokio::sync::watch::Sender<bool>,
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+async fn start() -> Env {
+    let sim = kube_sim::KubeSim::start().await.expect("kube-sim");
+    for crd in omni_api::crds::all() {
+        sim.apply(&crd).await.expect("CRD applies");
+    }
+    sim.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})).await.expect("namespace");
+    let registry = Arc::new(PluginRegistry::new());
+    for p in defaults::PLUGINS {
+        let spec = PluginSpec::new(p.name, p.wasm.to_vec()).grants(p.grants().expect("grants"));
+        registry.install(support::runtime().load(spec).await.expect("a default plugin loads"));
+    }
+    let settings = Settings { reconcile_timeout: Duration::from_secs(5), ..Settings::default() };
+    let (stop, _) = tokio::sync::watch::channel(false);
+    let client = sim.client().await.expect("client");
+    for p in defaults::PLUGINS {
+        let mut rx = stop.subscribe();
+        let shutdown = async move {
+            let _ = rx.wait_for(|s| *s).await;
+        };
+        let (client, registry, settings) = (client.clone(), registry.clone(), settings.clone());
+        let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
+        tokio::spawn(async move {
+            if let Err(e) = controllers::run_plugin(client, registry, p.name, settings, shutdown).await {
+                panic!("controller for {} failed: {e:#}", p.name);
+            }
+        });
+    }
+    Env { sim, registry, settings, stop }
+}
+
+const API: &str = "omni.texashpc.com/v1alpha1";
+
+fn accepted(obj: &Value) -> Option<(String, String)> {
+    obj["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Accepted")
+        .map(|c| (c["status"].as_str().unwrap_or_default().to_string(), c["reason"].as_str().unwrap_or_default().to_string()))
+}
+
+async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    for _ in 0..250 {
+        if f() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn control_plane(cluster: &str) -> Value {
+    json!({"apiVersion": API, "kind": "OmniControlPlane", "metadata": {"name": "cp", "namespace": "team"},
+        "spec": {"clusterRef": {"name": cluster}, "machines": ["11111111-1111-4111-8111-111111111111"]}})
+}
+
+fn cluster(name: &str) -> Value {
+    json!({"apiVersion": API, "kind": "OmniCluster", "metadata": {"name": name, "namespace": "team"},
+        "spec": {"connectionRef": {"name": "c"}, "kubernetes": {"version": "v1.35.0"}, "talos": {"version": "v1.13.2"}}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn children_without_their_cluster_are_missing_cluster_until_it_appears() {
+    let env = start().await;
+    env.sim.apply(&control_plane("edge")).await.expect("apply");
+    env.sim
+        .apply(&json!({"apiVersion": API, "kind": "OmniWorkers", "metadata": {"name": "gpu", "namespace": "team"},
+            "spec": {"clusterRef": {"name": "edge"}, "machineClass": {"name": "big", "size": 2}}}))
+        .await
+        .expect("apply");
+    let get = |kind: &str, name: &str| env.sim.get(API, kind, "team", name).unwrap_or(Value::Null);
+    eventually("MissingCluster", || {
+        accepted(&get("OmniControlPlane", "cp")) == Some(("False".into(), "MissingCluster".into()))
+            && accepted(&get("OmniWorkers", "gpu")) == Some(("False".into(), "MissingCluster".into()))
+    })
+    .await;
+    let cp = get("OmniControlPlane", "cp");
+    assert_eq!(cp["status"]["observedGeneration"], 1);
+    assert_eq!(cp["status"]["clusterRef"], "edge");
+    let cond = &cp["status"]["conditions"][0];
+    assert_eq!(cond["message"], "OmniCluster \"edge\" does not exist");
+    assert_eq!(cond["observedGeneration"], 1);
+    assert_eq!(get("OmniWorkers", "gpu")["status"]["workerSetName"], "gpu");
+
+    // Creating the cluster re-triggers its children through the related watch.
+    env.sim.apply(&cluster("edge")).await.expect("cluster");
+    eventually("Accepted", || {
+        accepted(&get("OmniControlPlane", "cp")) == Some(("True".into(), "Accepted".into()))
+            && accepted(&get("OmniWorkers", "gpu")) == Some(("True".into(), "Accepted".into()))
+    })
+    .await;
+    let cp = get("OmniControlPlane", "cp");
+    assert_eq!(cp["status"]["conditions"][0]["message"], "attached to OmniCluster \"edge\"");
+    assert!(cp["metadata"].get("finalizers").is_none(), "the child kinds carry no finalizer");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_and_label_only_updates_trigger_no_reconcile_but_spec_changes_do() {
+    let env = start().await;
+    env.sim.apply(&cluster("edge")).await.expect("cluster");
+    env.sim.apply(&control_plane("edge")).await.expect("cp");
+    let get = || env.sim.get(API, "OmniControlPlane", "team", "cp").unwrap_or(Value::Null);
+    eventually("Accepted", || accepted(&get()).is_some()).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let calls = || env.settings.stats.calls.load(Ordering::SeqCst);
+    let before = calls();
+
+    let c = env.sim.client().await.expect("client");
+    let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        c,
+        "team",
+        &kube::core::ApiResource::from_gvk_with_plural(&kube::core::GroupVersionKind::gvk("omni.texashpc.com", "v1alpha1", "OmniControlPlane"), "omnicontrolplanes"),
+    );
+    let pp = kube::api::PatchParams::default();
+    api.patch("cp", &pp, &kube::api::Patch::Merge(json!({"metadata": {"labels": {"team": "a"}}}))).await.expect("label");
+    api.patch_status("cp", &pp, &kube::api::Patch::Merge(json!({"status": {"note": "x"}}))).await.expect("status");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(calls(), before, "label- and status-only updates are filtered (spec §0.6)");
+
+    api.patch("cp", &pp, &kube::api::Patch::Merge(json!({"spec": {"systemExtensions": ["siderolabs/gvisor"]}}))).await.expect("spec");
+    eventually("a reconcile of generation 2", || get()["status"]["observedGeneration"] == 2).await;
+    assert!(calls() > before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_swapped_plugin_takes_over_at_the_next_reconcile() {
+    let env = start().await;
+    env.sim.apply(&cluster("edge")).await.expect("cluster");
+    env.sim.apply(&control_plane("edge")).await.expect("cp");
+    let get = || env.sim.get(API, "OmniControlPlane", "team", "cp").unwrap_or(Value::Null);
+    eventually("Accepted", || accepted(&get()).is_some()).await;
+
+    // The echo test plugin replaces omni-controlplane under the same name; its `Ready: Echoed` condition shows
+    // who answered (its own status fields are pruned: they are not in the OmniControlPlane schema).
+    let echo = PluginSpec::new("omni-controlplane", guests::wasm("echo")).grants(Grants::parse(["kube-read", "clock"]).expect("grants"));
+    let replaced = env.registry.install(support::runtime().load(echo).await.expect("echo loads"));
+    assert!(replaced.is_some());
+    let c = env.sim.client().await.expect("client");
+    let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        c,
+        "team",
+        &kube::core::ApiResource::from_gvk_with_plural(&kube::core::GroupVersionKind::gvk("omni.texashpc.com", "v1alpha1", "OmniControlPlane"), "omnicontrolplanes"),
+    );
+    api.patch("cp", &Default::default(), &kube::api::Patch::Merge(json!({"spec": {"kernelArgs": ["quiet"]}}))).await.expect("spec");
+    eventually("echo's condition", || {
+        get()["status"]["conditions"].as_array().is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["reason"] == "Echoed"))
+    })
+    .await;
+}
