@@ -7,4 +7,6 @@
 pub mod capabilities;
 pub mod controllers;
 pub mod defaults;
+pub mod dev;
+pub mod operator;
 pub mod runtime;

@@ -1,12 +1,21 @@
-//! `omni-operator`: the operator binary. Until the controllers land, it inspects and runs plugins, which is
-//! what a plugin author needs first: does my component load under these grants, and what does it return?
+//! `omni-operator`: the operator binary.
+//!
+//! * `run` — the operator, in a cluster or against a kubeconfig;
+//! * `dev` — the whole system on the embedded Kubernetes simulator, with manifests applied and progress shown;
+//! * `crds` — the CRDs, for `kubectl apply -f -`;
+//! * `plugin inspect|reconcile` — what a plugin author needs first: does my component load under these grants,
+//!   and what does it return?
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 use omni_operator::capabilities::{CallObject, Grants, HostServices, Outputs};
+use omni_operator::controllers::Settings;
+use omni_operator::operator::{Operator, PluginSources};
 use omni_operator::runtime::{CallError, LoadedPlugin, PluginSpec, Runtime, RuntimeConfig};
 use serde_json::{Value, json};
 
@@ -20,8 +29,74 @@ struct Cli {
     command: Command,
 }
 
+#[derive(clap::Args, Clone)]
+struct SourceArgs {
+    /// Plugins (`<name>.wasm`) that replace built-in ones by name or add new ones; watched while running.
+    #[arg(long)]
+    plugin_dir: Option<PathBuf>,
+    /// Capabilities for a plugin that is not built in, as NAME=CAP[,CAP...] (repeatable).
+    #[arg(long = "grant", value_name = "NAME=CAPS")]
+    grants: Vec<String>,
+}
+
+impl SourceArgs {
+    fn sources(&self) -> anyhow::Result<PluginSources> {
+        let mut extra_grants: HashMap<String, Vec<String>> = HashMap::new();
+        for g in &self.grants {
+            let Some((name, caps)) = g.split_once('=') else {
+                bail!("--grant {g:?}: expected NAME=CAP[,CAP...]");
+            };
+            extra_grants.entry(name.to_string()).or_default().extend(caps.split(',').filter(|c| !c.is_empty()).map(String::from));
+        }
+        Ok(PluginSources { plugin_dir: self.plugin_dir.clone(), extra_grants })
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
+    /// Run the operator against a cluster (in-cluster configuration, or a kubeconfig).
+    Run {
+        /// Kubeconfig to use instead of the in-cluster configuration (or $KUBECONFIG).
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+        /// Watch only this namespace (default: POD_NAMESPACE, then the service account's namespace).
+        #[arg(long, conflicts_with = "all_namespaces")]
+        namespace: Option<String>,
+        /// Watch every namespace.
+        #[arg(long)]
+        all_namespaces: bool,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
+    /// The whole system on the embedded Kubernetes simulator: CRDs, plugins, your manifests, progress.
+    Dev {
+        /// A manifest file or a directory of them to apply once running (repeatable).
+        #[arg(long)]
+        apply: Vec<PathBuf>,
+        /// Where to write the simulator's kubeconfig (default: a file in the temporary directory).
+        #[arg(long)]
+        kubeconfig_out: Option<PathBuf>,
+        /// The simulator's address (port 0 picks one).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: std::net::SocketAddr,
+        /// Exit 0 once everything applied is ready, non-zero with the reasons after --timeout.
+        #[arg(long)]
+        exit_when_settled: bool,
+        /// Seconds to wait for everything to settle.
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
+    /// Print the CustomResourceDefinitions (YAML).
+    Crds,
+    /// Work with one plugin component.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
+}
+
+#[derive(Subcommand)]
+enum PluginCommand {
     /// Load a plugin and print what it is, what it imports, and whether its grants cover that.
     Inspect(PluginArgs),
     /// Run one reconcile of an object (JSON file) and print the outputs the operator would commit.
@@ -47,12 +122,10 @@ struct PluginArgs {
     name: Option<String>,
 }
 
-#[tokio::main(flavor = "current_thread")]
+#[tokio::main]
 async fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
         .init();
     match run(Cli::parse()).await {
@@ -64,13 +137,77 @@ async fn main() -> ExitCode {
     }
 }
 
+/// The namespace to watch (spec §0.7): explicit, then POD_NAMESPACE, then the service account's namespace.
+fn watched_namespace(namespace: Option<String>, all: bool) -> anyhow::Result<Option<String>> {
+    if all {
+        return Ok(None);
+    }
+    if let Some(ns) = namespace {
+        return Ok(Some(ns));
+    }
+    if let Ok(ns) = std::env::var("POD_NAMESPACE")
+        && !ns.trim().is_empty()
+    {
+        return Ok(Some(ns.trim().to_string()));
+    }
+    const SA_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+    match std::fs::read_to_string(SA_NAMESPACE) {
+        Ok(ns) if !ns.trim().is_empty() => Ok(Some(ns.trim().to_string())),
+        _ => bail!("POD_NAMESPACE is required when {SA_NAMESPACE} is unavailable (or pass --namespace NS or --all-namespaces)"),
+    }
+}
+
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let runtime = Runtime::new(RuntimeConfig {
-        cache_dir: cli.cache_dir,
-        ..RuntimeConfig::default()
-    })?;
+    let runtime_config = RuntimeConfig { cache_dir: cli.cache_dir.clone(), ..RuntimeConfig::default() };
     match cli.command {
-        Command::Inspect(args) => {
+        Command::Run { kubeconfig, namespace, all_namespaces, sources } => {
+            let namespace = watched_namespace(namespace, all_namespaces)?;
+            let client = match kubeconfig {
+                Some(path) => {
+                    let kc = kube::config::Kubeconfig::read_from(&path).with_context(|| format!("reading {}", path.display()))?;
+                    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await?;
+                    kube::Client::try_from(cfg)?
+                }
+                None => kube::Client::try_default().await.context("no in-cluster configuration and no kubeconfig")?,
+            };
+            let operator = Operator::load(Runtime::new(runtime_config)?, sources.sources()?).await?;
+            let settings = Settings { namespace, ..Settings::default() };
+            operator
+                .run(client, settings, async {
+                    let _ = tokio::signal::ctrl_c().await;
+                })
+                .await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Dev { apply, kubeconfig_out, listen, exit_when_settled, timeout, sources } => {
+            let opts = omni_operator::dev::DevOptions {
+                apply,
+                kubeconfig_out,
+                listen,
+                exit_when_settled,
+                timeout: Duration::from_secs(timeout),
+                sources: sources.sources()?,
+                cache_dir: cli.cache_dir,
+            };
+            let settled = omni_operator::dev::run(opts).await?;
+            Ok(if settled { ExitCode::SUCCESS } else { ExitCode::from(3) })
+        }
+        Command::Crds => {
+            let files = omni_api::crds::files().map_err(|e| anyhow::anyhow!("rendering CRD {}: {}", e.crd, e.source))?;
+            let mut out = std::io::stdout().lock();
+            for f in files {
+                if let Err(e) = std::io::Write::write_all(&mut out, f.yaml.as_bytes()) {
+                    // `omni-operator crds | head` closes the pipe early; that is not a failure.
+                    if e.kind() == std::io::ErrorKind::BrokenPipe {
+                        break;
+                    }
+                    return Err(e).context("writing the CRDs");
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Plugin(PluginCommand::Inspect(args)) => {
+            let runtime = Runtime::new(runtime_config)?;
             let plugin = load(&runtime, &args).await?;
             let info = plugin.info();
             let report = json!({
@@ -85,25 +222,18 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("{}", serde_json::to_string_pretty(&report)?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Reconcile { plugin, object } => {
+        Command::Plugin(PluginCommand::Reconcile { plugin, object }) => {
+            let runtime = Runtime::new(runtime_config)?;
             let loaded = load(&runtime, &plugin).await?;
-            let json = std::fs::read_to_string(&object)
-                .with_context(|| format!("reading {}", object.display()))?;
-            let object = CallObject::parse(json)
-                .with_context(|| format!("{} is not a JSON object", object.display()))?;
+            let json = std::fs::read_to_string(&object).with_context(|| format!("reading {}", object.display()))?;
+            let object = CallObject::parse(json).with_context(|| format!("{} is not a JSON object", object.display()))?;
             match loaded.reconcile(&object, &HostServices::default()).await {
                 Ok(done) => {
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(&outputs_json(&done.outputs))?
-                    );
+                    println!("{}", serde_json::to_string_pretty(&outputs_json(&done.outputs))?);
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(CallError::Failed { error, .. }) => {
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(&json!({ "error": error.to_string() }))?
-                    );
+                    println!("{}", serde_json::to_string_pretty(&json!({ "error": error.to_string() }))?);
                     Ok(ExitCode::from(2))
                 }
                 Err(CallError::Aborted(e)) => Err(e.into()),

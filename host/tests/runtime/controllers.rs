@@ -174,3 +174,54 @@ async fn a_swapped_plugin_takes_over_at_the_next_reconcile() {
     })
     .await;
 }
+
+/// `--plugin-dir`: a file named like a built-in plugin replaces it while the operator runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_dropped_into_the_plugin_dir_takes_over() {
+    use omni_operator::operator::{Operator, PluginSources};
+    let sim = kube_sim::KubeSim::start().await.expect("kube-sim");
+    for crd in omni_api::crds::all() {
+        sim.apply(&crd).await.expect("CRD applies");
+    }
+    sim.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})).await.expect("ns");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sources = PluginSources { plugin_dir: Some(dir.path().to_path_buf()), ..Default::default() };
+    let operator = Operator::load(support::runtime().clone(), sources).await.expect("operator loads");
+    let (stop, mut rx) = tokio::sync::watch::channel(false);
+    let client = sim.client().await.expect("client");
+    let running = tokio::spawn(async move {
+        operator
+            .run(client, Settings::default(), async move {
+                let _ = rx.wait_for(|s| *s).await;
+            })
+            .await
+    });
+    sim.apply(&cluster("edge")).await.expect("cluster");
+    sim.apply(&control_plane("edge")).await.expect("cp");
+    let get = || sim.get(API, "OmniControlPlane", "team", "cp").unwrap_or(Value::Null);
+    eventually("the built-in plugin answers", || accepted(&get()) == Some(("True".into(), "Accepted".into()))).await;
+
+    // The echo plugin needs `clock`, which omni-controlplane's grants lack: it must be refused, the built-in
+    // keeps running. Then a copy of the built-in itself, renamed, loads fine.
+    std::fs::write(dir.path().join("omni-controlplane.wasm"), guests::wasm("echo")).expect("write");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    sim.apply(&json!({"apiVersion": API, "kind": "OmniControlPlane", "metadata": {"name": "cp", "namespace": "team"},
+        "spec": {"clusterRef": {"name": "edge"}, "machines": ["11111111-1111-4111-8111-111111111111"], "kernelArgs": ["quiet"]}}))
+        .await
+        .expect("spec change");
+    eventually("generation 2 reconciled by the built-in", || get()["status"]["observedGeneration"] == 2).await;
+    assert_eq!(accepted(&get()), Some(("True".into(), "Accepted".into())), "a refused file leaves the running version");
+
+    // The noop plugin sets no conditions: pointed at a missing cluster, the built-in would say MissingCluster,
+    // so an unchanged Accepted=True at generation 3 shows the swapped-in plugin answered.
+    std::fs::write(dir.path().join("omni-controlplane.wasm"), guests::wasm("noop")).expect("write");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    sim.apply(&json!({"apiVersion": API, "kind": "OmniControlPlane", "metadata": {"name": "cp", "namespace": "team"},
+        "spec": {"clusterRef": {"name": "gone"}, "machines": ["11111111-1111-4111-8111-111111111111"], "kernelArgs": ["quiet"]}}))
+        .await
+        .expect("spec change");
+    eventually("the swapped-in plugin reconciles generation 3", || get()["status"]["observedGeneration"] == 3).await;
+    assert_eq!(accepted(&get()), Some(("True".into(), "Accepted".into())), "noop answered, not the built-in");
+    let _ = stop.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(2), running).await;
+}

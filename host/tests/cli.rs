@@ -1,0 +1,100 @@
+//! The `omni-operator` binary as a user runs it.
+
+use std::path::Path;
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_omni-operator"))
+}
+
+fn examples() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/quickstart")
+}
+
+/// The README's first command: everything applied settles, and the command says so and exits 0.
+#[test]
+fn dev_settles_on_the_quickstart_examples() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = bin()
+        .args(["--cache-dir"])
+        .arg(dir.path().join("cache"))
+        .args(["dev", "--exit-when-settled", "--timeout", "60", "--apply"])
+        .arg(examples())
+        .arg("--kubeconfig-out")
+        .arg(dir.path().join("kc"))
+        .output()
+        .expect("omni-operator runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("all 4 reconciled objects are ready"), "{stdout}");
+    assert!(stdout.contains("ready    OmniWorkers omni-system/edge-sample-workers  Accepted=True"), "{stdout}");
+    assert!(dir.path().join("kc").exists(), "the kubeconfig for kubectl is written");
+}
+
+#[test]
+fn dev_reports_what_did_not_settle_and_fails() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = dir.path().join("orphan.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: omni.texashpc.com/v1alpha1\nkind: OmniMachine\nmetadata: {name: 11111111-1111-4111-8111-111111111111, namespace: default}\nspec: {clusterRef: {name: nowhere}}\n",
+    )
+    .expect("write");
+    let out = bin()
+        .args(["--cache-dir"])
+        .arg(dir.path().join("cache"))
+        .args(["dev", "--exit-when-settled", "--timeout", "2", "--apply"])
+        .arg(&manifest)
+        .arg("--kubeconfig-out")
+        .arg(dir.path().join("kc"))
+        .output()
+        .expect("omni-operator runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    assert!(stdout.contains("not settled after 2 s"), "{stdout}");
+    assert!(stdout.contains("MissingCluster: OmniCluster \"nowhere\" does not exist"), "{stdout}");
+}
+
+#[test]
+fn dev_refuses_a_bad_manifest_naming_the_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = dir.path().join("bad.yaml");
+    std::fs::write(&manifest, "apiVersion: omni.texashpc.com/v1alpha1\nkind: OmniMachine\nmetadata: {name: m, namespace: default}\nspec: {}\n").expect("write");
+    let out = bin()
+        .args(["--cache-dir"])
+        .arg(dir.path().join("cache"))
+        .args(["dev", "--exit-when-settled", "--timeout", "5", "--apply"])
+        .arg(&manifest)
+        .arg("--kubeconfig-out")
+        .arg(dir.path().join("kc"))
+        .output()
+        .expect("omni-operator runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr.contains("bad.yaml") && stderr.contains("spec.clusterRef: Required value"), "{stderr}");
+}
+
+#[test]
+fn run_needs_a_namespace_as_the_original_operator_does() {
+    let out = bin().args(["run"]).env_remove("POD_NAMESPACE").output().expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("POD_NAMESPACE is required when /var/run/secrets/kubernetes.io/serviceaccount/namespace is unavailable"), "{stderr}");
+}
+
+#[test]
+fn crds_prints_exactly_the_committed_crds() {
+    let out = bin().arg("crds").output().expect("runs");
+    assert!(out.status.success());
+    let printed = String::from_utf8_lossy(&out.stdout);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crds");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).expect("crds/").map(|e| e.expect("entry").path()).collect();
+    files.sort();
+    let mut total = 0;
+    for f in &files {
+        let content = std::fs::read_to_string(f).expect("read");
+        total += content.len();
+        assert!(printed.contains(&content), "{} is not printed as committed", f.display());
+    }
+    assert_eq!(printed.len(), total, "nothing else is printed");
+}
