@@ -225,3 +225,48 @@ async fn a_plugin_dropped_into_the_plugin_dir_takes_over() {
     let _ = stop.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(2), running).await;
 }
+
+/// Every kind of misbehaving plugin is contained: its objects get `Ready=False` with the runtime's reason and a
+/// Warning Event naming the plugin, while another plugin's controller keeps reconciling.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn misbehaving_plugins_are_reported_on_their_objects_and_the_rest_keeps_working() {
+    use omni_operator::runtime::CallLimits;
+    let env = start().await;
+    env.sim.apply(&cluster("edge")).await.expect("cluster");
+    let cases = [("loop", "PluginTimeout"), ("bomb", "PluginOutOfMemory"), ("panic", "PluginPanic"), ("huge", "PluginOutputTooLarge")];
+    for (i, (guest, reason)) in cases.iter().enumerate() {
+        // A short deadline for the loop; a small memory cap for the bomb (the 10 MiB output of `huge` needs the default).
+        let memory_bytes = if *guest == "bomb" { 32 << 20 } else { CallLimits::default().memory_bytes };
+        let limits = CallLimits { timeout: Duration::from_millis(400), memory_bytes, ..CallLimits::default() };
+        let spec = PluginSpec::new("omni-machine", guests::wasm(guest)).limits(limits);
+        env.registry.install(support::runtime().load(spec).await.expect("the adversarial plugin loads"));
+        let name = format!("1111111{i}-1111-4111-8111-111111111111");
+        env.sim
+            .apply(&json!({"apiVersion": API, "kind": "OmniMachine", "metadata": {"name": name, "namespace": "team"}, "spec": {"clusterRef": {"name": "edge"}}}))
+            .await
+            .expect("machine");
+        let get = || env.sim.get(API, "OmniMachine", "team", &name).unwrap_or(Value::Null);
+        let ready = |o: &Value| o["status"]["conditions"].as_array().and_then(|cs| cs.iter().find(|c| c["type"] == "Ready").cloned());
+        eventually(&format!("{guest}: Ready=False {reason}"), || ready(&get()).is_some_and(|c| c["reason"] == *reason && c["status"] == "False")).await;
+        let message = ready(&get()).expect("condition")["message"].as_str().expect("message").to_string();
+        assert!(message.contains("omni-machine"), "{guest}: the condition names the plugin: {message}");
+        eventually(&format!("{guest}: a Warning Event with reason {reason} on the object"), || {
+            env.sim.list("events.k8s.io/v1", "Event", Some("team")).iter().any(|e| {
+                e["reason"] == *reason
+                    && e["regarding"]["name"] == name.as_str()
+                    && e["type"] == "Warning"
+                    && e["note"].as_str().is_some_and(|n| n.contains("omni-machine"))
+            })
+        })
+        .await;
+
+        // Meanwhile another plugin keeps serving its objects.
+        let cp = format!("cp-{guest}");
+        env.sim
+            .apply(&json!({"apiVersion": API, "kind": "OmniControlPlane", "metadata": {"name": cp, "namespace": "team"},
+                "spec": {"clusterRef": {"name": "edge"}, "machines": ["11111111-1111-4111-8111-111111111111"]}}))
+            .await
+            .expect("cp");
+        eventually(&format!("{cp} accepted"), || accepted(&env.sim.get(API, "OmniControlPlane", "team", &cp).unwrap_or(Value::Null)).is_some()).await;
+    }
+}
