@@ -3,6 +3,7 @@
 //! the status subresource only when it changed, conditions with observedGeneration and transition times,
 //! Events, requeue-after and error backoff, a per-reconcile deadline, and bounded concurrency per kind.
 
+pub mod finalizers;
 pub mod reader;
 pub mod status;
 pub mod trigger;
@@ -231,21 +232,19 @@ async fn reconcile_inner(obj: &DynamicObject, shared: &Shared) -> Result<Action,
     let info = plugin.info().clone();
     let api = Api::<DynamicObject>::namespaced_with(shared.client.clone(), &obj.namespace().unwrap_or_default(), &shared.resource);
     let json = serde_json::to_value(obj)?;
-    let finalizers = obj.finalizers().to_vec();
-    let ours: Vec<String> = info.finalizer.iter().chain(info.legacy_finalizers.iter()).cloned().collect();
-    let holds_ours = finalizers.iter().any(|f| ours.contains(f));
+    let current = obj.finalizers().to_vec();
+    let (finalizer, legacy) = (info.finalizer.as_deref(), info.legacy_finalizers.as_slice());
     let services = HostServices::default().with_kube(shared.reader.clone() as Arc<dyn KubeReader>);
     let call_obj = CallObject::new(json.to_string(), obj.namespace());
 
     if obj.meta().deletion_timestamp.is_some() {
-        if !holds_ours {
+        if !finalizers::held(&current, finalizer, legacy) {
             return Ok(Action::await_change());
         }
         let done = plugin.finalize(&call_obj, &services).await?;
         commit(obj, shared, &json, &done.outputs).await?;
         if done.value {
-            // Both the current and the legacy finalizer go (spec §0.2).
-            let kept: Vec<String> = finalizers.into_iter().filter(|f| !ours.contains(f)).collect();
+            let kept = finalizers::after_cleanup(&current, finalizer, legacy);
             let patch = json!({"metadata": {"finalizers": kept, "resourceVersion": obj.resource_version()}});
             api.patch(&obj.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?;
             return Ok(Action::await_change());
@@ -253,12 +252,8 @@ async fn reconcile_inner(obj: &DynamicObject, shared: &Shared) -> Result<Action,
         return Ok(done.outputs.requeue_after.map(Action::requeue).unwrap_or_else(|| Action::requeue(Duration::from_secs(10))));
     }
 
-    if let Some(f) = &info.finalizer
-        && !holds_ours
-    {
-        // Added before the plugin's first side effect; an object carrying only the legacy finalizer keeps it.
-        let mut next = finalizers.clone();
-        next.push(f.clone());
+    if let Some(next) = finalizers::to_add(&current, finalizer, legacy) {
+        // Before the plugin's first side effect, so a deletion can never skip its cleanup.
         let patch = json!({"metadata": {"finalizers": next, "resourceVersion": obj.resource_version()}});
         api.patch(&obj.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?;
     }

@@ -270,3 +270,60 @@ async fn misbehaving_plugins_are_reported_on_their_objects_and_the_rest_keeps_wo
         eventually(&format!("{cp} accepted"), || accepted(&env.sim.get(API, "OmniControlPlane", "team", &cp).unwrap_or(Value::Null)).is_some()).await;
     }
 }
+
+/// A plugin with a finalizer: the host adds it before the first reconcile, keeps the object while `finalize`
+/// says not done, and removes it (so the object goes) once it says done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_host_adds_the_plugins_finalizer_and_releases_it_when_finalize_is_done() {
+    let sim = kube_sim::KubeSim::start().await.expect("kube-sim");
+    sim.apply_yaml(
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: echoes.test.omni.texashpc.com}
+spec:
+  group: test.omni.texashpc.com
+  scope: Namespaced
+  names: {plural: echoes, singular: echo, kind: Echo}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+"#,
+    )
+    .await
+    .expect("crd");
+    let registry = Arc::new(PluginRegistry::new());
+    let spec = PluginSpec::new("echo", guests::wasm("echo")).grants(Grants::parse(["kube-read", "clock"]).expect("grants"));
+    registry.install(support::runtime().load(spec).await.expect("echo loads"));
+    let client = sim.client().await.expect("client");
+    let (stop, mut rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        let shutdown = futures::FutureExt::shared(Box::pin(async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }));
+        controllers::run_plugin(client, registry, "echo", Settings::default(), shutdown).await
+    });
+    let echo = |done: bool| json!({"apiVersion": "test.omni.texashpc.com/v1", "kind": "Echo", "metadata": {"name": "e1", "namespace": "default"}, "spec": {"cleanupDone": done}});
+    sim.apply(&echo(false)).await.expect("echo");
+    let get = || sim.get("test.omni.texashpc.com/v1", "Echo", "default", "e1");
+    eventually("finalizer added and reconciled", || {
+        get().is_some_and(|o| o["metadata"]["finalizers"] == json!(["test.omni.texashpc.com/echo"]) && o["status"]["echo"] == "e1")
+    })
+    .await;
+
+    let c = sim.client().await.expect("client");
+    let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        c,
+        "default",
+        &kube::core::ApiResource::from_gvk_with_plural(&kube::core::GroupVersionKind::gvk("test.omni.texashpc.com", "v1", "Echo"), "echoes"),
+    );
+    api.delete("e1", &Default::default()).await.expect("delete");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(get().is_some(), "finalize said not done: the object stays");
+    sim.apply(&echo(true)).await.expect("cleanup done");
+    eventually("the object is gone once finalize is done", || get().is_none()).await;
+    let _ = stop.send(true);
+}
