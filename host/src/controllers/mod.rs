@@ -179,7 +179,12 @@ async fn run_kind(shared: Arc<Shared>, related: Vec<crate::runtime::RelatedKind>
             ),
         };
     }
+    // A swapped plugin version re-evaluates every object of the kind, not only the next one to change.
+    let swaps = futures::stream::unfold(shared.registry.subscribe(), |mut rx| async move {
+        rx.changed().await.ok().map(|_| ((), rx))
+    });
     controller
+        .reconcile_all_on(swaps)
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, shared)
         .for_each(|r| async move {
