@@ -98,7 +98,9 @@ pub async fn run_plugin(
             plugin: plugin.to_string(),
             resource: resource.clone(),
             settings: settings.clone(),
-            reader: reader.clone(),
+            // Each kind reads through its own caches: a reconcile triggered by this controller's watch of a
+            // related kind must read that same watch's state, never another controller's older copy.
+            reader: Arc::new(ApiReader::new(client.clone())),
             recorder: Recorder::new(client.clone(), Reporter { controller: settings.manager.clone(), instance: None }),
             failures: Mutex::new(HashMap::new()),
         });
@@ -142,6 +144,7 @@ async fn run_kind(shared: Arc<Shared>, related: Vec<crate::runtime::RelatedKind>
     let api = api_for(&shared.client, &shared.resource, ns.as_deref());
     let writer = reflector::store::Writer::new(shared.resource.clone());
     let store = writer.as_reader();
+    shared.reader.register_cache(&shared.resource, ns.clone(), store.clone());
     let main = trigger::spec_or_deletion_changes(reflector::reflector(writer, watcher(api, watcher::Config::default())).default_backoff());
     let mut controller = Controller::for_stream_with(main, store.clone(), shared.resource.clone())
         .with_config(ControllerConfig::default().concurrency(shared.settings.concurrency));
@@ -152,7 +155,12 @@ async fn run_kind(shared: Arc<Shared>, related: Vec<crate::runtime::RelatedKind>
             .await
             .map_err(|e| anyhow::anyhow!("related kind {}: {e}", rel.kind.kind))?;
         let rel_api = api_for(&shared.client, rel_ar, ns.as_deref());
-        let events = trigger::spec_or_deletion_changes(watcher(rel_api, watcher::Config::default()).default_backoff());
+        // The related kind's watch also feeds the cache plugins read it from.
+        let rel_writer = reflector::store::Writer::new(rel_ar.clone());
+        shared.reader.register_cache(rel_ar, ns.clone(), rel_writer.as_reader());
+        let events = trigger::spec_or_deletion_changes(
+            reflector::reflector(rel_writer, watcher(rel_api, watcher::Config::default())).default_backoff(),
+        );
         let main_ar = shared.resource.clone();
         let store = store.clone();
         controller = match rel.mapping {

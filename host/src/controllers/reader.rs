@@ -1,9 +1,11 @@
-//! `kube-read` for plugins, over the Kubernetes API: kinds resolved by discovery once and cached.
+//! `kube-read` for plugins. Kinds the controllers already watch (the reconciled and the related kinds) are
+//! answered from those watches' caches; anything else goes to the API. Kinds are resolved by discovery once.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use kube::api::{Api, DynamicObject, ListParams};
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{self, Scope};
 use serde_json::Value;
@@ -13,16 +15,51 @@ use crate::capabilities::{BoxFuture, GetRequest, HostError, KubeReader, ListRequ
 /// A resolved kind: its resource and whether it is namespaced.
 pub type ResolvedKind = Arc<(ApiResource, bool)>;
 
-/// Reads through a `kube::Client`.
+/// A watch cache a controller maintains, and the namespace it covers (None: all).
+struct Cache {
+    store: Store<DynamicObject>,
+    resource: ApiResource,
+    namespace: Option<String>,
+}
+
+/// Reads through a `kube::Client`, from watch caches where there are some.
 pub struct ApiReader {
     client: kube::Client,
     /// (apiVersion, kind) → resolved kind.
     kinds: RwLock<HashMap<(String, String), ResolvedKind>>,
+    caches: RwLock<HashMap<(String, String), Arc<Cache>>>,
 }
+
+/// How long a read waits for a cache's first list before asking the API instead.
+const CACHE_READY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl ApiReader {
     pub fn new(client: kube::Client) -> Self {
-        ApiReader { client, kinds: RwLock::new(HashMap::new()) }
+        ApiReader { client, kinds: RwLock::new(HashMap::new()), caches: RwLock::new(HashMap::new()) }
+    }
+
+    /// Serves reads of `resource`'s kind in `namespace` (None: all) from `store` from now on.
+    pub fn register_cache(&self, resource: &ApiResource, namespace: Option<String>, store: Store<DynamicObject>) {
+        let key = (resource.api_version.clone(), resource.kind.clone());
+        let mut caches = self.caches.write().unwrap_or_else(|p| p.into_inner());
+        caches.entry(key).or_insert_with(|| Arc::new(Cache { store, resource: resource.clone(), namespace }));
+    }
+
+    /// The cache for a kind when it covers `namespace` and has finished its first list.
+    async fn cache_for(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Option<Arc<Cache>> {
+        let cache = self.caches.read().unwrap_or_else(|p| p.into_inner()).get(&(api_version.to_string(), kind.to_string())).cloned()?;
+        let covers = match (&cache.namespace, namespace) {
+            (None, _) => true,
+            (Some(c), Some(n)) => c == n,
+            (Some(_), None) => false,
+        };
+        if !covers {
+            return None;
+        }
+        match tokio::time::timeout(CACHE_READY_WAIT, cache.store.wait_until_ready()).await {
+            Ok(Ok(())) => Some(cache),
+            _ => None,
+        }
     }
 
     /// The resource for an apiVersion and kind, and whether it is namespaced.
@@ -69,6 +106,13 @@ fn to_json(o: DynamicObject) -> Result<Value, HostError> {
 impl KubeReader for ApiReader {
     fn get(&self, request: GetRequest) -> BoxFuture<'_, Result<Option<Value>, HostError>> {
         Box::pin(async move {
+            if let Some(cache) = self.cache_for(&request.api_version, &request.kind, request.namespace.as_deref()).await {
+                let mut key = ObjectRef::new_with(&request.name, cache.resource.clone());
+                if let Some(ns) = &request.namespace {
+                    key = key.within(ns);
+                }
+                return cache.store.get(&key).map(|o| to_json((*o).clone())).transpose();
+            }
             let kind = self.resolve(&request.api_version, &request.kind).await?;
             let api = self.api(&kind.0, kind.1, request.namespace.as_deref());
             match api.get_opt(&request.name).await {
@@ -81,6 +125,15 @@ impl KubeReader for ApiReader {
 
     fn list(&self, request: ListRequest) -> BoxFuture<'_, Result<Vec<Value>, HostError>> {
         Box::pin(async move {
+            // Label selectors go to the API: the server parses them exactly as it does for everyone.
+            if request.label_selector.is_none()
+                && let Some(cache) = self.cache_for(&request.api_version, &request.kind, request.namespace.as_deref()).await
+            {
+                let ns = request.namespace.clone();
+                let mut items: Vec<Arc<DynamicObject>> = cache.store.state().into_iter().filter(|o| ns.is_none() || o.metadata.namespace == ns).collect();
+                items.sort_by(|a, b| (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name)));
+                return items.into_iter().map(|o| to_json((*o).clone())).collect();
+            }
             let kind = self.resolve(&request.api_version, &request.kind).await?;
             let api = self.api(&kind.0, kind.1, request.namespace.as_deref());
             let mut params = ListParams::default();

@@ -321,3 +321,16 @@ spec:
     eventually("the object is gone once finalize is done", || get().is_none()).await;
     let _ = stop.send(true);
 }
+
+/// `kube-read` of a kind the controller watches is served from its watch cache: with every direct GET of
+/// OmniClusters failing, the children still find their cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_of_watched_kinds_come_from_the_watch_cache() {
+    let env = start().await;
+    env.sim.apply(&cluster("edge")).await.expect("cluster");
+    env.sim.faults().fail_next(kube_sim::Matcher::verb_resource("get", "omniclusters"), 10_000, 500, None);
+    env.sim.apply(&control_plane("edge")).await.expect("cp");
+    let get = || env.sim.get(API, "OmniControlPlane", "team", "cp").unwrap_or(Value::Null);
+    eventually("Accepted from the cache", || accepted(&get()) == Some(("True".into(), "Accepted".into()))).await;
+    env.sim.faults().clear();
+}
