@@ -77,6 +77,17 @@ pub mod bindings {
 pub trait Host {
     /// The object being reconciled, as the operator last observed it.
     fn object(&self) -> Value;
+
+    /// The object as a typed value, such as `omni_api::OmniMachine` (with `omni-api` as a dependency,
+    /// `default-features = false`). An object that does not fit the type is a permanent error: the API server
+    /// validated it against its schema, so only a plugin built for another schema gets here.
+    fn object_as<T: serde::de::DeserializeOwned>(&self) -> Result<T, ReconcileError>
+    where
+        Self: Sized,
+    {
+        serde_json::from_value(self.object())
+            .map_err(|e| ReconcileError::Permanent(format!("the object does not have the shape this plugin expects: {e}")))
+    }
     /// Milliseconds left before the operator abandons this call.
     fn remaining_ms(&self) -> u64;
     /// Merge these top-level fields into `.status` (the operator owns `conditions` and `observedGeneration`).

@@ -140,3 +140,41 @@ impl crate::Host for MockHost {
             .collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Host, ReconcileError};
+
+    #[derive(serde::Deserialize, Debug, PartialEq)]
+    struct Thing {
+        spec: ThingSpec,
+    }
+
+    #[derive(serde::Deserialize, Debug, PartialEq)]
+    struct ThingSpec {
+        size: u32,
+    }
+
+    #[test]
+    fn typed_access_reads_the_object_or_says_why_not() {
+        let host = MockHost::new(serde_json::json!({"spec": {"size": 3}}));
+        assert_eq!(host.object_as::<Thing>().expect("fits"), Thing { spec: ThingSpec { size: 3 } });
+        let host = MockHost::new(serde_json::json!({"spec": {"size": "big"}}));
+        assert!(matches!(host.object_as::<Thing>(), Err(ReconcileError::Permanent(m)) if m.contains("invalid type")));
+    }
+
+    #[test]
+    fn outputs_are_recorded_and_conditions_upserted_by_type() {
+        let host = MockHost::new(serde_json::json!({"metadata": {"namespace": "t"}}));
+        host.set_condition(Condition::new("Ready", false, "Wait", "m1"));
+        host.set_condition(Condition::new("Ready", true, "Done", "m2"));
+        host.set_status(serde_json::json!({"a": 1}));
+        host.requeue_after(5);
+        let out = host.outputs();
+        assert_eq!(out.conditions.len(), 1);
+        assert_eq!(out.conditions[0].reason, "Done");
+        assert_eq!(out.status["a"], 1);
+        assert_eq!(out.requeue_after, Some(5));
+    }
+}
