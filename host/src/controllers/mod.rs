@@ -128,15 +128,23 @@ fn name_field_matches(store: &reflector::Store<DynamicObject>, ar: &ApiResource,
         .state()
         .iter()
         .filter(|o| o.namespace() == ns)
-        .filter(|o| {
-            let mut cur = &o.data;
-            for part in path.split('.').skip_while(|p| *p == "metadata") {
-                cur = &cur[part];
-            }
-            cur.as_str() == Some(name.as_str())
-        })
+        .filter(|o| field_at(o, path).as_deref() == Some(name.as_str()))
         .map(|o| ObjectRef::from_obj_with(o.as_ref(), ar.clone()))
         .collect()
+}
+
+/// The string at a dotted path of an object; `metadata.*` paths read the metadata, which a DynamicObject keeps
+/// apart from the rest of its data.
+fn field_at(o: &DynamicObject, path: &str) -> Option<String> {
+    let (root, rest) = match path.strip_prefix("metadata.") {
+        Some(rest) => (serde_json::to_value(&o.metadata).ok()?, rest),
+        None => (o.data.clone(), path),
+    };
+    let mut cur = &root;
+    for part in rest.split('.') {
+        cur = cur.get(part)?;
+    }
+    cur.as_str().map(String::from)
 }
 
 async fn run_kind(shared: Arc<Shared>, related: Vec<crate::runtime::RelatedKind>, shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static) -> Result<()> {
@@ -350,3 +358,22 @@ fn error_policy(obj: Arc<DynamicObject>, failure: &Failure, shared: Arc<Shared>)
     Action::requeue(backoff)
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn related_fields_resolve_in_data_and_in_metadata() {
+        let o: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "omni.texashpc.com/v1alpha1", "kind": "OmniWorkers",
+            "metadata": {"name": "w", "namespace": "t", "labels": {"cluster": "edge"}},
+            "spec": {"clusterRef": {"name": "edge"}}
+        }))
+        .expect("object");
+        assert_eq!(field_at(&o, "spec.clusterRef.name").as_deref(), Some("edge"));
+        assert_eq!(field_at(&o, "metadata.labels.cluster").as_deref(), Some("edge"));
+        assert_eq!(field_at(&o, "metadata.name").as_deref(), Some("w"));
+        assert_eq!(field_at(&o, "spec.missing.name"), None);
+    }
+}
