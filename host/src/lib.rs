@@ -8,5 +8,6 @@ pub mod capabilities;
 pub mod controllers;
 pub mod defaults;
 pub mod dev;
+pub mod omni;
 pub mod operator;
 pub mod runtime;
