@@ -64,14 +64,15 @@ impl Operator {
     /// load (bad component, ungranted imports) stops start-up with the reason.
     pub async fn load(runtime: Runtime, sources: PluginSources) -> Result<Self> {
         let registry = Arc::new(PluginRegistry::new());
+        let files = sources.scan()?;
         for d in defaults::PLUGINS {
-            if sources.scan()?.iter().any(|(name, _, _)| name == d.name) {
+            if files.iter().any(|(name, _, _)| name == d.name) {
                 continue;
             }
             let spec = PluginSpec::new(d.name, d.wasm.to_vec()).grants(d.grants()?);
             registry.install(runtime.load(spec).await.with_context(|| format!("loading built-in plugin {:?}", d.name))?);
         }
-        for (name, path, _) in sources.scan()? {
+        for (name, path, _) in files {
             let plugin = load_file(&runtime, &sources, &name, &path).await?;
             registry.install(plugin);
         }
