@@ -2,4 +2,3 @@
 //! service-account key and signs every request, so key material never crosses into a plugin.
 
 pub mod service_account;
-pub mod signature;

@@ -8,7 +8,7 @@ use pgp::crypto::hash::HashAlgorithm;
 use pgp::types::Password;
 use serde_json::Value;
 
-use super::service_account::ServiceAccountKey;
+use crate::key::ServiceAccountKey;
 
 pub const TIMESTAMP: &str = "x-sidero-timestamp";
 pub const PAYLOAD: &str = "x-sidero-payload";
@@ -174,7 +174,7 @@ pub fn verify(public_key: &SignedPublicKey, method: &str, md: &Metadata, now_uni
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::omni::service_account::tests::EXAMPLE_KEY_VALUE;
+    use crate::key::EXAMPLE_KEY_VALUE;
     use sha2::Digest as _;
 
     const PING: &str = r#"{"headers":{"authorization":null,"cluster":null,"context":null,"fieldSelectors":null,"namespace":null,"nodes":null,"runtime":null,"selectors":null,"uid":null,"x-sidero-timestamp":["1795320000"]},"method":"/cosi.resource.State/List"}"#;

@@ -1,0 +1,1 @@
+//! Omni simulator (being written).
