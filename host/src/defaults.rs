@@ -13,6 +13,12 @@ pub struct DefaultPlugin {
 /// The defaults, in load order.
 pub const PLUGINS: &[DefaultPlugin] = &[
     DefaultPlugin {
+        name: "omni-connection",
+        wasm: include_bytes!(concat!(env!("OUT_DIR"), "/omni_connection.wasm")),
+        // Reads the OmniClusters that still reference a connection being deleted; pings Omni; stamps lastCheckTime.
+        capabilities: &["kube-read", "omni", "clock"],
+    },
+    DefaultPlugin {
         name: "omni-controlplane",
         wasm: include_bytes!(concat!(env!("OUT_DIR"), "/omni_controlplane.wasm")),
         capabilities: &["kube-read"],

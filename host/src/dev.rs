@@ -9,7 +9,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
+use omni_wire::compression::Dictionary;
+use serde_json::json;
+
 use crate::controllers::Settings;
+use crate::omni::OmniConnections;
 use crate::operator::{Operator, PluginSources};
 use crate::runtime::{Runtime, RuntimeConfig};
 
@@ -21,7 +25,20 @@ pub struct DevOptions {
     pub timeout: Duration,
     pub sources: PluginSources,
     pub cache_dir: Option<PathBuf>,
+    /// The Omni simulator's address (port 0 picks one).
+    pub omni_listen: std::net::SocketAddr,
+    /// Omni's zstd dictionary: the simulator stores large patches compressed with it, as Omni does, and the
+    /// operator decompresses them.
+    pub omni_dictionary: Option<Dictionary>,
 }
+
+/// The service account `dev` mints for the operator.
+const DEV_SERVICE_ACCOUNT: &str = "omni-operator";
+/// What `dev` creates when the manifests bring no OmniConnection of their own.
+const DEV_NAMESPACE: &str = "omni-system";
+const DEV_SECRET: &str = "omni-service-account";
+const DEV_CONNECTION: &str = "omni";
+const SECRET_KEY_DEFAULT: &str = "serviceAccountKey";
 
 /// One applied object and what became of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +57,17 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     sim.write_kubeconfig(&kubeconfig, &sim.admin())?;
     println!("Kubernetes simulator at {} (kubeconfig: {})", sim.url(), kubeconfig.display());
     println!("  try: kubectl --kubeconfig {} get omni -A", kubeconfig.display());
+
+    let mut omni = omni_sim::OmniSim::builder().listen(opts.omni_listen);
+    if let Some(dictionary) = &opts.omni_dictionary {
+        omni = omni.zstd_dictionary(dictionary.clone());
+    }
+    let omni = omni.start().await.context("starting the Omni simulator")?;
+    let key = omni.mint_key(DEV_SERVICE_ACCOUNT, omni_sim::Role::Operator);
+    println!(
+        "Omni simulator at {} (service account {DEV_SERVICE_ACCOUNT}, role Operator)",
+        omni.endpoint()
+    );
 
     for crd in omni_api::crds::all() {
         sim.apply(&crd).await.context("installing the CRDs")?;
@@ -63,16 +91,25 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
             let _ = rx.wait_for(|s| *s).await;
         }
     };
-    let controllers = tokio::spawn(async move { operator.run(client, Settings::default(), shutdown).await });
+    let settings = Settings {
+        omni: std::sync::Arc::new(OmniConnections::new(opts.omni_dictionary.clone())),
+        ..Settings::default()
+    };
+    let controllers = tokio::spawn(async move { operator.run(client, settings, shutdown).await });
 
-    let mut applied = Vec::new();
+    let mut objects = Vec::new();
     for dir in &opts.apply {
-        for (file, obj) in manifests(dir)? {
-            let id = identity(&obj);
-            match sim.apply(&obj).await {
-                Ok(_) => applied.push(id),
-                Err(e) => bail!("applying {} from {}: {e:#}", id.3, file.display()),
-            }
+        objects.extend(manifests(dir)?);
+    }
+    for line in point_at_simulator(&mut objects, &omni.endpoint(), &key) {
+        println!("  {line}");
+    }
+    let mut applied = Vec::new();
+    for (file, obj) in &objects {
+        let id = identity(obj);
+        match sim.apply(obj).await {
+            Ok(_) => applied.push(id),
+            Err(e) => bail!("applying {} from {}: {e:#}", id.3, file.display()),
         }
     }
     println!("applied {} objects; started in {} ms", applied.len(), started.elapsed().as_millis());
@@ -117,7 +154,72 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(2), controllers).await;
     sim.stop().await;
+    omni.stop().await;
     Ok(settled)
+}
+
+/// Points the manifests at the embedded Omni simulator: every OmniConnection's endpoint becomes the simulator's,
+/// and every Secret a connection names gets the minted service-account key (added when the manifests do not
+/// bring that Secret). Without any OmniConnection, a namespace, Secret and connection are added so there is one
+/// to watch. Returns what it changed, for the user to read.
+fn point_at_simulator(objects: &mut Vec<(PathBuf, Value)>, endpoint: &str, key: &str) -> Vec<String> {
+    let mut said = Vec::new();
+    // (namespace, Secret name, key, index of the connection naming it)
+    let mut secrets: Vec<(String, String, String, usize)> = Vec::new();
+    for (index, (_, obj)) in objects.iter_mut().enumerate() {
+        if obj["kind"] != "OmniConnection" || !is_omni(obj["apiVersion"].as_str().unwrap_or_default()) {
+            continue;
+        }
+        let (_, _, ns, name) = identity(obj);
+        let before = obj["spec"]["endpoint"].as_str().unwrap_or_default().to_string();
+        obj["spec"]["endpoint"] = json!(endpoint);
+        if let Some(spec) = obj["spec"].as_object_mut() {
+            spec.remove("insecureSkipTLSVerify");
+        }
+        said.push(format!("OmniConnection {ns}/{name}: endpoint {before} -> {endpoint} (the Omni simulator)"));
+        let secret_ref = &obj["spec"]["auth"]["serviceAccountSecretRef"];
+        let secret = secret_ref["name"].as_str().unwrap_or_default().to_string();
+        let secret_key = secret_ref["key"].as_str().unwrap_or(SECRET_KEY_DEFAULT).to_string();
+        secrets.push((ns, secret, secret_key, index));
+    }
+    if secrets.is_empty() {
+        objects.push((PathBuf::from("(omni-operator dev)"), json!({
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": DEV_NAMESPACE},
+        })));
+        secrets.push((DEV_NAMESPACE.into(), DEV_SECRET.into(), SECRET_KEY_DEFAULT.into(), objects.len()));
+        objects.push((PathBuf::from("(omni-operator dev)"), json!({
+            "apiVersion": "omni.texashpc.com/v1alpha1", "kind": "OmniConnection",
+            "metadata": {"name": DEV_CONNECTION, "namespace": DEV_NAMESPACE},
+            "spec": {"endpoint": endpoint, "auth": {"serviceAccountSecretRef": {"name": DEV_SECRET, "key": SECRET_KEY_DEFAULT}}},
+        })));
+        said.push(format!("OmniConnection {DEV_NAMESPACE}/{DEV_CONNECTION} -> {endpoint} (added: the manifests have none)"));
+    }
+    // Later connections first, so the indexes of earlier ones stay valid while Secrets are inserted.
+    secrets.sort_by(|a, b| b.3.cmp(&a.3));
+    for (ns, name, secret_key, connection_at) in secrets {
+        let found = objects.iter_mut().find(|(_, o)| {
+            o["apiVersion"] == "v1" && o["kind"] == "Secret" && identity(o).2 == ns && identity(o).3 == name
+        });
+        match found {
+            Some((_, secret)) => {
+                if let Some(data) = secret["data"].as_object_mut() {
+                    data.remove(&secret_key);
+                }
+                secret["stringData"][&secret_key] = json!(key);
+                said.push(format!("Secret {ns}/{name}: key {secret_key} holds a service-account key minted by the simulator"));
+            }
+            None => {
+                // Right before the connection, after its namespace, so its first check finds the Secret.
+                objects.insert(connection_at, (PathBuf::from("(omni-operator dev)"), json!({
+                    "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                    "metadata": {"name": name, "namespace": ns},
+                    "stringData": {secret_key.clone(): key},
+                })));
+                said.push(format!("Secret {ns}/{name}: added with a service-account key minted by the simulator"));
+            }
+        }
+    }
+    said
 }
 
 fn is_omni(api_version: &str) -> bool {
@@ -194,7 +296,27 @@ fn manifests(path: &Path) -> Result<Vec<(PathBuf, Value)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+
+    #[test]
+    fn connections_are_pointed_at_the_simulator_with_a_minted_key() {
+        let file = PathBuf::from("x.yaml");
+        let mut objects = vec![
+            (file.clone(), json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sa", "namespace": "t"}, "stringData": {"serviceAccountKey": "placeholder"}})),
+            (file.clone(), json!({"apiVersion": "omni.texashpc.com/v1alpha1", "kind": "OmniConnection", "metadata": {"name": "c", "namespace": "t"},
+                "spec": {"endpoint": "https://omni.example.com", "insecureSkipTLSVerify": true, "auth": {"serviceAccountSecretRef": {"name": "sa", "key": "serviceAccountKey"}}}})),
+        ];
+        let said = point_at_simulator(&mut objects, "grpc://127.0.0.1:9", "KEY");
+        assert_eq!(objects.len(), 2, "{said:?}");
+        assert_eq!(objects[0].1["stringData"]["serviceAccountKey"], "KEY");
+        assert_eq!(objects[1].1["spec"]["endpoint"], "grpc://127.0.0.1:9");
+        assert!(objects[1].1["spec"].get("insecureSkipTLSVerify").is_none());
+        assert!(said[0].contains("https://omni.example.com -> grpc://127.0.0.1:9"), "{said:?}");
+
+        let mut none = Vec::new();
+        point_at_simulator(&mut none, "grpc://127.0.0.1:9", "KEY");
+        let kinds: Vec<&str> = none.iter().map(|(_, o)| o["kind"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["Namespace", "Secret", "OmniConnection"]);
+    }
 
     #[test]
     fn readiness_needs_the_current_generation_and_a_true_condition() {

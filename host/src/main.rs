@@ -15,6 +15,7 @@ use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 use omni_operator::capabilities::{CallObject, Grants, HostServices, Outputs};
 use omni_operator::controllers::Settings;
+use omni_operator::omni::OmniConnections;
 use omni_operator::operator::{Operator, PluginSources};
 use omni_operator::runtime::{CallError, LoadedPlugin, PluginSpec, Runtime, RuntimeConfig};
 use serde_json::{Value, json};
@@ -25,8 +26,30 @@ struct Cli {
     /// Keep precompiled plugins here across runs.
     #[arg(long, env = "OMNI_OPERATOR_CACHE_DIR", global = true)]
     cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    omni: OmniArgs,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(clap::Args, Clone)]
+struct OmniArgs {
+    /// Omni's zstd dictionary (`config.1.zdict` from Omni's client): ConfigPatch and KubernetesManifestGroup
+    /// content Omni stores compressed is read with it; without it such content is reported unreadable.
+    #[arg(long, env = "OMNI_ZSTD_DICTIONARY", global = true)]
+    omni_zstd_dictionary: Option<PathBuf>,
+}
+
+impl OmniArgs {
+    fn dictionary(&self) -> anyhow::Result<Option<omni_wire::compression::Dictionary>> {
+        let Some(path) = &self.omni_zstd_dictionary else {
+            return Ok(None);
+        };
+        let bytes = std::fs::read(path).with_context(|| format!("--omni-zstd-dictionary: reading {}", path.display()))?;
+        let dictionary = omni_wire::compression::Dictionary::new(bytes)
+            .with_context(|| format!("--omni-zstd-dictionary {}", path.display()))?;
+        Ok(Some(dictionary))
+    }
 }
 
 #[derive(clap::Args, Clone)]
@@ -76,9 +99,12 @@ enum Command {
         /// Where to write the simulator's kubeconfig (default: a file in the temporary directory).
         #[arg(long)]
         kubeconfig_out: Option<PathBuf>,
-        /// The simulator's address (port 0 picks one).
+        /// The Kubernetes simulator's address (port 0 picks one).
         #[arg(long, default_value = "127.0.0.1:0")]
         listen: std::net::SocketAddr,
+        /// The Omni simulator's address (port 0 picks one).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        omni_listen: std::net::SocketAddr,
         /// Exit 0 once everything applied is ready, non-zero with the reasons after --timeout.
         #[arg(long)]
         exit_when_settled: bool,
@@ -171,7 +197,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 None => kube::Client::try_default().await.context("no in-cluster configuration and no kubeconfig")?,
             };
             let operator = Operator::load(Runtime::new(runtime_config)?, sources.sources()?).await?;
-            let settings = Settings { namespace, ..Settings::default() };
+            let omni = std::sync::Arc::new(OmniConnections::new(cli.omni.dictionary()?));
+            let settings = Settings { namespace, omni, ..Settings::default() };
             operator
                 .run(client, settings, async {
                     let _ = tokio::signal::ctrl_c().await;
@@ -179,7 +206,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Dev { apply, kubeconfig_out, listen, exit_when_settled, timeout, sources } => {
+        Command::Dev { apply, kubeconfig_out, listen, omni_listen, exit_when_settled, timeout, sources } => {
             let opts = omni_operator::dev::DevOptions {
                 apply,
                 kubeconfig_out,
@@ -188,6 +215,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 timeout: Duration::from_secs(timeout),
                 sources: sources.sources()?,
                 cache_dir: cli.cache_dir,
+                omni_listen,
+                omni_dictionary: cli.omni.dictionary()?,
             };
             let settled = omni_operator::dev::run(opts).await?;
             Ok(if settled { ExitCode::SUCCESS } else { ExitCode::from(3) })

@@ -1,6 +1,7 @@
 //! `context`: the per-call handle. The host mints one `call-context` per export call and lends it to the
 //! plugin; through it the plugin reads its object and buffers outputs.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,6 +12,7 @@ use super::outputs::{
     Condition, ConditionStatus, Event, EventType, LogLevel, LogLine, LogSource, OutputBounds,
     Outputs,
 };
+use crate::omni::OmniClient;
 use crate::runtime::HostState;
 use crate::runtime::bindings::omni::operator::context as wit;
 use crate::runtime::bindings::omni::operator::types::LogLevel as WitLogLevel;
@@ -71,6 +73,8 @@ pub struct CallContext {
     deadline: Instant,
     bounds: OutputBounds,
     outputs: Outputs,
+    /// Omni clients this call resolved, by connection name: the connection and its Secret are read once per call.
+    omni_clients: HashMap<String, Arc<OmniClient>>,
 }
 
 impl CallContext {
@@ -80,7 +84,16 @@ impl CallContext {
             deadline,
             bounds,
             outputs: Outputs::default(),
+            omni_clients: HashMap::new(),
         }
+    }
+
+    pub(crate) fn omni_client(&self, connection: &str) -> Option<Arc<OmniClient>> {
+        self.omni_clients.get(connection).cloned()
+    }
+
+    pub(crate) fn remember_omni_client(&mut self, connection: &str, client: Arc<OmniClient>) {
+        self.omni_clients.insert(connection.to_owned(), client);
     }
 
     /// The reconciled object's namespace, which scopes the call's reads.

@@ -25,6 +25,12 @@ pub enum HostError {
     Unavailable(String),
     #[error("timeout: {0}")]
     Timeout(String),
+    /// A remote service refused the credentials presented for the plugin.
+    #[error("unauthenticated: {0}")]
+    Unauthenticated(String),
+    /// A remote service refused the operation for the credentials' role.
+    #[error("forbidden: {0}")]
+    Forbidden(String),
     #[error("{0}")]
     Other(String),
 }
@@ -38,6 +44,8 @@ impl From<HostError> for wit::HostError {
             HostError::Invalid(m) => wit::HostError::Invalid(m),
             HostError::Unavailable(m) => wit::HostError::Unavailable(m),
             HostError::Timeout(m) => wit::HostError::Timeout(m),
+            HostError::Unauthenticated(m) => wit::HostError::Unauthenticated(m),
+            HostError::Forbidden(m) => wit::HostError::Forbidden(m),
             HostError::Other(m) => wit::HostError::Other(m),
         }
     }

@@ -10,10 +10,13 @@ mod context;
 mod grants;
 mod host_error;
 mod kube_read;
+mod omni;
 mod outputs;
 mod unavailable;
 
 use std::sync::Arc;
+
+use crate::omni::OmniConnections;
 
 pub use clock::{Clock, FixedClock, SystemClock, rfc3339_seconds};
 pub use context::{CallContext, CallObject};
@@ -33,6 +36,8 @@ pub use outputs::{
 pub struct HostServices {
     pub kube: Arc<dyn KubeReader>,
     pub clock: Arc<dyn Clock>,
+    /// Omni clients by connection, shared by every call.
+    pub omni: Arc<OmniConnections>,
 }
 
 impl Default for HostServices {
@@ -42,6 +47,7 @@ impl Default for HostServices {
         HostServices {
             kube: Arc::new(NoKubeReader),
             clock: Arc::new(SystemClock),
+            omni: Arc::new(OmniConnections::default()),
         }
     }
 }
@@ -54,6 +60,11 @@ impl HostServices {
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    pub fn with_omni(mut self, omni: Arc<OmniConnections>) -> Self {
+        self.omni = omni;
         self
     }
 }

@@ -7,7 +7,7 @@ use wasmtime::component::Resource;
 use super::{CallContext, HostError};
 use crate::runtime::HostState;
 use crate::runtime::bindings::omni::operator::types::{HostError as WitHostError, SecretKeyRef};
-use crate::runtime::bindings::omni::operator::{files, helm, kube_write, omni, secrets, workload};
+use crate::runtime::bindings::omni::operator::{files, helm, kube_write, secrets, workload};
 
 type Answer<T> = wasmtime::Result<Result<T, WitHostError>>;
 
@@ -60,53 +60,6 @@ impl secrets::Host for HostState {
         _key: SecretKeyRef,
     ) -> Answer<Option<Vec<u8>>> {
         unavailable("secrets.read")
-    }
-}
-
-impl omni::Host for HostState {
-    async fn ping(
-        &mut self,
-        _ctx: Resource<CallContext>,
-        _connection: String,
-    ) -> Answer<omni::EndpointInfo> {
-        unavailable("omni.ping")
-    }
-
-    async fn sync_template(
-        &mut self,
-        _ctx: Resource<CallContext>,
-        _connection: String,
-        _template: String,
-    ) -> Answer<omni::SyncReport> {
-        unavailable("omni.sync-template")
-    }
-
-    async fn cluster_status(
-        &mut self,
-        _ctx: Resource<CallContext>,
-        _connection: String,
-        _cluster: String,
-    ) -> Answer<Option<String>> {
-        unavailable("omni.cluster-status")
-    }
-
-    async fn delete_cluster(
-        &mut self,
-        _ctx: Resource<CallContext>,
-        _connection: String,
-        _cluster: String,
-        _destroy_machines: bool,
-    ) -> Answer<()> {
-        unavailable("omni.delete-cluster")
-    }
-
-    async fn export_kubeconfig(
-        &mut self,
-        _ctx: Resource<CallContext>,
-        _connection: String,
-        _request: omni::KubeconfigExport,
-    ) -> Answer<omni::Exported> {
-        unavailable("omni.export-kubeconfig")
     }
 }
 

@@ -24,6 +24,7 @@ use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::capabilities::{CallObject, EventType, HostServices, KubeReader, rfc3339_seconds};
+use crate::omni::OmniConnections;
 use crate::runtime::{CallError, ErrorKind, PluginRegistry, ReconcileError, RelatedMapping};
 use reader::ApiReader;
 
@@ -40,6 +41,8 @@ pub struct Settings {
     pub manager: String,
     /// Counters shared by every controller (progress displays and tests read them).
     pub stats: Arc<Stats>,
+    /// Omni clients, pooled across every reconcile of every kind.
+    pub omni: Arc<OmniConnections>,
 }
 
 impl Default for Settings {
@@ -50,6 +53,7 @@ impl Default for Settings {
             concurrency: 4,
             manager: "omni-operator".into(),
             stats: Arc::default(),
+            omni: Arc::default(),
         }
     }
 }
@@ -175,6 +179,20 @@ async fn run_kind(shared: Arc<Shared>, related: Vec<crate::runtime::RelatedKind>
             RelatedMapping::NameField(path) => {
                 controller.watches_stream_with(events, move |o: DynamicObject| name_field_matches(&store, &main_ar, &path, &o), rel_ar.clone())
             }
+            RelatedMapping::NamedBy(path) => controller.watches_stream_with(
+                events,
+                move |o: DynamicObject| {
+                    let target = field_at(&o, &path).filter(|name| !name.is_empty());
+                    target.map(|name| {
+                        let mut rf = ObjectRef::new_with(&name, main_ar.clone());
+                        if let Some(ns) = o.namespace() {
+                            rf = rf.within(&ns);
+                        }
+                        rf
+                    })
+                },
+                rel_ar.clone(),
+            ),
             RelatedMapping::Owner => controller.watches_stream_with(
                 events,
                 move |o: DynamicObject| {
@@ -255,7 +273,9 @@ async fn reconcile_inner(obj: &DynamicObject, shared: &Shared) -> Result<Action,
     let json = serde_json::to_value(obj)?;
     let current = obj.finalizers().to_vec();
     let (finalizer, legacy) = (info.finalizer.as_deref(), info.legacy_finalizers.as_slice());
-    let services = HostServices::default().with_kube(shared.reader.clone() as Arc<dyn KubeReader>);
+    let services = HostServices::default()
+        .with_kube(shared.reader.clone() as Arc<dyn KubeReader>)
+        .with_omni(shared.settings.omni.clone());
     let call_obj = CallObject::new(json.to_string(), obj.namespace());
 
     if obj.meta().deletion_timestamp.is_some() {

@@ -29,6 +29,8 @@ pub enum RelatedMapping {
     NameField(String),
     /// The related object's controller owner.
     Owner,
+    /// The reconciled object named by the related object's field at this dotted path.
+    NamedBy(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,6 +120,7 @@ impl From<wit_plugin::Info> for Info {
                             RelatedMapping::NameField(path)
                         }
                         wit_plugin::RelatedMapping::Owner => RelatedMapping::Owner,
+                        wit_plugin::RelatedMapping::NamedBy(path) => RelatedMapping::NamedBy(path),
                     },
                 })
                 .collect(),

@@ -10,3 +10,5 @@ mod grants;
 mod sandbox;
 mod swap;
 mod controllers;
+mod omni_capability;
+mod omni_connection;

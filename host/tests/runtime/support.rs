@@ -87,6 +87,14 @@ impl FakeKube {
         self
     }
 
+    /// Any object, read back by kind, namespace and name.
+    pub fn with_object(self, object: Value) -> Self {
+        let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        let key = (s(&object["kind"]), s(&object["metadata"]["namespace"]), s(&object["metadata"]["name"]));
+        self.objects.lock().unwrap().insert(key, object);
+        self
+    }
+
     async fn pass_gate(&self) {
         if let Some(gate) = &self.gate {
             gate.acquire().await.unwrap().forget();

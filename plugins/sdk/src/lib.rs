@@ -52,6 +52,7 @@
 //! ```
 
 pub mod mock;
+pub mod omni;
 mod types;
 #[doc(hidden)]
 pub mod wasm;
@@ -103,6 +104,20 @@ pub trait Host {
     fn kube_get(&self, target: &ObjectRef) -> Result<Option<Value>, HostError>;
     /// A cached list. Capability `kube-read`.
     fn kube_list(&self, query: &ListQuery) -> Result<Vec<Value>, HostError>;
+
+    /// Authenticates against the Omni endpoint an OmniConnection (in the object's namespace) names; returns the
+    /// normalised endpoint. Capability `omni`, as are the other `omni_*` calls.
+    fn omni_ping(&self, connection: &str) -> Result<String, HostError>;
+    fn omni_get(&self, connection: &str, key: &omni::ResourceKey) -> Result<Option<omni::OmniResource>, HostError>;
+    /// Sorted by ID; every term must hold.
+    fn omni_list(&self, connection: &str, namespace: &str, type_: &str, labels: &[omni::LabelTerm]) -> Result<Vec<omni::OmniResource>, HostError>;
+    fn omni_create(&self, connection: &str, resource: &omni::OmniResource) -> Result<omni::OmniResource, HostError>;
+    /// Fails with `Conflict` when `resource.version` is no longer the stored one.
+    fn omni_update(&self, connection: &str, resource: &omni::OmniResource) -> Result<omni::OmniResource, HostError>;
+    /// `Ok(true)` when no finalizers remain.
+    fn omni_teardown(&self, connection: &str, key: &omni::ResourceKey) -> Result<bool, HostError>;
+    fn omni_destroy(&self, connection: &str, key: &omni::ResourceKey) -> Result<(), HostError>;
+    fn omni_cluster_status(&self, connection: &str, cluster: &str) -> Result<Option<omni::ClusterHealth>, HostError>;
 }
 
 /// A kind's reconcile logic.

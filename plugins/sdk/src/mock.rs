@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use crate::omni::{ClusterHealth, LabelTerm, OmniResource, Phase, ResourceKey};
 use crate::{Condition, EventType, HostError, ListQuery, LogLevel, ObjectRef};
 
 /// Records every output a plugin produced in one call.
@@ -26,6 +27,30 @@ pub struct MockHost {
     denied: Vec<&'static str>,
     now: String,
     outputs: RefCell<Outputs>,
+    omni: RefCell<FakeOmni>,
+}
+
+/// An in-memory Omni with COSI's write rules (versions, phases, finalizers), enough to unit-test plugin logic;
+/// the real protocol is tested against the Omni simulator.
+#[derive(Debug)]
+struct FakeOmni {
+    ping: Result<String, HostError>,
+    failure: Option<HostError>,
+    resources: BTreeMap<ResourceKey, OmniResource>,
+    health: BTreeMap<String, ClusterHealth>,
+    calls: Vec<String>,
+}
+
+impl Default for FakeOmni {
+    fn default() -> Self {
+        FakeOmni {
+            ping: Ok("grpc://omni.mock:80".into()),
+            failure: None,
+            resources: BTreeMap::new(),
+            health: BTreeMap::new(),
+            calls: Vec::new(),
+        }
+    }
 }
 
 impl MockHost {
@@ -37,6 +62,50 @@ impl MockHost {
             denied: Vec::new(),
             now: "2026-01-01T00:00:00Z".into(),
             outputs: RefCell::new(Outputs::default()),
+            omni: RefCell::new(FakeOmni::default()),
+        }
+    }
+
+    /// What `omni_ping` answers (by default `Ok("grpc://omni.mock:80")`).
+    pub fn with_omni_ping(self, answer: Result<String, HostError>) -> Self {
+        self.omni.borrow_mut().ping = answer;
+        self
+    }
+
+    /// Makes every Omni call fail with `error`.
+    pub fn with_omni_failure(self, error: HostError) -> Self {
+        self.omni.borrow_mut().failure = Some(error);
+        self
+    }
+
+    /// Seeds a stored Omni resource (kept as given, version included).
+    pub fn with_omni_resource(self, resource: OmniResource) -> Self {
+        self.omni.borrow_mut().resources.insert(resource.key.clone(), resource);
+        self
+    }
+
+    pub fn with_cluster_health(self, cluster: &str, health: ClusterHealth) -> Self {
+        self.omni.borrow_mut().health.insert(cluster.into(), health);
+        self
+    }
+
+    /// The fake Omni's resources, sorted by key.
+    pub fn omni_resources(&self) -> Vec<OmniResource> {
+        self.omni.borrow().resources.values().cloned().collect()
+    }
+
+    /// Omni calls in order, as `"<verb> <Type>(<id>)"` (`"ping"`, `"list <Type>"`).
+    pub fn omni_calls(&self) -> Vec<String> {
+        self.omni.borrow().calls.clone()
+    }
+
+    fn omni_call(&self, call: String) -> Result<std::cell::RefMut<'_, FakeOmni>, HostError> {
+        self.check("omni")?;
+        let mut omni = self.omni.borrow_mut();
+        omni.calls.push(call);
+        match omni.failure.clone() {
+            Some(e) => Err(e),
+            None => Ok(omni),
         }
     }
 
@@ -139,6 +208,81 @@ impl crate::Host for MockHost {
             .map(|(_, v)| v.clone())
             .collect())
     }
+
+    fn omni_ping(&self, _connection: &str) -> Result<String, HostError> {
+        self.omni_call("ping".into())?.ping.clone()
+    }
+
+    fn omni_get(&self, _connection: &str, key: &ResourceKey) -> Result<Option<OmniResource>, HostError> {
+        Ok(self.omni_call(format!("get {key}"))?.resources.get(key).cloned())
+    }
+
+    fn omni_list(&self, _connection: &str, namespace: &str, type_: &str, labels: &[LabelTerm]) -> Result<Vec<OmniResource>, HostError> {
+        let omni = self.omni_call(format!("list {type_}"))?;
+        Ok(omni
+            .resources
+            .values()
+            .filter(|r| r.key.namespace == namespace && r.key.type_ == type_ && labels.iter().all(|t| t.matches(&r.labels)))
+            .cloned()
+            .collect())
+    }
+
+    fn omni_create(&self, _connection: &str, resource: &OmniResource) -> Result<OmniResource, HostError> {
+        let mut omni = self.omni_call(format!("create {}", resource.key))?;
+        if omni.resources.contains_key(&resource.key) {
+            return Err(HostError::Conflict(format!("resource {} already exists", resource.key)));
+        }
+        let stored = OmniResource { version: "1".into(), owner: String::new(), ..resource.clone() };
+        omni.resources.insert(stored.key.clone(), stored.clone());
+        Ok(stored)
+    }
+
+    fn omni_update(&self, _connection: &str, resource: &OmniResource) -> Result<OmniResource, HostError> {
+        let mut omni = self.omni_call(format!("update {}", resource.key))?;
+        let Some(current) = omni.resources.get(&resource.key) else {
+            return Err(HostError::NotFound(format!("resource {} doesn't exist", resource.key)));
+        };
+        if current.version != resource.version {
+            return Err(HostError::Conflict(format!(
+                "resource {} update conflict: expected version {:?}, actual version {:?}",
+                resource.key, resource.version, current.version
+            )));
+        }
+        if current.phase != Phase::Running {
+            return Err(HostError::Invalid(format!("resource {} is not in phase running", resource.key)));
+        }
+        let next = current.version.parse::<u64>().unwrap_or(0) + 1;
+        let stored = OmniResource { version: next.to_string(), ..resource.clone() };
+        omni.resources.insert(stored.key.clone(), stored.clone());
+        Ok(stored)
+    }
+
+    fn omni_teardown(&self, _connection: &str, key: &ResourceKey) -> Result<bool, HostError> {
+        let mut omni = self.omni_call(format!("teardown {key}"))?;
+        let Some(current) = omni.resources.get_mut(key) else {
+            return Err(HostError::NotFound(format!("resource {key} doesn't exist")));
+        };
+        current.phase = Phase::TearingDown;
+        Ok(current.finalizers.is_empty())
+    }
+
+    fn omni_destroy(&self, _connection: &str, key: &ResourceKey) -> Result<(), HostError> {
+        let mut omni = self.omni_call(format!("destroy {key}"))?;
+        match omni.resources.get(key) {
+            None => Err(HostError::NotFound(format!("resource {key} doesn't exist"))),
+            Some(r) if !r.finalizers.is_empty() => {
+                Err(HostError::Conflict(format!("resource {key} has pending finalizers {:?}", r.finalizers)))
+            }
+            Some(_) => {
+                omni.resources.remove(key);
+                Ok(())
+            }
+        }
+    }
+
+    fn omni_cluster_status(&self, _connection: &str, cluster: &str) -> Result<Option<ClusterHealth>, HostError> {
+        Ok(self.omni_call(format!("status {cluster}"))?.health.get(cluster).cloned())
+    }
 }
 
 #[cfg(test)]
@@ -176,5 +320,29 @@ mod tests {
         assert_eq!(out.conditions[0].reason, "Done");
         assert_eq!(out.status["a"], 1);
         assert_eq!(out.requeue_after, Some(5));
+    }
+
+    #[test]
+    fn the_fake_omni_keeps_cosi_write_rules() {
+        use crate::omni::{LabelTerm, OmniResource, ResourceKey};
+        let host = MockHost::new(serde_json::json!({}));
+        let key = ResourceKey::new("Clusters.omni.sidero.dev", "c1");
+        let mut new = OmniResource::new(key.clone(), vec![1]);
+        new.labels.push(("team".into(), "a".into()));
+        let created = host.omni_create("conn", &new).expect("created");
+        assert_eq!(created.version, "1");
+        assert!(matches!(host.omni_create("conn", &new), Err(HostError::Conflict(_))));
+        let updated = host.omni_update("conn", &created).expect("updated");
+        assert_eq!(updated.version, "2");
+        assert!(matches!(host.omni_update("conn", &created), Err(HostError::Conflict(m)) if m.contains("expected version")));
+        assert_eq!(host.omni_list("conn", "default", "Clusters.omni.sidero.dev", &[LabelTerm::equal("team", "a")]).expect("list").len(), 1);
+        assert!(host.omni_list("conn", "default", "Clusters.omni.sidero.dev", &[LabelTerm::equal("team", "b")]).expect("list").is_empty());
+        assert!(host.omni_teardown("conn", &key).expect("teardown"));
+        assert!(matches!(host.omni_update("conn", &updated), Err(HostError::Invalid(_))), "tearing down refuses updates");
+        host.omni_destroy("conn", &key).expect("destroyed");
+        assert_eq!(host.omni_get("conn", &key).expect("get"), None);
+        assert_eq!(host.omni_calls().first().map(String::as_str), Some("create Clusters.omni.sidero.dev(c1)"));
+        let denied = MockHost::new(serde_json::json!({})).deny("omni");
+        assert!(matches!(denied.omni_ping("conn"), Err(HostError::Denied(_))));
     }
 }

@@ -97,6 +97,10 @@ pub enum HostError {
     /// Down, throttled, or not implemented by this operator version; retry later.
     Unavailable(String),
     Timeout(String),
+    /// A remote service (Omni, a workload cluster) refused the credentials the operator presented.
+    Unauthenticated(String),
+    /// A remote service refused the operation for the credentials' role or permissions.
+    Forbidden(String),
     Other(String),
 }
 
@@ -109,12 +113,32 @@ impl std::fmt::Display for HostError {
             HostError::Invalid(m) => write!(f, "invalid: {m}"),
             HostError::Unavailable(m) => write!(f, "unavailable: {m}"),
             HostError::Timeout(m) => write!(f, "timeout: {m}"),
+            HostError::Unauthenticated(m) => write!(f, "unauthenticated: {m}"),
+            HostError::Forbidden(m) => write!(f, "forbidden: {m}"),
             HostError::Other(m) => write!(f, "{m}"),
         }
     }
 }
 
 impl std::error::Error for HostError {}
+
+impl HostError {
+    /// The message without the kind prefix that `Display` adds: for texts a plugin passes on, such as the
+    /// operator's `MissingSecret "x": …` or `list Omni clusters: rpc error: …`.
+    pub fn message(&self) -> &str {
+        match self {
+            HostError::Denied(m)
+            | HostError::NotFound(m)
+            | HostError::Conflict(m)
+            | HostError::Invalid(m)
+            | HostError::Unavailable(m)
+            | HostError::Timeout(m)
+            | HostError::Unauthenticated(m)
+            | HostError::Forbidden(m)
+            | HostError::Other(m) => m,
+        }
+    }
+}
 
 /// Why a reconcile did not complete.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,6 +165,9 @@ pub enum RelatedMapping {
     NameField(String),
     /// Reconciled objects named as the related object's controller owner.
     Owner,
+    /// The reconciled object named by the related object's field at this dotted path, e.g. the OmniConnection
+    /// an OmniCluster's `spec.connectionRef.name` names.
+    NamedBy(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

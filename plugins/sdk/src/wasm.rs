@@ -5,6 +5,8 @@ use serde_json::Value;
 use crate::bindings::exports::omni::operator::{plugin as wplugin, validator as wvalidator};
 use crate::bindings::omni::operator::{context as wctx, kube_read as wread, types as wtypes};
 use crate::bindings::omni::operator::clock as wclock;
+use crate::bindings::omni::operator::omni as womni;
+use crate::omni::{ClusterHealth, LabelOp, LabelTerm, OmniResource, Phase, ResourceKey};
 use crate::{Condition, ConditionStatus, EventType, HostError, Info, ListQuery, LogLevel, ObjectRef, Plugin, ReconcileError, RelatedMapping, Verdict};
 
 /// [`Host`](crate::Host) over the operator's per-call context.
@@ -85,6 +87,99 @@ impl crate::Host for WasmHost<'_> {
         let items = wread::list(self.0, &q).map_err(host_error)?;
         items.iter().map(|s| parse(s)).collect()
     }
+
+    fn omni_ping(&self, connection: &str) -> Result<String, HostError> {
+        womni::ping(self.0, connection).map(|info| info.endpoint).map_err(host_error)
+    }
+
+    fn omni_get(&self, connection: &str, key: &ResourceKey) -> Result<Option<OmniResource>, HostError> {
+        Ok(womni::get(self.0, connection, &to_key(key)).map_err(host_error)?.map(from_resource))
+    }
+
+    fn omni_list(&self, connection: &str, namespace: &str, type_: &str, labels: &[LabelTerm]) -> Result<Vec<OmniResource>, HostError> {
+        let terms: Vec<womni::LabelTerm> = labels.iter().map(to_term).collect();
+        Ok(womni::list(self.0, connection, namespace, type_, &terms).map_err(host_error)?.into_iter().map(from_resource).collect())
+    }
+
+    fn omni_create(&self, connection: &str, resource: &OmniResource) -> Result<OmniResource, HostError> {
+        womni::create(self.0, connection, &to_resource(resource)).map(from_resource).map_err(host_error)
+    }
+
+    fn omni_update(&self, connection: &str, resource: &OmniResource) -> Result<OmniResource, HostError> {
+        womni::update(self.0, connection, &to_resource(resource)).map(from_resource).map_err(host_error)
+    }
+
+    fn omni_teardown(&self, connection: &str, key: &ResourceKey) -> Result<bool, HostError> {
+        womni::teardown(self.0, connection, &to_key(key)).map_err(host_error)
+    }
+
+    fn omni_destroy(&self, connection: &str, key: &ResourceKey) -> Result<(), HostError> {
+        womni::destroy(self.0, connection, &to_key(key)).map_err(host_error)
+    }
+
+    fn omni_cluster_status(&self, connection: &str, cluster: &str) -> Result<Option<ClusterHealth>, HostError> {
+        Ok(womni::cluster_status(self.0, connection, cluster).map_err(host_error)?.map(|h| ClusterHealth {
+            phase: h.phase,
+            ready: h.ready,
+            healthy: h.healthy,
+            findings: h.findings,
+        }))
+    }
+}
+
+fn to_key(key: &ResourceKey) -> womni::ResourceKey {
+    womni::ResourceKey { namespace: key.namespace.clone(), type_: key.type_.clone(), id: key.id.clone() }
+}
+
+fn to_term(term: &LabelTerm) -> womni::LabelTerm {
+    womni::LabelTerm {
+        key: term.key.clone(),
+        op: match term.op {
+            LabelOp::Exists => womni::LabelOp::Exists,
+            LabelOp::Equal => womni::LabelOp::Equal,
+            LabelOp::In => womni::LabelOp::In,
+            LabelOp::Lt => womni::LabelOp::Lt,
+            LabelOp::Lte => womni::LabelOp::Lte,
+            LabelOp::LtNumeric => womni::LabelOp::LtNumeric,
+            LabelOp::LteNumeric => womni::LabelOp::LteNumeric,
+        },
+        values: term.values.clone(),
+        invert: term.invert,
+    }
+}
+
+fn to_resource(r: &OmniResource) -> womni::Resource {
+    womni::Resource {
+        key: to_key(&r.key),
+        version: r.version.clone(),
+        owner: r.owner.clone(),
+        phase: match r.phase {
+            Phase::Running => womni::Phase::Running,
+            Phase::TearingDown => womni::Phase::TearingDown,
+        },
+        labels: r.labels.clone(),
+        annotations: r.annotations.clone(),
+        finalizers: r.finalizers.clone(),
+        spec: r.spec.clone(),
+        unreadable: r.unreadable.clone(),
+    }
+}
+
+fn from_resource(r: womni::Resource) -> OmniResource {
+    OmniResource {
+        key: ResourceKey { namespace: r.key.namespace, type_: r.key.type_, id: r.key.id },
+        version: r.version,
+        owner: r.owner,
+        phase: match r.phase {
+            womni::Phase::Running => Phase::Running,
+            womni::Phase::TearingDown => Phase::TearingDown,
+        },
+        labels: r.labels,
+        annotations: r.annotations,
+        finalizers: r.finalizers,
+        spec: r.spec,
+        unreadable: r.unreadable,
+    }
 }
 
 fn parse(json: &str) -> Result<Value, HostError> {
@@ -99,6 +194,8 @@ fn host_error(e: wtypes::HostError) -> HostError {
         wtypes::HostError::Invalid(m) => HostError::Invalid(m),
         wtypes::HostError::Unavailable(m) => HostError::Unavailable(m),
         wtypes::HostError::Timeout(m) => HostError::Timeout(m),
+        wtypes::HostError::Unauthenticated(m) => HostError::Unauthenticated(m),
+        wtypes::HostError::Forbidden(m) => HostError::Forbidden(m),
         wtypes::HostError::Other(m) => HostError::Other(m),
     }
 }
@@ -127,6 +224,7 @@ pub fn describe<P: Plugin>() -> wplugin::Info {
                 mapping: match r.mapping {
                     RelatedMapping::NameField(f) => wplugin::RelatedMapping::NameField(f),
                     RelatedMapping::Owner => wplugin::RelatedMapping::Owner,
+                    RelatedMapping::NamedBy(f) => wplugin::RelatedMapping::NamedBy(f),
                 },
             })
             .collect(),

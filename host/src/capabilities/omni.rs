@@ -1,0 +1,286 @@
+//! `omni`: Omni resources on the endpoint an OmniConnection in the reconciled object's namespace names. The
+//! connection is resolved once per plugin call; clients (and their channels) are pooled across calls by
+//! [`OmniConnections`](crate::omni::OmniConnections). Keys never leave the host: errors carry Secret names and
+//! gRPC statuses, never values.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use omni_wire::cosi;
+use wasmtime::component::Resource;
+
+use super::{CallContext, Capability, HostError};
+use crate::omni::client::{Key, ReadResource};
+use crate::omni::{OmniClient, SetupError};
+use crate::runtime::HostState;
+use crate::runtime::bindings::omni::operator::omni as wit;
+use crate::runtime::bindings::omni::operator::types::HostError as WitHostError;
+
+/// The longest one Omni call may take, even when the plugin call has more time left.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+type Answer<T> = wasmtime::Result<Result<T, WitHostError>>;
+
+impl HostState {
+    /// The time an Omni call may take: most of what the plugin call has left, so the plugin can still handle
+    /// a `timeout` answer.
+    fn omni_budget(&self, ctx: &Resource<CallContext>) -> wasmtime::Result<Duration> {
+        Ok(self.table.get(ctx)?.remaining().mul_f64(0.9).min(CALL_TIMEOUT))
+    }
+
+    /// The client for `connection`, resolved at most once per plugin call.
+    async fn omni_client(
+        &mut self,
+        ctx: &Resource<CallContext>,
+        connection: &str,
+    ) -> wasmtime::Result<Result<Arc<OmniClient>, SetupError>> {
+        if !self.grants.allows(Capability::Omni) {
+            return Ok(Err(SetupError::Connection(HostError::Denied(format!(
+                "plugin {:?} is not granted \"omni\"",
+                self.plugin
+            )))));
+        }
+        let budget = self.omni_budget(ctx)?;
+        let call = self.table.get(ctx)?;
+        if let Some(client) = call.omni_client(connection) {
+            return Ok(Ok(client));
+        }
+        let Some(namespace) = call.namespace().map(str::to_owned) else {
+            return Ok(Err(SetupError::Connection(HostError::Invalid(
+                "Omni connections are namespaced; this object is cluster-scoped".into(),
+            ))));
+        };
+        let services = self.services.clone();
+        let resolving = services
+            .omni
+            .resolve(services.kube.as_ref(), services.clock.clone(), &namespace, connection);
+        let client = match tokio::time::timeout(budget, resolving).await {
+            Err(_) => {
+                return Ok(Err(SetupError::Connection(HostError::Timeout(format!(
+                    "reading OmniConnection {connection:?} and its Secret took longer than {} ms",
+                    budget.as_millis()
+                )))));
+            }
+            Ok(Err(e)) => return Ok(Err(e)),
+            Ok(Ok(client)) => client,
+        };
+        self.table
+            .get_mut(ctx)?
+            .remember_omni_client(connection, client.clone());
+        Ok(Ok(client))
+    }
+
+    /// Resolves `connection` and runs `op` with the client and the call's budget.
+    async fn with_omni<T, F, Fut>(&mut self, ctx: &Resource<CallContext>, connection: &str, op: F) -> Answer<T>
+    where
+        F: FnOnce(Arc<OmniClient>, Duration) -> Fut,
+        Fut: Future<Output = Result<T, HostError>>,
+    {
+        let client = match self.omni_client(ctx, connection).await? {
+            Ok(client) => client,
+            Err(e) => return Ok(Err(e.into_host_error().into())),
+        };
+        let budget = self.omni_budget(ctx)?;
+        Ok(op(client, budget).await.map_err(Into::into))
+    }
+}
+
+impl wit::Host for HostState {
+    async fn ping(&mut self, ctx: Resource<CallContext>, connection: String) -> Answer<wit::EndpointInfo> {
+        // The messages follow the Go operator's Ping: set-up problems as they are, the client's construction
+        // as `create Omni client: …`, and everything from the first RPC on as `list Omni clusters: …`.
+        let client = match self.omni_client(&ctx, &connection).await? {
+            Ok(client) => client,
+            Err(SetupError::Key(m)) => {
+                return Ok(Err(HostError::Unauthenticated(format!("list Omni clusters: {m}")).into()));
+            }
+            Err(e) => return Ok(Err(e.into_host_error().into())),
+        };
+        let budget = self.omni_budget(&ctx)?;
+        Ok(match client.ping(budget).await {
+            Ok(()) => Ok(wit::EndpointInfo {
+                endpoint: client.endpoint().normalized.clone(),
+            }),
+            Err(e) => Err(e.into()),
+        })
+    }
+
+    async fn get(
+        &mut self,
+        ctx: Resource<CallContext>,
+        connection: String,
+        key: wit::ResourceKey,
+    ) -> Answer<Option<wit::Resource>> {
+        let key = to_key(key);
+        self.with_omni(&ctx, &connection, |client, budget| async move {
+            Ok(client.get(&key, budget).await?.map(from_cosi))
+        })
+        .await
+    }
+
+    async fn list(
+        &mut self,
+        ctx: Resource<CallContext>,
+        connection: String,
+        namespace: String,
+        type_: String,
+        labels: Vec<wit::LabelTerm>,
+    ) -> Answer<Vec<wit::Resource>> {
+        let terms = labels.into_iter().map(to_term).collect();
+        self.with_omni(&ctx, &connection, |client, budget| async move {
+            let items = client.list(&namespace, &type_, terms, budget).await?;
+            Ok(items.into_iter().map(from_cosi).collect())
+        })
+        .await
+    }
+
+    async fn create(
+        &mut self,
+        ctx: Resource<CallContext>,
+        connection: String,
+        resource: wit::Resource,
+    ) -> Answer<wit::Resource> {
+        // New resources carry version "undefined" (§9 item 1), whatever the plugin put there.
+        let resource = to_cosi(resource, Some(omni_wire::VERSION_UNDEFINED));
+        self.with_omni(&ctx, &connection, |client, budget| async move {
+            Ok(from_cosi(client.create(resource, budget).await?))
+        })
+        .await
+    }
+
+    async fn update(
+        &mut self,
+        ctx: Resource<CallContext>,
+        connection: String,
+        resource: wit::Resource,
+    ) -> Answer<wit::Resource> {
+        let resource = to_cosi(resource, None);
+        self.with_omni(&ctx, &connection, |client, budget| async move {
+            Ok(from_cosi(client.update(resource, budget).await?))
+        })
+        .await
+    }
+
+    async fn teardown(&mut self, ctx: Resource<CallContext>, connection: String, key: wit::ResourceKey) -> Answer<bool> {
+        let key = to_key(key);
+        self.with_omni(&ctx, &connection, |client, budget| async move { client.teardown(&key, budget).await })
+            .await
+    }
+
+    async fn destroy(&mut self, ctx: Resource<CallContext>, connection: String, key: wit::ResourceKey) -> Answer<()> {
+        let key = to_key(key);
+        self.with_omni(&ctx, &connection, |client, budget| async move { client.destroy(&key, budget).await })
+            .await
+    }
+
+    async fn cluster_status(
+        &mut self,
+        ctx: Resource<CallContext>,
+        connection: String,
+        cluster: String,
+    ) -> Answer<Option<wit::ClusterHealth>> {
+        self.with_omni(&ctx, &connection, |client, budget| async move {
+            Ok(client.cluster_status(&cluster, budget).await?.map(|h| wit::ClusterHealth {
+                phase: h.phase,
+                ready: h.ready,
+                healthy: h.healthy,
+                findings: h.findings,
+            }))
+        })
+        .await
+    }
+
+    async fn export_kubeconfig(
+        &mut self,
+        _ctx: Resource<CallContext>,
+        _connection: String,
+        _request: wit::KubeconfigExport,
+    ) -> Answer<wit::Exported> {
+        Ok(Err(HostError::Unavailable(
+            "omni.export-kubeconfig lands in a later version of the host".into(),
+        )
+        .into()))
+    }
+}
+
+fn to_key(key: wit::ResourceKey) -> Key {
+    Key {
+        namespace: key.namespace,
+        type_: key.type_,
+        id: key.id,
+    }
+}
+
+fn to_term(term: wit::LabelTerm) -> cosi::LabelTerm {
+    use cosi::label_term::Operation;
+    let op = match term.op {
+        wit::LabelOp::Exists => Operation::Exists,
+        wit::LabelOp::Equal => Operation::Equal,
+        wit::LabelOp::In => Operation::In,
+        wit::LabelOp::Lt => Operation::Lt,
+        wit::LabelOp::Lte => Operation::Lte,
+        wit::LabelOp::LtNumeric => Operation::LtNumeric,
+        wit::LabelOp::LteNumeric => Operation::LteNumeric,
+    };
+    cosi::LabelTerm {
+        key: term.key,
+        op: op as i32,
+        value: term.values,
+        invert: term.invert,
+    }
+}
+
+/// The wire form; `version` overrides the plugin's (creates). The spec submessage is always present, as Omni
+/// rejects resources without one (§9 item 2).
+fn to_cosi(resource: wit::Resource, version: Option<&str>) -> cosi::Resource {
+    let phase = match resource.phase {
+        wit::Phase::Running => omni_wire::phase::RUNNING,
+        wit::Phase::TearingDown => omni_wire::phase::TEARING_DOWN,
+    };
+    cosi::Resource {
+        metadata: Some(cosi::Metadata {
+            namespace: resource.key.namespace,
+            r#type: resource.key.type_,
+            id: resource.key.id,
+            version: version.map_or(resource.version, str::to_owned),
+            owner: resource.owner,
+            phase: phase.into(),
+            created: None,
+            updated: None,
+            finalizers: resource.finalizers,
+            labels: resource.labels.into_iter().collect(),
+            annotations: resource.annotations.into_iter().collect(),
+        }),
+        spec: Some(cosi::Spec {
+            proto_spec: resource.spec,
+            yaml_spec: String::new(),
+        }),
+    }
+}
+
+fn from_cosi(read: ReadResource) -> wit::Resource {
+    let metadata = read.resource.metadata.unwrap_or_default();
+    let sorted = |m: std::collections::HashMap<String, String>| -> Vec<(String, String)> {
+        m.into_iter().collect::<BTreeMap<_, _>>().into_iter().collect()
+    };
+    wit::Resource {
+        key: wit::ResourceKey {
+            namespace: metadata.namespace,
+            type_: metadata.r#type,
+            id: metadata.id,
+        },
+        version: metadata.version,
+        owner: metadata.owner,
+        phase: if metadata.phase == omni_wire::phase::TEARING_DOWN {
+            wit::Phase::TearingDown
+        } else {
+            wit::Phase::Running
+        },
+        labels: sorted(metadata.labels),
+        annotations: sorted(metadata.annotations),
+        finalizers: metadata.finalizers,
+        spec: read.resource.spec.map(|s| s.proto_spec).unwrap_or_default(),
+        unreadable: read.unreadable,
+    }
+}

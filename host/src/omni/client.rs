@@ -1,0 +1,559 @@
+//! One Omni endpoint and service-account key: signed, gzip-compressed calls with a deadline each, over one
+//! long-lived channel (the Go operator dialled and signed anew for every operation, §10.23). Replies are mapped
+//! onto the contract's typed errors with Go's `rpc error: code = … desc = …` text, so messages read as they did.
+
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+use omni_wire::compression::Dictionary;
+use omni_wire::cosi::{self, state_client::StateClient};
+use omni_wire::signature::{self, Metadata};
+use omni_wire::{ServiceAccountKey, specs};
+use tonic::codec::CompressionEncoding;
+use tonic::metadata::{MetadataKey, MetadataValue};
+use tonic::transport::Channel;
+use tonic::{Code, Request, Status};
+
+use super::endpoint::Endpoint;
+use super::transport::{self, MAX_MESSAGE_BYTES};
+use crate::capabilities::{Clock, HostError};
+
+pub const CLUSTERS: &str = "Clusters.omni.sidero.dev";
+pub const CONFIG_PATCHES: &str = "ConfigPatches.omni.sidero.dev";
+pub const MANIFEST_GROUPS: &str = "KubernetesManifestGroups.omni.sidero.dev";
+const CLUSTER_STATUSES: &str = "ClusterStatuses.omni.sidero.dev";
+const MACHINE_SET_STATUSES: &str = "MachineSetStatuses.omni.sidero.dev";
+const KUBERNETES_UPGRADE_STATUSES: &str = "KubernetesUpgradeStatuses.omni.sidero.dev";
+const TALOS_UPGRADE_STATUSES: &str = "TalosUpgradeStatuses.omni.sidero.dev";
+const CLUSTER_LABEL: &str = "omni.sidero.dev/cluster";
+
+/// Addresses one resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Key {
+    pub namespace: String,
+    pub type_: String,
+    pub id: String,
+}
+
+impl std::fmt::Display for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}({})", self.type_, self.id)
+    }
+}
+
+/// A resource as read, with its spec decompressed where Omni stored it compressed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadResource {
+    pub resource: cosi::Resource,
+    /// Why the spec's content could not be decompressed.
+    pub unreadable: Option<String>,
+}
+
+/// Health as `omnictl cluster status` judges it (spec/omni-protocol.md §6.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterHealth {
+    pub phase: String,
+    pub ready: bool,
+    pub healthy: bool,
+    pub findings: Vec<String>,
+}
+
+pub struct OmniClient {
+    endpoint: Endpoint,
+    key: ServiceAccountKey,
+    state: StateClient<Channel>,
+    clock: Arc<dyn Clock>,
+    dictionary: Option<Dictionary>,
+}
+
+impl std::fmt::Debug for OmniClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OmniClient")
+            .field("endpoint", &self.endpoint.normalized)
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OmniClient {
+    /// A client whose channel connects on first use.
+    pub fn new(
+        endpoint: Endpoint,
+        insecure_skip_verify: bool,
+        key: ServiceAccountKey,
+        clock: Arc<dyn Clock>,
+        dictionary: Option<Dictionary>,
+    ) -> Result<Self, String> {
+        let channel = transport::channel(&endpoint, insecure_skip_verify)?;
+        let state = StateClient::new(channel)
+            .send_compressed(CompressionEncoding::Gzip)
+            .accept_compressed(CompressionEncoding::Gzip)
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES);
+        Ok(OmniClient {
+            endpoint,
+            key,
+            state,
+            clock,
+            dictionary,
+        })
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// A request for `method` carrying `extra` metadata, signed (after all other metadata is set, as §2.2
+    /// requires) at the host clock's time, with `budget` as its gRPC deadline.
+    fn request<T>(&self, method: &str, message: T, extra: Metadata, budget: Duration) -> Result<Request<T>, HostError> {
+        let now = self
+            .clock
+            .now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0);
+        let mut md = extra;
+        signature::sign(&self.key, method, &mut md, now).map_err(|e| HostError::Other(e.to_string()))?;
+        let mut request = Request::new(message);
+        request.set_timeout(budget);
+        for (name, value) in md {
+            let name = MetadataKey::from_bytes(name.as_bytes())
+                .map_err(|_| HostError::Invalid(format!("metadata key {name:?} is not valid in gRPC")))?;
+            let value = MetadataValue::try_from(value.as_str())
+                .map_err(|_| HostError::Invalid(format!("metadata {name} holds characters gRPC cannot carry")))?;
+            request.metadata_mut().append(name, value);
+        }
+        Ok(request)
+    }
+
+    /// Runs one call within `budget`, even when the server ignores `grpc-timeout`.
+    async fn within<T>(
+        what: &str,
+        budget: Duration,
+        call: impl Future<Output = Result<T, Status>>,
+    ) -> Result<T, HostError> {
+        match tokio::time::timeout(budget, call).await {
+            Err(_) => Err(HostError::Timeout(format!(
+                "{what}: Omni did not answer within {} ms",
+                budget.as_millis()
+            ))),
+            Ok(result) => result.map_err(|status| rpc_error(what, &status)),
+        }
+    }
+
+    /// Ping: the list of clusters the Go operator uses (Reader role on all clusters). Errors read
+    /// `list Omni clusters: rpc error: …`, as the operator reported them.
+    pub async fn ping(&self, budget: Duration) -> Result<(), HostError> {
+        self.list_raw("list Omni clusters", omni_wire::DEFAULT_NAMESPACE, CLUSTERS, Vec::new(), budget)
+            .await
+            .map(|_| ())
+    }
+
+    pub async fn get(&self, key: &Key, budget: Duration) -> Result<Option<ReadResource>, HostError> {
+        let what = format!("get {key}");
+        let message = cosi::GetRequest {
+            namespace: key.namespace.clone(),
+            r#type: key.type_.clone(),
+            id: key.id.clone(),
+            options: Some(cosi::GetOptions {}),
+        };
+        let request = self.request("/cosi.resource.State/Get", message, Vec::new(), budget)?;
+        let mut state = self.state.clone();
+        match Self::within(&what, budget, state.get(request)).await {
+            Err(HostError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+            Ok(reply) => match reply.into_inner().resource {
+                Some(resource) => Ok(Some(self.readable(resource))),
+                None => Err(HostError::Other(format!("{what}: Omni answered without a resource"))),
+            },
+        }
+    }
+
+    pub async fn list(
+        &self,
+        namespace: &str,
+        type_: &str,
+        terms: Vec<cosi::LabelTerm>,
+        budget: Duration,
+    ) -> Result<Vec<ReadResource>, HostError> {
+        let what = format!("list {type_}");
+        let items = self.list_raw(&what, namespace, type_, terms, budget).await?;
+        Ok(items.into_iter().map(|r| self.readable(r)).collect())
+    }
+
+    async fn list_raw(
+        &self,
+        what: &str,
+        namespace: &str,
+        type_: &str,
+        terms: Vec<cosi::LabelTerm>,
+        budget: Duration,
+    ) -> Result<Vec<cosi::Resource>, HostError> {
+        // One LabelQuery per call with all terms, as `WithLabelQuery(resource.LabelEqual(…), …)` sends.
+        let label_query = if terms.is_empty() {
+            Vec::new()
+        } else {
+            vec![cosi::LabelQuery { terms }]
+        };
+        let message = cosi::ListRequest {
+            namespace: namespace.into(),
+            r#type: type_.into(),
+            options: Some(cosi::ListOptions {
+                label_query,
+                id_query: None,
+            }),
+        };
+        let request = self.request("/cosi.resource.State/List", message, Vec::new(), budget)?;
+        let mut state = self.state.clone();
+        let collect = async move {
+            let mut stream = state.list(request).await?.into_inner();
+            let mut items = Vec::new();
+            while let Some(reply) = stream.message().await? {
+                if let Some(resource) = reply.resource {
+                    items.push(resource);
+                }
+            }
+            Ok(items)
+        };
+        Self::within(what, budget, collect).await
+    }
+
+    pub async fn create(&self, resource: cosi::Resource, budget: Duration) -> Result<ReadResource, HostError> {
+        let what = format!("create {}", describe(&resource));
+        let message = cosi::CreateRequest {
+            resource: Some(resource),
+            options: Some(cosi::CreateOptions { owner: String::new() }),
+        };
+        let request = self.request("/cosi.resource.State/Create", message, Vec::new(), budget)?;
+        let mut state = self.state.clone();
+        let reply = Self::within(&what, budget, state.create(request)).await?;
+        self.stored(&what, reply.into_inner().resource)
+    }
+
+    /// Update with `expected_phase = running`, as the Go client sends by default.
+    pub async fn update(&self, resource: cosi::Resource, budget: Duration) -> Result<ReadResource, HostError> {
+        self.update_in_phase(resource, Some(omni_wire::phase::RUNNING.into()), budget).await
+    }
+
+    async fn update_in_phase(
+        &self,
+        resource: cosi::Resource,
+        expected_phase: Option<String>,
+        budget: Duration,
+    ) -> Result<ReadResource, HostError> {
+        let what = format!("update {}", describe(&resource));
+        let message = cosi::UpdateRequest {
+            new_resource: Some(resource),
+            options: Some(cosi::UpdateOptions {
+                owner: String::new(),
+                expected_phase,
+            }),
+        };
+        let request = self.request("/cosi.resource.State/Update", message, Vec::new(), budget)?;
+        let mut state = self.state.clone();
+        let reply = Self::within(&what, budget, state.update(request)).await?;
+        self.stored(&what, reply.into_inner().resource)
+    }
+
+    /// Starts the teardown; `true` when no finalizers remain. An Omni without the Teardown RPC gets the Go
+    /// client's fallback: set the phase to `tearingDown` with an update (spec/omni-protocol.md §3.1.3).
+    pub async fn teardown(&self, key: &Key, budget: Duration) -> Result<bool, HostError> {
+        let what = format!("tear down {key}");
+        let message = cosi::TeardownRequest {
+            namespace: key.namespace.clone(),
+            r#type: key.type_.clone(),
+            id: key.id.clone(),
+            options: Some(cosi::TeardownOptions { owner: String::new() }),
+        };
+        let request = self.request("/cosi.resource.State/Teardown", message, Vec::new(), budget)?;
+        let mut state = self.state.clone();
+        match tokio::time::timeout(budget, state.teardown(request)).await {
+            Err(_) => Err(HostError::Timeout(format!("{what}: Omni did not answer within {} ms", budget.as_millis()))),
+            Ok(Ok(reply)) => Ok(reply.into_inner().destroy_ready),
+            Ok(Err(status)) if status.code() == Code::Unimplemented => self.teardown_by_update(key, budget).await,
+            Ok(Err(status)) => Err(rpc_error(&what, &status)),
+        }
+    }
+
+    async fn teardown_by_update(&self, key: &Key, budget: Duration) -> Result<bool, HostError> {
+        // A version conflict means someone else wrote in between: read again, a few times.
+        for _ in 0..5 {
+            let Some(current) = self.get(key, budget).await? else {
+                return Err(HostError::NotFound(format!("tear down {key}: resource doesn't exist")));
+            };
+            let mut resource = current.resource;
+            let metadata = resource.metadata.get_or_insert_with(Default::default);
+            if metadata.phase == omni_wire::phase::TEARING_DOWN {
+                return Ok(metadata.finalizers.is_empty());
+            }
+            metadata.phase = omni_wire::phase::TEARING_DOWN.into();
+            match self.update_in_phase(resource, None, budget).await {
+                Ok(stored) => {
+                    return Ok(stored
+                        .resource
+                        .metadata
+                        .is_none_or(|m| m.finalizers.is_empty()));
+                }
+                Err(HostError::Conflict(_)) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(HostError::Conflict(format!("tear down {key}: the resource kept changing")))
+    }
+
+    pub async fn destroy(&self, key: &Key, budget: Duration) -> Result<(), HostError> {
+        let what = format!("destroy {key}");
+        let message = cosi::DestroyRequest {
+            namespace: key.namespace.clone(),
+            r#type: key.type_.clone(),
+            id: key.id.clone(),
+            options: Some(cosi::DestroyOptions { owner: String::new() }),
+        };
+        let request = self.request("/cosi.resource.State/Destroy", message, Vec::new(), budget)?;
+        let mut state = self.state.clone();
+        Self::within(&what, budget, state.destroy(request)).await.map(|_| ())
+    }
+
+    /// `None` when Omni has no ClusterStatus for the cluster. Reads the status resources the Go client
+    /// watches (§6.3) with get and list, so an absent status is an answer rather than a call that never ends
+    /// (§10.6).
+    pub async fn cluster_status(&self, cluster: &str, budget: Duration) -> Result<Option<ClusterHealth>, HostError> {
+        let key = Key {
+            namespace: omni_wire::DEFAULT_NAMESPACE.into(),
+            type_: CLUSTER_STATUSES.into(),
+            id: cluster.into(),
+        };
+        let Some(status) = self.get(&key, budget).await? else {
+            return Ok(None);
+        };
+        let spec: specs::ClusterStatusSpec = decode_spec(&status.resource)?;
+        let phase = specs::cluster_status_spec::Phase::try_from(spec.phase)
+            .map(|p| p.as_str_name().to_string())
+            .unwrap_or_else(|_| format!("phase {}", spec.phase));
+        let mut findings = Vec::new();
+        if phase != "RUNNING" {
+            findings.push(format!("cluster phase is {phase}"));
+        }
+        if !spec.ready {
+            findings.push("cluster is not ready".to_string());
+        }
+        let of_cluster = || {
+            vec![cosi::LabelTerm {
+                key: CLUSTER_LABEL.into(),
+                op: cosi::label_term::Operation::Equal as i32,
+                value: vec![cluster.into()],
+                invert: false,
+            }]
+        };
+        for set in self.list(omni_wire::DEFAULT_NAMESPACE, MACHINE_SET_STATUSES, of_cluster(), budget).await? {
+            let spec: specs::MachineSetStatusSpec = decode_spec(&set.resource)?;
+            let set_phase = specs::MachineSetPhase::try_from(spec.phase).map_or("Unknown", |p| p.as_str_name());
+            if set_phase != "Running" || !spec.ready {
+                findings.push(format!(
+                    "machine set {} is {set_phase}{}",
+                    id_of(&set.resource),
+                    if spec.ready { "" } else { ", not ready" }
+                ));
+            }
+        }
+        for upgrade in self.list(omni_wire::DEFAULT_NAMESPACE, KUBERNETES_UPGRADE_STATUSES, of_cluster(), budget).await? {
+            let spec: specs::KubernetesUpgradeStatusSpec = decode_spec(&upgrade.resource)?;
+            if spec.phase != specs::kubernetes_upgrade_status_spec::Phase::Done as i32 {
+                let name = specs::kubernetes_upgrade_status_spec::Phase::try_from(spec.phase).map_or("Unknown", |p| p.as_str_name());
+                findings.push(format!("Kubernetes upgrade is {name}"));
+            }
+        }
+        for upgrade in self.list(omni_wire::DEFAULT_NAMESPACE, TALOS_UPGRADE_STATUSES, of_cluster(), budget).await? {
+            let spec: specs::TalosUpgradeStatusSpec = decode_spec(&upgrade.resource)?;
+            if spec.phase != specs::talos_upgrade_status_spec::Phase::Done as i32 {
+                let name = specs::talos_upgrade_status_spec::Phase::try_from(spec.phase).map_or("Unknown", |p| p.as_str_name());
+                findings.push(format!("Talos upgrade is {name}"));
+            }
+        }
+        Ok(Some(ClusterHealth {
+            phase,
+            ready: spec.ready,
+            healthy: findings.is_empty(),
+            findings,
+        }))
+    }
+
+    fn stored(&self, what: &str, resource: Option<cosi::Resource>) -> Result<ReadResource, HostError> {
+        resource
+            .map(|r| self.readable(r))
+            .ok_or_else(|| HostError::Other(format!("{what}: Omni answered without the stored resource")))
+    }
+
+    /// Decompresses ConfigPatch and KubernetesManifestGroup content, or says why it cannot.
+    fn readable(&self, mut resource: cosi::Resource) -> ReadResource {
+        let type_ = resource.metadata.as_ref().map(|m| m.r#type.as_str()).unwrap_or_default().to_string();
+        let Some(spec) = resource.spec.as_mut() else {
+            return ReadResource { resource, unreadable: None };
+        };
+        let unreadable = match type_.as_str() {
+            CONFIG_PATCHES => inflate::<specs::ConfigPatchSpec>(&mut spec.proto_spec, self.dictionary.as_ref()),
+            MANIFEST_GROUPS => inflate::<specs::KubernetesManifestGroupSpec>(&mut spec.proto_spec, self.dictionary.as_ref()),
+            _ => None,
+        };
+        ReadResource { resource, unreadable }
+    }
+}
+
+/// Spec messages whose content Omni may store compressed.
+trait CompressedContent: prost::Message + Default {
+    fn content(&mut self) -> (&mut Vec<u8>, &mut String);
+}
+
+impl CompressedContent for specs::ConfigPatchSpec {
+    fn content(&mut self) -> (&mut Vec<u8>, &mut String) {
+        (&mut self.compressed_data, &mut self.data)
+    }
+}
+
+impl CompressedContent for specs::KubernetesManifestGroupSpec {
+    fn content(&mut self) -> (&mut Vec<u8>, &mut String) {
+        (&mut self.compressed_data, &mut self.data)
+    }
+}
+
+/// Replaces compressed content by the plain `data` it encodes; returns why it could not.
+fn inflate<S: CompressedContent>(proto_spec: &mut Vec<u8>, dictionary: Option<&Dictionary>) -> Option<String> {
+    let mut spec = match S::decode(proto_spec.as_slice()) {
+        Ok(spec) => spec,
+        Err(e) => return Some(format!("the spec does not decode: {e}")),
+    };
+    let (compressed, data) = spec.content();
+    if compressed.is_empty() {
+        return None;
+    }
+    let Some(dictionary) = dictionary else {
+        return Some(
+            "the content is zstd-compressed and no Omni dictionary is configured (--omni-zstd-dictionary)".into(),
+        );
+    };
+    let plain = match dictionary.decompress(compressed) {
+        Ok(plain) => plain,
+        Err(e) => return Some(e.to_string()),
+    };
+    match String::from_utf8(plain) {
+        Ok(text) => {
+            *data = text;
+            compressed.clear();
+            *proto_spec = spec.encode_to_vec();
+            None
+        }
+        Err(_) => Some("the decompressed content is not UTF-8".into()),
+    }
+}
+
+fn decode_spec<S: prost::Message + Default>(resource: &cosi::Resource) -> Result<S, HostError> {
+    let bytes = resource.spec.as_ref().map(|s| s.proto_spec.as_slice()).unwrap_or_default();
+    S::decode(bytes).map_err(|e| HostError::Other(format!("{}: Omni's spec does not decode: {e}", id_of(resource))))
+}
+
+fn id_of(resource: &cosi::Resource) -> String {
+    resource.metadata.as_ref().map(|m| m.id.clone()).unwrap_or_default()
+}
+
+fn describe(resource: &cosi::Resource) -> String {
+    match &resource.metadata {
+        Some(m) => format!("{}({})", m.r#type, m.id),
+        None => "a resource without metadata".into(),
+    }
+}
+
+/// Go's spelling of a status code, as `rpc error: code = … desc = …` prints it.
+fn go_code(code: Code) -> &'static str {
+    match code {
+        Code::Ok => "OK",
+        Code::Cancelled => "Canceled",
+        Code::Unknown => "Unknown",
+        Code::InvalidArgument => "InvalidArgument",
+        Code::DeadlineExceeded => "DeadlineExceeded",
+        Code::NotFound => "NotFound",
+        Code::AlreadyExists => "AlreadyExists",
+        Code::PermissionDenied => "PermissionDenied",
+        Code::ResourceExhausted => "ResourceExhausted",
+        Code::FailedPrecondition => "FailedPrecondition",
+        Code::Aborted => "Aborted",
+        Code::OutOfRange => "OutOfRange",
+        Code::Unimplemented => "Unimplemented",
+        Code::Internal => "Internal",
+        Code::Unavailable => "Unavailable",
+        Code::DataLoss => "DataLoss",
+        Code::Unauthenticated => "Unauthenticated",
+    }
+}
+
+/// Maps a gRPC status to the contract's typed error (spec/omni-protocol.md §3.4, §9 item 9).
+pub fn rpc_error(what: &str, status: &Status) -> HostError {
+    let message = format!(
+        "{what}: rpc error: code = {} desc = {}",
+        go_code(status.code()),
+        status.message()
+    );
+    match status.code() {
+        Code::Unauthenticated => HostError::Unauthenticated(message),
+        Code::PermissionDenied => HostError::Forbidden(message),
+        Code::NotFound => HostError::NotFound(message),
+        // Create of an existing resource, a stale version, pending finalizers.
+        Code::AlreadyExists | Code::FailedPrecondition | Code::Aborted => HostError::Conflict(message),
+        // Omni's validation failures and phase conflicts.
+        Code::InvalidArgument | Code::OutOfRange => HostError::Invalid(message),
+        Code::Unavailable | Code::ResourceExhausted | Code::Cancelled => HostError::Unavailable(message),
+        Code::DeadlineExceeded => HostError::Timeout(message),
+        _ => HostError::Other(message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message as _;
+
+    #[test]
+    fn statuses_map_to_typed_errors_with_gos_text() {
+        let e = rpc_error("list Omni clusters", &Status::unauthenticated("invalid signature"));
+        assert_eq!(
+            e,
+            HostError::Unauthenticated(
+                "list Omni clusters: rpc error: code = Unauthenticated desc = invalid signature".into()
+            )
+        );
+        assert!(matches!(rpc_error("x", &Status::permission_denied("no")), HostError::Forbidden(_)));
+        assert!(matches!(rpc_error("x", &Status::failed_precondition("update conflict")), HostError::Conflict(_)));
+        assert!(matches!(rpc_error("x", &Status::already_exists("exists")), HostError::Conflict(_)));
+        assert!(matches!(rpc_error("x", &Status::invalid_argument("failed to validate")), HostError::Invalid(_)));
+        assert!(matches!(rpc_error("x", &Status::unavailable("down")), HostError::Unavailable(_)));
+        assert!(matches!(rpc_error("x", &Status::deadline_exceeded("slow")), HostError::Timeout(_)));
+        assert!(matches!(rpc_error("x", &Status::not_found("gone")), HostError::NotFound(_)));
+        assert!(rpc_error("x", &Status::cancelled("c")).to_string().contains("code = Canceled"));
+    }
+
+    #[test]
+    fn compressed_patches_are_inflated_or_reported_unreadable() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/omni/config.1.zdict");
+        let dictionary = Dictionary::new(std::fs::read(path).expect("dictionary")).expect("valid");
+        let plain = "machine:\n    install:\n        disk: /dev/sda\n".repeat(80);
+        let compressed = specs::ConfigPatchSpec {
+            data: String::new(),
+            compressed_data: dictionary.compress(plain.as_bytes()).expect("compress"),
+        }
+        .encode_to_vec();
+        let mut bytes = compressed.clone();
+        assert_eq!(inflate::<specs::ConfigPatchSpec>(&mut bytes, Some(&dictionary)), None);
+        let spec = specs::ConfigPatchSpec::decode(bytes.as_slice()).expect("decodes");
+        assert_eq!(spec.data, plain);
+        assert!(spec.compressed_data.is_empty());
+
+        let mut bytes = compressed.clone();
+        let why = inflate::<specs::ConfigPatchSpec>(&mut bytes, None).expect("unreadable without a dictionary");
+        assert!(why.contains("no Omni dictionary"), "{why}");
+        assert_eq!(bytes, compressed, "left as received");
+
+        let mut plain_spec = specs::ConfigPatchSpec { data: "a: 1\n".into(), compressed_data: Vec::new() }.encode_to_vec();
+        let before = plain_spec.clone();
+        assert_eq!(inflate::<specs::ConfigPatchSpec>(&mut plain_spec, None), None);
+        assert_eq!(plain_spec, before);
+    }
+}
