@@ -179,7 +179,12 @@ fn point_at_simulator(objects: &mut Vec<(PathBuf, Value)>, endpoint: &str, key: 
         said.push(format!("OmniConnection {ns}/{name}: endpoint {before} -> {endpoint} (the Omni simulator)"));
         let secret_ref = &obj["spec"]["auth"]["serviceAccountSecretRef"];
         let secret = secret_ref["name"].as_str().unwrap_or_default().to_string();
-        let secret_key = secret_ref["key"].as_str().unwrap_or(SECRET_KEY_DEFAULT).to_string();
+        let secret_key = secret_ref["key"]
+            .as_str()
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .unwrap_or(SECRET_KEY_DEFAULT)
+            .to_string();
         secrets.push((ns, secret, secret_key, index));
     }
     if secrets.is_empty() {
@@ -202,7 +207,8 @@ fn point_at_simulator(objects: &mut Vec<(PathBuf, Value)>, endpoint: &str, key: 
         });
         match found {
             Some((_, secret)) => {
-                if let Some(data) = secret["data"].as_object_mut() {
+                // `get_mut`, not indexing: indexing would add `data: null` to a Secret that has none.
+                if let Some(data) = secret.get_mut("data").and_then(Value::as_object_mut) {
                     data.remove(&secret_key);
                 }
                 secret["stringData"][&secret_key] = json!(key);

@@ -26,7 +26,10 @@ fn dev_settles_on_the_quickstart_examples() {
         .expect("omni-operator runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("all 4 reconciled objects are ready"), "{stdout}");
+    assert!(stdout.contains("all 5 reconciled objects are ready"), "{stdout}");
+    // The example's connection is pointed at the embedded Omni simulator with a minted key, and checks out.
+    assert!(stdout.contains("OmniConnection omni-system/omni-sample: endpoint https://omni.example.com -> grpc://127.0.0.1:"), "{stdout}");
+    assert!(stdout.contains("ready    OmniConnection omni-system/omni-sample  Ready=True ConnectionReady: connected to grpc://127.0.0.1:"), "{stdout}");
     assert!(stdout.contains("ready    OmniWorkers omni-system/edge-sample-workers  Accepted=True"), "{stdout}");
     assert!(dir.path().join("kc").exists(), "the kubeconfig for kubectl is written");
 }

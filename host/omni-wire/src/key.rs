@@ -34,12 +34,25 @@ struct KeyJson {
     pgp_key: String,
 }
 
+/// Standard base64 as Go's `base64.StdEncoding` reads it: line breaks are skipped (a key wrapped by `base64`
+/// at 76 columns works), and an error names the offset only, as Go's does, never the offending byte.
+pub fn decode_base64(value: &str) -> Result<Vec<u8>, String> {
+    let joined: String = value.chars().filter(|c| *c != '\n' && *c != '\r').collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(joined.as_bytes())
+        .map_err(|e| match e {
+            base64::DecodeError::InvalidByte(offset, _) | base64::DecodeError::InvalidLastSymbol(offset, _) => {
+                format!("illegal base64 data at input byte {offset}")
+            }
+            base64::DecodeError::InvalidLength(length) => format!("illegal base64 data: length {length}"),
+            base64::DecodeError::InvalidPadding => "illegal base64 data: bad padding".to_string(),
+        })
+}
+
 impl ServiceAccountKey {
     /// Parses the base64 value of `OMNI_SERVICE_ACCOUNT_KEY`.
     pub fn parse(base64_value: &str) -> Result<Self, KeyError> {
-        let json = base64::engine::general_purpose::STANDARD
-            .decode(base64_value.trim())
-            .map_err(|e| KeyError(format!("not base64: {e}")))?;
+        let json = decode_base64(base64_value.trim()).map_err(|e| KeyError(format!("not base64: {e}")))?;
         // serde's messages can quote the input; only the position is reported.
         let parsed: KeyJson = serde_json::from_slice(&json).map_err(|e| {
             KeyError(format!(
@@ -96,6 +109,18 @@ mod tests {
             !debug.contains("PRIVATE") && !debug.contains("lFgE"),
             "Debug shows no key material: {debug}"
         );
+    }
+
+    #[test]
+    fn wrapped_base64_is_read_and_errors_name_offsets_not_bytes() {
+        let wrapped: String = EXAMPLE_KEY_VALUE
+            .as_bytes()
+            .chunks(76)
+            .map(|c| std::str::from_utf8(c).expect("ascii"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert_eq!(ServiceAccountKey::parse(&wrapped).expect("wrapped").fingerprint, "14caef23ea2c1d1b4e5d8e81c7681f18d20a0f6f");
+        assert_eq!(decode_base64("abc!").expect_err("bad"), "illegal base64 data at input byte 3");
     }
 
     #[test]

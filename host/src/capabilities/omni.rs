@@ -52,9 +52,7 @@ impl HostState {
             ))));
         };
         let services = self.services.clone();
-        let resolving = services
-            .omni
-            .resolve(services.kube.as_ref(), services.clock.clone(), &namespace, connection);
+        let resolving = services.omni.resolve(services.kube.as_ref(), &namespace, connection);
         let client = match tokio::time::timeout(budget, resolving).await {
             Err(_) => {
                 return Ok(Err(SetupError::Connection(HostError::Timeout(format!(
@@ -82,7 +80,16 @@ impl HostState {
             Err(e) => return Ok(Err(e.into_host_error().into())),
         };
         let budget = self.omni_budget(ctx)?;
-        Ok(op(client, budget).await.map_err(Into::into))
+        // Operations of several requests (cluster status, the teardown fallback) share one budget, so the plugin
+        // always gets a `timeout` answer before its own call deadline.
+        Ok(match tokio::time::timeout(budget, op(client, budget)).await {
+            Ok(result) => result.map_err(Into::into),
+            Err(_) => Err(HostError::Timeout(format!(
+                "Omni did not finish the call on connection {connection:?} within {} ms",
+                budget.as_millis()
+            ))
+            .into()),
+        })
     }
 }
 

@@ -2,7 +2,6 @@
 //! long-lived channel (the Go operator dialled and signed anew for every operation, §10.23). Replies are mapped
 //! onto the contract's typed errors with Go's `rpc error: code = … desc = …` text, so messages read as they did.
 
-use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use omni_wire::compression::Dictionary;
@@ -16,7 +15,7 @@ use tonic::{Code, Request, Status};
 
 use super::endpoint::Endpoint;
 use super::transport::{self, MAX_MESSAGE_BYTES};
-use crate::capabilities::{Clock, HostError};
+use crate::capabilities::HostError;
 
 pub const CLUSTERS: &str = "Clusters.omni.sidero.dev";
 pub const CONFIG_PATCHES: &str = "ConfigPatches.omni.sidero.dev";
@@ -62,7 +61,6 @@ pub struct OmniClient {
     endpoint: Endpoint,
     key: ServiceAccountKey,
     state: StateClient<Channel>,
-    clock: Arc<dyn Clock>,
     dictionary: Option<Dictionary>,
 }
 
@@ -81,7 +79,6 @@ impl OmniClient {
         endpoint: Endpoint,
         insecure_skip_verify: bool,
         key: ServiceAccountKey,
-        clock: Arc<dyn Clock>,
         dictionary: Option<Dictionary>,
     ) -> Result<Self, String> {
         let channel = transport::channel(&endpoint, insecure_skip_verify)?;
@@ -94,7 +91,6 @@ impl OmniClient {
             endpoint,
             key,
             state,
-            clock,
             dictionary,
         })
     }
@@ -104,11 +100,10 @@ impl OmniClient {
     }
 
     /// A request for `method` carrying `extra` metadata, signed (after all other metadata is set, as §2.2
-    /// requires) at the host clock's time, with `budget` as its gRPC deadline.
+    /// requires) with `budget` as its gRPC deadline. Signed at the real time, never an injected clock: Omni
+    /// refuses timestamps more than 5 minutes from its own.
     fn request<T>(&self, method: &str, message: T, extra: Metadata, budget: Duration) -> Result<Request<T>, HostError> {
-        let now = self
-            .clock
-            .now()
+        let now = std::time::SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs() as i64)
             .unwrap_or(0);
@@ -493,6 +488,12 @@ pub fn rpc_error(what: &str, status: &Status) -> HostError {
         status.message()
     );
     match status.code() {
+        // The account cannot use Omni until someone accepts the EULA: not a conflict to retry after a re-read.
+        Code::FailedPrecondition if status.message().contains("EULA has not been accepted") => {
+            HostError::Forbidden(message)
+        }
+        // A message over Omni's 32 MiB limit will not shrink by retrying.
+        Code::ResourceExhausted => HostError::Invalid(message),
         Code::Unauthenticated => HostError::Unauthenticated(message),
         Code::PermissionDenied => HostError::Forbidden(message),
         Code::NotFound => HostError::NotFound(message),
@@ -500,7 +501,7 @@ pub fn rpc_error(what: &str, status: &Status) -> HostError {
         Code::AlreadyExists | Code::FailedPrecondition | Code::Aborted => HostError::Conflict(message),
         // Omni's validation failures and phase conflicts.
         Code::InvalidArgument | Code::OutOfRange => HostError::Invalid(message),
-        Code::Unavailable | Code::ResourceExhausted | Code::Cancelled => HostError::Unavailable(message),
+        Code::Unavailable | Code::Cancelled => HostError::Unavailable(message),
         Code::DeadlineExceeded => HostError::Timeout(message),
         _ => HostError::Other(message),
     }
@@ -528,6 +529,9 @@ mod tests {
         assert!(matches!(rpc_error("x", &Status::deadline_exceeded("slow")), HostError::Timeout(_)));
         assert!(matches!(rpc_error("x", &Status::not_found("gone")), HostError::NotFound(_)));
         assert!(rpc_error("x", &Status::cancelled("c")).to_string().contains("code = Canceled"));
+        let eula = Status::failed_precondition("EULA has not been accepted; please accept the End User License Agreement before using Omni: https://omni/eula");
+        assert!(matches!(rpc_error("x", &eula), HostError::Forbidden(_)));
+        assert!(matches!(rpc_error("x", &Status::resource_exhausted("too big")), HostError::Invalid(_)));
     }
 
     #[test]

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use super::client::OmniClient;
 use super::endpoint::Endpoint;
 use super::service_account::{SecretKeyRef, check_secret_value};
-use crate::capabilities::{Clock, GetRequest, HostError, KubeReader};
+use crate::capabilities::{GetRequest, HostError, KubeReader};
 
 /// Clients unused for this long are closed.
 const IDLE: Duration = Duration::from_secs(15 * 60);
@@ -97,7 +97,6 @@ impl OmniConnections {
     pub async fn resolve(
         &self,
         kube: &dyn KubeReader,
-        clock: Arc<dyn Clock>,
         namespace: &str,
         name: &str,
     ) -> Result<Arc<OmniClient>, SetupError> {
@@ -143,7 +142,7 @@ impl OmniConnections {
         }
         let key = ServiceAccountKey::parse(&value).map_err(|e| SetupError::Key(e.to_string()))?;
         let client = Arc::new(
-            OmniClient::new(endpoint, insecure, key, clock, self.dictionary.clone()).map_err(SetupError::Client)?,
+            OmniClient::new(endpoint, insecure, key, self.dictionary.clone()).map_err(SetupError::Client)?,
         );
         let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
         // Two calls may have raced to build the same client; the first one stored wins.

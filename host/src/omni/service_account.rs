@@ -1,7 +1,6 @@
 //! The checks the original operator makes on the Secret value holding an Omni service-account key
 //! (spec/original-operator.md §3.5); the key itself is [`omni_wire::ServiceAccountKey`].
 
-use base64::Engine as _;
 
 /// Why a Secret value is not a usable key. Messages name the Secret and key, never the value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -14,9 +13,6 @@ pub enum KeyError {
     EnvironmentBlock { namespace: String, name: String, key: String },
     #[error("secret {namespace}/{name} key {key:?} must contain the base64-encoded Omni service account key: {reason}")]
     NotBase64 { namespace: String, name: String, key: String, reason: String },
-    /// The value decodes but is not a service-account key (`{"name":…,"pgp_key":…}` with a private key).
-    #[error(transparent)]
-    Malformed(#[from] omni_wire::KeyError),
 }
 
 /// Where a key came from, for messages.
@@ -46,9 +42,8 @@ pub fn check_secret_value(at: SecretKeyRef<'_>, value: Option<&[u8]>) -> Result<
     if text.split(['\n', '\r']).any(assigns) {
         return Err(KeyError::EnvironmentBlock { namespace, name, key });
     }
-    if let Err(e) = base64::engine::general_purpose::STANDARD.decode(&text) {
-        // The decoder's message names a byte offset, never the value itself.
-        return Err(KeyError::NotBase64 { namespace, name, key, reason: e.to_string() });
+    if let Err(e) = omni_wire::key::decode_base64(&text) {
+        return Err(KeyError::NotBase64 { namespace, name, key, reason: e });
     }
     Ok(text)
 }

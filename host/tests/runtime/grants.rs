@@ -21,8 +21,9 @@ async fn a_plugin_importing_an_ungranted_capability_is_refused_at_load() {
     echo_still_serves().await;
 }
 
+/// Once granted, the import is served: the host resolves the named OmniConnection (there is none here).
 #[tokio::test]
-async fn a_granted_capability_the_host_does_not_implement_yet_answers_unavailable() {
+async fn a_granted_capability_is_served_by_the_host() {
     let sneaky = load("sneaky", Grants::none().with(Capability::Omni)).await;
     let done = sneaky
         .reconcile(
@@ -33,7 +34,7 @@ async fn a_granted_capability_the_host_does_not_implement_yet_answers_unavailabl
         .unwrap();
     assert_eq!(
         done.outputs.status["omni"],
-        "unavailable: omni.ping lands in a later version of the host"
+        "HostError::NotFound(\"OmniConnection \\\"default\\\" not found in namespace \\\"default\\\"\")"
     );
 }
 

@@ -741,6 +741,10 @@ impl Cluster {
         match (rt.group.as_str(), rt.plural.as_str()) {
             ("", "secrets") => {
                 if let Some(Value::Object(sd)) = new.as_object_mut().and_then(|o| o.remove("stringData")) {
+                    // `data: null` decodes to a nil map in Go, which the conversion replaces before merging.
+                    if new.get("data").is_some_and(Value::is_null) {
+                        new["data"] = json!({});
+                    }
                     let data = new.as_object_mut().map(|o| o.entry("data").or_insert_with(|| json!({})));
                     if let Some(Value::Object(data)) = data {
                         for (k, v) in sd {

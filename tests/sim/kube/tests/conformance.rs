@@ -215,6 +215,10 @@ mod object_semantics {
         assert_eq!(r.json["data"], json!({"a": "YQ==", "b": "YmVl"}));
         assert!(r.json.get("stringData").is_none());
         assert_eq!(r.json["type"], "Opaque", "type defaults to Opaque");
+        // `data: null` is a nil map to the real server: stringData still lands in data.
+        let s = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "n"}, "data": null, "stringData": {"b": "bee"}});
+        let r = send_json(&c, "POST", SECRETS, &s).await;
+        assert_eq!(r.json["data"], json!({"b": "YmVl"}));
     }
 
     #[tokio::test]

@@ -35,6 +35,13 @@ impl TalosVersion {
         for p in 0..=5 {
             v.push(TalosVersion::new(&format!("1.11.{p}"), &["1.31", "1.32", "1.33", "1.34"]));
         }
+        // Newer lines, so current manifests (the project's examples use Talos 1.13 with Kubernetes 1.35) sync.
+        for p in 0..=4 {
+            v.push(TalosVersion::new(&format!("1.12.{p}"), &["1.32", "1.33", "1.34", "1.35"]));
+        }
+        for p in 0..=3 {
+            v.push(TalosVersion::new(&format!("1.13.{p}"), &["1.33", "1.34", "1.35", "1.36"]));
+        }
         v
     }
 

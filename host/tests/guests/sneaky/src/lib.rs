@@ -1,4 +1,4 @@
-//! Calls the `omni` interface without declaring it (raw bindings: the SDK's `Host` has no Omni calls yet), so its
+//! Calls the `omni` interface through the raw bindings without declaring it in `describe`, so its
 //! component imports `omni:operator/omni`. Refused at load unless granted `omni`; when granted, it reports what
 //! the host answered.
 
