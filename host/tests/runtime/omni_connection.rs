@@ -195,6 +195,7 @@ async fn a_connection_with_a_registered_key_is_ready_reachable_and_not_stalled()
     assert!(lists[0].request.contains("Clusters.omni.sidero.dev"), "{}", lists[0].request);
     assert!(lists[0].metadata.iter().any(|(k, v)| k == "grpc-encoding" && v == "gzip"), "requests are gzip-compressed");
     assert!(lists[0].metadata.iter().any(|(k, _)| k == "grpc-timeout"), "every call carries a deadline");
+    assert!(!captured_logs().lock().unwrap().is_empty(), "the scan below reads the process's log lines");
     assert_no_key_material(&env.everything_said().await, &key);
 }
 
@@ -373,4 +374,26 @@ async fn tls_endpoints_verify_certificates_unless_insecure_skip_tls_verify() {
     env.apply(&insecure).await;
     let (_, _, message) = env.wait_ready("insecure", "True").await;
     assert_eq!(message, format!("connected to {}", env.omni.endpoint()));
+}
+
+/// §7.3 through the real component's `validate` export (the admission webhook's logic): blank Secret name and
+/// key are required, a malformed endpoint is refused (our addition), and insecureSkipTLSVerify warns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_validation_rules_run_in_the_real_component() {
+    let plugin = defaults::PLUGINS.iter().find(|p| p.name == "omni-connection").expect("built in");
+    let spec = PluginSpec::new(plugin.name, plugin.wasm.to_vec()).grants(plugin.grants().expect("grants"));
+    let loaded = support::runtime().load(spec).await.expect("loads");
+    let bad = json!({"apiVersion": API, "kind": "OmniConnection", "metadata": {"name": "c", "namespace": NS},
+        "spec": {"endpoint": "ftp://omni", "insecureSkipTLSVerify": true,
+            "auth": {"serviceAccountSecretRef": {"name": "  ", "key": ""}}}});
+    let verdict = loaded.validate(&bad.to_string(), None).await.expect("validates");
+    let fields: Vec<(&str, &str)> = verdict.errors.iter().map(|e| (e.field.as_str(), e.detail.as_str())).collect();
+    assert!(fields.contains(&("spec.auth.serviceAccountSecretRef.name", "service account Secret name is required")), "{fields:?}");
+    assert!(fields.contains(&("spec.auth.serviceAccountSecretRef.key", "service account Secret key is required")), "{fields:?}");
+    assert!(fields.iter().any(|(f, d)| *f == "spec.endpoint" && d.contains("http://, https:// or grpc://")), "{fields:?}");
+    assert_eq!(verdict.warnings, ["insecureSkipTLSVerify disables Omni endpoint TLS certificate verification"]);
+
+    let good = connection("c", "https://omni.example.com", "sa");
+    let verdict = loaded.validate(&good.to_string(), None).await.expect("validates");
+    assert!(verdict.allowed() && verdict.warnings.is_empty(), "{verdict:?}");
 }
