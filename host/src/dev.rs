@@ -14,6 +14,7 @@ use serde_json::json;
 
 use crate::controllers::Settings;
 use crate::omni::OmniConnections;
+use crate::omni::connections::DEFAULT_SECRET_KEY;
 use crate::operator::{Operator, PluginSources};
 use crate::runtime::{Runtime, RuntimeConfig};
 
@@ -38,7 +39,6 @@ const DEV_SERVICE_ACCOUNT: &str = "omni-operator";
 const DEV_NAMESPACE: &str = "omni-system";
 const DEV_SECRET: &str = "omni-service-account";
 const DEV_CONNECTION: &str = "omni";
-const SECRET_KEY_DEFAULT: &str = "serviceAccountKey";
 
 /// One applied object and what became of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,7 +183,7 @@ fn point_at_simulator(objects: &mut Vec<(PathBuf, Value)>, endpoint: &str, key: 
             .as_str()
             .map(str::trim)
             .filter(|k| !k.is_empty())
-            .unwrap_or(SECRET_KEY_DEFAULT)
+            .unwrap_or(DEFAULT_SECRET_KEY)
             .to_string();
         secrets.push((ns, secret, secret_key, index));
     }
@@ -191,11 +191,11 @@ fn point_at_simulator(objects: &mut Vec<(PathBuf, Value)>, endpoint: &str, key: 
         objects.push((PathBuf::from("(omni-operator dev)"), json!({
             "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": DEV_NAMESPACE},
         })));
-        secrets.push((DEV_NAMESPACE.into(), DEV_SECRET.into(), SECRET_KEY_DEFAULT.into(), objects.len()));
+        secrets.push((DEV_NAMESPACE.into(), DEV_SECRET.into(), DEFAULT_SECRET_KEY.into(), objects.len()));
         objects.push((PathBuf::from("(omni-operator dev)"), json!({
             "apiVersion": "omni.texashpc.com/v1alpha1", "kind": "OmniConnection",
             "metadata": {"name": DEV_CONNECTION, "namespace": DEV_NAMESPACE},
-            "spec": {"endpoint": endpoint, "auth": {"serviceAccountSecretRef": {"name": DEV_SECRET, "key": SECRET_KEY_DEFAULT}}},
+            "spec": {"endpoint": endpoint, "auth": {"serviceAccountSecretRef": {"name": DEV_SECRET, "key": DEFAULT_SECRET_KEY}}},
         })));
         said.push(format!("OmniConnection {DEV_NAMESPACE}/{DEV_CONNECTION} -> {endpoint} (added: the manifests have none)"));
     }

@@ -10,10 +10,11 @@ pub const THRESHOLD_BYTES: usize = 2048;
 /// Content larger than this after decompression is refused: Omni's messages are capped at 32 MiB.
 const MAX_DECOMPRESSED: usize = 32 * 1024 * 1024;
 
-/// A zstd dictionary, loaded once and shared.
+/// A zstd dictionary, loaded once and shared. The decoding form is digested once here, not on every read.
 #[derive(Clone)]
 pub struct Dictionary {
     bytes: Arc<[u8]>,
+    decoding: Arc<zstd::dict::DecoderDictionary<'static>>,
 }
 
 impl std::fmt::Debug for Dictionary {
@@ -37,8 +38,10 @@ impl Dictionary {
         if bytes.len() < 8 || bytes[..4] != [0x37, 0xA4, 0x30, 0xEC] {
             return Err(CompressionError::NotADictionary);
         }
+        let decoding = Arc::new(zstd::dict::DecoderDictionary::copy(&bytes));
         Ok(Dictionary {
             bytes: bytes.into(),
+            decoding,
         })
     }
 
@@ -47,12 +50,22 @@ impl Dictionary {
         u32::from_le_bytes([self.bytes[4], self.bytes[5], self.bytes[6], self.bytes[7]])
     }
 
+    /// Streams the frame, so the buffer grows with the content instead of being sized for the largest allowed.
     pub fn decompress(&self, compressed: &[u8]) -> Result<Vec<u8>, CompressionError> {
-        let mut decoder = zstd::bulk::Decompressor::with_dictionary(&self.bytes)
+        use std::io::Read as _;
+        let decoder = zstd::stream::read::Decoder::with_prepared_dictionary(compressed, &self.decoding)
             .map_err(|e| CompressionError::Corrupt(e.to_string()))?;
+        let mut plain = Vec::new();
         decoder
-            .decompress(compressed, MAX_DECOMPRESSED)
-            .map_err(|e| CompressionError::Corrupt(e.to_string()))
+            .take(MAX_DECOMPRESSED as u64 + 1)
+            .read_to_end(&mut plain)
+            .map_err(|e| CompressionError::Corrupt(e.to_string()))?;
+        if plain.len() > MAX_DECOMPRESSED {
+            return Err(CompressionError::Corrupt(format!(
+                "the content is larger than {MAX_DECOMPRESSED} bytes"
+            )));
+        }
+        Ok(plain)
     }
 
     /// Compresses as Omni's client does (default level, content size in the frame). The bytes differ from Go's

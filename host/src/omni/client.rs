@@ -262,11 +262,17 @@ impl OmniClient {
         };
         let request = self.request("/cosi.resource.State/Teardown", message, Vec::new(), budget)?;
         let mut state = self.state.clone();
-        match tokio::time::timeout(budget, state.teardown(request)).await {
-            Err(_) => Err(HostError::Timeout(format!("{what}: Omni did not answer within {} ms", budget.as_millis()))),
-            Ok(Ok(reply)) => Ok(reply.into_inner().destroy_ready),
-            Ok(Err(status)) if status.code() == Code::Unimplemented => self.teardown_by_update(key, budget).await,
-            Ok(Err(status)) => Err(rpc_error(&what, &status)),
+        // `None`: this Omni predates the RPC.
+        let call = async move {
+            match state.teardown(request).await {
+                Ok(reply) => Ok(Some(reply.into_inner().destroy_ready)),
+                Err(status) if status.code() == Code::Unimplemented => Ok(None),
+                Err(status) => Err(status),
+            }
+        };
+        match Self::within(&what, budget, call).await? {
+            Some(destroy_ready) => Ok(destroy_ready),
+            None => self.teardown_by_update(key, budget).await,
         }
     }
 

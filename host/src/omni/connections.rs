@@ -20,7 +20,8 @@ use crate::capabilities::{GetRequest, HostError, KubeReader};
 
 /// Clients unused for this long are closed.
 const IDLE: Duration = Duration::from_secs(15 * 60);
-const DEFAULT_SECRET_KEY: &str = "serviceAccountKey";
+/// The Secret key an OmniConnection reads when `serviceAccountSecretRef.key` is blank (the CRD's default).
+pub const DEFAULT_SECRET_KEY: &str = "serviceAccountKey";
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct PoolKey {

@@ -92,6 +92,21 @@ fn describe_r(r: &Resource) -> String {
     describe(&m.r#type, &m.namespace, &m.id, &m.version)
 }
 
+/// The stored resource at `key`, if `owner` (when checked) owns it: the common first step of destroy and teardown.
+fn owned_by(items: &BTreeMap<Key, Resource>, key: &Key, owner: Option<&str>) -> Result<Resource, StateError> {
+    let Some(stored) = items.get(key).cloned() else {
+        let (ns, ty, id) = key;
+        return Err(StateError::NotFound(format!("{} doesn't exist", describe(ty, ns, id, omni_wire::VERSION_UNDEFINED))));
+    };
+    let current = &md(&stored).owner;
+    if let Some(owner) = owner
+        && current != owner
+    {
+        return Err(StateError::OwnerConflict(format!("{} is owned by {current:?}", describe_r(&stored))));
+    }
+    Ok(stored)
+}
+
 /// Go's `%v` of a string slice: `[a b]`.
 pub fn go_list(items: &[String]) -> String {
     format!("[{}]", items.join(" "))
@@ -323,14 +338,8 @@ impl Store {
     pub fn destroy_as(&self, ns: &str, ty: &str, id: &str, owner: Option<&str>) -> Result<(), StateError> {
         let mut inner = self.lock();
         let key = (ns.to_string(), ty.to_string(), id.to_string());
-        let Some(stored) = inner.items.get(&key).cloned() else {
-            return Err(StateError::NotFound(format!("{} doesn't exist", describe(ty, ns, id, omni_wire::VERSION_UNDEFINED))));
-        };
+        let stored = owned_by(&inner.items, &key, owner)?;
         let sm = md(&stored);
-        if let Some(owner) = owner
-            && sm.owner != owner {
-                return Err(StateError::OwnerConflict(format!("{} is owned by {:?}", describe_r(&stored), sm.owner)));
-            }
         if !sm.finalizers.is_empty() {
             return Err(StateError::PendingFinalizers(format!("{} has pending finalizers {}", describe_r(&stored), go_list(&sm.finalizers))));
         }
@@ -356,14 +365,8 @@ impl Store {
     pub fn teardown_as(&self, ns: &str, ty: &str, id: &str, owner: Option<&str>) -> Result<bool, StateError> {
         let mut inner = self.lock();
         let key = (ns.to_string(), ty.to_string(), id.to_string());
-        let Some(stored) = inner.items.get(&key).cloned() else {
-            return Err(StateError::NotFound(format!("{} doesn't exist", describe(ty, ns, id, omni_wire::VERSION_UNDEFINED))));
-        };
+        let stored = owned_by(&inner.items, &key, owner)?;
         let sm = md(&stored);
-        if let Some(owner) = owner
-            && sm.owner != owner {
-                return Err(StateError::OwnerConflict(format!("{} is owned by {:?}", describe_r(&stored), sm.owner)));
-            }
         let ready = sm.finalizers.is_empty();
         if sm.phase != phase::TEARING_DOWN {
             let mut r = stored.clone();
