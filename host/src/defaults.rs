@@ -1,13 +1,18 @@
 //! The plugins built into the operator binary, and the grants each gets. `--plugin-dir` overrides any of them
 //! by name without rebuilding the host.
 
+use std::time::Duration;
+
 use crate::capabilities::Grants;
+use crate::runtime::{CallLimits, PluginSpec};
 
 /// One built-in plugin: its name, the component bytes, and the capabilities it is granted.
 pub struct DefaultPlugin {
     pub name: &'static str,
     pub wasm: &'static [u8],
     pub capabilities: &'static [&'static str],
+    /// A longer call deadline than the runtime's default, for plugins that make many remote calls per reconcile.
+    pub timeout: Option<Duration>,
 }
 
 /// The defaults, in load order.
@@ -17,26 +22,50 @@ pub const PLUGINS: &[DefaultPlugin] = &[
         wasm: include_bytes!(concat!(env!("OUT_DIR"), "/omni_connection.wasm")),
         // Reads the OmniClusters that still reference a connection being deleted; pings Omni; stamps lastCheckTime.
         capabilities: &["kube-read", "omni", "clock"],
+        timeout: None,
+    },
+    DefaultPlugin {
+        name: "omni-cluster",
+        wasm: include_bytes!(concat!(env!("OUT_DIR"), "/omni_cluster.wasm")),
+        // Reads the cluster's connection and children; syncs the template to Omni; reads `file:` patches and
+        // manifests under the object's templateRoot; stamps sync times.
+        capabilities: &["kube-read", "omni", "files", "clock"],
+        // A first sync is ~30 Omni calls; a slow Omni gets the time, and the plugin stops writing 1.5 s before the
+        // deadline either way, so a call that runs out still commits its progress. Below the host's 30 s reconcile
+        // deadline.
+        timeout: Some(Duration::from_secs(20)),
     },
     DefaultPlugin {
         name: "omni-controlplane",
         wasm: include_bytes!(concat!(env!("OUT_DIR"), "/omni_controlplane.wasm")),
         capabilities: &["kube-read"],
+        timeout: None,
     },
     DefaultPlugin {
         name: "omni-workers",
         wasm: include_bytes!(concat!(env!("OUT_DIR"), "/omni_workers.wasm")),
         capabilities: &["kube-read"],
+        timeout: None,
     },
     DefaultPlugin {
         name: "omni-machine",
         wasm: include_bytes!(concat!(env!("OUT_DIR"), "/omni_machine.wasm")),
         capabilities: &["kube-read"],
+        timeout: None,
     },
 ];
 
 impl DefaultPlugin {
     pub fn grants(&self) -> Result<Grants, crate::capabilities::GrantError> {
         Grants::parse(self.capabilities.iter().copied())
+    }
+
+    /// What to load: the component, its grants and its limits.
+    pub fn spec(&self) -> Result<PluginSpec, crate::capabilities::GrantError> {
+        let mut spec = PluginSpec::new(self.name, self.wasm.to_vec()).grants(self.grants()?);
+        if let Some(timeout) = self.timeout {
+            spec = spec.limits(CallLimits { timeout, ..CallLimits::default() });
+        }
+        Ok(spec)
     }
 }

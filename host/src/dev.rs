@@ -31,6 +31,8 @@ pub struct DevOptions {
     /// Omni's zstd dictionary: the simulator stores large patches compressed with it, as Omni does, and the
     /// operator decompresses them.
     pub omni_dictionary: Option<Dictionary>,
+    /// Directories OmniClusters may name as `spec.templateRoot`.
+    pub template_roots: Vec<PathBuf>,
 }
 
 /// The service account `dev` mints for the operator.
@@ -93,6 +95,7 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     };
     let settings = Settings {
         omni: std::sync::Arc::new(OmniConnections::new(opts.omni_dictionary.clone())),
+        template_roots: crate::capabilities::TemplateRoots::new(opts.template_roots.clone()),
         ..Settings::default()
     };
     let controllers = tokio::spawn(async move { operator.run(client, settings, shutdown).await });

@@ -38,9 +38,22 @@ struct OmniArgs {
     /// content Omni stores compressed is read with it; without it such content is reported unreadable.
     #[arg(long, env = "OMNI_ZSTD_DICTIONARY", global = true)]
     omni_zstd_dictionary: Option<PathBuf>,
+    /// A directory OmniClusters may name as `spec.templateRoot` for `file:` patches and manifests (repeatable, or
+    /// comma-separated in the environment variable). Without one, every `file:` reference is refused.
+    #[arg(long = "template-root", env = "OMNI_TEMPLATE_ROOTS", value_delimiter = ',', global = true)]
+    template_roots: Vec<PathBuf>,
 }
 
 impl OmniArgs {
+    /// The template roots as absolute paths: a plugin names absolute roots, and a relative flag would otherwise
+    /// depend on the directory the operator was started from.
+    fn template_roots(&self) -> anyhow::Result<Vec<PathBuf>> {
+        self.template_roots
+            .iter()
+            .map(|p| std::path::absolute(p).map_err(|e| anyhow::anyhow!("--template-root {}: {e}", p.display())))
+            .collect()
+    }
+
     fn dictionary(&self) -> anyhow::Result<Option<omni_wire::compression::Dictionary>> {
         let Some(path) = &self.omni_zstd_dictionary else {
             return Ok(None);
@@ -198,7 +211,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let operator = Operator::load(Runtime::new(runtime_config)?, sources.sources()?).await?;
             let omni = std::sync::Arc::new(OmniConnections::new(cli.omni.dictionary()?));
-            let settings = Settings { namespace, omni, ..Settings::default() };
+            let settings = Settings {
+                namespace,
+                omni,
+                template_roots: omni_operator::capabilities::TemplateRoots::new(cli.omni.template_roots()?),
+                ..Settings::default()
+            };
             operator
                 .run(client, settings, async {
                     let _ = tokio::signal::ctrl_c().await;
@@ -217,6 +235,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 cache_dir: cli.cache_dir,
                 omni_listen,
                 omni_dictionary: cli.omni.dictionary()?,
+                template_roots: cli.omni.template_roots()?,
             };
             let settled = omni_operator::dev::run(opts).await?;
             Ok(if settled { ExitCode::SUCCESS } else { ExitCode::from(3) })

@@ -69,7 +69,7 @@ impl Operator {
             if files.iter().any(|(name, _, _)| name == d.name) {
                 continue;
             }
-            let spec = PluginSpec::new(d.name, d.wasm.to_vec()).grants(d.grants()?);
+            let spec = d.spec()?;
             registry.install(runtime.load(spec).await.with_context(|| format!("loading built-in plugin {:?}", d.name))?);
         }
         for (name, path, _) in files {

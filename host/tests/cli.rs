@@ -26,7 +26,11 @@ fn dev_settles_on_the_quickstart_examples() {
         .expect("omni-operator runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("all 5 reconciled objects are ready"), "{stdout}");
+    assert!(stdout.contains("all 6 reconciled objects are ready"), "{stdout}");
+    assert!(
+        stdout.contains("ready    OmniCluster omni-system/edge-sample  Ready=True Synced: cluster template is synced and status was read from Omni"),
+        "{stdout}"
+    );
     // The example's connection is pointed at the embedded Omni simulator with a minted key, and checks out.
     assert!(stdout.contains("OmniConnection omni-system/omni-sample: endpoint https://omni.example.com -> grpc://127.0.0.1:"), "{stdout}");
     assert!(stdout.contains("ready    OmniConnection omni-system/omni-sample  Ready=True ConnectionReady: connected to grpc://127.0.0.1:"), "{stdout}");

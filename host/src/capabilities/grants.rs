@@ -22,6 +22,8 @@ pub enum Capability {
     Omni,
     Workload,
     Helm,
+    /// Reading files under the template roots the operator admin allows (`HostServices::template_roots`); the
+    /// grant gives no other filesystem access, and with no roots configured it reads nothing.
     Files,
     Clock,
 }

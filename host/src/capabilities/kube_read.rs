@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use wasmtime::component::Resource;
 
-use super::{CallContext, Capability, HostError};
+use super::{CallContext, Capability, FieldSelector, HostError};
 use crate::runtime::HostState;
 use crate::runtime::bindings::omni::operator::kube_read as wit;
 use crate::runtime::bindings::omni::operator::types::HostError as WitHostError;
@@ -31,6 +31,9 @@ pub struct ListRequest {
     pub kind: String,
     pub namespace: Option<String>,
     pub label_selector: Option<String>,
+    /// Already parsed (a malformed one never reaches a reader) and never empty. Readers return only the objects
+    /// it selects, so a plugin listing one cluster's children does not pull every object of the kind.
+    pub field_selector: Option<FieldSelector>,
 }
 
 /// The Kubernetes reads behind `kube-read`. Implementations answer from caches where they can; the host
@@ -97,13 +100,15 @@ impl HostState {
                 self.plugin
             ))));
         }
-        // A read gets at most nine tenths of what the call has left, so the plugin still has time to handle a
-        // `timeout` answer before the call's own deadline.
-        Ok(Ok((
-            target,
-            call.remaining().mul_f64(0.9).min(READ_TIMEOUT),
-        )))
+        Ok(Ok((target, io_budget(call))))
     }
+}
+
+/// How long one host read on behalf of `call` may take: at most nine tenths of what the call has left, so the
+/// plugin still has time to handle a `timeout` answer before the call's own deadline, and never more than
+/// [`READ_TIMEOUT`]. Shared by every capability that reads (`kube-read`, `files`).
+pub(super) fn io_budget(call: &CallContext) -> Duration {
+    call.remaining().mul_f64(0.9).min(READ_TIMEOUT)
 }
 
 fn timeout_error(what: &str, budget: Duration) -> WitHostError {
@@ -151,11 +156,21 @@ impl wit::Host for HostState {
             Ok(scope) => scope,
             Err(denied) => return Ok(Err(denied.into())),
         };
+        // Parsed here, once, so every reader (watch cache or API server) gets the same verdict on a bad selector.
+        let field_selector = match query.field_selector.as_deref().map(FieldSelector::parse) {
+            None => None,
+            Some(Ok(selector)) if selector.is_empty() => None,
+            Some(Ok(selector)) => Some(selector),
+            Some(Err(e)) => {
+                return Ok(Err(HostError::Invalid(format!("{what}: {e}")).into()));
+            }
+        };
         let request = ListRequest {
             api_version: query.api_version,
             kind: query.kind,
             namespace,
             label_selector: query.label_selector,
+            field_selector,
         };
         let reader = self.services.kube.clone();
         Ok(

@@ -7,6 +7,8 @@
 
 mod clock;
 mod context;
+mod field_selector;
+mod files;
 mod grants;
 mod host_error;
 mod kube_read;
@@ -20,6 +22,8 @@ use crate::omni::OmniConnections;
 
 pub use clock::{Clock, FixedClock, SystemClock, rfc3339_seconds};
 pub use context::{CallContext, CallObject};
+pub use field_selector::{FieldSelector, FieldSelectorError};
+pub use files::{MAX_FILE_BYTES, TemplateRoots};
 pub use grants::{Capability, GrantError, Grants};
 pub use host_error::HostError;
 pub use kube_read::{BoxFuture, GetRequest, KubeReader, ListRequest, NoKubeReader};
@@ -38,16 +42,19 @@ pub struct HostServices {
     pub clock: Arc<dyn Clock>,
     /// Omni clients by connection, shared by every call.
     pub omni: Arc<OmniConnections>,
+    /// Directories `files` may read under (the operator's `--template-root`). Empty: every file read is denied.
+    pub template_roots: TemplateRoots,
 }
 
 impl Default for HostServices {
-    /// No Kubernetes behind `kube-read` (every read answers `unavailable`) and the system clock: enough for
-    /// `describe`, `validate` and plugins that read nothing.
+    /// No Kubernetes behind `kube-read` (every read answers `unavailable`), no template roots (every file read
+    /// is denied) and the system clock: enough for `describe`, `validate` and plugins that read nothing.
     fn default() -> Self {
         HostServices {
             kube: Arc::new(NoKubeReader),
             clock: Arc::new(SystemClock),
             omni: Arc::new(OmniConnections::default()),
+            template_roots: TemplateRoots::default(),
         }
     }
 }
@@ -65,6 +72,16 @@ impl HostServices {
 
     pub fn with_omni(mut self, omni: Arc<OmniConnections>) -> Self {
         self.omni = omni;
+        self
+    }
+
+    /// Lets plugins granted `files` read under these directories and any directory inside them.
+    pub fn with_template_roots<I, P>(mut self, roots: I) -> Self
+    where
+        I: IntoIterator<Item = P>,
+        P: Into<std::path::PathBuf>,
+    {
+        self.template_roots = TemplateRoots::new(roots);
         self
     }
 }

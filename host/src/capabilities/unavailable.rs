@@ -7,7 +7,7 @@ use wasmtime::component::Resource;
 use super::{CallContext, HostError};
 use crate::runtime::HostState;
 use crate::runtime::bindings::omni::operator::types::{HostError as WitHostError, SecretKeyRef};
-use crate::runtime::bindings::omni::operator::{files, helm, kube_write, secrets, workload};
+use crate::runtime::bindings::omni::operator::{helm, kube_write, secrets, workload};
 
 type Answer<T> = wasmtime::Result<Result<T, WitHostError>>;
 
@@ -109,16 +109,5 @@ impl helm::Host for HostState {
         _namespace: String,
     ) -> Answer<helm::ReleaseState> {
         unavailable("helm.uninstall")
-    }
-}
-
-impl files::Host for HostState {
-    async fn read(
-        &mut self,
-        _ctx: Resource<CallContext>,
-        _root: String,
-        _path: String,
-    ) -> Answer<Vec<u8>> {
-        unavailable("files.read")
     }
 }

@@ -23,7 +23,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
-use crate::capabilities::{CallObject, EventType, HostServices, KubeReader, rfc3339_seconds};
+use crate::capabilities::{CallObject, EventType, HostServices, KubeReader, TemplateRoots, rfc3339_seconds};
 use crate::omni::OmniConnections;
 use crate::runtime::{CallError, ErrorKind, PluginRegistry, ReconcileError, RelatedMapping};
 use reader::ApiReader;
@@ -43,6 +43,8 @@ pub struct Settings {
     pub stats: Arc<Stats>,
     /// Omni clients, pooled across every reconcile of every kind.
     pub omni: Arc<OmniConnections>,
+    /// Directories plugins granted `files` may read (`--template-root`).
+    pub template_roots: TemplateRoots,
 }
 
 impl Default for Settings {
@@ -54,6 +56,7 @@ impl Default for Settings {
             manager: "omni-operator".into(),
             stats: Arc::default(),
             omni: Arc::default(),
+            template_roots: TemplateRoots::default(),
         }
     }
 }
@@ -273,9 +276,10 @@ async fn reconcile_inner(obj: &DynamicObject, shared: &Shared) -> Result<Action,
     let json = serde_json::to_value(obj)?;
     let current = obj.finalizers().to_vec();
     let (finalizer, legacy) = (info.finalizer.as_deref(), info.legacy_finalizers.as_slice());
-    let services = HostServices::default()
+    let mut services = HostServices::default()
         .with_kube(shared.reader.clone() as Arc<dyn KubeReader>)
         .with_omni(shared.settings.omni.clone());
+    services.template_roots = shared.settings.template_roots.clone();
     let call_obj = CallObject::new(json.to_string(), obj.namespace());
 
     if obj.meta().deletion_timestamp.is_some() {

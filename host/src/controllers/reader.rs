@@ -1,5 +1,6 @@
 //! `kube-read` for plugins. Kinds the controllers already watch (the reconciled and the related kinds) are
 //! answered from those watches' caches; anything else goes to the API. Kinds are resolved by discovery once.
+//! Field selectors are applied before objects reach the plugin: against the cache here, or by the API server.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -10,7 +11,7 @@ use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{self, Scope};
 use serde_json::Value;
 
-use crate::capabilities::{BoxFuture, GetRequest, HostError, KubeReader, ListRequest};
+use crate::capabilities::{BoxFuture, FieldSelector, GetRequest, HostError, KubeReader, ListRequest};
 
 /// A resolved kind: its resource and whether it is namespaced.
 pub type ResolvedKind = Arc<(ApiResource, bool)>;
@@ -91,6 +92,7 @@ impl ApiReader {
 
 fn api_error(e: kube::Error) -> HostError {
     match e {
+        kube::Error::Api(s) if s.code == 400 => HostError::Invalid(s.message),
         kube::Error::Api(s) if s.code == 403 => HostError::Denied(s.message),
         kube::Error::Api(s) if s.code == 409 => HostError::Conflict(s.message),
         kube::Error::Api(s) if s.code == 429 || s.code >= 500 => HostError::Unavailable(s.message),
@@ -101,6 +103,24 @@ fn api_error(e: kube::Error) -> HostError {
 
 fn to_json(o: DynamicObject) -> Result<Value, HostError> {
     serde_json::to_value(o).map_err(|e| HostError::Other(format!("encoding an object: {e}")))
+}
+
+/// Whether a cached object is selected. Only the fields a selector names are looked at, so filtering a cache of
+/// a thousand objects does not serialise a thousand objects.
+fn selected(selector: &FieldSelector, o: &DynamicObject) -> bool {
+    selector.matches_by(|path| match path.split_once('.') {
+        Some(("metadata", "name")) => o.metadata.name.clone(),
+        Some(("metadata", "namespace")) => o.metadata.namespace.clone(),
+        Some(("metadata", rest)) => serde_json::to_value(&o.metadata).ok().and_then(|m| FieldSelector::value_at(&m, rest)),
+        _ => FieldSelector::value_at(&o.data, path),
+    })
+}
+
+/// The API server's answer to a field it cannot select on: a custom resource's field its CRD does not declare in
+/// `selectableFields` (or any such field before Kubernetes 1.31), or a built-in kind's field outside its list.
+fn unsupported_field(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 400
+        && (s.message.starts_with("field label not supported") || s.message.contains("is not a known field selector")))
 }
 
 impl KubeReader for ApiReader {
@@ -130,7 +150,14 @@ impl KubeReader for ApiReader {
                 && let Some(cache) = self.cache_for(&request.api_version, &request.kind, request.namespace.as_deref()).await
             {
                 let ns = request.namespace.clone();
-                let mut items: Vec<Arc<DynamicObject>> = cache.store.state().into_iter().filter(|o| ns.is_none() || o.metadata.namespace == ns).collect();
+                let fields = request.field_selector.as_ref();
+                let mut items: Vec<Arc<DynamicObject>> = cache
+                    .store
+                    .state()
+                    .into_iter()
+                    .filter(|o| ns.is_none() || o.metadata.namespace == ns)
+                    .filter(|o| fields.is_none_or(|f| selected(f, o)))
+                    .collect();
                 items.sort_by(|a, b| (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name)));
                 return items.into_iter().map(|o| to_json((*o).clone())).collect();
             }
@@ -140,8 +167,20 @@ impl KubeReader for ApiReader {
             if let Some(sel) = &request.label_selector {
                 params = params.labels(sel);
             }
-            let list = api.list(&params).await.map_err(api_error)?;
-            list.items.into_iter().map(to_json).collect()
+            let Some(fields) = &request.field_selector else {
+                let list = api.list(&params).await.map_err(api_error)?;
+                return list.items.into_iter().map(to_json).collect();
+            };
+            match api.list(&params.clone().fields(&fields.to_string())).await {
+                Ok(list) => list.items.into_iter().map(to_json).collect(),
+                // The kind's CRD does not declare the field selectable (or the server predates selectable
+                // fields): the selector still holds, applied here instead of by the server.
+                Err(e) if unsupported_field(&e) => {
+                    let list = api.list(&params).await.map_err(api_error)?;
+                    list.items.into_iter().filter(|o| selected(fields, o)).map(to_json).collect()
+                }
+                Err(e) => Err(api_error(e)),
+            }
         })
     }
 }

@@ -48,6 +48,8 @@ pub enum CompiledFrom {
     Memory,
     Disk,
     Compiler,
+    /// Not a component: the plugin's logic was compiled into the host (`Runtime::load_native`).
+    Native,
 }
 
 pub(crate) struct ComponentCache {

@@ -8,6 +8,9 @@
 //! PluginRegistry (name → Arc<LoadedPlugin>) ─► LoadedPlugin::reconcile(object, services)
 //!        permit ─► fresh Store (deadline, memory cap, deny-all WASI) ─► instantiate ─► call ─► outputs
 //! ```
+//!
+//! `Runtime::load_native::<P>` serves a plugin's logic compiled into the host through the same path, for
+//! measuring what WebAssembly costs (`native.rs` says what the sandbox then no longer gives).
 
 pub(crate) mod bindings;
 mod cache;
@@ -15,6 +18,7 @@ mod engine;
 mod error;
 mod imports;
 mod limits;
+mod native;
 mod plugin;
 mod registry;
 mod stdio;

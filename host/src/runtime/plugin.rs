@@ -1,6 +1,9 @@
 //! A loaded plugin and its calls. Loading compiles (or finds) the component, checks its imports against its
 //! grants, links it once (`InstancePre`), and asks it `describe` in a throwaway instance. Every call then gets
 //! a fresh store and instance, bounded in time, memory and output.
+//!
+//! A plugin can also be Rust logic compiled into the host ([`super::native`]); it is served through the same
+//! permits, deadline, call context, capabilities and outputs, so the two differ only in how the logic runs.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -18,6 +21,7 @@ use super::cache::{CompiledFrom, Digest};
 use super::error::{self, ErrorKind, Failure, PluginError};
 use super::imports;
 use super::limits::CallLimits;
+use super::native::NativePlugin;
 use super::store::HostState;
 use super::types::{Info, ReconcileError, Verdict};
 use crate::capabilities::{CallContext, CallObject, Capability, Grants, HostServices, Outputs};
@@ -98,18 +102,26 @@ impl std::fmt::Debug for LoadedPlugin {
 }
 
 /// Everything a call needs, shared by all calls of one loaded version.
-struct Executor {
-    name: Arc<str>,
-    pre: ReconcilePluginPre<HostState>,
+pub(super) struct Executor {
+    pub(super) name: Arc<str>,
+    code: Code,
     shared: Arc<Shared>,
-    grants: Arc<Grants>,
-    limits: CallLimits,
+    pub(super) grants: Arc<Grants>,
+    pub(super) limits: CallLimits,
     /// Per-plugin concurrency, so one busy plugin cannot take every global permit.
     permits: Semaphore,
 }
 
+/// What runs the plugin's logic.
+enum Code {
+    /// A component, instantiated in a fresh store for every call.
+    Component(ReconcilePluginPre<HostState>),
+    /// Rust compiled into the host.
+    Native(NativePlugin),
+}
+
 /// One export call.
-enum Export {
+pub(super) enum Export {
     Describe,
     Reconcile,
     Finalize,
@@ -117,7 +129,7 @@ enum Export {
     Validate { object: String, old: Option<String> },
 }
 
-enum Returned {
+pub(super) enum Returned {
     Describe(wit_plugin::Info),
     Reconcile(Result<(), wit::ReconcileError>),
     Finalize(Result<bool, wit::ReconcileError>),
@@ -166,17 +178,36 @@ impl LoadedPlugin {
                 )
             })?;
 
-        let exec = Executor {
-            name: Arc::from(name.as_str()),
-            pre,
-            grants: Arc::new(grants),
-            permits: Semaphore::new(limits.max_concurrent.max(1)),
-            limits,
-            shared,
-        };
+        let exec = Executor::new(shared, &name, Code::Component(pre), grants, limits);
+        LoadedPlugin::ready(exec, digest, imports, compiled_from).await
+    }
+
+    /// Serves `native`'s logic under `name`. There is no component, so nothing to compile or link, and no
+    /// import list: capabilities are checked call by call (see [`super::native`]).
+    pub(super) async fn load_native(
+        shared: Arc<Shared>,
+        name: String,
+        native: NativePlugin,
+        grants: Grants,
+        limits: Option<CallLimits>,
+    ) -> Result<LoadedPlugin, PluginError> {
+        // The memory cap does not apply natively, so the ceiling check does not either.
+        let limits = limits.unwrap_or(shared.config.default_limits);
+        let digest = native.digest();
+        let exec = Executor::new(shared, &name, Code::Native(native), grants, limits);
+        LoadedPlugin::ready(exec, digest, Vec::new(), CompiledFrom::Native).await
+    }
+
+    /// Asks the plugin what it is and checks its declared needs against its grants.
+    async fn ready(
+        exec: Executor,
+        digest: Digest,
+        imports: Vec<String>,
+        compiled_from: CompiledFrom,
+    ) -> Result<LoadedPlugin, PluginError> {
         let info = exec.describe().await?;
-        check_declared(&name, &info, &exec.grants)?;
-        tracing::info!(plugin = %name, %digest, version = %info.version, ?compiled_from, "plugin loaded");
+        check_declared(&exec.name, &info, &exec.grants)?;
+        tracing::info!(plugin = %exec.name, %digest, version = %info.version, ?compiled_from, "plugin loaded");
         Ok(LoadedPlugin {
             exec,
             info,
@@ -213,9 +244,14 @@ impl LoadedPlugin {
         &self.exec.limits
     }
 
-    /// Where the load found the compiled code (memory, disk cache, or the compiler).
+    /// Where the load found the compiled code (memory, disk cache, or the compiler; or native code in the host).
     pub fn compiled_from(&self) -> CompiledFrom {
         self.compiled_from
+    }
+
+    /// Whether the logic runs as native code in the host rather than as a sandboxed component.
+    pub fn is_native(&self) -> bool {
+        matches!(self.exec.code, Code::Native(_))
     }
 
     /// Asks the plugin again what it is.
@@ -282,6 +318,23 @@ impl LoadedPlugin {
 }
 
 impl Executor {
+    fn new(
+        shared: Arc<Shared>,
+        name: &str,
+        code: Code,
+        grants: Grants,
+        limits: CallLimits,
+    ) -> Self {
+        Executor {
+            name: Arc::from(name),
+            code,
+            grants: Arc::new(grants),
+            permits: Semaphore::new(limits.max_concurrent.max(1)),
+            limits,
+            shared,
+        }
+    }
+
     async fn describe(&self) -> Result<Info, PluginError> {
         match self
             .invoke(None, &HostServices::default(), Export::Describe)
@@ -293,7 +346,8 @@ impl Executor {
         }
     }
 
-    /// One call in a fresh store. `object`, when given, becomes the call's `call-context`.
+    /// One call, after a global and a per-plugin permit. `object`, when given, becomes the call's
+    /// `call-context`.
     async fn invoke(
         &self,
         object: Option<&CallObject>,
@@ -309,7 +363,20 @@ impl Executor {
         };
         let _host_permit = self.shared.permits.acquire().await.map_err(closed)?;
         let _plugin_permit = self.permits.acquire().await.map_err(closed)?;
+        match &self.code {
+            Code::Component(pre) => self.invoke_component(pre, object, services, export).await,
+            Code::Native(native) => native.invoke(self, object, services, export).await,
+        }
+    }
 
+    /// One call in a fresh store and instance.
+    async fn invoke_component(
+        &self,
+        pre: &ReconcilePluginPre<HostState>,
+        object: Option<&CallObject>,
+        services: &HostServices,
+        export: Export,
+    ) -> Result<(Returned, Outputs), PluginError> {
         let limits = &self.limits;
         let deadline = Instant::now() + limits.timeout;
         let mut store = HostState::store(
@@ -319,39 +386,19 @@ impl Executor {
             services.clone(),
             limits,
         );
-        let context = match object {
-            Some(object) => {
-                let context = CallContext::new(object.clone(), deadline, limits.outputs);
-                let handle = store.data_mut().table.push(context).map_err(|e| {
-                    PluginError::new(
-                        &self.name,
-                        ErrorKind::Other,
-                        format!("could not be given a call context: {e}"),
-                    )
-                })?;
-                Some(handle)
-            }
-            None => None,
-        };
+        let context = self.open_context(store.data_mut(), object, deadline)?;
         // The plugin gets a borrow; the host keeps the owning handle and takes the outputs back through it.
         let lent = context.as_ref().map(|c| Resource::new_borrow(c.rep()));
 
         let run = async {
-            let instance = self.pre.instantiate_async(&mut store).await?;
+            let instance = pre.instantiate_async(&mut store).await?;
             call_export(&instance, &mut store, export, lent).await
         };
         let outcome = tokio::time::timeout(limits.timeout, run).await;
 
         let state = store.data_mut();
         let stdio = state.drain_stdio();
-        let mut outputs = match context {
-            Some(handle) => state
-                .table
-                .delete(handle)
-                .map(CallContext::into_outputs)
-                .unwrap_or_default(),
-            None => Outputs::default(),
-        };
+        let mut outputs = close_context(state, context);
         outputs.logs.extend(stdio);
         match outcome {
             Err(_elapsed) => Err(PluginError::timeout(&self.name, limits.timeout)),
@@ -367,12 +414,48 @@ impl Executor {
         }
     }
 
+    /// The call's state behind a `call-context` handle in `state`'s table, when the export takes one. The
+    /// returned handle owns it; the plugin only ever gets borrows.
+    pub(super) fn open_context(
+        &self,
+        state: &mut HostState,
+        object: Option<&CallObject>,
+        deadline: Instant,
+    ) -> Result<Option<Resource<CallContext>>, PluginError> {
+        let Some(object) = object else {
+            return Ok(None);
+        };
+        let context = CallContext::new(object.clone(), deadline, self.limits.outputs);
+        state.table.push(context).map(Some).map_err(|e| {
+            PluginError::new(
+                &self.name,
+                ErrorKind::Other,
+                format!("could not be given a call context: {e}"),
+            )
+        })
+    }
+
     fn mismatch(&self, export: &str) -> PluginError {
         PluginError::new(
             &self.name,
             ErrorKind::Other,
             format!("answered {export} with the wrong shape (host bug)"),
         )
+    }
+}
+
+/// The outputs the call buffered in its context (none without one).
+pub(super) fn close_context(
+    state: &mut HostState,
+    context: Option<Resource<CallContext>>,
+) -> Outputs {
+    match context {
+        Some(handle) => state
+            .table
+            .delete(handle)
+            .map(CallContext::into_outputs)
+            .unwrap_or_default(),
+        None => Outputs::default(),
     }
 }
 

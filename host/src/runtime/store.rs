@@ -32,6 +32,24 @@ impl HostState {
         services: HostServices,
         limits: &CallLimits,
     ) -> Store<HostState> {
+        let mut store = Store::new(engine, HostState::new(plugin, grants, services, limits));
+        store.limiter(|state| &mut state.limiter);
+        // The deadline must be set before instantiation, which runs guest code. Each epoch tick the guest yields
+        // to tokio and gets one more tick; the call's `tokio::time::timeout` decides when to stop. That one
+        // timeout bounds guest code and host I/O alike (epochs cannot interrupt a host call).
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_async_yield_and_update(1);
+        store
+    }
+
+    /// The state alone, for a native plugin's call (`runtime/native.rs`), which reaches the same capability
+    /// implementations without a wasm store. Its WASI context and memory limiter go unused there.
+    pub(crate) fn new(
+        plugin: Arc<str>,
+        grants: Arc<Grants>,
+        services: HostServices,
+        limits: &CallLimits,
+    ) -> HostState {
         let stdout = CapturePipe::new(limits.stdio_bytes);
         let stderr = CapturePipe::new(limits.stdio_bytes);
         // Deny-all: no preopened directories, no environment, no arguments, no stdin, and (wasmtime-wasi's
@@ -40,7 +58,7 @@ impl HostState {
             .stdout(stdout.clone())
             .stderr(stderr.clone())
             .build();
-        let state = HostState {
+        HostState {
             plugin,
             grants,
             services,
@@ -49,15 +67,7 @@ impl HostState {
             limiter: MemoryLimiter::new(limits.memory_bytes),
             stdout,
             stderr,
-        };
-        let mut store = Store::new(engine, state);
-        store.limiter(|state| &mut state.limiter);
-        // The deadline must be set before instantiation, which runs guest code. Each epoch tick the guest yields
-        // to tokio and gets one more tick; the call's `tokio::time::timeout` decides when to stop. That one
-        // timeout bounds guest code and host I/O alike (epochs cannot interrupt a host call).
-        store.set_epoch_deadline(1);
-        store.epoch_deadline_async_yield_and_update(1);
-        store
+        }
     }
 
     /// Captured stdout and stderr as log lines, emitted to tracing with the plugin's name.

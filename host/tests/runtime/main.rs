@@ -12,3 +12,7 @@ mod swap;
 mod controllers;
 mod omni_capability;
 mod omni_connection;
+mod files_capability;
+mod field_selectors;
+mod native;
+mod omni_cluster;

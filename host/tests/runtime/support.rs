@@ -121,9 +121,10 @@ impl KubeReader for FakeKube {
             let objects = self.objects.lock().unwrap();
             Ok(objects
                 .iter()
-                .filter(|((kind, ns, _), _)| {
+                .filter(|((kind, ns, _), object)| {
                     *kind == request.kind
                         && request.namespace.as_ref().is_none_or(|want| want == ns)
+                        && request.field_selector.as_ref().is_none_or(|f| f.matches(object))
                 })
                 .map(|(_, v)| v.clone())
                 .collect())

@@ -30,8 +30,10 @@ pub fn all() -> Vec<Value> {
         crd::<OmniConnectionSpec>(&[column("Endpoint", "string", ".spec.endpoint")], "Ready"),
         crd::<OmniClusterSpec>(
             &[
+                column("Omni Cluster", "string", ".status.clusterName"),
                 column("Kubernetes", "string", ".spec.kubernetes.version"),
                 column("Talos", "string", ".spec.talos.version"),
+                column("Synced", "string", ".status.conditions[?(@.type==\"Synced\")].status"),
             ],
             "Ready",
         ),

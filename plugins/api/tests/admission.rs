@@ -626,8 +626,11 @@ async fn kubectl_get_shows_the_printer_columns() {
     let sim = cluster_with_crds().await;
     apply_all_fixtures(&sim).await;
     let clusters = api(&sim, "OmniCluster").await;
-    let ready = json!({"status": {"conditions": [{
+    let ready = json!({"status": {"clusterName": "edge", "conditions": [{
         "type": "Ready", "status": "True", "reason": "Synced", "message": "cluster is synced",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"
+    }, {
+        "type": "Synced", "status": "True", "reason": "Synced", "message": "template synced to Omni",
         "lastTransitionTime": "2026-01-01T00:00:00Z"
     }]}});
     clusters
@@ -654,8 +657,10 @@ async fn kubectl_get_shows_the_printer_columns() {
         columns,
         [
             "Name",
+            "Omni Cluster",
             "Kubernetes",
             "Talos",
+            "Synced",
             "Ready",
             "Reason",
             "Age",
@@ -664,11 +669,13 @@ async fn kubectl_get_shows_the_printer_columns() {
     );
     let cells = &table["rows"][0]["cells"];
     assert_eq!(cells[0], "edge-sample");
-    assert_eq!(cells[1], "v1.35.0");
-    assert_eq!(cells[2], "v1.13.2");
-    assert_eq!(cells[3], "True");
-    assert_eq!(cells[4], "Synced");
-    assert_eq!(cells[6], "cluster is synced");
+    assert_eq!(cells[1], "edge");
+    assert_eq!(cells[2], "v1.35.0");
+    assert_eq!(cells[3], "v1.13.2");
+    assert_eq!(cells[4], "True");
+    assert_eq!(cells[5], "True");
+    assert_eq!(cells[6], "Synced");
+    assert_eq!(cells[8], "cluster is synced");
 }
 
 #[test]

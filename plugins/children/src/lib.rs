@@ -2,7 +2,7 @@
 //! reconcile (report whether the cluster exists, spec/original-operator.md §2.3) and most admission rules
 //! (§7.3). Each plugin crate is one line: `omni_children::child_plugin!(ControlPlane, Child::ControlPlane);`.
 
-mod rules;
+pub mod rules;
 
 use omni_plugin_sdk::{Condition, Gvk, Host, Info, ObjectRef, ReconcileError, Related, RelatedMapping, Value, Verdict, json};
 

@@ -88,6 +88,7 @@ impl Plugin for OmniConnectionPlugin {
             kind: "OmniCluster".into(),
             namespace: None,
             label_selector: None,
+            field_selector: None,
         })?;
 
         let mut users: Vec<&str> = clusters
@@ -180,85 +181,11 @@ pub fn failure_backoff_ms(object: &Value, now: &str) -> u64 {
         .flatten()
         .find(|c| c["type"] == "Reachable" && c["status"] == "False")
         .and_then(|c| c["lastTransitionTime"].as_str());
-    let failing_s = match (since.and_then(parse_rfc3339), parse_rfc3339(now)) {
+    let failing_s = match (since.and_then(omni_plugin_sdk::time::parse_rfc3339), omni_plugin_sdk::time::parse_rfc3339(now)) {
         (Some(since), Some(now)) => now.saturating_sub(since).max(0),
         _ => 0,
     };
     (failing_s as u64).saturating_mul(1000).clamp(MIN_BACKOFF_MS, MAX_BACKOFF_MS)
-}
-
-/// Seconds since the Unix epoch of an RFC 3339 date-time (`2026-01-01T00:00:00Z`, fractions and `±hh:mm`
-/// offsets accepted; fractions dropped). `None` for anything else.
-pub fn parse_rfc3339(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') || b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let year = digits(s.get(0..4)?)?;
-    let month = digits(s.get(5..7)?)?;
-    let day = digits(s.get(8..10)?)?;
-    let hour = digits(s.get(11..13)?)?;
-    let minute = digits(s.get(14..16)?)?;
-    let second = digits(s.get(17..19)?)?;
-    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) || hour > 23 || minute > 59 || second > 60 {
-        return None;
-    }
-
-    let mut rest = s.get(19..)?;
-    if let Some(fraction) = rest.strip_prefix('.') {
-        let n = fraction.bytes().take_while(u8::is_ascii_digit).count();
-        if n == 0 {
-            return None;
-        }
-        rest = fraction.get(n..)?;
-    }
-    let offset = match rest {
-        "Z" | "z" => 0,
-        _ => {
-            let sign = match rest.as_bytes().first() {
-                Some(b'+') => 1,
-                Some(b'-') => -1,
-                _ => return None,
-            };
-            if rest.len() != 6 || rest.as_bytes()[3] != b':' {
-                return None;
-            }
-            let (h, m) = (digits(rest.get(1..3)?)?, digits(rest.get(4..6)?)?);
-            if h > 23 || m > 59 {
-                return None;
-            }
-            sign * (h * 3600 + m * 60)
-        }
-    };
-    Some(days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset)
-}
-
-/// An unsigned decimal of ASCII digits only (`str::parse` would also take a sign).
-fn digits(s: &str) -> Option<i64> {
-    if s.is_empty() || !s.bytes().all(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    s.parse().ok()
-}
-
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's `days_from_civil`).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// Whether `endpoint` is `scheme://host[:port][/…]` with a scheme the Omni client knows (§3.5); `Err` says what

@@ -53,6 +53,7 @@
 
 pub mod mock;
 pub mod omni;
+pub mod time;
 mod types;
 #[doc(hidden)]
 pub mod wasm;
@@ -102,8 +103,20 @@ pub trait Host {
     fn now(&self) -> String;
     /// A cached read of one object; `Ok(None)` when it does not exist. Capability `kube-read`.
     fn kube_get(&self, target: &ObjectRef) -> Result<Option<Value>, HostError>;
-    /// A cached list. Capability `kube-read`.
+    /// A cached list, filtered by the query's label and field selectors. Capability `kube-read`.
     fn kube_list(&self, query: &ListQuery) -> Result<Vec<Value>, HostError>;
+
+    /// The bytes of a file under a template root (`file:` patches and manifests). `root` is the object's
+    /// absolute template root; `path` is relative to it or absolute inside it. Capability `files`; the operator
+    /// admin decides which roots are allowed (`Denied` otherwise), a missing file is `NotFound`, a path leading
+    /// out of the root `Denied`, an oversized file `Invalid`.
+    ///
+    /// The default answers `Unavailable`, as an operator without the capability does: test doubles written
+    /// before files could be read keep compiling, and plugins that read no files need not implement it.
+    fn read_file(&self, root: &str, path: &str) -> Result<Vec<u8>, HostError> {
+        let _ = (root, path);
+        Err(HostError::Unavailable("this host does not serve files".into()))
+    }
 
     /// Authenticates against the Omni endpoint an OmniConnection (in the object's namespace) names; returns the
     /// normalised endpoint. Capability `omni`, as are the other `omni_*` calls.

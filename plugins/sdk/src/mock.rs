@@ -23,6 +23,8 @@ pub struct MockHost {
     object: Value,
     /// (apiVersion, kind, namespace, name) → object.
     objects: BTreeMap<(String, String, String, String), Value>,
+    /// (template root, path relative to it) → file bytes.
+    files: BTreeMap<(String, String), Vec<u8>>,
     /// Capabilities that answer `Denied`.
     denied: Vec<&'static str>,
     now: String,
@@ -59,6 +61,7 @@ impl MockHost {
         MockHost {
             object,
             objects: BTreeMap::new(),
+            files: BTreeMap::new(),
             denied: Vec::new(),
             now: "2026-01-01T00:00:00Z".into(),
             outputs: RefCell::new(Outputs::default()),
@@ -119,6 +122,13 @@ impl MockHost {
             obj["metadata"]["name"].as_str().unwrap_or_default().to_string(),
         );
         self.objects.insert(key, obj);
+        self
+    }
+
+    /// Makes a file readable through `read_file` under template root `root`; `path` is relative to the root or
+    /// absolute inside it, as the plugin will ask for it. Any other file is `NotFound`.
+    pub fn with_file(mut self, root: &str, path: &str, bytes: impl Into<Vec<u8>>) -> Self {
+        self.files.insert((root.to_string(), relative_to(root, path).to_string()), bytes.into());
         self
     }
 
@@ -200,13 +210,26 @@ impl crate::Host for MockHost {
 
     fn kube_list(&self, query: &ListQuery) -> Result<Vec<Value>, HostError> {
         self.check("kube-read")?;
+        let fields = match &query.field_selector {
+            Some(selector) => field_terms(selector)?,
+            None => Vec::new(),
+        };
         let ns = query.namespace.as_deref().or_else(|| self.namespace()).unwrap_or_default();
         Ok(self
             .objects
             .iter()
             .filter(|((av, k, n, _), _)| *av == query.api_version && *k == query.kind && n == ns)
+            .filter(|(_, v)| fields.iter().all(|term| term.holds(v)))
             .map(|(_, v)| v.clone())
             .collect())
+    }
+
+    fn read_file(&self, root: &str, path: &str) -> Result<Vec<u8>, HostError> {
+        self.check("files")?;
+        self.files
+            .get(&(root.to_string(), relative_to(root, path).to_string()))
+            .cloned()
+            .ok_or_else(|| HostError::NotFound(format!("open {path}: no such file or directory")))
     }
 
     fn omni_ping(&self, _connection: &str) -> Result<String, HostError> {
@@ -285,6 +308,47 @@ impl crate::Host for MockHost {
     }
 }
 
+/// `path` relative to `root` when it is absolute inside it (as the operator resolves it), else unchanged.
+fn relative_to<'a>(root: &str, path: &'a str) -> &'a str {
+    path.strip_prefix(root.trim_end_matches('/'))
+        .and_then(|rest| rest.strip_prefix('/'))
+        .unwrap_or(path)
+}
+
+/// One `path=value` / `path!=value` term of a field selector.
+struct FieldTerm {
+    path: String,
+    equal: bool,
+    value: String,
+}
+
+impl FieldTerm {
+    /// Exact comparison with the string at the dotted path; a missing field compares as `""`, as on the API server.
+    fn holds(&self, object: &Value) -> bool {
+        let found = self.path.split('.').try_fold(object, |v, key| v.get(key));
+        let have = match found {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Null) | None => String::new(),
+            Some(other) => other.to_string(),
+        };
+        (have == self.value) == self.equal
+    }
+}
+
+/// A field selector as the mock understands it: terms split on commas, each at its first `!=`, `==` or `=`. Enough
+/// for plugin tests; the operator parses escapes too, exactly as Kubernetes does.
+fn field_terms(selector: &str) -> Result<Vec<FieldTerm>, HostError> {
+    let mut terms = Vec::new();
+    for term in selector.split(',').filter(|t| !t.is_empty()) {
+        let split = ["!=", "==", "="].iter().filter_map(|op| term.find(op).map(|at| (at, *op))).min_by_key(|(at, op)| (*at, usize::MAX - op.len()));
+        let Some((at, op)) = split.filter(|(at, _)| *at > 0) else {
+            return Err(HostError::Invalid(format!("invalid field selector {selector:?}: {term:?} is not of the form path=value")));
+        };
+        terms.push(FieldTerm { path: term[..at].to_string(), equal: op != "!=", value: term[at + op.len()..].to_string() });
+    }
+    Ok(terms)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,6 +384,53 @@ mod tests {
         assert_eq!(out.conditions[0].reason, "Done");
         assert_eq!(out.status["a"], 1);
         assert_eq!(out.requeue_after, Some(5));
+    }
+
+    fn child(name: &str, cluster: &str) -> Value {
+        serde_json::json!({"apiVersion": "omni.texashpc.com/v1alpha1", "kind": "OmniWorkers",
+            "metadata": {"name": name, "namespace": "t"}, "spec": {"clusterRef": {"name": cluster}}})
+    }
+
+    fn workers(field_selector: Option<&str>) -> ListQuery {
+        ListQuery {
+            api_version: "omni.texashpc.com/v1alpha1".into(),
+            kind: "OmniWorkers".into(),
+            field_selector: field_selector.map(Into::into),
+            ..ListQuery::default()
+        }
+    }
+
+    fn names(items: Vec<Value>) -> Vec<String> {
+        items.iter().map(|o| o["metadata"]["name"].as_str().unwrap_or_default().to_string()).collect()
+    }
+
+    #[test]
+    fn lists_honour_field_selectors_by_exact_match() {
+        let host = MockHost::new(serde_json::json!({"metadata": {"namespace": "t"}}))
+            .with_object(child("a", "edge"))
+            .with_object(child("b", "core"))
+            .with_object(child("c", "edge"));
+        assert_eq!(names(host.kube_list(&workers(None)).unwrap()), ["a", "b", "c"]);
+        assert_eq!(names(host.kube_list(&workers(Some("spec.clusterRef.name=edge"))).unwrap()), ["a", "c"]);
+        assert_eq!(names(host.kube_list(&workers(Some("spec.clusterRef.name==edge,metadata.name!=a"))).unwrap()), ["c"]);
+        assert_eq!(names(host.kube_list(&workers(Some("spec.clusterRef.name!=edge"))).unwrap()), ["b"]);
+        assert!(host.kube_list(&workers(Some("spec.missing=x"))).unwrap().is_empty(), "a missing field is \"\"");
+        assert!(matches!(host.kube_list(&workers(Some("spec.clusterRef.name"))),
+            Err(HostError::Invalid(m)) if m == "invalid field selector \"spec.clusterRef.name\": \"spec.clusterRef.name\" is not of the form path=value"));
+    }
+
+    #[test]
+    fn files_are_served_by_root_and_path_and_anything_else_is_not_found() {
+        let host = MockHost::new(serde_json::json!({})).with_file("/templates", "patches/a.yaml", "a: 1");
+        assert_eq!(host.read_file("/templates", "patches/a.yaml").unwrap(), b"a: 1");
+        assert_eq!(host.read_file("/templates", "/templates/patches/a.yaml").unwrap(), b"a: 1", "absolute inside the root");
+        assert_eq!(
+            host.read_file("/templates", "patches/b.yaml"),
+            Err(HostError::NotFound("open patches/b.yaml: no such file or directory".into()))
+        );
+        assert!(matches!(host.read_file("/other", "patches/a.yaml"), Err(HostError::NotFound(_))));
+        let denied = MockHost::new(serde_json::json!({})).with_file("/templates", "a", "x").deny("files");
+        assert!(matches!(denied.read_file("/templates", "a"), Err(HostError::Denied(_))));
     }
 
     #[test]

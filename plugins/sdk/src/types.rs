@@ -36,12 +36,19 @@ impl ObjectRef {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A list of one kind. `Default` leaves every field empty, so a query names only what it filters on:
+/// `ListQuery { api_version: .., kind: .., field_selector: Some(..), ..ListQuery::default() }`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListQuery {
     pub api_version: String,
     pub kind: String,
+    /// `None`: the reconciled object's namespace.
     pub namespace: Option<String>,
     pub label_selector: Option<String>,
+    /// Kubernetes field-selector syntax, e.g. `spec.clusterRef.name=edge` (terms `path=value`, `path==value`,
+    /// `path!=value`, comma-separated, all must hold). The operator filters before objects reach the plugin, so
+    /// selecting the few children of one cluster stays cheap however many objects the namespace holds.
+    pub field_selector: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,6 +5,7 @@ use serde_json::Value;
 use crate::bindings::exports::omni::operator::{plugin as wplugin, validator as wvalidator};
 use crate::bindings::omni::operator::{context as wctx, kube_read as wread, types as wtypes};
 use crate::bindings::omni::operator::clock as wclock;
+use crate::bindings::omni::operator::files as wfiles;
 use crate::bindings::omni::operator::omni as womni;
 use crate::omni::{ClusterHealth, LabelOp, LabelTerm, OmniResource, Phase, ResourceKey};
 use crate::{Condition, ConditionStatus, EventType, HostError, Info, ListQuery, LogLevel, ObjectRef, Plugin, ReconcileError, RelatedMapping, Verdict};
@@ -83,9 +84,14 @@ impl crate::Host for WasmHost<'_> {
             kind: query.kind.clone(),
             namespace: query.namespace.clone(),
             label_selector: query.label_selector.clone(),
+            field_selector: query.field_selector.clone(),
         };
         let items = wread::list(self.0, &q).map_err(host_error)?;
         items.iter().map(|s| parse(s)).collect()
+    }
+
+    fn read_file(&self, root: &str, path: &str) -> Result<Vec<u8>, HostError> {
+        wfiles::read(self.0, root, path).map_err(host_error)
     }
 
     fn omni_ping(&self, connection: &str) -> Result<String, HostError> {

@@ -1328,6 +1328,7 @@ fn validate_crd(crd: &Value, old: Option<&Value>) -> Vec<FieldCause> {
                 out.push(FieldCause::preformatted(cause_reason(e.kind), &e.path, e.to_string()));
             }
         }
+        out.extend(selectable_field_errors(v, i));
     }
     if let Some(old) = old {
         for (field, what) in [("group", "spec.group"), ("scope", "spec.scope")] {
@@ -1342,9 +1343,124 @@ fn validate_crd(crd: &Value, old: Option<&Value>) -> Vec<FieldCause> {
     out
 }
 
+/// apiextensions' checks of one version's `selectableFields` (Kubernetes 1.31+): each a simple JSONPath to a
+/// string, boolean or integer field of the version's schema, outside metadata, listed once, at most eight.
+fn selectable_field_errors(version: &Value, i: usize) -> Vec<FieldCause> {
+    const MAX_SELECTABLE_FIELDS: usize = 8;
+    let mut out = Vec::new();
+    let Some(fields) = version["selectableFields"].as_array() else {
+        return out;
+    };
+    let base = format!("spec.versions[{i}].selectableFields");
+    let schema = &version["schema"]["openAPIV3Schema"];
+    let mut unique = BTreeSet::new();
+    for (j, selectable) in fields.iter().enumerate() {
+        let field = format!("{base}[{j}].jsonPath");
+        let path = selectable["jsonPath"].as_str().unwrap_or_default();
+        if path.is_empty() {
+            out.push(FieldCause::required(&field, ""));
+            continue;
+        }
+        let value = Value::String(path.to_string());
+        let (segments, found) = match schema_at_json_path(schema, path) {
+            Ok(found) => found,
+            Err(e) => {
+                out.push(FieldCause::invalid(&field, &value, &format!("is an invalid path: {e}")));
+                continue;
+            }
+        };
+        if segments.first().map(String::as_str) == Some("metadata") {
+            out.push(FieldCause::invalid(&field, &value, "must not point to fields in metadata"));
+        }
+        if !matches!(found["type"].as_str(), Some("string" | "boolean" | "integer")) {
+            out.push(FieldCause::invalid(
+                &field,
+                &value,
+                "must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed.",
+            ));
+        }
+        if !unique.insert(segments.join(".")) {
+            out.push(FieldCause::preformatted("FieldValueDuplicate", &field, format!("{field}: Duplicate value: {}", render_value(&value))));
+        }
+    }
+    if unique.len() > MAX_SELECTABLE_FIELDS {
+        out.push(FieldCause::preformatted(
+            "FieldValueTooMany",
+            &base,
+            format!("{base}: Too many: {}: must have at most {MAX_SELECTABLE_FIELDS} items", unique.len()),
+        ));
+    }
+    out
+}
+
+/// The path segments of a simple JSONPath (`.spec.x.y`) and the schema it leads to, walked as `cel.ValidFieldPath`
+/// walks it: properties by name, `additionalProperties` by key; array notation is not allowed here.
+fn schema_at_json_path<'a>(schema: &'a Value, path: &str) -> Result<(Vec<String>, &'a Value), String> {
+    let mut segments = Vec::new();
+    let mut current = schema;
+    let mut rest = path;
+    while !rest.is_empty() {
+        let Some(after_dot) = rest.strip_prefix('.') else {
+            let token = if rest.starts_with(['[', ']']) { &rest[..1] } else { rest.split(['.', '[', ']']).next().unwrap_or(rest) };
+            return Err(format!("expected [ or . but got: {token}"));
+        };
+        if after_dot.is_empty() {
+            return Err("unexpected end of JSON path".into());
+        }
+        let end = after_dot.find(['.', '[', ']']).unwrap_or(after_dot.len());
+        let (name, tail) = after_dot.split_at(end);
+        if name.is_empty() {
+            return Err("does not refer to a valid field".into());
+        }
+        current = if let Some(properties) = current["properties"].as_object() {
+            properties.get(name).ok_or("does not refer to a valid field")?
+        } else if current["additionalProperties"].is_object() {
+            &current["additionalProperties"]
+        } else {
+            return Err("does not refer to a valid field".into());
+        };
+        segments.push(name.to_string());
+        rest = tail;
+    }
+    Ok((segments, current))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn selectable_fields_must_be_simple_paths_to_scalar_fields() {
+        let version = |paths: &[&str]| {
+            json!({"name": "v1", "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                "metadata": {"type": "object", "properties": {"name": {"type": "string"}}},
+                "spec": {"type": "object", "properties": {
+                    "clusterRef": {"type": "object", "properties": {"name": {"type": "string"}}},
+                    "replicas": {"type": "integer"},
+                    "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "machines": {"type": "array", "items": {"type": "string"}}}}}}},
+                "selectableFields": paths.iter().map(|p| json!({"jsonPath": p})).collect::<Vec<_>>()})
+        };
+        let messages = |paths: &[&str]| selectable_field_errors(&version(paths), 0).into_iter().map(|c| c.message).collect::<Vec<_>>();
+        assert!(messages(&[".spec.clusterRef.name", ".spec.replicas", ".spec.labels.team"]).is_empty());
+        let f = "spec.versions[0].selectableFields[0].jsonPath";
+        assert_eq!(messages(&[".spec.nope"]), [format!("{f}: Invalid value: \".spec.nope\": is an invalid path: does not refer to a valid field")]);
+        assert_eq!(messages(&["spec.x"]), [format!("{f}: Invalid value: \"spec.x\": is an invalid path: expected [ or . but got: spec")]);
+        assert_eq!(messages(&[".spec."]), [format!("{f}: Invalid value: \".spec.\": is an invalid path: unexpected end of JSON path")]);
+        assert_eq!(messages(&[".metadata.name"]), [format!("{f}: Invalid value: \".metadata.name\": must not point to fields in metadata")]);
+        assert_eq!(
+            messages(&[".spec.machines"]),
+            [format!("{f}: Invalid value: \".spec.machines\": must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed.")]
+        );
+        assert_eq!(messages(&[""]), [format!("{f}: Required value")]);
+        assert_eq!(
+            messages(&[".spec.replicas", ".spec.replicas"]),
+            ["spec.versions[0].selectableFields[1].jsonPath: Duplicate value: \".spec.replicas\""]
+        );
+        let nine: Vec<String> = (0..9).map(|k| format!(".spec.labels.k{k}")).collect();
+        let nine: Vec<&str> = nine.iter().map(String::as_str).collect();
+        assert_eq!(messages(&nine), ["spec.versions[0].selectableFields: Too many: 9: must have at most 8 items"]);
+    }
 
     #[test]
     fn spec_changes_bump_generation_but_metadata_and_status_do_not() {

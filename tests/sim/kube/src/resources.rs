@@ -27,6 +27,9 @@ pub struct ResourceType {
     pub schema: Option<Arc<Value>>,
     /// `additionalPrinterColumns` of a CRD version, as JSON.
     pub printer_columns: Vec<Value>,
+    /// `selectableFields` of a CRD version as field-selector paths (`spec.clusterRef.name` for the JSONPath
+    /// `.spec.clusterRef.name`); empty for built-ins, whose selectable fields are fixed per kind.
+    pub selectable_fields: Vec<String>,
     pub source: Source,
 }
 
@@ -160,6 +163,7 @@ fn builtin_types() -> Vec<ResourceType> {
             storage_version: d.version.into(),
             schema: None,
             printer_columns: Vec::new(),
+            selectable_fields: Vec::new(),
             source: Source::Builtin,
         })
         .collect();
@@ -184,6 +188,7 @@ fn builtin_types() -> Vec<ResourceType> {
             storage_version: version.to_string(),
             schema: None,
             printer_columns: Vec::new(),
+            selectable_fields: Vec::new(),
             source: Source::Virtual,
         });
     }
@@ -363,6 +368,12 @@ fn crd_versions(crd: &Value, served_only: bool) -> Vec<ResourceType> {
                 storage_version: storage_version.clone(),
                 schema: if schema.is_object() { Some(Arc::new(schema)) } else { None },
                 printer_columns: v["additionalPrinterColumns"].as_array().cloned().unwrap_or_default(),
+                selectable_fields: v["selectableFields"]
+                    .as_array()
+                    .map(|fields| {
+                        fields.iter().filter_map(|f| f["jsonPath"].as_str()).map(|p| p.trim_start_matches('.').to_string()).collect()
+                    })
+                    .unwrap_or_default(),
                 source: Source::CustomResource,
             })
         })

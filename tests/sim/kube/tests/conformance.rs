@@ -415,6 +415,135 @@ mod reads {
         assert_eq!(names(&r), vec!["tls"]);
     }
 
+    /// A CRD whose v1 declares `selectableFields` (Kubernetes 1.31+): `.spec.clusterRef.name` and `.spec.replicas`.
+    const GADGET_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    selectableFields:
+    - jsonPath: .spec.clusterRef.name
+    - jsonPath: .spec.replicas
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              clusterRef: {type: object, properties: {name: {type: string}}}
+              replicas: {type: integer}
+              size: {type: integer}
+"#;
+    const GADGETS: &str = "/apis/example.com/v1/namespaces/default/gadgets";
+
+    async fn sim_with_gadgets() -> (kube_sim::KubeSim, kube::Client) {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        sim.apply_yaml(GADGET_CRD).await.expect("CRD applies");
+        let c = sim.client().await.expect("client");
+        for _ in 0..50 {
+            if get(&c, GADGETS).await.status == 200 {
+                for (name, cluster, replicas) in [("a", Some("edge"), 1), ("b", Some("core"), 3), ("c", Some("edge"), 3), ("d", None, 1)] {
+                    let mut spec = json!({"replicas": replicas, "size": 1});
+                    if let Some(cluster) = cluster {
+                        spec["clusterRef"] = json!({"name": cluster});
+                    }
+                    let gadget = json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": name}, "spec": spec});
+                    assert_eq!(send_json(&c, "POST", GADGETS, &gadget).await.status, 201);
+                }
+                return (sim, c);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        panic!("gadgets never became served");
+    }
+
+    fn selected(selector: &str) -> String {
+        let q: String = form_urlencoded::byte_serialize(selector.as_bytes()).collect();
+        format!("{GADGETS}?fieldSelector={q}")
+    }
+
+    /// apiextensions-apiserver's crConverter: metadata.name and (namespaced) metadata.namespace always, a version's
+    /// `selectableFields` too; an absent field selects as "" and an integer as its decimal text.
+    #[tokio::test]
+    async fn custom_resources_select_on_metadata_and_their_declared_selectable_fields() {
+        let (_sim, c) = sim_with_gadgets().await;
+        let cases = [
+            ("spec.clusterRef.name=edge", vec!["a", "c"]),
+            ("spec.clusterRef.name==core", vec!["b"]),
+            ("spec.clusterRef.name!=edge", vec!["b", "d"]),
+            ("spec.clusterRef.name=", vec!["d"]),
+            ("spec.replicas=3", vec!["b", "c"]),
+            ("spec.clusterRef.name=edge,spec.replicas=3", vec!["c"]),
+            ("metadata.name=a", vec!["a"]),
+            ("metadata.namespace=default,metadata.name!=a", vec!["b", "c", "d"]),
+        ];
+        for (sel, want) in cases {
+            let r = get(&c, &selected(sel)).await;
+            assert_eq!(r.status, 200, "{sel}: {}", r.text);
+            assert_eq!(names(&r), want, "selector {sel}");
+        }
+    }
+
+    /// A field the CRD does not declare selectable: 400 BadRequest with the converter's own text.
+    #[tokio::test]
+    async fn selecting_on_an_undeclared_custom_resource_field_is_400_field_label_not_supported() {
+        let (_sim, c) = sim_with_gadgets().await;
+        let r = get(&c, &selected("spec.size=1")).await;
+        assert_eq!((r.status, r.reason()), (400, "BadRequest"), "{}", r.text);
+        assert_eq!(r.message(), "field label not supported: spec.size");
+        let r = get(&c, &format!("{}&watch=true", selected("spec.size=1"))).await;
+        assert_eq!((r.status, r.message()), (400, "field label not supported: spec.size"), "watches check the same");
+    }
+
+    #[tokio::test]
+    async fn watches_send_only_objects_a_selectable_field_selects() {
+        let (_sim, c) = sim_with_gadgets().await;
+        let r = get(&c, &format!("{}&watch=true&timeoutSeconds=1", selected("spec.clusterRef.name=edge"))).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        let added: Vec<String> = r
+            .text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["type"] == "ADDED")
+            .map(|e| e["object"]["metadata"]["name"].as_str().unwrap_or_default().to_string())
+            .collect();
+        assert_eq!(added, ["a", "c"]);
+    }
+
+    /// apiextensions validation of `selectableFields`: a simple path into the schema, to a string, boolean or
+    /// integer field, not in metadata, each once.
+    #[tokio::test]
+    async fn a_crd_with_an_invalid_selectable_field_is_422() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "gizmos.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "gizmos", "kind": "Gizmo"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "selectableFields": [{"jsonPath": ".spec.missing"}, {"jsonPath": ".spec.tags"}],
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+                        "tags": {"type": "array", "items": {"type": "string"}}}}}}}}]}});
+        let r = send_json(&c, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &crd).await;
+        assert_eq!(r.status, 422, "{}", r.text);
+        assert!(
+            r.message().contains(r#"spec.versions[0].selectableFields[0].jsonPath: Invalid value: ".spec.missing": is an invalid path: does not refer to a valid field"#),
+            "{}",
+            r.message()
+        );
+        assert!(
+            r.message().contains(r#"spec.versions[0].selectableFields[1].jsonPath: Invalid value: ".spec.tags": must point to a field of type string, boolean or integer"#),
+            "{}",
+            r.message()
+        );
+    }
+
     #[tokio::test]
     async fn limit_and_continue_page_through_a_consistent_snapshot() {
         let sim = kube_sim::KubeSim::start().await.expect("start");

@@ -574,6 +574,56 @@ async fn get_label_selectors_equality_set_and_existence_operators() {
     none.ok().stderr_has("No resources found in default namespace.");
 }
 
+/// `kubectl get --field-selector` on a custom resource: the CRD's `selectableFields` select (Kubernetes 1.31+),
+/// any other field is the server's 400, which kubectl wraps in cli-runtime's "Unable to find" message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_field_selectors_on_a_crds_selectable_fields() {
+    let (sim, k) = start().await;
+    sim.apply_yaml(
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    selectableFields: [{jsonPath: .spec.clusterRef.name}]
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              clusterRef: {type: object, properties: {name: {type: string}}}
+              size: {type: integer}
+"#,
+    )
+    .await
+    .expect("applying the Gadget CRD");
+    let gadgets: Vec<String> = [("a", "edge"), ("b", "core"), ("c", "edge")]
+        .iter()
+        .map(|(n, cluster)| format!("apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: {n}\nspec: {{clusterRef: {{name: {cluster}}}, size: 1}}\n"))
+        .collect();
+    k.stdin(&["apply", "-f", "-"], &gadgets.join("---\n")).await.ok();
+
+    let out = k.run(&["get", "gadgets", "--field-selector", "spec.clusterRef.name=edge", "-o", "name"]).await;
+    out.ok();
+    assert_eq!(out.sorted_lines(), ["gadget.example.com/a", "gadget.example.com/c"], "{}", out.describe());
+    let out = k.run(&["get", "gadgets", "--field-selector", "spec.clusterRef.name!=edge,metadata.name!=x", "-o", "name"]).await;
+    assert_eq!(out.sorted_lines(), ["gadget.example.com/b"], "{}", out.describe());
+
+    let refused = k.run(&["get", "gadgets", "--field-selector", "spec.size=1"]).await;
+    refused.code_is(1).stderr_has(
+        r#"Error from server (BadRequest): Unable to find "example.com/v1, Resource=gadgets" that match label selector "", field selector "spec.size=1": field label not supported: spec.size"#,
+    );
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // kubectl wait and deletion
 

@@ -236,6 +236,16 @@ impl Shared {
         }
     }
 
+    /// What a client's destroy takes with it. A Link going removes its machine (§4.6, §8.3 item 14): the
+    /// controllers do that when they see the Link tearing down, but a client may destroy it before they look
+    /// (Destroy right after a Teardown that found no finalizers, or TeardownAndDestroy, which never leaves it
+    /// tearing down), and the machine must not outlive its Link depending on who was faster.
+    fn destroyed(&self, ns: &str, ty: &str, id: &str) {
+        if ty == LINKS {
+            self.store.force_destroy(ns, MACHINE_STATUSES, id);
+        }
+    }
+
     fn destroy_checks(&self, ns: &str, ty: &str, id: &str) -> Result<(), Status> {
         if let Some(stored) = self.store.get(ns, ty, id) {
             let mut errs = Vec::new();
@@ -369,6 +379,7 @@ impl cosi::state_server::State for StateService {
             let owner = r.options.map(|o| o.owner).unwrap_or_default();
             s.destroy_checks(&r.namespace, &r.r#type, &r.id)?;
             s.store.destroy_as(&r.namespace, &r.r#type, &r.id, Some(&owner))?;
+            s.destroyed(&r.namespace, &r.r#type, &r.id);
             Ok(Response::new(cosi::DestroyResponse {}))
         }
         .await;
@@ -425,7 +436,11 @@ impl cosi::state_server::State for StateService {
                 match s.store.get(&r.namespace, &r.r#type, &r.id) {
                     None => break,
                     Some(x) if md(&x).finalizers.is_empty() => match s.store.destroy_as(&r.namespace, &r.r#type, &r.id, Some(&owner)) {
-                        Ok(()) | Err(crate::store::StateError::NotFound(_)) => break,
+                        Ok(()) => {
+                            s.destroyed(&r.namespace, &r.r#type, &r.id);
+                            break;
+                        }
+                        Err(crate::store::StateError::NotFound(_)) => break,
                         Err(crate::store::StateError::PendingFinalizers(_)) => {}
                         Err(e) => return Err(e.into()),
                     },

@@ -54,6 +54,7 @@ impl Plugin for Echo {
                 kind: "ConfigMap".into(),
                 namespace: None,
                 label_selector: None,
+                field_selector: None,
             };
             status["listed"] = json!(host.kube_list(&query)?.len());
         }

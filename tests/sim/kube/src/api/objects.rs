@@ -210,7 +210,8 @@ impl Selectors {
                 for name in f.fields() {
                     if !supported_field(rt, name) {
                         let checked = if rt.is_crd() {
-                            crate::selectors::check_custom_resource_field(!rt.namespaced, &[], name)
+                            let selectable: Vec<&str> = rt.selectable_fields.iter().map(String::as_str).collect();
+                            crate::selectors::check_custom_resource_field(!rt.namespaced, &selectable, name)
                         } else {
                             crate::selectors::check_builtin_field(&rt.group, &rt.kind, name)
                         };
@@ -246,9 +247,10 @@ impl Selectors {
     }
 }
 
-/// Field selectors each resource supports (the real server's field label conversion functions).
+/// Field selectors each resource supports (the real server's field label conversion functions, and a custom
+/// resource version's `selectableFields`).
 fn supported_field(rt: &ResourceType, field: &str) -> bool {
-    if matches!(field, "metadata.name" | "metadata.namespace") {
+    if matches!(field, "metadata.name" | "metadata.namespace") || rt.selectable_fields.iter().any(|f| f == field) {
         return true;
     }
     match (rt.group.as_str(), rt.plural.as_str()) {

@@ -1,0 +1,577 @@
+//! 1,000 OmniClusters applied at once, each with its OmniControlPlane, one OmniWorkers and two OmniMachines (the
+//! shape of spec/original-operator.md §3.4's samples, with unique names and machine UUIDs), plus one
+//! OmniConnection and its Secret, until every OmniCluster has `Synced=True` against the Omni simulator. Run once
+//! with the built-in plugins as components and once with the same plugins' logic compiled into the host
+//! (`Runtime::load_native`), and compared. DESIGN.md §8 targets: ≤ 10 s on 2 cores, host peak RSS ≤ 256 MiB,
+//! WASM ≤ 10 % slower than native.
+//!
+//! `cargo bench -p omni-operator --bench clusters` (`-- --quick`: 100 clusters). Knobs: `--clusters N`,
+//! `--concurrency N` (reconciles of one kind at once; default: what `omni-operator dev` uses), `--only
+//! wasm|native`, `--until synced|accepted` (`accepted`: every OmniMachine `Accepted=True`, a criterion that does
+//! not need the OmniCluster plugin), `--timeout SECONDS`.
+//!
+//! What is measured, and how. The host's memory must not include the simulators', so each run is four
+//! processes, all this binary in different roles:
+//! * the driver (what `cargo bench` starts) creates the objects, watches for the criterion and prints;
+//! * `--role kube-sim` and `--role omni-sim` are the simulators, fresh for every run;
+//! * `--role host` is the operator as `omni-operator dev` runs it — runtime (precompiled-component cache warm,
+//!   as `dev` has after its first start), the built-in plugins and their grants, one set of controllers per plugin
+//!   with dev's settings — talking TLS to kube-sim and gRPC to omni-sim, and nothing else.
+//!
+//! Time runs from the driver's first create to the moment its watch sees the last object meet the criterion (the
+//! creates themselves are inside it: the objects are "applied at once" through the API, 32 requests in flight).
+//! Memory is the host process's peak resident set, `VmHWM` in `/proc/self/status`, read by the host when the
+//! driver asks at the end (`idle`: its `VmRSS` once the plugins are loaded and the controllers started). Plugin
+//! calls are the controllers' counter. The four processes share the machine's cores, as the operator, the API
+//! server and Omni would on one small node.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use futures::{StreamExt, TryStreamExt};
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::runtime::watcher;
+use omni_operator::capabilities::Grants;
+use omni_operator::controllers::{self, Settings};
+use omni_operator::defaults;
+use omni_operator::omni::OmniConnections;
+use omni_operator::runtime::{LoadedPlugin, PluginError, PluginRegistry, PluginSpec, Runtime, RuntimeConfig};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+
+const GROUP: &str = "omni.texashpc.com";
+const VERSION: &str = "v1alpha1";
+const API: &str = "omni.texashpc.com/v1alpha1";
+const NAMESPACE: &str = "bench";
+const CONNECTION: &str = "omni";
+const SECRET: &str = "omni-service-account";
+/// Creates in flight at once.
+const CREATES_IN_FLIGHT: usize = 32;
+/// How long a child process may take to say it is ready.
+const START_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match value(&args, "--role").as_deref() {
+        None => driver(&args),
+        Some("kube-sim") => serve(kube_sim_role(&args)),
+        Some("omni-sim") => serve(omni_sim_role()),
+        Some("host") => serve(host_role(&args)),
+        Some(other) => bail!("unknown --role {other:?}"),
+    }
+}
+
+/// The value after `flag`, if given.
+fn value(args: &[String], flag: &str) -> Option<String> {
+    args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).cloned()
+}
+
+fn number<T: std::str::FromStr>(args: &[String], flag: &str, default: T) -> Result<T> {
+    match value(args, flag) {
+        None => Ok(default),
+        Some(v) => v.parse().map_err(|_| anyhow::anyhow!("{flag} {v:?}: not a number")),
+    }
+}
+
+/// Where this bench keeps its kubeconfigs, logs and the compiled-plugin cache.
+fn work_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("clusters-bench")
+}
+
+fn cache_dir() -> PathBuf {
+    work_dir().join("plugin-cache")
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Wasm,
+    Native,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Wasm => "wasm",
+            Mode::Native => "native",
+        }
+    }
+
+    fn parse(s: &str) -> Result<Mode> {
+        match s {
+            "wasm" => Ok(Mode::Wasm),
+            "native" => Ok(Mode::Native),
+            other => bail!("{other:?} is not a plugin mode (wasm or native)"),
+        }
+    }
+}
+
+/// When a run is done: every object of `kind` (there are `per_cluster` per cluster) has `condition=True`.
+#[derive(Debug, Clone, Copy)]
+struct Criterion {
+    kind: &'static str,
+    condition: &'static str,
+    per_cluster: usize,
+}
+
+impl Criterion {
+    fn parse(s: &str) -> Result<Criterion> {
+        match s {
+            "synced" => Ok(Criterion { kind: "OmniCluster", condition: "Synced", per_cluster: 1 }),
+            "accepted" => Ok(Criterion { kind: "OmniMachine", condition: "Accepted", per_cluster: 2 }),
+            other => bail!("--until {other:?}: expected synced or accepted"),
+        }
+    }
+
+    fn met(&self, object: &DynamicObject) -> bool {
+        object.data["status"]["conditions"]
+            .as_array()
+            .is_some_and(|cs| cs.iter().any(|c| c["type"] == self.condition && c["status"] == "True"))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The driver.
+
+struct Figures {
+    mode: Mode,
+    /// Seconds from the first create to the criterion met (None: not within the timeout).
+    total: Option<f64>,
+    /// How many objects met the criterion.
+    done: usize,
+    created: f64,
+    peak_rss_kib: u64,
+    idle_rss_kib: u64,
+    calls: u64,
+    failures: u64,
+}
+
+fn driver(args: &[String]) -> Result<()> {
+    let clusters: usize = number(args, "--clusters", if args.iter().any(|a| a == "--quick") { 100 } else { 1000 })?;
+    let concurrency: u16 = number(args, "--concurrency", Settings::default().concurrency)?;
+    let timeout = Duration::from_secs(number(args, "--timeout", 300)?);
+    let criterion = Criterion::parse(value(args, "--until").as_deref().unwrap_or("synced"))?;
+    let modes = match value(args, "--only") {
+        Some(mode) => vec![Mode::parse(&mode)?],
+        None => vec![Mode::Wasm, Mode::Native],
+    };
+    std::fs::create_dir_all(work_dir()).with_context(|| format!("creating {}", work_dir().display()))?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("tokio")?;
+    runtime.block_on(async {
+        println!(
+            "clusters: {clusters} OmniClusters with a control plane, workers and 2 machines each ({} objects) and one \
+             OmniConnection with its Secret, until every {} has {}=True",
+            clusters * 5,
+            criterion.kind,
+            criterion.condition
+        );
+        println!(
+            "  host settings (as `omni-operator dev`): {concurrency} reconciles per kind at once, {} plugin calls at \
+             once, reconcile deadline {} s",
+            RuntimeConfig::default().max_concurrent_calls,
+            Settings::default().reconcile_timeout.as_secs()
+        );
+        if modes.contains(&Mode::Wasm) {
+            warm_plugin_cache().await?;
+        }
+        let mut figures = Vec::new();
+        for mode in modes {
+            let f = run(mode, clusters, concurrency, criterion, timeout).await?;
+            print_figures(&f, clusters * criterion.per_cluster);
+            figures.push(f);
+        }
+        if let [wasm, native] = figures.as_slice()
+            && let (Some(w), Some(n)) = (wasm.total, native.total)
+        {
+            println!("  WASM/native time: {:.3} (target ≤ 1.10)", w / n);
+        }
+        Ok(())
+    })
+}
+
+fn print_figures(f: &Figures, target: usize) {
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    let outcome = match f.total {
+        Some(total) => format!("all {target} met after {total:.2} s"),
+        None => format!("only {} of {target} met before the timeout", f.done),
+    };
+    println!(
+        "  {:<6}  {outcome} (creates took {:.2} s); host peak RSS {:.1} MiB (idle {:.1} MiB); {} plugin calls, {} failed",
+        f.mode.name(),
+        f.created,
+        mib(f.peak_rss_kib),
+        mib(f.idle_rss_kib),
+        f.calls,
+        f.failures
+    );
+}
+
+/// Compiles the components into the on-disk cache the host loads them from, so the host's peak memory is a
+/// running operator's, not Cranelift's (DESIGN.md §5: precompiled artifacts survive restarts).
+async fn warm_plugin_cache() -> Result<()> {
+    let runtime = Runtime::new(RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() })?;
+    for p in defaults::PLUGINS {
+        runtime
+            .load(PluginSpec::new(p.name, p.wasm.to_vec()).grants(p.grants()?))
+            .await
+            .with_context(|| format!("compiling built-in plugin {:?}", p.name))?;
+    }
+    Ok(())
+}
+
+async fn run(mode: Mode, clusters: usize, concurrency: u16, criterion: Criterion, timeout: Duration) -> Result<Figures> {
+    let kubeconfig = work_dir().join(format!("kube-sim-{}.kubeconfig", mode.name()));
+    let mut kube_sim = Role::start("kube-sim", mode, &["--kubeconfig".into(), kubeconfig.display().to_string()]).await?;
+    kube_sim.ready().await?;
+    let mut omni_sim = Role::start("omni-sim", mode, &[]).await?;
+    let omni = omni_sim.ready().await?;
+    let [endpoint, key] = omni.as_slice() else { bail!("omni-sim said {omni:?}, expected an endpoint and a key") };
+
+    let client = client(&kubeconfig).await?;
+    create(&client, &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})).await?;
+
+    let mut host = Role::start(
+        "host",
+        mode,
+        &[
+            "--plugins".into(),
+            mode.name().into(),
+            "--kubeconfig".into(),
+            kubeconfig.display().to_string(),
+            "--concurrency".into(),
+            concurrency.to_string(),
+        ],
+    )
+    .await?;
+    let idle_rss_kib = host.ready().await?.first().and_then(|kib| kib.parse().ok()).unwrap_or(0);
+    // The controllers' watches start right after; objects created before they list are found by that list anyway.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let target = clusters * criterion.per_cluster;
+    let mut watch = Box::pin(watcher(api(&client, criterion.kind)?, watcher::Config::default()));
+    // Listed before the first create, so every later change is an event.
+    while let Some(event) = watch.try_next().await.context("watching")? {
+        if matches!(event, watcher::Event::InitDone) {
+            break;
+        }
+    }
+
+    let start = Instant::now();
+    let objects = objects(clusters, endpoint, key);
+    futures::stream::iter(objects.iter().map(|o| create(&client, o)))
+        .buffer_unordered(CREATES_IN_FLIGHT)
+        .try_collect::<Vec<()>>()
+        .await?;
+    let created = start.elapsed().as_secs_f64();
+
+    let mut met: HashSet<String> = HashSet::new();
+    let mut progress = Instant::now();
+    let deadline = tokio::time::Instant::now() + timeout;
+    let total = loop {
+        if met.len() >= target {
+            break Some(start.elapsed().as_secs_f64());
+        }
+        let event = match tokio::time::timeout_at(deadline, watch.try_next()).await {
+            Err(_elapsed) => break None,
+            Ok(event) => event.context("watching")?,
+        };
+        if let Some(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) = event {
+            let name = object.metadata.name.clone().unwrap_or_default();
+            if criterion.met(&object) {
+                met.insert(name);
+            } else {
+                met.remove(&name);
+            }
+        }
+        if progress.elapsed() > Duration::from_secs(5) {
+            let calls = Report::of(&host.ask("report").await?).calls;
+            eprintln!(
+                "  {}: {} of {target} after {:.0} s ({calls} plugin calls so far)",
+                mode.name(),
+                met.len(),
+                start.elapsed().as_secs_f64()
+            );
+            progress = Instant::now();
+        }
+    };
+
+    let report = Report::of(&host.ask("report").await?);
+    let figures = Figures {
+        mode,
+        total,
+        done: met.len(),
+        created,
+        peak_rss_kib: report.hwm_kib,
+        idle_rss_kib,
+        calls: report.calls,
+        failures: report.failures,
+    };
+    for role in [&mut host, &mut omni_sim, &mut kube_sim] {
+        role.stop().await;
+    }
+    Ok(figures)
+}
+
+/// What the host answers to `report`.
+struct Report {
+    calls: u64,
+    failures: u64,
+    hwm_kib: u64,
+}
+
+impl Report {
+    fn of(words: &[String]) -> Report {
+        let field = |name: &str| -> u64 {
+            words.iter().find_map(|kv| kv.strip_prefix(name)?.strip_prefix('=')?.parse().ok()).unwrap_or(0)
+        };
+        Report { calls: field("calls"), failures: field("failures"), hwm_kib: field("hwm_kib") }
+    }
+}
+
+async fn client(kubeconfig: &Path) -> Result<kube::Client> {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig).with_context(|| format!("reading {}", kubeconfig.display()))?;
+    let config = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await?;
+    kube::Client::try_from(config).context("building a kube client")
+}
+
+/// The API of a kind this bench creates (in the bench namespace, for namespaced kinds).
+fn api(client: &kube::Client, kind: &str) -> Result<Api<DynamicObject>> {
+    let (group, version, plural) = match kind {
+        "Namespace" => return Ok(Api::all_with(client.clone(), &ApiResource::erase::<k8s_openapi::api::core::v1::Namespace>(&()))),
+        "Secret" => ("", "v1", "secrets"),
+        "OmniConnection" => (GROUP, VERSION, "omniconnections"),
+        "OmniCluster" => (GROUP, VERSION, "omniclusters"),
+        "OmniControlPlane" => (GROUP, VERSION, "omnicontrolplanes"),
+        "OmniWorkers" => (GROUP, VERSION, "omniworkers"),
+        "OmniMachine" => (GROUP, VERSION, "omnimachines"),
+        other => bail!("this bench does not create {other}"),
+    };
+    let resource = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+    Ok(Api::namespaced_with(client.clone(), NAMESPACE, &resource))
+}
+
+async fn create(client: &kube::Client, object: &Value) -> Result<()> {
+    let kind = object["kind"].as_str().unwrap_or_default();
+    let api = api(client, kind)?;
+    let typed: DynamicObject = serde_json::from_value(object.clone()).context("an object")?;
+    api.create(&PostParams::default(), &typed)
+        .await
+        .with_context(|| format!("creating {kind} {}", object["metadata"]["name"].as_str().unwrap_or_default()))?;
+    Ok(())
+}
+
+/// The Secret and the connection, then each cluster with its children.
+fn objects(clusters: usize, endpoint: &str, key: &str) -> Vec<Value> {
+    let mut out = vec![
+        json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": {"name": SECRET, "namespace": NAMESPACE},
+            "stringData": {"serviceAccountKey": key}}),
+        json!({"apiVersion": API, "kind": "OmniConnection", "metadata": {"name": CONNECTION, "namespace": NAMESPACE},
+            "spec": {"endpoint": endpoint, "auth": {"serviceAccountSecretRef": {"name": SECRET, "key": "serviceAccountKey"}}}}),
+    ];
+    let meta = |name: &str| json!({"name": name, "namespace": NAMESPACE});
+    let rolling = json!({"type": "Rolling", "rolling": {"maxParallelism": 1}});
+    for i in 0..clusters {
+        let cluster = format!("edge-{i:04}");
+        let control_plane_machine = format!("{i:08x}-1111-4111-8111-111111111111");
+        let worker_machine = format!("{i:08x}-2222-4222-8222-222222222222");
+        out.push(json!({"apiVersion": API, "kind": "OmniCluster", "metadata": meta(&cluster), "spec": {
+            "connectionRef": {"name": CONNECTION},
+            "kubernetes": {"version": "v1.35.0", "manifests": [{"name": "sample-namespace", "mode": "full",
+                "inline": [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps"}}]}]},
+            "talos": {"version": "v1.13.2"},
+            "features": {"enableWorkloadProxy": true},
+            "syncInterval": "5m"}}));
+        out.push(json!({"apiVersion": API, "kind": "OmniControlPlane", "metadata": meta(&format!("{cluster}-control-plane")), "spec": {
+            "clusterRef": {"name": cluster},
+            "machines": [control_plane_machine],
+            "patches": [{"name": "control-plane-kubespan", "inline": {"machine": {"network": {"kubespan": {"enabled": true}}}}}]}}));
+        out.push(json!({"apiVersion": API, "kind": "OmniWorkers", "metadata": meta(&format!("{cluster}-workers")), "spec": {
+            "clusterRef": {"name": cluster},
+            "workerSetName": "gpu-workers",
+            "machines": [worker_machine],
+            "updateStrategy": rolling,
+            "upgradeStrategy": rolling}}));
+        for (suffix, machine) in [("control-plane-0", &control_plane_machine), ("worker-0", &worker_machine)] {
+            out.push(json!({"apiVersion": API, "kind": "OmniMachine", "metadata": meta(&format!("{cluster}-{suffix}")), "spec": {
+                "clusterRef": {"name": cluster},
+                "machineID": machine,
+                "install": {"disk": "/dev/nvme0n1"}}}));
+        }
+    }
+    out
+}
+
+/// One child process of this binary, in a role. It says `ready …` on stdout when it serves, answers one line per
+/// line it is sent, and exits when its stdin closes (so it also goes when the driver does).
+struct Role {
+    name: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Lines<BufReader<ChildStdout>>,
+    log: PathBuf,
+}
+
+impl Role {
+    async fn start(role: &str, mode: Mode, args: &[String]) -> Result<Role> {
+        let name = format!("{role} ({})", mode.name());
+        let log = work_dir().join(format!("{role}-{}.log", mode.name()));
+        let stderr = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let exe = std::env::current_exe().context("finding this bench's executable")?;
+        let mut child = tokio::process::Command::new(exe)
+            .args(["--role", role])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("starting {name}"))?;
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().context("the child's stdout")?).lines();
+        Ok(Role { name, child, stdin, stdout, log })
+    }
+
+    /// The words after `ready`.
+    async fn ready(&mut self) -> Result<Vec<String>> {
+        self.expect("ready", START_TIMEOUT).await
+    }
+
+    async fn ask(&mut self, question: &str) -> Result<Vec<String>> {
+        let stdin = self.stdin.as_mut().context("stdin is closed")?;
+        stdin.write_all(format!("{question}\n").as_bytes()).await.with_context(|| format!("asking {}", self.name))?;
+        stdin.flush().await?;
+        self.expect(question, Duration::from_secs(10)).await
+    }
+
+    async fn expect(&mut self, word: &str, within: Duration) -> Result<Vec<String>> {
+        let line = tokio::time::timeout(within, self.stdout.next_line())
+            .await
+            .with_context(|| format!("{} did not answer {word:?} within {within:?}", self.name))?
+            .with_context(|| format!("reading from {}", self.name))?
+            .with_context(|| format!("{} exited; see {}", self.name, self.log.display()))?;
+        let mut words = line.split_whitespace().map(String::from);
+        if words.next().as_deref() != Some(word) {
+            bail!("{} said {line:?}, expected {word:?}", self.name);
+        }
+        Ok(words.collect())
+    }
+
+    async fn stop(&mut self) {
+        drop(self.stdin.take());
+        if tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await.is_err() {
+            let _ = self.child.kill().await;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The roles.
+
+/// Runs a role on a multi-threaded runtime (as `omni-operator` runs) until its stdin closes.
+fn serve(role: impl Future<Output = Result<()>>) -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("tokio")?;
+    runtime.block_on(role)
+}
+
+/// Says `ready` with `words`, then answers the driver's lines with `answer` until stdin closes.
+async fn ready_then_answer(words: &[String], mut answer: impl FnMut(&str) -> String) -> Result<()> {
+    let mut out = tokio::io::stdout();
+    out.write_all(format!("ready {}\n", words.join(" ")).as_bytes()).await?;
+    out.flush().await?;
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    while let Some(line) = lines.next_line().await? {
+        out.write_all(format!("{}\n", answer(line.trim())).as_bytes()).await?;
+        out.flush().await?;
+    }
+    Ok(())
+}
+
+async fn kube_sim_role(args: &[String]) -> Result<()> {
+    let kubeconfig = PathBuf::from(value(args, "--kubeconfig").context("--kubeconfig is required")?);
+    let sim = kube_sim::KubeSim::builder().listen(([127, 0, 0, 1], 0).into()).start().await.context("starting kube-sim")?;
+    for crd in omni_api::crds::all() {
+        sim.apply(&crd).await.context("installing the CRDs")?;
+    }
+    sim.write_kubeconfig(&kubeconfig, &sim.admin())?;
+    ready_then_answer(&[sim.url()], |line| format!("{line} unknown")).await
+}
+
+async fn omni_sim_role() -> Result<()> {
+    let sim = omni_sim::OmniSim::builder().listen(([127, 0, 0, 1], 0).into()).start().await.context("starting omni-sim")?;
+    let key = sim.mint_key("omni-operator", omni_sim::Role::Operator);
+    ready_then_answer(&[sim.endpoint(), key], |line| format!("{line} unknown")).await
+}
+
+/// The operator: the built-in plugins (as components, or their logic natively) with their built-in grants, and
+/// one set of controllers per plugin, as `Operator::run` starts them.
+async fn host_role(args: &[String]) -> Result<()> {
+    let mode = Mode::parse(&value(args, "--plugins").context("--plugins is required")?)?;
+    let kubeconfig = PathBuf::from(value(args, "--kubeconfig").context("--kubeconfig is required")?);
+    let concurrency: u16 = number(args, "--concurrency", Settings::default().concurrency)?;
+
+    let runtime = Runtime::new(RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() })?;
+    let registry = Arc::new(PluginRegistry::new());
+    for p in defaults::PLUGINS {
+        let grants = p.grants()?;
+        let loaded = match mode {
+            Mode::Wasm => runtime.load(PluginSpec::new(p.name, p.wasm.to_vec()).grants(grants)).await,
+            Mode::Native => load_native(&runtime, p.name, grants).await?,
+        };
+        registry.install(loaded.with_context(|| format!("loading built-in plugin {:?}", p.name))?);
+    }
+
+    let client = client(&kubeconfig).await?;
+    let settings = Settings { concurrency, omni: Arc::new(OmniConnections::new(None)), ..Settings::default() };
+    let stats = settings.stats.clone();
+    for name in registry.names() {
+        let (client, registry, settings) = (client.clone(), registry.clone(), settings.clone());
+        tokio::spawn(async move {
+            if let Err(e) = controllers::run_plugin(client, registry, &name, settings, std::future::pending()).await {
+                eprintln!("the controllers of {name} stopped: {e:#}");
+            }
+        });
+    }
+
+    ready_then_answer(&[proc_status_kib("VmRSS").to_string()], |line| match line {
+        "report" => format!(
+            "report calls={} failures={} hwm_kib={}",
+            stats.calls.load(Ordering::Relaxed),
+            stats.failures.load(Ordering::Relaxed),
+            proc_status_kib("VmHWM"),
+        ),
+        other => format!("{other} unknown"),
+    })
+    .await
+}
+
+/// The same built-in plugin, its logic compiled into this binary.
+async fn load_native(runtime: &Runtime, name: &str, grants: Grants) -> Result<Result<Arc<LoadedPlugin>, PluginError>> {
+    Ok(match name {
+        "omni-connection" => runtime.load_native::<omni_connection::OmniConnectionPlugin>(name, grants, None).await,
+        "omni-cluster" => runtime.load_native::<omni_cluster::OmniClusterPlugin>(name, grants, None).await,
+        "omni-controlplane" => runtime.load_native::<omni_controlplane::ControlPlane>(name, grants, None).await,
+        "omni-workers" => runtime.load_native::<omni_workers::Workers>(name, grants, None).await,
+        "omni-machine" => runtime.load_native::<omni_machine::Machine>(name, grants, None).await,
+        other => bail!("the built-in plugin {other:?} has no native build in this bench"),
+    })
+}
+
+/// A `kB` field of `/proc/self/status` (0 where there is none).
+fn proc_status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status.lines().find_map(|line| line.strip_prefix(field)?.strip_prefix(':')?.trim().strip_suffix("kB")?.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}

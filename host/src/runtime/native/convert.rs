@@ -1,0 +1,241 @@
+//! Between the SDK's types (what native plugin logic speaks) and the contract's host-side binding types (what the
+//! capability implementations and the runtime speak): the one place a native call crosses that line, as the
+//! canonical ABI does for a component.
+
+use omni_plugin_sdk as sdk;
+use omni_plugin_sdk::omni as sdk_omni;
+use serde_json::Value;
+
+use crate::runtime::bindings::exports::omni::operator::{
+    plugin as wit_plugin, validator as wit_validator,
+};
+use crate::runtime::bindings::omni::operator::context as wit_context;
+use crate::runtime::bindings::omni::operator::kube_read as wit_kube_read;
+use crate::runtime::bindings::omni::operator::omni as wit_omni;
+use crate::runtime::bindings::omni::operator::types as wit;
+
+pub(super) fn info(info: sdk::Info) -> wit_plugin::Info {
+    let sdk::Info {
+        name,
+        version,
+        kinds,
+        related,
+        finalizer,
+        legacy_finalizers,
+        capabilities,
+    } = info;
+    wit_plugin::Info {
+        name,
+        version,
+        kinds: kinds.into_iter().map(gvk).collect(),
+        related: related
+            .into_iter()
+            .map(|r| wit_plugin::RelatedKind {
+                kind: gvk(r.kind),
+                mapping: match r.mapping {
+                    sdk::RelatedMapping::NameField(path) => {
+                        wit_plugin::RelatedMapping::NameField(path)
+                    }
+                    sdk::RelatedMapping::Owner => wit_plugin::RelatedMapping::Owner,
+                    sdk::RelatedMapping::NamedBy(path) => wit_plugin::RelatedMapping::NamedBy(path),
+                },
+            })
+            .collect(),
+        finalizer,
+        legacy_finalizers,
+        capabilities,
+    }
+}
+
+fn gvk(g: sdk::Gvk) -> wit::Gvk {
+    wit::Gvk {
+        group: g.group,
+        version: g.version,
+        kind: g.kind,
+    }
+}
+
+pub(super) fn reconcile_error(e: sdk::ReconcileError) -> wit::ReconcileError {
+    match e {
+        sdk::ReconcileError::Transient(m) => wit::ReconcileError::Transient(m),
+        sdk::ReconcileError::Permanent(m) => wit::ReconcileError::Permanent(m),
+    }
+}
+
+pub(super) fn verdict(v: sdk::Verdict) -> wit_validator::Verdict {
+    wit_validator::Verdict {
+        errors: v
+            .errors
+            .into_iter()
+            .map(|e| wit_validator::FieldError {
+                field: e.field,
+                type_: match e.type_ {
+                    sdk::FieldErrorType::Required => wit_validator::FieldErrorType::Required,
+                    sdk::FieldErrorType::Invalid => wit_validator::FieldErrorType::Invalid,
+                    sdk::FieldErrorType::Forbidden => wit_validator::FieldErrorType::Forbidden,
+                    sdk::FieldErrorType::Duplicate => wit_validator::FieldErrorType::Duplicate,
+                    sdk::FieldErrorType::NotSupported => {
+                        wit_validator::FieldErrorType::NotSupported
+                    }
+                },
+                value: e.value.map(|v| v.to_string()),
+                detail: e.detail,
+            })
+            .collect(),
+        warnings: v.warnings,
+    }
+}
+
+/// What the SDK's component glue answers for an object that is not JSON (the host never sends one).
+pub(super) fn unparsable(e: &serde_json::Error) -> wit_validator::Verdict {
+    wit_validator::Verdict {
+        errors: vec![wit_validator::FieldError {
+            field: "<root>".into(),
+            type_: wit_validator::FieldErrorType::Invalid,
+            value: None,
+            detail: format!("the object is not valid JSON: {e}"),
+        }],
+        warnings: Vec::new(),
+    }
+}
+
+pub(super) fn condition(c: sdk::Condition) -> wit_context::Condition {
+    wit_context::Condition {
+        type_: c.type_,
+        status: match c.status {
+            sdk::ConditionStatus::True => wit_context::ConditionStatus::True,
+            sdk::ConditionStatus::False => wit_context::ConditionStatus::False,
+            sdk::ConditionStatus::Unknown => wit_context::ConditionStatus::Unknown,
+        },
+        reason: c.reason,
+        message: c.message,
+    }
+}
+
+pub(super) fn event_type(kind: sdk::EventType) -> wit_context::EventType {
+    match kind {
+        sdk::EventType::Normal => wit_context::EventType::Normal,
+        sdk::EventType::Warning => wit_context::EventType::Warning,
+    }
+}
+
+pub(super) fn log_level(level: sdk::LogLevel) -> wit::LogLevel {
+    match level {
+        sdk::LogLevel::Trace => wit::LogLevel::Trace,
+        sdk::LogLevel::Debug => wit::LogLevel::Debug,
+        sdk::LogLevel::Info => wit::LogLevel::Info,
+        sdk::LogLevel::Warn => wit::LogLevel::Warn,
+        sdk::LogLevel::Error => wit::LogLevel::Error,
+    }
+}
+
+pub(super) fn object_ref(r: &sdk::ObjectRef) -> wit::ObjectRef {
+    wit::ObjectRef {
+        api_version: r.api_version.clone(),
+        kind: r.kind.clone(),
+        namespace: r.namespace.clone(),
+        name: r.name.clone(),
+    }
+}
+
+pub(super) fn list_query(q: &sdk::ListQuery) -> wit_kube_read::ListQuery {
+    wit_kube_read::ListQuery {
+        api_version: q.api_version.clone(),
+        kind: q.kind.clone(),
+        namespace: q.namespace.clone(),
+        label_selector: q.label_selector.clone(),
+        field_selector: q.field_selector.clone(),
+    }
+}
+
+pub(super) fn host_error(e: wit::HostError) -> sdk::HostError {
+    match e {
+        wit::HostError::Denied(m) => sdk::HostError::Denied(m),
+        wit::HostError::NotFound(m) => sdk::HostError::NotFound(m),
+        wit::HostError::Conflict(m) => sdk::HostError::Conflict(m),
+        wit::HostError::Invalid(m) => sdk::HostError::Invalid(m),
+        wit::HostError::Unavailable(m) => sdk::HostError::Unavailable(m),
+        wit::HostError::Timeout(m) => sdk::HostError::Timeout(m),
+        wit::HostError::Unauthenticated(m) => sdk::HostError::Unauthenticated(m),
+        wit::HostError::Forbidden(m) => sdk::HostError::Forbidden(m),
+        wit::HostError::Other(m) => sdk::HostError::Other(m),
+    }
+}
+
+/// JSON a capability returned, parsed as the SDK's component glue parses it.
+pub(super) fn parse(json: &str) -> Result<Value, sdk::HostError> {
+    serde_json::from_str(json)
+        .map_err(|e| sdk::HostError::Invalid(format!("the operator returned invalid JSON: {e}")))
+}
+
+pub(super) fn resource_key(key: &sdk_omni::ResourceKey) -> wit_omni::ResourceKey {
+    wit_omni::ResourceKey {
+        namespace: key.namespace.clone(),
+        type_: key.type_.clone(),
+        id: key.id.clone(),
+    }
+}
+
+pub(super) fn label_term(term: &sdk_omni::LabelTerm) -> wit_omni::LabelTerm {
+    wit_omni::LabelTerm {
+        key: term.key.clone(),
+        op: match term.op {
+            sdk_omni::LabelOp::Exists => wit_omni::LabelOp::Exists,
+            sdk_omni::LabelOp::Equal => wit_omni::LabelOp::Equal,
+            sdk_omni::LabelOp::In => wit_omni::LabelOp::In,
+            sdk_omni::LabelOp::Lt => wit_omni::LabelOp::Lt,
+            sdk_omni::LabelOp::Lte => wit_omni::LabelOp::Lte,
+            sdk_omni::LabelOp::LtNumeric => wit_omni::LabelOp::LtNumeric,
+            sdk_omni::LabelOp::LteNumeric => wit_omni::LabelOp::LteNumeric,
+        },
+        values: term.values.clone(),
+        invert: term.invert,
+    }
+}
+
+pub(super) fn to_resource(r: &sdk_omni::OmniResource) -> wit_omni::Resource {
+    wit_omni::Resource {
+        key: resource_key(&r.key),
+        version: r.version.clone(),
+        owner: r.owner.clone(),
+        phase: match r.phase {
+            sdk_omni::Phase::Running => wit_omni::Phase::Running,
+            sdk_omni::Phase::TearingDown => wit_omni::Phase::TearingDown,
+        },
+        labels: r.labels.clone(),
+        annotations: r.annotations.clone(),
+        finalizers: r.finalizers.clone(),
+        spec: r.spec.clone(),
+        unreadable: r.unreadable.clone(),
+    }
+}
+
+pub(super) fn from_resource(r: wit_omni::Resource) -> sdk_omni::OmniResource {
+    sdk_omni::OmniResource {
+        key: sdk_omni::ResourceKey {
+            namespace: r.key.namespace,
+            type_: r.key.type_,
+            id: r.key.id,
+        },
+        version: r.version,
+        owner: r.owner,
+        phase: match r.phase {
+            wit_omni::Phase::Running => sdk_omni::Phase::Running,
+            wit_omni::Phase::TearingDown => sdk_omni::Phase::TearingDown,
+        },
+        labels: r.labels,
+        annotations: r.annotations,
+        finalizers: r.finalizers,
+        spec: r.spec,
+        unreadable: r.unreadable,
+    }
+}
+
+pub(super) fn cluster_health(h: wit_omni::ClusterHealth) -> sdk_omni::ClusterHealth {
+    sdk_omni::ClusterHealth {
+        phase: h.phase,
+        ready: h.ready,
+        healthy: h.healthy,
+        findings: h.findings,
+    }
+}

@@ -1,0 +1,331 @@
+//! The SDK's [`Host`](omni_plugin_sdk::Host) for native plugin logic: every call goes to the same
+//! `impl …::Host for HostState` the contract's imports are linked to, on the call's own `HostState` and
+//! `call-context`, so grants, scoping, budgets, output bounds and Omni resolution are the component path's.
+//!
+//! The logic runs on a blocking thread; each host call is driven to completion there with `Handle::block_on`,
+//! which is what a component's synchronous import call amounts to as well.
+
+use std::cell::RefCell;
+use std::time::Duration;
+
+use omni_plugin_sdk as sdk;
+use omni_plugin_sdk::omni as sdk_omni;
+use serde_json::Value;
+use tokio::runtime::Handle;
+use wasmtime::component::Resource;
+
+use super::convert;
+use crate::capabilities::{CallContext, Capability};
+use crate::runtime::bindings::omni::operator::types::HostError as WitHostError;
+use crate::runtime::bindings::omni::operator::{clock, context, files, kube_read, omni};
+use crate::runtime::error::{self, ErrorKind, Failure, PluginError};
+use crate::runtime::store::HostState;
+
+pub(crate) struct NativeHost {
+    state: RefCell<HostState>,
+    /// The `call-context` in the state's table; the plugin only ever uses borrows of it.
+    context: u32,
+    runtime: Handle,
+    /// The call's limit, for messages.
+    timeout: Duration,
+    /// What ended the call, as a trap ends a component's: the first output violation or denied import.
+    aborted: RefCell<Option<PluginError>>,
+}
+
+impl NativeHost {
+    pub(super) fn new(state: HostState, context: u32, runtime: Handle, timeout: Duration) -> Self {
+        NativeHost {
+            state: RefCell::new(state),
+            context,
+            runtime,
+            timeout,
+            aborted: RefCell::new(None),
+        }
+    }
+
+    /// What the logic returned, unless something aborted the call; and the state back (its table holds the
+    /// call's outputs).
+    pub(super) fn finish<T>(self, returned: T) -> (Result<T, PluginError>, HostState) {
+        let outcome = match self.aborted.into_inner() {
+            Some(why) => Err(why),
+            None => Ok(returned),
+        };
+        (outcome, self.state.into_inner())
+    }
+
+    /// Runs one host function on the call's state. An error is what would trap a component: it aborts the call,
+    /// and every later host call of the plugin is refused, as a trapped instance makes none.
+    fn forward<T>(
+        &self,
+        function: impl AsyncFnOnce(&mut HostState, Resource<CallContext>) -> wasmtime::Result<T>,
+    ) -> Option<T> {
+        if self.aborted.borrow().is_some() {
+            return None;
+        }
+        let mut state = self.state.borrow_mut();
+        let context = Resource::new_borrow(self.context);
+        match self.runtime.block_on(function(&mut *state, context)) {
+            Ok(value) => Some(value),
+            Err(trap) => {
+                let failure = Failure {
+                    plugin: &state.plugin,
+                    timeout: self.timeout,
+                    stderr_tail: String::new(),
+                };
+                self.abort(error::classify(&trap, failure));
+                None
+            }
+        }
+    }
+
+    /// A capability call: the host's answer, or an error telling the plugin the call is already lost.
+    fn capability<T>(
+        &self,
+        function: impl AsyncFnOnce(
+            &mut HostState,
+            Resource<CallContext>,
+        ) -> wasmtime::Result<Result<T, WitHostError>>,
+    ) -> Result<T, sdk::HostError> {
+        match self.forward(function) {
+            Some(answer) => answer.map_err(convert::host_error),
+            None => Err(sdk::HostError::Other(match &*self.aborted.borrow() {
+                Some(why) => format!("the host aborted this call: {why}"),
+                None => "the host aborted this call".into(),
+            })),
+        }
+    }
+
+    /// The import check, at the call: a component importing an interface outside its grants is refused at load,
+    /// so it never calls one. Native logic has no import list; its call is refused here, before the capability's
+    /// own (finer) checks, with the reason.
+    fn imported(&self, capability: Capability, function: &str) -> Result<(), String> {
+        let state = self.state.borrow();
+        if state.grants.allows(capability) {
+            return Ok(());
+        }
+        Err(format!(
+            "plugin {:?} called {function}, but its grants do not include \"{capability}\" (a component importing it \
+             would have been refused at load)",
+            state.plugin
+        ))
+    }
+
+    /// [`Self::capability`] behind the import check; a refusal answers `denied`.
+    fn granted<T>(
+        &self,
+        capability: Capability,
+        function: &str,
+        call: impl AsyncFnOnce(
+            &mut HostState,
+            Resource<CallContext>,
+        ) -> wasmtime::Result<Result<T, WitHostError>>,
+    ) -> Result<T, sdk::HostError> {
+        self.imported(capability, function)
+            .map_err(sdk::HostError::Denied)?;
+        self.capability(call)
+    }
+
+    fn abort(&self, why: PluginError) {
+        self.aborted.borrow_mut().get_or_insert(why);
+    }
+}
+
+impl sdk::Host for NativeHost {
+    fn object(&self) -> Value {
+        // The host hands over what its watch decoded; it is valid JSON (the SDK's glue assumes the same).
+        self.forward(async |state, ctx| context::HostCallContext::object(state, ctx).await)
+            .and_then(|json| serde_json::from_str(&json).ok())
+            .unwrap_or(Value::Null)
+    }
+
+    fn remaining_ms(&self) -> u64 {
+        self.forward(async |state, ctx| context::HostCallContext::remaining_ms(state, ctx).await)
+            .unwrap_or(0)
+    }
+
+    fn set_status(&self, fields: Value) {
+        self.forward(async move |state, ctx| {
+            context::HostCallContext::set_status(state, ctx, fields.to_string()).await
+        });
+    }
+
+    fn set_condition(&self, condition: sdk::Condition) {
+        let condition = convert::condition(condition);
+        self.forward(async move |state, ctx| {
+            context::HostCallContext::set_condition(state, ctx, condition).await
+        });
+    }
+
+    fn requeue_after(&self, ms: u64) {
+        self.forward(async move |state, ctx| {
+            context::HostCallContext::requeue_after(state, ctx, ms).await
+        });
+    }
+
+    fn event(&self, kind: sdk::EventType, reason: &str, message: &str) {
+        let (kind, reason, message) = (
+            convert::event_type(kind),
+            reason.to_owned(),
+            message.to_owned(),
+        );
+        self.forward(async move |state, ctx| {
+            context::HostCallContext::event(state, ctx, kind, reason, message).await
+        });
+    }
+
+    fn log(&self, level: sdk::LogLevel, message: &str, fields: &[(&str, &str)]) {
+        let (level, message) = (convert::log_level(level), message.to_owned());
+        let fields = fields
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        self.forward(async move |state, ctx| {
+            context::HostCallContext::log(state, ctx, level, message, fields).await
+        });
+    }
+
+    fn now(&self) -> String {
+        // `now` has no error to answer with, so a refusal aborts the call, with the reason.
+        if let Err(refusal) = self.imported(Capability::Clock, "clock.now") {
+            let plugin = self.state.borrow().plugin.clone();
+            self.abort(PluginError::new(
+                &plugin,
+                ErrorKind::DeniedCapability,
+                refusal,
+            ));
+            return String::new();
+        }
+        self.forward(async |state, ctx| clock::Host::now(state, ctx).await)
+            .unwrap_or_default()
+    }
+
+    fn kube_get(&self, target: &sdk::ObjectRef) -> Result<Option<Value>, sdk::HostError> {
+        let target = convert::object_ref(target);
+        let found = self.granted(
+            Capability::KubeRead,
+            "kube-read.get",
+            async move |state, ctx| kube_read::Host::get(state, ctx, target).await,
+        )?;
+        found.as_deref().map(convert::parse).transpose()
+    }
+
+    fn kube_list(&self, query: &sdk::ListQuery) -> Result<Vec<Value>, sdk::HostError> {
+        let query = convert::list_query(query);
+        let items = self.granted(
+            Capability::KubeRead,
+            "kube-read.list",
+            async move |state, ctx| kube_read::Host::list(state, ctx, query).await,
+        )?;
+        items.iter().map(|json| convert::parse(json)).collect()
+    }
+
+    fn read_file(&self, root: &str, path: &str) -> Result<Vec<u8>, sdk::HostError> {
+        let (root, path) = (root.to_owned(), path.to_owned());
+        self.granted(Capability::Files, "files.read", async move |state, ctx| {
+            files::Host::read(state, ctx, root, path).await
+        })
+    }
+
+    fn omni_ping(&self, connection: &str) -> Result<String, sdk::HostError> {
+        let connection = connection.to_owned();
+        let info = self.granted(Capability::Omni, "omni.ping", async move |state, ctx| {
+            omni::Host::ping(state, ctx, connection).await
+        })?;
+        Ok(info.endpoint)
+    }
+
+    fn omni_get(
+        &self,
+        connection: &str,
+        key: &sdk_omni::ResourceKey,
+    ) -> Result<Option<sdk_omni::OmniResource>, sdk::HostError> {
+        let (connection, key) = (connection.to_owned(), convert::resource_key(key));
+        let found = self.granted(Capability::Omni, "omni.get", async move |state, ctx| {
+            omni::Host::get(state, ctx, connection, key).await
+        })?;
+        Ok(found.map(convert::from_resource))
+    }
+
+    fn omni_list(
+        &self,
+        connection: &str,
+        namespace: &str,
+        type_: &str,
+        labels: &[sdk_omni::LabelTerm],
+    ) -> Result<Vec<sdk_omni::OmniResource>, sdk::HostError> {
+        let (connection, namespace, type_) = (
+            connection.to_owned(),
+            namespace.to_owned(),
+            type_.to_owned(),
+        );
+        let labels = labels.iter().map(convert::label_term).collect();
+        let items = self.granted(Capability::Omni, "omni.list", async move |state, ctx| {
+            omni::Host::list(state, ctx, connection, namespace, type_, labels).await
+        })?;
+        Ok(items.into_iter().map(convert::from_resource).collect())
+    }
+
+    fn omni_create(
+        &self,
+        connection: &str,
+        resource: &sdk_omni::OmniResource,
+    ) -> Result<sdk_omni::OmniResource, sdk::HostError> {
+        let (connection, resource) = (connection.to_owned(), convert::to_resource(resource));
+        let created = self.granted(Capability::Omni, "omni.create", async move |state, ctx| {
+            omni::Host::create(state, ctx, connection, resource).await
+        })?;
+        Ok(convert::from_resource(created))
+    }
+
+    fn omni_update(
+        &self,
+        connection: &str,
+        resource: &sdk_omni::OmniResource,
+    ) -> Result<sdk_omni::OmniResource, sdk::HostError> {
+        let (connection, resource) = (connection.to_owned(), convert::to_resource(resource));
+        let updated = self.granted(Capability::Omni, "omni.update", async move |state, ctx| {
+            omni::Host::update(state, ctx, connection, resource).await
+        })?;
+        Ok(convert::from_resource(updated))
+    }
+
+    fn omni_teardown(
+        &self,
+        connection: &str,
+        key: &sdk_omni::ResourceKey,
+    ) -> Result<bool, sdk::HostError> {
+        let (connection, key) = (connection.to_owned(), convert::resource_key(key));
+        self.granted(
+            Capability::Omni,
+            "omni.teardown",
+            async move |state, ctx| omni::Host::teardown(state, ctx, connection, key).await,
+        )
+    }
+
+    fn omni_destroy(
+        &self,
+        connection: &str,
+        key: &sdk_omni::ResourceKey,
+    ) -> Result<(), sdk::HostError> {
+        let (connection, key) = (connection.to_owned(), convert::resource_key(key));
+        self.granted(Capability::Omni, "omni.destroy", async move |state, ctx| {
+            omni::Host::destroy(state, ctx, connection, key).await
+        })
+    }
+
+    fn omni_cluster_status(
+        &self,
+        connection: &str,
+        cluster: &str,
+    ) -> Result<Option<sdk_omni::ClusterHealth>, sdk::HostError> {
+        let (connection, cluster) = (connection.to_owned(), cluster.to_owned());
+        let health = self.granted(
+            Capability::Omni,
+            "omni.cluster-status",
+            async move |state, ctx| {
+                omni::Host::cluster_status(state, ctx, connection, cluster).await
+            },
+        )?;
+        Ok(health.map(convert::cluster_health))
+    }
+}

@@ -1,0 +1,141 @@
+//! Field selectors on `kube-read` lists through the real contract: the `read-probe` test plugin lists one
+//! cluster's children in kube-sim, and only those cross into the plugin, whether the API server, the host's
+//! fallback or a watch cache applies the selector.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use kube::api::{Api, DynamicObject};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::runtime::{reflector, watcher};
+use omni_operator::capabilities::{Grants, HostServices};
+use omni_operator::controllers::reader::ApiReader;
+use serde_json::{Value, json};
+
+use super::support::{self, object};
+
+const API: &str = "omni.texashpc.com/v1alpha1";
+
+/// A test kind whose CRD declares `.spec.clusterRef.name` selectable, so kube-sim filters on the server.
+const GADGET_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.test.omni.texashpc.com}
+spec:
+  group: test.omni.texashpc.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    selectableFields: [{jsonPath: .spec.clusterRef.name}]
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {clusterRef: {type: object, properties: {name: {type: string}}}}}
+"#;
+
+/// kube-sim with the operator's CRDs and the Gadget CRD, and in namespace `team` the OmniWorkers and Gadgets
+/// `a` and `c` of cluster `edge` and `b` of cluster `core`.
+async fn cluster_children() -> kube_sim::KubeSim {
+    let sim = kube_sim::KubeSim::start().await.expect("kube-sim");
+    for crd in omni_api::crds::all() {
+        sim.apply(&crd).await.expect("CRD applies");
+    }
+    sim.apply_yaml(GADGET_CRD).await.expect("Gadget CRD applies");
+    sim.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})).await.expect("namespace");
+    for (name, cluster) in [("a", "edge"), ("b", "core"), ("c", "edge")] {
+        sim.apply(&json!({"apiVersion": API, "kind": "OmniWorkers", "metadata": {"name": name, "namespace": "team"},
+            "spec": {"clusterRef": {"name": cluster}, "machineClass": {"name": "big", "size": 2}}}))
+            .await
+            .expect("workers");
+        sim.apply(&json!({"apiVersion": "test.omni.texashpc.com/v1", "kind": "Gadget", "metadata": {"name": name, "namespace": "team"},
+            "spec": {"clusterRef": {"name": cluster}}}))
+            .await
+            .expect("gadget");
+    }
+    sim
+}
+
+/// What the probe got for each list, `(apiVersion, kind, fieldSelector)`, reconciling an object in `team`.
+async fn list(reader: Arc<ApiReader>, queries: &[(&str, &str, &str)]) -> Vec<Value> {
+    let probe = support::load("read_probe", Grants::parse(["files", "kube-read"]).expect("grants")).await;
+    let lists: Vec<Value> =
+        queries.iter().map(|(api_version, kind, selector)| json!({"apiVersion": api_version, "kind": kind, "fieldSelector": selector})).collect();
+    let services = HostServices::default().with_kube(reader);
+    let done = probe.reconcile(&object("p", "team", json!({"lists": lists})), &services).await.expect("the probe runs");
+    done.outputs.status["lists"].as_array().cloned().expect("lists")
+}
+
+fn names(result: &Value) -> Vec<&str> {
+    let Some(names) = result["names"].as_array() else {
+        panic!("expected names, got {result}");
+    };
+    names.iter().map(|n| n.as_str().expect("name")).collect()
+}
+
+/// Uncached kinds go to the API server with `fieldSelector=`. The Gadget CRD declares the field selectable;
+/// the operator's CRDs do not, so kube-sim answers 400 `field label not supported` (as a real API server does)
+/// and the host applies the selector itself: the plugin sees the same children either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uncached_lists_return_only_the_objects_the_field_selector_selects() {
+    let sim = cluster_children().await;
+    let reader = Arc::new(ApiReader::new(sim.client().await.expect("client")));
+    let results = list(
+        reader,
+        &[
+            ("test.omni.texashpc.com/v1", "Gadget", "spec.clusterRef.name=edge"),
+            (API, "OmniWorkers", "spec.clusterRef.name=edge"),
+            (API, "OmniWorkers", "spec.clusterRef.name!=edge,metadata.name!=x"),
+            (API, "OmniWorkers", "metadata.name=c"),
+        ],
+    )
+    .await;
+    assert_eq!(names(&results[0]), ["a", "c"], "selected by the API server");
+    assert_eq!(names(&results[1]), ["a", "c"], "selected by the host after the server refused the field");
+    assert_eq!(names(&results[2]), ["b"]);
+    assert_eq!(names(&results[3]), ["c"]);
+}
+
+/// Kinds the controllers watch are listed from the watch cache, filtered there: with every API list of
+/// OmniWorkers failing, the selected children still arrive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_lists_apply_the_field_selector_to_the_cache() {
+    let sim = cluster_children().await;
+    let client = sim.client().await.expect("client");
+    let reader = Arc::new(ApiReader::new(client.clone()));
+    let workers = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("omni.texashpc.com", "v1alpha1", "OmniWorkers"), "omniworkers");
+    let writer = reflector::store::Writer::new(workers.clone());
+    let store = writer.as_reader();
+    reader.register_cache(&workers, None, store.clone());
+    let api: Api<DynamicObject> = Api::all_with(client, &workers);
+    let watching = tokio::spawn(reflector::reflector(writer, watcher(api, watcher::Config::default())).for_each(|_| async {}));
+    tokio::time::timeout(Duration::from_secs(5), store.wait_until_ready()).await.expect("the cache fills").expect("ready");
+    sim.faults().fail_next(kube_sim::Matcher::verb_resource("list", "omniworkers"), 10_000, 500, None);
+
+    let results = list(reader, &[(API, "OmniWorkers", "spec.clusterRef.name=edge"), (API, "OmniWorkers", "spec.clusterRef.name==core")]).await;
+    assert_eq!(names(&results[0]), ["a", "c"]);
+    assert_eq!(names(&results[1]), ["b"]);
+    sim.faults().clear();
+    watching.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_field_selector_is_invalid_and_says_why() {
+    let sim = cluster_children().await;
+    let reader = Arc::new(ApiReader::new(sim.client().await.expect("client")));
+    let results = list(reader, &[(API, "OmniWorkers", "spec.clusterRef.name"), (API, "OmniWorkers", "spec.clusterRef.name=a=b")]).await;
+    assert_eq!(
+        results[0],
+        json!({"error": "invalid", "message": "invalid: list OmniWorkers: invalid field selector \"spec.clusterRef.name\": \
+            \"spec.clusterRef.name\" is not of the form path=value, path==value or path!=value"})
+    );
+    assert_eq!(
+        results[1],
+        json!({"error": "invalid", "message": "invalid: list OmniWorkers: invalid field selector \"spec.clusterRef.name=a=b\": \
+            '=' in the value \"a=b\" must be escaped as \\="})
+    );
+}

@@ -1,0 +1,84 @@
+//! What a reconcile reads from Kubernetes and the template root (spec/original-operator.md §2.2 steps 5–8): the
+//! connection, the children that reference the cluster, and the files its template names.
+
+use std::collections::BTreeMap;
+
+use omni_api::{OmniCluster, OmniConnection, OmniControlPlane, OmniMachine, OmniWorkers};
+use omni_plugin_sdk::{Host, HostError, ListQuery, ObjectRef, Value};
+use omni_template::model::{FileSource, NoFiles, Template};
+
+use crate::API_VERSION;
+
+/// The OmniConnection the cluster names, or the §2.2 step 5 message when it cannot be read.
+pub fn connection<H: Host>(host: &H, name: &str) -> Result<OmniConnection, String> {
+    let failed = |why: String| format!("failed to get OmniConnection {name:?}: {why}");
+    match host.kube_get(&ObjectRef::local(API_VERSION, "OmniConnection", name)) {
+        // The API server's own NotFound text, as the Go client printed it.
+        Ok(None) => Err(failed(format!("omniconnections.omni.texashpc.com {name:?} not found"))),
+        Ok(Some(obj)) => serde_json::from_value(obj).map_err(|e| failed(format!("it does not have the expected shape: {e}"))),
+        Err(e) => Err(failed(e.message().to_string())),
+    }
+}
+
+/// The children that reference the cluster by `metadata.name` (not `spec.clusterName`, as in Go).
+pub struct Children {
+    pub control_plane: OmniControlPlane,
+    pub workers: Vec<OmniWorkers>,
+    pub machines: Vec<OmniMachine>,
+}
+
+/// Lists the children; the message is the §2.2 step 6 text (reported as `MissingTemplate`).
+pub fn children<H: Host>(host: &H, cluster: &OmniCluster) -> Result<Children, String> {
+    let namespace = cluster.metadata.namespace.as_deref().unwrap_or_default();
+    let name = cluster.name();
+    let mut control_planes: Vec<OmniControlPlane> = list(host, "OmniControlPlane", name)?;
+    if control_planes.len() != 1 {
+        return Err(format!(
+            "expected exactly one OmniControlPlane referencing {namespace}/{name}, found {}",
+            control_planes.len()
+        ));
+    }
+    Ok(Children {
+        control_plane: control_planes.remove(0),
+        workers: list(host, "OmniWorkers", name)?,
+        machines: list(host, "OmniMachine", name)?,
+    })
+}
+
+fn list<H: Host, T: serde::de::DeserializeOwned>(host: &H, kind: &str, cluster: &str) -> Result<Vec<T>, String> {
+    // Filtered by the host, so a reconcile of one of a thousand clusters does not copy every child across.
+    let query = ListQuery {
+        api_version: API_VERSION.into(),
+        kind: kind.into(),
+        field_selector: Some(format!("spec.clusterRef.name={cluster}")),
+        ..ListQuery::default()
+    };
+    let items = host.kube_list(&query).map_err(|e| format!("list {kind}: {}", e.message()))?;
+    items
+        .into_iter()
+        // The selector already matched; the check keeps a host without field selectors from mixing clusters.
+        .filter(|o: &Value| o["spec"]["clusterRef"]["name"].as_str() == Some(cluster))
+        .map(|o| serde_json::from_value(o).map_err(|e| format!("{kind} does not have the expected shape: {e}")))
+        .collect()
+}
+
+/// Every file the template names, read once through the host (`files` capability) under `spec.templateRoot`.
+/// Unreadable files are kept as their error, which validation reports as Omni's `failed to access` message.
+pub fn files<H: Host>(host: &H, cluster: &OmniCluster, template: &Template) -> Box<dyn FileSource> {
+    let refs = template.file_references();
+    let root = cluster.spec.template_root.as_deref().unwrap_or_default();
+    if refs.is_empty() || root.is_empty() {
+        return Box::new(NoFiles);
+    }
+    let read: BTreeMap<String, Result<Vec<u8>, String>> = refs
+        .into_iter()
+        .map(|path| {
+            let content = host.read_file(root, path).map_err(|e| match e {
+                HostError::NotFound(m) | HostError::Denied(m) | HostError::Invalid(m) => m,
+                other => other.message().to_string(),
+            });
+            (path.to_string(), content)
+        })
+        .collect();
+    Box::new(read)
+}

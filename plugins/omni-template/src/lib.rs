@@ -1,0 +1,25 @@
+//! Omni's cluster-template model for guest plugins (spec/omni-protocol.md §4–§6, spec/original-operator.md §3).
+//!
+//! ```text
+//! OmniCluster + children ─render─► Template ─encode─► YAML bytes (status.templateHash)
+//!                                     │
+//!                                     ├─validate─► Omni's messages (Validated=False)
+//!                                     └─translate─► desired Omni resources ─sync─► creates, updates, teardowns
+//! ```
+//!
+//! Everything here is plain logic over the SDK's [`omni_plugin_sdk::Host`], so it runs in a plugin, natively in
+//! unit tests against the mock host, and natively in the benchmark that compares the two.
+
+pub mod encode;
+pub mod model;
+pub mod render;
+pub mod sync;
+pub mod translate;
+pub mod validate;
+pub mod yaml;
+
+/// Omni's spec messages (package `specs`), generated from the host's `.proto` subset.
+#[allow(clippy::all, missing_docs)]
+pub mod specs {
+    include!(concat!(env!("OUT_DIR"), "/specs.rs"));
+}
