@@ -6,9 +6,9 @@
 //! WASM ≤ 10 % slower than native.
 //!
 //! `cargo bench -p omni-operator --bench clusters` (`-- --quick`: 100 clusters). Knobs: `--clusters N`,
-//! `--concurrency N` (reconciles of one kind at once; default: what `omni-operator dev` uses), `--only
-//! wasm|native`, `--until synced|accepted` (`accepted`: every OmniMachine `Accepted=True`, a criterion that does
-//! not need the OmniCluster plugin), `--timeout SECONDS`.
+//! `--concurrency N` (reconciles of one kind at once; default: what `omni-operator dev` uses), `--runs N` (each
+//! mode N times, alternating; medians compared), `--only wasm|native`, `--until synced|accepted` (`accepted`: every
+//! OmniMachine `Accepted=True`, a criterion that does not need the OmniCluster plugin), `--timeout SECONDS`.
 //!
 //! What is measured, and how. The host's memory must not include the simulators', so each run is four
 //! processes, all this binary in different roles:
@@ -21,9 +21,11 @@
 //! Time runs from the driver's first create to the moment its watch sees the last object meet the criterion (the
 //! creates themselves are inside it: the objects are "applied at once" through the API, 32 requests in flight).
 //! Memory is the host process's peak resident set, `VmHWM` in `/proc/self/status`, read by the host when the
-//! driver asks at the end (`idle`: its `VmRSS` once the plugins are loaded and the controllers started). Plugin
-//! calls are the controllers' counter. The four processes share the machine's cores, as the operator, the API
-//! server and Omni would on one small node.
+//! driver asks at the end (`idle`: its `VmRSS` once the plugins are loaded and the controllers started). The
+//! host's CPU time (`/proc/self/stat`) from then to the end is the most direct measure of what running the logic
+//! as WebAssembly costs, since the elapsed time is mostly API server and Omni round trips. Plugin calls are the
+//! controllers' counter. The four processes share the machine's cores, as the operator, the API server and Omni
+//! would on one small node.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -150,11 +152,14 @@ struct Figures {
     idle_rss_kib: u64,
     calls: u64,
     failures: u64,
+    /// The host's CPU time (user and system) from ready to the end of the run.
+    cpu_ms: u64,
 }
 
 fn driver(args: &[String]) -> Result<()> {
     let clusters: usize = number(args, "--clusters", if args.iter().any(|a| a == "--quick") { 100 } else { 1000 })?;
     let concurrency: u16 = number(args, "--concurrency", Settings::default().concurrency)?;
+    let runs: usize = number(args, "--runs", 1)?;
     let timeout = Duration::from_secs(number(args, "--timeout", 300)?);
     let criterion = Criterion::parse(value(args, "--until").as_deref().unwrap_or("synced"))?;
     let modes = match value(args, "--only") {
@@ -172,24 +177,48 @@ fn driver(args: &[String]) -> Result<()> {
             criterion.condition
         );
         println!(
-            "  host settings (as `omni-operator dev`): {concurrency} reconciles per kind at once, {} plugin calls at \
+            "  host settings: {concurrency} reconciles per kind at once (`omni-operator dev`: {}), {} plugin calls at \
              once, reconcile deadline {} s",
+            Settings::default().concurrency,
             RuntimeConfig::default().max_concurrent_calls,
             Settings::default().reconcile_timeout.as_secs()
         );
         if modes.contains(&Mode::Wasm) {
             warm_plugin_cache().await?;
         }
+        // Runs alternate between the modes, so a drift in the machine's load affects both alike.
         let mut figures = Vec::new();
-        for mode in modes {
-            let f = run(mode, clusters, concurrency, criterion, timeout).await?;
-            print_figures(&f, clusters * criterion.per_cluster);
-            figures.push(f);
+        for _ in 0..runs {
+            for &mode in &modes {
+                let f = run(mode, clusters, concurrency, criterion, timeout).await?;
+                print_figures(&f, clusters * criterion.per_cluster);
+                figures.push(f);
+            }
         }
-        if let [wasm, native] = figures.as_slice()
-            && let (Some(w), Some(n)) = (wasm.total, native.total)
-        {
-            println!("  WASM/native time: {:.3} (target ≤ 1.10)", w / n);
+        // Medians of the runs that finished; `None` when one did not.
+        let median = |mode: Mode, of: fn(&Figures) -> Option<f64>| -> Option<f64> {
+            let mut values: Vec<f64> = figures.iter().filter(|f| f.mode == mode).map(of).collect::<Option<_>>()?;
+            values.sort_by(f64::total_cmp);
+            values.get(values.len() / 2).copied()
+        };
+        let time = |f: &Figures| f.total;
+        let cpu = |f: &Figures| f.total.map(|_| f.cpu_ms as f64 / 1000.0);
+        if runs > 1 {
+            for &mode in &modes {
+                let peak = figures.iter().filter(|f| f.mode == mode).map(|f| f.peak_rss_kib).max().unwrap_or(0);
+                let said = match (median(mode, time), median(mode, cpu)) {
+                    (Some(t), Some(c)) => format!("{t:.2} s, host CPU {c:.2} s"),
+                    _ => "not every run finished".into(),
+                };
+                println!("  {:<6}  median of {runs}: {said}; highest peak RSS {:.1} MiB", mode.name(), peak as f64 / 1024.0);
+            }
+        }
+        if let (Some(w), Some(n)) = (median(Mode::Wasm, time), median(Mode::Native, time)) {
+            print!("  WASM/native: time {:.3} (target ≤ 1.10)", w / n);
+            if let (Some(w), Some(n)) = (median(Mode::Wasm, cpu), median(Mode::Native, cpu)) {
+                print!(", host CPU {:.3}", w / n);
+            }
+            println!();
         }
         Ok(())
     })
@@ -202,11 +231,13 @@ fn print_figures(f: &Figures, target: usize) {
         None => format!("only {} of {target} met before the timeout", f.done),
     };
     println!(
-        "  {:<6}  {outcome} (creates took {:.2} s); host peak RSS {:.1} MiB (idle {:.1} MiB); {} plugin calls, {} failed",
+        "  {:<6}  {outcome} (creates took {:.2} s); host peak RSS {:.1} MiB (idle {:.1} MiB), CPU {:.2} s; {} plugin \
+         calls, {} failed",
         f.mode.name(),
         f.created,
         mib(f.peak_rss_kib),
         mib(f.idle_rss_kib),
+        f.cpu_ms as f64 / 1000.0,
         f.calls,
         f.failures
     );
@@ -249,7 +280,8 @@ async fn run(mode: Mode, clusters: usize, concurrency: u16, criterion: Criterion
         ],
     )
     .await?;
-    let idle_rss_kib = host.ready().await?.first().and_then(|kib| kib.parse().ok()).unwrap_or(0);
+    let ready: Vec<u64> = host.ready().await?.iter().filter_map(|n| n.parse().ok()).collect();
+    let [idle_rss_kib, start_cpu_ms] = ready[..] else { bail!("the host said ready {ready:?}, expected its RSS and CPU time") };
     // The controllers' watches start right after; objects created before they list are found by that list anyway.
     tokio::time::sleep(Duration::from_millis(500)).await;
 
@@ -311,6 +343,7 @@ async fn run(mode: Mode, clusters: usize, concurrency: u16, criterion: Criterion
         idle_rss_kib,
         calls: report.calls,
         failures: report.failures,
+        cpu_ms: report.cpu_ms.saturating_sub(start_cpu_ms),
     };
     for role in [&mut host, &mut omni_sim, &mut kube_sim] {
         role.stop().await;
@@ -323,6 +356,7 @@ struct Report {
     calls: u64,
     failures: u64,
     hwm_kib: u64,
+    cpu_ms: u64,
 }
 
 impl Report {
@@ -330,7 +364,7 @@ impl Report {
         let field = |name: &str| -> u64 {
             words.iter().find_map(|kv| kv.strip_prefix(name)?.strip_prefix('=')?.parse().ok()).unwrap_or(0)
         };
-        Report { calls: field("calls"), failures: field("failures"), hwm_kib: field("hwm_kib") }
+        Report { calls: field("calls"), failures: field("failures"), hwm_kib: field("hwm_kib"), cpu_ms: field("cpu_ms") }
     }
 }
 
@@ -542,12 +576,13 @@ async fn host_role(args: &[String]) -> Result<()> {
         });
     }
 
-    ready_then_answer(&[proc_status_kib("VmRSS").to_string()], |line| match line {
+    ready_then_answer(&[proc_status_kib("VmRSS").to_string(), cpu_ms().to_string()], |line| match line {
         "report" => format!(
-            "report calls={} failures={} hwm_kib={}",
+            "report calls={} failures={} hwm_kib={} cpu_ms={}",
             stats.calls.load(Ordering::Relaxed),
             stats.failures.load(Ordering::Relaxed),
             proc_status_kib("VmHWM"),
+            cpu_ms(),
         ),
         other => format!("{other} unknown"),
     })
@@ -564,6 +599,15 @@ async fn load_native(runtime: &Runtime, name: &str, grants: Grants) -> Result<Re
         "omni-machine" => runtime.load_native::<omni_machine::Machine>(name, grants, None).await,
         other => bail!("the built-in plugin {other:?} has no native build in this bench"),
     })
+}
+
+/// User plus system CPU time of this process so far, from `/proc/self/stat` (fields 14 and 15, after the command
+/// name, in USER_HZ ticks, which Linux fixes at 100 per second for this interface).
+fn cpu_ms() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: u64 = after_name.split_whitespace().skip(11).take(2).filter_map(|t| t.parse::<u64>().ok()).sum();
+    ticks * 10
 }
 
 /// A `kB` field of `/proc/self/status` (0 where there is none).
