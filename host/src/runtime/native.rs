@@ -10,9 +10,10 @@
 //! * No memory cap (the limiter governs linear memory) and no epoch interruption. The logic runs on a blocking
 //!   thread; at the deadline the host abandons the call (outputs dropped, later capability calls find no time
 //!   left), but the thread runs on until the logic returns.
-//! * No import list to check at load. Capabilities are checked when used: `kube-read` and `omni` answer
-//!   `denied` exactly as they do for a component; `clock`, which a component cannot import without its grant
-//!   and which has no error to answer, aborts the call with [`ErrorKind::DeniedCapability`].
+//! * No import list to check at load. Each call into an interface is checked against the grants instead and
+//!   answers `denied` when the interface is not granted (the capability's own finer checks, such as kube-read's
+//!   namespaces, follow as for a component); `clock.now`, which has no error to answer with, aborts the call with
+//!   [`ErrorKind::DeniedCapability`].
 //! * stdout and stderr are the host's own, not captured into the call's log lines.
 //! * A panic is caught at the thread boundary and reported as [`ErrorKind::Panic`], as a trap would be.
 

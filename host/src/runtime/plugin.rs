@@ -227,11 +227,12 @@ impl LoadedPlugin {
         &self.info
     }
 
+    /// The component's SHA-256; for a native plugin, a digest of its Rust type's name.
     pub fn digest(&self) -> Digest {
         self.digest
     }
 
-    /// The component's imports, as `package/interface@version`.
+    /// The component's imports, as `package/interface@version` (none for a native plugin).
     pub fn imports(&self) -> &[String] {
         &self.imports
     }
