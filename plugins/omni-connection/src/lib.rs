@@ -175,16 +175,7 @@ pub fn host_error_text(e: &HostError) -> String {
 /// the `lastTransitionTime` of a `Reachable=False` condition already in the status, within
 /// [`MIN_BACKOFF_MS`, `MAX_BACKOFF_MS`]. A first failure, or times that do not parse, give the minimum.
 pub fn failure_backoff_ms(object: &Value, now: &str) -> u64 {
-    let since = object["status"]["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|c| c["type"] == "Reachable" && c["status"] == "False")
-        .and_then(|c| c["lastTransitionTime"].as_str());
-    let failing_s = match (since.and_then(omni_plugin_sdk::time::parse_rfc3339), omni_plugin_sdk::time::parse_rfc3339(now)) {
-        (Some(since), Some(now)) => now.saturating_sub(since).max(0),
-        _ => 0,
-    };
+    let failing_s = omni_plugin_sdk::time::condition_age_s(object, "Reachable", "False", now).unwrap_or(0).max(0);
     (failing_s as u64).saturating_mul(1000).clamp(MIN_BACKOFF_MS, MAX_BACKOFF_MS)
 }
 

@@ -200,7 +200,7 @@ impl<'h, H: Host> Run<'h, H> {
                 }
             }
             if !held.is_empty() {
-                return Err(Stop::Waiting(waiting_for(&held, self)));
+                return Err(Stop::Waiting(waiting_for(&held)));
             }
         }
         Ok(())
@@ -233,7 +233,7 @@ impl<'h, H: Host> Run<'h, H> {
     }
 }
 
-fn waiting_for<H: Host>(held: &[&OmniResource], run: &Run<'_, H>) -> String {
+fn waiting_for(held: &[&OmniResource]) -> String {
     let names: Vec<String> = held
         .iter()
         .map(|r| {
@@ -245,7 +245,6 @@ fn waiting_for<H: Host>(held: &[&OmniResource], run: &Run<'_, H>) -> String {
             }
         })
         .collect();
-    let _ = run;
     format!("waiting for Omni to finish tearing down {}", names.join(", "))
 }
 
@@ -346,7 +345,7 @@ fn sync_steps<H: Host>(run: &mut Run<'_, H>, desired: &[OmniResource]) -> Result
     }
     run.remove_phases(delete_phases(doomed))?;
     if !still_held.is_empty() {
-        return Err(Stop::Waiting(waiting_for(&still_held, run)));
+        return Err(Stop::Waiting(waiting_for(&still_held)));
     }
     Ok(())
 }
