@@ -4,6 +4,7 @@
 //! Events, requeue-after and error backoff, a per-reconcile deadline, and bounded concurrency per kind.
 
 pub mod finalizers;
+pub mod hub;
 pub mod reader;
 pub mod status;
 pub mod trigger;
@@ -18,8 +19,7 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::ApiResource;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::events::{Event, EventType as KubeEventType, Recorder, Reporter};
-use kube::runtime::reflector::{self, ObjectRef};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
@@ -45,6 +45,8 @@ pub struct Settings {
     pub omni: Arc<OmniConnections>,
     /// Directories plugins granted `files` may read (`--template-root`).
     pub template_roots: TemplateRoots,
+    /// The watches every controller shares: one per kind and namespace scope.
+    pub watches: Arc<hub::WatchHub>,
 }
 
 impl Default for Settings {
@@ -57,6 +59,7 @@ impl Default for Settings {
             stats: Arc::default(),
             omni: Arc::default(),
             template_roots: TemplateRoots::default(),
+            watches: Arc::default(),
         }
     }
 }
@@ -105,8 +108,8 @@ pub async fn run_plugin(
             plugin: plugin.to_string(),
             resource: resource.clone(),
             settings: settings.clone(),
-            // Each kind reads through its own caches: a reconcile triggered by this controller's watch of a
-            // related kind must read that same watch's state, never another controller's older copy.
+            // Reads go through the shared watches' caches, which apply an event before any controller sees it:
+            // a reconcile an event triggers never reads an older copy than that event.
             reader: Arc::new(ApiReader::new(client.clone())),
             recorder: Recorder::new(client.clone(), Reporter { controller: settings.manager.clone(), instance: None }),
             failures: Mutex::new(HashMap::new()),
@@ -120,47 +123,24 @@ pub async fn run_plugin(
     Ok(())
 }
 
-fn api_for(client: &kube::Client, ar: &ApiResource, namespace: Option<&str>) -> Api<DynamicObject> {
-    match namespace {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, ar),
-        None => Api::all_with(client.clone(), ar),
-    }
-}
-
-/// Reconciled objects whose field at `path` names `related` (same namespace).
-fn name_field_matches(store: &reflector::Store<DynamicObject>, ar: &ApiResource, path: &str, related: &DynamicObject) -> Vec<ObjectRef<DynamicObject>> {
-    let name = related.name_any();
+/// Reconciled objects whose field at `path` names `related` (same namespace), from the watch's index.
+fn name_field_matches(watch: &hub::WatchHandle, ar: &ApiResource, path: &str, related: &DynamicObject) -> Vec<ObjectRef<DynamicObject>> {
     let ns = related.namespace();
-    store
-        .state()
+    watch
+        .select(path, &related.name_any())
         .iter()
         .filter(|o| o.namespace() == ns)
-        .filter(|o| field_at(o, path).as_deref() == Some(name.as_str()))
         .map(|o| ObjectRef::from_obj_with(o.as_ref(), ar.clone()))
         .collect()
 }
 
-/// The string at a dotted path of an object; `metadata.*` paths read the metadata, which a DynamicObject keeps
-/// apart from the rest of its data.
-fn field_at(o: &DynamicObject, path: &str) -> Option<String> {
-    let (root, rest) = match path.strip_prefix("metadata.") {
-        Some(rest) => (serde_json::to_value(&o.metadata).ok()?, rest),
-        None => (o.data.clone(), path),
-    };
-    let mut cur = &root;
-    for part in rest.split('.') {
-        cur = cur.get(part)?;
-    }
-    cur.as_str().map(String::from)
-}
-
 async fn run_kind(shared: Arc<Shared>, related: Vec<crate::runtime::RelatedKind>, shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static) -> Result<()> {
     let ns = shared.settings.namespace.clone();
-    let api = api_for(&shared.client, &shared.resource, ns.as_deref());
-    let writer = reflector::store::Writer::new(shared.resource.clone());
-    let store = writer.as_reader();
-    shared.reader.register_cache(&shared.resource, ns.clone(), store.clone());
-    let main = trigger::spec_or_deletion_changes(reflector::reflector(writer, watcher(api, watcher::Config::default())).default_backoff());
+    let watches = &shared.settings.watches;
+    let main = watches.subscribe(&shared.client, &shared.resource, ns.as_deref());
+    let (main_watch, store) = (main.watch.clone(), main.watch.store().clone());
+    shared.reader.register_cache(&shared.resource, ns.clone(), main_watch.clone());
+    let main = trigger::spec_or_deletion_changes(main.stream());
     let mut controller = Controller::for_stream_with(main, store.clone(), shared.resource.clone())
         .with_config(ControllerConfig::default().concurrency(shared.settings.concurrency));
     for rel in related {
@@ -169,23 +149,20 @@ async fn run_kind(shared: Arc<Shared>, related: Vec<crate::runtime::RelatedKind>
             .resolve(&rel.kind.api_version(), &rel.kind.kind)
             .await
             .map_err(|e| anyhow::anyhow!("related kind {}: {e}", rel.kind.kind))?;
-        let rel_api = api_for(&shared.client, rel_ar, ns.as_deref());
         // The related kind's watch also feeds the cache plugins read it from.
-        let rel_writer = reflector::store::Writer::new(rel_ar.clone());
-        shared.reader.register_cache(rel_ar, ns.clone(), rel_writer.as_reader());
-        let events = trigger::spec_or_deletion_changes(
-            reflector::reflector(rel_writer, watcher(rel_api, watcher::Config::default())).default_backoff(),
-        );
+        let rel_watch = watches.subscribe(&shared.client, rel_ar, ns.as_deref());
+        shared.reader.register_cache(rel_ar, ns.clone(), rel_watch.watch.clone());
+        let events = trigger::spec_or_deletion_changes(rel_watch.stream());
         let main_ar = shared.resource.clone();
-        let store = store.clone();
+        let main_watch = main_watch.clone();
         controller = match rel.mapping {
             RelatedMapping::NameField(path) => {
-                controller.watches_stream_with(events, move |o: DynamicObject| name_field_matches(&store, &main_ar, &path, &o), rel_ar.clone())
+                controller.watches_stream_with(events, move |o: DynamicObject| name_field_matches(&main_watch, &main_ar, &path, &o), rel_ar.clone())
             }
             RelatedMapping::NamedBy(path) => controller.watches_stream_with(
                 events,
                 move |o: DynamicObject| {
-                    let target = field_at(&o, &path).filter(|name| !name.is_empty());
+                    let target = hub::field_text(&o, &path).filter(|name| !name.is_empty());
                     target.map(|name| {
                         let mut rf = ObjectRef::new_with(&name, main_ar.clone());
                         if let Some(ns) = o.namespace() {
@@ -380,24 +357,4 @@ fn error_policy(obj: Arc<DynamicObject>, failure: &Failure, shared: Arc<Shared>)
     *n = n.saturating_add(1);
     let backoff = Duration::from_millis(5u64.saturating_mul(1u64 << (*n).min(30))).min(Duration::from_secs(1000));
     Action::requeue(backoff)
-}
-
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn related_fields_resolve_in_data_and_in_metadata() {
-        let o: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "omni.texashpc.com/v1alpha1", "kind": "OmniWorkers",
-            "metadata": {"name": "w", "namespace": "t", "labels": {"cluster": "edge"}},
-            "spec": {"clusterRef": {"name": "edge"}}
-        }))
-        .expect("object");
-        assert_eq!(field_at(&o, "spec.clusterRef.name").as_deref(), Some("edge"));
-        assert_eq!(field_at(&o, "metadata.labels.cluster").as_deref(), Some("edge"));
-        assert_eq!(field_at(&o, "metadata.name").as_deref(), Some("w"));
-        assert_eq!(field_at(&o, "spec.missing.name"), None);
-    }
 }

@@ -6,11 +6,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use kube::api::{Api, DynamicObject, ListParams};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{self, Scope};
 use serde_json::Value;
 
+use super::hub::{WatchHandle, field_text};
 use crate::capabilities::{BoxFuture, FieldSelector, GetRequest, HostError, KubeReader, ListRequest};
 
 /// A resolved kind: its resource and whether it is namespaced.
@@ -18,7 +19,7 @@ pub type ResolvedKind = Arc<(ApiResource, bool)>;
 
 /// A watch cache a controller maintains, and the namespace it covers (None: all).
 struct Cache {
-    store: Store<DynamicObject>,
+    watch: WatchHandle,
     resource: ApiResource,
     namespace: Option<String>,
 }
@@ -40,10 +41,10 @@ impl ApiReader {
     }
 
     /// Serves reads of `resource`'s kind in `namespace` (None: all) from `store` from now on.
-    pub fn register_cache(&self, resource: &ApiResource, namespace: Option<String>, store: Store<DynamicObject>) {
+    pub fn register_cache(&self, resource: &ApiResource, namespace: Option<String>, watch: WatchHandle) {
         let key = (resource.api_version.clone(), resource.kind.clone());
         let mut caches = self.caches.write().unwrap_or_else(|p| p.into_inner());
-        caches.entry(key).or_insert_with(|| Arc::new(Cache { store, resource: resource.clone(), namespace }));
+        caches.entry(key).or_insert_with(|| Arc::new(Cache { watch, resource: resource.clone(), namespace }));
     }
 
     /// The cache for a kind when it covers `namespace` and has finished its first list.
@@ -57,7 +58,7 @@ impl ApiReader {
         if !covers {
             return None;
         }
-        match tokio::time::timeout(CACHE_READY_WAIT, cache.store.wait_until_ready()).await {
+        match tokio::time::timeout(CACHE_READY_WAIT, cache.watch.store().wait_until_ready()).await {
             Ok(Ok(())) => Some(cache),
             _ => None,
         }
@@ -108,12 +109,7 @@ fn to_json(o: DynamicObject) -> Result<Value, HostError> {
 /// Whether a cached object is selected. Only the fields a selector names are looked at, so filtering a cache of
 /// a thousand objects does not serialise a thousand objects.
 fn selected(selector: &FieldSelector, o: &DynamicObject) -> bool {
-    selector.matches_by(|path| match path.split_once('.') {
-        Some(("metadata", "name")) => o.metadata.name.clone(),
-        Some(("metadata", "namespace")) => o.metadata.namespace.clone(),
-        Some(("metadata", rest)) => serde_json::to_value(&o.metadata).ok().and_then(|m| FieldSelector::value_at(&m, rest)),
-        _ => FieldSelector::value_at(&o.data, path),
-    })
+    selector.matches_by(|path| field_text(o, path))
 }
 
 /// The API server's answer to a field it cannot select on: a custom resource's field its CRD does not declare in
@@ -131,7 +127,7 @@ impl KubeReader for ApiReader {
                 if let Some(ns) = &request.namespace {
                     key = key.within(ns);
                 }
-                return cache.store.get(&key).map(|o| to_json((*o).clone())).transpose();
+                return cache.watch.store().get(&key).map(|o| to_json((*o).clone())).transpose();
             }
             let kind = self.resolve(&request.api_version, &request.kind).await?;
             let api = self.api(&kind.0, kind.1, request.namespace.as_deref());
@@ -151,9 +147,12 @@ impl KubeReader for ApiReader {
             {
                 let ns = request.namespace.clone();
                 let fields = request.field_selector.as_ref();
-                let mut items: Vec<Arc<DynamicObject>> = cache
-                    .store
-                    .state()
+                // An equality term is answered from the watch's index; the other terms filter what it finds.
+                let candidates = match fields.and_then(FieldSelector::equality) {
+                    Some((path, value)) => cache.watch.select(path, value),
+                    None => cache.watch.store().state(),
+                };
+                let mut items: Vec<Arc<DynamicObject>> = candidates
                     .into_iter()
                     .filter(|o| ns.is_none() || o.metadata.namespace == ns)
                     .filter(|o| fields.is_none_or(|f| selected(f, o)))

@@ -7,6 +7,8 @@ use futures::{Stream, StreamExt};
 use kube::api::DynamicObject;
 use kube::runtime::watcher;
 
+use super::hub::SharedEvent;
+
 /// What the trigger compares between two versions of an object.
 fn fingerprint(o: &DynamicObject) -> (Option<i64>, bool) {
     (o.metadata.generation, o.metadata.deletion_timestamp.is_some())
@@ -18,29 +20,28 @@ fn key(o: &DynamicObject) -> String {
     })
 }
 
-/// Objects from a watch, passed on only when §0.6 says they should trigger. Deletions always pass (a related
-/// object going away changes what its dependents observe); re-listed objects pass only when they changed.
+/// Objects from a shared watch, passed on only when §0.6 says they should trigger. Deletions always pass (a
+/// related object going away changes what its dependents observe); re-listed objects pass only when they changed.
 pub fn spec_or_deletion_changes<S>(events: S) -> impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send
 where
-    S: Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send,
+    S: Stream<Item = SharedEvent> + Send,
 {
     let mut seen: HashMap<String, (Option<i64>, bool)> = HashMap::new();
     events
-        .map(move |ev| -> Vec<Result<DynamicObject, watcher::Error>> {
-            match ev {
-                Err(e) => vec![Err(e)],
-                Ok(watcher::Event::Apply(o)) | Ok(watcher::Event::InitApply(o)) => {
-                    let fp = fingerprint(&o);
-                    if seen.insert(key(&o), fp) == Some(fp) { vec![] } else { vec![Ok(o)] }
+        .map(move |ev| -> Option<Result<DynamicObject, watcher::Error>> {
+            match &*ev {
+                watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
+                    let fp = fingerprint(o);
+                    if seen.insert(key(o), fp) == Some(fp) { None } else { Some(Ok(o.clone())) }
                 }
-                Ok(watcher::Event::Delete(o)) => {
-                    seen.remove(&key(&o));
-                    vec![Ok(o)]
+                watcher::Event::Delete(o) => {
+                    seen.remove(&key(o));
+                    Some(Ok(o.clone()))
                 }
-                Ok(watcher::Event::Init) | Ok(watcher::Event::InitDone) => vec![],
+                watcher::Event::Init | watcher::Event::InitDone => None,
             }
         })
-        .flat_map(futures::stream::iter)
+        .filter_map(futures::future::ready)
 }
 
 #[cfg(test)]
@@ -63,13 +64,13 @@ mod tests {
     #[tokio::test]
     async fn only_generation_deletion_and_removal_trigger() {
         let events = vec![
-            Ok(watcher::Event::InitApply(obj("a", 1, false, "1"))),
-            Ok(watcher::Event::Apply(obj("a", 1, false, "2"))),
-            Ok(watcher::Event::Apply(obj("a", 2, false, "3"))),
-            Ok(watcher::Event::Apply(obj("a", 2, true, "4"))),
-            Ok(watcher::Event::Delete(obj("a", 2, true, "5"))),
+            watcher::Event::InitApply(obj("a", 1, false, "1")),
+            watcher::Event::Apply(obj("a", 1, false, "2")),
+            watcher::Event::Apply(obj("a", 2, false, "3")),
+            watcher::Event::Apply(obj("a", 2, true, "4")),
+            watcher::Event::Delete(obj("a", 2, true, "5")),
         ];
-        let out: Vec<String> = spec_or_deletion_changes(futures::stream::iter(events))
+        let out: Vec<String> = spec_or_deletion_changes(futures::stream::iter(events.into_iter().map(std::sync::Arc::new)))
             .map(|r| r.expect("ok").metadata.resource_version.expect("rv"))
             .collect()
             .await;

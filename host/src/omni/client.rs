@@ -82,8 +82,10 @@ impl OmniClient {
         dictionary: Option<Dictionary>,
     ) -> Result<Self, String> {
         let channel = transport::channel(&endpoint, insecure_skip_verify)?;
+        // Requests go uncompressed: the bulky payloads (patches, manifests) are zstd-compressed already, and
+        // gzip on every small message costs both ends CPU for nothing. Omni answers in the request's encoding
+        // (grpc-go), so answers come back uncompressed too; gzip answers are still accepted.
         let state = StateClient::new(channel)
-            .send_compressed(CompressionEncoding::Gzip)
             .accept_compressed(CompressionEncoding::Gzip)
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES);

@@ -5,11 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt as _;
-use kube::api::{Api, DynamicObject};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use kube::runtime::{reflector, watcher};
 use omni_operator::capabilities::{Grants, HostServices};
+use omni_operator::controllers::hub::WatchHub;
 use omni_operator::controllers::reader::ApiReader;
 use serde_json::{Value, json};
 
@@ -100,27 +99,37 @@ async fn uncached_lists_return_only_the_objects_the_field_selector_selects() {
     assert_eq!(names(&results[3]), ["c"]);
 }
 
-/// Kinds the controllers watch are listed from the watch cache, filtered there: with every API list of
-/// OmniWorkers failing, the selected children still arrive.
+/// Kinds the controllers watch are listed from the shared watch's cache, filtered there through a field index:
+/// with every API list of OmniWorkers failing, the selected children still arrive, and a child moved to another
+/// cluster moves in the index too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cached_lists_apply_the_field_selector_to_the_cache() {
     let sim = cluster_children().await;
     let client = sim.client().await.expect("client");
     let reader = Arc::new(ApiReader::new(client.clone()));
     let workers = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("omni.texashpc.com", "v1alpha1", "OmniWorkers"), "omniworkers");
-    let writer = reflector::store::Writer::new(workers.clone());
-    let store = writer.as_reader();
-    reader.register_cache(&workers, None, store.clone());
-    let api: Api<DynamicObject> = Api::all_with(client, &workers);
-    let watching = tokio::spawn(reflector::reflector(writer, watcher(api, watcher::Config::default())).for_each(|_| async {}));
-    tokio::time::timeout(Duration::from_secs(5), store.wait_until_ready()).await.expect("the cache fills").expect("ready");
+    let hub = WatchHub::default();
+    let watch = hub.subscribe(&client, &workers, None);
+    reader.register_cache(&workers, None, watch.watch.clone());
+    tokio::time::timeout(Duration::from_secs(5), watch.watch.store().wait_until_ready()).await.expect("the cache fills").expect("ready");
     sim.faults().fail_next(kube_sim::Matcher::verb_resource("list", "omniworkers"), 10_000, 500, None);
 
-    let results = list(reader, &[(API, "OmniWorkers", "spec.clusterRef.name=edge"), (API, "OmniWorkers", "spec.clusterRef.name==core")]).await;
+    let results = list(reader.clone(), &[(API, "OmniWorkers", "spec.clusterRef.name=edge"), (API, "OmniWorkers", "spec.clusterRef.name==core")]).await;
     assert_eq!(names(&results[0]), ["a", "c"]);
     assert_eq!(names(&results[1]), ["b"]);
+
+    let api: Api<DynamicObject> = Api::namespaced_with(client, "team", &workers);
+    api.patch("a", &PatchParams::default(), &Patch::Merge(json!({"spec": {"clusterRef": {"name": "core"}}}))).await.expect("move a");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let results = list(reader.clone(), &[(API, "OmniWorkers", "spec.clusterRef.name=edge"), (API, "OmniWorkers", "spec.clusterRef.name=core")]).await;
+        if names(&results[0]) == ["c"] && names(&results[1]) == ["a", "b"] {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the index did not follow the move: {results:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     sim.faults().clear();
-    watching.abort();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -58,6 +58,15 @@ pub struct Filter {
 }
 
 impl Filter {
+    /// A `key=value` term every match must satisfy (not inverted), for looking candidates up in an index.
+    pub fn required_label(&self) -> Option<(&str, &str)> {
+        self.labels.iter().flat_map(|q| q.terms.iter()).find_map(|t| {
+            let equal = Operation::try_from(t.op).ok() == Some(Operation::Equal)
+                || (Operation::try_from(t.op).ok() == Some(Operation::In) && t.value.len() == 1);
+            (equal && !t.invert).then(|| (t.key.as_str(), t.value.first().map(String::as_str).unwrap_or("")))
+        })
+    }
+
     pub fn matches(&self, r: &Resource) -> bool {
         match &r.metadata {
             Some(m) => self.id.matches(&m.id) && labels_match(&m.labels, &self.labels),

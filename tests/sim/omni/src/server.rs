@@ -67,6 +67,12 @@ impl hyper::service::Service<http::Request<Incoming>> for ConnService {
 
     fn call(&self, mut req: http::Request<Incoming>) -> Self::Future {
         req.extensions_mut().insert(ConnId(self.id));
+        // grpc-go (Omni) answers with the compressor the request used and ignores what the client would accept;
+        // tonic would gzip every answer to a client that accepts gzip. Hiding the accept header from tonic
+        // unless the request itself was gzipped gives grpc-go's behaviour.
+        if req.headers().get("grpc-encoding").is_none_or(|e| e.as_bytes() != b"gzip") {
+            req.headers_mut().remove("grpc-accept-encoding");
+        }
         let mut routes = self.routes.clone();
         Box::pin(async move {
             let mut resp = routes.call(req).await?;

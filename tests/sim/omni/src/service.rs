@@ -308,7 +308,7 @@ impl cosi::state_server::State for StateService {
             let opts = r.options.unwrap_or_default();
             let filter = Filter { labels: opts.label_query, id: IdMatcher::new(opts.id_query.as_ref()).map_err(Status::unknown)? };
             let mut items: Vec<Result<cosi::ListResponse, Status>> =
-                s.store.list(&r.namespace, &r.r#type).into_iter().filter(|x| filter.matches(x)).map(|x| Ok(cosi::ListResponse { resource: Some(output(x)) })).collect();
+                s.store.list_labeled_matching(&r.namespace, &r.r#type, filter.required_label(), |x| filter.matches(x)).into_iter().map(|x| Ok(cosi::ListResponse { resource: Some(output(x)) })).collect();
             for a in &admitted.actions {
                 if let FaultAction::BreakListAfter(n) = a {
                     items.truncate(*n);

@@ -4,7 +4,7 @@
 //! The `*_as` methods are what the gRPC service uses (owner checks as cosi does them); the plain methods
 //! are for test fixtures and skip the owner check.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use omni_wire::cosi::{Metadata, Resource, Spec};
@@ -134,8 +134,28 @@ pub fn tombstone(ns: &str, ty: &str, id: &str) -> Resource {
 
 struct Inner {
     items: BTreeMap<Key, Resource>,
+    /// IDs by (namespace, type, label key, label value): a label query over ten thousand resources reads only
+    /// the ones carrying the label, as an indexed state backend would.
+    by_label: HashMap<(String, String, String, String), BTreeSet<String>>,
     seq: u64,
     history: VecDeque<Arc<Change>>,
+}
+
+impl Inner {
+    fn index(&mut self, r: &Resource, add: bool) {
+        let m = md(r);
+        for (k, v) in &m.labels {
+            let key = (m.namespace.clone(), m.r#type.clone(), k.clone(), v.clone());
+            if add {
+                self.by_label.entry(key).or_default().insert(m.id.clone());
+            } else if let Some(ids) = self.by_label.get_mut(&key) {
+                ids.remove(&m.id);
+                if ids.is_empty() {
+                    self.by_label.remove(&key);
+                }
+            }
+        }
+    }
 }
 
 /// What a watch starts from: the matching snapshot, the changes after a bookmark, and the live feed.
@@ -154,6 +174,8 @@ pub struct Store {
     clock: SimClock,
     /// Distinguishes bookmarks of this store from those of another simulator instance.
     instance: u64,
+    /// Set by `poke`: something outside the store changed, so the controllers look at everything once.
+    poked: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Store {
@@ -175,7 +197,7 @@ impl Store {
     pub(crate) fn new(clock: SimClock) -> Self {
         let (events, _) = broadcast::channel(BROADCAST);
         let (changed, _) = watch::channel(0);
-        Store { inner: Mutex::new(Inner { items: BTreeMap::new(), seq: 0, history: VecDeque::new() }), events, changed, clock, instance: rand::random() }
+        Store { inner: Mutex::new(Inner { items: BTreeMap::new(), by_label: HashMap::new(), seq: 0, history: VecDeque::new() }), events, changed, clock, instance: rand::random(), poked: Default::default() }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -184,6 +206,17 @@ impl Store {
 
     /// Records a change and publishes it while the lock is held, so subscribers never see a gap.
     fn emit(&self, inner: &mut Inner, kind: ChangeKind, resource: Resource, old: Option<Resource>) {
+        // Every write ends here, so the label index follows the items exactly.
+        match kind {
+            ChangeKind::Created => inner.index(&resource, true),
+            ChangeKind::Updated => {
+                if let Some(old) = &old {
+                    inner.index(old, false);
+                }
+                inner.index(&resource, true);
+            }
+            ChangeKind::Destroyed => inner.index(&resource, false),
+        }
         inner.seq += 1;
         let change = Arc::new(Change { seq: inner.seq, kind, resource, old });
         inner.history.push_back(change.clone());
@@ -196,7 +229,13 @@ impl Store {
 
     /// Wakes the controllers without a change (after a switch such as cluster health flipped).
     pub(crate) fn poke(&self) {
+        self.poked.store(true, std::sync::atomic::Ordering::SeqCst);
         self.changed.send_modify(|_| {});
+    }
+
+    /// Whether `poke` was called since the last time this was asked.
+    pub(crate) fn take_poke(&self) -> bool {
+        self.poked.swap(false, std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Notified with the newest sequence number after every change (controllers wait on it).
@@ -215,9 +254,50 @@ impl Store {
         inner.items.range(lo..).take_while(|(k, _)| k.0 == ns && k.1 == ty).map(|(_, r)| r.clone()).collect()
     }
 
-    /// Resources of a type carrying `label=value`.
+    /// The resources of a type that `keep` accepts, sorted by ID. Filtering happens under the lock, before
+    /// anything is cloned: a label query over thousands of resources copies only what it returns.
+    pub fn list_matching(&self, ns: &str, ty: &str, mut keep: impl FnMut(&Resource) -> bool) -> Vec<Resource> {
+        let inner = self.lock();
+        let lo = (ns.to_string(), ty.to_string(), String::new());
+        inner.items.range(lo..).take_while(|(k, _)| k.0 == ns && k.1 == ty).filter(|(_, r)| keep(r)).map(|(_, r)| r.clone()).collect()
+    }
+
+    /// Like [`Store::list_matching`], looking only at the resources carrying `label=value` when a label is given.
+    pub fn list_labeled_matching(&self, ns: &str, ty: &str, label: Option<(&str, &str)>, mut keep: impl FnMut(&Resource) -> bool) -> Vec<Resource> {
+        let Some((k, v)) = label else {
+            return self.list_matching(ns, ty, keep);
+        };
+        let inner = self.lock();
+        let Some(ids) = inner.by_label.get(&(ns.to_string(), ty.to_string(), k.to_string(), v.to_string())) else {
+            return Vec::new();
+        };
+        ids.iter()
+            .filter_map(|id| inner.items.get(&(ns.to_string(), ty.to_string(), id.clone())))
+            .filter(|r| keep(r))
+            .cloned()
+            .collect()
+    }
+
+    /// Resources of a type carrying `label=value`, sorted by ID.
     pub fn list_labeled(&self, ns: &str, ty: &str, label: &str, value: &str) -> Vec<Resource> {
-        self.list(ns, ty).into_iter().filter(|r| md(r).labels.get(label).is_some_and(|v| v == value)).collect()
+        self.list_labeled_matching(ns, ty, Some((label, value)), |_| true)
+    }
+
+    /// The IDs of a type's resources, sorted.
+    pub fn ids(&self, ns: &str, ty: &str) -> Vec<String> {
+        let inner = self.lock();
+        let lo = (ns.to_string(), ty.to_string(), String::new());
+        inner.items.range(lo..).take_while(|(k, _)| k.0 == ns && k.1 == ty).map(|(k, _)| k.2.clone()).collect()
+    }
+
+    /// The changes after `seq`, oldest first; `None` when the history no longer reaches back that far.
+    pub(crate) fn changes_since(&self, seq: u64) -> Option<Vec<Arc<Change>>> {
+        let inner = self.lock();
+        let oldest = inner.history.front().map(|c| c.seq).unwrap_or(inner.seq + 1);
+        if seq < inner.seq && seq + 1 < oldest {
+            return None;
+        }
+        Some(inner.history.iter().filter(|c| c.seq > seq).cloned().collect())
     }
 
     /// Every stored resource.

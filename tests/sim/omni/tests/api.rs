@@ -144,15 +144,27 @@ async fn readers_cannot_write_and_role_none_cannot_read() {
     assert_status(list(&mut c, "Secrets.v1", vec![], None).await, Code::PermissionDenied, "no access is permitted");
 }
 
+/// grpc-go (Omni) answers with the compressor of the request, whatever else the client says it accepts: a gzipped
+/// request gets a gzipped answer, a plain request from a client that accepts gzip a plain one.
 #[tokio::test]
 async fn gzip_compressed_requests_are_accepted_and_answered_in_kind() {
     let (sim, _, key) = setup().await;
-    let mut c = state(channel(&sim).await, Signer::new(&key))
+    let get = |name: &str| cosi::GetRequest { namespace: "default".into(), r#type: CLUSTERS.into(), id: name.into(), options: None };
+    let encoding = |r: &tonic::Response<cosi::GetResponse>| r.metadata().get("grpc-encoding").and_then(|v| v.to_str().ok()).map(String::from);
+
+    let mut gz = state(channel(&sim).await, Signer::new(&key))
         .send_compressed(tonic::codec::CompressionEncoding::Gzip)
         .accept_compressed(tonic::codec::CompressionEncoding::Gzip);
-    create(&mut c, res(CLUSTERS, "gz", &[], cluster_spec("1.10.3", "1.33.1"))).await.expect("gzip create");
-    assert_eq!(list(&mut c, CLUSTERS, vec![], None).await.expect("gzip list").len(), 1);
+    create(&mut gz, res(CLUSTERS, "gz", &[], cluster_spec("1.10.3", "1.33.1"))).await.expect("gzip create");
+    assert_eq!(list(&mut gz, CLUSTERS, vec![], None).await.expect("gzip list").len(), 1);
     assert!(sim.records()[0].metadata.iter().any(|(k, v)| k == "grpc-encoding" && v == "gzip"), "{:?}", sim.records()[0].metadata);
+    let answer = gz.get(get("gz")).await.expect("gzip get");
+    assert_eq!(encoding(&answer).as_deref(), Some("gzip"), "a gzipped request is answered gzipped");
+
+    let mut plain = state(channel(&sim).await, Signer::new(&key)).accept_compressed(tonic::codec::CompressionEncoding::Gzip);
+    let answer = plain.get(get("gz")).await.expect("plain get");
+    assert_eq!(encoding(&answer), None, "a plain request is answered plain although the client accepts gzip");
+    assert_eq!(answer.into_inner().resource.and_then(|r| r.metadata).map(|m| m.id).as_deref(), Some("gz"));
 }
 
 #[tokio::test]

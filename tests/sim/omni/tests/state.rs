@@ -86,6 +86,15 @@ async fn list_is_sorted_by_id_and_filtered_by_label_and_id_queries() {
     assert!(list(&mut c, KERNEL_ARGS, vec![eq("tier", "gold"), eq("n", "2")], None).await.expect("and").is_empty());
     assert_eq!(ids(list(&mut c, KERNEL_ARGS, vec![], Some("^[ab]$")).await.expect("regexp")), ["a", "b"]);
     assert!(list(&mut c, "Clusters.omni.sidero.dev", vec![], None).await.expect("empty").is_empty());
+
+    // Label queries read an index; it follows relabelling and destruction.
+    let mut b = get(&mut c, KERNEL_ARGS, "b").await.expect("get b");
+    b.metadata.as_mut().expect("md").labels.insert("tier".into(), "gold".into());
+    update(&mut c, b).await.expect("relabel b");
+    assert_eq!(ids(list(&mut c, KERNEL_ARGS, vec![eq("tier", "gold")], None).await.expect("eq after update")), ["b", "c"]);
+    assert!(list(&mut c, KERNEL_ARGS, vec![eq("tier", "bronze")], None).await.expect("old value").is_empty());
+    destroy(&mut c, KERNEL_ARGS, "c").await.expect("destroy c");
+    assert_eq!(ids(list(&mut c, KERNEL_ARGS, vec![eq("tier", "gold"), eq("n", "7")], None).await.expect("eq after destroy")), ["b"]);
 }
 
 #[tokio::test]

@@ -1,0 +1,337 @@
+//! One watch per kind and namespace scope, shared by every controller that needs it (as controller-runtime's
+//! shared informers are). Without it each controller watching OmniCluster — its own and every child kind's —
+//! would hold its own copy of every object and make the API server encode every change once per copy.
+//!
+//! The shared watch keeps one reflector store (read by the controllers and by `kube-read`) and hands every event
+//! to each subscriber after the store has applied it, so a reconcile an event triggers always reads a cache at
+//! least as new as that event. Objects are kept without `metadata.managedFields`: nothing the host or a plugin
+//! does reads them, and they are often the largest part of an object (controller-runtime strips them the same way).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use futures::{Stream, StreamExt};
+use kube::api::{Api, DynamicObject};
+use kube::core::ApiResource;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::ResourceExt;
+use tokio::sync::mpsc;
+
+use crate::capabilities::FieldSelector;
+
+/// How often an idle watch looks whether anyone still listens.
+const SUBSCRIBER_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A watch event as subscribers receive it (shared, never copied per subscriber).
+pub type SharedEvent = Arc<watcher::Event<DynamicObject>>;
+
+/// The shared watches of one operator, keyed by resource and namespace scope.
+#[derive(Default)]
+pub struct WatchHub {
+    watches: Mutex<HashMap<(String, String, Option<String>), Arc<SharedWatch>>>,
+}
+
+impl std::fmt::Debug for WatchHub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchHub").field("watches", &lock(&self.watches).len()).finish()
+    }
+}
+
+struct SharedWatch {
+    resource: ApiResource,
+    store: Store<DynamicObject>,
+    fanout: Mutex<Fanout>,
+    /// Objects by the text at a field path, for the paths anyone has looked objects up by so far.
+    indexes: RwLock<HashMap<String, FieldIndex>>,
+}
+
+/// The objects of a watch by the text at one field path, kept in step with the store: a thousand reconciles each
+/// listing "the children of this cluster" must not each scan every child.
+#[derive(Default)]
+struct FieldIndex {
+    by_value: HashMap<String, HashSet<ObjectRef<DynamicObject>>>,
+    value_of: HashMap<ObjectRef<DynamicObject>, String>,
+}
+
+impl FieldIndex {
+    fn forget(&mut self, key: &ObjectRef<DynamicObject>) {
+        if let Some(old) = self.value_of.remove(key)
+            && let Some(set) = self.by_value.get_mut(&old)
+        {
+            set.remove(key);
+            if set.is_empty() {
+                self.by_value.remove(&old);
+            }
+        }
+    }
+
+    fn record(&mut self, path: &str, o: &DynamicObject, resource: &ApiResource) {
+        let key = ObjectRef::from_obj_with(o, resource.clone());
+        self.forget(&key);
+        if let Some(value) = field_text(o, path) {
+            self.by_value.entry(value.clone()).or_default().insert(key.clone());
+            self.value_of.insert(key, value);
+        }
+    }
+
+    fn build(path: &str, store: &Store<DynamicObject>, resource: &ApiResource) -> FieldIndex {
+        let mut index = FieldIndex::default();
+        for o in store.state() {
+            index.record(path, &o, resource);
+        }
+        index
+    }
+}
+
+/// The text at a dotted field path of an object, as a field selector compares it (strings as they are, numbers
+/// and booleans as JSON text, missing or null as `None`). Reads the object in place: nothing is serialised.
+pub fn field_text(o: &DynamicObject, path: &str) -> Option<String> {
+    let Some(rest) = path.strip_prefix("metadata.") else {
+        return FieldSelector::value_at(&o.data, path);
+    };
+    let m = &o.metadata;
+    match rest.split_once('.') {
+        None => match rest {
+            "name" => m.name.clone(),
+            "namespace" => m.namespace.clone(),
+            "uid" => m.uid.clone(),
+            "generateName" => m.generate_name.clone(),
+            "resourceVersion" => m.resource_version.clone(),
+            "generation" => m.generation.map(|g| g.to_string()),
+            _ => None,
+        },
+        Some(("labels", key)) => m.labels.as_ref()?.get(key).cloned(),
+        Some(("annotations", key)) => m.annotations.as_ref()?.get(key).cloned(),
+        Some(_) => None,
+    }
+}
+
+/// A handle on one shared watch: its store and its field indexes.
+#[derive(Clone)]
+pub struct WatchHandle(Arc<SharedWatch>);
+
+impl WatchHandle {
+    pub fn store(&self) -> &Store<DynamicObject> {
+        &self.0.store
+    }
+
+    /// The cached objects whose field at `path` reads `value`, from an index built on first use.
+    pub fn select(&self, path: &str, value: &str) -> Vec<Arc<DynamicObject>> {
+        let refs: Vec<ObjectRef<DynamicObject>> = {
+            let indexes = self.0.indexes.read().unwrap_or_else(|p| p.into_inner());
+            match indexes.get(path) {
+                Some(index) => index.by_value.get(value).map(|s| s.iter().cloned().collect()).unwrap_or_default(),
+                None => {
+                    drop(indexes);
+                    let mut indexes = self.0.indexes.write().unwrap_or_else(|p| p.into_inner());
+                    let index = indexes.entry(path.to_string()).or_insert_with(|| FieldIndex::build(path, &self.0.store, &self.0.resource));
+                    index.by_value.get(value).map(|s| s.iter().cloned().collect()).unwrap_or_default()
+                }
+            }
+        };
+        refs.iter().filter_map(|r| self.0.store.get(r)).collect()
+    }
+}
+
+#[derive(Default)]
+struct Fanout {
+    subscribers: Vec<mpsc::UnboundedSender<SharedEvent>>,
+    /// The events of a (re)list in progress, for a subscriber that joins before it is done: those objects are
+    /// not in the store until the list completes.
+    listing: Vec<SharedEvent>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What one subscriber gets: the shared watch and its own stream of events.
+pub struct Subscription {
+    pub watch: WatchHandle,
+    pub events: mpsc::UnboundedReceiver<SharedEvent>,
+}
+
+impl Subscription {
+    pub fn stream(self) -> impl Stream<Item = SharedEvent> + Send {
+        futures::stream::unfold(self.events, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) })
+    }
+}
+
+impl WatchHub {
+    /// Subscribes to the watch of `resource` in `namespace` (None: all namespaces), starting it if nobody watches
+    /// it yet. A late subscriber first gets every object already known, as Apply events.
+    pub fn subscribe(&self, client: &kube::Client, resource: &ApiResource, namespace: Option<&str>) -> Subscription {
+        let key = (resource.api_version.clone(), resource.plural.clone(), namespace.map(String::from));
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut watches = lock(&self.watches);
+        if let Some(w) = watches.get(&key)
+            && w.join(tx.clone())
+        {
+            return Subscription { watch: WatchHandle(w.clone()), events: rx };
+        }
+        let writer = reflector::store::Writer::new(resource.clone());
+        let watch = Arc::new(SharedWatch {
+            resource: resource.clone(),
+            store: writer.as_reader(),
+            fanout: Mutex::new(Fanout { subscribers: vec![tx], listing: Vec::new() }),
+            indexes: RwLock::default(),
+        });
+        watches.insert(key.clone(), watch.clone());
+        let api = match namespace {
+            Some(ns) => Api::<DynamicObject>::namespaced_with(client.clone(), ns, resource),
+            None => Api::<DynamicObject>::all_with(client.clone(), resource),
+        };
+        let what = format!("{}/{}", resource.api_version, resource.plural);
+        let handle = WatchHandle(watch.clone());
+        tokio::spawn(async move {
+            let events = watcher(api, watcher::Config::default()).default_backoff().modify(|o| {
+                o.managed_fields_mut().clear();
+            });
+            let mut events = std::pin::pin!(reflector::reflector(writer, events));
+            // The watch ends when its last subscriber has gone (controllers stopped), even if nothing changes.
+            let mut check = tokio::time::interval(SUBSCRIBER_CHECK);
+            loop {
+                tokio::select! {
+                    event = events.next() => match event {
+                        Some(Ok(event)) => {
+                            if !watch.publish(Arc::new(event)) {
+                                break;
+                            }
+                        }
+                        Some(Err(e)) => tracing::warn!(watch = %what, error = %e, "watch failed; retrying with backoff"),
+                        None => break,
+                    },
+                    _ = check.tick() => {
+                        if !watch.listened_to() {
+                            break;
+                        }
+                    }
+                }
+            }
+            lock(&watch.fanout).subscribers.clear();
+        });
+        Subscription { watch: handle, events: rx }
+    }
+}
+
+impl SharedWatch {
+    /// Adds a subscriber to a running watch, catching it up first; false when the watch has stopped.
+    fn join(&self, tx: mpsc::UnboundedSender<SharedEvent>) -> bool {
+        let mut fanout = lock(&self.fanout);
+        if fanout.subscribers.is_empty() {
+            return false;
+        }
+        for o in self.store.state() {
+            let _ = tx.send(Arc::new(watcher::Event::Apply((*o).clone())));
+        }
+        for e in &fanout.listing {
+            let _ = tx.send(e.clone());
+        }
+        fanout.subscribers.push(tx);
+        true
+    }
+
+    fn listened_to(&self) -> bool {
+        let mut fanout = lock(&self.fanout);
+        fanout.subscribers.retain(|tx| !tx.is_closed());
+        !fanout.subscribers.is_empty()
+    }
+
+    /// Brings the indexes in step with an event the store has applied.
+    fn reindex(&self, event: &watcher::Event<DynamicObject>) {
+        let mut indexes = self.indexes.write().unwrap_or_else(|p| p.into_inner());
+        for (path, index) in indexes.iter_mut() {
+            match event {
+                watcher::Event::Apply(o) => index.record(path, o, &self.resource),
+                watcher::Event::Delete(o) => index.forget(&ObjectRef::from_obj_with(o, self.resource.clone())),
+                // A relist swaps the whole store at its end.
+                watcher::Event::InitDone => *index = FieldIndex::build(path, &self.store, &self.resource),
+                watcher::Event::Init | watcher::Event::InitApply(_) => {}
+            }
+        }
+    }
+
+    /// Hands one event to every subscriber, after the indexes have it; false once no subscriber is left.
+    fn publish(&self, event: SharedEvent) -> bool {
+        self.reindex(&event);
+        let mut fanout = lock(&self.fanout);
+        match &*event {
+            watcher::Event::Init => fanout.listing = vec![event.clone()],
+            watcher::Event::InitApply(_) => fanout.listing.push(event.clone()),
+            watcher::Event::InitDone => fanout.listing.clear(),
+            _ => {}
+        }
+        fanout.subscribers.retain(|tx| tx.send(event.clone()).is_ok());
+        !fanout.subscribers.is_empty()
+    }
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn worker(name: &str, cluster: &str) -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "omni.texashpc.com/v1alpha1", "kind": "OmniWorkers",
+            "metadata": {"name": name, "namespace": "t", "labels": {"cluster": cluster}, "generation": 3},
+            "spec": {"clusterRef": {"name": cluster}, "replicas": 2, "paused": null}
+        }))
+        .expect("object")
+    }
+
+    #[test]
+    fn field_text_reads_data_and_metadata_in_place() {
+        let o = worker("w", "edge");
+        assert_eq!(field_text(&o, "spec.clusterRef.name").as_deref(), Some("edge"));
+        assert_eq!(field_text(&o, "metadata.labels.cluster").as_deref(), Some("edge"));
+        assert_eq!(field_text(&o, "metadata.name").as_deref(), Some("w"));
+        assert_eq!(field_text(&o, "metadata.namespace").as_deref(), Some("t"));
+        assert_eq!(field_text(&o, "metadata.generation").as_deref(), Some("3"));
+        assert_eq!(field_text(&o, "spec.replicas").as_deref(), Some("2"), "numbers compare as their JSON text");
+        assert_eq!(field_text(&o, "spec.paused"), None, "null is missing");
+        assert_eq!(field_text(&o, "spec.missing.name"), None);
+        assert_eq!(field_text(&o, "metadata.annotations.x"), None);
+    }
+
+    #[test]
+    fn the_index_follows_applies_deletes_and_relists() {
+        let ar = ApiResource::from_gvk_with_plural(&kube::core::GroupVersionKind::gvk("omni.texashpc.com", "v1alpha1", "OmniWorkers"), "omniworkers");
+        let mut writer = reflector::store::Writer::new(ar.clone());
+        let watch = WatchHandle(Arc::new(SharedWatch {
+            resource: ar.clone(),
+            store: writer.as_reader(),
+            fanout: Mutex::default(),
+            indexes: RwLock::default(),
+        }));
+        let mut apply = |e: watcher::Event<DynamicObject>| {
+            writer.apply_watcher_event(&e);
+            watch.0.reindex(&e);
+        };
+        apply(watcher::Event::Init);
+        apply(watcher::Event::InitApply(worker("a", "edge")));
+        apply(watcher::Event::InitApply(worker("b", "core")));
+        apply(watcher::Event::InitDone);
+        let names = |v: Vec<Arc<DynamicObject>>| {
+            let mut n: Vec<String> = v.iter().map(|o| o.name_any()).collect();
+            n.sort();
+            n
+        };
+        assert_eq!(names(watch.select("spec.clusterRef.name", "edge")), ["a"], "built from the store on first use");
+
+        apply(watcher::Event::Apply(worker("c", "edge")));
+        apply(watcher::Event::Apply(worker("b", "edge")));
+        assert_eq!(names(watch.select("spec.clusterRef.name", "edge")), ["a", "b", "c"], "a moved object leaves its old value");
+        assert!(watch.select("spec.clusterRef.name", "core").is_empty());
+
+        apply(watcher::Event::Delete(worker("a", "edge")));
+        assert_eq!(names(watch.select("spec.clusterRef.name", "edge")), ["b", "c"]);
+
+        apply(watcher::Event::Init);
+        apply(watcher::Event::InitApply(worker("d", "edge")));
+        apply(watcher::Event::InitDone);
+        assert_eq!(names(watch.select("spec.clusterRef.name", "edge")), ["d"], "a relist replaces everything");
+    }
+}
