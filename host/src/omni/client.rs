@@ -6,6 +6,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use omni_wire::compression::Dictionary;
 use omni_wire::cosi::{self, state_client::StateClient};
+use omni_wire::management::{self, management_service_client::ManagementServiceClient};
 use omni_wire::signature::{self, Metadata};
 use omni_wire::{ServiceAccountKey, specs};
 use tonic::codec::CompressionEncoding;
@@ -61,6 +62,7 @@ pub struct OmniClient {
     endpoint: Endpoint,
     key: ServiceAccountKey,
     state: StateClient<Channel>,
+    management: ManagementServiceClient<Channel>,
     dictionary: Option<Dictionary>,
 }
 
@@ -85,6 +87,10 @@ impl OmniClient {
         // Requests go uncompressed: the bulky payloads (patches, manifests) are zstd-compressed already, and
         // gzip on every small message costs both ends CPU for nothing. Omni answers in the request's encoding
         // (grpc-go), so answers come back uncompressed too; gzip answers are still accepted.
+        let management = ManagementServiceClient::new(channel.clone())
+            .accept_compressed(CompressionEncoding::Gzip)
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES);
         let state = StateClient::new(channel)
             .accept_compressed(CompressionEncoding::Gzip)
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
@@ -93,6 +99,7 @@ impl OmniClient {
             endpoint,
             key,
             state,
+            management,
             dictionary,
         })
     }
@@ -136,6 +143,30 @@ impl OmniClient {
             ))),
             Ok(result) => result.map_err(|status| rpc_error(what, &status)),
         }
+    }
+
+    /// A service-account kubeconfig for `cluster` (spec/omni-protocol.md §7): the cluster travels in the signed
+    /// `context` header, the token lives `ttl`. The bytes are credentials: callers must not log, echo or keep them
+    /// longer than it takes to store them. Errors read `get kubeconfig for Omni cluster "<name>": …`, as the Go
+    /// operator's did; an empty answer is an error, not an empty kubeconfig.
+    pub async fn kubeconfig(&self, cluster: &str, user: &str, groups: &[String], ttl: Duration, budget: Duration) -> Result<Vec<u8>, HostError> {
+        // `{:?}` prints Omni cluster names (`[A-Za-z0-9_-]+`) exactly as Go's `%q` does.
+        let what = format!("get kubeconfig for Omni cluster {cluster:?}");
+        let ttl = prost_types::Duration::try_from(ttl).map_err(|_| HostError::Invalid(format!("{what}: the ttl {ttl:?} is out of range")))?;
+        let message = management::KubeconfigRequest {
+            service_account: true,
+            service_account_ttl: Some(ttl),
+            service_account_user: user.to_string(),
+            service_account_groups: groups.to_vec(),
+            ..Default::default()
+        };
+        let request = self.request("/management.ManagementService/Kubeconfig", message, vec![("context".into(), cluster.to_string())], budget)?;
+        let mut management = self.management.clone();
+        let answer = Self::within(&what, budget, management.kubeconfig(request)).await?.into_inner();
+        if answer.kubeconfig.is_empty() {
+            return Err(HostError::Other(format!("{what}: response was empty")));
+        }
+        Ok(answer.kubeconfig)
     }
 
     /// Ping: the list of clusters the Go operator uses (Reader role on all clusters). Errors read
@@ -509,6 +540,9 @@ pub fn rpc_error(what: &str, status: &Status) -> HostError {
         Code::AlreadyExists | Code::FailedPrecondition | Code::Aborted => HostError::Conflict(message),
         // Omni's validation failures and phase conflicts.
         Code::InvalidArgument | Code::OutOfRange => HostError::Invalid(message),
+        // tonic's own deadline (the `grpc-timeout` the request carries) ends the call as Cancelled: the budget
+        // ran out, which is a timeout like any other.
+        Code::Cancelled if status.message() == "Timeout expired" => HostError::Timeout(message),
         Code::Unavailable | Code::Cancelled => HostError::Unavailable(message),
         Code::DeadlineExceeded => HostError::Timeout(message),
         _ => HostError::Other(message),
@@ -537,6 +571,8 @@ mod tests {
         assert!(matches!(rpc_error("x", &Status::deadline_exceeded("slow")), HostError::Timeout(_)));
         assert!(matches!(rpc_error("x", &Status::not_found("gone")), HostError::NotFound(_)));
         assert!(rpc_error("x", &Status::cancelled("c")).to_string().contains("code = Canceled"));
+        assert!(matches!(rpc_error("x", &Status::cancelled("c")), HostError::Unavailable(_)));
+        assert!(matches!(rpc_error("x", &Status::cancelled("Timeout expired")), HostError::Timeout(_)), "tonic's deadline");
         let eula = Status::failed_precondition("EULA has not been accepted; please accept the End User License Agreement before using Omni: https://omni/eula");
         assert!(matches!(rpc_error("x", &eula), HostError::Forbidden(_)));
         assert!(matches!(rpc_error("x", &Status::resource_exhausted("too big")), HostError::Invalid(_)));

@@ -12,6 +12,7 @@ mod swap;
 mod controllers;
 mod omni_capability;
 mod omni_connection;
+mod omni_kubeconfig;
 mod files_capability;
 mod field_selectors;
 mod native;
