@@ -118,18 +118,14 @@ impl WatchHandle {
 
     /// The cached objects whose field at `path` reads `value`, from an index built on first use.
     pub fn select(&self, path: &str, value: &str) -> Vec<Arc<DynamicObject>> {
-        let refs: Vec<ObjectRef<DynamicObject>> = {
-            let indexes = self.0.indexes.read().unwrap_or_else(|p| p.into_inner());
-            match indexes.get(path) {
-                Some(index) => index.by_value.get(value).map(|s| s.iter().cloned().collect()).unwrap_or_default(),
-                None => {
-                    drop(indexes);
-                    let mut indexes = self.0.indexes.write().unwrap_or_else(|p| p.into_inner());
-                    let index = indexes.entry(path.to_string()).or_insert_with(|| FieldIndex::build(path, &self.0.store, &self.0.resource));
-                    index.by_value.get(value).map(|s| s.iter().cloned().collect()).unwrap_or_default()
-                }
-            }
+        let matching = |index: &FieldIndex| -> Vec<ObjectRef<DynamicObject>> {
+            index.by_value.get(value).map(|s| s.iter().cloned().collect()).unwrap_or_default()
         };
+        let known = self.0.indexes.read().unwrap_or_else(|p| p.into_inner()).get(path).map(matching);
+        let refs = known.unwrap_or_else(|| {
+            let mut indexes = self.0.indexes.write().unwrap_or_else(|p| p.into_inner());
+            matching(indexes.entry(path.to_string()).or_insert_with(|| FieldIndex::build(path, &self.0.store, &self.0.resource)))
+        });
         refs.iter().filter_map(|r| self.0.store.get(r)).collect()
     }
 }

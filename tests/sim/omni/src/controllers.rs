@@ -208,7 +208,10 @@ impl Controllers {
         let now = Instant::now();
         let poked = store.take_poke();
         let seq = store.seq();
-        let changes = if poked || self.seen.is_none() { None } else { self.seen.and_then(|s| store.changes_since(s)) };
+        let changes = match self.seen {
+            Some(seen) if !poked => store.changes_since(seen),
+            _ => None,
+        };
         let mut dirty = match changes {
             None => Dirty::everything(store),
             Some(changes) => {
@@ -234,10 +237,7 @@ impl Controllers {
             }
         }
         let next_ready = self.pass(shared, &dirty, now);
-        match (next, next_ready) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        next.into_iter().chain(next_ready).min()
     }
 
     /// When a status created now may turn ready, and whether it is ready at `now`.

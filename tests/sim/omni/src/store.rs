@@ -142,6 +142,11 @@ struct Inner {
 }
 
 impl Inner {
+    /// The stored resources of one type in one namespace, in ID order.
+    fn of_type<'a>(&'a self, ns: &'a str, ty: &'a str) -> impl Iterator<Item = (&'a Key, &'a Resource)> + 'a {
+        self.items.range((ns.to_string(), ty.to_string(), String::new())..).take_while(move |(k, _)| k.0 == ns && k.1 == ty)
+    }
+
     fn index(&mut self, r: &Resource, add: bool) {
         let m = md(r);
         for (k, v) in &m.labels {
@@ -249,17 +254,13 @@ impl Store {
 
     /// All resources of a type in a namespace, sorted by ID.
     pub fn list(&self, ns: &str, ty: &str) -> Vec<Resource> {
-        let inner = self.lock();
-        let lo = (ns.to_string(), ty.to_string(), String::new());
-        inner.items.range(lo..).take_while(|(k, _)| k.0 == ns && k.1 == ty).map(|(_, r)| r.clone()).collect()
+        self.list_matching(ns, ty, |_| true)
     }
 
     /// The resources of a type that `keep` accepts, sorted by ID. Filtering happens under the lock, before
     /// anything is cloned: a label query over thousands of resources copies only what it returns.
     pub fn list_matching(&self, ns: &str, ty: &str, mut keep: impl FnMut(&Resource) -> bool) -> Vec<Resource> {
-        let inner = self.lock();
-        let lo = (ns.to_string(), ty.to_string(), String::new());
-        inner.items.range(lo..).take_while(|(k, _)| k.0 == ns && k.1 == ty).filter(|(_, r)| keep(r)).map(|(_, r)| r.clone()).collect()
+        self.lock().of_type(ns, ty).filter(|(_, r)| keep(r)).map(|(_, r)| r.clone()).collect()
     }
 
     /// Like [`Store::list_matching`], looking only at the resources carrying `label=value` when a label is given.
@@ -285,9 +286,7 @@ impl Store {
 
     /// The IDs of a type's resources, sorted.
     pub fn ids(&self, ns: &str, ty: &str) -> Vec<String> {
-        let inner = self.lock();
-        let lo = (ns.to_string(), ty.to_string(), String::new());
-        inner.items.range(lo..).take_while(|(k, _)| k.0 == ns && k.1 == ty).map(|(k, _)| k.2.clone()).collect()
+        self.lock().of_type(ns, ty).map(|(k, _)| k.2.clone()).collect()
     }
 
     /// The changes after `seq`, oldest first; `None` when the history no longer reaches back that far.
@@ -503,8 +502,7 @@ impl Store {
                 inner.history.iter().filter(|c| c.seq > seq).filter(|c| md(&c.resource).namespace == ns && md(&c.resource).r#type == ty).cloned().collect()
             }
         };
-        let lo = (ns.to_string(), ty.to_string(), String::new());
-        let snapshot = inner.items.range(lo..).take_while(|(k, _)| k.0 == ns && k.1 == ty).map(|(_, r)| r.clone()).collect();
+        let snapshot = inner.of_type(ns, ty).map(|(_, r)| r.clone()).collect();
         Ok(Subscription { snapshot, backlog, seq: inner.seq, rx: self.events.subscribe() })
     }
 
