@@ -1,4 +1,5 @@
-//! Builds the default plugins (plugins/omni-connection, -cluster, -controlplane, -workers, -machine) for wasm32-wasip2 and leaves
+//! Builds the default plugins (plugins/omni-connection, -cluster, -controlplane, -workers, -machine,
+//! -kubeconfig-export, -secret-sync) for wasm32-wasip2 and leaves
 //! them in OUT_DIR, where `src/defaults.rs` embeds them.
 //!
 //! The nested cargo uses its own target directory: the outer build holds the lock on the shared one.
@@ -12,12 +13,14 @@ const PLUGINS: &[(&str, &str)] = &[
     ("omni-controlplane", "omni_controlplane"),
     ("omni-workers", "omni_workers"),
     ("omni-machine", "omni_machine"),
+    ("omni-kubeconfig-export", "omni_kubeconfig_export"),
+    ("omni-secret-sync", "omni_secret_sync"),
 ];
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into()));
     let root = manifest_dir.parent().map(Path::to_path_buf).unwrap_or_else(|| manifest_dir.clone());
-    for watched in ["plugins/sdk", "plugins/children", "plugins/omni-controlplane", "plugins/omni-workers", "plugins/omni-machine", "plugins/omni-connection", "plugins/omni-cluster", "plugins/omni-template", "plugins/api", "host/omni-wire/proto", "wit"] {
+    for watched in ["plugins/sdk", "plugins/children", "plugins/omni-controlplane", "plugins/omni-workers", "plugins/omni-machine", "plugins/omni-connection", "plugins/omni-cluster", "plugins/omni-kubeconfig-export", "plugins/omni-secret-sync", "plugins/omni-template", "plugins/api", "host/omni-wire/proto", "wit"] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_else(|_| "target".into()));

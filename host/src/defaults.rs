@@ -13,6 +13,8 @@ pub struct DefaultPlugin {
     pub capabilities: &'static [&'static str],
     /// A longer call deadline than the runtime's default, for plugins that make many remote calls per reconcile.
     pub timeout: Option<Duration>,
+    /// Namespaces besides the object's own that the plugin may read and whose Secrets it may reach (`"*"`: all).
+    pub namespaces: &'static [&'static str],
 }
 
 /// The defaults, in load order.
@@ -23,6 +25,7 @@ pub const PLUGINS: &[DefaultPlugin] = &[
         // Reads the OmniClusters that still reference a connection being deleted; pings Omni; stamps lastCheckTime.
         capabilities: &["kube-read", "omni", "clock"],
         timeout: None,
+        namespaces: &[],
     },
     DefaultPlugin {
         name: "omni-cluster",
@@ -34,30 +37,53 @@ pub const PLUGINS: &[DefaultPlugin] = &[
         // deadline either way, so a call that runs out still commits its progress. Below the host's 30 s reconcile
         // deadline.
         timeout: Some(Duration::from_secs(20)),
+        namespaces: &[],
     },
     DefaultPlugin {
         name: "omni-controlplane",
         wasm: include_bytes!(concat!(env!("OUT_DIR"), "/omni_controlplane.wasm")),
         capabilities: &["kube-read"],
         timeout: None,
+        namespaces: &[],
     },
     DefaultPlugin {
         name: "omni-workers",
         wasm: include_bytes!(concat!(env!("OUT_DIR"), "/omni_workers.wasm")),
         capabilities: &["kube-read"],
         timeout: None,
+        namespaces: &[],
     },
     DefaultPlugin {
         name: "omni-machine",
         wasm: include_bytes!(concat!(env!("OUT_DIR"), "/omni_machine.wasm")),
         capabilities: &["kube-read"],
         timeout: None,
+        namespaces: &[],
+    },
+    DefaultPlugin {
+        name: "omni-kubeconfig-export",
+        wasm: include_bytes!(concat!(env!("OUT_DIR"), "/omni_kubeconfig_export.wasm")),
+        // Reads the cluster and its connection; reads the target Secret's metadata and digest; has Omni mint the
+        // kubeconfig and writes it host to host; probes the workload cluster with the stored one.
+        capabilities: &["kube-read", "omni", "secrets", "secrets-write", "workload", "clock"],
+        timeout: None,
+        // `targetSecretRef.namespace` may name any namespace, as with the Go operator (original-operator.md
+        // §4.1); an admin who wants exports confined to their own namespace overrides this plugin's grants.
+        namespaces: &["*"],
+    },
+    DefaultPlugin {
+        name: "omni-secret-sync",
+        wasm: include_bytes!(concat!(env!("OUT_DIR"), "/omni_secret_sync.wasm")),
+        // Reads the cluster; reads Secret metadata in its own namespace only; copies host to host.
+        capabilities: &["kube-read", "secrets", "workload", "clock"],
+        timeout: None,
+        namespaces: &[],
     },
 ];
 
 impl DefaultPlugin {
     pub fn grants(&self) -> Result<Grants, crate::capabilities::GrantError> {
-        Grants::parse(self.capabilities.iter().copied())
+        self.namespaces.iter().try_fold(Grants::parse(self.capabilities.iter().copied())?, |g, ns| g.read_namespace(ns))
     }
 
     /// What to load: the component, its grants and its limits.

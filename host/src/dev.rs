@@ -1,6 +1,7 @@
 //! `omni-operator dev`: the whole system on one machine. The embedded Kubernetes simulator (kube-sim) with the
-//! CRDs installed, the plugins and their controllers, the user's manifests applied, and progress shown until
-//! every object a plugin reconciles is ready.
+//! CRDs installed, the Omni simulator, a second kube-sim as the workload cluster behind Omni's kubeconfigs, the
+//! plugins and their controllers, the user's manifests applied, and progress shown until every object a plugin
+//! reconciles is ready.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -60,7 +61,8 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     println!("Kubernetes simulator at {} (kubeconfig: {})", sim.url(), kubeconfig.display());
     println!("  try: kubectl --kubeconfig {} get omni -A", kubeconfig.display());
 
-    let mut omni = omni_sim::OmniSim::builder().listen(opts.omni_listen);
+    let workload = start_workload_cluster().await?;
+    let mut omni = omni_sim::OmniSim::builder().listen(opts.omni_listen).kubernetes_proxy_url(&workload.url());
     if let Some(dictionary) = &opts.omni_dictionary {
         omni = omni.zstd_dictionary(dictionary.clone());
     }
@@ -69,6 +71,16 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     println!(
         "Omni simulator at {} (service account {DEV_SERVICE_ACCOUNT}, role Operator)",
         omni.endpoint()
+    );
+    // The workload cluster stands behind Omni's Kubernetes proxy: it accepts exactly the tokens in the
+    // kubeconfigs Omni issues, while they are unexpired and their cluster still exists.
+    let jwt = omni.jwt_verifier();
+    workload.set_token_verifier(move |token: &str| {
+        jwt.verify(token).ok().map(|t| kube_sim::UserInfo { name: t.user, groups: t.groups, ..kube_sim::UserInfo::default() })
+    });
+    println!(
+        "Workload cluster (behind Omni's Kubernetes proxy) at {}: group {DEV_WORKLOAD_GROUP} may manage Secrets and create namespaces",
+        workload.url()
     );
 
     for crd in omni_api::crds::all() {
@@ -158,7 +170,35 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     let _ = tokio::time::timeout(Duration::from_secs(2), controllers).await;
     sim.stop().await;
     omni.stop().await;
+    workload.stop().await;
     Ok(settled)
+}
+
+/// The group the dev workload cluster's RBAC grants Secrets (everywhere) and namespace creation: what the
+/// examples' OmniKubeconfigExport asks for, and no more.
+const DEV_WORKLOAD_GROUP: &str = "omni-automation";
+
+/// A second kube-sim as every cluster's workload cluster, on plain http as Omni's proxy is reached in dev, with
+/// anonymous requests refused.
+async fn start_workload_cluster() -> Result<kube_sim::KubeSim> {
+    let workload = kube_sim::KubeSim::builder()
+        .insecure_http(true)
+        .anonymous(kube_sim::Anonymous::Reject)
+        .start()
+        .await
+        .context("starting the workload-cluster simulator")?;
+    let rbac = [
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": DEV_WORKLOAD_GROUP},
+            "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch", "create", "update", "delete"]},
+                      {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "create"]}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": DEV_WORKLOAD_GROUP},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": DEV_WORKLOAD_GROUP},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": DEV_WORKLOAD_GROUP}]}),
+    ];
+    for obj in rbac {
+        workload.apply(&obj).await.context("granting the dev workload group")?;
+    }
+    Ok(workload)
 }
 
 /// Points the manifests at the embedded Omni simulator: every OmniConnection's endpoint becomes the simulator's,

@@ -26,7 +26,9 @@ fn dev_settles_on_the_quickstart_examples() {
         .expect("omni-operator runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("all 6 reconciled objects are ready"), "{stdout}");
+    assert!(stdout.contains("all 8 reconciled objects are ready"), "{stdout}");
+    assert!(stdout.contains("ready    OmniKubeconfigExport omni-system/edge-sample-automation  Ready=True Exported: exported kubeconfig to Secret \"omni-system/edge-sample-kubeconfig\" key \"kubeconfig\""), "{stdout}");
+    assert!(stdout.contains("ready    OmniSecretSync omni-system/registry-credentials  Ready=True Synced: synced Secret \"registry-credentials\" to workload Secret \"apps/registry-credentials\""), "{stdout}");
     assert!(
         stdout.contains("ready    OmniCluster omni-system/edge-sample  Ready=True Synced: cluster template is synced and status was read from Omni"),
         "{stdout}"

@@ -8,11 +8,12 @@ use super::CallContext;
 use crate::runtime::HostState;
 use crate::runtime::bindings::omni::operator::clock;
 
-/// Where `clock.now` reads the time.
-pub trait Clock: Send + Sync {
+/// Where `clock.now` reads the time. `Debug` so the settings that hold one can print themselves.
+pub trait Clock: Send + Sync + std::fmt::Debug {
     fn now(&self) -> SystemTime;
 }
 
+#[derive(Debug)]
 pub struct SystemClock;
 
 impl Clock for SystemClock {
@@ -22,6 +23,7 @@ impl Clock for SystemClock {
 }
 
 /// A clock that always answers the same instant.
+#[derive(Debug)]
 pub struct FixedClock(pub SystemTime);
 
 impl FixedClock {

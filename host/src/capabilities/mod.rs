@@ -14,11 +14,14 @@ mod host_error;
 mod kube_read;
 mod omni;
 mod outputs;
+mod secrets;
 mod unavailable;
+mod workload;
 
 use std::sync::Arc;
 
 use crate::omni::OmniConnections;
+use crate::secrets::WorkloadClients;
 
 pub use clock::{Clock, FixedClock, SystemClock, rfc3339_seconds};
 pub use context::{CallContext, CallObject};
@@ -44,6 +47,11 @@ pub struct HostServices {
     pub omni: Arc<OmniConnections>,
     /// Directories `files` may read under (the operator's `--template-root`). Empty: every file read is denied.
     pub template_roots: TemplateRoots,
+    /// The management cluster, for `secrets` and the Secret writes of `omni.export-kubeconfig` (uncached: a
+    /// decision to overwrite or rotate must not rest on a stale copy). None: those calls answer `unavailable`.
+    pub management: Option<kube::Client>,
+    /// Workload-cluster clients by kubeconfig Secret version, shared by every call.
+    pub workloads: Arc<WorkloadClients>,
 }
 
 impl Default for HostServices {
@@ -55,6 +63,8 @@ impl Default for HostServices {
             clock: Arc::new(SystemClock),
             omni: Arc::new(OmniConnections::default()),
             template_roots: TemplateRoots::default(),
+            management: None,
+            workloads: Arc::default(),
         }
     }
 }
@@ -72,6 +82,13 @@ impl HostServices {
 
     pub fn with_omni(mut self, omni: Arc<OmniConnections>) -> Self {
         self.omni = omni;
+        self
+    }
+
+    /// Serves `secrets`, `workload` and the Secret side of `omni.export-kubeconfig` through this client.
+    pub fn with_management(mut self, client: kube::Client, workloads: Arc<WorkloadClients>) -> Self {
+        self.management = Some(client);
+        self.workloads = workloads;
         self
     }
 

@@ -10,12 +10,14 @@ use std::time::Duration;
 use omni_wire::cosi;
 use wasmtime::component::Resource;
 
+use super::secrets::{bounded, owner, string_map};
 use super::{CallContext, Capability, HostError};
 use crate::omni::client::{Key, ReadResource};
 use crate::omni::{OmniClient, SetupError};
 use crate::runtime::HostState;
 use crate::runtime::bindings::omni::operator::omni as wit;
 use crate::runtime::bindings::omni::operator::types::HostError as WitHostError;
+use crate::secrets::{self as store, quoted};
 
 /// The longest one Omni call may take, even when the plugin call has more time left.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -200,14 +202,59 @@ impl wit::Host for HostState {
 
     async fn export_kubeconfig(
         &mut self,
-        _ctx: Resource<CallContext>,
-        _connection: String,
-        _request: wit::KubeconfigExport,
+        ctx: Resource<CallContext>,
+        connection: String,
+        request: wit::KubeconfigExport,
     ) -> Answer<wit::Exported> {
-        Ok(Err(HostError::Unavailable(
-            "omni.export-kubeconfig lands in a later version of the host".into(),
-        )
-        .into()))
+        let name = request.target.name.clone();
+        let what = format!("export a kubeconfig of Omni cluster {:?} to Secret {name:?}", request.cluster);
+        let needed = [Capability::Omni, Capability::Secrets, Capability::SecretsWrite];
+        let scope = match self.secret_scope(&ctx, &needed, request.target.namespace.clone(), &what)? {
+            Ok(s) => s,
+            Err(e) => return Ok(Err(e.into())),
+        };
+        let (labels, mut annotations) = match (string_map(&request.labels, "labels"), string_map(&request.annotations, "annotations")) {
+            (Ok(l), Ok(a)) => (l, a),
+            (Err(e), _) | (_, Err(e)) => return Ok(Err(e.into())),
+        };
+        let owner = owner(request.owner);
+        let target = quoted(&scope.namespace, &name);
+        // Ownership is checked before Omni mints a token: a Secret someone else owns costs no credential. The
+        // version read here is the precondition of the write below.
+        let existing = match bounded(&what, scope.budget, store::get(&scope.management, "", &scope.namespace, &name)).await {
+            Ok(found) => found,
+            Err(e) => return Ok(Err(e)),
+        };
+        if existing.as_ref().is_some_and(|s| !owner.marks(s)) {
+            tracing::info!(plugin = %self.plugin, secret = %target, "left a Secret alone: it lacks the owner label");
+            return Ok(Err(store::not_owned(&target, &owner).into()));
+        }
+        let (cluster, user, groups) = (request.cluster.clone(), request.user.clone(), request.groups.clone());
+        let ttl = Duration::from_nanos(request.ttl_ns);
+        let minted = self
+            .with_omni(&ctx, &connection, |client, budget| async move { client.kubeconfig(&cluster, &user, &groups, ttl, budget).await })
+            .await?;
+        let mut bytes = match minted {
+            Ok(bytes) => bytes,
+            Err(e) => return Ok(Err(e)),
+        };
+        if let Err(m) = store::check_generated(&bytes) {
+            return Ok(Err(HostError::Invalid(m).into()));
+        }
+        if let Some(ns) = &request.context_namespace {
+            bytes = match store::set_context_namespace(&bytes, ns) {
+                Ok(b) => b,
+                Err(m) => return Ok(Err(HostError::Invalid(m).into())),
+            };
+        }
+        let digest = store::sha256_hex(&bytes);
+        if let Some(key) = request.digest_annotation {
+            annotations.insert(key, digest.clone());
+        }
+        let write = store::KubeconfigWrite { key: request.target.key, remove_key: request.remove_key, bytes, labels, annotations, owner };
+        let budget = self.omni_budget(&ctx)?.min(scope.budget);
+        let op = store::write_kubeconfig(&scope.management, &scope.namespace, &name, existing, write);
+        Ok(bounded(&what, budget, op).await.map(|()| wit::Exported { digest }))
     }
 }
 

@@ -7,7 +7,7 @@ use wasmtime::component::Resource;
 use super::{CallContext, HostError};
 use crate::runtime::HostState;
 use crate::runtime::bindings::omni::operator::types::{HostError as WitHostError, SecretKeyRef};
-use crate::runtime::bindings::omni::operator::{helm, kube_write, secrets, workload};
+use crate::runtime::bindings::omni::operator::{helm, kube_write};
 
 type Answer<T> = wasmtime::Result<Result<T, WitHostError>>;
 
@@ -34,61 +34,6 @@ impl kube_write::Host for HostState {
         _obj: kube_write::ObjectRef,
     ) -> Answer<()> {
         unavailable("kube-write.delete")
-    }
-}
-
-impl secrets::Host for HostState {
-    async fn info(
-        &mut self,
-        _ctx: Resource<CallContext>,
-        _name: String,
-    ) -> Answer<Option<secrets::SecretInfo>> {
-        unavailable("secrets.info")
-    }
-
-    async fn digest(
-        &mut self,
-        _ctx: Resource<CallContext>,
-        _key: SecretKeyRef,
-    ) -> Answer<Option<String>> {
-        unavailable("secrets.digest")
-    }
-
-    async fn read(
-        &mut self,
-        _ctx: Resource<CallContext>,
-        _key: SecretKeyRef,
-    ) -> Answer<Option<Vec<u8>>> {
-        unavailable("secrets.read")
-    }
-}
-
-impl workload::Host for HostState {
-    async fn probe(
-        &mut self,
-        _ctx: Resource<CallContext>,
-        _kubeconfig: SecretKeyRef,
-    ) -> Answer<String> {
-        unavailable("workload.probe")
-    }
-
-    async fn copy_secret(
-        &mut self,
-        _ctx: Resource<CallContext>,
-        _kubeconfig: SecretKeyRef,
-        _request: workload::SecretCopy,
-    ) -> Answer<workload::Copied> {
-        unavailable("workload.copy-secret")
-    }
-
-    async fn delete_secret(
-        &mut self,
-        _ctx: Resource<CallContext>,
-        _kubeconfig: SecretKeyRef,
-        _namespace: String,
-        _name: String,
-    ) -> Answer<bool> {
-        unavailable("workload.delete-secret")
     }
 }
 

@@ -23,7 +23,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
-use crate::capabilities::{CallObject, EventType, HostServices, KubeReader, TemplateRoots, rfc3339_seconds};
+use crate::capabilities::{CallObject, Clock, EventType, HostServices, KubeReader, SystemClock, TemplateRoots, rfc3339_seconds};
 use crate::omni::OmniConnections;
 use crate::runtime::{CallError, ErrorKind, PluginRegistry, ReconcileError, RelatedMapping};
 use reader::ApiReader;
@@ -47,6 +47,10 @@ pub struct Settings {
     pub template_roots: TemplateRoots,
     /// The watches every controller shares: one per kind and namespace scope.
     pub watches: Arc<hub::WatchHub>,
+    /// Workload-cluster clients, kept per kubeconfig Secret version across every reconcile.
+    pub workloads: Arc<crate::secrets::WorkloadClients>,
+    /// What plugins read as the current time (`clock.now`); tests move it to reach rotation times.
+    pub clock: Arc<dyn Clock>,
 }
 
 impl Default for Settings {
@@ -60,6 +64,8 @@ impl Default for Settings {
             omni: Arc::default(),
             template_roots: TemplateRoots::default(),
             watches: Arc::default(),
+            workloads: Arc::default(),
+            clock: Arc::new(SystemClock),
         }
     }
 }
@@ -173,6 +179,20 @@ async fn run_kind(shared: Arc<Shared>, related: Vec<crate::runtime::RelatedKind>
                 },
                 rel_ar.clone(),
             ),
+            RelatedMapping::Annotated { namespace_annotation, name_annotation } => controller.watches_stream_with(
+                events,
+                move |o: DynamicObject| {
+                    let annotations = o.annotations();
+                    let name = annotations.get(&name_annotation).filter(|n| !n.is_empty())?;
+                    let ns = annotations.get(&namespace_annotation).filter(|n| !n.is_empty()).cloned().or_else(|| o.namespace());
+                    let mut rf = ObjectRef::new_with(name, main_ar.clone());
+                    if let Some(ns) = ns {
+                        rf = rf.within(&ns);
+                    }
+                    Some(rf)
+                },
+                rel_ar.clone(),
+            ),
             RelatedMapping::Owner => controller.watches_stream_with(
                 events,
                 move |o: DynamicObject| {
@@ -255,7 +275,9 @@ async fn reconcile_inner(obj: &DynamicObject, shared: &Shared) -> Result<Action,
     let (finalizer, legacy) = (info.finalizer.as_deref(), info.legacy_finalizers.as_slice());
     let mut services = HostServices::default()
         .with_kube(shared.reader.clone() as Arc<dyn KubeReader>)
-        .with_omni(shared.settings.omni.clone());
+        .with_omni(shared.settings.omni.clone())
+        .with_management(shared.client.clone(), shared.settings.workloads.clone())
+        .with_clock(shared.settings.clock.clone());
     services.template_roots = shared.settings.template_roots.clone();
     let call_obj = CallObject::new(json.to_string(), obj.namespace());
 

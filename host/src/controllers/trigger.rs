@@ -9,9 +9,15 @@ use kube::runtime::watcher;
 
 use super::hub::SharedEvent;
 
-/// What the trigger compares between two versions of an object.
-fn fingerprint(o: &DynamicObject) -> (Option<i64>, bool) {
-    (o.metadata.generation, o.metadata.deletion_timestamp.is_some())
+/// What the trigger compares between two versions of an object: the generation, or for kinds that have none
+/// (Secrets, ConfigMaps: their data is not a spec) the resourceVersion, so every change triggers, as the Go
+/// operator's predicate-free Secret watches do (spec §0.6).
+fn fingerprint(o: &DynamicObject) -> (Option<String>, bool) {
+    let version = match o.metadata.generation {
+        Some(g) => Some(g.to_string()),
+        None => o.metadata.resource_version.clone(),
+    };
+    (version, o.metadata.deletion_timestamp.is_some())
 }
 
 fn key(o: &DynamicObject) -> String {
@@ -26,13 +32,13 @@ pub fn spec_or_deletion_changes<S>(events: S) -> impl Stream<Item = Result<Dynam
 where
     S: Stream<Item = SharedEvent> + Send,
 {
-    let mut seen: HashMap<String, (Option<i64>, bool)> = HashMap::new();
+    let mut seen: HashMap<String, (Option<String>, bool)> = HashMap::new();
     events
         .map(move |ev| -> Option<Result<DynamicObject, watcher::Error>> {
             match &*ev {
                 watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
                     let fp = fingerprint(o);
-                    if seen.insert(key(o), fp) == Some(fp) { None } else { Some(Ok(o.clone())) }
+                    if seen.insert(key(o), fp.clone()) == Some(fp) { None } else { Some(Ok(o.clone())) }
                 }
                 watcher::Event::Delete(o) => {
                     seen.remove(&key(o));

@@ -22,7 +22,7 @@ impl Gvk {
     }
 }
 
-/// How changes of a related kind map to the reconciled objects (same namespace).
+/// How changes of a related kind map to the reconciled objects (same namespace, except `Annotated`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RelatedMapping {
     /// Reconciled objects whose field at this dotted path equals the related object's name.
@@ -31,6 +31,9 @@ pub enum RelatedMapping {
     Owner,
     /// The reconciled object named by the related object's field at this dotted path.
     NamedBy(String),
+    /// The reconciled object two annotations of the related object name (namespace, name); an empty namespace
+    /// annotation means the related object's namespace.
+    Annotated { namespace_annotation: String, name_annotation: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,6 +124,10 @@ impl From<wit_plugin::Info> for Info {
                         }
                         wit_plugin::RelatedMapping::Owner => RelatedMapping::Owner,
                         wit_plugin::RelatedMapping::NamedBy(path) => RelatedMapping::NamedBy(path),
+                        wit_plugin::RelatedMapping::Annotated(a) => RelatedMapping::Annotated {
+                            namespace_annotation: a.namespace_annotation,
+                            name_annotation: a.name_annotation,
+                        },
                     },
                 })
                 .collect(),

@@ -17,3 +17,4 @@ mod files_capability;
 mod field_selectors;
 mod native;
 mod omni_cluster;
+mod workload_access;

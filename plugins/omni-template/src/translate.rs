@@ -360,57 +360,29 @@ fn sorted(system: &[(&str, &str)], own: &StringMap) -> Vec<(String, String)> {
     all.into_iter().collect()
 }
 
-/// Go's `time.ParseDuration`: a sequence of decimal numbers with units `ns`, `us`/`µs`, `ms`, `s`, `m`, `h`,
-/// optionally signed; `0` alone is allowed.
+/// Go's `time.ParseDuration` (`omni_plugin_sdk::go::parse_duration`, where the parsing lives once) as a protobuf
+/// `Duration`, the form Omni's resources carry: seconds and nanoseconds with the same sign.
 pub fn parse_go_duration(text: &str) -> Result<prost_types::Duration, String> {
-    let invalid = || format!("time: invalid duration {text:?}");
-    let (negative, mut rest) = match text.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, text.strip_prefix('+').unwrap_or(text)),
-    };
-    if rest == "0" {
-        return Ok(prost_types::Duration::default());
-    }
-    if rest.is_empty() {
-        return Err(invalid());
-    }
-    let mut total_nanos: i128 = 0;
-    while !rest.is_empty() {
-        let number_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        let number = &rest[..number_len];
-        if number.is_empty() || number == "." {
-            return Err(invalid());
-        }
-        rest = &rest[number_len..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let unit = &rest[..unit_len];
-        rest = &rest[unit_len..];
-        let scale: i128 = match unit {
-            "ns" => 1,
-            "us" | "µs" | "μs" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "m" => 60_000_000_000,
-            "h" => 3_600_000_000_000,
-            "" => return Err(format!("time: missing unit in duration {text:?}")),
-            other => return Err(format!("time: unknown unit {other:?} in duration {text:?}")),
-        };
-        let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-        let whole: i128 = if whole.is_empty() { 0 } else { whole.parse().map_err(|_| invalid())? };
-        let mut part = whole.checked_mul(scale).ok_or_else(invalid)?;
-        let mut divisor: i128 = 1;
-        for digit in fraction.chars().take(18) {
-            divisor *= 10;
-            part += i128::from(digit.to_digit(10).ok_or_else(invalid)?) * scale / divisor;
-        }
-        total_nanos = total_nanos.checked_add(part).ok_or_else(invalid)?;
-    }
-    if total_nanos > i128::from(i64::MAX) {
-        return Err(invalid());
-    }
-    let signed = if negative { -total_nanos } else { total_nanos };
+    let ns = omni_plugin_sdk::go::parse_duration(text)?;
     Ok(prost_types::Duration {
-        seconds: i64::try_from(signed / 1_000_000_000).map_err(|_| invalid())?,
-        nanos: i32::try_from(signed % 1_000_000_000).map_err(|_| invalid())?,
+        seconds: ns / 1_000_000_000,
+        // |ns % 1e9| < 1e9 always fits.
+        nanos: i32::try_from(ns % 1_000_000_000).unwrap_or_default(),
     })
+}
+
+#[cfg(test)]
+mod duration_tests {
+    use super::parse_go_duration;
+
+    #[test]
+    fn go_durations_become_protobuf_durations_with_one_sign() {
+        let d = |seconds, nanos| prost_types::Duration { seconds, nanos };
+        assert_eq!(parse_go_duration("1h30m"), Ok(d(5400, 0)));
+        assert_eq!(parse_go_duration("1.5s"), Ok(d(1, 500_000_000)));
+        assert_eq!(parse_go_duration("-1.5s"), Ok(d(-1, -500_000_000)));
+        assert_eq!(parse_go_duration("0"), Ok(d(0, 0)));
+        assert_eq!(parse_go_duration("1d"), Err(r#"time: unknown unit "d" in duration "1d""#.to_string()));
+        assert_eq!(parse_go_duration("5"), Err(r#"time: missing unit in duration "5""#.to_string()));
+    }
 }

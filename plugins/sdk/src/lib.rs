@@ -51,8 +51,10 @@
 //! assert_eq!(Mine::validate(&json!({"spec": {}}), None).messages(), ["spec.clusterRef.name: Required value: clusterRef.name is required"]);
 //! ```
 
+pub mod go;
 pub mod mock;
 pub mod omni;
+pub mod secrets;
 pub mod time;
 mod types;
 #[doc(hidden)]
@@ -60,6 +62,12 @@ pub mod wasm;
 
 pub use serde_json::{self, Value, json};
 pub use types::*;
+
+/// SHA-256 of `bytes` as lowercase hex, the form every digest in the contract takes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
 
 /// Raw bindings of the WIT world; plugin authors use [`Plugin`], [`Host`] and [`export_plugin!`] instead.
 #[doc(hidden)]
@@ -131,6 +139,56 @@ pub trait Host {
     fn omni_teardown(&self, connection: &str, key: &omni::ResourceKey) -> Result<bool, HostError>;
     fn omni_destroy(&self, connection: &str, key: &omni::ResourceKey) -> Result<(), HostError>;
     fn omni_cluster_status(&self, connection: &str, cluster: &str) -> Result<Option<omni::ClusterHealth>, HostError>;
+
+    // The calls below default to `Unavailable`, as an operator without the capability answers, so test doubles
+    // of plugins that use none of them need not implement them.
+
+    /// A management-cluster Secret's metadata and keys, never its values; `Ok(None)` when it does not exist.
+    /// `namespace: None` is the object's own. Capability `secrets`.
+    fn secret_info(&self, namespace: Option<&str>, name: &str) -> Result<Option<secrets::SecretInfo>, HostError> {
+        let _ = (namespace, name);
+        Err(HostError::Unavailable("this host does not serve secrets".into()))
+    }
+
+    /// SHA-256 (hex) of one key's value; `Ok(None)` when the Secret or key does not exist. Capability `secrets`.
+    fn secret_digest(&self, key: &secrets::SecretKeyRef) -> Result<Option<String>, HostError> {
+        let _ = key;
+        Err(HostError::Unavailable("this host does not serve secrets".into()))
+    }
+
+    /// Deletes a management-cluster Secret only if it carries `owner`. Capability `secrets-write`.
+    fn secret_delete_owned(&self, namespace: Option<&str>, name: &str, owner: &secrets::OwnerLabel) -> Result<secrets::Removal, HostError> {
+        let _ = (namespace, name, owner);
+        Err(HostError::Unavailable("this host does not write secrets".into()))
+    }
+
+    /// Requests a service-account kubeconfig from Omni and writes it into a Secret host to host; returns the
+    /// SHA-256 of the bytes written. `Conflict` when the target exists without the owner label (left alone).
+    /// Capabilities `omni`, `secrets`, `secrets-write`.
+    fn omni_export_kubeconfig(&self, connection: &str, request: &secrets::KubeconfigExport) -> Result<String, HostError> {
+        let _ = (connection, request);
+        Err(HostError::Unavailable("this host does not export kubeconfigs".into()))
+    }
+
+    /// `GET /version` on the workload cluster with the kubeconfig in `kubeconfig`: the server's version, or
+    /// `Unauthenticated` (401) / `Forbidden` (403) when the credentials are no longer usable. Capability
+    /// `workload`, as are the other `workload_*` calls.
+    fn workload_probe(&self, kubeconfig: &secrets::SecretKeyRef) -> Result<String, HostError> {
+        let _ = kubeconfig;
+        Err(HostError::Unavailable("this host does not reach workload clusters".into()))
+    }
+
+    /// Mirrors a Secret into the workload cluster host to host.
+    fn workload_copy_secret(&self, kubeconfig: &secrets::SecretKeyRef, request: &secrets::SecretCopy) -> Result<secrets::Copied, HostError> {
+        let _ = (kubeconfig, request);
+        Err(HostError::Unavailable("this host does not reach workload clusters".into()))
+    }
+
+    /// Deletes a workload-cluster Secret only if it carries `owner`.
+    fn workload_delete_secret(&self, kubeconfig: &secrets::SecretKeyRef, namespace: &str, name: &str, owner: &secrets::OwnerLabel) -> Result<secrets::Removal, HostError> {
+        let _ = (kubeconfig, namespace, name, owner);
+        Err(HostError::Unavailable("this host does not reach workload clusters".into()))
+    }
 }
 
 /// A kind's reconcile logic.

@@ -7,7 +7,12 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::omni::{ClusterHealth, LabelTerm, OmniResource, Phase, ResourceKey};
+use crate::secrets::{Copied, KubeconfigExport, OwnerLabel, Removal, SecretCopy, SecretInfo, SecretKeyRef};
 use crate::{Condition, EventType, HostError, ListQuery, LogLevel, ObjectRef};
+
+mod secrets;
+
+pub use secrets::FakeSecret;
 
 /// Records every output a plugin produced in one call.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -30,6 +35,12 @@ pub struct MockHost {
     now: String,
     outputs: RefCell<Outputs>,
     omni: RefCell<FakeOmni>,
+    /// Management-cluster Secrets by (namespace, name).
+    secrets: RefCell<secrets::SecretMap>,
+    /// Kubeconfigs exported so far (the serial of the next one).
+    exports: RefCell<u64>,
+    workload: RefCell<secrets::FakeWorkload>,
+    remaining_ms: u64,
 }
 
 /// An in-memory Omni with COSI's write rules (versions, phases, finalizers), enough to unit-test plugin logic;
@@ -66,6 +77,83 @@ impl MockHost {
             now: "2026-01-01T00:00:00Z".into(),
             outputs: RefCell::new(Outputs::default()),
             omni: RefCell::new(FakeOmni::default()),
+            secrets: RefCell::new(secrets::SecretMap::new()),
+            exports: RefCell::new(0),
+            workload: RefCell::new(secrets::FakeWorkload::default()),
+            remaining_ms: 5_000,
+        }
+    }
+
+    /// Seeds a management-cluster Secret (`namespace: None`: the reconciled object's namespace).
+    pub fn with_secret(self, namespace: Option<&str>, name: &str, secret: FakeSecret) -> Self {
+        let ns = self.resolve_ns(namespace);
+        self.secrets.borrow_mut().insert((ns, name.into()), secret);
+        self
+    }
+
+    /// A management-cluster Secret as it is now.
+    pub fn secret(&self, namespace: Option<&str>, name: &str) -> Option<FakeSecret> {
+        self.secrets.borrow().get(&(self.resolve_ns(namespace), name.into())).cloned()
+    }
+
+    /// Seeds a workload-cluster Secret.
+    pub fn with_workload_secret(self, namespace: &str, name: &str, secret: FakeSecret) -> Self {
+        self.workload.borrow_mut().namespaces.insert(namespace.into());
+        self.workload.borrow_mut().secrets.insert((namespace.into(), name.into()), secret);
+        self
+    }
+
+    /// A workload-cluster Secret as it is now.
+    pub fn workload_secret(&self, namespace: &str, name: &str) -> Option<FakeSecret> {
+        self.workload.borrow().secrets.get(&(namespace.into(), name.into())).cloned()
+    }
+
+    /// Whether the workload cluster has this namespace (`default` and `kube-system` exist from the start).
+    pub fn workload_has_namespace(&self, namespace: &str) -> bool {
+        self.workload.borrow().namespaces.contains(namespace)
+    }
+
+    /// What `workload_probe` answers (by default `Ok("v1.34.1")`).
+    pub fn with_workload_probe(self, answer: Result<String, HostError>) -> Self {
+        self.workload.borrow_mut().probe = answer;
+        self
+    }
+
+    /// Makes every workload call fail with `error` (the cluster is gone, the credentials revoked).
+    pub fn with_workload_failure(self, error: HostError) -> Self {
+        self.workload.borrow_mut().failure = Some(error);
+        self
+    }
+
+    /// Kubeconfigs exported through this host so far.
+    pub fn exports(&self) -> u64 {
+        *self.exports.borrow()
+    }
+
+    /// What `remaining_ms` answers (5,000 by default).
+    pub fn with_remaining_ms(mut self, ms: u64) -> Self {
+        self.remaining_ms = ms;
+        self
+    }
+
+    fn resolve_ns(&self, namespace: Option<&str>) -> String {
+        namespace.or_else(|| self.namespace()).unwrap_or_default().to_string()
+    }
+
+    /// The kubeconfig Secret's key must hold something, as the real host requires before it builds a client.
+    fn workload_access(&self, kubeconfig: &SecretKeyRef) -> Result<std::cell::RefMut<'_, secrets::FakeWorkload>, HostError> {
+        self.check("workload")?;
+        let ns = self.resolve_ns(kubeconfig.namespace.as_deref());
+        let held = self.secrets.borrow().get(&(ns.clone(), kubeconfig.name.clone())).and_then(|s| s.data.get(&kubeconfig.key).cloned());
+        match held {
+            None => return Err(HostError::NotFound(format!("kubeconfig Secret \"{ns}/{}\" key {:?} does not exist", kubeconfig.name, kubeconfig.key))),
+            Some(v) if v.is_empty() => return Err(HostError::NotFound(format!("kubeconfig Secret \"{ns}/{}\" key {:?} is empty", kubeconfig.name, kubeconfig.key))),
+            Some(_) => {}
+        }
+        let workload = self.workload.borrow_mut();
+        match workload.failure.clone() {
+            Some(e) => Err(e),
+            None => Ok(workload),
         }
     }
 
@@ -170,7 +258,7 @@ impl crate::Host for MockHost {
     }
 
     fn remaining_ms(&self) -> u64 {
-        5_000
+        self.remaining_ms
     }
 
     fn set_status(&self, fields: Value) {
@@ -305,6 +393,54 @@ impl crate::Host for MockHost {
 
     fn omni_cluster_status(&self, _connection: &str, cluster: &str) -> Result<Option<ClusterHealth>, HostError> {
         Ok(self.omni_call(format!("status {cluster}"))?.health.get(cluster).cloned())
+    }
+
+    fn secret_info(&self, namespace: Option<&str>, name: &str) -> Result<Option<SecretInfo>, HostError> {
+        self.check("secrets")?;
+        Ok(self.secret(namespace, name).map(|s| s.info()))
+    }
+
+    fn secret_digest(&self, key: &SecretKeyRef) -> Result<Option<String>, HostError> {
+        self.check("secrets")?;
+        Ok(self.secret(key.namespace.as_deref(), &key.name).and_then(|s| s.data.get(&key.key).map(|v| crate::sha256_hex(v))))
+    }
+
+    fn secret_delete_owned(&self, namespace: Option<&str>, name: &str, owner: &OwnerLabel) -> Result<Removal, HostError> {
+        self.check("secrets-write")?;
+        Ok(secrets::delete_owned(&mut self.secrets.borrow_mut(), (self.resolve_ns(namespace), name.into()), owner))
+    }
+
+    fn omni_export_kubeconfig(&self, connection: &str, request: &KubeconfigExport) -> Result<String, HostError> {
+        self.check("secrets-write")?;
+        let ns = self.resolve_ns(request.target.namespace.as_deref());
+        // The host refuses an unowned target before it asks Omni for anything.
+        secrets::refuse_unowned(&self.secrets.borrow(), &ns, &request.target.name, &request.owner)?;
+        drop(self.omni_call(format!("kubeconfig {} via {connection}", request.cluster))?);
+        let serial = {
+            let mut n = self.exports.borrow_mut();
+            *n += 1;
+            *n
+        };
+        secrets::export(&mut self.secrets.borrow_mut(), ns, request, serial)
+    }
+
+    fn workload_probe(&self, kubeconfig: &SecretKeyRef) -> Result<String, HostError> {
+        self.workload_access(kubeconfig)?.probe.clone()
+    }
+
+    fn workload_copy_secret(&self, kubeconfig: &SecretKeyRef, request: &SecretCopy) -> Result<Copied, HostError> {
+        let mut workload = self.workload_access(kubeconfig)?;
+        let ns = self.resolve_ns(None);
+        let source = self.secrets.borrow().get(&(ns.clone(), request.source_name.clone())).cloned();
+        let Some(source) = source else {
+            return Err(HostError::NotFound(format!("source Secret \"{ns}/{}\" does not exist", request.source_name)));
+        };
+        workload.copy(&source, request)
+    }
+
+    fn workload_delete_secret(&self, kubeconfig: &SecretKeyRef, namespace: &str, name: &str, owner: &OwnerLabel) -> Result<Removal, HostError> {
+        let mut workload = self.workload_access(kubeconfig)?;
+        Ok(secrets::delete_owned(&mut workload.secrets, (namespace.into(), name.into()), owner))
     }
 }
 

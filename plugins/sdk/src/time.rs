@@ -75,6 +75,27 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// Unix seconds as RFC 3339 UTC with seconds precision (`2026-06-03T12:00:00Z`), the form Kubernetes prints
+/// `metav1.Time` in and the Go operator writes into annotations.
+pub fn format_rfc3339(unix: i64) -> String {
+    let (days, secs) = (unix.div_euclid(86_400), unix.rem_euclid(86_400));
+    let (year, month, day) = civil_from_days(days);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", secs / 3600, secs % 3600 / 60, secs % 60)
+}
+
+/// The inverse of `days_from_civil` (H. Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
 /// Seconds from `since` to `now` (both RFC 3339); `None` when either does not parse. Negative when `since` is later.
 pub fn seconds_between(since: &str, now: &str) -> Option<i64> {
     Some(parse_rfc3339(now)? - parse_rfc3339(since)?)
@@ -89,6 +110,15 @@ pub fn condition_age_s(object: &serde_json::Value, type_: &str, status: &str, no
         .find(|c| c["type"] == type_ && c["status"] == status)?["lastTransitionTime"]
         .as_str()?;
     seconds_between(since, now)
+}
+
+/// When to retry a failure that the object's condition `type_` reports: after as long as the condition has
+/// already been False, at least 2 s and at most 60 s. A fresh failure (a dependency still starting) is retried
+/// within seconds, a lasting one once a minute like the Go operator's one-minute requeue, and each retry still
+/// commits the condition (a returned error would not).
+pub fn failure_retry_ms(object: &serde_json::Value, type_: &str, now: &str) -> u64 {
+    let age = condition_age_s(object, type_, "False", now).unwrap_or(0);
+    u64::try_from(age.clamp(2, 60)).unwrap_or(60) * 1000
 }
 
 #[cfg(test)]
@@ -120,6 +150,22 @@ mod tests {
         }
         assert_eq!(parse_rfc3339("2026-01-01T00:00:0é"), None, "no panic on multi-byte text");
         assert_eq!(parse_rfc3339(""), None);
+    }
+
+    #[test]
+    fn unix_seconds_format_back_to_the_rfc3339_they_came_from() {
+        for text in ["1970-01-01T00:00:00Z", "1969-12-31T23:59:59Z", "2000-02-29T12:34:56Z", "2026-06-03T12:00:00Z", "2400-12-31T23:59:59Z"] {
+            let unix = parse_rfc3339(text).expect("parses");
+            assert_eq!(format_rfc3339(unix), text);
+        }
+    }
+
+    #[test]
+    fn failures_are_retried_sooner_while_they_are_new() {
+        let failing_since = |t: &str| serde_json::json!({"status": {"conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": t}]}});
+        assert_eq!(failure_retry_ms(&serde_json::json!({}), "Ready", "2026-01-01T00:00:00Z"), 2_000, "first failure");
+        assert_eq!(failure_retry_ms(&failing_since("2026-01-01T00:00:00Z"), "Ready", "2026-01-01T00:00:09Z"), 9_000);
+        assert_eq!(failure_retry_ms(&failing_since("2026-01-01T00:00:00Z"), "Ready", "2026-01-01T01:00:00Z"), 60_000);
     }
 
     #[test]

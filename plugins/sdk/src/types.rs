@@ -175,6 +175,9 @@ pub enum RelatedMapping {
     /// The reconciled object named by the related object's field at this dotted path, e.g. the OmniConnection
     /// an OmniCluster's `spec.connectionRef.name` names.
     NamedBy(String),
+    /// The reconciled object two annotations of the related object name, in any namespace (e.g. a Secret an
+    /// export wrote names its export); an empty namespace annotation means the related object's namespace.
+    Annotated { namespace_annotation: String, name_annotation: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,6 +7,9 @@ use crate::bindings::omni::operator::{context as wctx, kube_read as wread, types
 use crate::bindings::omni::operator::clock as wclock;
 use crate::bindings::omni::operator::files as wfiles;
 use crate::bindings::omni::operator::omni as womni;
+use crate::bindings::omni::operator::secrets as wsecrets;
+use crate::bindings::omni::operator::workload as wworkload;
+use crate::secrets::{Copied, CopyOutcome, KubeconfigExport, OwnerLabel, Removal, SecretCopy, SecretInfo, SecretKeyRef};
 use crate::omni::{ClusterHealth, LabelOp, LabelTerm, OmniResource, Phase, ResourceKey};
 use crate::{Condition, ConditionStatus, EventType, HostError, Info, ListQuery, LogLevel, ObjectRef, Plugin, ReconcileError, RelatedMapping, Verdict};
 
@@ -131,6 +134,99 @@ impl crate::Host for WasmHost<'_> {
             findings: h.findings,
         }))
     }
+
+    fn secret_info(&self, namespace: Option<&str>, name: &str) -> Result<Option<SecretInfo>, HostError> {
+        let info = wsecrets::info(self.0, namespace, name).map_err(host_error)?;
+        Ok(info.map(|i| SecretInfo {
+            secret_type: i.secret_type,
+            keys: i.keys,
+            resource_version: i.resource_version,
+            labels: json_object(&i.labels),
+            annotations: json_object(&i.annotations),
+        }))
+    }
+
+    fn secret_digest(&self, key: &SecretKeyRef) -> Result<Option<String>, HostError> {
+        wsecrets::digest(self.0, &to_secret_key(key)).map_err(host_error)
+    }
+
+    fn secret_delete_owned(&self, namespace: Option<&str>, name: &str, owner: &OwnerLabel) -> Result<Removal, HostError> {
+        wsecrets::delete_owned(self.0, namespace, name, &to_owner(owner)).map(from_removal).map_err(host_error)
+    }
+
+    fn omni_export_kubeconfig(&self, connection: &str, r: &KubeconfigExport) -> Result<String, HostError> {
+        let request = womni::KubeconfigExport {
+            cluster: r.cluster.clone(),
+            user: r.user.clone(),
+            groups: r.groups.clone(),
+            ttl_ns: r.ttl_ns,
+            target: to_secret_key(&r.target),
+            remove_key: r.remove_key.clone(),
+            context_namespace: r.context_namespace.clone(),
+            labels: r.labels.to_string(),
+            annotations: r.annotations.to_string(),
+            owner: to_owner(&r.owner),
+            digest_annotation: r.digest_annotation.clone(),
+        };
+        womni::export_kubeconfig(self.0, connection, &request).map(|e| e.digest).map_err(host_error)
+    }
+
+    fn workload_probe(&self, kubeconfig: &SecretKeyRef) -> Result<String, HostError> {
+        wworkload::probe(self.0, &to_secret_key(kubeconfig)).map_err(host_error)
+    }
+
+    fn workload_copy_secret(&self, kubeconfig: &SecretKeyRef, r: &SecretCopy) -> Result<Copied, HostError> {
+        let request = wworkload::SecretCopy {
+            source_name: r.source_name.clone(),
+            target_namespace: r.target_namespace.clone(),
+            target_name: r.target_name.clone(),
+            secret_type: r.secret_type.clone(),
+            labels: r.labels.to_string(),
+            annotations: r.annotations.to_string(),
+            create_namespace: r.create_namespace,
+            owner: to_owner(&r.owner),
+            digest_annotation: r.digest_annotation.clone(),
+        };
+        let copied = wworkload::copy_secret(self.0, &to_secret_key(kubeconfig), &request).map_err(host_error)?;
+        Ok(Copied {
+            digest: copied.digest,
+            secret_type: copied.secret_type,
+            outcome: match copied.outcome {
+                wworkload::CopyOutcome::Created => CopyOutcome::Created,
+                wworkload::CopyOutcome::Updated => CopyOutcome::Updated,
+                wworkload::CopyOutcome::Unchanged => CopyOutcome::Unchanged,
+                wworkload::CopyOutcome::Recreated => CopyOutcome::Recreated,
+                wworkload::CopyOutcome::NotOwned => CopyOutcome::NotOwned,
+            },
+        })
+    }
+
+    fn workload_delete_secret(&self, kubeconfig: &SecretKeyRef, namespace: &str, name: &str, owner: &OwnerLabel) -> Result<Removal, HostError> {
+        wworkload::delete_secret(self.0, &to_secret_key(kubeconfig), namespace, name, &to_owner(owner))
+            .map(from_removal)
+            .map_err(host_error)
+    }
+}
+
+fn to_secret_key(key: &SecretKeyRef) -> wtypes::SecretKeyRef {
+    wtypes::SecretKeyRef { namespace: key.namespace.clone(), name: key.name.clone(), key: key.key.clone() }
+}
+
+fn to_owner(owner: &OwnerLabel) -> wtypes::OwnerLabel {
+    wtypes::OwnerLabel { key: owner.key.clone(), value: owner.value.clone() }
+}
+
+fn from_removal(r: wtypes::Removal) -> Removal {
+    match r {
+        wtypes::Removal::Deleted => Removal::Deleted,
+        wtypes::Removal::Absent => Removal::Absent,
+        wtypes::Removal::NotOwned => Removal::NotOwned,
+    }
+}
+
+/// Metadata maps cross as JSON; the operator always sends objects.
+fn json_object(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::Object(Default::default()))
 }
 
 fn to_key(key: &ResourceKey) -> womni::ResourceKey {
@@ -231,6 +327,9 @@ pub fn describe<P: Plugin>() -> wplugin::Info {
                     RelatedMapping::NameField(f) => wplugin::RelatedMapping::NameField(f),
                     RelatedMapping::Owner => wplugin::RelatedMapping::Owner,
                     RelatedMapping::NamedBy(f) => wplugin::RelatedMapping::NamedBy(f),
+                    RelatedMapping::Annotated { namespace_annotation, name_annotation } => {
+                        wplugin::RelatedMapping::Annotated(wplugin::AnnotationRef { namespace_annotation, name_annotation })
+                    }
                 },
             })
             .collect(),

@@ -43,7 +43,7 @@ use anyhow::{Context, Result, anyhow};
 use serde_json::Value;
 use tokio::sync::watch;
 
-pub use auth::Anonymous;
+pub use auth::{Anonymous, TokenVerifier};
 pub use cluster::{Cluster, ClusterOptions};
 pub use faults::{Faults, Matcher};
 pub use kubeconfig::Credential;
@@ -204,6 +204,28 @@ impl KubeSim {
         let groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
         self.api.auth.add_token(&token, UserInfo { name: name.into(), groups: groups.clone(), ..Default::default() });
         User { name: name.into(), groups, credential: Credential::Token(token) }
+    }
+
+    /// Accepts bearer tokens this server did not issue: those that are not static tokens (`admin`,
+    /// `add_token_user`, ...) go to `verifier`, and `None` from it is the real 401. With it a second server can
+    /// play an Omni workload cluster behind Omni's Kubernetes proxy, taking the JWTs of omni-sim's kubeconfigs:
+    ///
+    /// ```no_run
+    /// # async fn demo() -> anyhow::Result<()> {
+    /// let workload = kube_sim::KubeSim::start().await?;
+    /// workload.set_token_verifier(|token: &str| {
+    ///     // With omni-sim: `jwt.verify(token).ok().map(|t| UserInfo { name: t.user, groups: t.groups, .. })`.
+    ///     (token == "trusted").then(|| kube_sim::UserInfo::new("op", &["system:masters"]))
+    /// });
+    /// # Ok(()) }
+    /// ```
+    pub fn set_token_verifier(&self, verifier: impl TokenVerifier + 'static) {
+        self.api.auth.set_token_verifier(Some(Arc::new(verifier)));
+    }
+
+    /// Back to static tokens only.
+    pub fn clear_token_verifier(&self) {
+        self.api.auth.set_token_verifier(None);
     }
 
     /// A user reached with a client certificate signed by the server's CA (CN = name, O = groups).

@@ -1021,3 +1021,54 @@ async fn management_and_workload_clusters_in_one_process_are_independent() -> R 
     }
     Ok(())
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// 9. Tokens from elsewhere over plain HTTP (a workload cluster behind Omni's Kubernetes proxy)
+// ---------------------------------------------------------------------------------------------------------------
+
+/// Who the server says the client is (`kubectl auth whoami`).
+async fn whoami(client: &Client) -> R<(u16, Value)> {
+    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let (code, _, body) =
+        raw(client, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", Some("application/json"), serde_json::to_vec(&review)?).await?;
+    Ok((code, body["status"]["userInfo"].clone()))
+}
+
+#[tokio::test]
+async fn plain_http_honours_bearer_tokens_sent_by_kube_rs_a_bad_token_gets_401_and_only_tokenless_requests_act_as_admin() -> R {
+    let workload = KubeSim::builder().insecure_http(true).start().await?;
+    assert!(workload.url().starts_with("http://127.0.0.1:"), "{}", workload.url());
+    workload.set_token_verifier(|token: &str| {
+        token.strip_prefix("minted-for-").map(|user| kube_sim::UserInfo::new(user, &["omni-operators"]))
+    });
+    let as_user = |token: &str| kube_sim::User {
+        name: "omni".into(),
+        groups: vec![],
+        credential: kube_sim::Credential::Token(token.into()),
+    };
+
+    // kube-rs sends the token over http, and the server takes it instead of the plain-HTTP administrator.
+    let op = workload.client_for(&as_user("minted-for-op")).await?;
+    let (code, user) = whoami(&op).await?;
+    assert_eq!(code, 201, "{user}");
+    assert_eq!(user, json!({"username": "op", "groups": ["omni-operators", "system:authenticated"]}));
+    let s = api_error(Api::<ConfigMap>::namespaced(op, "default").list(&ListParams::default()).await);
+    assert_eq!((s.code, s.reason.as_str()), (403, "Forbidden"), "RBAC applies to the token's user: {s:?}");
+
+    // A token neither static nor verified is the real 401, not a fallback to the administrator.
+    let bad = workload.client_for(&as_user("expired-or-forged")).await?;
+    let s = api_error(Api::<ConfigMap>::namespaced(bad, "default").list(&ListParams::default()).await);
+    assert_eq!((s.code, s.reason.as_str()), (401, "Unauthorized"), "{s:?}");
+
+    // Static tokens still work next to the verifier; no credentials at all is the plain-HTTP administrator.
+    Api::<ConfigMap>::namespaced(workload.client().await?, "default").list(&ListParams::default()).await?;
+    let anonymous = kube_sim::User { name: "nobody".into(), groups: vec![], credential: kube_sim::Credential::None };
+    let (code, user) = whoami(&workload.client_for(&anonymous).await?).await?;
+    assert_eq!((code, user["username"].as_str()), (201, Some("kube-sim-admin")), "{user}");
+
+    workload.clear_token_verifier();
+    let op = workload.client_for(&as_user("minted-for-op")).await?;
+    let s = api_error(Api::<ConfigMap>::namespaced(op, "default").list(&ListParams::default()).await);
+    assert_eq!(s.code, 401, "{s:?}");
+    Ok(())
+}

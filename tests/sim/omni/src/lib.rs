@@ -39,6 +39,7 @@ use tonic::codec::CompressionEncoding;
 pub use clock::SimClock;
 pub use faults::{FaultAction, Faults, Matcher};
 pub use keys::{KeyOptions, Role};
+pub use kubeconfig::{JwtVerifier, VerifiedToken};
 pub use store::{Change, ChangeKind, StateError, Store};
 pub use validate::TalosVersion;
 
@@ -322,6 +323,26 @@ impl OmniSim {
     /// The RSA key minted kubeconfig tokens are signed with (generated on the first Kubeconfig call).
     pub fn jwt_public_key(&self) -> Option<rsa::RsaPublicKey> {
         self.shared.jwt.get().and_then(|k| k.as_ref().ok()).map(|k| k.public.clone())
+    }
+
+    /// Checks the tokens of minted kubeconfigs as Omni's Kubernetes proxy does: signature and `kid`, `exp`
+    /// against [`OmniSim::clock`], and the `cluster_uuid` against the cluster's current ClusterUUID. A server
+    /// standing in for the workload cluster (e.g. kube-sim behind `Builder::kubernetes_proxy_url`) can take
+    /// it as its bearer-token authenticator; omni-sim itself depends on no Kubernetes server, so the glue is
+    /// a closure on the caller's side:
+    ///
+    /// ```ignore
+    /// let jwt = omni.jwt_verifier();
+    /// workload.set_token_verifier(move |token: &str| match jwt.verify(token) {
+    ///     Ok(t) => Some(kube_sim::UserInfo { name: t.user, groups: t.groups, ..Default::default() }),
+    ///     Err(reason) => {
+    ///         tracing::info!(%reason, "Omni kubeconfig token refused");
+    ///         None // kube-sim answers 401, as Omni's proxy does
+    ///     }
+    /// });
+    /// ```
+    pub fn jwt_verifier(&self) -> JwtVerifier {
+        JwtVerifier { shared: self.shared.clone() }
     }
 
     pub fn set_eula_accepted(&self, yes: bool) {

@@ -295,3 +295,67 @@ async fn service_account_kubeconfig_checks_and_jwt() {
     assert!(m.kubeconfig(kubeconfig_request(3600, "op")).await.expect("ok").into_inner().kubeconfig.is_empty());
     assert!(sim.records().iter().any(|r| r.method == "/management.ManagementService/Kubeconfig" && r.metadata.iter().any(|(k, v)| k == "context" && v == "c1")));
 }
+
+/// The token of a freshly minted kubeconfig for `c1`.
+async fn kubeconfig_token(m: &mut Management, ttl_secs: i64, groups: &[&str]) -> String {
+    let mut req = kubeconfig_request(ttl_secs, "op");
+    req.service_account_groups = groups.iter().map(|g| g.to_string()).collect();
+    let yaml = String::from_utf8(m.kubeconfig(req).await.expect("kubeconfig").into_inner().kubeconfig).expect("utf8");
+    let v: yaml_serde::Value = yaml_serde::from_str(&yaml).expect("yaml");
+    v["users"][0]["user"]["token"].as_str().expect("token").to_string()
+}
+
+#[tokio::test]
+async fn kubeconfig_tokens_verify_like_omnis_proxy_until_exp_passes_or_the_cluster_is_recreated() {
+    let (sim, mut st, key) = setup().await;
+    let jwt = sim.jwt_verifier();
+    let ch = channel(&sim).await;
+    let mut m = management(ch, Signer::new(&key).header("context", "c1"));
+    assert!(jwt.verify("a.b.c").expect_err("no key yet").contains("has not issued any kubeconfig"));
+    create(&mut st, res(CLUSTERS, "c1", &[], cluster_spec("1.10.3", "1.33.1"))).await.expect("cluster");
+    sim.wait_for(Duration::from_secs(5), |s| s.get("default", "ClusterUUIDs.omni.sidero.dev", "c1").is_some()).await.expect("uuid");
+    let uuid = spec::<specs::ClusterUuid>(sim.state(), "ClusterUUIDs.omni.sidero.dev", "c1").expect("uuid").uuid;
+
+    let token = kubeconfig_token(&mut m, 3600, &["system:masters"]).await;
+    let ok = jwt.verify(&token).expect("a fresh token verifies");
+    assert_eq!((ok.user.as_str(), ok.groups.as_slice(), ok.cluster.as_str()), ("op", &["system:masters".to_string()][..], "c1"));
+    assert_eq!(ok.cluster_uuid, uuid);
+    assert!((ok.expires_at - sim.clock().unix() - 3600).abs() <= 1);
+    // `groups: null` (none asked for) is no groups.
+    assert!(jwt.verify(&kubeconfig_token(&mut m, 3600, &[]).await).expect("no groups").groups.is_empty());
+
+    // Tampering breaks the signature; the reason never echoes the credential.
+    let segments: Vec<&str> = token.split('.').collect();
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let mut claims: serde_json::Value = serde_json::from_slice(&b64.decode(segments[1]).expect("b64")).expect("json");
+    claims["sub"] = "admin".into();
+    let forged = format!("{}.{}.{}", segments[0], b64.encode(claims.to_string()), segments[2]);
+    let reason = jwt.verify(&forged).expect_err("forged");
+    assert_eq!(reason, "token signature is invalid");
+    for bad in [forged.as_str(), &token[..token.len() - 4], "not-a-jwt"] {
+        let reason = jwt.verify(bad).expect_err("refused");
+        assert!(!reason.contains(bad) && !reason.contains(segments[1]) && !reason.contains(segments[2]), "{reason}");
+    }
+    jwt.verify("").expect_err("empty");
+
+    // Expiry follows the simulator clock: valid until exp, refused from exp on.
+    sim.clock().advance(Duration::from_secs(3590));
+    jwt.verify(&token).expect("still valid 10 s before exp");
+    sim.clock().advance(Duration::from_secs(11));
+    assert!(jwt.verify(&token).expect_err("expired").starts_with("token is expired"));
+    sim.clock().reset();
+    jwt.verify(&token).expect("valid again once the clock is back");
+
+    // Deleting the cluster invalidates the token; recreating it under the same name does not revive it.
+    assert!(!teardown(&mut st, CLUSTERS, "c1").await.expect("teardown"), "ClusterController finalizer pending");
+    sim.wait_for(Duration::from_secs(10), |s| s.get("default", CLUSTERS, "c1").is_none() && s.get("default", "ClusterUUIDs.omni.sidero.dev", "c1").is_none())
+        .await
+        .expect("cluster gone");
+    assert!(jwt.verify(&token).expect_err("cluster gone").contains("does not exist"));
+    create(&mut st, res(CLUSTERS, "c1", &[], cluster_spec("1.10.3", "1.33.1"))).await.expect("recreated");
+    sim.wait_for(Duration::from_secs(5), |s| s.get("default", "ClusterUUIDs.omni.sidero.dev", "c1").is_some()).await.expect("new uuid");
+    assert_ne!(spec::<specs::ClusterUuid>(sim.state(), "ClusterUUIDs.omni.sidero.dev", "c1").expect("uuid").uuid, uuid);
+    assert!(jwt.verify(&token).expect_err("old cluster's token").starts_with("cluster UUID does not match"));
+    let renewed = jwt.verify(&kubeconfig_token(&mut m, 3600, &["system:masters"]).await).expect("a new token for the new cluster");
+    assert_ne!(renewed.cluster_uuid, uuid);
+}

@@ -1,0 +1,67 @@
+//! Workload-cluster clients, one per kubeconfig Secret version: a reconcile that finds the Secret unchanged
+//! reuses the client (and its connection pool); a rotated kubeconfig gets a new client on its next use.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use super::{client_config, get, quoted};
+use crate::capabilities::HostError;
+
+/// Beyond this many cached clients the cache starts over, so Secrets that come and go cannot grow it forever.
+const MAX_CLIENTS: usize = 1024;
+
+/// (namespace, name, key) → (the Secret's resourceVersion, the client built from that version).
+type Cache = HashMap<(String, String, String), (String, kube::Client)>;
+
+#[derive(Default)]
+pub struct WorkloadClients {
+    clients: Mutex<Cache>,
+}
+
+impl std::fmt::Debug for WorkloadClients {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkloadClients").field("clients", &self.len()).finish()
+    }
+}
+
+impl WorkloadClients {
+    /// The client for the kubeconfig under `key` of the management-cluster Secret `namespace/name`, read
+    /// uncached through `management`.
+    pub async fn client(&self, management: &kube::Client, namespace: &str, name: &str, key: &str) -> Result<kube::Client, HostError> {
+        let what = format!("kubeconfig Secret {}", quoted(namespace, name));
+        let secret = get(management, "", namespace, name).await?.ok_or_else(|| HostError::NotFound(format!("{what} does not exist")))?;
+        let bytes = secret.data.as_ref().and_then(|d| d.get(key)).map(|v| v.0.as_slice()).unwrap_or_default();
+        if bytes.is_empty() {
+            return Err(HostError::NotFound(format!("{what} does not contain key {key:?}")));
+        }
+        let version = secret.metadata.resource_version.clone().unwrap_or_default();
+        let id = (namespace.to_string(), name.to_string(), key.to_string());
+        if let Some((v, client)) = self.lock().get(&id)
+            && *v == version
+        {
+            return Ok(client.clone());
+        }
+        let config = client_config(bytes, &format!("{what} key {key:?}")).await?;
+        let client = kube::Client::try_from(config)
+            .map_err(|e| HostError::Invalid(format!("{what} key {key:?}: cannot build a client: {}", e.to_string().lines().next().unwrap_or_default())))?;
+        let mut cache = self.lock();
+        if cache.len() >= MAX_CLIENTS {
+            cache.clear();
+        }
+        cache.insert(id, (version, client.clone()));
+        Ok(client)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
+        self.clients.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Clients held now (tests read it to see reuse).
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

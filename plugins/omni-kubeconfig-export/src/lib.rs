@@ -1,0 +1,108 @@
+//! The OmniKubeconfigExport plugin (spec/original-operator.md §4): asks Omni for a service-account kubeconfig of
+//! the workload cluster an OmniCluster names, has the operator write it into a management-cluster Secret host to
+//! host (the kubeconfig never enters the plugin), reuses it while it is current and usable, and rotates it before
+//! it expires.
+//!
+//! The host does the bookkeeping of §4.5 steps 1-3 and §4.7 steps 1/4: it adds the finalizer before the first
+//! reconcile, writes `observedGeneration` and transition times, calls [`Plugin::finalize`] while the object is
+//! being deleted and removes the finalizer once that returns `Ok(true)`.
+//!
+//! Fixes of the Go controller's defects, each made where the module doc names it: a Secret this export does not
+//! own is never written, adopted or deleted (§10.7); the status keeps recording the Secret that holds the
+//! kubeconfig until a new one is written, so a renamed target is still cleaned up after a failure (§10.9); the
+//! reuse check and the write always use the spec's target (§10.10); failures leave the rotation data in the status
+//! (§10.11). Go's "error + RequeueAfter 1m" paths, where controller-runtime dropped the minute for its own backoff
+//! (§10.14), are reported states retried after a minute.
+
+mod admission;
+mod deletion;
+mod export;
+mod reconcile;
+mod report;
+mod reuse;
+mod rotation;
+mod spec;
+mod spec_hash;
+mod target;
+mod validation;
+
+use omni_plugin_sdk::{Gvk, Host, Info, Plugin, ReconcileError, Related, RelatedMapping, Value, Verdict};
+
+pub use spec_hash::{spec_hash, spec_json};
+
+pub const GROUP: &str = "omni.texashpc.com";
+pub const VERSION: &str = "v1alpha1";
+pub const API_VERSION: &str = "omni.texashpc.com/v1alpha1";
+pub const KIND: &str = "OmniKubeconfigExport";
+pub const FINALIZER: &str = "omni.texashpc.com/finalizer";
+
+/// The label that marks a Secret as this export's (value: the export's `metadata.uid`).
+pub const OWNER_LABEL: &str = "omni.texashpc.com/kubeconfig-export-uid";
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+pub const MANAGED_BY: &str = "omni-cluster-operator";
+pub const CLUSTER_LABEL: &str = "omni.texashpc.com/cluster";
+
+pub const NAME_ANNOTATION: &str = "omni.texashpc.com/kubeconfig-export-name";
+pub const NAMESPACE_ANNOTATION: &str = "omni.texashpc.com/kubeconfig-export-namespace";
+pub const SPEC_HASH_ANNOTATION: &str = "omni.texashpc.com/kubeconfig-export-spec-hash";
+pub const HASH_ANNOTATION: &str = "omni.texashpc.com/kubeconfig-hash";
+pub const EXPIRATION_ANNOTATION: &str = "omni.texashpc.com/kubeconfig-expiration-time";
+pub const LAST_ROTATION_ANNOTATION: &str = "omni.texashpc.com/kubeconfig-last-rotation-time";
+
+/// The key a kubeconfig goes under when `spec.targetSecretRef.key` is not set (the CRD default too).
+pub const DEFAULT_TARGET_KEY: &str = "kubeconfig";
+
+/// How soon a missing dependency or a failed export is looked at again (Go: `RequeueAfter: 1m`).
+pub const RETRY_MS: u64 = 60_000;
+
+pub struct OmniKubeconfigExportPlugin;
+
+impl Plugin for OmniKubeconfigExportPlugin {
+    fn describe() -> Info {
+        Info {
+            name: "omni-kubeconfig-export".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            kinds: vec![Gvk::new(GROUP, VERSION, KIND)],
+            related: vec![
+                // The cluster appearing or changing (its Omni name, its connection) re-exports (§2 triggers).
+                Related {
+                    kind: Gvk::new(GROUP, VERSION, "OmniCluster"),
+                    mapping: RelatedMapping::NameField("spec.clusterRef.name".into()),
+                },
+                // A written Secret names its export: an edited or deleted kubeconfig is repaired at once, not at
+                // the next rotation.
+                Related {
+                    kind: Gvk::new("", "v1", "Secret"),
+                    mapping: RelatedMapping::Annotated {
+                        namespace_annotation: NAMESPACE_ANNOTATION.into(),
+                        name_annotation: NAME_ANNOTATION.into(),
+                    },
+                },
+            ],
+            finalizer: Some(FINALIZER.into()),
+            // This kind never had the pre-rename finalizer (§0.2).
+            legacy_finalizers: Vec::new(),
+            // kube-read: the cluster and its connection; omni: the export itself; secrets: the target's metadata
+            // and digest for the reuse check; secrets-write: the host writes and deletes the target; workload: the
+            // usability probe; clock: expiration and rotation times.
+            capabilities: ["kube-read", "omni", "secrets", "secrets-write", "workload", "clock"].map(String::from).to_vec(),
+        }
+    }
+
+    fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
+        reconcile::reconcile(host)
+    }
+
+    fn finalize<H: Host>(host: &H) -> Result<bool, ReconcileError> {
+        deletion::finalize(host)
+    }
+
+    fn validate(object: &Value, old: Option<&Value>) -> Verdict {
+        admission::validate(object, old)
+    }
+}
+
+omni_plugin_sdk::export_plugin!(OmniKubeconfigExportPlugin);
+
+#[cfg(test)]
+mod tests;

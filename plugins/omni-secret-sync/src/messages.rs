@@ -1,0 +1,167 @@
+//! Every text this plugin writes into conditions and Events, in one place so each can be checked against the
+//! spec. Go's `%q` is [`q`]. None of them ever carries a Secret value: they name Secrets, keys and clusters, and
+//! pass on host messages, which the host guarantees never quote a value or a kubeconfig.
+
+use omni_plugin_sdk::HostError;
+
+/// Go's `strconv.Quote` (`%q`) for the names quoted here: `"` and `\` escaped, the C escapes `\a \b \f \n \r \t
+/// \v`, other ASCII controls as `\x..`, other non-printable characters as `\u....`/`\U........`. Rust's `{:?}`
+/// differs for controls (`\u{1b}` instead of `\x1b`), which would make messages differ from the Go operator's.
+pub fn q(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{07}' => out.push_str("\\a"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{0b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            // Go prints only graphic characters and the ASCII space raw; other controls and spaces are escaped.
+            c if c.is_control() || (c.is_whitespace() && c != ' ') => {
+                if (c as u32) < 0x1_0000 {
+                    out.push_str(&format!("\\u{:04x}", c as u32));
+                } else {
+                    out.push_str(&format!("\\U{:08x}", c as u32));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Go's `time.Duration.String()` for whole seconds: `0s`, `45s`, `10m0s`, `1h0m0s`.
+pub fn go_duration(seconds: u64) -> String {
+    let (h, m, s) = (seconds / 3600, seconds % 3600 / 60, seconds % 60);
+    match (h, m) {
+        (0, 0) => format!("{s}s"),
+        (0, _) => format!("{m}m{s}s"),
+        _ => format!("{h}h{m}m{s}s"),
+    }
+}
+
+/// A host error's own text, without the kind prefix `Display` adds (`unavailable: `), which is noise in a
+/// condition; the kind's name alone when the text is blank, so a message never has an empty cause.
+pub fn host_text(e: &HostError) -> String {
+    let inner = e.message();
+    if !inner.trim().is_empty() {
+        return inner.to_string();
+    }
+    let kind = e.to_string();
+    let kind = kind.trim().trim_end_matches(':');
+    if kind.is_empty() { "the operator gave no reason".into() } else { kind.into() }
+}
+
+/// `"ns/name"`, as the Go operator named Secrets in messages.
+pub fn path(namespace: &str, name: &str) -> String {
+    q(&format!("{namespace}/{name}"))
+}
+
+pub fn missing_cluster(cluster: &str) -> String {
+    format!("OmniCluster {} does not exist", q(cluster))
+}
+
+pub fn attached(cluster: &str) -> String {
+    format!("attached to OmniCluster {}", q(cluster))
+}
+
+pub fn missing_source(namespace: &str, name: &str) -> String {
+    format!("source Secret {} does not exist", path(namespace, name))
+}
+
+pub fn missing_kubeconfig(namespace: &str, name: &str) -> String {
+    format!("kubeconfig Secret {} does not exist", path(namespace, name))
+}
+
+pub fn kubeconfig_lacks_key(namespace: &str, name: &str, key: &str) -> String {
+    format!("kubeconfig Secret {} does not contain key {}", path(namespace, name), q(key))
+}
+
+/// §10.1: the defence that holds without the admission webhook.
+pub fn kubeconfig_retargeted(old_name: &str, old_key: &str, new_name: &str, new_key: &str) -> String {
+    format!(
+        "kubeconfigSecretRef is immutable: it was {} key {} and is now {} key {}; set it back, or delete and recreate \
+         this OmniSecretSync",
+        q(old_name),
+        q(old_key),
+        q(new_name),
+        q(new_key)
+    )
+}
+
+pub fn delete_previous_failed(namespace: &str, name: &str, why: &str) -> String {
+    format!("delete previous workload Secret {}: {why}", path(namespace, name))
+}
+
+/// §10.8: the target exists and belongs to someone else.
+pub fn not_owned(namespace: &str, name: &str, owner_key: &str, uid: &str) -> String {
+    format!(
+        "workload Secret {} exists and is not managed by this OmniSecretSync (label {owner_key} is not {}); it is left \
+         alone: delete it or choose another targetSecretRef",
+        path(namespace, name),
+        q(uid)
+    )
+}
+
+pub fn synced(source: &str, namespace: &str, name: &str) -> String {
+    format!("synced Secret {} to workload Secret {}", q(source), path(namespace, name))
+}
+
+/// §10.13, while the bounded wait runs.
+pub fn delete_retrying(namespace: &str, name: &str, why: &str, deadline: &str) -> String {
+    format!(
+        "cannot delete workload Secret {}: {why}; retrying until {deadline}, then the finalizer is released and the \
+         Secret is left in place; set spec.deletionPolicy: Orphan to release it now",
+        path(namespace, name)
+    )
+}
+
+/// §10.13, the Event when the wait is over.
+pub fn deletion_abandoned(namespace: &str, name: &str, waited_s: u64, why: &str) -> String {
+    format!("gave up deleting workload Secret {} after {}: {why}; it is left in place", path(namespace, name), go_duration(waited_s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_follows_go_strconv_quote() {
+        let cases = [
+            ("edge", r#""edge""#),
+            ("", r#""""#),
+            ("a\"b\\c", r#""a\"b\\c""#),
+            ("tab\there\nnl", r#""tab\there\nnl""#),
+            ("\u{07}\u{08}\u{0b}\u{0c}\r", r#""\a\b\v\f\r""#),
+            ("esc\u{1b}del\u{7f}nul\u{0}us\u{1f}", r#""esc\x1bdel\x7fnul\x00us\x1f""#),
+            ("c1\u{85}nbsp\u{a0}ls\u{2028}", r#""c1\u0085nbsp\u00a0ls\u2028""#),
+            ("héllo 世界", "\"héllo 世界\""),
+        ];
+        for (input, want) in cases {
+            assert_eq!(q(input), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn durations_print_as_go_does() {
+        let cases = [(0, "0s"), (45, "45s"), (60, "1m0s"), (600, "10m0s"), (3599, "59m59s"), (3600, "1h0m0s"), (90_061, "25h1m1s")];
+        for (secs, want) in cases {
+            assert_eq!(go_duration(secs), want, "{secs}");
+        }
+    }
+
+    #[test]
+    fn host_text_drops_the_kind_prefix_but_never_ends_empty() {
+        assert_eq!(host_text(&HostError::Unavailable("cluster down".into())), "cluster down");
+        assert_eq!(host_text(&HostError::Timeout(" ".into())), "timeout");
+        assert_eq!(host_text(&HostError::Forbidden(String::new())), "forbidden");
+        assert_eq!(host_text(&HostError::Other(String::new())), "the operator gave no reason");
+    }
+}
