@@ -4,47 +4,12 @@
 
 use omni_plugin_sdk::HostError;
 
-/// Go's `strconv.Quote` (`%q`) for the names quoted here: `"` and `\` escaped, the C escapes `\a \b \f \n \r \t
-/// \v`, other ASCII controls as `\x..`, other non-printable characters as `\u....`/`\U........`. Rust's `{:?}`
-/// differs for controls (`\u{1b}` instead of `\x1b`), which would make messages differ from the Go operator's.
-pub fn q(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{07}' => out.push_str("\\a"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{0b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
-            // Go prints only graphic characters and the ASCII space raw; other controls and spaces are escaped.
-            c if c.is_control() || (c.is_whitespace() && c != ' ') => {
-                if (c as u32) < 0x1_0000 {
-                    out.push_str(&format!("\\u{:04x}", c as u32));
-                } else {
-                    out.push_str(&format!("\\U{:08x}", c as u32));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+/// Go's `%q`.
+pub use omni_plugin_sdk::go::quote as q;
 
-/// Go's `time.Duration.String()` for whole seconds: `0s`, `45s`, `10m0s`, `1h0m0s`.
+/// Go's `time.Duration.String()` of whole seconds: `10m0s`.
 pub fn go_duration(seconds: u64) -> String {
-    let (h, m, s) = (seconds / 3600, seconds % 3600 / 60, seconds % 60);
-    match (h, m) {
-        (0, 0) => format!("{s}s"),
-        (0, _) => format!("{m}m{s}s"),
-        _ => format!("{h}h{m}m{s}s"),
-    }
+    omni_plugin_sdk::go::format_duration(i64::try_from(seconds).unwrap_or(i64::MAX / 1_000_000_000).saturating_mul(1_000_000_000))
 }
 
 /// A host error's own text, without the kind prefix `Display` adds (`unavailable: `), which is noise in a

@@ -24,7 +24,7 @@ const LIMIT: u64 = 1 << 63;
 ///
 /// Fractions are computed in `f64` exactly as Go does, so results agree to the nanosecond.
 pub fn parse_duration(text: &str) -> Result<i64, String> {
-    let invalid = || format!("time: invalid duration {}", quote(text));
+    let invalid = || format!("time: invalid duration {}", time_quote(text));
     let mut s = text;
     let mut negative = false;
     if let Some(first) = s.bytes().next()
@@ -68,12 +68,12 @@ pub fn parse_duration(text: &str) -> Result<i64, String> {
         // The unit runs up to the next number; both ends are ASCII, so the slice is on character boundaries.
         let unit_len = s.find(|c: char| c == '.' || c.is_ascii_digit()).unwrap_or(s.len());
         if unit_len == 0 {
-            return Err(format!("time: missing unit in duration {}", quote(text)));
+            return Err(format!("time: missing unit in duration {}", time_quote(text)));
         }
         let unit = &s[..unit_len];
         s = &s[unit_len..];
         let Some(scale_ns) = unit_ns(unit) else {
-            return Err(format!("time: unknown unit {} in duration {}", quote(unit), quote(text)));
+            return Err(format!("time: unknown unit {} in duration {}", time_quote(unit), time_quote(text)));
         };
         if whole > LIMIT / scale_ns {
             return Err(invalid());
@@ -140,7 +140,7 @@ fn leading_fraction(s: &str) -> (u64, f64, &str) {
 
 /// The `time` package's own `quote` for error texts: `"` and `\` escaped, every byte of a non-ASCII or control
 /// character as `\xNN` (unlike `strconv.Quote`).
-fn quote(s: &str) -> String {
+fn time_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -274,6 +274,39 @@ pub fn json_string(s: &str) -> String {
 
 // The parse and print tables below were also run through Go 1.19's `time` and `encoding/json`, with the same
 // results; the `\b`/`\f` short forms are Go 1.22's (older Go wrote `\u0008`/`\u000c`).
+/// Go's `strconv.Quote` (`%q`) for the names quoted here: `"` and `\` escaped, the C escapes `\a \b \f \n \r \t
+/// \v`, other ASCII controls as `\x..`, other non-printable characters as `\u....`/`\U........`. Rust's `{:?}`
+/// differs for controls (`\u{1b}` instead of `\x1b`), which would make messages differ from the Go operator's.
+pub fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{07}' => out.push_str("\\a"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{0b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            // Go prints only graphic characters and the ASCII space raw; other controls and spaces are escaped.
+            c if c.is_control() || (c.is_whitespace() && c != ' ') => {
+                if (c as u32) < 0x1_0000 {
+                    out.push_str(&format!("\\u{:04x}", c as u32));
+                } else {
+                    out.push_str(&format!("\\U{:08x}", c as u32));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
