@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
+// Go's string encoding, as the plugins' spec hashes use it: one implementation, checked against Go.
+use omni_plugin_sdk::go::json_string as go_json_string;
 
 /// Hex SHA-256 of the v1 content document. `data` keys are sorted (Go sorts map keys); values are standard
 /// base64 with padding (Go's `[]byte` encoding); no data at all is `"data":null`.
@@ -28,24 +30,6 @@ pub fn content_hash(secret_type: &str, data: &BTreeMap<String, Vec<u8>>) -> Stri
     }
     doc.push('}');
     super::sha256_hex(doc.as_bytes())
-}
-
-/// A string as Go's `encoding/json` writes it: serde_json's escaping (the same short forms and lowercase
-/// `\u00xx` for other control characters) plus Go's HTML-safe escapes and the two JavaScript line separators.
-fn go_json_string(s: &str) -> String {
-    let plain = serde_json::Value::String(s.to_string()).to_string();
-    let mut out = String::with_capacity(plain.len());
-    for c in plain.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -24,6 +24,20 @@ pub struct Outputs {
     pub logs: Vec<(LogLevel, String)>,
 }
 
+/// What the plugin asked of the mock's Secrets and workload cluster, in order, whatever the answer was: tests
+/// check the requests themselves (labels sent, owner, kubeconfig used), not only their effect.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Requests {
+    pub exports: Vec<KubeconfigExport>,
+    /// `(namespace, name)` of every `secret_delete_owned`.
+    pub secret_deletions: Vec<(Option<String>, String)>,
+    /// The kubeconfig of every `workload_probe`.
+    pub probes: Vec<SecretKeyRef>,
+    pub copies: Vec<(SecretKeyRef, SecretCopy)>,
+    /// `(kubeconfig, namespace, name, owner)` of every `workload_delete_secret`.
+    pub workload_deletions: Vec<(SecretKeyRef, String, String, OwnerLabel)>,
+}
+
 pub struct MockHost {
     object: Value,
     /// (apiVersion, kind, namespace, name) → object.
@@ -41,6 +55,9 @@ pub struct MockHost {
     exports: RefCell<u64>,
     workload: RefCell<secrets::FakeWorkload>,
     remaining_ms: u64,
+    requests: RefCell<Requests>,
+    /// `secret_info` answers "absent" (a Secret appearing between the plugin's look and the host's write).
+    hide_secret_info: bool,
 }
 
 /// An in-memory Omni with COSI's write rules (versions, phases, finalizers), enough to unit-test plugin logic;
@@ -81,7 +98,21 @@ impl MockHost {
             exports: RefCell::new(0),
             workload: RefCell::new(secrets::FakeWorkload::default()),
             remaining_ms: 5_000,
+            requests: RefCell::default(),
+            hide_secret_info: false,
         }
+    }
+
+    /// Every request to the Secrets and workload calls so far.
+    pub fn requests(&self) -> Requests {
+        self.requests.borrow().clone()
+    }
+
+    /// Makes `secret_info` answer that no Secret exists while the Secrets stay in place for the host's own
+    /// checks: the race where a Secret appears between the plugin's look and the write.
+    pub fn hiding_secret_info(mut self) -> Self {
+        self.hide_secret_info = true;
+        self
     }
 
     /// Seeds a management-cluster Secret (`namespace: None`: the reconciled object's namespace).
@@ -396,6 +427,9 @@ impl crate::Host for MockHost {
     }
 
     fn secret_info(&self, namespace: Option<&str>, name: &str) -> Result<Option<SecretInfo>, HostError> {
+        if self.hide_secret_info {
+            return Ok(None);
+        }
         self.check("secrets")?;
         Ok(self.secret(namespace, name).map(|s| s.info()))
     }
@@ -406,11 +440,13 @@ impl crate::Host for MockHost {
     }
 
     fn secret_delete_owned(&self, namespace: Option<&str>, name: &str, owner: &OwnerLabel) -> Result<Removal, HostError> {
+        self.requests.borrow_mut().secret_deletions.push((namespace.map(String::from), name.to_string()));
         self.check("secrets-write")?;
         Ok(secrets::delete_owned(&mut self.secrets.borrow_mut(), (self.resolve_ns(namespace), name.into()), owner))
     }
 
     fn omni_export_kubeconfig(&self, connection: &str, request: &KubeconfigExport) -> Result<String, HostError> {
+        self.requests.borrow_mut().exports.push(request.clone());
         self.check("secrets-write")?;
         let ns = self.resolve_ns(request.target.namespace.as_deref());
         // The host refuses an unowned target before it asks Omni for anything.
@@ -425,10 +461,12 @@ impl crate::Host for MockHost {
     }
 
     fn workload_probe(&self, kubeconfig: &SecretKeyRef) -> Result<String, HostError> {
+        self.requests.borrow_mut().probes.push(kubeconfig.clone());
         self.workload_access(kubeconfig)?.probe.clone()
     }
 
     fn workload_copy_secret(&self, kubeconfig: &SecretKeyRef, request: &SecretCopy) -> Result<Copied, HostError> {
+        self.requests.borrow_mut().copies.push((kubeconfig.clone(), request.clone()));
         let mut workload = self.workload_access(kubeconfig)?;
         let ns = self.resolve_ns(None);
         let source = self.secrets.borrow().get(&(ns.clone(), request.source_name.clone())).cloned();
@@ -439,6 +477,7 @@ impl crate::Host for MockHost {
     }
 
     fn workload_delete_secret(&self, kubeconfig: &SecretKeyRef, namespace: &str, name: &str, owner: &OwnerLabel) -> Result<Removal, HostError> {
+        self.requests.borrow_mut().workload_deletions.push((kubeconfig.clone(), namespace.into(), name.into(), owner.clone()));
         let mut workload = self.workload_access(kubeconfig)?;
         Ok(secrets::delete_owned(&mut workload.secrets, (namespace.into(), name.into()), owner))
     }

@@ -15,29 +15,27 @@ fn mine(value: &str) -> FakeSecret {
 
 #[test]
 fn delete_policy_removes_the_recorded_and_the_spec_target() {
-    let spy = Spy::new(
-        host(export_with(spec(), recorded(OLD, "tenant-a", "kubeconfig")))
-            .with_secret(Some("tenant-a"), OLD, mine("old"))
-            .with_secret(None, SECRET, mine("current")),
-    );
+    let spy = host(export_with(spec(), recorded(OLD, "tenant-a", "kubeconfig")))
+        .with_secret(Some("tenant-a"), OLD, mine("old"))
+        .with_secret(None, SECRET, mine("current"));
     assert_eq!(finalize(&spy), Ok(true));
-    assert_eq!(spy.inner.secret(Some("tenant-a"), OLD), None);
-    assert_eq!(spy.inner.secret(None, SECRET), None);
+    assert_eq!(spy.secret(Some("tenant-a"), OLD), None);
+    assert_eq!(spy.secret(None, SECRET), None);
     assert_eq!(
-        *spy.deletions.borrow(),
+        spy.requests().secret_deletions,
         vec![(Some("tenant-a".to_string()), OLD.to_string()), (Some(NS.to_string()), SECRET.to_string())]
     );
-    assert!(spy.inner.omni_calls().is_empty(), "no Omni call: the token is not revoked");
-    assert_eq!(*spy.probes.borrow(), 0, "the workload cluster is not needed");
-    assert!(spy.requests.borrow().is_empty());
+    assert!(spy.omni_calls().is_empty(), "no Omni call: the token is not revoked");
+    assert_eq!(spy.requests().probes.len(), 0, "the workload cluster is not needed");
+    assert!(spy.requests().exports.is_empty());
 }
 
 #[test]
 fn the_same_secret_recorded_and_in_the_spec_is_deleted_once() {
-    let spy = Spy::new(host(export_with(spec(), recorded(SECRET, NS, "kubeconfig"))).with_secret(None, SECRET, mine("current")));
+    let spy = host(export_with(spec(), recorded(SECRET, NS, "kubeconfig"))).with_secret(None, SECRET, mine("current"));
     assert_eq!(finalize(&spy), Ok(true));
-    assert_eq!(spy.deletions.borrow().len(), 1);
-    assert_eq!(spy.inner.secret(None, SECRET), None);
+    assert_eq!(spy.requests().secret_deletions.len(), 1);
+    assert_eq!(spy.secret(None, SECRET), None);
 }
 
 #[test]
@@ -60,13 +58,11 @@ fn absent_targets_are_done() {
 fn orphan_policy_touches_nothing() {
     let mut s = spec();
     s["deletionPolicy"] = json!("Orphan");
-    let spy = Spy::new(
-        host(export_with(s, recorded(OLD, NS, "kubeconfig"))).with_secret(None, OLD, mine("old")).with_secret(None, SECRET, mine("current")),
-    );
+    let spy = host(export_with(s, recorded(OLD, NS, "kubeconfig"))).with_secret(None, OLD, mine("old")).with_secret(None, SECRET, mine("current"));
     assert_eq!(finalize(&spy), Ok(true));
-    assert!(spy.deletions.borrow().is_empty());
-    assert!(spy.inner.secret(None, OLD).is_some());
-    assert!(spy.inner.secret(None, SECRET).is_some());
+    assert!(spy.requests().secret_deletions.is_empty());
+    assert!(spy.secret(None, OLD).is_some());
+    assert!(spy.secret(None, SECRET).is_some());
 }
 
 #[test]
@@ -85,7 +81,7 @@ fn a_failed_delete_keeps_the_finalizer_and_is_retried() {
 fn without_a_uid_nothing_can_be_owned() {
     let mut object = export(spec());
     object["metadata"].as_object_mut().map(|m| m.remove("uid"));
-    let spy = Spy::new(host(object).with_secret(None, SECRET, FakeSecret::opaque(&[("kubeconfig", "x")]).with_label(OWNER_LABEL, "")));
+    let spy = host(object).with_secret(None, SECRET, FakeSecret::opaque(&[("kubeconfig", "x")]).with_label(OWNER_LABEL, ""));
     assert_eq!(finalize(&spy), Ok(true));
-    assert!(spy.deletions.borrow().is_empty());
+    assert!(spy.requests().secret_deletions.is_empty());
 }

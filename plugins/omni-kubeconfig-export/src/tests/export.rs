@@ -52,9 +52,9 @@ fn the_request_carries_the_spec_verbatim_and_the_target_with_its_namespace() {
     s["contextNamespace"] = json!("apps");
     s["ttl"] = json!("1h0m0.25s");
     s.as_object_mut().map(|m| m.remove("renewBefore"));
-    let spy = Spy::new(host(export(s)));
+    let spy = host(export(s));
     reconcile(&spy);
-    let r = spy.request();
+    let r = request(&spy);
     let hash = spec_hash("edge", "kubeconfig", Some("apps"), " automation ", &[" ops".into(), "dev ".into()], 3_600_250_000_000);
     assert_eq!(
         r,
@@ -77,8 +77,8 @@ fn the_request_carries_the_spec_verbatim_and_the_target_with_its_namespace() {
         }
     );
     // Without renewBefore the rotation is at expiry, exactly: 1 h and a quarter second.
-    assert_eq!(spy.inner.outputs().requeue_after, Some(3_600_250));
-    assert_eq!(status(&spy.inner)["nextRotationTime"], "2026-01-01T01:00:00Z");
+    assert_eq!(spy.outputs().requeue_after, Some(3_600_250));
+    assert_eq!(status(&spy)["nextRotationTime"], "2026-01-01T01:00:00Z");
 }
 
 #[test]

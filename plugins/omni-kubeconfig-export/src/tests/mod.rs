@@ -10,13 +10,11 @@ mod spec_hash;
 mod targets;
 mod validation;
 
-use std::cell::RefCell;
 
 use omni_plugin_sdk::mock::{FakeSecret, MockHost};
-use omni_plugin_sdk::omni::{ClusterHealth, LabelTerm, OmniResource, ResourceKey};
-use omni_plugin_sdk::secrets::{KubeconfigExport, OwnerLabel, Removal, SecretInfo, SecretKeyRef};
+use omni_plugin_sdk::secrets::{KubeconfigExport, OwnerLabel, SecretKeyRef};
 use omni_plugin_sdk::serde_json::Map;
-use omni_plugin_sdk::{Condition, ConditionStatus, EventType, Host, HostError, ListQuery, LogLevel, ObjectRef, Plugin, Value, json};
+use omni_plugin_sdk::{ConditionStatus, EventType, Host, HostError, LogLevel, Plugin, Value, json};
 
 use super::*;
 
@@ -138,107 +136,9 @@ pub fn logged(host: &MockHost, level: LogLevel, message: &str) -> bool {
     host.outputs().logs.iter().any(|(l, m)| *l == level && m == message)
 }
 
-/// A host around [`MockHost`] that records the export requests and owner-checked deletions, and can make the
-/// target look absent (the race of §10.7: the Secret appears between the look and the write) or the probe answer
-/// regardless of what the Secret holds.
-pub struct Spy {
-    pub inner: MockHost,
-    pub requests: RefCell<Vec<KubeconfigExport>>,
-    pub deletions: RefCell<Vec<(Option<String>, String)>>,
-    pub probes: RefCell<u32>,
-    pub hide_secrets: bool,
-    pub probe: Option<Result<String, HostError>>,
-}
-
-impl Spy {
-    pub fn new(inner: MockHost) -> Self {
-        Spy { inner, requests: RefCell::default(), deletions: RefCell::default(), probes: RefCell::default(), hide_secrets: false, probe: None }
-    }
-
-    pub fn request(&self) -> KubeconfigExport {
-        self.requests.borrow().first().cloned().expect("an export was requested")
-    }
-}
-
-impl Host for Spy {
-    fn object(&self) -> Value {
-        self.inner.object()
-    }
-    fn remaining_ms(&self) -> u64 {
-        self.inner.remaining_ms()
-    }
-    fn set_status(&self, fields: Value) {
-        self.inner.set_status(fields)
-    }
-    fn set_condition(&self, condition: Condition) {
-        self.inner.set_condition(condition)
-    }
-    fn requeue_after(&self, ms: u64) {
-        self.inner.requeue_after(ms)
-    }
-    fn event(&self, kind: EventType, reason: &str, message: &str) {
-        self.inner.event(kind, reason, message)
-    }
-    fn log(&self, level: LogLevel, message: &str, fields: &[(&str, &str)]) {
-        self.inner.log(level, message, fields)
-    }
-    fn now(&self) -> String {
-        self.inner.now()
-    }
-    fn kube_get(&self, target: &ObjectRef) -> Result<Option<Value>, HostError> {
-        self.inner.kube_get(target)
-    }
-    fn kube_list(&self, query: &ListQuery) -> Result<Vec<Value>, HostError> {
-        self.inner.kube_list(query)
-    }
-    fn omni_ping(&self, connection: &str) -> Result<String, HostError> {
-        self.inner.omni_ping(connection)
-    }
-    fn omni_get(&self, connection: &str, key: &ResourceKey) -> Result<Option<OmniResource>, HostError> {
-        self.inner.omni_get(connection, key)
-    }
-    fn omni_list(&self, connection: &str, namespace: &str, type_: &str, labels: &[LabelTerm]) -> Result<Vec<OmniResource>, HostError> {
-        self.inner.omni_list(connection, namespace, type_, labels)
-    }
-    fn omni_create(&self, connection: &str, resource: &OmniResource) -> Result<OmniResource, HostError> {
-        self.inner.omni_create(connection, resource)
-    }
-    fn omni_update(&self, connection: &str, resource: &OmniResource) -> Result<OmniResource, HostError> {
-        self.inner.omni_update(connection, resource)
-    }
-    fn omni_teardown(&self, connection: &str, key: &ResourceKey) -> Result<bool, HostError> {
-        self.inner.omni_teardown(connection, key)
-    }
-    fn omni_destroy(&self, connection: &str, key: &ResourceKey) -> Result<(), HostError> {
-        self.inner.omni_destroy(connection, key)
-    }
-    fn omni_cluster_status(&self, connection: &str, cluster: &str) -> Result<Option<ClusterHealth>, HostError> {
-        self.inner.omni_cluster_status(connection, cluster)
-    }
-    fn secret_info(&self, namespace: Option<&str>, name: &str) -> Result<Option<SecretInfo>, HostError> {
-        if self.hide_secrets {
-            return Ok(None);
-        }
-        self.inner.secret_info(namespace, name)
-    }
-    fn secret_digest(&self, key: &SecretKeyRef) -> Result<Option<String>, HostError> {
-        self.inner.secret_digest(key)
-    }
-    fn secret_delete_owned(&self, namespace: Option<&str>, name: &str, owner: &OwnerLabel) -> Result<Removal, HostError> {
-        self.deletions.borrow_mut().push((namespace.map(String::from), name.to_string()));
-        self.inner.secret_delete_owned(namespace, name, owner)
-    }
-    fn omni_export_kubeconfig(&self, connection: &str, request: &KubeconfigExport) -> Result<String, HostError> {
-        self.requests.borrow_mut().push(request.clone());
-        self.inner.omni_export_kubeconfig(connection, request)
-    }
-    fn workload_probe(&self, kubeconfig: &SecretKeyRef) -> Result<String, HostError> {
-        *self.probes.borrow_mut() += 1;
-        match &self.probe {
-            Some(answer) => answer.clone(),
-            None => self.inner.workload_probe(kubeconfig),
-        }
-    }
+/// The first export the plugin asked the host for.
+pub fn request(host: &MockHost) -> KubeconfigExport {
+    host.requests().exports.first().cloned().expect("an export was requested")
 }
 
 #[test]

@@ -133,11 +133,10 @@ fn an_empty_kubeconfig_rotates_even_when_the_cluster_would_answer() {
     seeded.data.insert("kubeconfig".into(), Vec::new());
     let empty = sha256_hex(b"");
     let seeded = seeded.with_annotation(HASH_ANNOTATION, &empty);
-    let mut spy = Spy::new(with_target(spec(), seeded, LATER));
-    spy.probe = Some(Ok("v1.34.1".into()));
+    let spy = with_target(spec(), seeded, LATER).with_workload_probe(Ok("v1.34.1".into()));
     reconcile(&spy);
-    assert_eq!(spy.inner.exports(), 1, "the digest of nothing is no kubeconfig");
-    assert_eq!(*spy.probes.borrow(), 0, "decided before probing");
+    assert_eq!(spy.exports(), 1, "the digest of nothing is no kubeconfig");
+    assert_eq!(spy.requests().probes.len(), 0, "decided before probing");
 }
 
 #[test]

@@ -13,7 +13,7 @@ fn deleting(policy: &str) -> Value {
 
 fn finalized(host: MockHost) -> (Recording, bool) {
     let rec = recording(host);
-    let done = OmniSecretSyncPlugin::finalize(&rec).expect("finalize returns Ok");
+    let done = OmniSecretSyncPlugin::finalize(&rec.inner).expect("finalize returns Ok");
     (rec, done)
 }
 
@@ -32,7 +32,7 @@ fn delete_removes_the_owned_spec_target_with_the_spec_kubeconfig() {
     let (rec, done) = finalized(host(deleting("Delete")).with_workload_secret(TARGET_NS, TARGET, owned(&[("a", "b")])));
     assert!(done);
     assert!(rec.workload_secret(TARGET_NS, TARGET).is_none());
-    let deletes = rec.deletes.borrow().clone();
+    let deletes = rec.inner.requests().workload_deletions;
     assert_eq!(deletes.len(), 1);
     assert_eq!(deletes[0].0, SecretKeyRef::local(KUBECONFIG, "kubeconfig"));
     assert_eq!((deletes[0].1.as_str(), deletes[0].2.as_str()), (TARGET_NS, TARGET));

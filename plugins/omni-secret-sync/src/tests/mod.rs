@@ -6,14 +6,12 @@ mod admission;
 mod deletion;
 mod reconcile;
 
-use std::cell::RefCell;
 use std::ops::Deref;
 
 use omni_plugin_sdk::mock::{FakeSecret, MockHost};
-use omni_plugin_sdk::omni::{ClusterHealth, LabelTerm, OmniResource, ResourceKey};
-use omni_plugin_sdk::secrets::{Copied, OwnerLabel, Removal, SecretCopy, SecretInfo, SecretKeyRef};
+use omni_plugin_sdk::secrets::{OwnerLabel, SecretCopy, SecretKeyRef};
 use omni_plugin_sdk::serde_json::Map;
-use omni_plugin_sdk::{Condition, ConditionStatus, EventType, Host, HostError, ListQuery, LogLevel, ObjectRef, Value, json};
+use omni_plugin_sdk::{ConditionStatus, EventType, HostError, Value, json};
 
 use super::*;
 
@@ -87,16 +85,14 @@ fn host(object: Value) -> MockHost {
         .with_secret(None, KUBECONFIG, kubeconfig())
 }
 
-/// MockHost recording what the plugin asks of the workload cluster, so the requests themselves (metadata, the
-/// kubeconfig reference) can be asserted, not only their effect.
+/// MockHost with the assertions these tests share; the mock itself records what the plugin asks of the workload
+/// cluster (`MockHost::requests`), so the requests themselves can be asserted, not only their effect.
 struct Recording {
     inner: MockHost,
-    copies: RefCell<Vec<(SecretKeyRef, SecretCopy)>>,
-    deletes: RefCell<Vec<(SecretKeyRef, String, String, OwnerLabel)>>,
 }
 
 fn recording(inner: MockHost) -> Recording {
-    Recording { inner, copies: RefCell::default(), deletes: RefCell::default() }
+    Recording { inner }
 }
 
 impl Deref for Recording {
@@ -108,12 +104,12 @@ impl Deref for Recording {
 
 impl Recording {
     fn copies(&self) -> Vec<(SecretKeyRef, SecretCopy)> {
-        self.copies.borrow().clone()
+        self.inner.requests().copies
     }
 
     /// `(namespace, name)` of every delete asked for.
     fn deleted(&self) -> Vec<(String, String)> {
-        self.deletes.borrow().iter().map(|(_, ns, n, _)| (ns.clone(), n.clone())).collect()
+        self.inner.requests().workload_deletions.into_iter().map(|(_, ns, n, _)| (ns, n)).collect()
     }
 
     fn status(&self) -> Map<String, Value> {
@@ -134,80 +130,9 @@ impl Recording {
     }
 }
 
-impl Host for Recording {
-    fn object(&self) -> Value {
-        self.inner.object()
-    }
-    fn remaining_ms(&self) -> u64 {
-        self.inner.remaining_ms()
-    }
-    fn set_status(&self, fields: Value) {
-        self.inner.set_status(fields)
-    }
-    fn set_condition(&self, condition: Condition) {
-        self.inner.set_condition(condition)
-    }
-    fn requeue_after(&self, ms: u64) {
-        self.inner.requeue_after(ms)
-    }
-    fn event(&self, kind: EventType, reason: &str, message: &str) {
-        self.inner.event(kind, reason, message)
-    }
-    fn log(&self, level: LogLevel, message: &str, fields: &[(&str, &str)]) {
-        self.inner.log(level, message, fields)
-    }
-    fn now(&self) -> String {
-        self.inner.now()
-    }
-    fn kube_get(&self, target: &ObjectRef) -> Result<Option<Value>, HostError> {
-        self.inner.kube_get(target)
-    }
-    fn kube_list(&self, query: &ListQuery) -> Result<Vec<Value>, HostError> {
-        self.inner.kube_list(query)
-    }
-    fn omni_ping(&self, connection: &str) -> Result<String, HostError> {
-        self.inner.omni_ping(connection)
-    }
-    fn omni_get(&self, connection: &str, key: &ResourceKey) -> Result<Option<OmniResource>, HostError> {
-        self.inner.omni_get(connection, key)
-    }
-    fn omni_list(&self, connection: &str, namespace: &str, type_: &str, labels: &[LabelTerm]) -> Result<Vec<OmniResource>, HostError> {
-        self.inner.omni_list(connection, namespace, type_, labels)
-    }
-    fn omni_create(&self, connection: &str, resource: &OmniResource) -> Result<OmniResource, HostError> {
-        self.inner.omni_create(connection, resource)
-    }
-    fn omni_update(&self, connection: &str, resource: &OmniResource) -> Result<OmniResource, HostError> {
-        self.inner.omni_update(connection, resource)
-    }
-    fn omni_teardown(&self, connection: &str, key: &ResourceKey) -> Result<bool, HostError> {
-        self.inner.omni_teardown(connection, key)
-    }
-    fn omni_destroy(&self, connection: &str, key: &ResourceKey) -> Result<(), HostError> {
-        self.inner.omni_destroy(connection, key)
-    }
-    fn omni_cluster_status(&self, connection: &str, cluster: &str) -> Result<Option<ClusterHealth>, HostError> {
-        self.inner.omni_cluster_status(connection, cluster)
-    }
-    fn secret_info(&self, namespace: Option<&str>, name: &str) -> Result<Option<SecretInfo>, HostError> {
-        self.inner.secret_info(namespace, name)
-    }
-    fn secret_digest(&self, key: &SecretKeyRef) -> Result<Option<String>, HostError> {
-        self.inner.secret_digest(key)
-    }
-    fn workload_copy_secret(&self, kubeconfig: &SecretKeyRef, request: &SecretCopy) -> Result<Copied, HostError> {
-        self.copies.borrow_mut().push((kubeconfig.clone(), request.clone()));
-        self.inner.workload_copy_secret(kubeconfig, request)
-    }
-    fn workload_delete_secret(&self, kubeconfig: &SecretKeyRef, namespace: &str, name: &str, owner: &OwnerLabel) -> Result<Removal, HostError> {
-        self.deletes.borrow_mut().push((kubeconfig.clone(), namespace.into(), name.into(), owner.clone()));
-        self.inner.workload_delete_secret(kubeconfig, namespace, name, owner)
-    }
-}
-
 fn reconciled(host: MockHost) -> Recording {
     let rec = recording(host);
-    OmniSecretSyncPlugin::reconcile(&rec).expect("reconcile returns Ok");
+    OmniSecretSyncPlugin::reconcile(&rec.inner).expect("reconcile returns Ok");
     rec
 }
 

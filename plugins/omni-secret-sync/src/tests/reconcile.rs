@@ -124,9 +124,9 @@ fn a_kubeconfig_secret_without_the_key_or_with_an_empty_value_is_reported() {
 #[test]
 fn a_failing_read_is_returned_for_the_hosts_backoff_not_reported() {
     let rec = recording(host(sync()).deny("kube-read"));
-    assert!(matches!(OmniSecretSyncPlugin::reconcile(&rec), Err(ReconcileError::Permanent(m)) if m.contains("kube-read")));
+    assert!(matches!(OmniSecretSyncPlugin::reconcile(&rec.inner), Err(ReconcileError::Permanent(m)) if m.contains("kube-read")));
     let rec = recording(host(sync()).deny("secrets"));
-    assert!(matches!(OmniSecretSyncPlugin::reconcile(&rec), Err(ReconcileError::Permanent(m)) if m.contains("secrets")));
+    assert!(matches!(OmniSecretSyncPlugin::reconcile(&rec.inner), Err(ReconcileError::Permanent(m)) if m.contains("secrets")));
     assert!(rec.copies().is_empty());
 }
 
@@ -347,8 +347,8 @@ fn renamed(policy: &str) -> Value {
 fn with_delete_policy_the_previous_target_is_deleted_before_the_new_one_is_written() {
     let rec = reconciled(host(renamed("Delete")).with_workload_secret(TARGET_NS, "old", owned(&[("a", "b")])));
     assert_eq!(rec.deleted(), [(TARGET_NS.to_string(), "old".to_string())]);
-    assert_eq!(rec.deletes.borrow()[0].0, SecretKeyRef::local(KUBECONFIG, "kubeconfig"));
-    assert_eq!(rec.deletes.borrow()[0].3, OwnerLabel::new("omni.texashpc.com/secret-sync-uid", UID));
+    assert_eq!(rec.inner.requests().workload_deletions[0].0, SecretKeyRef::local(KUBECONFIG, "kubeconfig"));
+    assert_eq!(rec.inner.requests().workload_deletions[0].3, OwnerLabel::new("omni.texashpc.com/secret-sync-uid", UID));
     assert!(rec.workload_secret(TARGET_NS, "old").is_none());
     assert!(rec.workload_secret(TARGET_NS, TARGET).is_some());
     assert_eq!((rec.status()["targetSecretRef"].clone(), rec.status()["targetNamespace"].clone()), (json!(TARGET), json!(TARGET_NS)));
