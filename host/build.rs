@@ -18,24 +18,58 @@ const PLUGINS: &[(&str, &str)] = &[
 ];
 
 fn main() {
-    let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into()));
-    let root = manifest_dir.parent().map(Path::to_path_buf).unwrap_or_else(|| manifest_dir.clone());
-    for watched in ["plugins/sdk", "plugins/children", "plugins/omni-controlplane", "plugins/omni-workers", "plugins/omni-machine", "plugins/omni-connection", "plugins/omni-cluster", "plugins/omni-kubeconfig-export", "plugins/omni-secret-sync", "plugins/omni-template", "plugins/api", "host/omni-wire/proto", "wit"] {
+    let manifest_dir =
+        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into()));
+    let root = manifest_dir
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| manifest_dir.clone());
+    for watched in [
+        "plugins/sdk",
+        "plugins/children",
+        "plugins/omni-controlplane",
+        "plugins/omni-workers",
+        "plugins/omni-machine",
+        "plugins/omni-connection",
+        "plugins/omni-cluster",
+        "plugins/omni-kubeconfig-export",
+        "plugins/omni-secret-sync",
+        "plugins/omni-template",
+        "plugins/api",
+        "host/omni-wire/proto",
+        "wit",
+    ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_else(|_| "target".into()));
     let target_dir = out.join("plugins-target");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "--release", "--locked", "--quiet", "--target", "wasm32-wasip2", "--manifest-path"])
-        .arg(root.join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(&target_dir);
+    cmd.args([
+        "build",
+        "--release",
+        "--locked",
+        "--quiet",
+        "--target",
+        "wasm32-wasip2",
+        "--manifest-path",
+    ])
+    .arg(root.join("Cargo.toml"))
+    .arg("--target-dir")
+    .arg(&target_dir);
     for (package, _) in PLUGINS {
         cmd.args(["-p", package]);
     }
     // The outer build's flags are for the host target, not for the guests.
-    for var in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "CARGO_TARGET_DIR", "CARGO_MAKEFLAGS", "MAKEFLAGS", "MFLAGS"] {
+    for var in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "CARGO_TARGET_DIR",
+        "CARGO_MAKEFLAGS",
+        "MAKEFLAGS",
+        "MFLAGS",
+    ] {
         cmd.env_remove(var);
     }
     let status = match cmd.status() {
@@ -49,7 +83,9 @@ fn main() {
         );
     }
     for (_, file) in PLUGINS {
-        let built = target_dir.join("wasm32-wasip2/release").join(format!("{file}.wasm"));
+        let built = target_dir
+            .join("wasm32-wasip2/release")
+            .join(format!("{file}.wasm"));
         let dest = out.join(format!("{file}.wasm"));
         if let Err(e) = std::fs::copy(&built, &dest) {
             panic!("copying {} to {}: {e}", built.display(), dest.display());

@@ -43,7 +43,9 @@ use omni_operator::capabilities::Grants;
 use omni_operator::controllers::{self, Settings};
 use omni_operator::defaults;
 use omni_operator::omni::OmniConnections;
-use omni_operator::runtime::{LoadedPlugin, PluginError, PluginRegistry, PluginSpec, Runtime, RuntimeConfig};
+use omni_operator::runtime::{
+    LoadedPlugin, PluginError, PluginRegistry, PluginSpec, Runtime, RuntimeConfig,
+};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
@@ -72,13 +74,18 @@ fn main() -> Result<()> {
 
 /// The value after `flag`, if given.
 fn value(args: &[String], flag: &str) -> Option<String> {
-    args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).cloned()
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
 }
 
 fn number<T: std::str::FromStr>(args: &[String], flag: &str, default: T) -> Result<T> {
     match value(args, flag) {
         None => Ok(default),
-        Some(v) => v.parse().map_err(|_| anyhow::anyhow!("{flag} {v:?}: not a number")),
+        Some(v) => v
+            .parse()
+            .map_err(|_| anyhow::anyhow!("{flag} {v:?}: not a number")),
     }
 }
 
@@ -125,8 +132,16 @@ struct Criterion {
 impl Criterion {
     fn parse(s: &str) -> Result<Criterion> {
         match s {
-            "synced" => Ok(Criterion { kind: "OmniCluster", condition: "Synced", per_cluster: 1 }),
-            "accepted" => Ok(Criterion { kind: "OmniMachine", condition: "Accepted", per_cluster: 2 }),
+            "synced" => Ok(Criterion {
+                kind: "OmniCluster",
+                condition: "Synced",
+                per_cluster: 1,
+            }),
+            "accepted" => Ok(Criterion {
+                kind: "OmniMachine",
+                condition: "Accepted",
+                per_cluster: 2,
+            }),
             other => bail!("--until {other:?}: expected synced or accepted"),
         }
     }
@@ -134,7 +149,10 @@ impl Criterion {
     fn met(&self, object: &DynamicObject) -> bool {
         object.data["status"]["conditions"]
             .as_array()
-            .is_some_and(|cs| cs.iter().any(|c| c["type"] == self.condition && c["status"] == "True"))
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c["type"] == self.condition && c["status"] == "True")
+            })
     }
 }
 
@@ -157,7 +175,15 @@ struct Figures {
 }
 
 fn driver(args: &[String]) -> Result<()> {
-    let clusters: usize = number(args, "--clusters", if args.iter().any(|a| a == "--quick") { 100 } else { 1000 })?;
+    let clusters: usize = number(
+        args,
+        "--clusters",
+        if args.iter().any(|a| a == "--quick") {
+            100
+        } else {
+            1000
+        },
+    )?;
     let concurrency: u16 = number(args, "--concurrency", Settings::default().concurrency)?;
     let runs: usize = number(args, "--runs", 1)?;
     let timeout = Duration::from_secs(number(args, "--timeout", 300)?);
@@ -166,8 +192,12 @@ fn driver(args: &[String]) -> Result<()> {
         Some(mode) => vec![Mode::parse(&mode)?],
         None => vec![Mode::Wasm, Mode::Native],
     };
-    std::fs::create_dir_all(work_dir()).with_context(|| format!("creating {}", work_dir().display()))?;
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("tokio")?;
+    std::fs::create_dir_all(work_dir())
+        .with_context(|| format!("creating {}", work_dir().display()))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("tokio")?;
     runtime.block_on(async {
         println!(
             "clusters: {clusters} OmniClusters with a control plane, workers and 2 machines each ({} objects) and one \
@@ -246,7 +276,10 @@ fn print_figures(f: &Figures, target: usize) {
 /// Compiles the components into the on-disk cache the host loads them from, so the host's peak memory is a
 /// running operator's, not Cranelift's (DESIGN.md §5: precompiled artifacts survive restarts).
 async fn warm_plugin_cache() -> Result<()> {
-    let runtime = Runtime::new(RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() })?;
+    let runtime = Runtime::new(RuntimeConfig {
+        cache_dir: Some(cache_dir()),
+        ..RuntimeConfig::default()
+    })?;
     for p in defaults::PLUGINS {
         runtime
             .load(PluginSpec::new(p.name, p.wasm.to_vec()).grants(p.grants()?))
@@ -256,16 +289,33 @@ async fn warm_plugin_cache() -> Result<()> {
     Ok(())
 }
 
-async fn run(mode: Mode, clusters: usize, concurrency: u16, criterion: Criterion, timeout: Duration) -> Result<Figures> {
+async fn run(
+    mode: Mode,
+    clusters: usize,
+    concurrency: u16,
+    criterion: Criterion,
+    timeout: Duration,
+) -> Result<Figures> {
     let kubeconfig = work_dir().join(format!("kube-sim-{}.kubeconfig", mode.name()));
-    let mut kube_sim = Role::start("kube-sim", mode, &["--kubeconfig".into(), kubeconfig.display().to_string()]).await?;
+    let mut kube_sim = Role::start(
+        "kube-sim",
+        mode,
+        &["--kubeconfig".into(), kubeconfig.display().to_string()],
+    )
+    .await?;
     kube_sim.ready().await?;
     let mut omni_sim = Role::start("omni-sim", mode, &[]).await?;
     let omni = omni_sim.ready().await?;
-    let [endpoint, key] = omni.as_slice() else { bail!("omni-sim said {omni:?}, expected an endpoint and a key") };
+    let [endpoint, key] = omni.as_slice() else {
+        bail!("omni-sim said {omni:?}, expected an endpoint and a key")
+    };
 
     let client = client(&kubeconfig).await?;
-    create(&client, &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})).await?;
+    create(
+        &client,
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
+    )
+    .await?;
 
     let mut host = Role::start(
         "host",
@@ -280,13 +330,23 @@ async fn run(mode: Mode, clusters: usize, concurrency: u16, criterion: Criterion
         ],
     )
     .await?;
-    let ready: Vec<u64> = host.ready().await?.iter().filter_map(|n| n.parse().ok()).collect();
-    let [idle_rss_kib, start_cpu_ms] = ready[..] else { bail!("the host said ready {ready:?}, expected its RSS and CPU time") };
+    let ready: Vec<u64> = host
+        .ready()
+        .await?
+        .iter()
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let [idle_rss_kib, start_cpu_ms] = ready[..] else {
+        bail!("the host said ready {ready:?}, expected its RSS and CPU time")
+    };
     // The controllers' watches start right after; objects created before they list are found by that list anyway.
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     let target = clusters * criterion.per_cluster;
-    let mut watch = Box::pin(watcher(api(&client, criterion.kind)?, watcher::Config::default()));
+    let mut watch = Box::pin(watcher(
+        api(&client, criterion.kind)?,
+        watcher::Config::default(),
+    ));
     // Listed before the first create, so every later change is an event.
     while let Some(event) = watch.try_next().await.context("watching")? {
         if matches!(event, watcher::Event::InitDone) {
@@ -362,22 +422,38 @@ struct Report {
 impl Report {
     fn of(words: &[String]) -> Report {
         let field = |name: &str| -> u64 {
-            words.iter().find_map(|kv| kv.strip_prefix(name)?.strip_prefix('=')?.parse().ok()).unwrap_or(0)
+            words
+                .iter()
+                .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
+                .unwrap_or(0)
         };
-        Report { calls: field("calls"), failures: field("failures"), hwm_kib: field("hwm_kib"), cpu_ms: field("cpu_ms") }
+        Report {
+            calls: field("calls"),
+            failures: field("failures"),
+            hwm_kib: field("hwm_kib"),
+            cpu_ms: field("cpu_ms"),
+        }
     }
 }
 
 async fn client(kubeconfig: &Path) -> Result<kube::Client> {
-    let kc = kube::config::Kubeconfig::read_from(kubeconfig).with_context(|| format!("reading {}", kubeconfig.display()))?;
-    let config = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await?;
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig)
+        .with_context(|| format!("reading {}", kubeconfig.display()))?;
+    let config =
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await?;
     kube::Client::try_from(config).context("building a kube client")
 }
 
 /// The API of a kind this bench creates (in the bench namespace, for namespaced kinds).
 fn api(client: &kube::Client, kind: &str) -> Result<Api<DynamicObject>> {
     let (group, version, plural) = match kind {
-        "Namespace" => return Ok(Api::all_with(client.clone(), &ApiResource::erase::<k8s_openapi::api::core::v1::Namespace>(&()))),
+        "Namespace" => {
+            return Ok(Api::all_with(
+                client.clone(),
+                &ApiResource::erase::<k8s_openapi::api::core::v1::Namespace>(&()),
+            ));
+        }
         "Secret" => ("", "v1", "secrets"),
         "OmniConnection" => (GROUP, VERSION, "omniconnections"),
         "OmniCluster" => (GROUP, VERSION, "omniclusters"),
@@ -386,7 +462,8 @@ fn api(client: &kube::Client, kind: &str) -> Result<Api<DynamicObject>> {
         "OmniMachine" => (GROUP, VERSION, "omnimachines"),
         other => bail!("this bench does not create {other}"),
     };
-    let resource = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+    let resource =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
     Ok(Api::namespaced_with(client.clone(), NAMESPACE, &resource))
 }
 
@@ -396,7 +473,12 @@ async fn create(client: &kube::Client, object: &Value) -> Result<()> {
     let typed: DynamicObject = serde_json::from_value(object.clone()).context("an object")?;
     api.create(&PostParams::default(), &typed)
         .await
-        .with_context(|| format!("creating {kind} {}", object["metadata"]["name"].as_str().unwrap_or_default()))?;
+        .with_context(|| {
+            format!(
+                "creating {kind} {}",
+                object["metadata"]["name"].as_str().unwrap_or_default()
+            )
+        })?;
     Ok(())
 }
 
@@ -431,7 +513,10 @@ fn objects(clusters: usize, endpoint: &str, key: &str) -> Vec<Value> {
             "machines": [worker_machine],
             "updateStrategy": rolling,
             "upgradeStrategy": rolling}}));
-        for (suffix, machine) in [("control-plane-0", &control_plane_machine), ("worker-0", &worker_machine)] {
+        for (suffix, machine) in [
+            ("control-plane-0", &control_plane_machine),
+            ("worker-0", &worker_machine),
+        ] {
             out.push(json!({"apiVersion": API, "kind": "OmniMachine", "metadata": meta(&format!("{cluster}-{suffix}")), "spec": {
                 "clusterRef": {"name": cluster},
                 "machineID": machine,
@@ -455,7 +540,8 @@ impl Role {
     async fn start(role: &str, mode: Mode, args: &[String]) -> Result<Role> {
         let name = format!("{role} ({})", mode.name());
         let log = work_dir().join(format!("{role}-{}.log", mode.name()));
-        let stderr = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let stderr =
+            std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         let exe = std::env::current_exe().context("finding this bench's executable")?;
         let mut child = tokio::process::Command::new(exe)
             .args(["--role", role])
@@ -468,7 +554,13 @@ impl Role {
             .with_context(|| format!("starting {name}"))?;
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().context("the child's stdout")?).lines();
-        Ok(Role { name, child, stdin, stdout, log })
+        Ok(Role {
+            name,
+            child,
+            stdin,
+            stdout,
+            log,
+        })
     }
 
     /// The words after `ready`.
@@ -478,7 +570,10 @@ impl Role {
 
     async fn ask(&mut self, question: &str) -> Result<Vec<String>> {
         let stdin = self.stdin.as_mut().context("stdin is closed")?;
-        stdin.write_all(format!("{question}\n").as_bytes()).await.with_context(|| format!("asking {}", self.name))?;
+        stdin
+            .write_all(format!("{question}\n").as_bytes())
+            .await
+            .with_context(|| format!("asking {}", self.name))?;
         stdin.flush().await?;
         self.expect(question, Duration::from_secs(10)).await
     }
@@ -498,7 +593,10 @@ impl Role {
 
     async fn stop(&mut self) {
         drop(self.stdin.take());
-        if tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(5), self.child.wait())
+            .await
+            .is_err()
+        {
             let _ = self.child.kill().await;
         }
     }
@@ -510,29 +608,41 @@ impl Role {
 /// Runs a role on a multi-threaded runtime (as `omni-operator` runs) until its stdin closes.
 fn serve(role: impl Future<Output = Result<()>>) -> Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("tokio")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("tokio")?;
     runtime.block_on(role)
 }
 
 /// Says `ready` with `words`, then answers the driver's lines with `answer` until stdin closes.
 async fn ready_then_answer(words: &[String], mut answer: impl FnMut(&str) -> String) -> Result<()> {
     let mut out = tokio::io::stdout();
-    out.write_all(format!("ready {}\n", words.join(" ")).as_bytes()).await?;
+    out.write_all(format!("ready {}\n", words.join(" ")).as_bytes())
+        .await?;
     out.flush().await?;
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     while let Some(line) = lines.next_line().await? {
-        out.write_all(format!("{}\n", answer(line.trim())).as_bytes()).await?;
+        out.write_all(format!("{}\n", answer(line.trim())).as_bytes())
+            .await?;
         out.flush().await?;
     }
     Ok(())
 }
 
 async fn kube_sim_role(args: &[String]) -> Result<()> {
-    let kubeconfig = PathBuf::from(value(args, "--kubeconfig").context("--kubeconfig is required")?);
-    let sim = kube_sim::KubeSim::builder().listen(([127, 0, 0, 1], 0).into()).start().await.context("starting kube-sim")?;
+    let kubeconfig =
+        PathBuf::from(value(args, "--kubeconfig").context("--kubeconfig is required")?);
+    let sim = kube_sim::KubeSim::builder()
+        .listen(([127, 0, 0, 1], 0).into())
+        .start()
+        .await
+        .context("starting kube-sim")?;
     for crd in omni_api::crds::all() {
         sim.apply(&crd).await.context("installing the CRDs")?;
     }
@@ -541,7 +651,11 @@ async fn kube_sim_role(args: &[String]) -> Result<()> {
 }
 
 async fn omni_sim_role() -> Result<()> {
-    let sim = omni_sim::OmniSim::builder().listen(([127, 0, 0, 1], 0).into()).start().await.context("starting omni-sim")?;
+    let sim = omni_sim::OmniSim::builder()
+        .listen(([127, 0, 0, 1], 0).into())
+        .start()
+        .await
+        .context("starting omni-sim")?;
     let key = sim.mint_key("omni-operator", omni_sim::Role::Operator);
     ready_then_answer(&[sim.endpoint(), key], |line| format!("{line} unknown")).await
 }
@@ -550,53 +664,95 @@ async fn omni_sim_role() -> Result<()> {
 /// one set of controllers per plugin, as `Operator::run` starts them.
 async fn host_role(args: &[String]) -> Result<()> {
     let mode = Mode::parse(&value(args, "--plugins").context("--plugins is required")?)?;
-    let kubeconfig = PathBuf::from(value(args, "--kubeconfig").context("--kubeconfig is required")?);
+    let kubeconfig =
+        PathBuf::from(value(args, "--kubeconfig").context("--kubeconfig is required")?);
     let concurrency: u16 = number(args, "--concurrency", Settings::default().concurrency)?;
 
-    let runtime = Runtime::new(RuntimeConfig { cache_dir: Some(cache_dir()), ..RuntimeConfig::default() })?;
+    let runtime = Runtime::new(RuntimeConfig {
+        cache_dir: Some(cache_dir()),
+        ..RuntimeConfig::default()
+    })?;
     let registry = Arc::new(PluginRegistry::new());
     for p in defaults::PLUGINS {
         let grants = p.grants()?;
         let loaded = match mode {
-            Mode::Wasm => runtime.load(PluginSpec::new(p.name, p.wasm.to_vec()).grants(grants)).await,
+            Mode::Wasm => {
+                runtime
+                    .load(PluginSpec::new(p.name, p.wasm.to_vec()).grants(grants))
+                    .await
+            }
             Mode::Native => load_native(&runtime, p.name, grants).await?,
         };
         registry.install(loaded.with_context(|| format!("loading built-in plugin {:?}", p.name))?);
     }
 
     let client = client(&kubeconfig).await?;
-    let settings = Settings { concurrency, omni: Arc::new(OmniConnections::new(None)), ..Settings::default() };
+    let settings = Settings {
+        concurrency,
+        omni: Arc::new(OmniConnections::new(None)),
+        ..Settings::default()
+    };
     let stats = settings.stats.clone();
     for name in registry.names() {
         let (client, registry, settings) = (client.clone(), registry.clone(), settings.clone());
         tokio::spawn(async move {
-            if let Err(e) = controllers::run_plugin(client, registry, &name, settings, std::future::pending()).await {
+            if let Err(e) =
+                controllers::run_plugin(client, registry, &name, settings, std::future::pending())
+                    .await
+            {
                 eprintln!("the controllers of {name} stopped: {e:#}");
             }
         });
     }
 
-    ready_then_answer(&[proc_status_kib("VmRSS").to_string(), cpu_ms().to_string()], |line| match line {
-        "report" => format!(
-            "report calls={} failures={} hwm_kib={} cpu_ms={}",
-            stats.calls.load(Ordering::Relaxed),
-            stats.failures.load(Ordering::Relaxed),
-            proc_status_kib("VmHWM"),
-            cpu_ms(),
-        ),
-        other => format!("{other} unknown"),
-    })
+    ready_then_answer(
+        &[proc_status_kib("VmRSS").to_string(), cpu_ms().to_string()],
+        |line| match line {
+            "report" => format!(
+                "report calls={} failures={} hwm_kib={} cpu_ms={}",
+                stats.calls.load(Ordering::Relaxed),
+                stats.failures.load(Ordering::Relaxed),
+                proc_status_kib("VmHWM"),
+                cpu_ms(),
+            ),
+            other => format!("{other} unknown"),
+        },
+    )
     .await
 }
 
 /// The same built-in plugin, its logic compiled into this binary.
-async fn load_native(runtime: &Runtime, name: &str, grants: Grants) -> Result<Result<Arc<LoadedPlugin>, PluginError>> {
+async fn load_native(
+    runtime: &Runtime,
+    name: &str,
+    grants: Grants,
+) -> Result<Result<Arc<LoadedPlugin>, PluginError>> {
     Ok(match name {
-        "omni-connection" => runtime.load_native::<omni_connection::OmniConnectionPlugin>(name, grants, None).await,
-        "omni-cluster" => runtime.load_native::<omni_cluster::OmniClusterPlugin>(name, grants, None).await,
-        "omni-controlplane" => runtime.load_native::<omni_controlplane::ControlPlane>(name, grants, None).await,
-        "omni-workers" => runtime.load_native::<omni_workers::Workers>(name, grants, None).await,
-        "omni-machine" => runtime.load_native::<omni_machine::Machine>(name, grants, None).await,
+        "omni-connection" => {
+            runtime
+                .load_native::<omni_connection::OmniConnectionPlugin>(name, grants, None)
+                .await
+        }
+        "omni-cluster" => {
+            runtime
+                .load_native::<omni_cluster::OmniClusterPlugin>(name, grants, None)
+                .await
+        }
+        "omni-controlplane" => {
+            runtime
+                .load_native::<omni_controlplane::ControlPlane>(name, grants, None)
+                .await
+        }
+        "omni-workers" => {
+            runtime
+                .load_native::<omni_workers::Workers>(name, grants, None)
+                .await
+        }
+        "omni-machine" => {
+            runtime
+                .load_native::<omni_machine::Machine>(name, grants, None)
+                .await
+        }
         other => bail!("the built-in plugin {other:?} has no native build in this bench"),
     })
 }
@@ -606,7 +762,12 @@ async fn load_native(runtime: &Runtime, name: &str, grants: Grants) -> Result<Re
 fn cpu_ms() -> u64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let ticks: u64 = after_name.split_whitespace().skip(11).take(2).filter_map(|t| t.parse::<u64>().ok()).sum();
+    let ticks: u64 = after_name
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|t| t.parse::<u64>().ok())
+        .sum();
     ticks * 10
 }
 
@@ -615,7 +776,15 @@ fn proc_status_kib(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|status| {
-            status.lines().find_map(|line| line.strip_prefix(field)?.strip_prefix(':')?.trim().strip_suffix("kB")?.trim().parse().ok())
+            status.lines().find_map(|line| {
+                line.strip_prefix(field)?
+                    .strip_prefix(':')?
+                    .trim()
+                    .strip_suffix("kB")?
+                    .trim()
+                    .parse()
+                    .ok()
+            })
         })
         .unwrap_or(0)
 }

@@ -16,7 +16,11 @@ const API: &str = "omni.texashpc.com/v1alpha1";
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let n: usize = if quick { 200 } else { 1000 };
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio");
     rt.block_on(async move {
         let sim = kube_sim::KubeSim::start().await.expect("kube-sim");
         for crd in omni_api::crds::all() {

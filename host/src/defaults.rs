@@ -65,7 +65,14 @@ pub const PLUGINS: &[DefaultPlugin] = &[
         wasm: include_bytes!(concat!(env!("OUT_DIR"), "/omni_kubeconfig_export.wasm")),
         // Reads the cluster and its connection; reads the target Secret's metadata and digest; has Omni mint the
         // kubeconfig and writes it host to host; probes the workload cluster with the stored one.
-        capabilities: &["kube-read", "omni", "secrets", "secrets-write", "workload", "clock"],
+        capabilities: &[
+            "kube-read",
+            "omni",
+            "secrets",
+            "secrets-write",
+            "workload",
+            "clock",
+        ],
         timeout: None,
         // `targetSecretRef.namespace` may name any namespace, as with the Go operator (original-operator.md
         // §4.1); an admin who wants exports confined to their own namespace overrides this plugin's grants.
@@ -83,14 +90,20 @@ pub const PLUGINS: &[DefaultPlugin] = &[
 
 impl DefaultPlugin {
     pub fn grants(&self) -> Result<Grants, crate::capabilities::GrantError> {
-        self.namespaces.iter().try_fold(Grants::parse(self.capabilities.iter().copied())?, |g, ns| g.read_namespace(ns))
+        self.namespaces.iter().try_fold(
+            Grants::parse(self.capabilities.iter().copied())?,
+            |g, ns| g.read_namespace(ns),
+        )
     }
 
     /// What to load: the component, its grants and its limits.
     pub fn spec(&self) -> Result<PluginSpec, crate::capabilities::GrantError> {
         let mut spec = PluginSpec::new(self.name, self.wasm.to_vec()).grants(self.grants()?);
         if let Some(timeout) = self.timeout {
-            spec = spec.limits(CallLimits { timeout, ..CallLimits::default() });
+            spec = spec.limits(CallLimits {
+                timeout,
+                ..CallLimits::default()
+            });
         }
         Ok(spec)
     }

@@ -55,14 +55,30 @@ enum Progress {
 /// Runs until settled (with `exit_when_settled`), or until Ctrl-C. Ok(false) means it gave up at the timeout.
 pub async fn run(opts: DevOptions) -> Result<bool> {
     let started = Instant::now();
-    let sim = kube_sim::KubeSim::builder().listen(opts.listen).start().await.context("starting the Kubernetes simulator")?;
-    let kubeconfig = opts.kubeconfig_out.clone().unwrap_or_else(|| std::env::temp_dir().join("omni-operator-dev.kubeconfig"));
+    let sim = kube_sim::KubeSim::builder()
+        .listen(opts.listen)
+        .start()
+        .await
+        .context("starting the Kubernetes simulator")?;
+    let kubeconfig = opts
+        .kubeconfig_out
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join("omni-operator-dev.kubeconfig"));
     sim.write_kubeconfig(&kubeconfig, &sim.admin())?;
-    println!("Kubernetes simulator at {} (kubeconfig: {})", sim.url(), kubeconfig.display());
-    println!("  try: kubectl --kubeconfig {} get omni -A", kubeconfig.display());
+    println!(
+        "Kubernetes simulator at {} (kubeconfig: {})",
+        sim.url(),
+        kubeconfig.display()
+    );
+    println!(
+        "  try: kubectl --kubeconfig {} get omni -A",
+        kubeconfig.display()
+    );
 
     let workload = start_workload_cluster().await?;
-    let mut omni = omni_sim::OmniSim::builder().listen(opts.omni_listen).kubernetes_proxy_url(&workload.url());
+    let mut omni = omni_sim::OmniSim::builder()
+        .listen(opts.omni_listen)
+        .kubernetes_proxy_url(&workload.url());
     if let Some(dictionary) = &opts.omni_dictionary {
         omni = omni.zstd_dictionary(dictionary.clone());
     }
@@ -76,7 +92,11 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     // kubeconfigs Omni issues, while they are unexpired and their cluster still exists.
     let jwt = omni.jwt_verifier();
     workload.set_token_verifier(move |token: &str| {
-        jwt.verify(token).ok().map(|t| kube_sim::UserInfo { name: t.user, groups: t.groups, ..kube_sim::UserInfo::default() })
+        jwt.verify(token).ok().map(|t| kube_sim::UserInfo {
+            name: t.user,
+            groups: t.groups,
+            ..kube_sim::UserInfo::default()
+        })
     });
     println!(
         "Workload cluster (behind Omni's Kubernetes proxy) at {}: group {DEV_WORKLOAD_GROUP} may manage Secrets and create namespaces",
@@ -86,15 +106,32 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     for crd in omni_api::crds::all() {
         sim.apply(&crd).await.context("installing the CRDs")?;
     }
-    let cache_dir = opts.cache_dir.clone().or_else(|| Some(std::env::temp_dir().join("omni-operator-cache")));
-    let runtime = Runtime::new(RuntimeConfig { cache_dir, ..RuntimeConfig::default() })?;
+    let cache_dir = opts
+        .cache_dir
+        .clone()
+        .or_else(|| Some(std::env::temp_dir().join("omni-operator-cache")));
+    let runtime = Runtime::new(RuntimeConfig {
+        cache_dir,
+        ..RuntimeConfig::default()
+    })?;
     let operator = Operator::load(runtime, opts.sources.clone()).await?;
     let mut kinds: BTreeMap<(String, String), String> = BTreeMap::new();
     for p in operator.plugins() {
         for k in &p.info().kinds {
             kinds.insert((k.api_version(), k.kind.clone()), p.name().to_string());
         }
-        println!("plugin {} {} ({}) reconciles {}", p.name(), p.info().version, p.digest(), p.info().kinds.iter().map(|k| k.kind.as_str()).collect::<Vec<_>>().join(", "));
+        println!(
+            "plugin {} {} ({}) reconciles {}",
+            p.name(),
+            p.info().version,
+            p.digest(),
+            p.info()
+                .kinds
+                .iter()
+                .map(|k| k.kind.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
 
     let client = sim.client().await?;
@@ -127,7 +164,11 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
             Err(e) => bail!("applying {} from {}: {e:#}", id.3, file.display()),
         }
     }
-    println!("applied {} objects; started in {} ms", applied.len(), started.elapsed().as_millis());
+    println!(
+        "applied {} objects; started in {} ms",
+        applied.len(),
+        started.elapsed().as_millis()
+    );
 
     let mut shown: BTreeMap<String, Progress> = BTreeMap::new();
     let deadline = Instant::now() + opts.timeout;
@@ -148,7 +189,13 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
             report(&mut shown, kind, ns, name, p);
         }
         if all_ready {
-            println!("all {} reconciled objects are ready", shown.values().filter(|p| matches!(p, Progress::Ready(_))).count());
+            println!(
+                "all {} reconciled objects are ready",
+                shown
+                    .values()
+                    .filter(|p| matches!(p, Progress::Ready(_)))
+                    .count()
+            );
             break true;
         }
         if opts.exit_when_settled && Instant::now() > deadline {
@@ -164,7 +211,9 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     };
     if !opts.exit_when_settled {
         println!("running; Ctrl-C to stop");
-        tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+        tokio::signal::ctrl_c()
+            .await
+            .context("waiting for Ctrl-C")?;
     }
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(2), controllers).await;
@@ -196,7 +245,10 @@ async fn start_workload_cluster() -> Result<kube_sim::KubeSim> {
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": DEV_WORKLOAD_GROUP}]}),
     ];
     for obj in rbac {
-        workload.apply(&obj).await.context("granting the dev workload group")?;
+        workload
+            .apply(&obj)
+            .await
+            .context("granting the dev workload group")?;
     }
     Ok(workload)
 }
@@ -205,21 +257,32 @@ async fn start_workload_cluster() -> Result<kube_sim::KubeSim> {
 /// and every Secret a connection names gets the minted service-account key (added when the manifests do not
 /// bring that Secret). Without any OmniConnection, a namespace, Secret and connection are added so there is one
 /// to watch. Returns what it changed, for the user to read.
-fn point_at_simulator(objects: &mut Vec<(PathBuf, Value)>, endpoint: &str, key: &str) -> Vec<String> {
+fn point_at_simulator(
+    objects: &mut Vec<(PathBuf, Value)>,
+    endpoint: &str,
+    key: &str,
+) -> Vec<String> {
     let mut said = Vec::new();
     // (namespace, Secret name, key, index of the connection naming it)
     let mut secrets: Vec<(String, String, String, usize)> = Vec::new();
     for (index, (_, obj)) in objects.iter_mut().enumerate() {
-        if obj["kind"] != "OmniConnection" || !is_omni(obj["apiVersion"].as_str().unwrap_or_default()) {
+        if obj["kind"] != "OmniConnection"
+            || !is_omni(obj["apiVersion"].as_str().unwrap_or_default())
+        {
             continue;
         }
         let (_, _, ns, name) = identity(obj);
-        let before = obj["spec"]["endpoint"].as_str().unwrap_or_default().to_string();
+        let before = obj["spec"]["endpoint"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         obj["spec"]["endpoint"] = json!(endpoint);
         if let Some(spec) = obj["spec"].as_object_mut() {
             spec.remove("insecureSkipTLSVerify");
         }
-        said.push(format!("OmniConnection {ns}/{name}: endpoint {before} -> {endpoint} (the Omni simulator)"));
+        said.push(format!(
+            "OmniConnection {ns}/{name}: endpoint {before} -> {endpoint} (the Omni simulator)"
+        ));
         let secret_ref = &obj["spec"]["auth"]["serviceAccountSecretRef"];
         let secret = secret_ref["name"].as_str().unwrap_or_default().to_string();
         let secret_key = secret_ref["key"]
@@ -231,10 +294,18 @@ fn point_at_simulator(objects: &mut Vec<(PathBuf, Value)>, endpoint: &str, key: 
         secrets.push((ns, secret, secret_key, index));
     }
     if secrets.is_empty() {
-        objects.push((PathBuf::from("(omni-operator dev)"), json!({
-            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": DEV_NAMESPACE},
-        })));
-        secrets.push((DEV_NAMESPACE.into(), DEV_SECRET.into(), DEFAULT_SECRET_KEY.into(), objects.len()));
+        objects.push((
+            PathBuf::from("(omni-operator dev)"),
+            json!({
+                "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": DEV_NAMESPACE},
+            }),
+        ));
+        secrets.push((
+            DEV_NAMESPACE.into(),
+            DEV_SECRET.into(),
+            DEFAULT_SECRET_KEY.into(),
+            objects.len(),
+        ));
         objects.push((PathBuf::from("(omni-operator dev)"), json!({
             "apiVersion": "omni.texashpc.com/v1alpha1", "kind": "OmniConnection",
             "metadata": {"name": DEV_CONNECTION, "namespace": DEV_NAMESPACE},
@@ -246,7 +317,10 @@ fn point_at_simulator(objects: &mut Vec<(PathBuf, Value)>, endpoint: &str, key: 
     secrets.sort_by(|a, b| b.3.cmp(&a.3));
     for (ns, name, secret_key, connection_at) in secrets {
         let found = objects.iter_mut().find(|(_, o)| {
-            o["apiVersion"] == "v1" && o["kind"] == "Secret" && identity(o).2 == ns && identity(o).3 == name
+            o["apiVersion"] == "v1"
+                && o["kind"] == "Secret"
+                && identity(o).2 == ns
+                && identity(o).3 == name
         });
         match found {
             Some((_, secret)) => {
@@ -259,12 +333,20 @@ fn point_at_simulator(objects: &mut Vec<(PathBuf, Value)>, endpoint: &str, key: 
             }
             None => {
                 // Right before the connection, after its namespace, so its first check finds the Secret.
-                objects.insert(connection_at, (PathBuf::from("(omni-operator dev)"), json!({
-                    "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-                    "metadata": {"name": name, "namespace": ns},
-                    "stringData": {secret_key.clone(): key},
-                })));
-                said.push(format!("Secret {ns}/{name}: added with a service-account key minted by the simulator"));
+                objects.insert(
+                    connection_at,
+                    (
+                        PathBuf::from("(omni-operator dev)"),
+                        json!({
+                            "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                            "metadata": {"name": name, "namespace": ns},
+                            "stringData": {secret_key.clone(): key},
+                        }),
+                    ),
+                );
+                said.push(format!(
+                    "Secret {ns}/{name}: added with a service-account key minted by the simulator"
+                ));
             }
         }
     }
@@ -280,7 +362,10 @@ fn is_omni(api_version: &str) -> bool {
 fn progress(obj: &Value) -> Progress {
     let generation = obj["metadata"]["generation"].as_i64();
     let observed = obj["status"]["observedGeneration"].as_i64();
-    let conditions = obj["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    let conditions = obj["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let find = |t: &str| conditions.iter().find(|c| c["type"] == t).cloned();
     let Some(c) = find("Ready").or_else(|| find("Accepted")) else {
         return Progress::Waiting("not reconciled yet".into());
@@ -307,24 +392,41 @@ fn report(shown: &mut BTreeMap<String, Progress>, kind: &str, ns: &str, name: &s
     match &p {
         Progress::Ready(why) => println!("  ready    {who}  {why}"),
         Progress::Waiting(why) => println!("  waiting  {who}  {why}"),
-        Progress::Unmanaged => println!("  skipped  {who}  (no plugin reconciles {kind} in this version)"),
+        Progress::Unmanaged => {
+            println!("  skipped  {who}  (no plugin reconciles {kind} in this version)")
+        }
     }
     shown.insert(who, p);
 }
 
 fn identity(obj: &Value) -> (String, String, String, String) {
     let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
-    let ns = obj["metadata"]["namespace"].as_str().unwrap_or("default").to_string();
-    (s(&obj["apiVersion"]), s(&obj["kind"]), ns, s(&obj["metadata"]["name"]))
+    let ns = obj["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("default")
+        .to_string();
+    (
+        s(&obj["apiVersion"]),
+        s(&obj["kind"]),
+        ns,
+        s(&obj["metadata"]["name"]),
+    )
 }
 
 /// Every object in the YAML/JSON files of a directory (or one file), in file-name order.
 fn manifests(path: &Path) -> Result<Vec<(PathBuf, Value)>> {
     let mut files = Vec::new();
     if path.is_dir() {
-        for entry in std::fs::read_dir(path).with_context(|| format!("reading {}", path.display()))? {
-            let p = entry.with_context(|| format!("reading {}", path.display()))?.path();
-            if matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json")) {
+        for entry in
+            std::fs::read_dir(path).with_context(|| format!("reading {}", path.display()))?
+        {
+            let p = entry
+                .with_context(|| format!("reading {}", path.display()))?
+                .path();
+            if matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("yaml" | "yml" | "json")
+            ) {
                 files.push(p);
             }
         }
@@ -334,8 +436,11 @@ fn manifests(path: &Path) -> Result<Vec<(PathBuf, Value)>> {
     }
     let mut out = Vec::new();
     for f in files {
-        let text = std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
-        for obj in kube_sim::yaml_documents(&text).with_context(|| format!("parsing {}", f.display()))? {
+        let text =
+            std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
+        for obj in
+            kube_sim::yaml_documents(&text).with_context(|| format!("parsing {}", f.display()))?
+        {
             out.push((f.clone(), obj));
         }
     }
@@ -350,20 +455,32 @@ mod tests {
     fn connections_are_pointed_at_the_simulator_with_a_minted_key() {
         let file = PathBuf::from("x.yaml");
         let mut objects = vec![
-            (file.clone(), json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sa", "namespace": "t"}, "stringData": {"serviceAccountKey": "placeholder"}})),
-            (file.clone(), json!({"apiVersion": "omni.texashpc.com/v1alpha1", "kind": "OmniConnection", "metadata": {"name": "c", "namespace": "t"},
-                "spec": {"endpoint": "https://omni.example.com", "insecureSkipTLSVerify": true, "auth": {"serviceAccountSecretRef": {"name": "sa", "key": "serviceAccountKey"}}}})),
+            (
+                file.clone(),
+                json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sa", "namespace": "t"}, "stringData": {"serviceAccountKey": "placeholder"}}),
+            ),
+            (
+                file.clone(),
+                json!({"apiVersion": "omni.texashpc.com/v1alpha1", "kind": "OmniConnection", "metadata": {"name": "c", "namespace": "t"},
+                "spec": {"endpoint": "https://omni.example.com", "insecureSkipTLSVerify": true, "auth": {"serviceAccountSecretRef": {"name": "sa", "key": "serviceAccountKey"}}}}),
+            ),
         ];
         let said = point_at_simulator(&mut objects, "grpc://127.0.0.1:9", "KEY");
         assert_eq!(objects.len(), 2, "{said:?}");
         assert_eq!(objects[0].1["stringData"]["serviceAccountKey"], "KEY");
         assert_eq!(objects[1].1["spec"]["endpoint"], "grpc://127.0.0.1:9");
         assert!(objects[1].1["spec"].get("insecureSkipTLSVerify").is_none());
-        assert!(said[0].contains("https://omni.example.com -> grpc://127.0.0.1:9"), "{said:?}");
+        assert!(
+            said[0].contains("https://omni.example.com -> grpc://127.0.0.1:9"),
+            "{said:?}"
+        );
 
         let mut none = Vec::new();
         point_at_simulator(&mut none, "grpc://127.0.0.1:9", "KEY");
-        let kinds: Vec<&str> = none.iter().map(|(_, o)| o["kind"].as_str().unwrap()).collect();
+        let kinds: Vec<&str> = none
+            .iter()
+            .map(|(_, o)| o["kind"].as_str().unwrap())
+            .collect();
         assert_eq!(kinds, ["Namespace", "Secret", "OmniConnection"]);
     }
 
@@ -375,7 +492,14 @@ mod tests {
         assert!(matches!(progress(&stale), Progress::Waiting(_)));
         let failing = json!({"metadata": {"generation": 1}, "status": {"observedGeneration": 1, "conditions": [
             {"type": "Accepted", "status": "True"}, {"type": "Ready", "status": "False", "reason": "PluginTimeout", "message": "m"}]}});
-        assert_eq!(progress(&failing), Progress::Waiting("Ready=False PluginTimeout: m".into()), "Ready wins over Accepted");
-        assert!(matches!(progress(&json!({"metadata": {}})), Progress::Waiting(_)));
+        assert_eq!(
+            progress(&failing),
+            Progress::Waiting("Ready=False PluginTimeout: m".into()),
+            "Ready wins over Accepted"
+        );
+        assert!(matches!(
+            progress(&json!({"metadata": {}})),
+            Progress::Waiting(_)
+        ));
     }
 }

@@ -40,7 +40,12 @@ struct OmniArgs {
     omni_zstd_dictionary: Option<PathBuf>,
     /// A directory OmniClusters may name as `spec.templateRoot` for `file:` patches and manifests (repeatable, or
     /// comma-separated in the environment variable). Without one, every `file:` reference is refused.
-    #[arg(long = "template-root", env = "OMNI_TEMPLATE_ROOTS", value_delimiter = ',', global = true)]
+    #[arg(
+        long = "template-root",
+        env = "OMNI_TEMPLATE_ROOTS",
+        value_delimiter = ',',
+        global = true
+    )]
     template_roots: Vec<PathBuf>,
 }
 
@@ -50,7 +55,10 @@ impl OmniArgs {
     fn template_roots(&self) -> anyhow::Result<Vec<PathBuf>> {
         self.template_roots
             .iter()
-            .map(|p| std::path::absolute(p).map_err(|e| anyhow::anyhow!("--template-root {}: {e}", p.display())))
+            .map(|p| {
+                std::path::absolute(p)
+                    .map_err(|e| anyhow::anyhow!("--template-root {}: {e}", p.display()))
+            })
             .collect()
     }
 
@@ -58,7 +66,8 @@ impl OmniArgs {
         let Some(path) = &self.omni_zstd_dictionary else {
             return Ok(None);
         };
-        let bytes = std::fs::read(path).with_context(|| format!("--omni-zstd-dictionary: reading {}", path.display()))?;
+        let bytes = std::fs::read(path)
+            .with_context(|| format!("--omni-zstd-dictionary: reading {}", path.display()))?;
         let dictionary = omni_wire::compression::Dictionary::new(bytes)
             .with_context(|| format!("--omni-zstd-dictionary {}", path.display()))?;
         Ok(Some(dictionary))
@@ -82,9 +91,15 @@ impl SourceArgs {
             let Some((name, caps)) = g.split_once('=') else {
                 bail!("--grant {g:?}: expected NAME=CAP[,CAP...]");
             };
-            extra_grants.entry(name.to_string()).or_default().extend(caps.split(',').filter(|c| !c.is_empty()).map(String::from));
+            extra_grants
+                .entry(name.to_string())
+                .or_default()
+                .extend(caps.split(',').filter(|c| !c.is_empty()).map(String::from));
         }
-        Ok(PluginSources { plugin_dir: self.plugin_dir.clone(), extra_grants })
+        Ok(PluginSources {
+            plugin_dir: self.plugin_dir.clone(),
+            extra_grants,
+        })
     }
 }
 
@@ -164,7 +179,9 @@ struct PluginArgs {
 #[tokio::main]
 async fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     match run(Cli::parse()).await {
@@ -192,29 +209,49 @@ fn watched_namespace(namespace: Option<String>, all: bool) -> anyhow::Result<Opt
     const SA_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
     match std::fs::read_to_string(SA_NAMESPACE) {
         Ok(ns) if !ns.trim().is_empty() => Ok(Some(ns.trim().to_string())),
-        _ => bail!("POD_NAMESPACE is required when {SA_NAMESPACE} is unavailable (or pass --namespace NS or --all-namespaces)"),
+        _ => bail!(
+            "POD_NAMESPACE is required when {SA_NAMESPACE} is unavailable (or pass --namespace NS or --all-namespaces)"
+        ),
     }
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let runtime_config = RuntimeConfig { cache_dir: cli.cache_dir.clone(), ..RuntimeConfig::default() };
+    let runtime_config = RuntimeConfig {
+        cache_dir: cli.cache_dir.clone(),
+        ..RuntimeConfig::default()
+    };
     match cli.command {
-        Command::Run { kubeconfig, namespace, all_namespaces, sources } => {
+        Command::Run {
+            kubeconfig,
+            namespace,
+            all_namespaces,
+            sources,
+        } => {
             let namespace = watched_namespace(namespace, all_namespaces)?;
             let client = match kubeconfig {
                 Some(path) => {
-                    let kc = kube::config::Kubeconfig::read_from(&path).with_context(|| format!("reading {}", path.display()))?;
-                    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await?;
+                    let kc = kube::config::Kubeconfig::read_from(&path)
+                        .with_context(|| format!("reading {}", path.display()))?;
+                    let cfg = kube::Config::from_custom_kubeconfig(
+                        kc,
+                        &kube::config::KubeConfigOptions::default(),
+                    )
+                    .await?;
                     kube::Client::try_from(cfg)?
                 }
-                None => kube::Client::try_default().await.context("no in-cluster configuration and no kubeconfig")?,
+                None => kube::Client::try_default()
+                    .await
+                    .context("no in-cluster configuration and no kubeconfig")?,
             };
-            let operator = Operator::load(Runtime::new(runtime_config)?, sources.sources()?).await?;
+            let operator =
+                Operator::load(Runtime::new(runtime_config)?, sources.sources()?).await?;
             let omni = std::sync::Arc::new(OmniConnections::new(cli.omni.dictionary()?));
             let settings = Settings {
                 namespace,
                 omni,
-                template_roots: omni_operator::capabilities::TemplateRoots::new(cli.omni.template_roots()?),
+                template_roots: omni_operator::capabilities::TemplateRoots::new(
+                    cli.omni.template_roots()?,
+                ),
                 ..Settings::default()
             };
             operator
@@ -224,7 +261,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Dev { apply, kubeconfig_out, listen, omni_listen, exit_when_settled, timeout, sources } => {
+        Command::Dev {
+            apply,
+            kubeconfig_out,
+            listen,
+            omni_listen,
+            exit_when_settled,
+            timeout,
+            sources,
+        } => {
             let opts = omni_operator::dev::DevOptions {
                 apply,
                 kubeconfig_out,
@@ -238,10 +283,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 template_roots: cli.omni.template_roots()?,
             };
             let settled = omni_operator::dev::run(opts).await?;
-            Ok(if settled { ExitCode::SUCCESS } else { ExitCode::from(3) })
+            Ok(if settled {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(3)
+            })
         }
         Command::Crds => {
-            let files = omni_api::crds::files().map_err(|e| anyhow::anyhow!("rendering CRD {}: {}", e.crd, e.source))?;
+            let files = omni_api::crds::files()
+                .map_err(|e| anyhow::anyhow!("rendering CRD {}: {}", e.crd, e.source))?;
             let mut out = std::io::stdout().lock();
             for f in files {
                 if let Err(e) = std::io::Write::write_all(&mut out, f.yaml.as_bytes()) {
@@ -273,15 +323,23 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Plugin(PluginCommand::Reconcile { plugin, object }) => {
             let runtime = Runtime::new(runtime_config)?;
             let loaded = load(&runtime, &plugin).await?;
-            let json = std::fs::read_to_string(&object).with_context(|| format!("reading {}", object.display()))?;
-            let object = CallObject::parse(json).with_context(|| format!("{} is not a JSON object", object.display()))?;
+            let json = std::fs::read_to_string(&object)
+                .with_context(|| format!("reading {}", object.display()))?;
+            let object = CallObject::parse(json)
+                .with_context(|| format!("{} is not a JSON object", object.display()))?;
             match loaded.reconcile(&object, &HostServices::default()).await {
                 Ok(done) => {
-                    println!("{}", serde_json::to_string_pretty(&outputs_json(&done.outputs))?);
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&outputs_json(&done.outputs))?
+                    );
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(CallError::Failed { error, .. }) => {
-                    println!("{}", serde_json::to_string_pretty(&json!({ "error": error.to_string() }))?);
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&json!({ "error": error.to_string() }))?
+                    );
                     Ok(ExitCode::from(2))
                 }
                 Err(CallError::Aborted(e)) => Err(e.into()),

@@ -27,7 +27,9 @@ pub struct PluginSources {
 impl PluginSources {
     fn grants_for(&self, name: &str) -> Result<Grants> {
         if let Some(d) = defaults::PLUGINS.iter().find(|d| d.name == name) {
-            return d.grants().with_context(|| format!("grants of built-in plugin {name:?}"));
+            return d
+                .grants()
+                .with_context(|| format!("grants of built-in plugin {name:?}"));
         }
         let caps = self.extra_grants.get(name).cloned().unwrap_or_default();
         Grants::parse(&caps).with_context(|| format!("grants for plugin {name:?}"))
@@ -35,15 +37,22 @@ impl PluginSources {
 
     /// `(name, path, modified)` of every component in the plugin directory.
     fn scan(&self) -> Result<Vec<(String, PathBuf, Option<SystemTime>)>> {
-        let Some(dir) = &self.plugin_dir else { return Ok(Vec::new()) };
+        let Some(dir) = &self.plugin_dir else {
+            return Ok(Vec::new());
+        };
         let mut out = Vec::new();
-        for entry in std::fs::read_dir(dir).with_context(|| format!("reading plugin directory {}", dir.display()))? {
-            let entry = entry.with_context(|| format!("reading plugin directory {}", dir.display()))?;
+        for entry in std::fs::read_dir(dir)
+            .with_context(|| format!("reading plugin directory {}", dir.display()))?
+        {
+            let entry =
+                entry.with_context(|| format!("reading plugin directory {}", dir.display()))?;
             let path = entry.path();
             if path.extension().and_then(|e| e.to_str()) != Some("wasm") {
                 continue;
             }
-            let Some(name) = path.file_stem().and_then(|s| s.to_str()).map(String::from) else { continue };
+            let Some(name) = path.file_stem().and_then(|s| s.to_str()).map(String::from) else {
+                continue;
+            };
             let modified = entry.metadata().and_then(|m| m.modified()).ok();
             out.push((name, path, modified));
         }
@@ -70,7 +79,12 @@ impl Operator {
                 continue;
             }
             let spec = d.spec()?;
-            registry.install(runtime.load(spec).await.with_context(|| format!("loading built-in plugin {:?}", d.name))?);
+            registry.install(
+                runtime
+                    .load(spec)
+                    .await
+                    .with_context(|| format!("loading built-in plugin {:?}", d.name))?,
+            );
         }
         for (name, path, _) in files {
             let plugin = load_file(&runtime, &sources, &name, &path).await?;
@@ -79,7 +93,11 @@ impl Operator {
         if registry.names().is_empty() {
             bail!("no plugins to run");
         }
-        Ok(Operator { runtime, registry, sources })
+        Ok(Operator {
+            runtime,
+            registry,
+            sources,
+        })
     }
 
     pub fn registry(&self) -> &Arc<PluginRegistry> {
@@ -87,26 +105,59 @@ impl Operator {
     }
 
     pub fn plugins(&self) -> Vec<Arc<LoadedPlugin>> {
-        self.registry.names().iter().filter_map(|n| self.registry.get(n)).collect()
+        self.registry
+            .names()
+            .iter()
+            .filter_map(|n| self.registry.get(n))
+            .collect()
     }
 
     /// Runs every plugin's controllers, and swaps in changed plugin files, until `shutdown` resolves.
-    pub async fn run(&self, client: kube::Client, settings: Settings, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> Result<()> {
+    pub async fn run(
+        &self,
+        client: kube::Client,
+        settings: Settings,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<()> {
         let shutdown = shutdown.boxed().shared();
         let mut tasks = Vec::new();
         for name in self.registry.names() {
-            let (client, registry, settings, stop) = (client.clone(), self.registry.clone(), settings.clone(), shutdown.clone());
-            tasks.push(tokio::spawn(async move { controllers::run_plugin(client, registry, &name, settings, stop).await }));
+            let (client, registry, settings, stop) = (
+                client.clone(),
+                self.registry.clone(),
+                settings.clone(),
+                shutdown.clone(),
+            );
+            tasks.push(tokio::spawn(async move {
+                controllers::run_plugin(client, registry, &name, settings, stop).await
+            }));
         }
         if self.sources.plugin_dir.is_some() {
-            let (runtime, sources, registry, stop) = (self.runtime.clone(), self.sources.clone(), self.registry.clone(), shutdown.clone());
+            let (runtime, sources, registry, stop) = (
+                self.runtime.clone(),
+                self.sources.clone(),
+                self.registry.clone(),
+                shutdown.clone(),
+            );
             // A plugin that appears while running gets controllers of its own.
             let start = {
-                let (client, registry, settings, stop) = (client.clone(), self.registry.clone(), settings.clone(), shutdown.clone());
+                let (client, registry, settings, stop) = (
+                    client.clone(),
+                    self.registry.clone(),
+                    settings.clone(),
+                    shutdown.clone(),
+                );
                 move |name: String| {
-                    let (client, registry, settings, stop) = (client.clone(), registry.clone(), settings.clone(), stop.clone());
+                    let (client, registry, settings, stop) = (
+                        client.clone(),
+                        registry.clone(),
+                        settings.clone(),
+                        stop.clone(),
+                    );
                     tokio::spawn(async move {
-                        if let Err(e) = controllers::run_plugin(client, registry, &name, settings, stop).await {
+                        if let Err(e) =
+                            controllers::run_plugin(client, registry, &name, settings, stop).await
+                        {
                             tracing::error!(plugin = %name, error = %format!("{e:#}"), "controllers of a new plugin stopped");
                         }
                     });
@@ -126,15 +177,29 @@ impl Operator {
     }
 }
 
-async fn load_file(runtime: &Runtime, sources: &PluginSources, name: &str, path: &Path) -> Result<Arc<LoadedPlugin>> {
-    let spec = PluginSpec::from_file(name, path).with_context(|| format!("reading plugin {}", path.display()))?;
+async fn load_file(
+    runtime: &Runtime,
+    sources: &PluginSources,
+    name: &str,
+    path: &Path,
+) -> Result<Arc<LoadedPlugin>> {
+    let spec = PluginSpec::from_file(name, path)
+        .with_context(|| format!("reading plugin {}", path.display()))?;
     let grants = sources.grants_for(name)?;
-    runtime.load(spec.grants(grants)).await.with_context(|| format!("loading plugin {}", path.display()))
+    runtime
+        .load(spec.grants(grants))
+        .await
+        .with_context(|| format!("loading plugin {}", path.display()))
 }
 
 /// Polls the plugin directory; a changed file is loaded and, if it loads, replaces the running version (calls in
 /// flight finish on the old one). A file that fails to load leaves the running version in place.
-async fn watch_plugin_dir(runtime: Runtime, sources: PluginSources, registry: Arc<PluginRegistry>, start: impl Fn(String)) {
+async fn watch_plugin_dir(
+    runtime: Runtime,
+    sources: PluginSources,
+    registry: Arc<PluginRegistry>,
+    start: impl Fn(String),
+) {
     let mut seen: HashMap<String, Option<SystemTime>> = HashMap::new();
     if let Ok(files) = sources.scan() {
         for (name, _, modified) in files {
@@ -164,7 +229,9 @@ async fn watch_plugin_dir(runtime: Runtime, sources: PluginSources, registry: Ar
                         start(name.clone());
                     }
                 }
-                Err(e) => tracing::warn!(plugin = %name, error = %format!("{e:#}"), "new plugin version refused; the running one stays"),
+                Err(e) => {
+                    tracing::warn!(plugin = %name, error = %format!("{e:#}"), "new plugin version refused; the running one stays")
+                }
             }
         }
     }

@@ -25,8 +25,15 @@ fn dev_settles_on_the_quickstart_examples() {
         .output()
         .expect("omni-operator runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("all 8 reconciled objects are ready"), "{stdout}");
+    assert!(
+        out.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("all 8 reconciled objects are ready"),
+        "{stdout}"
+    );
     assert!(stdout.contains("ready    OmniKubeconfigExport omni-system/edge-sample-automation  Ready=True Exported: exported kubeconfig to Secret \"omni-system/edge-sample-kubeconfig\" key \"kubeconfig\""), "{stdout}");
     assert!(stdout.contains("ready    OmniSecretSync omni-system/registry-credentials  Ready=True Synced: synced Secret \"registry-credentials\" to workload Secret \"apps/registry-credentials\""), "{stdout}");
     assert!(
@@ -36,8 +43,14 @@ fn dev_settles_on_the_quickstart_examples() {
     // The example's connection is pointed at the embedded Omni simulator with a minted key, and checks out.
     assert!(stdout.contains("OmniConnection omni-system/omni-sample: endpoint https://omni.example.com -> grpc://127.0.0.1:"), "{stdout}");
     assert!(stdout.contains("ready    OmniConnection omni-system/omni-sample  Ready=True ConnectionReady: connected to grpc://127.0.0.1:"), "{stdout}");
-    assert!(stdout.contains("ready    OmniWorkers omni-system/edge-sample-workers  Accepted=True"), "{stdout}");
-    assert!(dir.path().join("kc").exists(), "the kubeconfig for kubectl is written");
+    assert!(
+        stdout.contains("ready    OmniWorkers omni-system/edge-sample-workers  Accepted=True"),
+        "{stdout}"
+    );
+    assert!(
+        dir.path().join("kc").exists(),
+        "the kubeconfig for kubectl is written"
+    );
 }
 
 #[test]
@@ -61,7 +74,10 @@ fn dev_reports_what_did_not_settle_and_fails() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(3), "{stdout}");
     assert!(stdout.contains("not settled after 2 s"), "{stdout}");
-    assert!(stdout.contains("MissingCluster: OmniCluster \"nowhere\" does not exist"), "{stdout}");
+    assert!(
+        stdout.contains("MissingCluster: OmniCluster \"nowhere\" does not exist"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -80,12 +96,19 @@ fn dev_refuses_a_bad_manifest_naming_the_file() {
         .expect("omni-operator runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr.contains("bad.yaml") && stderr.contains("spec.clusterRef: Required value"), "{stderr}");
+    assert!(
+        stderr.contains("bad.yaml") && stderr.contains("spec.clusterRef: Required value"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn run_needs_a_namespace_as_the_original_operator_does() {
-    let out = bin().args(["run"]).env_remove("POD_NAMESPACE").output().expect("runs");
+    let out = bin()
+        .args(["run"])
+        .env_remove("POD_NAMESPACE")
+        .output()
+        .expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(stderr.contains("POD_NAMESPACE is required when /var/run/secrets/kubernetes.io/serviceaccount/namespace is unavailable"), "{stderr}");
@@ -97,13 +120,20 @@ fn crds_prints_exactly_the_committed_crds() {
     assert!(out.status.success());
     let printed = String::from_utf8_lossy(&out.stdout);
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crds");
-    let mut files: Vec<_> = std::fs::read_dir(&dir).expect("crds/").map(|e| e.expect("entry").path()).collect();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("crds/")
+        .map(|e| e.expect("entry").path())
+        .collect();
     files.sort();
     let mut total = 0;
     for f in &files {
         let content = std::fs::read_to_string(f).expect("read");
         total += content.len();
-        assert!(printed.contains(&content), "{} is not printed as committed", f.display());
+        assert!(
+            printed.contains(&content),
+            "{} is not printed as committed",
+            f.display()
+        );
     }
     assert_eq!(printed.len(), total, "nothing else is printed");
 }

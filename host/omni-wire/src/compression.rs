@@ -53,8 +53,9 @@ impl Dictionary {
     /// Streams the frame, so the buffer grows with the content instead of being sized for the largest allowed.
     pub fn decompress(&self, compressed: &[u8]) -> Result<Vec<u8>, CompressionError> {
         use std::io::Read as _;
-        let decoder = zstd::stream::read::Decoder::with_prepared_dictionary(compressed, &self.decoding)
-            .map_err(|e| CompressionError::Corrupt(e.to_string()))?;
+        let decoder =
+            zstd::stream::read::Decoder::with_prepared_dictionary(compressed, &self.decoding)
+                .map_err(|e| CompressionError::Corrupt(e.to_string()))?;
         let mut plain = Vec::new();
         decoder
             .take(MAX_DECOMPRESSED as u64 + 1)
@@ -87,7 +88,10 @@ mod tests {
     use super::*;
 
     fn omni_dictionary() -> Dictionary {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/omni/config.1.zdict");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/data/omni/config.1.zdict"
+        );
         Dictionary::new(std::fs::read(path).expect("the shared dictionary")).expect("a dictionary")
     }
 
@@ -95,16 +99,25 @@ mod tests {
     fn omnis_dictionary_round_trips_patches() {
         let dictionary = omni_dictionary();
         assert_eq!(dictionary.id(), 1);
-        let patch = "machine:\n    network:\n        kubespan:\n            enabled: true\n".repeat(64);
+        let patch =
+            "machine:\n    network:\n        kubespan:\n            enabled: true\n".repeat(64);
         let compressed = dictionary.compress(patch.as_bytes()).expect("compresses");
         assert!(compressed.len() < patch.len() / 4);
-        assert_eq!(dictionary.decompress(&compressed).expect("decompresses"), patch.as_bytes());
+        assert_eq!(
+            dictionary.decompress(&compressed).expect("decompresses"),
+            patch.as_bytes()
+        );
     }
 
     #[test]
     fn garbage_is_reported_not_guessed() {
-        assert_eq!(Dictionary::new(b"hello world".to_vec()).unwrap_err(), CompressionError::NotADictionary);
-        let e = omni_dictionary().decompress(b"not zstd at all").unwrap_err();
+        assert_eq!(
+            Dictionary::new(b"hello world".to_vec()).unwrap_err(),
+            CompressionError::NotADictionary
+        );
+        let e = omni_dictionary()
+            .decompress(b"not zstd at all")
+            .unwrap_err();
         assert!(matches!(e, CompressionError::Corrupt(_)), "{e:?}");
     }
 }

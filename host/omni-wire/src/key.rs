@@ -41,10 +41,13 @@ pub fn decode_base64(value: &str) -> Result<Vec<u8>, String> {
     base64::engine::general_purpose::STANDARD
         .decode(joined.as_bytes())
         .map_err(|e| match e {
-            base64::DecodeError::InvalidByte(offset, _) | base64::DecodeError::InvalidLastSymbol(offset, _) => {
+            base64::DecodeError::InvalidByte(offset, _)
+            | base64::DecodeError::InvalidLastSymbol(offset, _) => {
                 format!("illegal base64 data at input byte {offset}")
             }
-            base64::DecodeError::InvalidLength(length) => format!("illegal base64 data: length {length}"),
+            base64::DecodeError::InvalidLength(length) => {
+                format!("illegal base64 data: length {length}")
+            }
             base64::DecodeError::InvalidPadding => "illegal base64 data: bad padding".to_string(),
         })
 }
@@ -52,7 +55,8 @@ pub fn decode_base64(value: &str) -> Result<Vec<u8>, String> {
 impl ServiceAccountKey {
     /// Parses the base64 value of `OMNI_SERVICE_ACCOUNT_KEY`.
     pub fn parse(base64_value: &str) -> Result<Self, KeyError> {
-        let json = decode_base64(base64_value.trim()).map_err(|e| KeyError(format!("not base64: {e}")))?;
+        let json =
+            decode_base64(base64_value.trim()).map_err(|e| KeyError(format!("not base64: {e}")))?;
         // serde's messages can quote the input; only the position is reported.
         let parsed: KeyJson = serde_json::from_slice(&json).map_err(|e| {
             KeyError(format!(
@@ -61,9 +65,8 @@ impl ServiceAccountKey {
                 e.column()
             ))
         })?;
-        let (key, _) = SignedSecretKey::from_string(&parsed.pgp_key).map_err(|_| {
-            KeyError("pgp_key is not an ASCII-armored OpenPGP private key".into())
-        })?;
+        let (key, _) = SignedSecretKey::from_string(&parsed.pgp_key)
+            .map_err(|_| KeyError("pgp_key is not an ASCII-armored OpenPGP private key".into()))?;
         let fingerprint = format!("{:x}", key.primary_key.fingerprint());
         Ok(ServiceAccountKey {
             name: parsed.name,
@@ -119,8 +122,16 @@ mod tests {
             .map(|c| std::str::from_utf8(c).expect("ascii"))
             .collect::<Vec<_>>()
             .join("\n");
-        assert_eq!(ServiceAccountKey::parse(&wrapped).expect("wrapped").fingerprint, "14caef23ea2c1d1b4e5d8e81c7681f18d20a0f6f");
-        assert_eq!(decode_base64("abc!").expect_err("bad"), "illegal base64 data at input byte 3");
+        assert_eq!(
+            ServiceAccountKey::parse(&wrapped)
+                .expect("wrapped")
+                .fingerprint,
+            "14caef23ea2c1d1b4e5d8e81c7681f18d20a0f6f"
+        );
+        assert_eq!(
+            decode_base64("abc!").expect_err("bad"),
+            "illegal base64 data at input byte 3"
+        );
     }
 
     #[test]

@@ -15,8 +15,18 @@ pub const PAYLOAD: &str = "x-sidero-payload";
 pub const SIGNATURE: &str = "x-sidero-signature";
 
 /// The metadata keys the payload covers, in the byte-wise order Go's encoding/json writes map keys.
-pub const SIGNED_HEADERS: [&str; 10] =
-    ["authorization", "cluster", "context", "fieldSelectors", "namespace", "nodes", "runtime", "selectors", "uid", TIMESTAMP];
+pub const SIGNED_HEADERS: [&str; 10] = [
+    "authorization",
+    "cluster",
+    "context",
+    "fieldSelectors",
+    "namespace",
+    "nodes",
+    "runtime",
+    "selectors",
+    "uid",
+    TIMESTAMP,
+];
 
 /// The server accepts signatures this far from its clock in either direction.
 pub const ALLOWED_SKEW_SECONDS: i64 = 5 * 60;
@@ -27,7 +37,11 @@ pub type Metadata = Vec<(String, String)>;
 fn values<'a>(md: &'a Metadata, key: &str) -> Option<Vec<&'a str>> {
     // gRPC metadata keys are lowercase; the payload's `fieldSelectors` is looked up as written, so it never
     // matches and is always null, exactly as on the Go side.
-    let found: Vec<&str> = md.iter().filter(|(k, _)| k == key).map(|(_, v)| v.as_str()).collect();
+    let found: Vec<&str> = md
+        .iter()
+        .filter(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+        .collect();
     if found.is_empty() { None } else { Some(found) }
 }
 
@@ -41,7 +55,9 @@ fn go_json_string(s: &str, out: &mut String) {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
             c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push(c),
         }
@@ -85,14 +101,30 @@ pub struct SignError(String);
 
 /// Signs a call: sets `x-sidero-timestamp` (replacing earlier values), drops stale payload/signature headers,
 /// and adds `x-sidero-payload` and `x-sidero-signature`.
-pub fn sign(key: &ServiceAccountKey, method: &str, md: &mut Metadata, unix_seconds: i64) -> Result<(), SignError> {
+pub fn sign(
+    key: &ServiceAccountKey,
+    method: &str,
+    md: &mut Metadata,
+    unix_seconds: i64,
+) -> Result<(), SignError> {
     md.retain(|(k, _)| k != TIMESTAMP && k != PAYLOAD && k != SIGNATURE);
     md.push((TIMESTAMP.into(), unix_seconds.to_string()));
     let body = payload(method, md);
-    let sig = DetachedSignature::sign_binary_data(rand::thread_rng(), &key.key.primary_key, &Password::empty(), HashAlgorithm::Sha256, body.as_bytes())
-        .map_err(|e| SignError(e.to_string()))?;
+    let sig = DetachedSignature::sign_binary_data(
+        rand::thread_rng(),
+        &key.key.primary_key,
+        &Password::empty(),
+        HashAlgorithm::Sha256,
+        body.as_bytes(),
+    )
+    .map_err(|e| SignError(e.to_string()))?;
     let bytes = pgp::ser::Serialize::to_bytes(&sig).map_err(|e| SignError(e.to_string()))?;
-    let header = format!("siderov1 {} {} {}", key.name, key.fingerprint, base64::engine::general_purpose::STANDARD.encode(bytes));
+    let header = format!(
+        "siderov1 {} {} {}",
+        key.name,
+        key.fingerprint,
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    );
     md.push((PAYLOAD.into(), body));
     md.push((SIGNATURE.into(), header));
     Ok(())
@@ -125,7 +157,9 @@ pub enum VerifyError {
 
 /// The signature header's fields: identity and fingerprint (to look the key up) and the raw signature.
 pub fn parse_header(md: &Metadata) -> Result<(String, String, Vec<u8>), VerifyError> {
-    let header = values(md, SIGNATURE).and_then(|v| v.first().map(|s| s.to_string())).ok_or(VerifyError::Missing)?;
+    let header = values(md, SIGNATURE)
+        .and_then(|v| v.first().map(|s| s.to_string()))
+        .ok_or(VerifyError::Missing)?;
     let fields: Vec<&str> = header.split(' ').collect();
     if fields.first() != Some(&"siderov1") {
         return Err(VerifyError::Version);
@@ -142,33 +176,65 @@ pub fn parse_header(md: &Metadata) -> Result<(String, String, Vec<u8>), VerifyEr
 /// The server's check (§2.4 step 3): timestamp within ±5 minutes of `now`, payload naming this method and
 /// exactly these header values (absent ⇔ null; `[]` is not absent), and an OpenPGP signature over the payload
 /// bytes as received, made by `public_key`.
-pub fn verify(public_key: &SignedPublicKey, method: &str, md: &Metadata, now_unix: i64) -> Result<Signed, VerifyError> {
+pub fn verify(
+    public_key: &SignedPublicKey,
+    method: &str,
+    md: &Metadata,
+    now_unix: i64,
+) -> Result<Signed, VerifyError> {
     let (identity, fingerprint, raw) = parse_header(md)?;
-    let ts = values(md, TIMESTAMP).and_then(|v| v.first().map(|s| s.to_string())).ok_or(VerifyError::Timestamp("missing".into()))?;
-    let ts: i64 = ts.parse().map_err(|_| VerifyError::Timestamp(format!("{ts:?} is not Unix seconds")))?;
+    let ts = values(md, TIMESTAMP)
+        .and_then(|v| v.first().map(|s| s.to_string()))
+        .ok_or(VerifyError::Timestamp("missing".into()))?;
+    let ts: i64 = ts
+        .parse()
+        .map_err(|_| VerifyError::Timestamp(format!("{ts:?} is not Unix seconds")))?;
     if (ts - now_unix).abs() > ALLOWED_SKEW_SECONDS {
-        return Err(VerifyError::Timestamp(format!("{ts} is more than 5 minutes from the server's {now_unix}")));
+        return Err(VerifyError::Timestamp(format!(
+            "{ts} is more than 5 minutes from the server's {now_unix}"
+        )));
     }
-    let body = values(md, PAYLOAD).and_then(|v| v.first().map(|s| s.to_string())).ok_or(VerifyError::Payload("missing".into()))?;
-    let parsed: Value = serde_json::from_str(&body).map_err(|e| VerifyError::Payload(format!("not JSON: {e}")))?;
+    let body = values(md, PAYLOAD)
+        .and_then(|v| v.first().map(|s| s.to_string()))
+        .ok_or(VerifyError::Payload("missing".into()))?;
+    let parsed: Value =
+        serde_json::from_str(&body).map_err(|e| VerifyError::Payload(format!("not JSON: {e}")))?;
     if parsed["method"].as_str() != Some(method) {
-        return Err(VerifyError::Payload(format!("signed for {:?}, called {method:?}", parsed["method"])));
+        return Err(VerifyError::Payload(format!(
+            "signed for {:?}, called {method:?}",
+            parsed["method"]
+        )));
     }
     for key in SIGNED_HEADERS {
         let signed: Option<Vec<String>> = match &parsed["headers"][key] {
             Value::Null => None,
-            Value::Array(items) => Some(items.iter().map(|v| v.as_str().map(String::from)).collect::<Option<Vec<_>>>().ok_or_else(|| VerifyError::Payload(format!("{key} holds a non-string")))?),
+            Value::Array(items) => Some(
+                items
+                    .iter()
+                    .map(|v| v.as_str().map(String::from))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| VerifyError::Payload(format!("{key} holds a non-string")))?,
+            ),
             _ => return Err(VerifyError::Payload(format!("{key} is not a list"))),
         };
         // The server looks `fieldSelectors` up as written; gRPC keys are lowercase, so it is always absent.
-        let actual: Option<Vec<String>> = if key == "fieldSelectors" { None } else { values(md, key).map(|v| v.into_iter().map(String::from).collect()) };
+        let actual: Option<Vec<String>> = if key == "fieldSelectors" {
+            None
+        } else {
+            values(md, key).map(|v| v.into_iter().map(String::from).collect())
+        };
         if signed != actual {
             return Err(VerifyError::Payload(format!("header {key} differs")));
         }
     }
-    let sig = DetachedSignature::from_bytes(&raw[..]).map_err(|e| VerifyError::Malformed(format!("not an OpenPGP signature: {e}")))?;
-    sig.verify(public_key, body.as_bytes()).map_err(|_| VerifyError::BadSignature(fingerprint.clone()))?;
-    Ok(Signed { identity, fingerprint })
+    let sig = DetachedSignature::from_bytes(&raw[..])
+        .map_err(|e| VerifyError::Malformed(format!("not an OpenPGP signature: {e}")))?;
+    sig.verify(public_key, body.as_bytes())
+        .map_err(|_| VerifyError::BadSignature(fingerprint.clone()))?;
+    Ok(Signed {
+        identity,
+        fingerprint,
+    })
 }
 
 #[cfg(test)]
@@ -191,12 +257,18 @@ mod tests {
         let p = payload("/cosi.resource.State/List", &md);
         assert_eq!(p, PING);
         assert_eq!(p.len(), 232);
-        assert_eq!(hex(&sha2::Sha256::digest(p.as_bytes())), "1fea26226db920f05663035adfb1ea561b1ff03376ea738332d2052febfdb799");
+        assert_eq!(
+            hex(&sha2::Sha256::digest(p.as_bytes())),
+            "1fea26226db920f05663035adfb1ea561b1ff03376ea738332d2052febfdb799"
+        );
     }
 
     #[test]
     fn the_kubeconfig_payload_carries_the_context_header() {
-        let md = vec![("context".to_string(), "my-cluster".to_string()), (TIMESTAMP.to_string(), T.to_string())];
+        let md = vec![
+            ("context".to_string(), "my-cluster".to_string()),
+            (TIMESTAMP.to_string(), T.to_string()),
+        ];
         let p = payload("/management.ManagementService/Kubeconfig", &md);
         assert_eq!(p.len(), 257);
         assert!(p.contains(r#""context":["my-cluster"]"#), "{p}");
@@ -207,10 +279,22 @@ mod tests {
         let md = vec![
             (TIMESTAMP.to_string(), T.to_string()),
             (PAYLOAD.to_string(), PING.to_string()),
-            (SIGNATURE.to_string(), format!("siderov1 example-sa 14caef23ea2c1d1b4e5d8e81c7681f18d20a0f6f {GNUPG_SIGNATURE}")),
+            (
+                SIGNATURE.to_string(),
+                format!(
+                    "siderov1 example-sa 14caef23ea2c1d1b4e5d8e81c7681f18d20a0f6f {GNUPG_SIGNATURE}"
+                ),
+            ),
         ];
-        let ok = verify(&key().public_key(), "/cosi.resource.State/List", &md, T).expect("GnuPG's signature verifies");
-        assert_eq!(ok, Signed { identity: "example-sa".into(), fingerprint: "14caef23ea2c1d1b4e5d8e81c7681f18d20a0f6f".into() });
+        let ok = verify(&key().public_key(), "/cosi.resource.State/List", &md, T)
+            .expect("GnuPG's signature verifies");
+        assert_eq!(
+            ok,
+            Signed {
+                identity: "example-sa".into(),
+                fingerprint: "14caef23ea2c1d1b4e5d8e81c7681f18d20a0f6f".into()
+            }
+        );
     }
 
     #[test]
@@ -219,14 +303,46 @@ mod tests {
         let mut md = vec![("context".to_string(), "my-cluster".to_string())];
         sign(&k, "/management.ManagementService/Kubeconfig", &mut md, T).expect("signs");
         let header = values(&md, SIGNATURE).expect("header")[0].to_string();
-        assert!(header.starts_with("siderov1 example-sa 14caef23ea2c1d1b4e5d8e81c7681f18d20a0f6f "), "{header}");
-        verify(&k.public_key(), "/management.ManagementService/Kubeconfig", &md, T + 299).expect("within skew");
-        assert!(matches!(verify(&k.public_key(), "/management.ManagementService/Kubeconfig", &md, T + 301), Err(VerifyError::Timestamp(_))));
-        assert!(matches!(verify(&k.public_key(), "/cosi.resource.State/List", &md, T), Err(VerifyError::Payload(_))), "signed for another method");
+        assert!(
+            header.starts_with("siderov1 example-sa 14caef23ea2c1d1b4e5d8e81c7681f18d20a0f6f "),
+            "{header}"
+        );
+        verify(
+            &k.public_key(),
+            "/management.ManagementService/Kubeconfig",
+            &md,
+            T + 299,
+        )
+        .expect("within skew");
+        assert!(matches!(
+            verify(
+                &k.public_key(),
+                "/management.ManagementService/Kubeconfig",
+                &md,
+                T + 301
+            ),
+            Err(VerifyError::Timestamp(_))
+        ));
+        assert!(
+            matches!(
+                verify(&k.public_key(), "/cosi.resource.State/List", &md, T),
+                Err(VerifyError::Payload(_))
+            ),
+            "signed for another method"
+        );
         // Re-signing replaces the timestamp and the old signature headers.
-        sign(&k, "/management.ManagementService/Kubeconfig", &mut md, T + 10).expect("re-signs");
+        sign(
+            &k,
+            "/management.ManagementService/Kubeconfig",
+            &mut md,
+            T + 10,
+        )
+        .expect("re-signs");
         assert_eq!(values(&md, SIGNATURE).expect("one").len(), 1);
-        assert_eq!(values(&md, TIMESTAMP).expect("one"), vec![(T + 10).to_string()]);
+        assert_eq!(
+            values(&md, TIMESTAMP).expect("one"),
+            vec![(T + 10).to_string()]
+        );
     }
 
     #[test]
@@ -234,10 +350,14 @@ mod tests {
         let k = key();
         let mut md = vec![];
         sign(&k, "/cosi.resource.State/Get", &mut md, T).expect("signs");
-        let body = values(&md, PAYLOAD).expect("payload")[0].replace(r#""nodes":null"#, r#""nodes":[]"#);
+        let body =
+            values(&md, PAYLOAD).expect("payload")[0].replace(r#""nodes":null"#, r#""nodes":[]"#);
         md.retain(|(k, _)| k != PAYLOAD);
         md.push((PAYLOAD.into(), body));
-        assert!(matches!(verify(&k.public_key(), "/cosi.resource.State/Get", &md, T), Err(VerifyError::Payload(_))));
+        assert!(matches!(
+            verify(&k.public_key(), "/cosi.resource.State/Get", &md, T),
+            Err(VerifyError::Payload(_))
+        ));
     }
 
     #[test]
@@ -251,17 +371,29 @@ mod tests {
                 *v = "other".into();
             }
         }
-        assert!(matches!(verify(&k.public_key(), "/cosi.resource.State/List", &tampered, T), Err(VerifyError::Payload(_))));
+        assert!(matches!(
+            verify(&k.public_key(), "/cosi.resource.State/List", &tampered, T),
+            Err(VerifyError::Payload(_))
+        ));
         let other = other_key();
-        assert!(matches!(verify(&other, "/cosi.resource.State/List", &md, T), Err(VerifyError::BadSignature(_))));
+        assert!(matches!(
+            verify(&other, "/cosi.resource.State/List", &md, T),
+            Err(VerifyError::BadSignature(_))
+        ));
         let mut v2 = md.clone();
         for (key, v) in v2.iter_mut() {
             if key == SIGNATURE {
                 *v = v.replacen("siderov1", "siderov2", 1);
             }
         }
-        assert_eq!(verify(&k.public_key(), "/cosi.resource.State/List", &v2, T), Err(VerifyError::Version));
-        assert_eq!(verify(&k.public_key(), "/cosi.resource.State/List", &vec![], T), Err(VerifyError::Missing));
+        assert_eq!(
+            verify(&k.public_key(), "/cosi.resource.State/List", &v2, T),
+            Err(VerifyError::Version)
+        );
+        assert_eq!(
+            verify(&k.public_key(), "/cosi.resource.State/List", &vec![], T),
+            Err(VerifyError::Missing)
+        );
     }
 
     fn other_key() -> SignedPublicKey {
@@ -272,7 +404,10 @@ mod tests {
             .primary_user_id("other <other@serviceaccount.omni.sidero.dev>".into())
             .build()
             .expect("params");
-        params.generate(rand::thread_rng()).expect("generate").to_public_key()
+        params
+            .generate(rand::thread_rng())
+            .expect("generate")
+            .to_public_key()
     }
 
     fn hex(bytes: &[u8]) -> String {

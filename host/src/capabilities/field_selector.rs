@@ -65,7 +65,10 @@ impl FieldSelector {
 
     /// The first `path=value` term, which a cache can answer from an index before checking the other terms.
     pub fn equality(&self) -> Option<(&str, &str)> {
-        self.terms.iter().find(|t| t.equal).map(|t| (t.path.as_str(), t.value.as_str()))
+        self.terms
+            .iter()
+            .find(|t| t.equal)
+            .map(|t| (t.path.as_str(), t.value.as_str()))
     }
 
     /// Whether `object` (a Kubernetes object as JSON) is selected.

@@ -86,7 +86,11 @@ impl HostServices {
     }
 
     /// Serves `secrets`, `workload` and the Secret side of `omni.export-kubeconfig` through this client.
-    pub fn with_management(mut self, client: kube::Client, workloads: Arc<WorkloadClients>) -> Self {
+    pub fn with_management(
+        mut self,
+        client: kube::Client,
+        workloads: Arc<WorkloadClients>,
+    ) -> Self {
         self.management = Some(client);
         self.workloads = workloads;
         self

@@ -28,7 +28,12 @@ impl HostState {
     /// The time an Omni call may take: most of what the plugin call has left, so the plugin can still handle
     /// a `timeout` answer.
     fn omni_budget(&self, ctx: &Resource<CallContext>) -> wasmtime::Result<Duration> {
-        Ok(self.table.get(ctx)?.remaining().mul_f64(0.9).min(CALL_TIMEOUT))
+        Ok(self
+            .table
+            .get(ctx)?
+            .remaining()
+            .mul_f64(0.9)
+            .min(CALL_TIMEOUT))
     }
 
     /// The client for `connection`, resolved at most once per plugin call.
@@ -54,7 +59,9 @@ impl HostState {
             ))));
         };
         let services = self.services.clone();
-        let resolving = services.omni.resolve(services.kube.as_ref(), &namespace, connection);
+        let resolving = services
+            .omni
+            .resolve(services.kube.as_ref(), &namespace, connection);
         let client = match tokio::time::timeout(budget, resolving).await {
             Err(_) => {
                 return Ok(Err(SetupError::Connection(HostError::Timeout(format!(
@@ -72,7 +79,12 @@ impl HostState {
     }
 
     /// Resolves `connection` and runs `op` with the client and the call's budget.
-    async fn with_omni<T, F, Fut>(&mut self, ctx: &Resource<CallContext>, connection: &str, op: F) -> Answer<T>
+    async fn with_omni<T, F, Fut>(
+        &mut self,
+        ctx: &Resource<CallContext>,
+        connection: &str,
+        op: F,
+    ) -> Answer<T>
     where
         F: FnOnce(Arc<OmniClient>, Duration) -> Fut,
         Fut: Future<Output = Result<T, HostError>>,
@@ -84,25 +96,34 @@ impl HostState {
         let budget = self.omni_budget(ctx)?;
         // Operations of several requests (cluster status, the teardown fallback) share one budget, so the plugin
         // always gets a `timeout` answer before its own call deadline.
-        Ok(match tokio::time::timeout(budget, op(client, budget)).await {
-            Ok(result) => result.map_err(Into::into),
-            Err(_) => Err(HostError::Timeout(format!(
-                "Omni did not finish the call on connection {connection:?} within {} ms",
-                budget.as_millis()
-            ))
-            .into()),
-        })
+        Ok(
+            match tokio::time::timeout(budget, op(client, budget)).await {
+                Ok(result) => result.map_err(Into::into),
+                Err(_) => Err(HostError::Timeout(format!(
+                    "Omni did not finish the call on connection {connection:?} within {} ms",
+                    budget.as_millis()
+                ))
+                .into()),
+            },
+        )
     }
 }
 
 impl wit::Host for HostState {
-    async fn ping(&mut self, ctx: Resource<CallContext>, connection: String) -> Answer<wit::EndpointInfo> {
+    async fn ping(
+        &mut self,
+        ctx: Resource<CallContext>,
+        connection: String,
+    ) -> Answer<wit::EndpointInfo> {
         // The messages follow the Go operator's Ping: set-up problems as they are, the client's construction
         // as `create Omni client: …`, and everything from the first RPC on as `list Omni clusters: …`.
         let client = match self.omni_client(&ctx, &connection).await? {
             Ok(client) => client,
             Err(SetupError::Key(m)) => {
-                return Ok(Err(HostError::Unauthenticated(format!("list Omni clusters: {m}")).into()));
+                return Ok(Err(HostError::Unauthenticated(format!(
+                    "list Omni clusters: {m}"
+                ))
+                .into()));
             }
             Err(e) => return Ok(Err(e.into_host_error().into())),
         };
@@ -171,16 +192,30 @@ impl wit::Host for HostState {
         .await
     }
 
-    async fn teardown(&mut self, ctx: Resource<CallContext>, connection: String, key: wit::ResourceKey) -> Answer<bool> {
+    async fn teardown(
+        &mut self,
+        ctx: Resource<CallContext>,
+        connection: String,
+        key: wit::ResourceKey,
+    ) -> Answer<bool> {
         let key = to_key(key);
-        self.with_omni(&ctx, &connection, |client, budget| async move { client.teardown(&key, budget).await })
-            .await
+        self.with_omni(&ctx, &connection, |client, budget| async move {
+            client.teardown(&key, budget).await
+        })
+        .await
     }
 
-    async fn destroy(&mut self, ctx: Resource<CallContext>, connection: String, key: wit::ResourceKey) -> Answer<()> {
+    async fn destroy(
+        &mut self,
+        ctx: Resource<CallContext>,
+        connection: String,
+        key: wit::ResourceKey,
+    ) -> Answer<()> {
         let key = to_key(key);
-        self.with_omni(&ctx, &connection, |client, budget| async move { client.destroy(&key, budget).await })
-            .await
+        self.with_omni(&ctx, &connection, |client, budget| async move {
+            client.destroy(&key, budget).await
+        })
+        .await
     }
 
     async fn cluster_status(
@@ -190,12 +225,15 @@ impl wit::Host for HostState {
         cluster: String,
     ) -> Answer<Option<wit::ClusterHealth>> {
         self.with_omni(&ctx, &connection, |client, budget| async move {
-            Ok(client.cluster_status(&cluster, budget).await?.map(|h| wit::ClusterHealth {
-                phase: h.phase,
-                ready: h.ready,
-                healthy: h.healthy,
-                findings: h.findings,
-            }))
+            Ok(client
+                .cluster_status(&cluster, budget)
+                .await?
+                .map(|h| wit::ClusterHealth {
+                    phase: h.phase,
+                    ready: h.ready,
+                    healthy: h.healthy,
+                    findings: h.findings,
+                }))
         })
         .await
     }
@@ -207,13 +245,24 @@ impl wit::Host for HostState {
         request: wit::KubeconfigExport,
     ) -> Answer<wit::Exported> {
         let name = request.target.name.clone();
-        let what = format!("export a kubeconfig of Omni cluster {:?} to Secret {name:?}", request.cluster);
-        let needed = [Capability::Omni, Capability::Secrets, Capability::SecretsWrite];
-        let scope = match self.secret_scope(&ctx, &needed, request.target.namespace.clone(), &what)? {
-            Ok(s) => s,
-            Err(e) => return Ok(Err(e.into())),
-        };
-        let (labels, mut annotations) = match (string_map(&request.labels, "labels"), string_map(&request.annotations, "annotations")) {
+        let what = format!(
+            "export a kubeconfig of Omni cluster {:?} to Secret {name:?}",
+            request.cluster
+        );
+        let needed = [
+            Capability::Omni,
+            Capability::Secrets,
+            Capability::SecretsWrite,
+        ];
+        let scope =
+            match self.secret_scope(&ctx, &needed, request.target.namespace.clone(), &what)? {
+                Ok(s) => s,
+                Err(e) => return Ok(Err(e.into())),
+            };
+        let (labels, mut annotations) = match (
+            string_map(&request.labels, "labels"),
+            string_map(&request.annotations, "annotations"),
+        ) {
             (Ok(l), Ok(a)) => (l, a),
             (Err(e), _) | (_, Err(e)) => return Ok(Err(e.into())),
         };
@@ -221,7 +270,13 @@ impl wit::Host for HostState {
         let target = quoted(&scope.namespace, &name);
         // Ownership is checked before Omni mints a token: a Secret someone else owns costs no credential. The
         // version read here is the precondition of the write below.
-        let existing = match bounded(&what, scope.budget, store::get(&scope.management, "", &scope.namespace, &name)).await {
+        let existing = match bounded(
+            &what,
+            scope.budget,
+            store::get(&scope.management, "", &scope.namespace, &name),
+        )
+        .await
+        {
             Ok(found) => found,
             Err(e) => return Ok(Err(e)),
         };
@@ -229,10 +284,18 @@ impl wit::Host for HostState {
             tracing::info!(plugin = %self.plugin, secret = %target, "left a Secret alone: it lacks the owner label");
             return Ok(Err(store::not_owned(&target, &owner).into()));
         }
-        let (cluster, user, groups) = (request.cluster.clone(), request.user.clone(), request.groups.clone());
+        let (cluster, user, groups) = (
+            request.cluster.clone(),
+            request.user.clone(),
+            request.groups.clone(),
+        );
         let ttl = Duration::from_nanos(request.ttl_ns);
         let minted = self
-            .with_omni(&ctx, &connection, |client, budget| async move { client.kubeconfig(&cluster, &user, &groups, ttl, budget).await })
+            .with_omni(&ctx, &connection, |client, budget| async move {
+                client
+                    .kubeconfig(&cluster, &user, &groups, ttl, budget)
+                    .await
+            })
             .await?;
         let mut bytes = match minted {
             Ok(bytes) => bytes,
@@ -251,10 +314,20 @@ impl wit::Host for HostState {
         if let Some(key) = request.digest_annotation {
             annotations.insert(key, digest.clone());
         }
-        let write = store::KubeconfigWrite { key: request.target.key, remove_key: request.remove_key, bytes, labels, annotations, owner };
+        let write = store::KubeconfigWrite {
+            key: request.target.key,
+            remove_key: request.remove_key,
+            bytes,
+            labels,
+            annotations,
+            owner,
+        };
         let budget = self.omni_budget(&ctx)?.min(scope.budget);
-        let op = store::write_kubeconfig(&scope.management, &scope.namespace, &name, existing, write);
-        Ok(bounded(&what, budget, op).await.map(|()| wit::Exported { digest }))
+        let op =
+            store::write_kubeconfig(&scope.management, &scope.namespace, &name, existing, write);
+        Ok(bounded(&what, budget, op)
+            .await
+            .map(|()| wit::Exported { digest }))
     }
 }
 
@@ -316,7 +389,10 @@ fn to_cosi(resource: wit::Resource, version: Option<&str>) -> cosi::Resource {
 fn from_cosi(read: ReadResource) -> wit::Resource {
     let metadata = read.resource.metadata.unwrap_or_default();
     let sorted = |m: std::collections::HashMap<String, String>| -> Vec<(String, String)> {
-        m.into_iter().collect::<BTreeMap<_, _>>().into_iter().collect()
+        m.into_iter()
+            .collect::<BTreeMap<_, _>>()
+            .into_iter()
+            .collect()
     };
     wit::Resource {
         key: wit::ResourceKey {

@@ -10,7 +10,9 @@ use wasmtime::component::Resource;
 use super::{CallContext, Capability, HostError};
 use crate::runtime::HostState;
 use crate::runtime::bindings::omni::operator::secrets as wit;
-use crate::runtime::bindings::omni::operator::types::{HostError as WitHostError, OwnerLabel, Removal, SecretKeyRef};
+use crate::runtime::bindings::omni::operator::types::{
+    HostError as WitHostError, OwnerLabel, Removal, SecretKeyRef,
+};
 use crate::secrets::{self as store, quoted};
 
 type Answer<T> = wasmtime::Result<Result<T, WitHostError>>;
@@ -37,11 +39,17 @@ impl HostState {
     ) -> wasmtime::Result<Result<SecretScope, HostError>> {
         let call = self.table.get(ctx)?;
         if let Some(missing) = needed.iter().find(|c| !self.grants.allows(**c)) {
-            return Ok(Err(HostError::Denied(format!("{what}: plugin {:?} is not granted {:?}", self.plugin, missing.name()))));
+            return Ok(Err(HostError::Denied(format!(
+                "{what}: plugin {:?} is not granted {:?}",
+                self.plugin,
+                missing.name()
+            ))));
         }
         let own = call.namespace();
         let Some(target) = namespace.or_else(|| own.map(str::to_owned)) else {
-            return Ok(Err(HostError::Invalid(format!("{what}: Secrets are namespaced; this object is cluster-scoped"))));
+            return Ok(Err(HostError::Invalid(format!(
+                "{what}: Secrets are namespaced; this object is cluster-scoped"
+            ))));
         };
         if !self.grants.may_read(own, Some(&target)) {
             return Ok(Err(HostError::Denied(format!(
@@ -51,18 +59,32 @@ impl HostState {
             ))));
         }
         let Some(management) = self.services.management.clone() else {
-            return Ok(Err(HostError::Unavailable(format!("{what}: this host has no Kubernetes client for Secrets"))));
+            return Ok(Err(HostError::Unavailable(format!(
+                "{what}: this host has no Kubernetes client for Secrets"
+            ))));
         };
         let budget = call.remaining().mul_f64(0.9).min(SECRET_TIMEOUT);
-        Ok(Ok(SecretScope { namespace: target, management, budget }))
+        Ok(Ok(SecretScope {
+            namespace: target,
+            management,
+            budget,
+        }))
     }
 }
 
 /// Runs `op` within `budget`; running out is a `timeout` naming `what`.
-pub(super) async fn bounded<T>(what: &str, budget: Duration, op: impl Future<Output = Result<T, HostError>>) -> Result<T, WitHostError> {
+pub(super) async fn bounded<T>(
+    what: &str,
+    budget: Duration,
+    op: impl Future<Output = Result<T, HostError>>,
+) -> Result<T, WitHostError> {
     match tokio::time::timeout(budget, op).await {
         Ok(result) => result.map_err(Into::into),
-        Err(_) => Err(HostError::Timeout(format!("{what} did not finish within {} ms", budget.as_millis())).into()),
+        Err(_) => Err(HostError::Timeout(format!(
+            "{what} did not finish within {} ms",
+            budget.as_millis()
+        ))
+        .into()),
     }
 }
 
@@ -71,11 +93,15 @@ pub(super) fn string_map(json: &str, field: &str) -> Result<BTreeMap<String, Str
     if json.trim().is_empty() {
         return Ok(BTreeMap::new());
     }
-    serde_json::from_str(json).map_err(|e| HostError::Invalid(format!("{field} must be a JSON object of strings: {e}")))
+    serde_json::from_str(json)
+        .map_err(|e| HostError::Invalid(format!("{field} must be a JSON object of strings: {e}")))
 }
 
 pub(super) fn owner(o: OwnerLabel) -> store::OwnerLabel {
-    store::OwnerLabel { key: o.key, value: o.value }
+    store::OwnerLabel {
+        key: o.key,
+        value: o.value,
+    }
 }
 
 pub(super) fn removal(r: store::Removal) -> Removal {
@@ -91,7 +117,12 @@ fn labels_json(m: Option<BTreeMap<String, String>>) -> String {
 }
 
 impl wit::Host for HostState {
-    async fn info(&mut self, ctx: Resource<CallContext>, namespace: Option<String>, name: String) -> Answer<Option<wit::SecretInfo>> {
+    async fn info(
+        &mut self,
+        ctx: Resource<CallContext>,
+        namespace: Option<String>,
+        name: String,
+    ) -> Answer<Option<wit::SecretInfo>> {
         let what = format!("secrets.info {name:?}");
         let scope = match self.secret_scope(&ctx, &[Capability::Secrets], namespace, &what)? {
             Ok(s) => s,
@@ -109,7 +140,11 @@ impl wit::Host for HostState {
         }))
     }
 
-    async fn digest(&mut self, ctx: Resource<CallContext>, key: SecretKeyRef) -> Answer<Option<String>> {
+    async fn digest(
+        &mut self,
+        ctx: Resource<CallContext>,
+        key: SecretKeyRef,
+    ) -> Answer<Option<String>> {
         let what = format!("secrets.digest {:?} key {:?}", key.name, key.key);
         let scope = match self.secret_scope(&ctx, &[Capability::Secrets], key.namespace, &what)? {
             Ok(s) => s,
@@ -117,26 +152,51 @@ impl wit::Host for HostState {
         };
         let read = store::get(&scope.management, "", &scope.namespace, &key.name);
         Ok(bounded(&what, scope.budget, read).await.map(|found| {
-            let value = found.and_then(|s| s.data).and_then(|mut d| d.remove(&key.key))?;
+            let value = found
+                .and_then(|s| s.data)
+                .and_then(|mut d| d.remove(&key.key))?;
             Some(store::sha256_hex(&value.0))
         }))
     }
 
-    async fn read(&mut self, ctx: Resource<CallContext>, key: SecretKeyRef) -> Answer<Option<Vec<u8>>> {
+    async fn read(
+        &mut self,
+        ctx: Resource<CallContext>,
+        key: SecretKeyRef,
+    ) -> Answer<Option<Vec<u8>>> {
         let what = format!("secrets.read {:?} key {:?}", key.name, key.key);
-        let scope = match self.secret_scope(&ctx, &[Capability::Secrets, Capability::SecretsReadValues], key.namespace, &what)? {
+        let scope = match self.secret_scope(
+            &ctx,
+            &[Capability::Secrets, Capability::SecretsReadValues],
+            key.namespace,
+            &what,
+        )? {
             Ok(s) => s,
             Err(e) => return Ok(Err(e.into())),
         };
         let read = store::get(&scope.management, "", &scope.namespace, &key.name);
-        Ok(bounded(&what, scope.budget, read)
-            .await
-            .map(|found| found.and_then(|s| s.data).and_then(|mut d| d.remove(&key.key)).map(|v| v.0)))
+        Ok(bounded(&what, scope.budget, read).await.map(|found| {
+            found
+                .and_then(|s| s.data)
+                .and_then(|mut d| d.remove(&key.key))
+                .map(|v| v.0)
+        }))
     }
 
-    async fn delete_owned(&mut self, ctx: Resource<CallContext>, namespace: Option<String>, name: String, owner_label: OwnerLabel) -> Answer<Removal> {
+    async fn delete_owned(
+        &mut self,
+        ctx: Resource<CallContext>,
+        namespace: Option<String>,
+        name: String,
+        owner_label: OwnerLabel,
+    ) -> Answer<Removal> {
         let what = format!("secrets.delete-owned {name:?}");
-        let scope = match self.secret_scope(&ctx, &[Capability::Secrets, Capability::SecretsWrite], namespace, &what)? {
+        let scope = match self.secret_scope(
+            &ctx,
+            &[Capability::Secrets, Capability::SecretsWrite],
+            namespace,
+            &what,
+        )? {
             Ok(s) => s,
             Err(e) => return Ok(Err(e.into())),
         };

@@ -11,7 +11,9 @@ use wasmtime::component::Resource;
 use super::secrets::{SecretScope, bounded, owner, removal, string_map};
 use super::{CallContext, Capability, HostError};
 use crate::runtime::HostState;
-use crate::runtime::bindings::omni::operator::types::{HostError as WitHostError, OwnerLabel, Removal, SecretKeyRef};
+use crate::runtime::bindings::omni::operator::types::{
+    HostError as WitHostError, OwnerLabel, Removal, SecretKeyRef,
+};
 use crate::runtime::bindings::omni::operator::workload as wit;
 use crate::secrets::{self as store, CopyOutcome, CopyRequest, quoted};
 
@@ -22,35 +24,78 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl HostState {
     /// The scope of a workload call and the client for its kubeconfig.
-    async fn workload_client(&mut self, ctx: &Resource<CallContext>, kubeconfig: SecretKeyRef, what: &str) -> wasmtime::Result<Result<(SecretScope, kube::Client), HostError>> {
-        let scope = match self.secret_scope(ctx, &[Capability::Workload], kubeconfig.namespace.clone(), what)? {
+    async fn workload_client(
+        &mut self,
+        ctx: &Resource<CallContext>,
+        kubeconfig: SecretKeyRef,
+        what: &str,
+    ) -> wasmtime::Result<Result<(SecretScope, kube::Client), HostError>> {
+        let scope = match self.secret_scope(
+            ctx,
+            &[Capability::Workload],
+            kubeconfig.namespace.clone(),
+            what,
+        )? {
             Ok(s) => s,
             Err(e) => return Ok(Err(e)),
         };
         let clients = self.services.workloads.clone();
-        let building = clients.client(&scope.management, &scope.namespace, &kubeconfig.name, &kubeconfig.key);
+        let building = clients.client(
+            &scope.management,
+            &scope.namespace,
+            &kubeconfig.name,
+            &kubeconfig.key,
+        );
         Ok(match tokio::time::timeout(scope.budget, building).await {
             Ok(Ok(client)) => Ok((scope, client)),
             Ok(Err(e)) => Err(e),
-            Err(_) => Err(HostError::Timeout(format!("{what}: reading the kubeconfig Secret took longer than {} ms", scope.budget.as_millis()))),
+            Err(_) => Err(HostError::Timeout(format!(
+                "{what}: reading the kubeconfig Secret took longer than {} ms",
+                scope.budget.as_millis()
+            ))),
         })
     }
 }
 
 impl wit::Host for HostState {
-    async fn probe(&mut self, ctx: Resource<CallContext>, kubeconfig: SecretKeyRef) -> Answer<String> {
-        let what = format!("probe the workload cluster of kubeconfig Secret {:?}", kubeconfig.name);
+    async fn probe(
+        &mut self,
+        ctx: Resource<CallContext>,
+        kubeconfig: SecretKeyRef,
+    ) -> Answer<String> {
+        let what = format!(
+            "probe the workload cluster of kubeconfig Secret {:?}",
+            kubeconfig.name
+        );
         let (scope, client) = match self.workload_client(&ctx, kubeconfig, &what).await? {
             Ok(c) => c,
             Err(e) => return Ok(Err(e.into())),
         };
-        let op = async move { client.apiserver_version().await.map(|v| v.git_version).map_err(|e| store::kube_error("GET /version", e)) };
+        let op = async move {
+            client
+                .apiserver_version()
+                .await
+                .map(|v| v.git_version)
+                .map_err(|e| store::kube_error("GET /version", e))
+        };
         Ok(bounded(&what, scope.budget.min(PROBE_TIMEOUT), op).await)
     }
 
-    async fn copy_secret(&mut self, ctx: Resource<CallContext>, kubeconfig: SecretKeyRef, request: wit::SecretCopy) -> Answer<wit::Copied> {
-        let what = format!("copy Secret {:?} to workload Secret {}", request.source_name, quoted(&request.target_namespace, &request.target_name));
-        let (labels, annotations) = match (string_map(&request.labels, "labels"), string_map(&request.annotations, "annotations")) {
+    async fn copy_secret(
+        &mut self,
+        ctx: Resource<CallContext>,
+        kubeconfig: SecretKeyRef,
+        request: wit::SecretCopy,
+    ) -> Answer<wit::Copied> {
+        let what = format!(
+            "copy Secret {:?} to workload Secret {}",
+            request.source_name,
+            quoted(&request.target_namespace, &request.target_name)
+        );
+        let (labels, annotations) = match (
+            string_map(&request.labels, "labels"),
+            string_map(&request.annotations, "annotations"),
+        ) {
             (Ok(l), Ok(a)) => (l, a),
             (Err(e), _) | (_, Err(e)) => return Ok(Err(e.into())),
         };
@@ -60,13 +105,23 @@ impl wit::Host for HostState {
         };
         let source_ns = match self.table.get(&ctx)?.namespace() {
             Some(ns) => ns.to_string(),
-            None => return Ok(Err(HostError::Invalid(format!("{what}: this object is cluster-scoped")).into())),
+            None => {
+                return Ok(Err(HostError::Invalid(format!(
+                    "{what}: this object is cluster-scoped"
+                ))
+                .into()));
+            }
         };
         let (plugin, budget) = (self.plugin.clone(), scope.budget);
         let op = async move {
             let source = store::get(&scope.management, "", &source_ns, &request.source_name)
                 .await?
-                .ok_or_else(|| HostError::NotFound(format!("source Secret {} does not exist", quoted(&source_ns, &request.source_name))))?;
+                .ok_or_else(|| {
+                    HostError::NotFound(format!(
+                        "source Secret {} does not exist",
+                        quoted(&source_ns, &request.source_name)
+                    ))
+                })?;
             let target = quoted(&request.target_namespace, &request.target_name);
             let copy = CopyRequest {
                 source,
@@ -98,14 +153,23 @@ impl wit::Host for HostState {
         Ok(bounded(&what, budget, op).await)
     }
 
-    async fn delete_secret(&mut self, ctx: Resource<CallContext>, kubeconfig: SecretKeyRef, namespace: String, name: String, owner_label: OwnerLabel) -> Answer<Removal> {
+    async fn delete_secret(
+        &mut self,
+        ctx: Resource<CallContext>,
+        kubeconfig: SecretKeyRef,
+        namespace: String,
+        name: String,
+        owner_label: OwnerLabel,
+    ) -> Answer<Removal> {
         let what = format!("delete workload Secret {}", quoted(&namespace, &name));
         let (scope, client) = match self.workload_client(&ctx, kubeconfig, &what).await? {
             Ok(c) => c,
             Err(e) => return Ok(Err(e.into())),
         };
         let owner = owner(owner_label);
-        let op = async move { store::delete_owned(&client, "workload ", &namespace, &name, &owner).await };
+        let op = async move {
+            store::delete_owned(&client, "workload ", &namespace, &name, &owner).await
+        };
         Ok(bounded(&what, scope.budget, op).await.map(removal))
     }
 }

@@ -3,7 +3,11 @@
 //! plugin answers to is removed together.
 
 /// The finalizers the object should carry before a reconcile, when they must change.
-pub fn to_add(current: &[String], finalizer: Option<&str>, legacy: &[String]) -> Option<Vec<String>> {
+pub fn to_add(
+    current: &[String],
+    finalizer: Option<&str>,
+    legacy: &[String],
+) -> Option<Vec<String>> {
     let f = finalizer?;
     let held = current.iter().any(|c| c == f || legacy.contains(c));
     if held {
@@ -16,12 +20,22 @@ pub fn to_add(current: &[String], finalizer: Option<&str>, legacy: &[String]) ->
 
 /// Whether a deleting object still waits for this plugin's cleanup.
 pub fn held(current: &[String], finalizer: Option<&str>, legacy: &[String]) -> bool {
-    current.iter().any(|c| Some(c.as_str()) == finalizer || legacy.contains(c))
+    current
+        .iter()
+        .any(|c| Some(c.as_str()) == finalizer || legacy.contains(c))
 }
 
 /// The finalizers left once this plugin's cleanup is done (other controllers' finalizers stay).
-pub fn after_cleanup(current: &[String], finalizer: Option<&str>, legacy: &[String]) -> Vec<String> {
-    current.iter().filter(|c| Some(c.as_str()) != finalizer && !legacy.contains(c)).cloned().collect()
+pub fn after_cleanup(
+    current: &[String],
+    finalizer: Option<&str>,
+    legacy: &[String],
+) -> Vec<String> {
+    current
+        .iter()
+        .filter(|c| Some(c.as_str()) != finalizer && !legacy.contains(c))
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]
@@ -37,7 +51,10 @@ mod tests {
 
     #[test]
     fn the_current_finalizer_is_added_when_neither_name_is_present() {
-        assert_eq!(to_add(&v(&["other"]), Some(NEW), &v(&[OLD])), Some(v(&["other", NEW])));
+        assert_eq!(
+            to_add(&v(&["other"]), Some(NEW), &v(&[OLD])),
+            Some(v(&["other", NEW]))
+        );
         assert_eq!(to_add(&v(&[NEW]), Some(NEW), &v(&[OLD])), None);
     }
 
@@ -49,7 +66,10 @@ mod tests {
 
     #[test]
     fn cleanup_removes_both_names_and_keeps_others() {
-        assert_eq!(after_cleanup(&v(&[OLD, "keep", NEW]), Some(NEW), &v(&[OLD])), v(&["keep"]));
+        assert_eq!(
+            after_cleanup(&v(&[OLD, "keep", NEW]), Some(NEW), &v(&[OLD])),
+            v(&["keep"])
+        );
     }
 
     #[test]

@@ -11,11 +11,11 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use futures::{Stream, StreamExt};
+use kube::ResourceExt;
 use kube::api::{Api, DynamicObject};
 use kube::core::ApiResource;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::ResourceExt;
 use tokio::sync::mpsc;
 
 use crate::capabilities::FieldSelector;
@@ -34,7 +34,9 @@ pub struct WatchHub {
 
 impl std::fmt::Debug for WatchHub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WatchHub").field("watches", &lock(&self.watches).len()).finish()
+        f.debug_struct("WatchHub")
+            .field("watches", &lock(&self.watches).len())
+            .finish()
     }
 }
 
@@ -70,7 +72,10 @@ impl FieldIndex {
         let key = ObjectRef::from_obj_with(o, resource.clone());
         self.forget(&key);
         if let Some(value) = field_text(o, path) {
-            self.by_value.entry(value.clone()).or_default().insert(key.clone());
+            self.by_value
+                .entry(value.clone())
+                .or_default()
+                .insert(key.clone());
             self.value_of.insert(key, value);
         }
     }
@@ -119,12 +124,26 @@ impl WatchHandle {
     /// The cached objects whose field at `path` reads `value`, from an index built on first use.
     pub fn select(&self, path: &str, value: &str) -> Vec<Arc<DynamicObject>> {
         let matching = |index: &FieldIndex| -> Vec<ObjectRef<DynamicObject>> {
-            index.by_value.get(value).map(|s| s.iter().cloned().collect()).unwrap_or_default()
+            index
+                .by_value
+                .get(value)
+                .map(|s| s.iter().cloned().collect())
+                .unwrap_or_default()
         };
-        let known = self.0.indexes.read().unwrap_or_else(|p| p.into_inner()).get(path).map(matching);
+        let known = self
+            .0
+            .indexes
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(path)
+            .map(matching);
         let refs = known.unwrap_or_else(|| {
             let mut indexes = self.0.indexes.write().unwrap_or_else(|p| p.into_inner());
-            matching(indexes.entry(path.to_string()).or_insert_with(|| FieldIndex::build(path, &self.0.store, &self.0.resource)))
+            matching(
+                indexes
+                    .entry(path.to_string())
+                    .or_insert_with(|| FieldIndex::build(path, &self.0.store, &self.0.resource)),
+            )
         });
         refs.iter().filter_map(|r| self.0.store.get(r)).collect()
     }
@@ -150,27 +169,44 @@ pub struct Subscription {
 
 impl Subscription {
     pub fn stream(self) -> impl Stream<Item = SharedEvent> + Send {
-        futures::stream::unfold(self.events, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) })
+        futures::stream::unfold(self.events, |mut rx| async move {
+            rx.recv().await.map(|e| (e, rx))
+        })
     }
 }
 
 impl WatchHub {
     /// Subscribes to the watch of `resource` in `namespace` (None: all namespaces), starting it if nobody watches
     /// it yet. A late subscriber first gets every object already known, as Apply events.
-    pub fn subscribe(&self, client: &kube::Client, resource: &ApiResource, namespace: Option<&str>) -> Subscription {
-        let key = (resource.api_version.clone(), resource.plural.clone(), namespace.map(String::from));
+    pub fn subscribe(
+        &self,
+        client: &kube::Client,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+    ) -> Subscription {
+        let key = (
+            resource.api_version.clone(),
+            resource.plural.clone(),
+            namespace.map(String::from),
+        );
         let (tx, rx) = mpsc::unbounded_channel();
         let mut watches = lock(&self.watches);
         if let Some(w) = watches.get(&key)
             && w.join(tx.clone())
         {
-            return Subscription { watch: WatchHandle(w.clone()), events: rx };
+            return Subscription {
+                watch: WatchHandle(w.clone()),
+                events: rx,
+            };
         }
         let writer = reflector::store::Writer::new(resource.clone());
         let watch = Arc::new(SharedWatch {
             resource: resource.clone(),
             store: writer.as_reader(),
-            fanout: Mutex::new(Fanout { subscribers: vec![tx], listing: Vec::new() }),
+            fanout: Mutex::new(Fanout {
+                subscribers: vec![tx],
+                listing: Vec::new(),
+            }),
             indexes: RwLock::default(),
         });
         watches.insert(key.clone(), watch.clone());
@@ -181,9 +217,11 @@ impl WatchHub {
         let what = format!("{}/{}", resource.api_version, resource.plural);
         let handle = WatchHandle(watch.clone());
         tokio::spawn(async move {
-            let events = watcher(api, watcher::Config::default()).default_backoff().modify(|o| {
-                o.managed_fields_mut().clear();
-            });
+            let events = watcher(api, watcher::Config::default())
+                .default_backoff()
+                .modify(|o| {
+                    o.managed_fields_mut().clear();
+                });
             let mut events = std::pin::pin!(reflector::reflector(writer, events));
             // The watch ends when its last subscriber has gone (controllers stopped), even if nothing changes.
             let mut check = tokio::time::interval(SUBSCRIBER_CHECK);
@@ -207,7 +245,10 @@ impl WatchHub {
             }
             lock(&watch.fanout).subscribers.clear();
         });
-        Subscription { watch: handle, events: rx }
+        Subscription {
+            watch: handle,
+            events: rx,
+        }
     }
 }
 
@@ -240,9 +281,13 @@ impl SharedWatch {
         for (path, index) in indexes.iter_mut() {
             match event {
                 watcher::Event::Apply(o) => index.record(path, o, &self.resource),
-                watcher::Event::Delete(o) => index.forget(&ObjectRef::from_obj_with(o, self.resource.clone())),
+                watcher::Event::Delete(o) => {
+                    index.forget(&ObjectRef::from_obj_with(o, self.resource.clone()))
+                }
                 // A relist swaps the whole store at its end.
-                watcher::Event::InitDone => *index = FieldIndex::build(path, &self.store, &self.resource),
+                watcher::Event::InitDone => {
+                    *index = FieldIndex::build(path, &self.store, &self.resource)
+                }
                 watcher::Event::Init | watcher::Event::InitApply(_) => {}
             }
         }
@@ -258,11 +303,12 @@ impl SharedWatch {
             watcher::Event::InitDone => fanout.listing.clear(),
             _ => {}
         }
-        fanout.subscribers.retain(|tx| tx.send(event.clone()).is_ok());
+        fanout
+            .subscribers
+            .retain(|tx| tx.send(event.clone()).is_ok());
         !fanout.subscribers.is_empty()
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -281,12 +327,22 @@ mod tests {
     #[test]
     fn field_text_reads_data_and_metadata_in_place() {
         let o = worker("w", "edge");
-        assert_eq!(field_text(&o, "spec.clusterRef.name").as_deref(), Some("edge"));
-        assert_eq!(field_text(&o, "metadata.labels.cluster").as_deref(), Some("edge"));
+        assert_eq!(
+            field_text(&o, "spec.clusterRef.name").as_deref(),
+            Some("edge")
+        );
+        assert_eq!(
+            field_text(&o, "metadata.labels.cluster").as_deref(),
+            Some("edge")
+        );
         assert_eq!(field_text(&o, "metadata.name").as_deref(), Some("w"));
         assert_eq!(field_text(&o, "metadata.namespace").as_deref(), Some("t"));
         assert_eq!(field_text(&o, "metadata.generation").as_deref(), Some("3"));
-        assert_eq!(field_text(&o, "spec.replicas").as_deref(), Some("2"), "numbers compare as their JSON text");
+        assert_eq!(
+            field_text(&o, "spec.replicas").as_deref(),
+            Some("2"),
+            "numbers compare as their JSON text"
+        );
         assert_eq!(field_text(&o, "spec.paused"), None, "null is missing");
         assert_eq!(field_text(&o, "spec.missing.name"), None);
         assert_eq!(field_text(&o, "metadata.annotations.x"), None);
@@ -294,7 +350,10 @@ mod tests {
 
     #[test]
     fn the_index_follows_applies_deletes_and_relists() {
-        let ar = ApiResource::from_gvk_with_plural(&kube::core::GroupVersionKind::gvk("omni.texashpc.com", "v1alpha1", "OmniWorkers"), "omniworkers");
+        let ar = ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk("omni.texashpc.com", "v1alpha1", "OmniWorkers"),
+            "omniworkers",
+        );
         let mut writer = reflector::store::Writer::new(ar.clone());
         let watch = WatchHandle(Arc::new(SharedWatch {
             resource: ar.clone(),
@@ -315,19 +374,34 @@ mod tests {
             n.sort();
             n
         };
-        assert_eq!(names(watch.select("spec.clusterRef.name", "edge")), ["a"], "built from the store on first use");
+        assert_eq!(
+            names(watch.select("spec.clusterRef.name", "edge")),
+            ["a"],
+            "built from the store on first use"
+        );
 
         apply(watcher::Event::Apply(worker("c", "edge")));
         apply(watcher::Event::Apply(worker("b", "edge")));
-        assert_eq!(names(watch.select("spec.clusterRef.name", "edge")), ["a", "b", "c"], "a moved object leaves its old value");
+        assert_eq!(
+            names(watch.select("spec.clusterRef.name", "edge")),
+            ["a", "b", "c"],
+            "a moved object leaves its old value"
+        );
         assert!(watch.select("spec.clusterRef.name", "core").is_empty());
 
         apply(watcher::Event::Delete(worker("a", "edge")));
-        assert_eq!(names(watch.select("spec.clusterRef.name", "edge")), ["b", "c"]);
+        assert_eq!(
+            names(watch.select("spec.clusterRef.name", "edge")),
+            ["b", "c"]
+        );
 
         apply(watcher::Event::Init);
         apply(watcher::Event::InitApply(worker("d", "edge")));
         apply(watcher::Event::InitDone);
-        assert_eq!(names(watch.select("spec.clusterRef.name", "edge")), ["d"], "a relist replaces everything");
+        assert_eq!(
+            names(watch.select("spec.clusterRef.name", "edge")),
+            ["d"],
+            "a relist replaces everything"
+        );
     }
 }

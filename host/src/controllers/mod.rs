@@ -23,7 +23,10 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
-use crate::capabilities::{CallObject, Clock, EventType, HostServices, KubeReader, SystemClock, TemplateRoots, rfc3339_seconds};
+use crate::capabilities::{
+    CallObject, Clock, EventType, HostServices, KubeReader, SystemClock, TemplateRoots,
+    rfc3339_seconds,
+};
 use crate::omni::OmniConnections;
 use crate::runtime::{CallError, ErrorKind, PluginRegistry, ReconcileError, RelatedMapping};
 use reader::ApiReader;
@@ -100,7 +103,9 @@ pub async fn run_plugin(
     settings: Settings,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + Clone + 'static,
 ) -> Result<()> {
-    let loaded = registry.get(plugin).with_context(|| format!("plugin {plugin:?} is not loaded"))?;
+    let loaded = registry
+        .get(plugin)
+        .with_context(|| format!("plugin {plugin:?} is not loaded"))?;
     let reader = Arc::new(ApiReader::new(client.clone()));
     let mut tasks = Vec::new();
     for gvk in &loaded.info().kinds {
@@ -117,7 +122,13 @@ pub async fn run_plugin(
             // Reads go through the shared watches' caches, which apply an event before any controller sees it:
             // a reconcile an event triggers never reads an older copy than that event.
             reader: Arc::new(ApiReader::new(client.clone())),
-            recorder: Recorder::new(client.clone(), Reporter { controller: settings.manager.clone(), instance: None }),
+            recorder: Recorder::new(
+                client.clone(),
+                Reporter {
+                    controller: settings.manager.clone(),
+                    instance: None,
+                },
+            ),
             failures: Mutex::new(HashMap::new()),
         });
         let related = loaded.info().related.clone();
@@ -130,7 +141,12 @@ pub async fn run_plugin(
 }
 
 /// Reconciled objects whose field at `path` names `related` (same namespace), from the watch's index.
-fn name_field_matches(watch: &hub::WatchHandle, ar: &ApiResource, path: &str, related: &DynamicObject) -> Vec<ObjectRef<DynamicObject>> {
+fn name_field_matches(
+    watch: &hub::WatchHandle,
+    ar: &ApiResource,
+    path: &str,
+    related: &DynamicObject,
+) -> Vec<ObjectRef<DynamicObject>> {
     let ns = related.namespace();
     watch
         .select(path, &related.name_any())
@@ -140,12 +156,18 @@ fn name_field_matches(watch: &hub::WatchHandle, ar: &ApiResource, path: &str, re
         .collect()
 }
 
-async fn run_kind(shared: Arc<Shared>, related: Vec<crate::runtime::RelatedKind>, shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static) -> Result<()> {
+async fn run_kind(
+    shared: Arc<Shared>,
+    related: Vec<crate::runtime::RelatedKind>,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) -> Result<()> {
     let ns = shared.settings.namespace.clone();
     let watches = &shared.settings.watches;
     let main = watches.subscribe(&shared.client, &shared.resource, ns.as_deref());
     let (main_watch, store) = (main.watch.clone(), main.watch.store().clone());
-    shared.reader.register_cache(&shared.resource, ns.clone(), main_watch.clone());
+    shared
+        .reader
+        .register_cache(&shared.resource, ns.clone(), main_watch.clone());
     let main = trigger::spec_or_deletion_changes(main.stream());
     let mut controller = Controller::for_stream_with(main, store.clone(), shared.resource.clone())
         .with_config(ControllerConfig::default().concurrency(shared.settings.concurrency));
@@ -157,14 +179,18 @@ async fn run_kind(shared: Arc<Shared>, related: Vec<crate::runtime::RelatedKind>
             .map_err(|e| anyhow::anyhow!("related kind {}: {e}", rel.kind.kind))?;
         // The related kind's watch also feeds the cache plugins read it from.
         let rel_watch = watches.subscribe(&shared.client, rel_ar, ns.as_deref());
-        shared.reader.register_cache(rel_ar, ns.clone(), rel_watch.watch.clone());
+        shared
+            .reader
+            .register_cache(rel_ar, ns.clone(), rel_watch.watch.clone());
         let events = trigger::spec_or_deletion_changes(rel_watch.stream());
         let main_ar = shared.resource.clone();
         let main_watch = main_watch.clone();
         controller = match rel.mapping {
-            RelatedMapping::NameField(path) => {
-                controller.watches_stream_with(events, move |o: DynamicObject| name_field_matches(&main_watch, &main_ar, &path, &o), rel_ar.clone())
-            }
+            RelatedMapping::NameField(path) => controller.watches_stream_with(
+                events,
+                move |o: DynamicObject| name_field_matches(&main_watch, &main_ar, &path, &o),
+                rel_ar.clone(),
+            ),
             RelatedMapping::NamedBy(path) => controller.watches_stream_with(
                 events,
                 move |o: DynamicObject| {
@@ -179,12 +205,21 @@ async fn run_kind(shared: Arc<Shared>, related: Vec<crate::runtime::RelatedKind>
                 },
                 rel_ar.clone(),
             ),
-            RelatedMapping::Annotated { namespace_annotation, name_annotation } => controller.watches_stream_with(
+            RelatedMapping::Annotated {
+                namespace_annotation,
+                name_annotation,
+            } => controller.watches_stream_with(
                 events,
                 move |o: DynamicObject| {
                     let annotations = o.annotations();
-                    let name = annotations.get(&name_annotation).filter(|n| !n.is_empty())?;
-                    let ns = annotations.get(&namespace_annotation).filter(|n| !n.is_empty()).cloned().or_else(|| o.namespace());
+                    let name = annotations
+                        .get(&name_annotation)
+                        .filter(|n| !n.is_empty())?;
+                    let ns = annotations
+                        .get(&namespace_annotation)
+                        .filter(|n| !n.is_empty())
+                        .cloned()
+                        .or_else(|| o.namespace());
                     let mut rf = ObjectRef::new_with(name, main_ar.clone());
                     if let Some(ns) = ns {
                         rf = rf.within(&ns);
@@ -246,7 +281,11 @@ enum Failure {
 }
 
 async fn reconcile(obj: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Action, Failure> {
-    shared.settings.stats.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    shared
+        .settings
+        .stats
+        .calls
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let who = format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any());
     let deadline = shared.settings.reconcile_timeout;
     let action = match tokio::time::timeout(deadline, reconcile_inner(&obj, &shared)).await {
@@ -255,10 +294,21 @@ async fn reconcile(obj: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Actio
     };
     match &action {
         Ok(_) => {
-            shared.failures.lock().unwrap_or_else(|p| p.into_inner()).remove(&ObjectRef::from_obj_with(obj.as_ref(), shared.resource.clone()));
+            shared
+                .failures
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&ObjectRef::from_obj_with(
+                    obj.as_ref(),
+                    shared.resource.clone(),
+                ));
         }
         Err(e) => {
-            shared.settings.stats.failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            shared
+                .settings
+                .stats
+                .failures
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             report_failure(&obj, &shared, e).await
         }
     }
@@ -267,9 +317,16 @@ async fn reconcile(obj: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Actio
 
 async fn reconcile_inner(obj: &DynamicObject, shared: &Shared) -> Result<Action, Failure> {
     // The plugin is looked up per call, so a hot swap takes over at the next reconcile.
-    let plugin = shared.registry.get(&shared.plugin).ok_or_else(|| Failure::NoPlugin(shared.plugin.clone()))?;
+    let plugin = shared
+        .registry
+        .get(&shared.plugin)
+        .ok_or_else(|| Failure::NoPlugin(shared.plugin.clone()))?;
     let info = plugin.info().clone();
-    let api = Api::<DynamicObject>::namespaced_with(shared.client.clone(), &obj.namespace().unwrap_or_default(), &shared.resource);
+    let api = Api::<DynamicObject>::namespaced_with(
+        shared.client.clone(),
+        &obj.namespace().unwrap_or_default(),
+        &shared.resource,
+    );
     let json = serde_json::to_value(obj)?;
     let current = obj.finalizers().to_vec();
     let (finalizer, legacy) = (info.finalizer.as_deref(), info.legacy_finalizers.as_slice());
@@ -290,25 +347,49 @@ async fn reconcile_inner(obj: &DynamicObject, shared: &Shared) -> Result<Action,
         if done.value {
             let kept = finalizers::after_cleanup(&current, finalizer, legacy);
             let patch = json!({"metadata": {"finalizers": kept, "resourceVersion": obj.resource_version()}});
-            api.patch(&obj.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?;
+            api.patch(
+                &obj.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await?;
             return Ok(Action::await_change());
         }
-        return Ok(done.outputs.requeue_after.map(Action::requeue).unwrap_or_else(|| Action::requeue(Duration::from_secs(10))));
+        return Ok(done
+            .outputs
+            .requeue_after
+            .map(Action::requeue)
+            .unwrap_or_else(|| Action::requeue(Duration::from_secs(10))));
     }
 
     if let Some(next) = finalizers::to_add(&current, finalizer, legacy) {
         // Before the plugin's first side effect, so a deletion can never skip its cleanup.
-        let patch = json!({"metadata": {"finalizers": next, "resourceVersion": obj.resource_version()}});
-        api.patch(&obj.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?;
+        let patch =
+            json!({"metadata": {"finalizers": next, "resourceVersion": obj.resource_version()}});
+        api.patch(
+            &obj.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await?;
     }
 
     let done = plugin.reconcile(&call_obj, &services).await?;
     commit(obj, shared, &json, &done.outputs).await?;
-    Ok(done.outputs.requeue_after.map(Action::requeue).unwrap_or_else(Action::await_change))
+    Ok(done
+        .outputs
+        .requeue_after
+        .map(Action::requeue)
+        .unwrap_or_else(Action::await_change))
 }
 
 /// Writes what a successful call produced: status (only when changed) and Events.
-async fn commit(obj: &DynamicObject, shared: &Shared, json: &Value, outputs: &crate::capabilities::Outputs) -> Result<(), Failure> {
+async fn commit(
+    obj: &DynamicObject,
+    shared: &Shared,
+    json: &Value,
+    outputs: &crate::capabilities::Outputs,
+) -> Result<(), Failure> {
     let now = rfc3339_seconds(std::time::SystemTime::now());
     if let Some(next) = status::next_status(json, &outputs.status, &outputs.conditions, &now) {
         write_status(obj, shared, next).await?;
@@ -324,29 +405,58 @@ async fn commit(obj: &DynamicObject, shared: &Shared, json: &Value, outputs: &cr
             action: "Reconcile".into(),
             secondary: None,
         };
-        if let Err(err) = shared.recorder.publish(&ev, &obj.object_ref(&shared.resource)).await {
+        if let Err(err) = shared
+            .recorder
+            .publish(&ev, &obj.object_ref(&shared.resource))
+            .await
+        {
             tracing::warn!(error = %err, "could not publish an event");
         }
     }
     Ok(())
 }
 
-async fn write_status(obj: &DynamicObject, shared: &Shared, status: Value) -> Result<(), kube::Error> {
-    let api = Api::<DynamicObject>::namespaced_with(shared.client.clone(), &obj.namespace().unwrap_or_default(), &shared.resource);
+async fn write_status(
+    obj: &DynamicObject,
+    shared: &Shared,
+    status: Value,
+) -> Result<(), kube::Error> {
+    let api = Api::<DynamicObject>::namespaced_with(
+        shared.client.clone(),
+        &obj.namespace().unwrap_or_default(),
+        &shared.resource,
+    );
     // Replacing the whole status keeps removed fields removed; the status subresource leaves spec alone.
     let patch = json!([{"op": "add", "path": "/status", "value": status}]);
-    api.patch_status(&obj.name_any(), &PatchParams::default(), &Patch::<()>::Json(serde_json::from_value(patch).map_err(kube::Error::SerdeError)?)).await?;
+    api.patch_status(
+        &obj.name_any(),
+        &PatchParams::default(),
+        &Patch::<()>::Json(serde_json::from_value(patch).map_err(kube::Error::SerdeError)?),
+    )
+    .await?;
     Ok(())
 }
 
 /// Failures become a condition, an Event and a log line naming the plugin; the other objects keep being served.
 async fn report_failure(obj: &DynamicObject, shared: &Shared, failure: &Failure) {
     let (reason, message) = match failure {
-        Failure::Call(CallError::Failed { plugin, error: ReconcileError::Transient(m) }) => ("ReconcileFailed", format!("plugin {plugin:?}: {m}")),
-        Failure::Call(CallError::Failed { plugin, error: ReconcileError::Permanent(m) }) => ("ReconcileFailed", format!("plugin {plugin:?}: {m}")),
+        Failure::Call(CallError::Failed {
+            plugin,
+            error: ReconcileError::Transient(m),
+        }) => ("ReconcileFailed", format!("plugin {plugin:?}: {m}")),
+        Failure::Call(CallError::Failed {
+            plugin,
+            error: ReconcileError::Permanent(m),
+        }) => ("ReconcileFailed", format!("plugin {plugin:?}: {m}")),
         Failure::Call(CallError::Aborted(e)) => (plugin_reason(e.kind()), e.to_string()),
-        Failure::Deadline(_) => ("ReconcileTimeout", format!("plugin {:?}: {failure}", shared.plugin)),
-        other => ("ReconcileFailed", format!("plugin {:?}: {other}", shared.plugin)),
+        Failure::Deadline(_) => (
+            "ReconcileTimeout",
+            format!("plugin {:?}: {failure}", shared.plugin),
+        ),
+        other => (
+            "ReconcileFailed",
+            format!("plugin {:?}: {other}", shared.plugin),
+        ),
     };
     tracing::warn!(plugin = %shared.plugin, object = %format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any()), reason, "{message}");
     let json = serde_json::to_value(obj).unwrap_or(Value::Null);
@@ -357,8 +467,18 @@ async fn report_failure(obj: &DynamicObject, shared: &Shared, failure: &Failure)
     {
         tracing::warn!(error = %e, "could not record the failure in status");
     }
-    let ev = Event { type_: KubeEventType::Warning, reason: reason.into(), note: Some(message), action: "Reconcile".into(), secondary: None };
-    if let Err(e) = shared.recorder.publish(&ev, &obj.object_ref(&shared.resource)).await {
+    let ev = Event {
+        type_: KubeEventType::Warning,
+        reason: reason.into(),
+        note: Some(message),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    if let Err(e) = shared
+        .recorder
+        .publish(&ev, &obj.object_ref(&shared.resource))
+        .await
+    {
         tracing::warn!(error = %e, "could not publish an event");
     }
 }
@@ -370,13 +490,20 @@ fn plugin_reason(kind: ErrorKind) -> &'static str {
 /// Exponential backoff per object (5 ms doubling to 1000 s, as controller-runtime's default), except for
 /// permanent plugin errors, which wait for a change to the object.
 fn error_policy(obj: Arc<DynamicObject>, failure: &Failure, shared: Arc<Shared>) -> Action {
-    if matches!(failure, Failure::Call(CallError::Failed { error: ReconcileError::Permanent(_), .. })) {
+    if matches!(
+        failure,
+        Failure::Call(CallError::Failed {
+            error: ReconcileError::Permanent(_),
+            ..
+        })
+    ) {
         return Action::await_change();
     }
     let key = ObjectRef::from_obj_with(obj.as_ref(), shared.resource.clone());
     let mut failures = shared.failures.lock().unwrap_or_else(|p| p.into_inner());
     let n = failures.entry(key).or_insert(0);
     *n = n.saturating_add(1);
-    let backoff = Duration::from_millis(5u64.saturating_mul(1u64 << (*n).min(30))).min(Duration::from_secs(1000));
+    let backoff = Duration::from_millis(5u64.saturating_mul(1u64 << (*n).min(30)))
+        .min(Duration::from_secs(1000));
     Action::requeue(backoff)
 }

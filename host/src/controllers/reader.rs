@@ -6,13 +6,15 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use kube::api::{Api, DynamicObject, ListParams};
-use kube::runtime::reflector::ObjectRef;
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{self, Scope};
+use kube::runtime::reflector::ObjectRef;
 use serde_json::Value;
 
 use super::hub::{WatchHandle, field_text};
-use crate::capabilities::{BoxFuture, FieldSelector, GetRequest, HostError, KubeReader, ListRequest};
+use crate::capabilities::{
+    BoxFuture, FieldSelector, GetRequest, HostError, KubeReader, ListRequest,
+};
 
 /// A resolved kind: its resource and whether it is namespaced.
 pub type ResolvedKind = Arc<(ApiResource, bool)>;
@@ -37,19 +39,44 @@ const CACHE_READY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl ApiReader {
     pub fn new(client: kube::Client) -> Self {
-        ApiReader { client, kinds: RwLock::new(HashMap::new()), caches: RwLock::new(HashMap::new()) }
+        ApiReader {
+            client,
+            kinds: RwLock::new(HashMap::new()),
+            caches: RwLock::new(HashMap::new()),
+        }
     }
 
     /// Serves reads of `resource`'s kind in `namespace` (None: all) from `store` from now on.
-    pub fn register_cache(&self, resource: &ApiResource, namespace: Option<String>, watch: WatchHandle) {
+    pub fn register_cache(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<String>,
+        watch: WatchHandle,
+    ) {
         let key = (resource.api_version.clone(), resource.kind.clone());
         let mut caches = self.caches.write().unwrap_or_else(|p| p.into_inner());
-        caches.entry(key).or_insert_with(|| Arc::new(Cache { watch, resource: resource.clone(), namespace }));
+        caches.entry(key).or_insert_with(|| {
+            Arc::new(Cache {
+                watch,
+                resource: resource.clone(),
+                namespace,
+            })
+        });
     }
 
     /// The cache for a kind when it covers `namespace` and has finished its first list.
-    async fn cache_for(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Option<Arc<Cache>> {
-        let cache = self.caches.read().unwrap_or_else(|p| p.into_inner()).get(&(api_version.to_string(), kind.to_string())).cloned()?;
+    async fn cache_for(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+    ) -> Option<Arc<Cache>> {
+        let cache = self
+            .caches
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(api_version.to_string(), kind.to_string()))
+            .cloned()?;
         let covers = match (&cache.namespace, namespace) {
             (None, _) => true,
             (Some(c), Some(n)) => c == n,
@@ -67,7 +94,12 @@ impl ApiReader {
     /// The resource for an apiVersion and kind, and whether it is namespaced.
     pub async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResolvedKind, HostError> {
         let key = (api_version.to_string(), kind.to_string());
-        if let Some(hit) = self.kinds.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        if let Some(hit) = self
+            .kinds
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
             return Ok(hit.clone());
         }
         let (group, version) = match api_version.split_once('/') {
@@ -79,11 +111,19 @@ impl ApiReader {
             .await
             .map_err(|e| HostError::NotFound(format!("{api_version} {kind} is not served: {e}")))?;
         let entry = Arc::new((ar, caps.scope == Scope::Namespaced));
-        self.kinds.write().unwrap_or_else(|p| p.into_inner()).insert(key, entry.clone());
+        self.kinds
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, entry.clone());
         Ok(entry)
     }
 
-    fn api(&self, ar: &ApiResource, namespaced: bool, namespace: Option<&str>) -> Api<DynamicObject> {
+    fn api(
+        &self,
+        ar: &ApiResource,
+        namespaced: bool,
+        namespace: Option<&str>,
+    ) -> Api<DynamicObject> {
         match (namespaced, namespace) {
             (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, ar),
             _ => Api::all_with(self.client.clone(), ar),
@@ -122,12 +162,24 @@ fn unsupported_field(e: &kube::Error) -> bool {
 impl KubeReader for ApiReader {
     fn get(&self, request: GetRequest) -> BoxFuture<'_, Result<Option<Value>, HostError>> {
         Box::pin(async move {
-            if let Some(cache) = self.cache_for(&request.api_version, &request.kind, request.namespace.as_deref()).await {
+            if let Some(cache) = self
+                .cache_for(
+                    &request.api_version,
+                    &request.kind,
+                    request.namespace.as_deref(),
+                )
+                .await
+            {
                 let mut key = ObjectRef::new_with(&request.name, cache.resource.clone());
                 if let Some(ns) = &request.namespace {
                     key = key.within(ns);
                 }
-                return cache.watch.store().get(&key).map(|o| to_json((*o).clone())).transpose();
+                return cache
+                    .watch
+                    .store()
+                    .get(&key)
+                    .map(|o| to_json((*o).clone()))
+                    .transpose();
             }
             let kind = self.resolve(&request.api_version, &request.kind).await?;
             let api = self.api(&kind.0, kind.1, request.namespace.as_deref());
@@ -143,7 +195,13 @@ impl KubeReader for ApiReader {
         Box::pin(async move {
             // Label selectors go to the API: the server parses them exactly as it does for everyone.
             if request.label_selector.is_none()
-                && let Some(cache) = self.cache_for(&request.api_version, &request.kind, request.namespace.as_deref()).await
+                && let Some(cache) = self
+                    .cache_for(
+                        &request.api_version,
+                        &request.kind,
+                        request.namespace.as_deref(),
+                    )
+                    .await
             {
                 let ns = request.namespace.clone();
                 let fields = request.field_selector.as_ref();
@@ -157,7 +215,10 @@ impl KubeReader for ApiReader {
                     .filter(|o| ns.is_none() || o.metadata.namespace == ns)
                     .filter(|o| fields.is_none_or(|f| selected(f, o)))
                     .collect();
-                items.sort_by(|a, b| (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name)));
+                items.sort_by(|a, b| {
+                    (&a.metadata.namespace, &a.metadata.name)
+                        .cmp(&(&b.metadata.namespace, &b.metadata.name))
+                });
                 return items.into_iter().map(|o| to_json((*o).clone())).collect();
             }
             let kind = self.resolve(&request.api_version, &request.kind).await?;
@@ -176,7 +237,11 @@ impl KubeReader for ApiReader {
                 // fields): the selector still holds, applied here instead of by the server.
                 Err(e) if unsupported_field(&e) => {
                     let list = api.list(&params).await.map_err(api_error)?;
-                    list.items.into_iter().filter(|o| selected(fields, o)).map(to_json).collect()
+                    list.items
+                        .into_iter()
+                        .filter(|o| selected(fields, o))
+                        .map(to_json)
+                        .collect()
                 }
                 Err(e) => Err(api_error(e)),
             }

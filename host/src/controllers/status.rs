@@ -7,7 +7,12 @@ use serde_json::{Map, Value, json};
 use crate::capabilities::{Condition, ConditionStatus};
 
 /// The status the object should have after a successful call, or None when it already has it.
-pub fn next_status(object: &Value, fields: &Map<String, Value>, conditions: &[Condition], now: &str) -> Option<Value> {
+pub fn next_status(
+    object: &Value,
+    fields: &Map<String, Value>,
+    conditions: &[Condition],
+    now: &str,
+) -> Option<Value> {
     let current = object.get("status").cloned().unwrap_or_else(|| json!({}));
     let generation = object["metadata"]["generation"].as_i64().unwrap_or(0);
     let mut next = match &current {
@@ -22,7 +27,11 @@ pub fn next_status(object: &Value, fields: &Map<String, Value>, conditions: &[Co
             next.insert(k.clone(), v.clone());
         }
     }
-    let mut list: Vec<Value> = next.get("conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut list: Vec<Value> = next
+        .get("conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     for c in conditions {
         upsert_condition(&mut list, c, generation, now);
     }
@@ -63,7 +72,11 @@ pub fn upsert_condition(list: &mut Vec<Value>, c: &Condition, generation: i64, n
 pub fn host_condition(type_: &str, ok: bool, reason: &str, message: String) -> Condition {
     Condition {
         type_: type_.into(),
-        status: if ok { ConditionStatus::True } else { ConditionStatus::False },
+        status: if ok {
+            ConditionStatus::True
+        } else {
+            ConditionStatus::False
+        },
         reason: reason.into(),
         message,
     }
@@ -80,7 +93,8 @@ mod tests {
     #[test]
     fn a_new_condition_gets_the_transition_time_and_observed_generation() {
         let obj = json!({"metadata": {"generation": 3}});
-        let s = next_status(&obj, &Map::new(), &[accepted(true, "Accepted")], "T1").expect("changed");
+        let s =
+            next_status(&obj, &Map::new(), &[accepted(true, "Accepted")], "T1").expect("changed");
         assert_eq!(s["observedGeneration"], 3);
         assert_eq!(s["conditions"][0]["lastTransitionTime"], "T1");
         assert_eq!(s["conditions"][0]["observedGeneration"], 3);
@@ -90,22 +104,41 @@ mod tests {
     #[test]
     fn the_transition_time_moves_only_when_the_status_changes() {
         let mut obj = json!({"metadata": {"generation": 1}});
-        obj["status"] = next_status(&obj, &Map::new(), &[accepted(false, "MissingCluster")], "T1").expect("first");
+        obj["status"] = next_status(
+            &obj,
+            &Map::new(),
+            &[accepted(false, "MissingCluster")],
+            "T1",
+        )
+        .expect("first");
         obj["metadata"]["generation"] = json!(2);
-        let same = next_status(&obj, &Map::new(), &[accepted(false, "MissingCluster")], "T2").expect("generation moved");
+        let same = next_status(
+            &obj,
+            &Map::new(),
+            &[accepted(false, "MissingCluster")],
+            "T2",
+        )
+        .expect("generation moved");
         assert_eq!(same["conditions"][0]["lastTransitionTime"], "T1");
         assert_eq!(same["conditions"][0]["observedGeneration"], 2);
         obj["status"] = same;
-        let flipped = next_status(&obj, &Map::new(), &[accepted(true, "Accepted")], "T3").expect("flipped");
+        let flipped =
+            next_status(&obj, &Map::new(), &[accepted(true, "Accepted")], "T3").expect("flipped");
         assert_eq!(flipped["conditions"][0]["lastTransitionTime"], "T3");
     }
 
     #[test]
     fn an_unchanged_status_needs_no_write() {
         let mut obj = json!({"metadata": {"generation": 1}});
-        let fields: Map<String, Value> = [("clusterRef".to_string(), json!("c"))].into_iter().collect();
-        obj["status"] = next_status(&obj, &fields, &[accepted(true, "Accepted")], "T1").expect("first");
-        assert_eq!(next_status(&obj, &fields, &[accepted(true, "Accepted")], "T9"), None);
+        let fields: Map<String, Value> = [("clusterRef".to_string(), json!("c"))]
+            .into_iter()
+            .collect();
+        obj["status"] =
+            next_status(&obj, &fields, &[accepted(true, "Accepted")], "T1").expect("first");
+        assert_eq!(
+            next_status(&obj, &fields, &[accepted(true, "Accepted")], "T9"),
+            None
+        );
     }
 
     #[test]
@@ -114,6 +147,10 @@ mod tests {
         let fields: Map<String, Value> = [("old".to_string(), Value::Null)].into_iter().collect();
         let s = next_status(&obj, &fields, &[accepted(true, "Accepted")], "T").expect("changed");
         assert!(s.get("old").is_none());
-        assert_eq!(s["conditions"].as_array().expect("list").len(), 2, "conditions are never removed");
+        assert_eq!(
+            s["conditions"].as_array().expect("list").len(),
+            2,
+            "conditions are never removed"
+        );
     }
 }

@@ -22,13 +22,19 @@ fn fingerprint(o: &DynamicObject) -> (Option<String>, bool) {
 
 fn key(o: &DynamicObject) -> String {
     o.metadata.uid.clone().unwrap_or_else(|| {
-        format!("{}/{}", o.metadata.namespace.clone().unwrap_or_default(), o.metadata.name.clone().unwrap_or_default())
+        format!(
+            "{}/{}",
+            o.metadata.namespace.clone().unwrap_or_default(),
+            o.metadata.name.clone().unwrap_or_default()
+        )
     })
 }
 
 /// Objects from a shared watch, passed on only when §0.6 says they should trigger. Deletions always pass (a
 /// related object going away changes what its dependents observe); re-listed objects pass only when they changed.
-pub fn spec_or_deletion_changes<S>(events: S) -> impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send
+pub fn spec_or_deletion_changes<S>(
+    events: S,
+) -> impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send
 where
     S: Stream<Item = SharedEvent> + Send,
 {
@@ -38,7 +44,11 @@ where
             match &*ev {
                 watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
                     let fp = fingerprint(o);
-                    if seen.insert(key(o), fp.clone()) == Some(fp) { None } else { Some(Ok(o.clone())) }
+                    if seen.insert(key(o), fp.clone()) == Some(fp) {
+                        None
+                    } else {
+                        Some(Ok(o.clone()))
+                    }
                 }
                 watcher::Event::Delete(o) => {
                     seen.remove(&key(o));
@@ -58,11 +68,18 @@ mod tests {
     fn obj(uid: &str, generation: i64, deleting: bool, rv: &str) -> DynamicObject {
         let mut o = DynamicObject {
             types: None,
-            metadata: ObjectMeta { uid: Some(uid.into()), generation: Some(generation), resource_version: Some(rv.into()), ..Default::default() },
+            metadata: ObjectMeta {
+                uid: Some(uid.into()),
+                generation: Some(generation),
+                resource_version: Some(rv.into()),
+                ..Default::default()
+            },
             data: serde_json::json!({}),
         };
         if deleting {
-            o.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH));
+            o.metadata.deletion_timestamp = Some(
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),
+            );
         }
         o
     }
@@ -76,10 +93,16 @@ mod tests {
             watcher::Event::Apply(obj("a", 2, true, "4")),
             watcher::Event::Delete(obj("a", 2, true, "5")),
         ];
-        let out: Vec<String> = spec_or_deletion_changes(futures::stream::iter(events.into_iter().map(std::sync::Arc::new)))
-            .map(|r| r.expect("ok").metadata.resource_version.expect("rv"))
-            .collect()
-            .await;
-        assert_eq!(out, vec!["1", "3", "4", "5"], "the status-only update (rv 2) is filtered");
+        let out: Vec<String> = spec_or_deletion_changes(futures::stream::iter(
+            events.into_iter().map(std::sync::Arc::new),
+        ))
+        .map(|r| r.expect("ok").metadata.resource_version.expect("rv"))
+        .collect()
+        .await;
+        assert_eq!(
+            out,
+            vec!["1", "3", "4", "5"],
+            "the status-only update (rv 2) is filtered"
+        );
     }
 }

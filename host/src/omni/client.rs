@@ -111,20 +111,31 @@ impl OmniClient {
     /// A request for `method` carrying `extra` metadata, signed (after all other metadata is set, as §2.2
     /// requires) with `budget` as its gRPC deadline. Signed at the real time, never an injected clock: Omni
     /// refuses timestamps more than 5 minutes from its own.
-    fn request<T>(&self, method: &str, message: T, extra: Metadata, budget: Duration) -> Result<Request<T>, HostError> {
+    fn request<T>(
+        &self,
+        method: &str,
+        message: T,
+        extra: Metadata,
+        budget: Duration,
+    ) -> Result<Request<T>, HostError> {
         let now = std::time::SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs() as i64)
             .unwrap_or(0);
         let mut md = extra;
-        signature::sign(&self.key, method, &mut md, now).map_err(|e| HostError::Other(e.to_string()))?;
+        signature::sign(&self.key, method, &mut md, now)
+            .map_err(|e| HostError::Other(e.to_string()))?;
         let mut request = Request::new(message);
         request.set_timeout(budget);
         for (name, value) in md {
-            let name = MetadataKey::from_bytes(name.as_bytes())
-                .map_err(|_| HostError::Invalid(format!("metadata key {name:?} is not valid in gRPC")))?;
-            let value = MetadataValue::try_from(value.as_str())
-                .map_err(|_| HostError::Invalid(format!("metadata {name} holds characters gRPC cannot carry")))?;
+            let name = MetadataKey::from_bytes(name.as_bytes()).map_err(|_| {
+                HostError::Invalid(format!("metadata key {name:?} is not valid in gRPC"))
+            })?;
+            let value = MetadataValue::try_from(value.as_str()).map_err(|_| {
+                HostError::Invalid(format!(
+                    "metadata {name} holds characters gRPC cannot carry"
+                ))
+            })?;
             request.metadata_mut().append(name, value);
         }
         Ok(request)
@@ -149,10 +160,18 @@ impl OmniClient {
     /// `context` header, the token lives `ttl`. The bytes are credentials: callers must not log, echo or keep them
     /// longer than it takes to store them. Errors read `get kubeconfig for Omni cluster "<name>": …`, as the Go
     /// operator's did; an empty answer is an error, not an empty kubeconfig.
-    pub async fn kubeconfig(&self, cluster: &str, user: &str, groups: &[String], ttl: Duration, budget: Duration) -> Result<Vec<u8>, HostError> {
+    pub async fn kubeconfig(
+        &self,
+        cluster: &str,
+        user: &str,
+        groups: &[String],
+        ttl: Duration,
+        budget: Duration,
+    ) -> Result<Vec<u8>, HostError> {
         // `{:?}` prints Omni cluster names (`[A-Za-z0-9_-]+`) exactly as Go's `%q` does.
         let what = format!("get kubeconfig for Omni cluster {cluster:?}");
-        let ttl = prost_types::Duration::try_from(ttl).map_err(|_| HostError::Invalid(format!("{what}: the ttl {ttl:?} is out of range")))?;
+        let ttl = prost_types::Duration::try_from(ttl)
+            .map_err(|_| HostError::Invalid(format!("{what}: the ttl {ttl:?} is out of range")))?;
         let message = management::KubeconfigRequest {
             service_account: true,
             service_account_ttl: Some(ttl),
@@ -160,9 +179,16 @@ impl OmniClient {
             service_account_groups: groups.to_vec(),
             ..Default::default()
         };
-        let request = self.request("/management.ManagementService/Kubeconfig", message, vec![("context".into(), cluster.to_string())], budget)?;
+        let request = self.request(
+            "/management.ManagementService/Kubeconfig",
+            message,
+            vec![("context".into(), cluster.to_string())],
+            budget,
+        )?;
         let mut management = self.management.clone();
-        let answer = Self::within(&what, budget, management.kubeconfig(request)).await?.into_inner();
+        let answer = Self::within(&what, budget, management.kubeconfig(request))
+            .await?
+            .into_inner();
         if answer.kubeconfig.is_empty() {
             return Err(HostError::Other(format!("{what}: response was empty")));
         }
@@ -172,12 +198,22 @@ impl OmniClient {
     /// Ping: the list of clusters the Go operator uses (Reader role on all clusters). Errors read
     /// `list Omni clusters: rpc error: …`, as the operator reported them.
     pub async fn ping(&self, budget: Duration) -> Result<(), HostError> {
-        self.list_raw("list Omni clusters", omni_wire::DEFAULT_NAMESPACE, CLUSTERS, Vec::new(), budget)
-            .await
-            .map(|_| ())
+        self.list_raw(
+            "list Omni clusters",
+            omni_wire::DEFAULT_NAMESPACE,
+            CLUSTERS,
+            Vec::new(),
+            budget,
+        )
+        .await
+        .map(|_| ())
     }
 
-    pub async fn get(&self, key: &Key, budget: Duration) -> Result<Option<ReadResource>, HostError> {
+    pub async fn get(
+        &self,
+        key: &Key,
+        budget: Duration,
+    ) -> Result<Option<ReadResource>, HostError> {
         let what = format!("get {key}");
         let message = cosi::GetRequest {
             namespace: key.namespace.clone(),
@@ -192,7 +228,9 @@ impl OmniClient {
             Err(e) => Err(e),
             Ok(reply) => match reply.into_inner().resource {
                 Some(resource) => Ok(Some(self.readable(resource))),
-                None => Err(HostError::Other(format!("{what}: Omni answered without a resource"))),
+                None => Err(HostError::Other(format!(
+                    "{what}: Omni answered without a resource"
+                ))),
             },
         }
     }
@@ -205,7 +243,9 @@ impl OmniClient {
         budget: Duration,
     ) -> Result<Vec<ReadResource>, HostError> {
         let what = format!("list {type_}");
-        let items = self.list_raw(&what, namespace, type_, terms, budget).await?;
+        let items = self
+            .list_raw(&what, namespace, type_, terms, budget)
+            .await?;
         Ok(items.into_iter().map(|r| self.readable(r)).collect())
     }
 
@@ -246,11 +286,17 @@ impl OmniClient {
         Self::within(what, budget, collect).await
     }
 
-    pub async fn create(&self, resource: cosi::Resource, budget: Duration) -> Result<ReadResource, HostError> {
+    pub async fn create(
+        &self,
+        resource: cosi::Resource,
+        budget: Duration,
+    ) -> Result<ReadResource, HostError> {
         let what = format!("create {}", describe(&resource));
         let message = cosi::CreateRequest {
             resource: Some(resource),
-            options: Some(cosi::CreateOptions { owner: String::new() }),
+            options: Some(cosi::CreateOptions {
+                owner: String::new(),
+            }),
         };
         let request = self.request("/cosi.resource.State/Create", message, Vec::new(), budget)?;
         let mut state = self.state.clone();
@@ -259,8 +305,13 @@ impl OmniClient {
     }
 
     /// Update with `expected_phase = running`, as the Go client sends by default.
-    pub async fn update(&self, resource: cosi::Resource, budget: Duration) -> Result<ReadResource, HostError> {
-        self.update_in_phase(resource, Some(omni_wire::phase::RUNNING.into()), budget).await
+    pub async fn update(
+        &self,
+        resource: cosi::Resource,
+        budget: Duration,
+    ) -> Result<ReadResource, HostError> {
+        self.update_in_phase(resource, Some(omni_wire::phase::RUNNING.into()), budget)
+            .await
     }
 
     async fn update_in_phase(
@@ -291,7 +342,9 @@ impl OmniClient {
             namespace: key.namespace.clone(),
             r#type: key.type_.clone(),
             id: key.id.clone(),
-            options: Some(cosi::TeardownOptions { owner: String::new() }),
+            options: Some(cosi::TeardownOptions {
+                owner: String::new(),
+            }),
         };
         let request = self.request("/cosi.resource.State/Teardown", message, Vec::new(), budget)?;
         let mut state = self.state.clone();
@@ -313,7 +366,9 @@ impl OmniClient {
         // A version conflict means someone else wrote in between: read again, a few times.
         for _ in 0..5 {
             let Some(current) = self.get(key, budget).await? else {
-                return Err(HostError::NotFound(format!("tear down {key}: resource doesn't exist")));
+                return Err(HostError::NotFound(format!(
+                    "tear down {key}: resource doesn't exist"
+                )));
             };
             let mut resource = current.resource;
             let metadata = resource.metadata.get_or_insert_with(Default::default);
@@ -332,7 +387,9 @@ impl OmniClient {
                 Err(e) => return Err(e),
             }
         }
-        Err(HostError::Conflict(format!("tear down {key}: the resource kept changing")))
+        Err(HostError::Conflict(format!(
+            "tear down {key}: the resource kept changing"
+        )))
     }
 
     pub async fn destroy(&self, key: &Key, budget: Duration) -> Result<(), HostError> {
@@ -341,17 +398,25 @@ impl OmniClient {
             namespace: key.namespace.clone(),
             r#type: key.type_.clone(),
             id: key.id.clone(),
-            options: Some(cosi::DestroyOptions { owner: String::new() }),
+            options: Some(cosi::DestroyOptions {
+                owner: String::new(),
+            }),
         };
         let request = self.request("/cosi.resource.State/Destroy", message, Vec::new(), budget)?;
         let mut state = self.state.clone();
-        Self::within(&what, budget, state.destroy(request)).await.map(|_| ())
+        Self::within(&what, budget, state.destroy(request))
+            .await
+            .map(|_| ())
     }
 
     /// `None` when Omni has no ClusterStatus for the cluster. Reads the status resources the Go client
     /// watches (§6.3) with get and list, so an absent status is an answer rather than a call that never ends
     /// (§10.6).
-    pub async fn cluster_status(&self, cluster: &str, budget: Duration) -> Result<Option<ClusterHealth>, HostError> {
+    pub async fn cluster_status(
+        &self,
+        cluster: &str,
+        budget: Duration,
+    ) -> Result<Option<ClusterHealth>, HostError> {
         let key = Key {
             namespace: omni_wire::DEFAULT_NAMESPACE.into(),
             type_: CLUSTER_STATUSES.into(),
@@ -379,9 +444,18 @@ impl OmniClient {
                 invert: false,
             }]
         };
-        for set in self.list(omni_wire::DEFAULT_NAMESPACE, MACHINE_SET_STATUSES, of_cluster(), budget).await? {
+        for set in self
+            .list(
+                omni_wire::DEFAULT_NAMESPACE,
+                MACHINE_SET_STATUSES,
+                of_cluster(),
+                budget,
+            )
+            .await?
+        {
             let spec: specs::MachineSetStatusSpec = decode_spec(&set.resource)?;
-            let set_phase = specs::MachineSetPhase::try_from(spec.phase).map_or("Unknown", |p| p.as_str_name());
+            let set_phase =
+                specs::MachineSetPhase::try_from(spec.phase).map_or("Unknown", |p| p.as_str_name());
             if set_phase != "Running" || !spec.ready {
                 findings.push(format!(
                     "machine set {} is {set_phase}{}",
@@ -390,17 +464,35 @@ impl OmniClient {
                 ));
             }
         }
-        for upgrade in self.list(omni_wire::DEFAULT_NAMESPACE, KUBERNETES_UPGRADE_STATUSES, of_cluster(), budget).await? {
+        for upgrade in self
+            .list(
+                omni_wire::DEFAULT_NAMESPACE,
+                KUBERNETES_UPGRADE_STATUSES,
+                of_cluster(),
+                budget,
+            )
+            .await?
+        {
             let spec: specs::KubernetesUpgradeStatusSpec = decode_spec(&upgrade.resource)?;
             if spec.phase != specs::kubernetes_upgrade_status_spec::Phase::Done as i32 {
-                let name = specs::kubernetes_upgrade_status_spec::Phase::try_from(spec.phase).map_or("Unknown", |p| p.as_str_name());
+                let name = specs::kubernetes_upgrade_status_spec::Phase::try_from(spec.phase)
+                    .map_or("Unknown", |p| p.as_str_name());
                 findings.push(format!("Kubernetes upgrade is {name}"));
             }
         }
-        for upgrade in self.list(omni_wire::DEFAULT_NAMESPACE, TALOS_UPGRADE_STATUSES, of_cluster(), budget).await? {
+        for upgrade in self
+            .list(
+                omni_wire::DEFAULT_NAMESPACE,
+                TALOS_UPGRADE_STATUSES,
+                of_cluster(),
+                budget,
+            )
+            .await?
+        {
             let spec: specs::TalosUpgradeStatusSpec = decode_spec(&upgrade.resource)?;
             if spec.phase != specs::talos_upgrade_status_spec::Phase::Done as i32 {
-                let name = specs::talos_upgrade_status_spec::Phase::try_from(spec.phase).map_or("Unknown", |p| p.as_str_name());
+                let name = specs::talos_upgrade_status_spec::Phase::try_from(spec.phase)
+                    .map_or("Unknown", |p| p.as_str_name());
                 findings.push(format!("Talos upgrade is {name}"));
             }
         }
@@ -412,24 +504,44 @@ impl OmniClient {
         }))
     }
 
-    fn stored(&self, what: &str, resource: Option<cosi::Resource>) -> Result<ReadResource, HostError> {
-        resource
-            .map(|r| self.readable(r))
-            .ok_or_else(|| HostError::Other(format!("{what}: Omni answered without the stored resource")))
+    fn stored(
+        &self,
+        what: &str,
+        resource: Option<cosi::Resource>,
+    ) -> Result<ReadResource, HostError> {
+        resource.map(|r| self.readable(r)).ok_or_else(|| {
+            HostError::Other(format!("{what}: Omni answered without the stored resource"))
+        })
     }
 
     /// Decompresses ConfigPatch and KubernetesManifestGroup content, or says why it cannot.
     fn readable(&self, mut resource: cosi::Resource) -> ReadResource {
-        let type_ = resource.metadata.as_ref().map(|m| m.r#type.as_str()).unwrap_or_default().to_string();
+        let type_ = resource
+            .metadata
+            .as_ref()
+            .map(|m| m.r#type.as_str())
+            .unwrap_or_default()
+            .to_string();
         let Some(spec) = resource.spec.as_mut() else {
-            return ReadResource { resource, unreadable: None };
+            return ReadResource {
+                resource,
+                unreadable: None,
+            };
         };
         let unreadable = match type_.as_str() {
-            CONFIG_PATCHES => inflate::<specs::ConfigPatchSpec>(&mut spec.proto_spec, self.dictionary.as_ref()),
-            MANIFEST_GROUPS => inflate::<specs::KubernetesManifestGroupSpec>(&mut spec.proto_spec, self.dictionary.as_ref()),
+            CONFIG_PATCHES => {
+                inflate::<specs::ConfigPatchSpec>(&mut spec.proto_spec, self.dictionary.as_ref())
+            }
+            MANIFEST_GROUPS => inflate::<specs::KubernetesManifestGroupSpec>(
+                &mut spec.proto_spec,
+                self.dictionary.as_ref(),
+            ),
             _ => None,
         };
-        ReadResource { resource, unreadable }
+        ReadResource {
+            resource,
+            unreadable,
+        }
     }
 }
 
@@ -451,7 +563,10 @@ impl CompressedContent for specs::KubernetesManifestGroupSpec {
 }
 
 /// Replaces compressed content by the plain `data` it encodes; returns why it could not.
-fn inflate<S: CompressedContent>(proto_spec: &mut Vec<u8>, dictionary: Option<&Dictionary>) -> Option<String> {
+fn inflate<S: CompressedContent>(
+    proto_spec: &mut Vec<u8>,
+    dictionary: Option<&Dictionary>,
+) -> Option<String> {
     let mut spec = match S::decode(proto_spec.as_slice()) {
         Ok(spec) => spec,
         Err(e) => return Some(format!("the spec does not decode: {e}")),
@@ -481,12 +596,25 @@ fn inflate<S: CompressedContent>(proto_spec: &mut Vec<u8>, dictionary: Option<&D
 }
 
 fn decode_spec<S: prost::Message + Default>(resource: &cosi::Resource) -> Result<S, HostError> {
-    let bytes = resource.spec.as_ref().map(|s| s.proto_spec.as_slice()).unwrap_or_default();
-    S::decode(bytes).map_err(|e| HostError::Other(format!("{}: Omni's spec does not decode: {e}", id_of(resource))))
+    let bytes = resource
+        .spec
+        .as_ref()
+        .map(|s| s.proto_spec.as_slice())
+        .unwrap_or_default();
+    S::decode(bytes).map_err(|e| {
+        HostError::Other(format!(
+            "{}: Omni's spec does not decode: {e}",
+            id_of(resource)
+        ))
+    })
 }
 
 fn id_of(resource: &cosi::Resource) -> String {
-    resource.metadata.as_ref().map(|m| m.id.clone()).unwrap_or_default()
+    resource
+        .metadata
+        .as_ref()
+        .map(|m| m.id.clone())
+        .unwrap_or_default()
 }
 
 fn describe(resource: &cosi::Resource) -> String {
@@ -537,7 +665,9 @@ pub fn rpc_error(what: &str, status: &Status) -> HostError {
         Code::PermissionDenied => HostError::Forbidden(message),
         Code::NotFound => HostError::NotFound(message),
         // Create of an existing resource, a stale version, pending finalizers.
-        Code::AlreadyExists | Code::FailedPrecondition | Code::Aborted => HostError::Conflict(message),
+        Code::AlreadyExists | Code::FailedPrecondition | Code::Aborted => {
+            HostError::Conflict(message)
+        }
         // Omni's validation failures and phase conflicts.
         Code::InvalidArgument | Code::OutOfRange => HostError::Invalid(message),
         // tonic's own deadline (the `grpc-timeout` the request carries) ends the call as Cancelled: the budget
@@ -556,31 +686,77 @@ mod tests {
 
     #[test]
     fn statuses_map_to_typed_errors_with_gos_text() {
-        let e = rpc_error("list Omni clusters", &Status::unauthenticated("invalid signature"));
+        let e = rpc_error(
+            "list Omni clusters",
+            &Status::unauthenticated("invalid signature"),
+        );
         assert_eq!(
             e,
             HostError::Unauthenticated(
-                "list Omni clusters: rpc error: code = Unauthenticated desc = invalid signature".into()
+                "list Omni clusters: rpc error: code = Unauthenticated desc = invalid signature"
+                    .into()
             )
         );
-        assert!(matches!(rpc_error("x", &Status::permission_denied("no")), HostError::Forbidden(_)));
-        assert!(matches!(rpc_error("x", &Status::failed_precondition("update conflict")), HostError::Conflict(_)));
-        assert!(matches!(rpc_error("x", &Status::already_exists("exists")), HostError::Conflict(_)));
-        assert!(matches!(rpc_error("x", &Status::invalid_argument("failed to validate")), HostError::Invalid(_)));
-        assert!(matches!(rpc_error("x", &Status::unavailable("down")), HostError::Unavailable(_)));
-        assert!(matches!(rpc_error("x", &Status::deadline_exceeded("slow")), HostError::Timeout(_)));
-        assert!(matches!(rpc_error("x", &Status::not_found("gone")), HostError::NotFound(_)));
-        assert!(rpc_error("x", &Status::cancelled("c")).to_string().contains("code = Canceled"));
-        assert!(matches!(rpc_error("x", &Status::cancelled("c")), HostError::Unavailable(_)));
-        assert!(matches!(rpc_error("x", &Status::cancelled("Timeout expired")), HostError::Timeout(_)), "tonic's deadline");
-        let eula = Status::failed_precondition("EULA has not been accepted; please accept the End User License Agreement before using Omni: https://omni/eula");
+        assert!(matches!(
+            rpc_error("x", &Status::permission_denied("no")),
+            HostError::Forbidden(_)
+        ));
+        assert!(matches!(
+            rpc_error("x", &Status::failed_precondition("update conflict")),
+            HostError::Conflict(_)
+        ));
+        assert!(matches!(
+            rpc_error("x", &Status::already_exists("exists")),
+            HostError::Conflict(_)
+        ));
+        assert!(matches!(
+            rpc_error("x", &Status::invalid_argument("failed to validate")),
+            HostError::Invalid(_)
+        ));
+        assert!(matches!(
+            rpc_error("x", &Status::unavailable("down")),
+            HostError::Unavailable(_)
+        ));
+        assert!(matches!(
+            rpc_error("x", &Status::deadline_exceeded("slow")),
+            HostError::Timeout(_)
+        ));
+        assert!(matches!(
+            rpc_error("x", &Status::not_found("gone")),
+            HostError::NotFound(_)
+        ));
+        assert!(
+            rpc_error("x", &Status::cancelled("c"))
+                .to_string()
+                .contains("code = Canceled")
+        );
+        assert!(matches!(
+            rpc_error("x", &Status::cancelled("c")),
+            HostError::Unavailable(_)
+        ));
+        assert!(
+            matches!(
+                rpc_error("x", &Status::cancelled("Timeout expired")),
+                HostError::Timeout(_)
+            ),
+            "tonic's deadline"
+        );
+        let eula = Status::failed_precondition(
+            "EULA has not been accepted; please accept the End User License Agreement before using Omni: https://omni/eula",
+        );
         assert!(matches!(rpc_error("x", &eula), HostError::Forbidden(_)));
-        assert!(matches!(rpc_error("x", &Status::resource_exhausted("too big")), HostError::Invalid(_)));
+        assert!(matches!(
+            rpc_error("x", &Status::resource_exhausted("too big")),
+            HostError::Invalid(_)
+        ));
     }
 
     #[test]
     fn compressed_patches_are_inflated_or_reported_unreadable() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/omni/config.1.zdict");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../shared/data/omni/config.1.zdict"
+        );
         let dictionary = Dictionary::new(std::fs::read(path).expect("dictionary")).expect("valid");
         let plain = "machine:\n    install:\n        disk: /dev/sda\n".repeat(80);
         let compressed = specs::ConfigPatchSpec {
@@ -589,19 +765,30 @@ mod tests {
         }
         .encode_to_vec();
         let mut bytes = compressed.clone();
-        assert_eq!(inflate::<specs::ConfigPatchSpec>(&mut bytes, Some(&dictionary)), None);
+        assert_eq!(
+            inflate::<specs::ConfigPatchSpec>(&mut bytes, Some(&dictionary)),
+            None
+        );
         let spec = specs::ConfigPatchSpec::decode(bytes.as_slice()).expect("decodes");
         assert_eq!(spec.data, plain);
         assert!(spec.compressed_data.is_empty());
 
         let mut bytes = compressed.clone();
-        let why = inflate::<specs::ConfigPatchSpec>(&mut bytes, None).expect("unreadable without a dictionary");
+        let why = inflate::<specs::ConfigPatchSpec>(&mut bytes, None)
+            .expect("unreadable without a dictionary");
         assert!(why.contains("no Omni dictionary"), "{why}");
         assert_eq!(bytes, compressed, "left as received");
 
-        let mut plain_spec = specs::ConfigPatchSpec { data: "a: 1\n".into(), compressed_data: Vec::new() }.encode_to_vec();
+        let mut plain_spec = specs::ConfigPatchSpec {
+            data: "a: 1\n".into(),
+            compressed_data: Vec::new(),
+        }
+        .encode_to_vec();
         let before = plain_spec.clone();
-        assert_eq!(inflate::<specs::ConfigPatchSpec>(&mut plain_spec, None), None);
+        assert_eq!(
+            inflate::<specs::ConfigPatchSpec>(&mut plain_spec, None),
+            None
+        );
         assert_eq!(plain_spec, before);
     }
 }

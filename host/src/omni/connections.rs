@@ -125,7 +125,9 @@ impl OmniConnections {
             _ => DEFAULT_SECRET_KEY,
         };
 
-        let value = self.secret_value(kube, namespace, secret_name, secret_key).await?;
+        let value = self
+            .secret_value(kube, namespace, secret_name, secret_key)
+            .await?;
         let endpoint = Endpoint::parse(url).map_err(SetupError::Client)?;
         let pool_key = PoolKey {
             endpoint: endpoint.normalized.clone(),
@@ -143,7 +145,8 @@ impl OmniConnections {
         }
         let key = ServiceAccountKey::parse(&value).map_err(|e| SetupError::Key(e.to_string()))?;
         let client = Arc::new(
-            OmniClient::new(endpoint, insecure, key, self.dictionary.clone()).map_err(SetupError::Client)?,
+            OmniClient::new(endpoint, insecure, key, self.dictionary.clone())
+                .map_err(SetupError::Client)?,
         );
         let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
         // Two calls may have raced to build the same client; the first one stored wins.
@@ -185,7 +188,11 @@ impl OmniConnections {
             ),
             _ => None,
         };
-        let at = SecretKeyRef { namespace, name, key };
+        let at = SecretKeyRef {
+            namespace,
+            name,
+            key,
+        };
         check_secret_value(at, raw.as_deref()).map_err(|e| {
             let message = e.to_string();
             SetupError::Secret(match e {

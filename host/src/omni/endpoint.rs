@@ -18,7 +18,9 @@ impl Endpoint {
     pub fn parse(url: &str) -> Result<Self, String> {
         let url = url.trim();
         let Some((scheme, rest)) = url.split_once("://") else {
-            return Err(format!("parse {url:?}: missing scheme (https://, http:// or grpc://)"));
+            return Err(format!(
+                "parse {url:?}: missing scheme (https://, http:// or grpc://)"
+            ));
         };
         let scheme = scheme.to_ascii_lowercase();
         let (tls, scheme, default_port) = match scheme.as_str() {
@@ -34,7 +36,11 @@ impl Endpoint {
             return Err(format!("parse {url:?}: missing host"));
         }
         let port = port.unwrap_or(default_port);
-        let shown_host = if host.contains(':') { format!("[{host}]") } else { host.clone() };
+        let shown_host = if host.contains(':') {
+            format!("[{host}]")
+        } else {
+            host.clone()
+        };
         Ok(Endpoint {
             normalized: format!("{scheme}://{shown_host}:{port}"),
             host,
@@ -88,11 +94,23 @@ mod tests {
     #[test]
     fn urls_are_normalised_like_omnis_go_client() {
         let cases = [
-            ("https://omni.example.com", "https://omni.example.com:443", true),
-            ("https://omni.example.com:8443/some/path?x=1", "https://omni.example.com:8443", true),
+            (
+                "https://omni.example.com",
+                "https://omni.example.com:443",
+                true,
+            ),
+            (
+                "https://omni.example.com:8443/some/path?x=1",
+                "https://omni.example.com:8443",
+                true,
+            ),
             ("http://omni:8080", "grpc://omni:8080", false),
             ("http://omni", "grpc://omni:80", false),
-            ("grpc://omni.omni-system.svc.cluster.local:8080", "grpc://omni.omni-system.svc.cluster.local:8080", false),
+            (
+                "grpc://omni.omni-system.svc.cluster.local:8080",
+                "grpc://omni.omni-system.svc.cluster.local:8080",
+                false,
+            ),
             ("grpc://[::1]:9000", "grpc://[::1]:9000", false),
         ];
         for (url, normalized, tls) in cases {
@@ -100,7 +118,10 @@ mod tests {
             assert_eq!(e.normalized, normalized, "{url}");
             assert_eq!(e.tls, tls, "{url}");
         }
-        assert_eq!(Endpoint::parse("grpc://[::1]:9000").unwrap().authority(), "[::1]:9000");
+        assert_eq!(
+            Endpoint::parse("grpc://[::1]:9000").unwrap().authority(),
+            "[::1]:9000"
+        );
     }
 
     #[test]

@@ -58,9 +58,14 @@ pub fn channel(endpoint: &Endpoint, insecure_skip_verify: bool) -> Result<Channe
                 None => Box::new(tcp),
                 Some(config) => {
                     let name = ServerName::try_from(host.clone()).map_err(|e| {
-                        std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("TLS server name {host:?}: {e}"))
+                        std::io::Error::new(
+                            std::io::ErrorKind::InvalidInput,
+                            format!("TLS server name {host:?}: {e}"),
+                        )
                     })?;
-                    let stream = tokio_rustls::TlsConnector::from(config).connect(name, tcp).await?;
+                    let stream = tokio_rustls::TlsConnector::from(config)
+                        .connect(name, tcp)
+                        .await?;
                     Box::new(stream)
                 }
             };
@@ -117,7 +122,12 @@ impl ServerCertVerifier for AnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -126,7 +136,12 @@ impl ServerCertVerifier for AnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

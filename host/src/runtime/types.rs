@@ -33,7 +33,10 @@ pub enum RelatedMapping {
     NamedBy(String),
     /// The reconciled object two annotations of the related object name (namespace, name); an empty namespace
     /// annotation means the related object's namespace.
-    Annotated { namespace_annotation: String, name_annotation: String },
+    Annotated {
+        namespace_annotation: String,
+        name_annotation: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

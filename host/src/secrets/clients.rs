@@ -20,19 +20,36 @@ pub struct WorkloadClients {
 
 impl std::fmt::Debug for WorkloadClients {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WorkloadClients").field("clients", &self.len()).finish()
+        f.debug_struct("WorkloadClients")
+            .field("clients", &self.len())
+            .finish()
     }
 }
 
 impl WorkloadClients {
     /// The client for the kubeconfig under `key` of the management-cluster Secret `namespace/name`, read
     /// uncached through `management`.
-    pub async fn client(&self, management: &kube::Client, namespace: &str, name: &str, key: &str) -> Result<kube::Client, HostError> {
+    pub async fn client(
+        &self,
+        management: &kube::Client,
+        namespace: &str,
+        name: &str,
+        key: &str,
+    ) -> Result<kube::Client, HostError> {
         let what = format!("kubeconfig Secret {}", quoted(namespace, name));
-        let secret = get(management, "", namespace, name).await?.ok_or_else(|| HostError::NotFound(format!("{what} does not exist")))?;
-        let bytes = secret.data.as_ref().and_then(|d| d.get(key)).map(|v| v.0.as_slice()).unwrap_or_default();
+        let secret = get(management, "", namespace, name)
+            .await?
+            .ok_or_else(|| HostError::NotFound(format!("{what} does not exist")))?;
+        let bytes = secret
+            .data
+            .as_ref()
+            .and_then(|d| d.get(key))
+            .map(|v| v.0.as_slice())
+            .unwrap_or_default();
         if bytes.is_empty() {
-            return Err(HostError::NotFound(format!("{what} does not contain key {key:?}")));
+            return Err(HostError::NotFound(format!(
+                "{what} does not contain key {key:?}"
+            )));
         }
         let version = secret.metadata.resource_version.clone().unwrap_or_default();
         let id = (namespace.to_string(), name.to_string(), key.to_string());
@@ -42,8 +59,12 @@ impl WorkloadClients {
             return Ok(client.clone());
         }
         let config = client_config(bytes, &format!("{what} key {key:?}")).await?;
-        let client = kube::Client::try_from(config)
-            .map_err(|e| HostError::Invalid(format!("{what} key {key:?}: cannot build a client: {}", e.to_string().lines().next().unwrap_or_default())))?;
+        let client = kube::Client::try_from(config).map_err(|e| {
+            HostError::Invalid(format!(
+                "{what} key {key:?}: cannot build a client: {}",
+                e.to_string().lines().next().unwrap_or_default()
+            ))
+        })?;
         let mut cache = self.lock();
         if cache.len() >= MAX_CLIENTS {
             cache.clear();

@@ -11,7 +11,10 @@ use omni_plugin_sdk::go::json_string as go_json_string;
 /// Hex SHA-256 of the v1 content document. `data` keys are sorted (Go sorts map keys); values are standard
 /// base64 with padding (Go's `[]byte` encoding); no data at all is `"data":null`.
 pub fn content_hash(secret_type: &str, data: &BTreeMap<String, Vec<u8>>) -> String {
-    let mut doc = format!("{{\"version\":\"v1\",\"type\":{},\"data\":", go_json_string(secret_type));
+    let mut doc = format!(
+        "{{\"version\":\"v1\",\"type\":{},\"data\":",
+        go_json_string(secret_type)
+    );
     if data.is_empty() {
         doc.push_str("null");
     } else {
@@ -37,21 +40,30 @@ mod tests {
     use super::*;
 
     fn data(pairs: &[(&str, &str)]) -> BTreeMap<String, Vec<u8>> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.as_bytes().to_vec())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
+            .collect()
     }
 
     /// The vectors of original-operator.md §5.3.
     #[test]
     fn hashes_match_the_go_operators_vectors() {
         assert_eq!(
-            content_hash("kubernetes.io/dockerconfigjson", &data(&[(".dockerconfigjson", r#"{"auths":{"ghcr.io":{}}}"#)])),
+            content_hash(
+                "kubernetes.io/dockerconfigjson",
+                &data(&[(".dockerconfigjson", r#"{"auths":{"ghcr.io":{}}}"#)])
+            ),
             "ccc3e840f961dd74618468d5de989ec6015d88f34cf2bc23ced35db8ce5a39c4"
         );
         assert_eq!(
             content_hash("Opaque", &data(&[("b", "two"), ("a", "one")])),
             "2210ca7988d691199049376a6b5d4bc26f1ac3b2e99023337d497b86c0932fdf"
         );
-        assert_eq!(content_hash("Opaque", &BTreeMap::new()), "0414b13f5c6a6aaa228e7a59a8c43dbb12c1d698b8dfa2621883e4de82bbb867");
+        assert_eq!(
+            content_hash("Opaque", &BTreeMap::new()),
+            "0414b13f5c6a6aaa228e7a59a8c43dbb12c1d698b8dfa2621883e4de82bbb867"
+        );
     }
 
     #[test]

@@ -14,7 +14,8 @@ pub use clients::WorkloadClients;
 pub use content_hash::content_hash;
 pub use kubeconfig::{check_generated, client_config, set_context_namespace};
 pub use owned::{
-    CopyOutcome, CopyRequest, KubeconfigWrite, OwnerLabel, Removal, copy, delete_owned, get, not_owned, write_kubeconfig,
+    CopyOutcome, CopyRequest, KubeconfigWrite, OwnerLabel, Removal, copy, delete_owned, get,
+    not_owned, write_kubeconfig,
 };
 
 use crate::capabilities::HostError;
@@ -44,7 +45,10 @@ pub fn kube_error(what: &str, e: kube::Error) -> HostError {
 /// Lowercase hex SHA-256, the form of every digest in the contract.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest as _;
-    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// `"namespace/name"`, Go-quoted, as every message names a Secret.

@@ -20,7 +20,12 @@ pub struct OwnerLabel {
 
 impl OwnerLabel {
     pub fn marks(&self, secret: &Secret) -> bool {
-        secret.metadata.labels.as_ref().and_then(|l| l.get(&self.key)) == Some(&self.value)
+        secret
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(&self.key))
+            == Some(&self.value)
     }
 }
 
@@ -33,7 +38,12 @@ pub enum Removal {
 
 /// An uncached read; `scope` is `""` for the management cluster and `"workload "` for a workload cluster, as
 /// the messages say (`get workload Secret "ns/name": …`).
-pub async fn get(client: &kube::Client, scope: &str, namespace: &str, name: &str) -> Result<Option<Secret>, HostError> {
+pub async fn get(
+    client: &kube::Client,
+    scope: &str,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Secret>, HostError> {
     Api::<Secret>::namespaced(client.clone(), namespace)
         .get_opt(name)
         .await
@@ -43,20 +53,37 @@ pub async fn get(client: &kube::Client, scope: &str, namespace: &str, name: &str
 /// Only the version that was checked is deleted: a precondition on UID and resourceVersion.
 fn exactly(secret: &Secret) -> DeleteParams {
     DeleteParams {
-        preconditions: Some(Preconditions { uid: secret.metadata.uid.clone(), resource_version: secret.metadata.resource_version.clone() }),
+        preconditions: Some(Preconditions {
+            uid: secret.metadata.uid.clone(),
+            resource_version: secret.metadata.resource_version.clone(),
+        }),
         ..DeleteParams::default()
     }
 }
 
-pub async fn delete_owned(client: &kube::Client, scope: &str, namespace: &str, name: &str, owner: &OwnerLabel) -> Result<Removal, HostError> {
-    let Some(secret) = get(client, scope, namespace, name).await? else { return Ok(Removal::Absent) };
+pub async fn delete_owned(
+    client: &kube::Client,
+    scope: &str,
+    namespace: &str,
+    name: &str,
+    owner: &OwnerLabel,
+) -> Result<Removal, HostError> {
+    let Some(secret) = get(client, scope, namespace, name).await? else {
+        return Ok(Removal::Absent);
+    };
     if !owner.marks(&secret) {
         return Ok(Removal::NotOwned);
     }
-    match Api::<Secret>::namespaced(client.clone(), namespace).delete(name, &exactly(&secret)).await {
+    match Api::<Secret>::namespaced(client.clone(), namespace)
+        .delete(name, &exactly(&secret))
+        .await
+    {
         Ok(_) => Ok(Removal::Deleted),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(Removal::Absent),
-        Err(e) => Err(kube_error(&format!("delete {scope}Secret {}", quoted(namespace, name)), e)),
+        Err(e) => Err(kube_error(
+            &format!("delete {scope}Secret {}", quoted(namespace, name)),
+            e,
+        )),
     }
 }
 
@@ -73,14 +100,26 @@ pub struct KubeconfigWrite {
 /// Writes the kubeconfig into `existing` (as read before Omni was asked, and checked to be owned) or creates
 /// the Secret. Labels and annotations are merged over the Secret's own (ours win), other keys are kept, and a
 /// new Secret is `Opaque`. A Secret created or changed by someone else since it was read is a `conflict`.
-pub async fn write_kubeconfig(client: &kube::Client, namespace: &str, name: &str, existing: Option<Secret>, w: KubeconfigWrite) -> Result<(), HostError> {
+pub async fn write_kubeconfig(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    existing: Option<Secret>,
+    w: KubeconfigWrite,
+) -> Result<(), HostError> {
     let api = Api::<Secret>::namespaced(client.clone(), namespace);
     let target = quoted(namespace, name);
     let mut labels = w.labels;
     labels.insert(w.owner.key.clone(), w.owner.value.clone());
     let Some(mut secret) = existing else {
         let secret = Secret {
-            metadata: ObjectMeta { name: Some(name.into()), namespace: Some(namespace.into()), labels: Some(labels), annotations: Some(w.annotations), ..ObjectMeta::default() },
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some(namespace.into()),
+                labels: Some(labels),
+                annotations: Some(w.annotations),
+                ..ObjectMeta::default()
+            },
             type_: Some("Opaque".into()),
             data: Some(BTreeMap::from([(w.key, ByteString(w.bytes))])),
             ..Secret::default()
@@ -96,8 +135,16 @@ pub async fn write_kubeconfig(client: &kube::Client, namespace: &str, name: &str
     if !w.owner.marks(&secret) {
         return Err(not_owned(&target, &w.owner));
     }
-    secret.metadata.labels.get_or_insert_default().extend(labels);
-    secret.metadata.annotations.get_or_insert_default().extend(w.annotations);
+    secret
+        .metadata
+        .labels
+        .get_or_insert_default()
+        .extend(labels);
+    secret
+        .metadata
+        .annotations
+        .get_or_insert_default()
+        .extend(w.annotations);
     let data = secret.data.get_or_insert_default();
     if let Some(old) = &w.remove_key {
         data.remove(old);
@@ -140,13 +187,27 @@ pub enum CopyOutcome {
 }
 
 /// The content hash, the effective type and what was done.
-pub async fn copy(client: &kube::Client, r: CopyRequest) -> Result<(String, String, CopyOutcome), HostError> {
+pub async fn copy(
+    client: &kube::Client,
+    r: CopyRequest,
+) -> Result<(String, String, CopyOutcome), HostError> {
     if r.create_namespace {
         ensure_namespace(client, &r.namespace).await?;
     }
     let target = quoted(&r.namespace, &r.name);
-    let secret_type = r.secret_type.clone().or_else(|| r.source.type_.clone()).unwrap_or_else(|| "Opaque".into());
-    let data: BTreeMap<String, Vec<u8>> = r.source.data.clone().unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
+    let secret_type = r
+        .secret_type
+        .clone()
+        .or_else(|| r.source.type_.clone())
+        .unwrap_or_else(|| "Opaque".into());
+    let data: BTreeMap<String, Vec<u8>> = r
+        .source
+        .data
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, v.0))
+        .collect();
     let digest = content_hash(&secret_type, &data);
     let mut labels = r.labels;
     labels.insert(r.owner.key.clone(), r.owner.value.clone());
@@ -155,10 +216,20 @@ pub async fn copy(client: &kube::Client, r: CopyRequest) -> Result<(String, Stri
         annotations.insert(key.clone(), digest.clone());
     }
     // Only `data` and the type are copied: never the source's metadata, `immutable` or `stringData` (§5.1).
-    let wanted_data = (!data.is_empty()).then(|| data.into_iter().map(|(k, v)| (k, ByteString(v))).collect::<BTreeMap<_, _>>());
+    let wanted_data = (!data.is_empty()).then(|| {
+        data.into_iter()
+            .map(|(k, v)| (k, ByteString(v)))
+            .collect::<BTreeMap<_, _>>()
+    });
     let api = Api::<Secret>::namespaced(client.clone(), &r.namespace);
     let fresh = Secret {
-        metadata: ObjectMeta { name: Some(r.name.clone()), namespace: Some(r.namespace.clone()), labels: Some(labels.clone()), annotations: Some(annotations.clone()), ..ObjectMeta::default() },
+        metadata: ObjectMeta {
+            name: Some(r.name.clone()),
+            namespace: Some(r.namespace.clone()),
+            labels: Some(labels.clone()),
+            annotations: Some(annotations.clone()),
+            ..ObjectMeta::default()
+        },
         type_: Some(secret_type.clone()),
         data: wanted_data.clone(),
         ..Secret::default()
@@ -191,7 +262,9 @@ pub async fn copy(client: &kube::Client, r: CopyRequest) -> Result<(String, Stri
     }
     // A Secret's type never changes, nor does the data of an immutable one: such a target is replaced (§10.20),
     // deleting exactly the version checked above so a re-created unowned Secret is not removed.
-    if existing.type_.as_deref().unwrap_or("Opaque") != secret_type || (existing.immutable == Some(true) && !same_data) {
+    if existing.type_.as_deref().unwrap_or("Opaque") != secret_type
+        || (existing.immutable == Some(true) && !same_data)
+    {
         match api.delete(&r.name, &exactly(&existing)).await {
             Ok(_) => {}
             Err(kube::Error::Api(s)) if s.code == 404 => {}
@@ -216,12 +289,26 @@ async fn ensure_namespace(client: &kube::Client, namespace: &str) -> Result<(), 
     match api.get_opt(namespace).await {
         Ok(Some(_)) => return Ok(()),
         Ok(None) => {}
-        Err(e) => return Err(kube_error(&format!("get workload namespace {quoted_ns}"), e)),
+        Err(e) => {
+            return Err(kube_error(
+                &format!("get workload namespace {quoted_ns}"),
+                e,
+            ));
+        }
     }
-    let ns = Namespace { metadata: ObjectMeta { name: Some(namespace.into()), ..ObjectMeta::default() }, ..Namespace::default() };
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(namespace.into()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
     match api.create(&PostParams::default(), &ns).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-        Err(e) => Err(kube_error(&format!("create workload namespace {quoted_ns}"), e)),
+        Err(e) => Err(kube_error(
+            &format!("create workload namespace {quoted_ns}"),
+            e,
+        )),
     }
 }

@@ -31,13 +31,23 @@ async fn start() -> Env {
     for crd in omni_api::crds::all() {
         sim.apply(&crd).await.expect("CRD applies");
     }
-    sim.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})).await.expect("namespace");
+    sim.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}))
+        .await
+        .expect("namespace");
     let registry = Arc::new(PluginRegistry::new());
     for p in defaults::PLUGINS {
         let spec = PluginSpec::new(p.name, p.wasm.to_vec()).grants(p.grants().expect("grants"));
-        registry.install(support::runtime().load(spec).await.expect("a default plugin loads"));
+        registry.install(
+            support::runtime()
+                .load(spec)
+                .await
+                .expect("a default plugin loads"),
+        );
     }
-    let settings = Settings { reconcile_timeout: Duration::from_secs(5), ..Settings::default() };
+    let settings = Settings {
+        reconcile_timeout: Duration::from_secs(5),
+        ..Settings::default()
+    };
     let (stop, _) = tokio::sync::watch::channel(false);
     let client = sim.client().await.expect("client");
     for p in defaults::PLUGINS {
@@ -48,12 +58,19 @@ async fn start() -> Env {
         let (client, registry, settings) = (client.clone(), registry.clone(), settings.clone());
         let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
         tokio::spawn(async move {
-            if let Err(e) = controllers::run_plugin(client, registry, p.name, settings, shutdown).await {
+            if let Err(e) =
+                controllers::run_plugin(client, registry, p.name, settings, shutdown).await
+            {
                 panic!("controller for {} failed: {e:#}", p.name);
             }
         });
     }
-    Env { sim, registry, settings, stop }
+    Env {
+        sim,
+        registry,
+        settings,
+        stop,
+    }
 }
 
 const API: &str = "omni.texashpc.com/v1alpha1";
@@ -63,7 +80,12 @@ fn accepted(obj: &Value) -> Option<(String, String)> {
         .as_array()?
         .iter()
         .find(|c| c["type"] == "Accepted")
-        .map(|c| (c["status"].as_str().unwrap_or_default().to_string(), c["reason"].as_str().unwrap_or_default().to_string()))
+        .map(|c| {
+            (
+                c["status"].as_str().unwrap_or_default().to_string(),
+                c["reason"].as_str().unwrap_or_default().to_string(),
+            )
+        })
 }
 
 async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
@@ -98,7 +120,8 @@ async fn children_without_their_cluster_are_missing_cluster_until_it_appears() {
     let get = |kind: &str, name: &str| env.sim.get(API, kind, "team", name).unwrap_or(Value::Null);
     eventually("MissingCluster", || {
         accepted(&get("OmniControlPlane", "cp")) == Some(("False".into(), "MissingCluster".into()))
-            && accepted(&get("OmniWorkers", "gpu")) == Some(("False".into(), "MissingCluster".into()))
+            && accepted(&get("OmniWorkers", "gpu"))
+                == Some(("False".into(), "MissingCluster".into()))
     })
     .await;
     let cp = get("OmniControlPlane", "cp");
@@ -117,8 +140,14 @@ async fn children_without_their_cluster_are_missing_cluster_until_it_appears() {
     })
     .await;
     let cp = get("OmniControlPlane", "cp");
-    assert_eq!(cp["status"]["conditions"][0]["message"], "attached to OmniCluster \"edge\"");
-    assert!(cp["metadata"].get("finalizers").is_none(), "the child kinds carry no finalizer");
+    assert_eq!(
+        cp["status"]["conditions"][0]["message"],
+        "attached to OmniCluster \"edge\""
+    );
+    assert!(
+        cp["metadata"].get("finalizers").is_none(),
+        "the child kinds carry no finalizer"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -126,7 +155,11 @@ async fn status_and_label_only_updates_trigger_no_reconcile_but_spec_changes_do(
     let env = start().await;
     env.sim.apply(&cluster("edge")).await.expect("cluster");
     env.sim.apply(&control_plane("edge")).await.expect("cp");
-    let get = || env.sim.get(API, "OmniControlPlane", "team", "cp").unwrap_or(Value::Null);
+    let get = || {
+        env.sim
+            .get(API, "OmniControlPlane", "team", "cp")
+            .unwrap_or(Value::Null)
+    };
     eventually("Accepted", || accepted(&get()).is_some()).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let calls = || env.settings.stats.calls.load(Ordering::SeqCst);
@@ -136,16 +169,44 @@ async fn status_and_label_only_updates_trigger_no_reconcile_but_spec_changes_do(
     let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
         c,
         "team",
-        &kube::core::ApiResource::from_gvk_with_plural(&kube::core::GroupVersionKind::gvk("omni.texashpc.com", "v1alpha1", "OmniControlPlane"), "omnicontrolplanes"),
+        &kube::core::ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk("omni.texashpc.com", "v1alpha1", "OmniControlPlane"),
+            "omnicontrolplanes",
+        ),
     );
     let pp = kube::api::PatchParams::default();
-    api.patch("cp", &pp, &kube::api::Patch::Merge(json!({"metadata": {"labels": {"team": "a"}}}))).await.expect("label");
-    api.patch_status("cp", &pp, &kube::api::Patch::Merge(json!({"status": {"note": "x"}}))).await.expect("status");
+    api.patch(
+        "cp",
+        &pp,
+        &kube::api::Patch::Merge(json!({"metadata": {"labels": {"team": "a"}}})),
+    )
+    .await
+    .expect("label");
+    api.patch_status(
+        "cp",
+        &pp,
+        &kube::api::Patch::Merge(json!({"status": {"note": "x"}})),
+    )
+    .await
+    .expect("status");
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(calls(), before, "label- and status-only updates are filtered (spec §0.6)");
+    assert_eq!(
+        calls(),
+        before,
+        "label- and status-only updates are filtered (spec §0.6)"
+    );
 
-    api.patch("cp", &pp, &kube::api::Patch::Merge(json!({"spec": {"systemExtensions": ["siderolabs/gvisor"]}}))).await.expect("spec");
-    eventually("a reconcile of generation 2", || get()["status"]["observedGeneration"] == 2).await;
+    api.patch(
+        "cp",
+        &pp,
+        &kube::api::Patch::Merge(json!({"spec": {"systemExtensions": ["siderolabs/gvisor"]}})),
+    )
+    .await
+    .expect("spec");
+    eventually("a reconcile of generation 2", || {
+        get()["status"]["observedGeneration"] == 2
+    })
+    .await;
     assert!(calls() > before);
 }
 
@@ -154,17 +215,27 @@ async fn a_swapped_plugin_re_evaluates_every_object_without_a_change() {
     let env = start().await;
     env.sim.apply(&cluster("edge")).await.expect("cluster");
     env.sim.apply(&control_plane("edge")).await.expect("cp");
-    let get = || env.sim.get(API, "OmniControlPlane", "team", "cp").unwrap_or(Value::Null);
+    let get = || {
+        env.sim
+            .get(API, "OmniControlPlane", "team", "cp")
+            .unwrap_or(Value::Null)
+    };
     eventually("Accepted", || accepted(&get()).is_some()).await;
 
     // The echo test plugin replaces omni-controlplane under the same name; its `Ready: Echoed` condition shows
     // who answered (its own status fields are pruned: they are not in the OmniControlPlane schema).
-    let echo = PluginSpec::new("omni-controlplane", guests::wasm("echo")).grants(Grants::parse(["kube-read", "clock"]).expect("grants"));
-    let replaced = env.registry.install(support::runtime().load(echo).await.expect("echo loads"));
+    let echo = PluginSpec::new("omni-controlplane", guests::wasm("echo"))
+        .grants(Grants::parse(["kube-read", "clock"]).expect("grants"));
+    let replaced = env
+        .registry
+        .install(support::runtime().load(echo).await.expect("echo loads"));
     assert!(replaced.is_some());
     // No change to the object: a swap re-evaluates every object of the kind.
     eventually("echo's condition", || {
-        get()["status"]["conditions"].as_array().is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["reason"] == "Echoed"))
+        get()["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Ready" && c["reason"] == "Echoed")
+        })
     })
     .await;
 }
@@ -177,10 +248,17 @@ async fn a_plugin_dropped_into_the_plugin_dir_takes_over() {
     for crd in omni_api::crds::all() {
         sim.apply(&crd).await.expect("CRD applies");
     }
-    sim.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})).await.expect("ns");
+    sim.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}))
+        .await
+        .expect("ns");
     let dir = tempfile::tempdir().expect("tempdir");
-    let sources = PluginSources { plugin_dir: Some(dir.path().to_path_buf()), ..Default::default() };
-    let operator = Operator::load(support::runtime().clone(), sources).await.expect("operator loads");
+    let sources = PluginSources {
+        plugin_dir: Some(dir.path().to_path_buf()),
+        ..Default::default()
+    };
+    let operator = Operator::load(support::runtime().clone(), sources)
+        .await
+        .expect("operator loads");
     let (stop, mut rx) = tokio::sync::watch::channel(false);
     let client = sim.client().await.expect("client");
     let running = tokio::spawn(async move {
@@ -192,30 +270,58 @@ async fn a_plugin_dropped_into_the_plugin_dir_takes_over() {
     });
     sim.apply(&cluster("edge")).await.expect("cluster");
     sim.apply(&control_plane("edge")).await.expect("cp");
-    let get = || sim.get(API, "OmniControlPlane", "team", "cp").unwrap_or(Value::Null);
-    eventually("the built-in plugin answers", || accepted(&get()) == Some(("True".into(), "Accepted".into()))).await;
+    let get = || {
+        sim.get(API, "OmniControlPlane", "team", "cp")
+            .unwrap_or(Value::Null)
+    };
+    eventually("the built-in plugin answers", || {
+        accepted(&get()) == Some(("True".into(), "Accepted".into()))
+    })
+    .await;
 
     // The echo plugin needs `clock`, which omni-controlplane's grants lack: it must be refused, the built-in
     // keeps running. Then a copy of the built-in itself, renamed, loads fine.
-    std::fs::write(dir.path().join("omni-controlplane.wasm"), guests::wasm("echo")).expect("write");
+    std::fs::write(
+        dir.path().join("omni-controlplane.wasm"),
+        guests::wasm("echo"),
+    )
+    .expect("write");
     tokio::time::sleep(Duration::from_millis(700)).await;
     sim.apply(&json!({"apiVersion": API, "kind": "OmniControlPlane", "metadata": {"name": "cp", "namespace": "team"},
         "spec": {"clusterRef": {"name": "edge"}, "machines": ["11111111-1111-4111-8111-111111111111"], "kernelArgs": ["quiet"]}}))
         .await
         .expect("spec change");
-    eventually("generation 2 reconciled by the built-in", || get()["status"]["observedGeneration"] == 2).await;
-    assert_eq!(accepted(&get()), Some(("True".into(), "Accepted".into())), "a refused file leaves the running version");
+    eventually("generation 2 reconciled by the built-in", || {
+        get()["status"]["observedGeneration"] == 2
+    })
+    .await;
+    assert_eq!(
+        accepted(&get()),
+        Some(("True".into(), "Accepted".into())),
+        "a refused file leaves the running version"
+    );
 
     // The noop plugin sets no conditions: pointed at a missing cluster, the built-in would say MissingCluster,
     // so an unchanged Accepted=True at generation 3 shows the swapped-in plugin answered.
-    std::fs::write(dir.path().join("omni-controlplane.wasm"), guests::wasm("noop")).expect("write");
+    std::fs::write(
+        dir.path().join("omni-controlplane.wasm"),
+        guests::wasm("noop"),
+    )
+    .expect("write");
     tokio::time::sleep(Duration::from_millis(700)).await;
     sim.apply(&json!({"apiVersion": API, "kind": "OmniControlPlane", "metadata": {"name": "cp", "namespace": "team"},
         "spec": {"clusterRef": {"name": "gone"}, "machines": ["11111111-1111-4111-8111-111111111111"], "kernelArgs": ["quiet"]}}))
         .await
         .expect("spec change");
-    eventually("the swapped-in plugin reconciles generation 3", || get()["status"]["observedGeneration"] == 3).await;
-    assert_eq!(accepted(&get()), Some(("True".into(), "Accepted".into())), "noop answered, not the built-in");
+    eventually("the swapped-in plugin reconciles generation 3", || {
+        get()["status"]["observedGeneration"] == 3
+    })
+    .await;
+    assert_eq!(
+        accepted(&get()),
+        Some(("True".into(), "Accepted".into())),
+        "noop answered, not the built-in"
+    );
     let _ = stop.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(2), running).await;
 }
@@ -227,31 +333,74 @@ async fn misbehaving_plugins_are_reported_on_their_objects_and_the_rest_keeps_wo
     use omni_operator::runtime::CallLimits;
     let env = start().await;
     env.sim.apply(&cluster("edge")).await.expect("cluster");
-    let cases = [("loop", "PluginTimeout"), ("bomb", "PluginOutOfMemory"), ("panic", "PluginPanic"), ("huge", "PluginOutputTooLarge")];
+    let cases = [
+        ("loop", "PluginTimeout"),
+        ("bomb", "PluginOutOfMemory"),
+        ("panic", "PluginPanic"),
+        ("huge", "PluginOutputTooLarge"),
+    ];
     for (i, (guest, reason)) in cases.iter().enumerate() {
         // A short deadline for the loop; a small memory cap for the bomb (the 10 MiB output of `huge` needs the default).
-        let memory_bytes = if *guest == "bomb" { 32 << 20 } else { CallLimits::default().memory_bytes };
-        let limits = CallLimits { timeout: Duration::from_millis(400), memory_bytes, ..CallLimits::default() };
+        let memory_bytes = if *guest == "bomb" {
+            32 << 20
+        } else {
+            CallLimits::default().memory_bytes
+        };
+        let limits = CallLimits {
+            timeout: Duration::from_millis(400),
+            memory_bytes,
+            ..CallLimits::default()
+        };
         let spec = PluginSpec::new("omni-machine", guests::wasm(guest)).limits(limits);
-        env.registry.install(support::runtime().load(spec).await.expect("the adversarial plugin loads"));
+        env.registry.install(
+            support::runtime()
+                .load(spec)
+                .await
+                .expect("the adversarial plugin loads"),
+        );
         let name = format!("1111111{i}-1111-4111-8111-111111111111");
         env.sim
             .apply(&json!({"apiVersion": API, "kind": "OmniMachine", "metadata": {"name": name, "namespace": "team"}, "spec": {"clusterRef": {"name": "edge"}}}))
             .await
             .expect("machine");
-        let get = || env.sim.get(API, "OmniMachine", "team", &name).unwrap_or(Value::Null);
-        let ready = |o: &Value| o["status"]["conditions"].as_array().and_then(|cs| cs.iter().find(|c| c["type"] == "Ready").cloned());
-        eventually(&format!("{guest}: Ready=False {reason}"), || ready(&get()).is_some_and(|c| c["reason"] == *reason && c["status"] == "False")).await;
-        let message = ready(&get()).expect("condition")["message"].as_str().expect("message").to_string();
-        assert!(message.contains("omni-machine"), "{guest}: the condition names the plugin: {message}");
-        eventually(&format!("{guest}: a Warning Event with reason {reason} on the object"), || {
-            env.sim.list("events.k8s.io/v1", "Event", Some("team")).iter().any(|e| {
-                e["reason"] == *reason
-                    && e["regarding"]["name"] == name.as_str()
-                    && e["type"] == "Warning"
-                    && e["note"].as_str().is_some_and(|n| n.contains("omni-machine"))
-            })
+        let get = || {
+            env.sim
+                .get(API, "OmniMachine", "team", &name)
+                .unwrap_or(Value::Null)
+        };
+        let ready = |o: &Value| {
+            o["status"]["conditions"]
+                .as_array()
+                .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready").cloned())
+        };
+        eventually(&format!("{guest}: Ready=False {reason}"), || {
+            ready(&get()).is_some_and(|c| c["reason"] == *reason && c["status"] == "False")
         })
+        .await;
+        let message = ready(&get()).expect("condition")["message"]
+            .as_str()
+            .expect("message")
+            .to_string();
+        assert!(
+            message.contains("omni-machine"),
+            "{guest}: the condition names the plugin: {message}"
+        );
+        eventually(
+            &format!("{guest}: a Warning Event with reason {reason} on the object"),
+            || {
+                env.sim
+                    .list("events.k8s.io/v1", "Event", Some("team"))
+                    .iter()
+                    .any(|e| {
+                        e["reason"] == *reason
+                            && e["regarding"]["name"] == name.as_str()
+                            && e["type"] == "Warning"
+                            && e["note"]
+                                .as_str()
+                                .is_some_and(|n| n.contains("omni-machine"))
+                    })
+            },
+        )
         .await;
 
         // Meanwhile another plugin keeps serving its objects.
@@ -261,7 +410,15 @@ async fn misbehaving_plugins_are_reported_on_their_objects_and_the_rest_keeps_wo
                 "spec": {"clusterRef": {"name": "edge"}, "machines": ["11111111-1111-4111-8111-111111111111"]}}))
             .await
             .expect("cp");
-        eventually(&format!("{cp} accepted"), || accepted(&env.sim.get(API, "OmniControlPlane", "team", &cp).unwrap_or(Value::Null)).is_some()).await;
+        eventually(&format!("{cp} accepted"), || {
+            accepted(
+                &env.sim
+                    .get(API, "OmniControlPlane", "team", &cp)
+                    .unwrap_or(Value::Null),
+            )
+            .is_some()
+        })
+        .await;
     }
 }
 
@@ -290,7 +447,8 @@ spec:
     .await
     .expect("crd");
     let registry = Arc::new(PluginRegistry::new());
-    let spec = PluginSpec::new("echo", guests::wasm("echo")).grants(Grants::parse(["kube-read", "clock"]).expect("grants"));
+    let spec = PluginSpec::new("echo", guests::wasm("echo"))
+        .grants(Grants::parse(["kube-read", "clock"]).expect("grants"));
     registry.install(support::runtime().load(spec).await.expect("echo loads"));
     let client = sim.client().await.expect("client");
     let (stop, mut rx) = tokio::sync::watch::channel(false);
@@ -304,7 +462,10 @@ spec:
     sim.apply(&echo(false)).await.expect("echo");
     let get = || sim.get("test.omni.texashpc.com/v1", "Echo", "default", "e1");
     eventually("finalizer added and reconciled", || {
-        get().is_some_and(|o| o["metadata"]["finalizers"] == json!(["test.omni.texashpc.com/echo"]) && o["status"]["echo"] == "e1")
+        get().is_some_and(|o| {
+            o["metadata"]["finalizers"] == json!(["test.omni.texashpc.com/echo"])
+                && o["status"]["echo"] == "e1"
+        })
     })
     .await;
 
@@ -312,13 +473,19 @@ spec:
     let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
         c,
         "default",
-        &kube::core::ApiResource::from_gvk_with_plural(&kube::core::GroupVersionKind::gvk("test.omni.texashpc.com", "v1", "Echo"), "echoes"),
+        &kube::core::ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk("test.omni.texashpc.com", "v1", "Echo"),
+            "echoes",
+        ),
     );
     api.delete("e1", &Default::default()).await.expect("delete");
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(get().is_some(), "finalize said not done: the object stays");
     sim.apply(&echo(true)).await.expect("cleanup done");
-    eventually("the object is gone once finalize is done", || get().is_none()).await;
+    eventually("the object is gone once finalize is done", || {
+        get().is_none()
+    })
+    .await;
     let _ = stop.send(true);
 }
 
@@ -328,9 +495,21 @@ spec:
 async fn reads_of_watched_kinds_come_from_the_watch_cache() {
     let env = start().await;
     env.sim.apply(&cluster("edge")).await.expect("cluster");
-    env.sim.faults().fail_next(kube_sim::Matcher::verb_resource("get", "omniclusters"), 10_000, 500, None);
+    env.sim.faults().fail_next(
+        kube_sim::Matcher::verb_resource("get", "omniclusters"),
+        10_000,
+        500,
+        None,
+    );
     env.sim.apply(&control_plane("edge")).await.expect("cp");
-    let get = || env.sim.get(API, "OmniControlPlane", "team", "cp").unwrap_or(Value::Null);
-    eventually("Accepted from the cache", || accepted(&get()) == Some(("True".into(), "Accepted".into()))).await;
+    let get = || {
+        env.sim
+            .get(API, "OmniControlPlane", "team", "cp")
+            .unwrap_or(Value::Null)
+    };
+    eventually("Accepted from the cache", || {
+        accepted(&get()) == Some(("True".into(), "Accepted".into()))
+    })
+    .await;
     env.sim.faults().clear();
 }

@@ -44,8 +44,12 @@ async fn cluster_children() -> kube_sim::KubeSim {
     for crd in omni_api::crds::all() {
         sim.apply(&crd).await.expect("CRD applies");
     }
-    sim.apply_yaml(GADGET_CRD).await.expect("Gadget CRD applies");
-    sim.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})).await.expect("namespace");
+    sim.apply_yaml(GADGET_CRD)
+        .await
+        .expect("Gadget CRD applies");
+    sim.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}))
+        .await
+        .expect("namespace");
     for (name, cluster) in [("a", "edge"), ("b", "core"), ("c", "edge")] {
         sim.apply(&json!({"apiVersion": API, "kind": "OmniWorkers", "metadata": {"name": name, "namespace": "team"},
             "spec": {"clusterRef": {"name": cluster}, "machineClass": {"name": "big", "size": 2}}}))
@@ -61,12 +65,22 @@ async fn cluster_children() -> kube_sim::KubeSim {
 
 /// What the probe got for each list, `(apiVersion, kind, fieldSelector)`, reconciling an object in `team`.
 async fn list(reader: Arc<ApiReader>, queries: &[(&str, &str, &str)]) -> Vec<Value> {
-    let probe = support::load("read_probe", Grants::parse(["files", "kube-read"]).expect("grants")).await;
+    let probe = support::load(
+        "read_probe",
+        Grants::parse(["files", "kube-read"]).expect("grants"),
+    )
+    .await;
     let lists: Vec<Value> =
         queries.iter().map(|(api_version, kind, selector)| json!({"apiVersion": api_version, "kind": kind, "fieldSelector": selector})).collect();
     let services = HostServices::default().with_kube(reader);
-    let done = probe.reconcile(&object("p", "team", json!({"lists": lists})), &services).await.expect("the probe runs");
-    done.outputs.status["lists"].as_array().cloned().expect("lists")
+    let done = probe
+        .reconcile(&object("p", "team", json!({"lists": lists})), &services)
+        .await
+        .expect("the probe runs");
+    done.outputs.status["lists"]
+        .as_array()
+        .cloned()
+        .expect("lists")
 }
 
 fn names(result: &Value) -> Vec<&str> {
@@ -86,15 +100,27 @@ async fn uncached_lists_return_only_the_objects_the_field_selector_selects() {
     let results = list(
         reader,
         &[
-            ("test.omni.texashpc.com/v1", "Gadget", "spec.clusterRef.name=edge"),
+            (
+                "test.omni.texashpc.com/v1",
+                "Gadget",
+                "spec.clusterRef.name=edge",
+            ),
             (API, "OmniWorkers", "spec.clusterRef.name=edge"),
-            (API, "OmniWorkers", "spec.clusterRef.name!=edge,metadata.name!=x"),
+            (
+                API,
+                "OmniWorkers",
+                "spec.clusterRef.name!=edge,metadata.name!=x",
+            ),
             (API, "OmniWorkers", "metadata.name=c"),
         ],
     )
     .await;
     assert_eq!(names(&results[0]), ["a", "c"], "selected by the API server");
-    assert_eq!(names(&results[1]), ["a", "c"], "selected by the host after the server refused the field");
+    assert_eq!(
+        names(&results[1]),
+        ["a", "c"],
+        "selected by the host after the server refused the field"
+    );
     assert_eq!(names(&results[2]), ["b"]);
     assert_eq!(names(&results[3]), ["c"]);
 }
@@ -107,26 +133,63 @@ async fn cached_lists_apply_the_field_selector_to_the_cache() {
     let sim = cluster_children().await;
     let client = sim.client().await.expect("client");
     let reader = Arc::new(ApiReader::new(client.clone()));
-    let workers = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("omni.texashpc.com", "v1alpha1", "OmniWorkers"), "omniworkers");
+    let workers = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("omni.texashpc.com", "v1alpha1", "OmniWorkers"),
+        "omniworkers",
+    );
     let hub = WatchHub::default();
     let watch = hub.subscribe(&client, &workers, None);
     reader.register_cache(&workers, None, watch.watch.clone());
-    tokio::time::timeout(Duration::from_secs(5), watch.watch.store().wait_until_ready()).await.expect("the cache fills").expect("ready");
-    sim.faults().fail_next(kube_sim::Matcher::verb_resource("list", "omniworkers"), 10_000, 500, None);
+    tokio::time::timeout(
+        Duration::from_secs(5),
+        watch.watch.store().wait_until_ready(),
+    )
+    .await
+    .expect("the cache fills")
+    .expect("ready");
+    sim.faults().fail_next(
+        kube_sim::Matcher::verb_resource("list", "omniworkers"),
+        10_000,
+        500,
+        None,
+    );
 
-    let results = list(reader.clone(), &[(API, "OmniWorkers", "spec.clusterRef.name=edge"), (API, "OmniWorkers", "spec.clusterRef.name==core")]).await;
+    let results = list(
+        reader.clone(),
+        &[
+            (API, "OmniWorkers", "spec.clusterRef.name=edge"),
+            (API, "OmniWorkers", "spec.clusterRef.name==core"),
+        ],
+    )
+    .await;
     assert_eq!(names(&results[0]), ["a", "c"]);
     assert_eq!(names(&results[1]), ["b"]);
 
     let api: Api<DynamicObject> = Api::namespaced_with(client, "team", &workers);
-    api.patch("a", &PatchParams::default(), &Patch::Merge(json!({"spec": {"clusterRef": {"name": "core"}}}))).await.expect("move a");
+    api.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"clusterRef": {"name": "core"}}})),
+    )
+    .await
+    .expect("move a");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
-        let results = list(reader.clone(), &[(API, "OmniWorkers", "spec.clusterRef.name=edge"), (API, "OmniWorkers", "spec.clusterRef.name=core")]).await;
+        let results = list(
+            reader.clone(),
+            &[
+                (API, "OmniWorkers", "spec.clusterRef.name=edge"),
+                (API, "OmniWorkers", "spec.clusterRef.name=core"),
+            ],
+        )
+        .await;
         if names(&results[0]) == ["c"] && names(&results[1]) == ["a", "b"] {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "the index did not follow the move: {results:?}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the index did not follow the move: {results:?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     sim.faults().clear();
@@ -136,7 +199,14 @@ async fn cached_lists_apply_the_field_selector_to_the_cache() {
 async fn a_malformed_field_selector_is_invalid_and_says_why() {
     let sim = cluster_children().await;
     let reader = Arc::new(ApiReader::new(sim.client().await.expect("client")));
-    let results = list(reader, &[(API, "OmniWorkers", "spec.clusterRef.name"), (API, "OmniWorkers", "spec.clusterRef.name=a=b")]).await;
+    let results = list(
+        reader,
+        &[
+            (API, "OmniWorkers", "spec.clusterRef.name"),
+            (API, "OmniWorkers", "spec.clusterRef.name=a=b"),
+        ],
+    )
+    .await;
     assert_eq!(
         results[0],
         json!({"error": "invalid", "message": "invalid: list OmniWorkers: invalid field selector \"spec.clusterRef.name\": \

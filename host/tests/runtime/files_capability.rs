@@ -33,7 +33,12 @@ fn templates() -> Templates {
     std::fs::create_dir_all(&outside).expect("mkdir");
     std::fs::write(outside.join("secret.yaml"), "token: hunter2\n").expect("write");
     symlink(outside.join("secret.yaml"), site.join("escape")).expect("symlink");
-    Templates { site: site.to_str().expect("utf-8 path").to_owned(), allowed, outside, _tmp: tmp }
+    Templates {
+        site: site.to_str().expect("utf-8 path").to_owned(),
+        allowed,
+        outside,
+        _tmp: tmp,
+    }
 }
 
 fn grants() -> Grants {
@@ -44,7 +49,10 @@ fn grants() -> Grants {
 async fn read(services: &HostServices, root: &str, path: &str) -> Value {
     let probe = support::load("read_probe", grants()).await;
     let spec = json!({"files": [{"root": root, "path": path}]});
-    let done = probe.reconcile(&object("p", "team", spec), services).await.expect("the probe runs");
+    let done = probe
+        .reconcile(&object("p", "team", spec), services)
+        .await
+        .expect("the probe runs");
     done.outputs.status["files"][0].clone()
 }
 
@@ -61,8 +69,14 @@ fn denied(result: &Value) -> &str {
 async fn a_relative_path_is_read_under_the_objects_template_root() {
     let t = templates();
     let services = allowing(&t.allowed);
-    assert_eq!(read(&services, &t.site, "patch.yaml").await, json!({"bytes": PATCH.len(), "text": PATCH}));
-    assert_eq!(read(&services, &t.site, "nested/manifest.yaml").await["text"], "kind: ConfigMap\n");
+    assert_eq!(
+        read(&services, &t.site, "patch.yaml").await,
+        json!({"bytes": PATCH.len(), "text": PATCH})
+    );
+    assert_eq!(
+        read(&services, &t.site, "nested/manifest.yaml").await["text"],
+        "kind: ConfigMap\n"
+    );
 }
 
 /// Absolute paths inside the root are how Omni's template loader passes `file:` references (omni-protocol §5.1).
@@ -71,7 +85,10 @@ async fn an_absolute_path_inside_the_root_is_read() {
     let t = templates();
     let services = allowing(&t.allowed);
     let absolute = format!("{}/nested/manifest.yaml", t.site);
-    assert_eq!(read(&services, &t.site, &absolute).await["text"], "kind: ConfigMap\n");
+    assert_eq!(
+        read(&services, &t.site, &absolute).await["text"],
+        "kind: ConfigMap\n"
+    );
 }
 
 #[tokio::test]
@@ -82,7 +99,10 @@ async fn no_path_leads_out_of_the_root() {
     let secret = secret.to_str().expect("utf-8");
     assert_eq!(
         denied(&read(&services, &t.site, "../../outside/secret.yaml").await),
-        format!("denied: ../../outside/secret.yaml is outside templateRoot {:?}", t.site)
+        format!(
+            "denied: ../../outside/secret.yaml is outside templateRoot {:?}",
+            t.site
+        )
     );
     assert_eq!(
         denied(&read(&services, &t.site, secret).await),
@@ -90,7 +110,10 @@ async fn no_path_leads_out_of_the_root() {
     );
     assert_eq!(
         denied(&read(&services, &t.site, "escape").await),
-        format!("denied: escape leads outside templateRoot {:?} through a symlink", t.site)
+        format!(
+            "denied: escape leads outside templateRoot {:?} through a symlink",
+            t.site
+        )
     );
 }
 
@@ -141,9 +164,17 @@ async fn without_template_roots_every_read_is_denied_with_the_fix() {
 /// Grants are checked before a plugin ever runs: importing `files` without the grant refuses the plugin.
 #[tokio::test]
 async fn a_plugin_without_the_files_grant_is_refused_at_load() {
-    let e = support::try_load("read_probe", Grants::parse(["kube-read"]).expect("grants"), None)
-        .await
-        .expect_err("read-probe imports files");
+    let e = support::try_load(
+        "read_probe",
+        Grants::parse(["kube-read"]).expect("grants"),
+        None,
+    )
+    .await
+    .expect_err("read-probe imports files");
     assert_eq!(e.kind(), ErrorKind::DeniedCapability);
-    assert!(e.message().contains("omni:operator/files@0.1.0 (capability \"files\")"), "{e}");
+    assert!(
+        e.message()
+            .contains("omni:operator/files@0.1.0 (capability \"files\")"),
+        "{e}"
+    );
 }

@@ -10,7 +10,9 @@ use omni_operator::controllers::reader::ApiReader;
 use omni_operator::controllers::{self, Settings};
 use omni_operator::defaults;
 use omni_operator::omni::OmniConnections;
-use omni_operator::runtime::{CallError, CallLimits, CompiledFrom, ErrorKind, LoadedPlugin, PluginRegistry, PluginSpec};
+use omni_operator::runtime::{
+    CallError, CallLimits, CompiledFrom, ErrorKind, LoadedPlugin, PluginRegistry, PluginSpec,
+};
 use omni_plugin_sdk::{Gvk, Host, Info, ObjectRef, Plugin, ReconcileError, json};
 use omni_sim::{OmniSim, Role};
 use serde_json::Value;
@@ -21,14 +23,23 @@ const API: &str = "omni.texashpc.com/v1alpha1";
 const NS: &str = "team";
 
 fn connection_grants() -> Grants {
-    let builtin = defaults::PLUGINS.iter().find(|p| p.name == "omni-connection").expect("built in");
+    let builtin = defaults::PLUGINS
+        .iter()
+        .find(|p| p.name == "omni-connection")
+        .expect("built in");
     builtin.grants().expect("grants")
 }
 
 async fn component() -> Arc<LoadedPlugin> {
-    let builtin = defaults::PLUGINS.iter().find(|p| p.name == "omni-connection").expect("built in");
+    let builtin = defaults::PLUGINS
+        .iter()
+        .find(|p| p.name == "omni-connection")
+        .expect("built in");
     let spec = PluginSpec::new(builtin.name, builtin.wasm.to_vec()).grants(connection_grants());
-    support::runtime().load(spec).await.expect("the component loads")
+    support::runtime()
+        .load(spec)
+        .await
+        .expect("the component loads")
 }
 
 async fn native() -> Arc<LoadedPlugin> {
@@ -50,7 +61,9 @@ async fn sims() -> Sims {
     for crd in omni_api::crds::all() {
         kube.apply(&crd).await.expect("CRD applies");
     }
-    kube.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})).await.expect("namespace");
+    kube.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}))
+        .await
+        .expect("namespace");
     let omni = OmniSim::start().await.expect("omni-sim");
     let key = omni.mint_key("operator-sa", Role::Operator);
     Sims { kube, omni, key }
@@ -86,7 +99,10 @@ async fn a_native_plugin_loads_with_what_its_component_declares() {
     assert_eq!(native.grants(), wasm.grants());
     assert!(native.is_native() && !wasm.is_native());
     assert_eq!(native.compiled_from(), CompiledFrom::Native);
-    assert!(native.imports().is_empty(), "native code has no import list; its calls are checked instead");
+    assert!(
+        native.imports().is_empty(),
+        "native code has no import list; its calls are checked instead"
+    );
     assert_ne!(native.digest(), wasm.digest());
 }
 
@@ -107,16 +123,38 @@ async fn the_native_omni_connection_answers_what_its_component_answers() {
     }
 
     for object in [&ready, &missing_secret] {
-        let from_wasm = wasm.reconcile(object, &services).await.expect("the component reconciles");
-        let from_native = native.reconcile(object, &services).await.expect("the native plugin reconciles");
+        let from_wasm = wasm
+            .reconcile(object, &services)
+            .await
+            .expect("the component reconciles");
+        let from_native = native
+            .reconcile(object, &services)
+            .await
+            .expect("the native plugin reconciles");
         assert_eq!(from_native, from_wasm, "reconcile of {}", object.json());
     }
-    let ready_conditions = &native.reconcile(&ready, &services).await.expect("reconciles").outputs.conditions;
-    assert!(ready_conditions.iter().all(|c| c.reason == "ConnectionReady"), "{ready_conditions:?}");
+    let ready_conditions = &native
+        .reconcile(&ready, &services)
+        .await
+        .expect("reconciles")
+        .outputs
+        .conditions;
+    assert!(
+        ready_conditions
+            .iter()
+            .all(|c| c.reason == "ConnectionReady"),
+        "{ready_conditions:?}"
+    );
 
     // Finalize lists the clusters through kube-read and holds the connection while two refer to it.
-    let from_wasm = wasm.finalize(&ready, &services).await.expect("the component finalizes");
-    let from_native = native.finalize(&ready, &services).await.expect("the native plugin finalizes");
+    let from_wasm = wasm
+        .finalize(&ready, &services)
+        .await
+        .expect("the component finalizes");
+    let from_native = native
+        .finalize(&ready, &services)
+        .await
+        .expect("the native plugin finalizes");
     assert_eq!(from_native, from_wasm);
     assert!(!from_native.value);
     assert_eq!(
@@ -141,13 +179,22 @@ async fn the_controllers_serve_a_native_plugin_as_they_serve_a_component() {
     let sims = sims().await;
     let registry = Arc::new(PluginRegistry::new());
     registry.install(native().await);
-    let settings = Settings { reconcile_timeout: Duration::from_secs(5), ..Settings::default() };
+    let settings = Settings {
+        reconcile_timeout: Duration::from_secs(5),
+        ..Settings::default()
+    };
     let client = sims.kube.client().await.expect("client");
     let (stop, mut stopped) = tokio::sync::watch::channel(false);
     let shutdown = futures::FutureExt::shared(Box::pin(async move {
         let _ = stopped.wait_for(|s| *s).await;
     }));
-    let controllers = tokio::spawn(controllers::run_plugin(client, registry, "omni-connection", settings, shutdown));
+    let controllers = tokio::spawn(controllers::run_plugin(
+        client,
+        registry,
+        "omni-connection",
+        settings,
+        shutdown,
+    ));
 
     sims.apply(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sa", "namespace": NS}, "type": "Opaque",
         "stringData": {"serviceAccountKey": sims.key}}))
@@ -155,19 +202,28 @@ async fn the_controllers_serve_a_native_plugin_as_they_serve_a_component() {
     sims.connection("c", "sa").await;
     let mut ready = Value::Null;
     for _ in 0..500 {
-        let object = sims.kube.get(API, "OmniConnection", NS, "c").unwrap_or(Value::Null);
+        let object = sims
+            .kube
+            .get(API, "OmniConnection", NS, "c")
+            .unwrap_or(Value::Null);
         ready = object["status"]["conditions"]
             .as_array()
             .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready").cloned())
             .unwrap_or(Value::Null);
         if ready["status"] == "True" {
             assert_eq!(object["status"]["observedGeneration"], 1);
-            assert_eq!(object["metadata"]["finalizers"], json!(["omni.texashpc.com/finalizer"]));
+            assert_eq!(
+                object["metadata"]["finalizers"],
+                json!(["omni.texashpc.com/finalizer"])
+            );
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(ready["message"], format!("connected to {}", sims.omni.endpoint()));
+    assert_eq!(
+        ready["message"],
+        format!("connected to {}", sims.omni.endpoint())
+    );
     let _ = stop.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(5), controllers).await;
 }
@@ -189,7 +245,9 @@ impl Plugin for Probe {
         let object = host.object();
         match object["spec"]["action"].as_str().unwrap_or_default() {
             "reach" => {
-                let read = host.kube_get(&ObjectRef::local("v1", "ConfigMap", "settings")).err();
+                let read = host
+                    .kube_get(&ObjectRef::local("v1", "ConfigMap", "settings"))
+                    .err();
                 let ping = host.omni_ping("omni").err();
                 let file = host.read_file("/templates", "patch.yaml").err();
                 host.set_status(json!({
@@ -202,14 +260,21 @@ impl Plugin for Probe {
             "flood" => host.set_status(json!({"blob": "x".repeat(300 * 1024)})),
             "sleep" => std::thread::sleep(Duration::from_millis(400)),
             "panic" => panic!("the probe was asked to panic"),
-            other => return Err(ReconcileError::Permanent(format!("unknown action {other:?}"))),
+            other => {
+                return Err(ReconcileError::Permanent(format!(
+                    "unknown action {other:?}"
+                )));
+            }
         }
         Ok(())
     }
 }
 
 async fn probe(grants: Grants, limits: Option<CallLimits>) -> Arc<LoadedPlugin> {
-    support::runtime().load_native::<Probe>("probe", grants, limits).await.expect("the probe loads")
+    support::runtime()
+        .load_native::<Probe>("probe", grants, limits)
+        .await
+        .expect("the probe loads")
 }
 
 fn asking(action: &str) -> CallObject {
@@ -220,7 +285,11 @@ fn asking(action: &str) -> CallObject {
 async fn a_capability_outside_the_grants_is_denied_natively_too() {
     // Declared but not granted: refused at load, as the component is.
     let refused = support::runtime()
-        .load_native::<OmniConnectionPlugin>("omni-connection", Grants::parse(["kube-read", "clock"]).expect("grants"), None)
+        .load_native::<OmniConnectionPlugin>(
+            "omni-connection",
+            Grants::parse(["kube-read", "clock"]).expect("grants"),
+            None,
+        )
         .await
         .expect_err("omni is declared but not granted");
     assert_eq!(refused.kind(), ErrorKind::DeniedCapability);
@@ -228,20 +297,34 @@ async fn a_capability_outside_the_grants_is_denied_natively_too() {
 
     // Used without being declared or granted: each call answers `denied`, naming the interface.
     let plugin = probe(Grants::none(), None).await;
-    let done = plugin.reconcile(&asking("reach"), &support::default_services()).await.expect("the call completes");
+    let done = plugin
+        .reconcile(&asking("reach"), &support::default_services())
+        .await
+        .expect("the call completes");
     for (field, capability) in [("read", "kube-read"), ("ping", "omni"), ("file", "files")] {
         let said = done.outputs.status[field].as_str().unwrap_or_default();
-        assert!(said.starts_with("denied: ") && said.contains(&format!("\"{capability}\"")), "{field}: {said}");
+        assert!(
+            said.starts_with("denied: ") && said.contains(&format!("\"{capability}\"")),
+            "{field}: {said}"
+        );
     }
 
     // `clock.now` cannot answer an error: the call is aborted as the component would have been refused.
-    let aborted = plugin.reconcile(&asking("now"), &support::default_services()).await.expect_err("aborted");
-    let CallError::Aborted(e) = aborted else { panic!("expected an aborted call, got {aborted:?}") };
+    let aborted = plugin
+        .reconcile(&asking("now"), &support::default_services())
+        .await
+        .expect_err("aborted");
+    let CallError::Aborted(e) = aborted else {
+        panic!("expected an aborted call, got {aborted:?}")
+    };
     assert_eq!(e.kind(), ErrorKind::DeniedCapability);
     assert!(e.message().contains("clock.now"), "{e}");
 
     let clock = probe(Grants::parse(["clock"]).expect("grants"), None).await;
-    let done = clock.reconcile(&asking("now"), &support::default_services()).await.expect("granted");
+    let done = clock
+        .reconcile(&asking("now"), &support::default_services())
+        .await
+        .expect("granted");
     assert_eq!(done.outputs.status["now"], "2026-11-22T07:17:03Z");
 }
 
@@ -253,21 +336,41 @@ async fn native_failures_are_classified_as_component_failures_are() {
         other => panic!("expected an aborted call, got {other:?}"),
     };
     let services = support::default_services();
-    assert_eq!(kind(plugin.reconcile(&asking("flood"), &services).await), ErrorKind::OutputTooLarge);
+    assert_eq!(
+        kind(plugin.reconcile(&asking("flood"), &services).await),
+        ErrorKind::OutputTooLarge
+    );
     let panicked = plugin.reconcile(&asking("panic"), &services).await;
-    assert!(matches!(&panicked, Err(CallError::Aborted(e)) if e.message() == "panicked: the probe was asked to panic"), "{panicked:?}");
+    assert!(
+        matches!(&panicked, Err(CallError::Aborted(e)) if e.message() == "panicked: the probe was asked to panic"),
+        "{panicked:?}"
+    );
     assert_eq!(kind(panicked), ErrorKind::Panic);
     // Native code cannot be interrupted: the host stops waiting at the deadline and drops what the call does.
-    let hasty = CallLimits { timeout: Duration::from_millis(100), ..CallLimits::default() };
+    let hasty = CallLimits {
+        timeout: Duration::from_millis(100),
+        ..CallLimits::default()
+    };
     let started = std::time::Instant::now();
-    let timed_out = probe(Grants::none(), Some(hasty)).await.reconcile(&asking("sleep"), &services).await;
+    let timed_out = probe(Grants::none(), Some(hasty))
+        .await
+        .reconcile(&asking("sleep"), &services)
+        .await;
     assert_eq!(kind(timed_out), ErrorKind::Timeout);
-    assert!(started.elapsed() < Duration::from_millis(400), "the host did not wait for the sleeping logic");
+    assert!(
+        started.elapsed() < Duration::from_millis(400),
+        "the host did not wait for the sleeping logic"
+    );
     assert_eq!(
-        plugin.reconcile(&asking("dance"), &services).await.expect_err("refused"),
+        plugin
+            .reconcile(&asking("dance"), &services)
+            .await
+            .expect_err("refused"),
         CallError::Failed {
             plugin: "probe".into(),
-            error: omni_operator::runtime::ReconcileError::Permanent("unknown action \"dance\"".into())
+            error: omni_operator::runtime::ReconcileError::Permanent(
+                "unknown action \"dance\"".into()
+            )
         }
     );
     // And the host keeps serving.

@@ -17,8 +17,12 @@ use super::support::{self, FakeKube};
 const PATCHES: &str = "ConfigPatches.omni.sidero.dev";
 
 fn dictionary() -> Dictionary {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/omni/config.1.zdict");
-    Dictionary::new(std::fs::read(path).expect("Omni's dictionary beside the checkout")).expect("a dictionary")
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/data/omni/config.1.zdict"
+    );
+    Dictionary::new(std::fs::read(path).expect("Omni's dictionary beside the checkout"))
+        .expect("a dictionary")
 }
 
 /// Services whose Kubernetes holds connection `c` (and its Secret) pointing at `omni` with `key`.
@@ -30,7 +34,9 @@ fn services(omni: &OmniSim, key: &str, pool: Arc<OmniConnections>) -> HostServic
             "metadata": {"name": "c", "namespace": "team"},
             "spec": {"endpoint": omni.endpoint(), "auth": {"serviceAccountSecretRef": {"name": "sa", "key": "serviceAccountKey"}}}}));
     // The real clock: omni-sim checks signature timestamps against its own (system) clock.
-    HostServices::default().with_kube(Arc::new(kube)).with_omni(pool)
+    HostServices::default()
+        .with_kube(Arc::new(kube))
+        .with_omni(pool)
 }
 
 fn base64_of(s: &str) -> String {
@@ -46,12 +52,24 @@ async fn run(services: &HostServices, steps: Value) -> Vec<Value> {
         .to_string(),
     )
     .expect("object");
-    let done = probe.reconcile(&object, services).await.expect("the probe runs");
-    done.outputs.status["results"].as_array().cloned().expect("results")
+    let done = probe
+        .reconcile(&object, services)
+        .await
+        .expect("the probe runs");
+    done.outputs.status["results"]
+        .as_array()
+        .cloned()
+        .expect("results")
 }
 
 fn patch_spec(data: &str) -> Value {
-    json!(specs::ConfigPatchSpec { data: data.into(), compressed_data: Vec::new() }.encode_to_vec())
+    json!(
+        specs::ConfigPatchSpec {
+            data: data.into(),
+            compressed_data: Vec::new()
+        }
+        .encode_to_vec()
+    )
 }
 
 fn ok(result: &Value) -> &Value {
@@ -60,7 +78,12 @@ fn ok(result: &Value) -> &Value {
 }
 
 fn err(result: &Value) -> (&str, &str) {
-    (result["error"].as_str().unwrap_or_else(|| panic!("expected an error, got {result}")), result["message"].as_str().unwrap_or_default())
+    (
+        result["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("expected an error, got {result}")),
+        result["message"].as_str().unwrap_or_default(),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -89,22 +112,55 @@ async fn resources_follow_cosi_write_rules_through_the_contract() {
     ]))
     .await;
     let created = ok(&results[0]);
-    assert_eq!((created["version"].as_str(), created["phase"].as_str(), created["owner"].as_str()), (Some("1"), Some("running"), Some("")));
+    assert_eq!(
+        (
+            created["version"].as_str(),
+            created["phase"].as_str(),
+            created["owner"].as_str()
+        ),
+        (Some("1"), Some("running"), Some(""))
+    );
     assert_eq!(ok(&results[1])["labels"], json!({"team": "a"}));
-    assert_eq!(ok(&results[1])["spec"], patch_spec("machine:\n  network: {}\n"));
-    assert_eq!(ok(&results[2])["version"], "2", "an update carrying the version last read succeeds");
+    assert_eq!(
+        ok(&results[1])["spec"],
+        patch_spec("machine:\n  network: {}\n")
+    );
+    assert_eq!(
+        ok(&results[2])["version"],
+        "2",
+        "an update carrying the version last read succeeds"
+    );
     let (kind, message) = err(&results[3]);
     assert_eq!(kind, "conflict", "a stale version: {message}");
     assert!(message.contains("code = FailedPrecondition"), "{message}");
-    assert_eq!(err(&results[4]).0, "conflict", "create of an existing resource: AlreadyExists");
+    assert_eq!(
+        err(&results[4]).0,
+        "conflict",
+        "create of an existing resource: AlreadyExists"
+    );
     assert_eq!(ok(&results[5]).as_array().map(Vec::len), Some(1));
     assert_eq!(ok(&results[6]).as_array().map(Vec::len), Some(0));
-    assert_eq!(ok(&results[7])["destroyReady"], true, "no finalizers: ready to destroy");
-    assert_eq!(ok(&results[8]), &Value::Null, "a missing resource is none, not an error");
+    assert_eq!(
+        ok(&results[7])["destroyReady"],
+        true,
+        "no finalizers: ready to destroy"
+    );
+    assert_eq!(
+        ok(&results[8]),
+        &Value::Null,
+        "a missing resource is none, not an error"
+    );
     assert_eq!(err(&results[9]).0, "not-found");
-    assert_eq!(ok(&results[11])["destroyReady"], false, "a finalizer remains");
+    assert_eq!(
+        ok(&results[11])["destroyReady"],
+        false,
+        "a finalizer remains"
+    );
     let (kind, message) = err(&results[12]);
-    assert_eq!(kind, "invalid", "tearing down: the expected phase no longer holds ({message})");
+    assert_eq!(
+        kind, "invalid",
+        "tearing down: the expected phase no longer holds ({message})"
+    );
     let (kind, message) = err(&results[13]);
     assert_eq!(kind, "conflict", "pending finalizers ({message})");
     assert_eq!(ok(&results[14])["phase"], "tearingDown");
@@ -115,70 +171,128 @@ async fn remote_refusals_and_outages_are_typed_errors() {
     let omni = OmniSim::start().await.expect("omni-sim");
     let reader = omni.mint_key("reader", Role::Reader);
     let services = services(&omni, &reader, Arc::default());
-    let results = run(&services, json!([
-        {"op": "list", "type": PATCHES},
-        {"op": "create", "type": PATCHES, "id": "500-x", "spec": patch_spec("a: 1\n")},
-        {"op": "status", "cluster": "nowhere"},
-    ]))
+    let results = run(
+        &services,
+        json!([
+            {"op": "list", "type": PATCHES},
+            {"op": "create", "type": PATCHES, "id": "500-x", "spec": patch_spec("a: 1\n")},
+            {"op": "status", "cluster": "nowhere"},
+        ]),
+    )
     .await;
     assert_eq!(ok(&results[0]), &json!([]));
     let (kind, message) = err(&results[1]);
     assert_eq!(kind, "forbidden");
-    assert!(message.contains("insufficient role: \\\"Reader\\\"") || message.contains("insufficient role: \"Reader\""), "{message}");
-    assert_eq!(ok(&results[2]), &Value::Null, "no ClusterStatus: none, instead of waiting for ever");
+    assert!(
+        message.contains("insufficient role: \\\"Reader\\\"")
+            || message.contains("insufficient role: \"Reader\""),
+        "{message}"
+    );
+    assert_eq!(
+        ok(&results[2]),
+        &Value::Null,
+        "no ClusterStatus: none, instead of waiting for ever"
+    );
 
     omni.faults().set_unavailable(true);
-    let results = run(&services, json!([{"op": "get", "type": PATCHES, "id": "x"}])).await;
+    let results = run(
+        &services,
+        json!([{"op": "get", "type": PATCHES, "id": "x"}]),
+    )
+    .await;
     assert_eq!(err(&results[0]).0, "unavailable");
     omni.faults().set_unavailable(false);
 
     omni.revoke("reader");
-    let results = run(&services, json!([{"op": "get", "type": PATCHES, "id": "x"}])).await;
+    let results = run(
+        &services,
+        json!([{"op": "get", "type": PATCHES, "id": "x"}]),
+    )
+    .await;
     let (kind, message) = err(&results[0]);
     assert_eq!(kind, "unauthenticated");
-    assert!(message.ends_with("rpc error: code = Unauthenticated desc = invalid signature"), "{message}");
+    assert!(
+        message.ends_with("rpc error: code = Unauthenticated desc = invalid signature"),
+        "{message}"
+    );
 
     let other = json!([{"op": "ping"}]);
     let no_connection = HostServices::default().with_kube(Arc::new(FakeKube::default()));
     let results = run(&no_connection, other).await;
     let (kind, message) = err(&results[0]);
     assert_eq!(kind, "not-found");
-    assert!(message.contains("OmniConnection \"c\" not found in namespace \"team\""), "{message}");
+    assert!(
+        message.contains("OmniConnection \"c\" not found in namespace \"team\""),
+        "{message}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compressed_content_is_read_with_the_dictionary_or_reported_unreadable() {
-    let omni = OmniSim::builder().zstd_dictionary(dictionary()).start().await.expect("omni-sim");
+    let omni = OmniSim::builder()
+        .zstd_dictionary(dictionary())
+        .start()
+        .await
+        .expect("omni-sim");
     let key = omni.mint_key("operator", Role::Operator);
-    let big = "machine:\n  sysctls:\n".to_string() + &(0..200).map(|i| format!("    net.core.key{i}: \"{i}\"\n")).collect::<String>();
+    let big = "machine:\n  sysctls:\n".to_string()
+        + &(0..200)
+            .map(|i| format!("    net.core.key{i}: \"{i}\"\n"))
+            .collect::<String>();
     assert!(big.len() > 2048, "above Omni's compression threshold");
-    let with = services(&omni, &key, Arc::new(OmniConnections::new(Some(dictionary()))));
-    let results = run(&with, json!([
-        {"op": "create", "type": PATCHES, "id": "400-big", "spec": patch_spec(&big)},
-        {"op": "get", "type": PATCHES, "id": "400-big"},
-    ]))
+    let with = services(
+        &omni,
+        &key,
+        Arc::new(OmniConnections::new(Some(dictionary()))),
+    );
+    let results = run(
+        &with,
+        json!([
+            {"op": "create", "type": PATCHES, "id": "400-big", "spec": patch_spec(&big)},
+            {"op": "get", "type": PATCHES, "id": "400-big"},
+        ]),
+    )
     .await;
-    let stored = omni.state().get("default", PATCHES, "400-big").expect("stored");
-    let on_server = specs::ConfigPatchSpec::decode(stored.spec.as_ref().expect("spec").proto_spec.as_slice()).expect("decodes");
-    assert!(on_server.data.is_empty() && !on_server.compressed_data.is_empty(), "omni-sim stores it compressed, as Omni does");
+    let stored = omni
+        .state()
+        .get("default", PATCHES, "400-big")
+        .expect("stored");
+    let on_server =
+        specs::ConfigPatchSpec::decode(stored.spec.as_ref().expect("spec").proto_spec.as_slice())
+            .expect("decodes");
+    assert!(
+        on_server.data.is_empty() && !on_server.compressed_data.is_empty(),
+        "omni-sim stores it compressed, as Omni does"
+    );
     let read = ok(&results[1]);
     assert_eq!(read["unreadable"], Value::Null);
     assert_eq!(read["spec"], patch_spec(&big), "the plugin sees plain data");
 
     let without = services(&omni, &key, Arc::default());
-    let results = run(&without, json!([{"op": "get", "type": PATCHES, "id": "400-big"}])).await;
+    let results = run(
+        &without,
+        json!([{"op": "get", "type": PATCHES, "id": "400-big"}]),
+    )
+    .await;
     let read = ok(&results[0]);
-    assert!(read["unreadable"].as_str().is_some_and(|why| why.contains("no Omni dictionary")), "{read}");
+    assert!(
+        read["unreadable"]
+            .as_str()
+            .is_some_and(|why| why.contains("no Omni dictionary")),
+        "{read}"
+    );
 }
 
 fn cluster_spec() -> Value {
-    json!(specs::ClusterSpec {
-        kubernetes_version: "1.33.1".into(),
-        talos_version: "1.10.3".into(),
-        features: Some(specs::cluster_spec::Features::default()),
-        backup_configuration: None,
-    }
-    .encode_to_vec())
+    json!(
+        specs::ClusterSpec {
+            kubernetes_version: "1.33.1".into(),
+            talos_version: "1.10.3".into(),
+            features: Some(specs::cluster_spec::Features::default()),
+            backup_configuration: None,
+        }
+        .encode_to_vec()
+    )
 }
 
 /// What `omnictl cluster status` would say, read with get and list so a missing status answers at once.
@@ -202,7 +316,10 @@ async fn cluster_health_follows_omnis_status_resources() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    assert_eq!(health, json!({"phase": "RUNNING", "ready": true, "healthy": true, "findings": []}));
+    assert_eq!(
+        health,
+        json!({"phase": "RUNNING", "ready": true, "healthy": true, "findings": []})
+    );
 
     omni.set_cluster_health(false);
     let mut health = Value::Null;
@@ -214,5 +331,8 @@ async fn cluster_health_follows_omnis_status_resources() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     assert_eq!(health["healthy"], false);
-    assert!(health["findings"].as_array().is_some_and(|f| !f.is_empty()), "{health}");
+    assert!(
+        health["findings"].as_array().is_some_and(|f| !f.is_empty()),
+        "{health}"
+    );
 }

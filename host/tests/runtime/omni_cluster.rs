@@ -19,9 +19,10 @@ use omni_operator::omni::OmniConnections;
 use omni_operator::runtime::{CallLimits, PluginRegistry};
 use omni_sim::store::md;
 use omni_sim::types::{
-    CLUSTERS, CONFIG_PATCHES, KUBERNETES_MANIFEST_GROUPS, LINKS, MACHINE_SET_NODES, MACHINE_SETS, MACHINE_STATUSES,
+    CLUSTERS, CONFIG_PATCHES, KUBERNETES_MANIFEST_GROUPS, LINKS, MACHINE_SET_NODES, MACHINE_SETS,
+    MACHINE_STATUSES,
 };
-use omni_sim::{FaultAction, Matcher, OmniSim, RpcRecord, Role, Store};
+use omni_sim::{FaultAction, Matcher, OmniSim, Role, RpcRecord, Store};
 use omni_wire::specs;
 use prost::Message as _;
 use serde_json::{Value, json};
@@ -55,7 +56,10 @@ fn sample() -> Vec<Value> {
 }
 
 fn sample_object(kind: &str) -> Value {
-    sample().into_iter().find(|o| o["kind"] == kind).unwrap_or_else(|| panic!("the sample has an {kind}"))
+    sample()
+        .into_iter()
+        .find(|o| o["kind"] == kind)
+        .unwrap_or_else(|| panic!("the sample has an {kind}"))
 }
 
 /// The template resources the sample becomes, in the order §6.1 step 5 creates them (type rank: Cluster,
@@ -63,10 +67,16 @@ fn sample_object(kind: &str) -> Value {
 fn sample_creates() -> Vec<(String, String)> {
     [
         (CLUSTERS, CLUSTER),
-        (CONFIG_PATCHES, "000-cm-11111111-1111-4111-8111-111111111111-install-disk"),
+        (
+            CONFIG_PATCHES,
+            "000-cm-11111111-1111-4111-8111-111111111111-install-disk",
+        ),
         (CONFIG_PATCHES, WORKER_DISK_PATCH),
         (CONFIG_PATCHES, KUBESPAN_PATCH),
-        (KUBERNETES_MANIFEST_GROUPS, "200-cluster-edge-sample-sample-namespace"),
+        (
+            KUBERNETES_MANIFEST_GROUPS,
+            "200-cluster-edge-sample-sample-namespace",
+        ),
         (MACHINE_SETS, "edge-sample-control-planes"),
         (MACHINE_SETS, WORKER_SET),
         (MACHINE_SET_NODES, CP_MACHINE),
@@ -88,18 +98,35 @@ fn key(type_: &str, id: &str) -> (String, String) {
 /// What templates own in Omni: every owner-less resource (controller-made status resources carry their
 /// controller as owner).
 fn template_resources(store: &Store) -> BTreeSet<(String, String)> {
-    store.all().iter().map(md).filter(|m| m.owner.is_empty()).map(|m| key(&m.r#type, &m.id)).collect()
+    store
+        .all()
+        .iter()
+        .map(md)
+        .filter(|m| m.owner.is_empty())
+        .map(|m| key(&m.r#type, &m.id))
+        .collect()
 }
 
 /// Everything Omni holds, by (type, id).
 fn all_resources(store: &Store) -> BTreeSet<(String, String)> {
-    store.all().iter().map(md).map(|m| key(&m.r#type, &m.id)).collect()
+    store
+        .all()
+        .iter()
+        .map(md)
+        .map(|m| key(&m.r#type, &m.id))
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 // What Omni was sent.
 
-const WRITE_METHODS: [&str; 5] = ["Create", "Update", "Teardown", "TeardownAndDestroy", "Destroy"];
+const WRITE_METHODS: [&str; 5] = [
+    "Create",
+    "Update",
+    "Teardown",
+    "TeardownAndDestroy",
+    "Destroy",
+];
 
 /// The quoted value that follows `field` in a request's `Debug` rendering.
 fn quoted_after<'a>(text: &'a str, field: &str) -> Option<&'a str> {
@@ -124,7 +151,11 @@ fn is_write(r: &RpcRecord) -> bool {
 
 /// Every write, whatever its answer, as `<Method> <Type>(<id>)`.
 fn writes(records: &[RpcRecord]) -> Vec<String> {
-    records.iter().filter(|r| is_write(r)).map(describe).collect()
+    records
+        .iter()
+        .filter(|r| is_write(r))
+        .map(describe)
+        .collect()
 }
 
 /// The same, with a call repeated back to back (a teardown looked at again) counted once.
@@ -135,7 +166,10 @@ fn distinct_writes(records: &[RpcRecord]) -> Vec<String> {
 }
 
 fn creates_of(resources: &[(String, String)]) -> Vec<String> {
-    resources.iter().map(|(t, id)| format!("Create {t}({id})")).collect()
+    resources
+        .iter()
+        .map(|(t, id)| format!("Create {t}({id})"))
+        .collect()
 }
 
 /// The OmniConnection controller's ping (§6.4): a List of Clusters with no label query. Anything else came from
@@ -162,10 +196,14 @@ impl Host {
             .build()
             .expect("the host's runtime");
         runtime.spawn(async move {
-            let config = kube::config::Kubeconfig::from_yaml(&kubeconfig).expect("kube-sim's kubeconfig");
-            let config = kube::Config::from_custom_kubeconfig(config, &kube::config::KubeConfigOptions::default())
-                .await
-                .expect("client config");
+            let config =
+                kube::config::Kubeconfig::from_yaml(&kubeconfig).expect("kube-sim's kubeconfig");
+            let config = kube::Config::from_custom_kubeconfig(
+                config,
+                &kube::config::KubeConfigOptions::default(),
+            )
+            .await
+            .expect("client config");
             let client = kube::Client::try_from(config).expect("client");
             let registry = Arc::new(PluginRegistry::new());
             for p in defaults::PLUGINS {
@@ -175,19 +213,38 @@ impl Host {
                 {
                     spec = spec.limits(limits);
                 }
-                registry.install(support::runtime().load(spec).await.expect("a built-in plugin loads"));
+                registry.install(
+                    support::runtime()
+                        .load(spec)
+                        .await
+                        .expect("a built-in plugin loads"),
+                );
             }
-            let settings = Settings { omni: Arc::new(OmniConnections::default()), ..Settings::default() };
+            let settings = Settings {
+                omni: Arc::new(OmniConnections::default()),
+                ..Settings::default()
+            };
             for p in defaults::PLUGINS {
-                let (client, registry, settings) = (client.clone(), registry.clone(), settings.clone());
+                let (client, registry, settings) =
+                    (client.clone(), registry.clone(), settings.clone());
                 tokio::spawn(async move {
-                    if let Err(e) = controllers::run_plugin(client, registry, p.name, settings, std::future::pending::<()>()).await {
+                    if let Err(e) = controllers::run_plugin(
+                        client,
+                        registry,
+                        p.name,
+                        settings,
+                        std::future::pending::<()>(),
+                    )
+                    .await
+                    {
                         eprintln!("the {} controller failed: {e:#}", p.name);
                     }
                 });
             }
         });
-        Host { runtime: Some(runtime) }
+        Host {
+            runtime: Some(runtime),
+        }
     }
 
     /// Ends the process as a crash would: no graceful shutdown, in-flight calls dropped where they stand.
@@ -232,9 +289,17 @@ impl Cond {
 }
 
 fn cond(obj: &Value, type_: &str) -> Option<Cond> {
-    let c = obj["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == type_)?;
+    let c = obj["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)?;
     let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
-    Some(Cond { status: s("status"), reason: s("reason"), message: s("message"), generation: c["observedGeneration"].as_i64().unwrap_or(-1) })
+    Some(Cond {
+        status: s("status"),
+        reason: s("reason"),
+        message: s("message"),
+        generation: c["observedGeneration"].as_i64().unwrap_or(-1),
+    })
 }
 
 fn synced_at(obj: &Value, generation: i64) -> bool {
@@ -250,7 +315,9 @@ impl Env {
         }
         let omni = omni.start().await.expect("omni-sim");
         let key = omni.mint_key("omni-operator", Role::Operator);
-        kube.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})).await.expect("namespace");
+        kube.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}))
+            .await
+            .expect("namespace");
         kube.apply(&json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "omni-service-account", "namespace": NS},
             "type": "Opaque", "stringData": {"serviceAccountKey": key}}))
             .await
@@ -259,7 +326,11 @@ impl Env {
             "spec": {"endpoint": omni.endpoint(), "auth": {"serviceAccountSecretRef": {"name": "omni-service-account"}}}}))
             .await
             .expect("connection");
-        let mut env = Env { host: None, omni, kube };
+        let mut env = Env {
+            host: None,
+            omni,
+            kube,
+        };
         env.restart_host(cluster_limits);
         env
     }
@@ -281,22 +352,36 @@ impl Env {
 
     async fn delete(&self, kind: &str, plural: &str, name: &str) {
         let client = self.kube.client().await.expect("client");
-        let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("omni.texashpc.com", "v1alpha1", kind), plural);
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("omni.texashpc.com", "v1alpha1", kind),
+            plural,
+        );
         let api: Api<DynamicObject> = Api::namespaced_with(client, NS, &ar);
-        api.delete(name, &DeleteParams::default()).await.expect("delete");
+        api.delete(name, &DeleteParams::default())
+            .await
+            .expect("delete");
     }
 
     /// The OmniCluster, or Null once it is gone.
     fn cluster(&self) -> Value {
-        self.kube.get(API, "OmniCluster", NS, CLUSTER).unwrap_or(Value::Null)
+        self.kube
+            .get(API, "OmniCluster", NS, CLUSTER)
+            .unwrap_or(Value::Null)
     }
 
     fn generation(&self) -> i64 {
-        self.cluster()["metadata"]["generation"].as_i64().expect("a generation")
+        self.cluster()["metadata"]["generation"]
+            .as_i64()
+            .expect("a generation")
     }
 
     /// Polls the OmniCluster until `done` holds; on timeout, fails with its status and what Omni was sent.
-    async fn wait(&self, what: &str, timeout: Duration, mut done: impl FnMut(&Value) -> bool) -> Value {
+    async fn wait(
+        &self,
+        what: &str,
+        timeout: Duration,
+        mut done: impl FnMut(&Value) -> bool,
+    ) -> Value {
         let deadline = Instant::now() + timeout;
         loop {
             let obj = self.cluster();
@@ -315,20 +400,34 @@ impl Env {
     }
 
     async fn wait_synced(&self, generation: i64) -> Value {
-        self.wait(&format!("Synced=True at generation {generation}"), WAIT, |o| synced_at(o, generation)).await
+        self.wait(
+            &format!("Synced=True at generation {generation}"),
+            WAIT,
+            |o| synced_at(o, generation),
+        )
+        .await
     }
 
     /// Waits until the host has reconciled every child of the sample to `Accepted=<status>`.
     async fn wait_children_accepted(&self, status: &str) {
         let deadline = Instant::now() + WAIT;
-        let children: Vec<Value> = sample().into_iter().filter(|o| o["kind"] != "OmniCluster").collect();
+        let children: Vec<Value> = sample()
+            .into_iter()
+            .filter(|o| o["kind"] != "OmniCluster")
+            .collect();
         let accepted = |child: &Value| {
             let name = child["metadata"]["name"].as_str().unwrap_or_default();
             let kind = child["kind"].as_str().unwrap_or_default();
-            self.kube.get(API, kind, NS, name).and_then(|o| cond(&o, "Accepted")).is_some_and(|c| c.status == status)
+            self.kube
+                .get(API, kind, NS, name)
+                .and_then(|o| cond(&o, "Accepted"))
+                .is_some_and(|c| c.status == status)
         };
         while !children.iter().all(accepted) {
-            assert!(Instant::now() < deadline, "the sample's children never became Accepted={status}");
+            assert!(
+                Instant::now() < deadline,
+                "the sample's children never became Accepted={status}"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -338,14 +437,22 @@ impl Env {
     }
 
     fn store_version(&self, type_: &str, id: &str) -> String {
-        md(&self.omni.state().get("default", type_, id).unwrap_or_else(|| panic!("Omni has {type_}({id})"))).version.clone()
+        md(&self
+            .omni
+            .state()
+            .get("default", type_, id)
+            .unwrap_or_else(|| panic!("Omni has {type_}({id})")))
+        .version
+        .clone()
     }
 
     /// Runs `kubectl get omniclusters` against kube-sim and returns the sample's row by column header.
     async fn kubectl_columns(&self) -> Vec<(String, String)> {
         let dir = tempfile::tempdir().expect("tempdir");
         let kubeconfig = dir.path().join("kubeconfig");
-        self.kube.write_kubeconfig(&kubeconfig, &self.kube.admin()).expect("kubeconfig");
+        self.kube
+            .write_kubeconfig(&kubeconfig, &self.kube.admin())
+            .expect("kubeconfig");
         let output = tokio::task::spawn_blocking(move || {
             std::process::Command::new("kubectl")
                 .arg("--kubeconfig")
@@ -357,10 +464,16 @@ impl Env {
         .expect("kubectl task")
         .expect("kubectl runs");
         let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-        assert!(output.status.success(), "kubectl failed: {}{stdout}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            output.status.success(),
+            "kubectl failed: {}{stdout}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         let mut lines = stdout.lines();
         let header = lines.next().expect("a header line");
-        let row = lines.find(|l| l.starts_with(CLUSTER)).unwrap_or_else(|| panic!("no row for {CLUSTER}:\n{stdout}"));
+        let row = lines
+            .find(|l| l.starts_with(CLUSTER))
+            .unwrap_or_else(|| panic!("no row for {CLUSTER}:\n{stdout}"));
         columns(header, row)
     }
 }
@@ -377,10 +490,16 @@ fn columns(header: &str, row: &str) -> Vec<(String, String)> {
     }
     let cut = |text: &str, i: usize| {
         let from = starts[i].min(text.len());
-        let to = starts.get(i + 1).copied().unwrap_or(text.len()).min(text.len());
+        let to = starts
+            .get(i + 1)
+            .copied()
+            .unwrap_or(text.len())
+            .min(text.len());
         text[from..to].trim().to_string()
     };
-    (0..starts.len()).map(|i| (cut(header, i), cut(row, i))).collect()
+    (0..starts.len())
+        .map(|i| (cut(header, i), cut(row, i)))
+        .collect()
 }
 
 fn quick() -> omni_sim::Builder {
@@ -394,7 +513,11 @@ fn quick() -> omni_sim::Builder {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_sync_creates_the_template_in_omnis_order_and_the_cluster_turns_ready() {
     // Omni keeps the cluster "scaling up" for 3 s, so the status read right after the sync finds it not healthy.
-    let env = Env::start(OmniSim::builder().controller_delay(Duration::from_secs(3)), None).await;
+    let env = Env::start(
+        OmniSim::builder().controller_delay(Duration::from_secs(3)),
+        None,
+    )
+    .await;
     // The children first, seen by the host, then the cluster: its first reconcile does the whole sync, so the
     // status shows that sync's output (a later no-op re-sync would report an empty output).
     for child in sample().into_iter().filter(|o| o["kind"] != "OmniCluster") {
@@ -407,14 +530,37 @@ async fn the_first_sync_creates_the_template_in_omnis_order_and_the_cluster_turn
     // §6.1 step 5: every create, in type rank order; nothing else written.
     let records = env.omni.records();
     assert_eq!(writes(&records), creates_of(&sample_creates()));
-    assert!(records.iter().filter(|r| is_write(r)).all(|r| r.code == tonic::Code::Ok), "every create succeeded");
+    assert!(
+        records
+            .iter()
+            .filter(|r| is_write(r))
+            .all(|r| r.code == tonic::Code::Ok),
+        "every create succeeded"
+    );
     assert_eq!(template_resources(env.omni.state()), sample_resources());
 
-    assert_eq!(cond(&obj, "Synced").expect("Synced").text(), ("True", "Synced", "template synced to Omni"));
-    assert_eq!(cond(&obj, "Validated").expect("Validated").text(), ("True", "Validated", "rendered Omni cluster template is valid"));
-    assert_eq!(cond(&obj, "Ready").expect("Ready").text(), ("False", "StatusFailed", "cluster is not healthy"));
+    assert_eq!(
+        cond(&obj, "Synced").expect("Synced").text(),
+        ("True", "Synced", "template synced to Omni")
+    );
+    assert_eq!(
+        cond(&obj, "Validated").expect("Validated").text(),
+        (
+            "True",
+            "Validated",
+            "rendered Omni cluster template is valid"
+        )
+    );
+    assert_eq!(
+        cond(&obj, "Ready").expect("Ready").text(),
+        ("False", "StatusFailed", "cluster is not healthy")
+    );
     for type_ in ["Synced", "Validated", "Ready"] {
-        assert_eq!(cond(&obj, type_).expect("condition").generation, 1, "{type_} observedGeneration");
+        assert_eq!(
+            cond(&obj, type_).expect("condition").generation,
+            1,
+            "{type_} observedGeneration"
+        );
     }
     let status = &obj["status"];
     assert_eq!(status["observedGeneration"], 1);
@@ -423,25 +569,63 @@ async fn the_first_sync_creates_the_template_in_omnis_order_and_the_cluster_turn
     assert_eq!(status["endpoint"], env.omni.endpoint());
     assert_eq!(status["controlPlaneRef"], "edge-sample-control-plane");
     assert_eq!(status["workersRefs"], json!(["edge-sample-workers"]));
-    assert_eq!(status["machineRefs"], json!(["edge-sample-control-plane-0", "edge-sample-worker-0"]));
+    assert_eq!(
+        status["machineRefs"],
+        json!(["edge-sample-control-plane-0", "edge-sample-worker-0"])
+    );
     let hash = status["templateHash"].as_str().expect("templateHash");
-    assert!(hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)), "{hash}");
+    assert!(
+        hash.len() == 64
+            && hash
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+        "{hash}"
+    );
     let synced_at = status["lastSyncTime"].as_str().expect("lastSyncTime");
-    assert!(synced_at.len() == 20 && synced_at.ends_with('Z'), "RFC 3339 in seconds: {synced_at}");
+    assert!(
+        synced_at.len() == 20 && synced_at.ends_with('Z'),
+        "RFC 3339 in seconds: {synced_at}"
+    );
     assert_eq!(status["lastAttemptTime"], synced_at);
     // omnictl's output lines (§6.1 item 9), one per create.
-    let lines: Vec<String> = sample_creates().iter().map(|(t, id)| format!("* creating {t}({id})")).collect();
+    let lines: Vec<String> = sample_creates()
+        .iter()
+        .map(|(t, id)| format!("* creating {t}({id})"))
+        .collect();
     assert_eq!(status["lastSyncOutput"], lines.join("\n"));
     // Why it is not healthy (§10.5: the Go operator's status output was always empty).
-    let why = status["lastStatusOutput"].as_str().expect("lastStatusOutput");
-    assert!(why.starts_with("cluster phase is SCALING_UP\ncluster is not ready"), "{why}");
-    assert_eq!(obj["metadata"]["finalizers"], json!(["omni.texashpc.com/finalizer"]));
+    let why = status["lastStatusOutput"]
+        .as_str()
+        .expect("lastStatusOutput");
+    assert!(
+        why.starts_with("cluster phase is SCALING_UP\ncluster is not ready"),
+        "{why}"
+    );
+    assert_eq!(
+        obj["metadata"]["finalizers"],
+        json!(["omni.texashpc.com/finalizer"])
+    );
 
     // Not healthy is looked at again soon (the plugin's 15 s recheck), not at the 5m syncInterval.
-    let obj = env.wait("Ready=True", Duration::from_secs(30), |o| cond(o, "Ready").is_some_and(|c| c.status == "True")).await;
-    assert_eq!(cond(&obj, "Ready").expect("Ready").text(), ("True", "Synced", "cluster template is synced and status was read from Omni"));
+    let obj = env
+        .wait("Ready=True", Duration::from_secs(30), |o| {
+            cond(o, "Ready").is_some_and(|c| c.status == "True")
+        })
+        .await;
+    assert_eq!(
+        cond(&obj, "Ready").expect("Ready").text(),
+        (
+            "True",
+            "Synced",
+            "cluster template is synced and status was read from Omni"
+        )
+    );
     assert_eq!(obj["status"]["lastStatusOutput"], "");
-    assert_eq!(writes(&env.omni.records()), creates_of(&sample_creates()), "the re-check wrote nothing");
+    assert_eq!(
+        writes(&env.omni.records()),
+        creates_of(&sample_creates()),
+        "the re-check wrote nothing"
+    );
 
     let row = env.kubectl_columns().await;
     let expected = [
@@ -453,7 +637,11 @@ async fn the_first_sync_creates_the_template_in_omnis_order_and_the_cluster_turn
         ("READY", "True"),
         ("REASON", "Synced"),
     ];
-    let shown: Vec<(&str, &str)> = row.iter().take(expected.len()).map(|(h, v)| (h.as_str(), v.as_str())).collect();
+    let shown: Vec<(&str, &str)> = row
+        .iter()
+        .take(expected.len())
+        .map(|(h, v)| (h.as_str(), v.as_str()))
+        .collect();
     assert_eq!(shown, expected, "kubectl get omniclusters: {row:?}");
     assert_eq!(row.last().map(|(h, _)| h.as_str()), Some("AGE"));
 }
@@ -477,15 +665,30 @@ async fn a_second_sync_with_no_template_change_writes_nothing() {
 
     let since = env.records_since(mark);
     assert!(
-        since.iter().any(|r| describe(r) == format!("Get {CLUSTERS}({CLUSTER})")),
+        since
+            .iter()
+            .any(|r| describe(r) == format!("Get {CLUSTERS}({CLUSTER})")),
         "the new generation was compared with Omni, not skipped: {since:#?}"
     );
-    assert_eq!(writes(&since), Vec::<String>::new(), "nothing differs, so nothing is written");
+    assert_eq!(
+        writes(&since),
+        Vec::<String>::new(),
+        "nothing differs, so nothing is written"
+    );
     assert_eq!(obj["status"]["observedGeneration"], 2);
-    assert_eq!(obj["status"]["templateHash"], first["status"]["templateHash"]);
+    assert_eq!(
+        obj["status"]["templateHash"],
+        first["status"]["templateHash"]
+    );
     assert_eq!(obj["status"]["lastSyncOutput"], "");
-    let (before, after) = (first["status"]["lastSyncTime"].as_str().expect("time"), obj["status"]["lastSyncTime"].as_str().expect("time"));
-    assert!(after >= before, "lastSyncTime {after} is not before {before}");
+    let (before, after) = (
+        first["status"]["lastSyncTime"].as_str().expect("time"),
+        obj["status"]["lastSyncTime"].as_str().expect("time"),
+    );
+    assert!(
+        after >= before,
+        "lastSyncTime {after} is not before {before}"
+    );
     assert_eq!(template_resources(env.omni.state()), sample_resources());
 }
 
@@ -501,22 +704,44 @@ async fn a_patch_change_updates_only_that_config_patch_with_the_version_it_read(
     let mark = env.omni.records().len();
 
     let mut control_plane = sample_object("OmniControlPlane");
-    control_plane["spec"]["patches"][0]["inline"]["machine"]["network"]["kubespan"]["enabled"] = json!(false);
+    control_plane["spec"]["patches"][0]["inline"]["machine"]["network"]["kubespan"]["enabled"] =
+        json!(false);
     env.apply(&control_plane).await;
     let old_hash = first["status"]["templateHash"].clone();
     let obj = env
-        .wait("Synced=True with the new template", WAIT, |o| synced_at(o, 1) && o["status"]["templateHash"] != old_hash)
+        .wait("Synced=True with the new template", WAIT, |o| {
+            synced_at(o, 1) && o["status"]["templateHash"] != old_hash
+        })
         .await;
 
     let since = env.records_since(mark);
-    assert_eq!(writes(&since), [format!("Update {CONFIG_PATCHES}({KUBESPAN_PATCH})")]);
+    assert_eq!(
+        writes(&since),
+        [format!("Update {CONFIG_PATCHES}({KUBESPAN_PATCH})")]
+    );
     let update = since.iter().find(|r| is_write(r)).expect("the update");
     assert_eq!(update.code, tonic::Code::Ok, "{}", update.message);
-    assert_eq!(quoted_after(&update.request, "version: \""), Some(version.as_str()), "the update carried the version read");
-    let stored = env.omni.state().get("default", CONFIG_PATCHES, KUBESPAN_PATCH).expect("the patch");
-    let spec = specs::ConfigPatchSpec::decode(stored.spec.as_ref().expect("spec").proto_spec.as_slice()).expect("ConfigPatchSpec");
-    assert_eq!(spec.data, "machine:\n    network:\n        kubespan:\n            enabled: false\n");
-    assert_eq!(obj["status"]["lastSyncOutput"], format!("* updating {CONFIG_PATCHES}({KUBESPAN_PATCH})"));
+    assert_eq!(
+        quoted_after(&update.request, "version: \""),
+        Some(version.as_str()),
+        "the update carried the version read"
+    );
+    let stored = env
+        .omni
+        .state()
+        .get("default", CONFIG_PATCHES, KUBESPAN_PATCH)
+        .expect("the patch");
+    let spec =
+        specs::ConfigPatchSpec::decode(stored.spec.as_ref().expect("spec").proto_spec.as_slice())
+            .expect("ConfigPatchSpec");
+    assert_eq!(
+        spec.data,
+        "machine:\n    network:\n        kubespan:\n            enabled: false\n"
+    );
+    assert_eq!(
+        obj["status"]["lastSyncOutput"],
+        format!("* updating {CONFIG_PATCHES}({KUBESPAN_PATCH})")
+    );
     assert_eq!(template_resources(env.omni.state()), sample_resources());
 }
 
@@ -532,27 +757,47 @@ async fn removing_the_workers_tears_down_their_machine_set_and_omni_cascades_the
 
     // Without its OmniWorkers the worker machine is in no machine set: Omni's validation refuses the template
     // (§3.6), and nothing is sent.
-    env.delete("OmniWorkers", "omniworkers", "edge-sample-workers").await;
-    let obj = env.wait("Validated=False", WAIT, |o| cond(o, "Validated").is_some_and(|c| c.status == "False")).await;
-    let refused = format!("1 error occurred:\n\t* machine \"{WORKER_MACHINE}\" is not used in controlplane or workers\n\n");
-    assert_eq!(cond(&obj, "Validated").expect("Validated").text(), ("False", "ValidationFailed", refused.as_str()));
-    assert_eq!(cond(&obj, "Synced").expect("Synced").text(), ("False", "ValidationFailed", format!("not synced: {refused}").as_str()));
+    env.delete("OmniWorkers", "omniworkers", "edge-sample-workers")
+        .await;
+    let obj = env
+        .wait("Validated=False", WAIT, |o| {
+            cond(o, "Validated").is_some_and(|c| c.status == "False")
+        })
+        .await;
+    let refused = format!(
+        "1 error occurred:\n\t* machine \"{WORKER_MACHINE}\" is not used in controlplane or workers\n\n"
+    );
+    assert_eq!(
+        cond(&obj, "Validated").expect("Validated").text(),
+        ("False", "ValidationFailed", refused.as_str())
+    );
+    assert_eq!(
+        cond(&obj, "Synced").expect("Synced").text(),
+        (
+            "False",
+            "ValidationFailed",
+            format!("not synced: {refused}").as_str()
+        )
+    );
     assert_eq!(writes(&env.records_since(mark)), Vec::<String>::new());
     assert_eq!(template_resources(env.omni.state()), sample_resources());
 
     // With the machine gone too, the set goes: phase A (the MachineSet; its node is Omni's to remove) is finished
     // before phase B (the machine's install-disk patch) starts (§6.1 steps 6–7).
-    env.delete("OmniMachine", "omnimachines", "edge-sample-worker-0").await;
+    env.delete("OmniMachine", "omnimachines", "edge-sample-worker-0")
+        .await;
     let mut seen_waiting = None;
     let obj = env
         .wait("Synced=True without the workers", WAIT, |o| {
             if let Some(c) = cond(o, "Synced").filter(|c| c.reason == "Syncing") {
                 seen_waiting = Some(c);
             }
-            cond(o, "Synced").is_some_and(|c| c.status == "True") && o["status"]["workersRefs"] == json!([])
+            cond(o, "Synced").is_some_and(|c| c.status == "True")
+                && o["status"]["workersRefs"] == json!([])
         })
         .await;
-    let waiting = seen_waiting.expect("the teardown Omni holds with a finalizer is reported while it lasts");
+    let waiting =
+        seen_waiting.expect("the teardown Omni holds with a finalizer is reported while it lasts");
     assert_eq!(
         waiting.text(),
         (
@@ -561,7 +806,10 @@ async fn removing_the_workers_tears_down_their_machine_set_and_omni_cascades_the
             format!("waiting for Omni to finish tearing down {MACHINE_SETS}({WORKER_SET}) (finalizers: MachineSetStatusController)").as_str()
         )
     );
-    assert_eq!(obj["status"]["machineRefs"], json!(["edge-sample-control-plane-0"]));
+    assert_eq!(
+        obj["status"]["machineRefs"],
+        json!(["edge-sample-control-plane-0"])
+    );
 
     // Omni's destroy controller or the operator destroys the released MachineSet, whichever comes first.
     let writes: Vec<String> = distinct_writes(&env.records_since(mark))
@@ -577,7 +825,11 @@ async fn removing_the_workers_tears_down_their_machine_set_and_omni_cascades_the
         ]
     );
     let mut expected = sample_resources();
-    for gone in [key(MACHINE_SETS, WORKER_SET), key(MACHINE_SET_NODES, WORKER_MACHINE), key(CONFIG_PATCHES, WORKER_DISK_PATCH)] {
+    for gone in [
+        key(MACHINE_SETS, WORKER_SET),
+        key(MACHINE_SET_NODES, WORKER_MACHINE),
+        key(CONFIG_PATCHES, WORKER_DISK_PATCH),
+    ] {
         expected.remove(&gone);
     }
     assert_eq!(template_resources(env.omni.state()), expected);
@@ -595,24 +847,46 @@ async fn a_suspended_cluster_is_not_synced_until_it_is_resumed() {
     let mut cluster = sample_object("OmniCluster");
     cluster["spec"]["suspend"] = json!(true);
     env.apply(&cluster).await;
-    env.wait("Ready=False/Suspended at generation 2", WAIT, |o| cond(o, "Ready").is_some_and(|c| c.is("False", "Suspended") && c.generation == 2))
-        .await;
+    env.wait("Ready=False/Suspended at generation 2", WAIT, |o| {
+        cond(o, "Ready").is_some_and(|c| c.is("False", "Suspended") && c.generation == 2)
+    })
+    .await;
     let mark = env.omni.records().len();
 
     cluster["spec"]["kubernetes"]["version"] = json!("v1.36.0");
     env.apply(&cluster).await;
     let obj = env
-        .wait("Ready=False/Suspended at generation 3", WAIT, |o| cond(o, "Ready").is_some_and(|c| c.is("False", "Suspended") && c.generation == 3))
+        .wait("Ready=False/Suspended at generation 3", WAIT, |o| {
+            cond(o, "Ready").is_some_and(|c| c.is("False", "Suspended") && c.generation == 3)
+        })
         .await;
     let suspended = ("False", "Suspended", "remote Omni sync is suspended");
     assert_eq!(cond(&obj, "Ready").expect("Ready").text(), suspended);
     assert_eq!(cond(&obj, "Synced").expect("Synced").text(), suspended);
-    assert_eq!(cond(&obj, "Validated").expect("Validated").text(), ("True", "Validated", "rendered Omni cluster template is valid"));
+    assert_eq!(
+        cond(&obj, "Validated").expect("Validated").text(),
+        (
+            "True",
+            "Validated",
+            "rendered Omni cluster template is valid"
+        )
+    );
     // §2.2 step 4: no Omni call at all (the connection controller's pings aside).
-    let calls: Vec<String> = env.records_since(mark).iter().filter(|r| !is_ping(r)).map(describe).collect();
+    let calls: Vec<String> = env
+        .records_since(mark)
+        .iter()
+        .filter(|r| !is_ping(r))
+        .map(describe)
+        .collect();
     assert_eq!(calls, Vec::<String>::new());
-    let stored = env.omni.state().get("default", CLUSTERS, CLUSTER).expect("the cluster");
-    let spec = specs::ClusterSpec::decode(stored.spec.as_ref().expect("spec").proto_spec.as_slice()).expect("ClusterSpec");
+    let stored = env
+        .omni
+        .state()
+        .get("default", CLUSTERS, CLUSTER)
+        .expect("the cluster");
+    let spec =
+        specs::ClusterSpec::decode(stored.spec.as_ref().expect("spec").proto_spec.as_slice())
+            .expect("ClusterSpec");
     assert_eq!(spec.kubernetes_version, "1.35.0");
 
     let version = env.store_version(CLUSTERS, CLUSTER);
@@ -623,9 +897,18 @@ async fn a_suspended_cluster_is_not_synced_until_it_is_resumed() {
     assert_eq!(writes(&since), [format!("Update {CLUSTERS}({CLUSTER})")]);
     let update = since.iter().find(|r| is_write(r)).expect("the update");
     assert_eq!(update.code, tonic::Code::Ok, "{}", update.message);
-    assert_eq!(quoted_after(&update.request, "version: \""), Some(version.as_str()));
-    let stored = env.omni.state().get("default", CLUSTERS, CLUSTER).expect("the cluster");
-    let spec = specs::ClusterSpec::decode(stored.spec.as_ref().expect("spec").proto_spec.as_slice()).expect("ClusterSpec");
+    assert_eq!(
+        quoted_after(&update.request, "version: \""),
+        Some(version.as_str())
+    );
+    let stored = env
+        .omni
+        .state()
+        .get("default", CLUSTERS, CLUSTER)
+        .expect("the cluster");
+    let spec =
+        specs::ClusterSpec::decode(stored.spec.as_ref().expect("spec").proto_spec.as_slice())
+            .expect("ClusterSpec");
     assert_eq!(spec.kubernetes_version, "1.36.0");
 }
 
@@ -649,7 +932,8 @@ async fn deleting_the_cluster_deletes_it_from_omni_and_omni_cascades_the_rest() 
         o.is_null()
     })
     .await;
-    let deleting = seen_deleting.expect("Omni holding the cluster with its finalizer is reported while it lasts");
+    let deleting = seen_deleting
+        .expect("Omni holding the cluster with its finalizer is reported while it lasts");
     assert_eq!(
         deleting.text(),
         ("False", "Deleting", format!("waiting for Omni to finish tearing down {CLUSTERS}({CLUSTER}) (finalizers: ClusterController)").as_str())
@@ -675,7 +959,8 @@ async fn an_orphaned_cluster_stays_in_omni_when_its_object_is_deleted() {
     let mark = env.omni.records().len();
 
     env.delete("OmniCluster", "omniclusters", CLUSTER).await;
-    env.wait("the OmniCluster to be gone", WAIT, Value::is_null).await;
+    env.wait("the OmniCluster to be gone", WAIT, Value::is_null)
+        .await;
     assert_eq!(writes(&env.records_since(mark)), Vec::<String>::new());
     assert_eq!(template_resources(env.omni.state()), sample_resources());
 }
@@ -696,7 +981,8 @@ async fn destroy_machines_removes_the_clusters_disconnected_machines_before_the_
     let mark = env.omni.records().len();
 
     env.delete("OmniCluster", "omniclusters", CLUSTER).await;
-    env.wait("the OmniCluster to be gone", WAIT, Value::is_null).await;
+    env.wait("the OmniCluster to be gone", WAIT, Value::is_null)
+        .await;
     let writes: Vec<String> = distinct_writes(&env.records_since(mark))
         .into_iter()
         .filter(|w| *w != format!("Destroy {CLUSTERS}({CLUSTER})"))
@@ -712,7 +998,11 @@ async fn destroy_machines_removes_the_clusters_disconnected_machines_before_the_
     );
     let mut expected = before;
     expected.extend([key(LINKS, CONNECTED), key(MACHINE_STATUSES, CONNECTED)]);
-    assert_eq!(all_resources(env.omni.state()), expected, "the connected machine stays; everything else is gone");
+    assert_eq!(
+        all_resources(env.omni.state()),
+        expected,
+        "the connected machine stays; everything else is gone"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -723,13 +1013,30 @@ async fn omni_unavailable_fails_the_sync_and_it_converges_by_itself_once_omni_is
     let env = Env::start(quick(), None).await;
     env.omni.faults().set_unavailable(true);
     env.apply_sample().await;
-    let obj = env.wait("Synced=False", WAIT, |o| cond(o, "Synced").is_some_and(|c| c.status == "False")).await;
+    let obj = env
+        .wait("Synced=False", WAIT, |o| {
+            cond(o, "Synced").is_some_and(|c| c.status == "False")
+        })
+        .await;
     let message = format!(
         "sync failed: error syncing template: get {CLUSTERS}({CLUSTER}): rpc error: code = Unavailable desc = omni-sim: unavailable (fault injected)"
     );
-    assert_eq!(cond(&obj, "Synced").expect("Synced").text(), ("False", "SyncFailed", message.as_str()));
-    assert_eq!(cond(&obj, "Ready").expect("Ready").text(), ("False", "SyncFailed", message.as_str()));
-    assert_eq!(cond(&obj, "Validated").expect("Validated").text(), ("True", "Validated", "rendered Omni cluster template is valid"));
+    assert_eq!(
+        cond(&obj, "Synced").expect("Synced").text(),
+        ("False", "SyncFailed", message.as_str())
+    );
+    assert_eq!(
+        cond(&obj, "Ready").expect("Ready").text(),
+        ("False", "SyncFailed", message.as_str())
+    );
+    assert_eq!(
+        cond(&obj, "Validated").expect("Validated").text(),
+        (
+            "True",
+            "Validated",
+            "rendered Omni cluster template is valid"
+        )
+    );
     assert!(obj["status"]["lastAttemptTime"].is_string());
     assert!(obj["status"].get("lastSyncTime").is_none(), "never synced");
     assert_eq!(template_resources(env.omni.state()), BTreeSet::new());
@@ -746,29 +1053,55 @@ async fn omni_unavailable_fails_the_sync_and_it_converges_by_itself_once_omni_is
 async fn a_slow_omni_is_synced_over_several_calls_without_duplicates() {
     // 250 ms per RPC: the reads alone take ~4 s and the creates ~2.3 s more, more than the 7 s deadline (minus
     // the 1.5 s the plugin keeps in reserve) of one call.
-    let limits = CallLimits { timeout: Duration::from_secs(7), ..CallLimits::default() };
+    let limits = CallLimits {
+        timeout: Duration::from_secs(7),
+        ..CallLimits::default()
+    };
     let env = Env::start(quick(), Some(limits)).await;
     env.omni.faults().latency("*", Duration::from_millis(250));
     env.apply_sample().await;
     let mut syncing = None;
     let mut ready_reasons = BTreeSet::new();
-    env.wait("Synced=True despite the latency", Duration::from_secs(60), |o| {
-        if let Some(c) = cond(o, "Synced").filter(|c| c.reason == "Syncing") {
-            syncing = Some(c);
-        }
-        if let Some(c) = cond(o, "Ready") {
-            ready_reasons.insert(c.reason);
-        }
-        synced_at(o, 1)
-    })
+    env.wait(
+        "Synced=True despite the latency",
+        Duration::from_secs(60),
+        |o| {
+            if let Some(c) = cond(o, "Synced").filter(|c| c.reason == "Syncing") {
+                syncing = Some(c);
+            }
+            if let Some(c) = cond(o, "Ready") {
+                ready_reasons.insert(c.reason);
+            }
+            synced_at(o, 1)
+        },
+    )
     .await;
     let syncing = syncing.expect("a call that ran out of time says so and commits its progress");
-    assert_eq!(syncing.text(), ("False", "Syncing", "this reconcile ran out of time; the next one continues"));
-    assert!(!ready_reasons.contains("PluginTimeout") && !ready_reasons.contains("ReconcileTimeout"), "{ready_reasons:?}");
+    assert_eq!(
+        syncing.text(),
+        (
+            "False",
+            "Syncing",
+            "this reconcile ran out of time; the next one continues"
+        )
+    );
+    assert!(
+        !ready_reasons.contains("PluginTimeout") && !ready_reasons.contains("ReconcileTimeout"),
+        "{ready_reasons:?}"
+    );
 
     let records = env.omni.records();
-    assert_eq!(writes(&records), creates_of(&sample_creates()), "each resource created once, in order, across the calls");
-    assert!(records.iter().filter(|r| is_write(r)).all(|r| r.code == tonic::Code::Ok));
+    assert_eq!(
+        writes(&records),
+        creates_of(&sample_creates()),
+        "each resource created once, in order, across the calls"
+    );
+    assert!(
+        records
+            .iter()
+            .filter(|r| is_write(r))
+            .all(|r| r.code == tonic::Code::Ok)
+    );
     assert_eq!(template_resources(env.omni.state()), sample_resources());
 }
 
@@ -776,7 +1109,11 @@ async fn a_slow_omni_is_synced_over_several_calls_without_duplicates() {
 async fn a_host_killed_mid_sync_is_completed_by_the_next_one() {
     let mut env = Env::start(quick(), None).await;
     let slow_create = Duration::from_millis(300);
-    env.omni.faults().inject(Matcher::method("Create"), FaultAction::Latency(slow_create), None);
+    env.omni.faults().inject(
+        Matcher::method("Create"),
+        FaultAction::Latency(slow_create),
+        None,
+    );
     env.apply_sample().await;
     env.omni
         .wait_for(WAIT, |store| template_resources(store).len() >= 2)
@@ -786,8 +1123,14 @@ async fn a_host_killed_mid_sync_is_completed_by_the_next_one() {
     // A create the killed host had in flight is answered or dropped within its latency.
     tokio::time::sleep(slow_create * 3).await;
     let survived = template_resources(env.omni.state());
-    assert!(survived.len() >= 2 && survived.len() < sample_resources().len(), "killed mid-sync: {survived:?}");
-    assert!(!synced_at(&env.cluster(), 1), "the killed host never reported the sync done");
+    assert!(
+        survived.len() >= 2 && survived.len() < sample_resources().len(),
+        "killed mid-sync: {survived:?}"
+    );
+    assert!(
+        !synced_at(&env.cluster(), 1),
+        "the killed host never reported the sync done"
+    );
 
     env.omni.faults().clear();
     let mark = env.omni.records().len();
@@ -795,9 +1138,19 @@ async fn a_host_killed_mid_sync_is_completed_by_the_next_one() {
     env.wait_synced(1).await;
 
     // The new host creates exactly what is missing, and nothing is left over or twice in Omni.
-    let missing: Vec<(String, String)> = sample_creates().into_iter().filter(|k| !survived.contains(k)).collect();
+    let missing: Vec<(String, String)> = sample_creates()
+        .into_iter()
+        .filter(|k| !survived.contains(k))
+        .collect();
     let since = env.records_since(mark);
     assert_eq!(writes(&since), creates_of(&missing));
-    assert!(since.iter().filter(|r| is_write(r)).all(|r| r.code == tonic::Code::Ok), "{:#?}", since.iter().filter(|r| is_write(r)).collect::<Vec<_>>());
+    assert!(
+        since
+            .iter()
+            .filter(|r| is_write(r))
+            .all(|r| r.code == tonic::Code::Ok),
+        "{:#?}",
+        since.iter().filter(|r| is_write(r)).collect::<Vec<_>>()
+    );
     assert_eq!(template_resources(env.omni.state()), sample_resources());
 }

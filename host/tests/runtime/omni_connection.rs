@@ -70,24 +70,46 @@ async fn start_with(omni: OmniSim) -> Env {
     for crd in omni_api::crds::all() {
         kube.apply(&crd).await.expect("CRD applies");
     }
-    kube.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})).await.expect("namespace");
+    kube.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}))
+        .await
+        .expect("namespace");
     let registry = Arc::new(PluginRegistry::new());
-    let plugin = defaults::PLUGINS.iter().find(|p| p.name == "omni-connection").expect("built in");
-    let spec = PluginSpec::new(plugin.name, plugin.wasm.to_vec()).grants(plugin.grants().expect("grants"));
-    registry.install(support::runtime().load(spec).await.expect("omni-connection loads"));
+    let plugin = defaults::PLUGINS
+        .iter()
+        .find(|p| p.name == "omni-connection")
+        .expect("built in");
+    let spec =
+        PluginSpec::new(plugin.name, plugin.wasm.to_vec()).grants(plugin.grants().expect("grants"));
+    registry.install(
+        support::runtime()
+            .load(spec)
+            .await
+            .expect("omni-connection loads"),
+    );
     let pool = Arc::new(OmniConnections::default());
-    let settings = Settings { reconcile_timeout: Duration::from_secs(5), omni: pool.clone(), ..Settings::default() };
+    let settings = Settings {
+        reconcile_timeout: Duration::from_secs(5),
+        omni: pool.clone(),
+        ..Settings::default()
+    };
     let (stop, mut rx) = tokio::sync::watch::channel(false);
     let client = kube.client().await.expect("client");
     let shutdown = futures::FutureExt::shared(Box::pin(async move {
         let _ = rx.wait_for(|s| *s).await;
     }));
     tokio::spawn(async move {
-        if let Err(e) = controllers::run_plugin(client, registry, "omni-connection", settings, shutdown).await {
+        if let Err(e) =
+            controllers::run_plugin(client, registry, "omni-connection", settings, shutdown).await
+        {
             panic!("the omni-connection controller failed: {e:#}");
         }
     });
-    Env { kube, omni, pool, stop }
+    Env {
+        kube,
+        omni,
+        pool,
+        stop,
+    }
 }
 
 async fn start() -> Env {
@@ -106,15 +128,21 @@ fn connection(name: &str, endpoint: &str, secret: &str) -> Value {
 
 impl Env {
     fn get(&self, name: &str) -> Value {
-        self.kube.get(API, "OmniConnection", NS, name).unwrap_or(Value::Null)
+        self.kube
+            .get(API, "OmniConnection", NS, name)
+            .unwrap_or(Value::Null)
     }
 
     /// (status, reason, message) of a condition.
     fn condition(&self, name: &str, type_: &str) -> Option<(String, String, String)> {
-        self.get(name)["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == type_).map(|c| {
-            let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
-            (s("status"), s("reason"), s("message"))
-        })
+        self.get(name)["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == type_)
+            .map(|c| {
+                let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+                (s("status"), s("reason"), s("message"))
+            })
     }
 
     async fn wait_ready(&self, name: &str, want: &str) -> (String, String, String) {
@@ -126,7 +154,10 @@ impl Env {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        panic!("OmniConnection {name} never got Ready={want}: {:#}", self.get(name)["status"]);
+        panic!(
+            "OmniConnection {name} never got Ready={want}: {:#}",
+            self.get(name)["status"]
+        );
     }
 
     async fn apply(&self, obj: &Value) {
@@ -136,9 +167,12 @@ impl Env {
     async fn delete(&self, kind: &str, plural: &str, name: &str) {
         let client = self.kube.client().await.expect("client");
         let (group, version) = API.split_once('/').expect("group/version");
-        let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+        let ar =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
         let api: Api<DynamicObject> = Api::namespaced_with(client, NS, &ar);
-        api.delete(name, &DeleteParams::default()).await.expect("delete");
+        api.delete(name, &DeleteParams::default())
+            .await
+            .expect("delete");
     }
 
     /// Every Event and condition message in the namespace, and every captured log line.
@@ -156,11 +190,22 @@ impl Env {
 
 /// The strings that would betray a service-account key: the value itself, a slice of it, and its armored key.
 fn key_material(value: &str) -> Vec<String> {
-    let json = base64::engine::general_purpose::STANDARD.decode(value).expect("base64 key");
+    let json = base64::engine::general_purpose::STANDARD
+        .decode(value)
+        .expect("base64 key");
     let parsed: Value = serde_json::from_slice(&json).expect("key JSON");
     let armored = parsed["pgp_key"].as_str().expect("pgp_key").to_string();
-    let body_line = armored.lines().find(|l| l.len() > 40).expect("an armored line").to_string();
-    vec![value.to_string(), value[100..160].to_string(), body_line, "PRIVATE KEY".into()]
+    let body_line = armored
+        .lines()
+        .find(|l| l.len() > 40)
+        .expect("an armored line")
+        .to_string();
+    vec![
+        value.to_string(),
+        value[100..160].to_string(),
+        body_line,
+        "PRIVATE KEY".into(),
+    ]
 }
 
 fn assert_no_key_material(said: &str, value: &str) {
@@ -174,43 +219,94 @@ async fn a_connection_with_a_registered_key_is_ready_reachable_and_not_stalled()
     let env = start().await;
     let key = env.omni.mint_key("operator-sa", Role::Reader);
     env.apply(&secret("sa", "serviceAccountKey", &key)).await;
-    env.apply(&connection("c", &env.omni.endpoint(), "sa")).await;
+    env.apply(&connection("c", &env.omni.endpoint(), "sa"))
+        .await;
     let ready = env.wait_ready("c", "True").await;
     let expected = format!("connected to {}", env.omni.endpoint());
-    assert_eq!(ready, ("True".into(), "ConnectionReady".into(), expected.clone()));
-    assert_eq!(env.condition("c", "Reachable"), Some(("True".into(), "ConnectionReady".into(), expected.clone())));
-    assert_eq!(env.condition("c", "Stalled"), Some(("False".into(), "ConnectionReady".into(), expected)));
+    assert_eq!(
+        ready,
+        ("True".into(), "ConnectionReady".into(), expected.clone())
+    );
+    assert_eq!(
+        env.condition("c", "Reachable"),
+        Some(("True".into(), "ConnectionReady".into(), expected.clone()))
+    );
+    assert_eq!(
+        env.condition("c", "Stalled"),
+        Some(("False".into(), "ConnectionReady".into(), expected))
+    );
     let obj = env.get("c");
     assert_eq!(obj["status"]["connectionRef"], "c");
     assert_eq!(obj["status"]["endpoint"], env.omni.endpoint());
-    assert!(obj["status"]["lastCheckTime"].as_str().is_some_and(|t| t.ends_with('Z')));
+    assert!(
+        obj["status"]["lastCheckTime"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z'))
+    );
     assert_eq!(obj["status"]["observedGeneration"], 1);
-    assert_eq!(obj["metadata"]["finalizers"], json!(["omni.texashpc.com/finalizer"]));
+    assert_eq!(
+        obj["metadata"]["finalizers"],
+        json!(["omni.texashpc.com/finalizer"])
+    );
 
     // The ping is the Go client's: a signed List of clusters in namespace default, accepted by omni-sim's verifier.
-    let lists: Vec<_> = env.omni.records().into_iter().filter(|r| r.method == "/cosi.resource.State/List").collect();
+    let lists: Vec<_> = env
+        .omni
+        .records()
+        .into_iter()
+        .filter(|r| r.method == "/cosi.resource.State/List")
+        .collect();
     assert!(!lists.is_empty());
     assert_eq!(lists[0].code, tonic::Code::Ok, "{}", lists[0].message);
-    assert_eq!(lists[0].identity.as_deref(), Some("operator-sa@serviceaccount.omni.sidero.dev"));
-    assert!(lists[0].request.contains("Clusters.omni.sidero.dev"), "{}", lists[0].request);
+    assert_eq!(
+        lists[0].identity.as_deref(),
+        Some("operator-sa@serviceaccount.omni.sidero.dev")
+    );
+    assert!(
+        lists[0].request.contains("Clusters.omni.sidero.dev"),
+        "{}",
+        lists[0].request
+    );
     // Requests go uncompressed: the bulky payloads are zstd already.
-    assert!(!lists[0].metadata.iter().any(|(k, _)| k == "grpc-encoding"), "requests are not gzip-compressed");
-    assert!(lists[0].metadata.iter().any(|(k, _)| k == "grpc-timeout"), "every call carries a deadline");
-    assert!(!captured_logs().lock().unwrap().is_empty(), "the scan below reads the process's log lines");
+    assert!(
+        !lists[0].metadata.iter().any(|(k, _)| k == "grpc-encoding"),
+        "requests are not gzip-compressed"
+    );
+    assert!(
+        lists[0].metadata.iter().any(|(k, _)| k == "grpc-timeout"),
+        "every call carries a deadline"
+    );
+    assert!(
+        !captured_logs().lock().unwrap().is_empty(),
+        "the scan below reads the process's log lines"
+    );
     assert_no_key_material(&env.everything_said().await, &key);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unregistered_or_revoked_key_is_unauthenticated_and_stalls_the_connection() {
     let env = start().await;
-    let key = env.omni.mint_key_with(KeyOptions { registered: false, ..KeyOptions::new("stranger", Role::Operator) });
+    let key = env.omni.mint_key_with(KeyOptions {
+        registered: false,
+        ..KeyOptions::new("stranger", Role::Operator)
+    });
     env.apply(&secret("sa", "serviceAccountKey", &key)).await;
-    env.apply(&connection("c", &env.omni.endpoint(), "sa")).await;
+    env.apply(&connection("c", &env.omni.endpoint(), "sa"))
+        .await;
     let ready = env.wait_ready("c", "False").await;
     let message = "failed to connect to Omni: list Omni clusters: rpc error: code = Unauthenticated desc = invalid signature";
-    assert_eq!(ready, ("False".into(), "ConnectionFailed".into(), message.into()));
-    assert_eq!(env.condition("c", "Reachable"), Some(("False".into(), "ConnectionFailed".into(), message.into())));
-    assert_eq!(env.condition("c", "Stalled"), Some(("True".into(), "ConnectionFailed".into(), message.into())));
+    assert_eq!(
+        ready,
+        ("False".into(), "ConnectionFailed".into(), message.into())
+    );
+    assert_eq!(
+        env.condition("c", "Reachable"),
+        Some(("False".into(), "ConnectionFailed".into(), message.into()))
+    );
+    assert_eq!(
+        env.condition("c", "Stalled"),
+        Some(("True".into(), "ConnectionFailed".into(), message.into()))
+    );
     assert_no_key_material(&env.everything_said().await, &key);
 }
 
@@ -220,10 +316,16 @@ async fn omni_unavailable_fails_the_check_and_the_connection_recovers_by_itself(
     let key = env.omni.mint_key("operator-sa", Role::Operator);
     env.omni.faults().set_unavailable(true);
     env.apply(&secret("sa", "serviceAccountKey", &key)).await;
-    env.apply(&connection("c", &env.omni.endpoint(), "sa")).await;
+    env.apply(&connection("c", &env.omni.endpoint(), "sa"))
+        .await;
     let (_, reason, message) = env.wait_ready("c", "False").await;
     assert_eq!(reason, "ConnectionFailed");
-    assert!(message.starts_with("failed to connect to Omni: list Omni clusters: rpc error: code = Unavailable desc = "), "{message}");
+    assert!(
+        message.starts_with(
+            "failed to connect to Omni: list Omni clusters: rpc error: code = Unavailable desc = "
+        ),
+        "{message}"
+    );
     // No change to the object: the failure requeue (2 s at first) brings the check back.
     env.omni.faults().set_unavailable(false);
     let (_, reason, _) = env.wait_ready("c", "True").await;
@@ -234,9 +336,13 @@ async fn omni_unavailable_fails_the_check_and_the_connection_recovers_by_itself(
 async fn the_whole_environment_block_in_the_secret_is_refused_without_echoing_it() {
     let env = start().await;
     let key = env.omni.mint_key("operator-sa", Role::Operator);
-    let block = format!("OMNI_ENDPOINT={}\nexport OMNI_SERVICE_ACCOUNT_KEY={key}\n", env.omni.endpoint());
+    let block = format!(
+        "OMNI_ENDPOINT={}\nexport OMNI_SERVICE_ACCOUNT_KEY={key}\n",
+        env.omni.endpoint()
+    );
     env.apply(&secret("sa", "serviceAccountKey", &block)).await;
-    env.apply(&connection("c", &env.omni.endpoint(), "sa")).await;
+    env.apply(&connection("c", &env.omni.endpoint(), "sa"))
+        .await;
     let (_, reason, message) = env.wait_ready("c", "False").await;
     assert_eq!(reason, "ConnectionFailed");
     assert_eq!(
@@ -244,21 +350,31 @@ async fn the_whole_environment_block_in_the_secret_is_refused_without_echoing_it
         "failed to connect to Omni: secret team/sa key \"serviceAccountKey\" contains Omni environment assignments; \
          store only the OMNI_SERVICE_ACCOUNT_KEY value"
     );
-    assert!(env.omni.records().is_empty(), "nothing is sent to Omni with an unusable key");
+    assert!(
+        env.omni.records().is_empty(),
+        "nothing is sent to Omni with an unusable key"
+    );
     assert_no_key_material(&env.everything_said().await, &key);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_secret_or_key_is_reported_and_fixing_it_makes_the_connection_ready() {
     let env = start().await;
-    env.apply(&connection("c", &env.omni.endpoint(), "sa")).await;
+    env.apply(&connection("c", &env.omni.endpoint(), "sa"))
+        .await;
     let (_, _, message) = env.wait_ready("c", "False").await;
-    assert_eq!(message, "failed to connect to Omni: MissingSecret \"sa\": secrets \"sa\" not found");
+    assert_eq!(
+        message,
+        "failed to connect to Omni: MissingSecret \"sa\": secrets \"sa\" not found"
+    );
 
     let key = env.omni.mint_key("operator-sa", Role::Operator);
     env.apply(&secret("sa", "otherKey", &key)).await;
     for _ in 0..300 {
-        if env.condition("c", "Ready").is_some_and(|c| c.2.contains("missing key")) {
+        if env
+            .condition("c", "Ready")
+            .is_some_and(|c| c.2.contains("missing key"))
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -272,7 +388,11 @@ async fn a_missing_secret_or_key_is_reported_and_fixing_it_makes_the_connection_
     let client = env.kube.client().await.expect("client");
     let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client, NS);
     secrets
-        .patch("sa", &PatchParams::default(), &Patch::Merge(json!({"stringData": {"serviceAccountKey": key}})))
+        .patch(
+            "sa",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"stringData": {"serviceAccountKey": key}})),
+        )
         .await
         .expect("patch");
     env.wait_ready("c", "True").await;
@@ -283,7 +403,8 @@ async fn deletion_waits_for_referencing_clusters_and_then_releases_the_connectio
     let env = start().await;
     let key = env.omni.mint_key("operator-sa", Role::Operator);
     env.apply(&secret("sa", "serviceAccountKey", &key)).await;
-    env.apply(&connection("c", &env.omni.endpoint(), "sa")).await;
+    env.apply(&connection("c", &env.omni.endpoint(), "sa"))
+        .await;
     env.wait_ready("c", "True").await;
     for (name, conn) in [("edge-b", "c"), ("edge-a", "c"), ("other", "elsewhere")] {
         env.apply(&json!({"apiVersion": API, "kind": "OmniCluster", "metadata": {"name": name, "namespace": NS},
@@ -297,18 +418,33 @@ async fn deletion_waits_for_referencing_clusters_and_then_releases_the_connectio
     env.delete("OmniConnection", "omniconnections", "c").await;
     let (_, reason, message) = env.wait_ready("c", "False").await;
     assert_eq!(reason, "Deleting");
-    assert_eq!(message, "waiting for OmniCluster references to be deleted: edge-a, edge-b");
-    assert_eq!(env.condition("c", "Stalled").map(|c| (c.0, c.1)), Some(("True".into(), "Deleting".into())));
-    assert!(env.get("c")["metadata"]["deletionTimestamp"].is_string(), "held by the finalizer");
+    assert_eq!(
+        message,
+        "waiting for OmniCluster references to be deleted: edge-a, edge-b"
+    );
+    assert_eq!(
+        env.condition("c", "Stalled").map(|c| (c.0, c.1)),
+        Some(("True".into(), "Deleting".into()))
+    );
+    assert!(
+        env.get("c")["metadata"]["deletionTimestamp"].is_string(),
+        "held by the finalizer"
+    );
 
     env.delete("OmniCluster", "omniclusters", "edge-a").await;
     for _ in 0..300 {
-        if env.condition("c", "Ready").is_some_and(|c| c.2.ends_with(": edge-b")) {
+        if env
+            .condition("c", "Ready")
+            .is_some_and(|c| c.2.ends_with(": edge-b"))
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(env.condition("c", "Ready").map(|c| c.2), Some("waiting for OmniCluster references to be deleted: edge-b".into()));
+    assert_eq!(
+        env.condition("c", "Ready").map(|c| c.2),
+        Some("waiting for OmniCluster references to be deleted: edge-b".into())
+    );
     // The last reference going away re-triggers the connection through the cluster watch, which releases it.
     env.delete("OmniCluster", "omniclusters", "edge-b").await;
     for _ in 0..300 {
@@ -317,7 +453,10 @@ async fn deletion_waits_for_referencing_clusters_and_then_releases_the_connectio
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(env.kube.get(API, "OmniConnection", NS, "c").is_none(), "the finalizer was removed and the connection is gone");
+    assert!(
+        env.kube.get(API, "OmniConnection", NS, "c").is_none(),
+        "the finalizer was removed and the connection is gone"
+    );
     assert_eq!(
         env.omni.records().len(),
         pings,
@@ -331,19 +470,26 @@ async fn one_channel_serves_every_check_and_a_new_key_gets_a_new_one() {
     let key = env.omni.mint_key("operator-sa", Role::Operator);
     env.apply(&secret("sa", "serviceAccountKey", &key)).await;
     for name in ["one", "two", "three"] {
-        env.apply(&connection(name, &env.omni.endpoint(), "sa")).await;
+        env.apply(&connection(name, &env.omni.endpoint(), "sa"))
+            .await;
     }
     for name in ["one", "two", "three"] {
         env.wait_ready(name, "True").await;
     }
-    let connections: std::collections::BTreeSet<u64> = env.omni.records().iter().map(|r| r.connection).collect();
-    assert_eq!(connections.len(), 1, "three connections with one endpoint and key share one channel: {connections:?}");
+    let connections: std::collections::BTreeSet<u64> =
+        env.omni.records().iter().map(|r| r.connection).collect();
+    assert_eq!(
+        connections.len(),
+        1,
+        "three connections with one endpoint and key share one channel: {connections:?}"
+    );
     assert_eq!(env.pool.open_clients(), 1);
 
     // A rotated key is a new client and channel; the connection notices at its next check (here a spec change
     // that leaves endpoint and TLS setting as they were, so only the key differs).
     let rotated = env.omni.mint_key("operator-sa-2", Role::Operator);
-    env.apply(&secret("sa", "serviceAccountKey", &rotated)).await;
+    env.apply(&secret("sa", "serviceAccountKey", &rotated))
+        .await;
     env.omni.clear_records();
     let mut changed = connection("one", &env.omni.endpoint(), "sa");
     changed["spec"]["insecureSkipTLSVerify"] = json!(false);
@@ -354,21 +500,45 @@ async fn one_channel_serves_every_check_and_a_new_key_gets_a_new_one() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(env.condition("one", "Ready").map(|c| c.0), Some("True".into()));
+    assert_eq!(
+        env.condition("one", "Ready").map(|c| c.0),
+        Some("True".into())
+    );
     let records = env.omni.records();
-    assert!(records.iter().all(|r| r.identity.as_deref() == Some("operator-sa-2@serviceaccount.omni.sidero.dev")), "{records:?}");
-    assert!(records.iter().all(|r| !connections.contains(&r.connection)), "a new channel for the new key");
+    assert!(
+        records
+            .iter()
+            .all(|r| r.identity.as_deref() == Some("operator-sa-2@serviceaccount.omni.sidero.dev")),
+        "{records:?}"
+    );
+    assert!(
+        records.iter().all(|r| !connections.contains(&r.connection)),
+        "a new channel for the new key"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_endpoints_verify_certificates_unless_insecure_skip_tls_verify() {
-    let env = start_with(OmniSim::builder().tls(true).start().await.expect("omni-sim with TLS")).await;
+    let env = start_with(
+        OmniSim::builder()
+            .tls(true)
+            .start()
+            .await
+            .expect("omni-sim with TLS"),
+    )
+    .await;
     assert!(env.omni.endpoint().starts_with("https://"));
     let key = env.omni.mint_key("operator-sa", Role::Operator);
     env.apply(&secret("sa", "serviceAccountKey", &key)).await;
-    env.apply(&connection("verified", &env.omni.endpoint(), "sa")).await;
+    env.apply(&connection("verified", &env.omni.endpoint(), "sa"))
+        .await;
     let (_, _, message) = env.wait_ready("verified", "False").await;
-    assert!(message.starts_with("failed to connect to Omni: list Omni clusters: rpc error: code = Unavailable"), "{message}");
+    assert!(
+        message.starts_with(
+            "failed to connect to Omni: list Omni clusters: rpc error: code = Unavailable"
+        ),
+        "{message}"
+    );
 
     let mut insecure = connection("insecure", &env.omni.endpoint(), "sa");
     insecure["spec"]["insecureSkipTLSVerify"] = json!(true);
@@ -381,20 +551,57 @@ async fn tls_endpoints_verify_certificates_unless_insecure_skip_tls_verify() {
 /// key are required, a malformed endpoint is refused (our addition), and insecureSkipTLSVerify warns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_validation_rules_run_in_the_real_component() {
-    let plugin = defaults::PLUGINS.iter().find(|p| p.name == "omni-connection").expect("built in");
-    let spec = PluginSpec::new(plugin.name, plugin.wasm.to_vec()).grants(plugin.grants().expect("grants"));
+    let plugin = defaults::PLUGINS
+        .iter()
+        .find(|p| p.name == "omni-connection")
+        .expect("built in");
+    let spec =
+        PluginSpec::new(plugin.name, plugin.wasm.to_vec()).grants(plugin.grants().expect("grants"));
     let loaded = support::runtime().load(spec).await.expect("loads");
     let bad = json!({"apiVersion": API, "kind": "OmniConnection", "metadata": {"name": "c", "namespace": NS},
         "spec": {"endpoint": "ftp://omni", "insecureSkipTLSVerify": true,
             "auth": {"serviceAccountSecretRef": {"name": "  ", "key": ""}}}});
-    let verdict = loaded.validate(&bad.to_string(), None).await.expect("validates");
-    let fields: Vec<(&str, &str)> = verdict.errors.iter().map(|e| (e.field.as_str(), e.detail.as_str())).collect();
-    assert!(fields.contains(&("spec.auth.serviceAccountSecretRef.name", "service account Secret name is required")), "{fields:?}");
-    assert!(fields.contains(&("spec.auth.serviceAccountSecretRef.key", "service account Secret key is required")), "{fields:?}");
-    assert!(fields.iter().any(|(f, d)| *f == "spec.endpoint" && d.contains("http://, https:// or grpc://")), "{fields:?}");
-    assert_eq!(verdict.warnings, ["insecureSkipTLSVerify disables Omni endpoint TLS certificate verification"]);
+    let verdict = loaded
+        .validate(&bad.to_string(), None)
+        .await
+        .expect("validates");
+    let fields: Vec<(&str, &str)> = verdict
+        .errors
+        .iter()
+        .map(|e| (e.field.as_str(), e.detail.as_str()))
+        .collect();
+    assert!(
+        fields.contains(&(
+            "spec.auth.serviceAccountSecretRef.name",
+            "service account Secret name is required"
+        )),
+        "{fields:?}"
+    );
+    assert!(
+        fields.contains(&(
+            "spec.auth.serviceAccountSecretRef.key",
+            "service account Secret key is required"
+        )),
+        "{fields:?}"
+    );
+    assert!(
+        fields
+            .iter()
+            .any(|(f, d)| *f == "spec.endpoint" && d.contains("http://, https:// or grpc://")),
+        "{fields:?}"
+    );
+    assert_eq!(
+        verdict.warnings,
+        ["insecureSkipTLSVerify disables Omni endpoint TLS certificate verification"]
+    );
 
     let good = connection("c", "https://omni.example.com", "sa");
-    let verdict = loaded.validate(&good.to_string(), None).await.expect("validates");
-    assert!(verdict.allowed() && verdict.warnings.is_empty(), "{verdict:?}");
+    let verdict = loaded
+        .validate(&good.to_string(), None)
+        .await
+        .expect("validates");
+    assert!(
+        verdict.allowed() && verdict.warnings.is_empty(),
+        "{verdict:?}"
+    );
 }

@@ -90,7 +90,11 @@ impl FakeKube {
     /// Any object, read back by kind, namespace and name.
     pub fn with_object(self, object: Value) -> Self {
         let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
-        let key = (s(&object["kind"]), s(&object["metadata"]["namespace"]), s(&object["metadata"]["name"]));
+        let key = (
+            s(&object["kind"]),
+            s(&object["metadata"]["namespace"]),
+            s(&object["metadata"]["name"]),
+        );
         self.objects.lock().unwrap().insert(key, object);
         self
     }
@@ -124,7 +128,10 @@ impl KubeReader for FakeKube {
                 .filter(|((kind, ns, _), object)| {
                     *kind == request.kind
                         && request.namespace.as_ref().is_none_or(|want| want == ns)
-                        && request.field_selector.as_ref().is_none_or(|f| f.matches(object))
+                        && request
+                            .field_selector
+                            .as_ref()
+                            .is_none_or(|f| f.matches(object))
                 })
                 .map(|(_, v)| v.clone())
                 .collect())

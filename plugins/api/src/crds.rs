@@ -33,7 +33,11 @@ pub fn all() -> Vec<Value> {
                 column("Omni Cluster", "string", ".status.clusterName"),
                 column("Kubernetes", "string", ".spec.kubernetes.version"),
                 column("Talos", "string", ".spec.talos.version"),
-                column("Synced", "string", ".status.conditions[?(@.type==\"Synced\")].status"),
+                column(
+                    "Synced",
+                    "string",
+                    ".status.conditions[?(@.type==\"Synced\")].status",
+                ),
             ],
             "Ready",
         ),

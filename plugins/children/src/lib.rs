@@ -4,7 +4,10 @@
 
 pub mod rules;
 
-use omni_plugin_sdk::{Condition, Gvk, Host, Info, ObjectRef, ReconcileError, Related, RelatedMapping, Value, Verdict, json};
+use omni_plugin_sdk::{
+    Condition, Gvk, Host, Info, ObjectRef, ReconcileError, Related, RelatedMapping, Value, Verdict,
+    json,
+};
 
 pub use omni_plugin_sdk;
 
@@ -72,7 +75,9 @@ pub fn reconcile<H: Host>(child: Child, host: &H) -> Result<(), ReconcileError> 
     let obj = host.object();
     let cluster = str_at(&obj, &["spec", "clusterRef", "name"]).to_string();
     let name = str_at(&obj, &["metadata", "name"]).to_string();
-    let exists = host.kube_get(&ObjectRef::local(API_VERSION, "OmniCluster", &cluster))?.is_some();
+    let exists = host
+        .kube_get(&ObjectRef::local(API_VERSION, "OmniCluster", &cluster))?
+        .is_some();
 
     let mut status = json!({"clusterRef": cluster});
     match child {
@@ -88,9 +93,19 @@ pub fn reconcile<H: Host>(child: Child, host: &H) -> Result<(), ReconcileError> 
     }
     host.set_status(status);
     host.set_condition(if exists {
-        Condition::new("Accepted", true, "Accepted", format!("attached to OmniCluster {}", quoted(&cluster)))
+        Condition::new(
+            "Accepted",
+            true,
+            "Accepted",
+            format!("attached to OmniCluster {}", quoted(&cluster)),
+        )
     } else {
-        Condition::new("Accepted", false, "MissingCluster", format!("OmniCluster {} does not exist", quoted(&cluster)))
+        Condition::new(
+            "Accepted",
+            false,
+            "MissingCluster",
+            format!("OmniCluster {} does not exist", quoted(&cluster)),
+        )
     });
     Ok(())
 }
@@ -106,7 +121,11 @@ pub fn validate(child: Child, object: &Value) -> Verdict {
             rules::patches(spec, &mut v);
             rules::kernel_args(spec, &mut v);
             if child == Child::Workers && spec["workerSetName"].as_str() == Some("control-planes") {
-                v.invalid("spec.workerSetName", json!("control-planes"), "workerSetName is reserved by Omni");
+                v.invalid(
+                    "spec.workerSetName",
+                    json!("control-planes"),
+                    "workerSetName is reserved by Omni",
+                );
             }
         }
         Child::Machine => {

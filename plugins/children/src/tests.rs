@@ -18,56 +18,115 @@ fn cluster(name: &str) -> Value {
 
 #[test]
 fn a_child_of_an_existing_cluster_is_accepted_with_the_original_message() {
-    let host = MockHost::new(object("OmniControlPlane", "cp", json!({"clusterRef": {"name": "edge"}}))).with_object(cluster("edge"));
+    let host = MockHost::new(object(
+        "OmniControlPlane",
+        "cp",
+        json!({"clusterRef": {"name": "edge"}}),
+    ))
+    .with_object(cluster("edge"));
     reconcile(Child::ControlPlane, &host).expect("reconciles");
     let c = host.condition("Accepted").expect("Accepted set");
-    assert_eq!((c.status, c.reason.as_str(), c.message.as_str()), (ConditionStatus::True, "Accepted", "attached to OmniCluster \"edge\""));
+    assert_eq!(
+        (c.status, c.reason.as_str(), c.message.as_str()),
+        (
+            ConditionStatus::True,
+            "Accepted",
+            "attached to OmniCluster \"edge\""
+        )
+    );
     assert_eq!(host.outputs().status["clusterRef"], "edge");
     assert_eq!(host.outputs().requeue_after, None, "no periodic requeue");
 }
 
 #[test]
 fn a_child_without_its_cluster_reports_missing_cluster() {
-    let host = MockHost::new(object("OmniMachine", UUID_A, json!({"clusterRef": {"name": "gone"}})));
+    let host = MockHost::new(object(
+        "OmniMachine",
+        UUID_A,
+        json!({"clusterRef": {"name": "gone"}}),
+    ));
     reconcile(Child::Machine, &host).expect("reconciles");
     let c = host.condition("Accepted").expect("Accepted set");
-    assert_eq!((c.status, c.reason.as_str(), c.message.as_str()), (ConditionStatus::False, "MissingCluster", "OmniCluster \"gone\" does not exist"));
+    assert_eq!(
+        (c.status, c.reason.as_str(), c.message.as_str()),
+        (
+            ConditionStatus::False,
+            "MissingCluster",
+            "OmniCluster \"gone\" does not exist"
+        )
+    );
 }
 
 #[test]
 fn a_cluster_in_another_namespace_does_not_count() {
     let mut other = cluster("edge");
     other["metadata"]["namespace"] = json!("elsewhere");
-    let host = MockHost::new(object("OmniControlPlane", "cp", json!({"clusterRef": {"name": "edge"}}))).with_object(other);
+    let host = MockHost::new(object(
+        "OmniControlPlane",
+        "cp",
+        json!({"clusterRef": {"name": "edge"}}),
+    ))
+    .with_object(other);
     reconcile(Child::ControlPlane, &host).expect("reconciles");
-    assert_eq!(host.condition("Accepted").expect("set").reason, "MissingCluster");
+    assert_eq!(
+        host.condition("Accepted").expect("set").reason,
+        "MissingCluster"
+    );
 }
 
 #[test]
 fn workers_report_their_effective_worker_set_name() {
-    let host = MockHost::new(object("OmniWorkers", "gpu", json!({"clusterRef": {"name": "edge"}})));
+    let host = MockHost::new(object(
+        "OmniWorkers",
+        "gpu",
+        json!({"clusterRef": {"name": "edge"}}),
+    ));
     reconcile(Child::Workers, &host).expect("reconciles");
-    assert_eq!(host.outputs().status["workerSetName"], "gpu", "defaults to metadata.name");
-    let host = MockHost::new(object("OmniWorkers", "gpu", json!({"clusterRef": {"name": "edge"}, "workerSetName": "accel"})));
+    assert_eq!(
+        host.outputs().status["workerSetName"],
+        "gpu",
+        "defaults to metadata.name"
+    );
+    let host = MockHost::new(object(
+        "OmniWorkers",
+        "gpu",
+        json!({"clusterRef": {"name": "edge"}, "workerSetName": "accel"}),
+    ));
     reconcile(Child::Workers, &host).expect("reconciles");
     assert_eq!(host.outputs().status["workerSetName"], "accel");
 }
 
 #[test]
 fn machines_report_their_effective_machine_id() {
-    let host = MockHost::new(object("OmniMachine", UUID_A, json!({"clusterRef": {"name": "edge"}})));
+    let host = MockHost::new(object(
+        "OmniMachine",
+        UUID_A,
+        json!({"clusterRef": {"name": "edge"}}),
+    ));
     reconcile(Child::Machine, &host).expect("reconciles");
     assert_eq!(host.outputs().status["machineID"], UUID_A);
-    let host = MockHost::new(object("OmniMachine", "node-1", json!({"clusterRef": {"name": "edge"}, "machineID": UUID_B})));
+    let host = MockHost::new(object(
+        "OmniMachine",
+        "node-1",
+        json!({"clusterRef": {"name": "edge"}, "machineID": UUID_B}),
+    ));
     reconcile(Child::Machine, &host).expect("reconciles");
     assert_eq!(host.outputs().status["machineID"], UUID_B);
 }
 
 #[test]
 fn a_denied_read_is_a_permanent_error_and_no_condition_is_guessed() {
-    let host = MockHost::new(object("OmniControlPlane", "cp", json!({"clusterRef": {"name": "edge"}}))).deny("kube-read");
+    let host = MockHost::new(object(
+        "OmniControlPlane",
+        "cp",
+        json!({"clusterRef": {"name": "edge"}}),
+    ))
+    .deny("kube-read");
     let e = reconcile(Child::ControlPlane, &host).expect_err("denied");
-    assert!(matches!(e, ReconcileError::Permanent(ref m) if m.contains("kube-read")), "{e:?}");
+    assert!(
+        matches!(e, ReconcileError::Permanent(ref m) if m.contains("kube-read")),
+        "{e:?}"
+    );
     assert!(host.condition("Accepted").is_none());
 }
 
@@ -75,7 +134,10 @@ fn a_denied_read_is_a_permanent_error_and_no_condition_is_guessed() {
 fn describe_declares_the_cluster_relation_and_only_kube_read() {
     let info = describe(Child::Workers);
     assert_eq!(info.kinds, vec![Gvk::new(GROUP, VERSION, "OmniWorkers")]);
-    assert_eq!(info.related[0].mapping, RelatedMapping::NameField("spec.clusterRef.name".into()));
+    assert_eq!(
+        info.related[0].mapping,
+        RelatedMapping::NameField("spec.clusterRef.name".into())
+    );
     assert_eq!(info.finalizer, None, "the child kinds have no finalizer");
     assert_eq!(info.capabilities, vec!["kube-read"]);
 }
@@ -86,19 +148,49 @@ fn messages(child: Child, kind: &str, name: &str, spec: Value) -> Vec<String> {
 
 #[test]
 fn machine_class_size_rules() {
-    let m = messages(Child::ControlPlane, "OmniControlPlane", "cp", json!({"clusterRef": {"name": "c"}, "machineClass": {"name": "x", "size": 0}}));
-    assert_eq!(m, vec!["spec.machineClass.size: Invalid value: 0: machineClass size must be greater than zero"]);
-    let m = messages(Child::Workers, "OmniWorkers", "w", json!({"clusterRef": {"name": "c"}, "machineClass": {"name": "x", "size": "lots"}}));
-    assert_eq!(m, vec!["spec.machineClass.size: Unsupported value: \"lots\": supported values: \"unlimited\", \"infinity\", \"∞\""]);
+    let m = messages(
+        Child::ControlPlane,
+        "OmniControlPlane",
+        "cp",
+        json!({"clusterRef": {"name": "c"}, "machineClass": {"name": "x", "size": 0}}),
+    );
+    assert_eq!(
+        m,
+        vec![
+            "spec.machineClass.size: Invalid value: 0: machineClass size must be greater than zero"
+        ]
+    );
+    let m = messages(
+        Child::Workers,
+        "OmniWorkers",
+        "w",
+        json!({"clusterRef": {"name": "c"}, "machineClass": {"name": "x", "size": "lots"}}),
+    );
+    assert_eq!(
+        m,
+        vec![
+            "spec.machineClass.size: Unsupported value: \"lots\": supported values: \"unlimited\", \"infinity\", \"∞\""
+        ]
+    );
     for ok in [json!(3), json!("unlimited"), json!("infinity"), json!("∞")] {
-        let m = messages(Child::Workers, "OmniWorkers", "w", json!({"clusterRef": {"name": "c"}, "machineClass": {"name": "x", "size": ok}}));
+        let m = messages(
+            Child::Workers,
+            "OmniWorkers",
+            "w",
+            json!({"clusterRef": {"name": "c"}, "machineClass": {"name": "x", "size": ok}}),
+        );
         assert!(m.is_empty(), "{m:?}");
     }
 }
 
 #[test]
 fn machines_must_be_uuids_and_duplicates_are_reported_at_both_indexes() {
-    let m = messages(Child::ControlPlane, "OmniControlPlane", "cp", json!({"clusterRef": {"name": "c"}, "machines": ["nope", UUID_A, UUID_A]}));
+    let m = messages(
+        Child::ControlPlane,
+        "OmniControlPlane",
+        "cp",
+        json!({"clusterRef": {"name": "c"}, "machines": ["nope", UUID_A, UUID_A]}),
+    );
     assert_eq!(
         m,
         vec![
@@ -115,7 +207,10 @@ fn machines_must_be_uuids_and_duplicates_are_reported_at_both_indexes() {
     ] {
         assert!(rules::is_uuid(&form), "Go's uuid.Parse accepts {form}");
     }
-    assert!(!rules::is_uuid("3f0c1c9e-3b5b-4f7e-9d55-0d7c1b2a4e0"), "one digit short");
+    assert!(
+        !rules::is_uuid("3f0c1c9e-3b5b-4f7e-9d55-0d7c1b2a4e0"),
+        "one digit short"
+    );
 }
 
 #[test]
@@ -127,42 +222,127 @@ fn patches_need_exactly_one_source() {
         {"inline": {}}]});
     let m = messages(Child::ControlPlane, "OmniControlPlane", "cp", spec);
     assert_eq!(m.len(), 2, "{m:?}");
-    assert_eq!(m[0], "spec.patches[0]: Required value: patch requires exactly one of file or inline");
-    assert!(m[1].starts_with("spec.patches[1]: Invalid value: ") && m[1].ends_with(": patch must not set both file and inline"), "{}", m[1]);
+    assert_eq!(
+        m[0],
+        "spec.patches[0]: Required value: patch requires exactly one of file or inline"
+    );
+    assert!(
+        m[1].starts_with("spec.patches[1]: Invalid value: ")
+            && m[1].ends_with(": patch must not set both file and inline"),
+        "{}",
+        m[1]
+    );
 }
 
 #[test]
 fn kernel_args_are_forbidden_with_a_machine_class() {
-    let m = messages(Child::Workers, "OmniWorkers", "w", json!({"clusterRef": {"name": "c"}, "machineClass": {"name": "x", "size": 1}, "kernelArgs": ["quiet"]}));
-    assert_eq!(m, vec!["spec.kernelArgs: Invalid value: [\"quiet\"]: kernelArgs are supported only for static machine sets"]);
-    let m = messages(Child::Workers, "OmniWorkers", "w", json!({"clusterRef": {"name": "c"}, "machines": [UUID_A], "kernelArgs": ["quiet"]}));
-    assert!(m.is_empty(), "static machine sets may have kernelArgs: {m:?}");
+    let m = messages(
+        Child::Workers,
+        "OmniWorkers",
+        "w",
+        json!({"clusterRef": {"name": "c"}, "machineClass": {"name": "x", "size": 1}, "kernelArgs": ["quiet"]}),
+    );
+    assert_eq!(
+        m,
+        vec![
+            "spec.kernelArgs: Invalid value: [\"quiet\"]: kernelArgs are supported only for static machine sets"
+        ]
+    );
+    let m = messages(
+        Child::Workers,
+        "OmniWorkers",
+        "w",
+        json!({"clusterRef": {"name": "c"}, "machines": [UUID_A], "kernelArgs": ["quiet"]}),
+    );
+    assert!(
+        m.is_empty(),
+        "static machine sets may have kernelArgs: {m:?}"
+    );
 }
 
 #[test]
 fn the_control_planes_worker_set_name_is_reserved() {
-    let m = messages(Child::Workers, "OmniWorkers", "w", json!({"clusterRef": {"name": "c"}, "machines": [UUID_A], "workerSetName": "control-planes"}));
-    assert_eq!(m, vec!["spec.workerSetName: Invalid value: \"control-planes\": workerSetName is reserved by Omni"]);
-    let m = messages(Child::ControlPlane, "OmniControlPlane", "cp", json!({"clusterRef": {"name": "c"}, "machines": [UUID_A], "workerSetName": "control-planes"}));
+    let m = messages(
+        Child::Workers,
+        "OmniWorkers",
+        "w",
+        json!({"clusterRef": {"name": "c"}, "machines": [UUID_A], "workerSetName": "control-planes"}),
+    );
+    assert_eq!(
+        m,
+        vec![
+            "spec.workerSetName: Invalid value: \"control-planes\": workerSetName is reserved by Omni"
+        ]
+    );
+    let m = messages(
+        Child::ControlPlane,
+        "OmniControlPlane",
+        "cp",
+        json!({"clusterRef": {"name": "c"}, "machines": [UUID_A], "workerSetName": "control-planes"}),
+    );
     assert!(m.is_empty(), "the rule is only for workers");
 }
 
 #[test]
 fn a_machine_needs_a_uuid_from_spec_or_its_name() {
-    let m = messages(Child::Machine, "OmniMachine", "node-1", json!({"clusterRef": {"name": "c"}}));
+    let m = messages(
+        Child::Machine,
+        "OmniMachine",
+        "node-1",
+        json!({"clusterRef": {"name": "c"}}),
+    );
     assert_eq!(
         m,
-        vec!["spec.machineID: Invalid value: \"node-1\": machineID must be a UUID; set spec.machineID when metadata.name is not the Omni machine ID"]
+        vec![
+            "spec.machineID: Invalid value: \"node-1\": machineID must be a UUID; set spec.machineID when metadata.name is not the Omni machine ID"
+        ]
     );
-    assert!(messages(Child::Machine, "OmniMachine", "node-1", json!({"clusterRef": {"name": "c"}, "machineID": UUID_A})).is_empty());
-    assert!(messages(Child::Machine, "OmniMachine", UUID_A, json!({"clusterRef": {"name": "c"}})).is_empty());
-    let m = messages(Child::Machine, "OmniMachine", UUID_A, json!({"clusterRef": {"name": "c"}, "patches": [{}]}));
-    assert_eq!(m, vec!["spec.patches[0]: Required value: patch requires exactly one of file or inline"]);
+    assert!(
+        messages(
+            Child::Machine,
+            "OmniMachine",
+            "node-1",
+            json!({"clusterRef": {"name": "c"}, "machineID": UUID_A})
+        )
+        .is_empty()
+    );
+    assert!(
+        messages(
+            Child::Machine,
+            "OmniMachine",
+            UUID_A,
+            json!({"clusterRef": {"name": "c"}})
+        )
+        .is_empty()
+    );
+    let m = messages(
+        Child::Machine,
+        "OmniMachine",
+        UUID_A,
+        json!({"clusterRef": {"name": "c"}, "patches": [{}]}),
+    );
+    assert_eq!(
+        m,
+        vec!["spec.patches[0]: Required value: patch requires exactly one of file or inline"]
+    );
 }
 
 #[test]
 fn errors_are_collected_in_the_original_order() {
     let spec = json!({"clusterRef": {"name": "c"}, "machineClass": {"name": "x", "size": -1}, "machines": ["bad"], "patches": [{}], "kernelArgs": ["a"], "workerSetName": "control-planes"});
-    let fields: Vec<String> = validate(Child::Workers, &object("OmniWorkers", "w", spec)).errors.into_iter().map(|e| e.field).collect();
-    assert_eq!(fields, vec!["spec.machineClass.size", "spec.machines[0]", "spec.patches[0]", "spec.kernelArgs", "spec.workerSetName"]);
+    let fields: Vec<String> = validate(Child::Workers, &object("OmniWorkers", "w", spec))
+        .errors
+        .into_iter()
+        .map(|e| e.field)
+        .collect();
+    assert_eq!(
+        fields,
+        vec![
+            "spec.machineClass.size",
+            "spec.machines[0]",
+            "spec.patches[0]",
+            "spec.kernelArgs",
+            "spec.workerSetName"
+        ]
+    );
 }

@@ -38,7 +38,12 @@ pub fn finalize<H: Host>(host: &H) -> Result<bool, ReconcileError> {
     // The name Omni has the cluster under: the recorded one, which differs from the spec only if a rename was
     // refused (§10.16 — the Go controller deleted the spec's name and left the synced cluster behind).
     let name = remote_name(&object).unwrap_or_else(|| render::cluster_name(&cluster));
-    let report = sync::delete(host, connection_name, &name, policy.destroy_machines == Some(true));
+    let report = sync::delete(
+        host,
+        connection_name,
+        &name,
+        policy.destroy_machines == Some(true),
+    );
     let output = trim_status(&report.lines.join("\n"));
     if !output.is_empty() {
         host.set_status(json!({"lastSyncOutput": output}));

@@ -14,8 +14,11 @@ pub fn connection<H: Host>(host: &H, name: &str) -> Result<OmniConnection, Strin
     let failed = |why: String| format!("failed to get OmniConnection {name:?}: {why}");
     match host.kube_get(&ObjectRef::local(API_VERSION, "OmniConnection", name)) {
         // The API server's own NotFound text, as the Go client printed it.
-        Ok(None) => Err(failed(format!("omniconnections.omni.texashpc.com {name:?} not found"))),
-        Ok(Some(obj)) => serde_json::from_value(obj).map_err(|e| failed(format!("it does not have the expected shape: {e}"))),
+        Ok(None) => Err(failed(format!(
+            "omniconnections.omni.texashpc.com {name:?} not found"
+        ))),
+        Ok(Some(obj)) => serde_json::from_value(obj)
+            .map_err(|e| failed(format!("it does not have the expected shape: {e}"))),
         Err(e) => Err(failed(e.message().to_string())),
     }
 }
@@ -45,7 +48,11 @@ pub fn children<H: Host>(host: &H, cluster: &OmniCluster) -> Result<Children, St
     })
 }
 
-fn list<H: Host, T: serde::de::DeserializeOwned>(host: &H, kind: &str, cluster: &str) -> Result<Vec<T>, String> {
+fn list<H: Host, T: serde::de::DeserializeOwned>(
+    host: &H,
+    kind: &str,
+    cluster: &str,
+) -> Result<Vec<T>, String> {
     // Filtered by the host, so a reconcile of one of a thousand clusters does not copy every child across.
     let query = ListQuery {
         api_version: API_VERSION.into(),
@@ -53,12 +60,17 @@ fn list<H: Host, T: serde::de::DeserializeOwned>(host: &H, kind: &str, cluster: 
         field_selector: Some(format!("spec.clusterRef.name={cluster}")),
         ..ListQuery::default()
     };
-    let items = host.kube_list(&query).map_err(|e| format!("list {kind}: {}", e.message()))?;
+    let items = host
+        .kube_list(&query)
+        .map_err(|e| format!("list {kind}: {}", e.message()))?;
     items
         .into_iter()
         // The selector already matched; the check keeps a host without field selectors from mixing clusters.
         .filter(|o: &Value| o["spec"]["clusterRef"]["name"].as_str() == Some(cluster))
-        .map(|o| serde_json::from_value(o).map_err(|e| format!("{kind} does not have the expected shape: {e}")))
+        .map(|o| {
+            serde_json::from_value(o)
+                .map_err(|e| format!("{kind} does not have the expected shape: {e}"))
+        })
         .collect()
 }
 

@@ -19,7 +19,9 @@ mod inputs;
 mod reconcile;
 mod timing;
 
-use omni_plugin_sdk::{Gvk, Host, Info, Plugin, ReconcileError, Related, RelatedMapping, Value, Verdict};
+use omni_plugin_sdk::{
+    Gvk, Host, Info, Plugin, ReconcileError, Related, RelatedMapping, Value, Verdict,
+};
 
 pub const GROUP: &str = "omni.texashpc.com";
 pub const VERSION: &str = "v1alpha1";
@@ -33,24 +35,44 @@ pub struct OmniClusterPlugin;
 
 impl Plugin for OmniClusterPlugin {
     fn describe() -> Info {
-        let related = |kind: &str, mapping: RelatedMapping| Related { kind: Gvk::new(GROUP, VERSION, kind), mapping };
+        let related = |kind: &str, mapping: RelatedMapping| Related {
+            kind: Gvk::new(GROUP, VERSION, kind),
+            mapping,
+        };
         Info {
             name: "omni-cluster".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             kinds: vec![Gvk::new(GROUP, VERSION, "OmniCluster")],
             related: vec![
                 // A connection's spec changing re-syncs every cluster that names it (§2.2 triggers).
-                related("OmniConnection", RelatedMapping::NameField("spec.connectionRef.name".into())),
+                related(
+                    "OmniConnection",
+                    RelatedMapping::NameField("spec.connectionRef.name".into()),
+                ),
                 // A child appearing, changing or going re-renders the cluster it names.
-                related("OmniControlPlane", RelatedMapping::NamedBy("spec.clusterRef.name".into())),
-                related("OmniWorkers", RelatedMapping::NamedBy("spec.clusterRef.name".into())),
-                related("OmniMachine", RelatedMapping::NamedBy("spec.clusterRef.name".into())),
+                related(
+                    "OmniControlPlane",
+                    RelatedMapping::NamedBy("spec.clusterRef.name".into()),
+                ),
+                related(
+                    "OmniWorkers",
+                    RelatedMapping::NamedBy("spec.clusterRef.name".into()),
+                ),
+                related(
+                    "OmniMachine",
+                    RelatedMapping::NamedBy("spec.clusterRef.name".into()),
+                ),
             ],
             finalizer: Some(FINALIZER.into()),
             legacy_finalizers: vec![LEGACY_FINALIZER.into()],
             // kube-read: the connection and the children; omni: sync, status, delete; files: `file:` patches and
             // manifests under spec.templateRoot; clock: lastAttemptTime/lastSyncTime and backoff.
-            capabilities: vec!["kube-read".into(), "omni".into(), "files".into(), "clock".into()],
+            capabilities: vec![
+                "kube-read".into(),
+                "omni".into(),
+                "files".into(),
+                "clock".into(),
+            ],
         }
     }
 

@@ -6,14 +6,16 @@
 
 use omni_api::OmniCluster;
 use omni_plugin_sdk::{Condition, Host, ReconcileError, Value, json};
+use omni_template::model::FileSource;
 use omni_template::render::{self, Rendered};
 use omni_template::sync::{self, Progress};
 use omni_template::translate::{self, types};
-use omni_template::model::FileSource;
 use omni_template::{encode, validate};
 
 use crate::inputs;
-use crate::timing::{NOT_READY_RECHECK_MS, TEARDOWN_RECHECK_MS, failure_backoff_ms, sync_interval_ms, trim_status};
+use crate::timing::{
+    NOT_READY_RECHECK_MS, TEARDOWN_RECHECK_MS, failure_backoff_ms, sync_interval_ms, trim_status,
+};
 
 const VALIDATED_MESSAGE: &str = "rendered Omni cluster template is valid";
 
@@ -30,7 +32,13 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
         Err((reason, message)) => {
             host.set_status(json!({"clusterName": remote_name(&object).unwrap_or_else(|| render::cluster_name(&cluster))}));
             condition(host, "Validated", false, reason, &message);
-            condition(host, "Synced", false, reason, &format!("not synced: {message}"));
+            condition(
+                host,
+                "Synced",
+                false,
+                reason,
+                &format!("not synced: {message}"),
+            );
             condition(host, "Ready", false, reason, &message);
             host.requeue_after(interval);
             return Ok(());
@@ -72,7 +80,13 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
         status["clusterName"] = json!(old);
         host.set_status(status);
         condition(host, "Validated", false, "ValidationFailed", &message);
-        condition(host, "Synced", false, "ValidationFailed", &format!("not synced: {message}"));
+        condition(
+            host,
+            "Synced",
+            false,
+            "ValidationFailed",
+            &format!("not synced: {message}"),
+        );
         condition(host, "Ready", false, "ValidationFailed", &message);
         host.requeue_after(interval);
         return Ok(());
@@ -83,7 +97,12 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
         .map_err(|e| format!("error syncing template: {e}"))
         .map(|desired| sync::sync(host, connection_name, &rendered.cluster_name, &desired));
     let (lines, result) = match sync_result {
-        Ok(report) => (report.lines, report.result.map_err(|e| format!("error syncing template: {e}"))),
+        Ok(report) => (
+            report.lines,
+            report
+                .result
+                .map_err(|e| format!("error syncing template: {e}")),
+        ),
         Err(e) => (Vec::new(), Err(e)),
     };
     let output = trim_status(&lines.join("\n"));
@@ -115,17 +134,32 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
             let ready = match host.omni_cluster_status(connection_name, &rendered.cluster_name) {
                 Ok(Some(health)) if health.healthy => {
                     status["lastStatusOutput"] = json!("");
-                    condition(host, "Ready", true, "Synced", "cluster template is synced and status was read from Omni");
+                    condition(
+                        host,
+                        "Ready",
+                        true,
+                        "Synced",
+                        "cluster template is synced and status was read from Omni",
+                    );
                     true
                 }
                 Ok(Some(health)) => {
                     // §10.5: the Go operator's status output was always empty; the findings say why.
                     status["lastStatusOutput"] = json!(trim_status(&health.findings.join("\n")));
-                    condition(host, "Ready", false, "StatusFailed", "cluster is not healthy");
+                    condition(
+                        host,
+                        "Ready",
+                        false,
+                        "StatusFailed",
+                        "cluster is not healthy",
+                    );
                     false
                 }
                 Ok(None) => {
-                    let message = format!("Omni has no status for cluster {:?} yet", rendered.cluster_name);
+                    let message = format!(
+                        "Omni has no status for cluster {:?} yet",
+                        rendered.cluster_name
+                    );
                     status["lastStatusOutput"] = json!("");
                     condition(host, "Ready", false, "StatusFailed", &message);
                     false
@@ -137,19 +171,32 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
                 }
             };
             host.set_status(status);
-            host.requeue_after(if ready { interval } else { NOT_READY_RECHECK_MS.min(interval) });
+            host.requeue_after(if ready {
+                interval
+            } else {
+                NOT_READY_RECHECK_MS.min(interval)
+            });
         }
     }
     Ok(())
 }
 
 /// Renders and validates; the error is `(reason, message)` as §2.2 steps 6–8 report it.
-fn template<H: Host>(host: &H, cluster: &OmniCluster) -> Result<(Rendered, Box<dyn FileSource>), (&'static str, String)> {
+fn template<H: Host>(
+    host: &H,
+    cluster: &OmniCluster,
+) -> Result<(Rendered, Box<dyn FileSource>), (&'static str, String)> {
     let children = inputs::children(host, cluster).map_err(|m| ("MissingTemplate", m))?;
-    let rendered = render::render(cluster, &children.control_plane, &children.workers, &children.machines)
-        .map_err(|m| ("ValidationFailed", m))?;
+    let rendered = render::render(
+        cluster,
+        &children.control_plane,
+        &children.workers,
+        &children.machines,
+    )
+    .map_err(|m| ("ValidationFailed", m))?;
     let files = inputs::files(host, cluster, &rendered.template);
-    validate::validate(&rendered.template, files.as_ref()).map_err(|e| ("ValidationFailed", e.to_string()))?;
+    validate::validate(&rendered.template, files.as_ref())
+        .map_err(|e| ("ValidationFailed", e.to_string()))?;
     Ok((rendered, files))
 }
 
@@ -168,7 +215,10 @@ fn rendered_status(r: &Rendered, yaml: &str) -> Value {
 pub fn remote_name(object: &Value) -> Option<String> {
     let status = &object["status"];
     let attempted = status["lastAttemptTime"].is_string() || status["lastSyncTime"].is_string();
-    status["clusterName"].as_str().filter(|n| attempted && !n.is_empty()).map(String::from)
+    status["clusterName"]
+        .as_str()
+        .filter(|n| attempted && !n.is_empty())
+        .map(String::from)
 }
 
 /// A changed `spec.clusterName` is accepted only while Omni has no cluster under the old name.
@@ -181,7 +231,10 @@ fn rename_allowed<H: Host>(host: &H, connection: &str, old: &str, new: &str) -> 
              second cluster and leave {old:?} behind. Set spec.clusterName back to {old:?}, or delete this OmniCluster \
              (which deletes or orphans {old:?} as its deletePolicy says) and create a new one"
         )),
-        Err(e) => Err(format!("cannot tell whether Omni still has cluster {old:?} before renaming it to {new:?}: {}", e.message())),
+        Err(e) => Err(format!(
+            "cannot tell whether Omni still has cluster {old:?} before renaming it to {new:?}: {}",
+            e.message()
+        )),
     }
 }
 

@@ -28,18 +28,42 @@ fn cluster_spec() -> Value {
 }
 
 fn connection() -> Value {
-    obj("OmniConnection", "omni", json!({"endpoint": "https://omni.example.com", "auth": {"serviceAccountSecretRef": {"name": "sa"}}}))
+    obj(
+        "OmniConnection",
+        "omni",
+        json!({"endpoint": "https://omni.example.com", "auth": {"serviceAccountSecretRef": {"name": "sa"}}}),
+    )
 }
 
 fn children() -> Vec<Value> {
     vec![
-        obj("OmniControlPlane", "edge-cp", json!({"clusterRef": {"name": "edge"}, "machines": [CP],
-            "patches": [{"name": "kubespan", "inline": {"machine": {"network": {"kubespan": {"enabled": true}}}}}]})),
-        obj("OmniWorkers", "edge-workers", json!({"clusterRef": {"name": "edge"}, "workerSetName": "gpu", "machines": [W]})),
-        obj("OmniMachine", "edge-cp-0", json!({"clusterRef": {"name": "edge"}, "machineID": CP, "install": {"disk": "/dev/sda"}})),
-        obj("OmniMachine", "edge-w-0", json!({"clusterRef": {"name": "edge"}, "machineID": W, "install": {"disk": "/dev/sda"}})),
+        obj(
+            "OmniControlPlane",
+            "edge-cp",
+            json!({"clusterRef": {"name": "edge"}, "machines": [CP],
+            "patches": [{"name": "kubespan", "inline": {"machine": {"network": {"kubespan": {"enabled": true}}}}}]}),
+        ),
+        obj(
+            "OmniWorkers",
+            "edge-workers",
+            json!({"clusterRef": {"name": "edge"}, "workerSetName": "gpu", "machines": [W]}),
+        ),
+        obj(
+            "OmniMachine",
+            "edge-cp-0",
+            json!({"clusterRef": {"name": "edge"}, "machineID": CP, "install": {"disk": "/dev/sda"}}),
+        ),
+        obj(
+            "OmniMachine",
+            "edge-w-0",
+            json!({"clusterRef": {"name": "edge"}, "machineID": W, "install": {"disk": "/dev/sda"}}),
+        ),
         // Another cluster's child: never part of this template.
-        obj("OmniWorkers", "other-workers", json!({"clusterRef": {"name": "other"}, "machines": [W]})),
+        obj(
+            "OmniWorkers",
+            "other-workers",
+            json!({"clusterRef": {"name": "other"}, "machines": [W]}),
+        ),
     ]
 }
 
@@ -62,12 +86,18 @@ fn edge() -> Value {
 fn writes(host: &MockHost) -> Vec<String> {
     host.omni_calls()
         .into_iter()
-        .filter(|c| ["create", "update", "teardown", "destroy"].iter().any(|w| c.starts_with(w)))
+        .filter(|c| {
+            ["create", "update", "teardown", "destroy"]
+                .iter()
+                .any(|w| c.starts_with(w))
+        })
         .collect()
 }
 
 fn cond(host: &MockHost, type_: &str) -> (ConditionStatus, String, String) {
-    let c = host.condition(type_).unwrap_or_else(|| panic!("no {type_} condition"));
+    let c = host
+        .condition(type_)
+        .unwrap_or_else(|| panic!("no {type_} condition"));
     (c.status, c.reason, c.message)
 }
 
@@ -96,10 +126,31 @@ fn first_sync_creates_everything_in_omnis_order_and_reports_it() {
             "create MachineSetNodes.omni.sidero.dev(22222222-2222-4222-8222-222222222222)",
         ]
     );
-    assert_eq!(cond(&host, "Validated"), (ConditionStatus::True, "Validated".into(), "rendered Omni cluster template is valid".into()));
-    assert_eq!(cond(&host, "Synced"), (ConditionStatus::True, "Synced".into(), "template synced to Omni".into()));
+    assert_eq!(
+        cond(&host, "Validated"),
+        (
+            ConditionStatus::True,
+            "Validated".into(),
+            "rendered Omni cluster template is valid".into()
+        )
+    );
+    assert_eq!(
+        cond(&host, "Synced"),
+        (
+            ConditionStatus::True,
+            "Synced".into(),
+            "template synced to Omni".into()
+        )
+    );
     // The fake Omni has no status for the cluster yet: reported, not waited for (§10.6).
-    assert_eq!(cond(&host, "Ready"), (ConditionStatus::False, "StatusFailed".into(), "Omni has no status for cluster \"edge\" yet".into()));
+    assert_eq!(
+        cond(&host, "Ready"),
+        (
+            ConditionStatus::False,
+            "StatusFailed".into(),
+            "Omni has no status for cluster \"edge\" yet".into()
+        )
+    );
     let out = host.outputs();
     let status = &out.status;
     assert_eq!(status["clusterName"], "edge");
@@ -111,21 +162,46 @@ fn first_sync_creates_everything_in_omnis_order_and_reports_it() {
     assert_eq!(status["templateHash"].as_str().map(str::len), Some(64));
     assert_eq!(status["lastSyncTime"], "2026-01-01T00:00:00Z");
     assert_eq!(status["lastAttemptTime"], "2026-01-01T00:00:00Z");
-    assert!(status["lastSyncOutput"].as_str().unwrap().starts_with("* creating Clusters.omni.sidero.dev(edge)\n* creating ConfigPatches"));
-    assert_eq!(out.requeue_after, Some(timing::NOT_READY_RECHECK_MS), "not ready yet: looked at again soon");
+    assert!(
+        status["lastSyncOutput"]
+            .as_str()
+            .unwrap()
+            .starts_with("* creating Clusters.omni.sidero.dev(edge)\n* creating ConfigPatches")
+    );
+    assert_eq!(
+        out.requeue_after,
+        Some(timing::NOT_READY_RECHECK_MS),
+        "not ready yet: looked at again soon"
+    );
 }
 
 #[test]
 fn a_second_sync_with_no_change_writes_nothing_and_a_healthy_cluster_is_ready() {
     let host = host_with(edge(), vec![], &synced_omni()).with_cluster_health(
         "edge",
-        ClusterHealth { phase: "RUNNING".into(), ready: true, healthy: true, findings: vec![] },
+        ClusterHealth {
+            phase: "RUNNING".into(),
+            ready: true,
+            healthy: true,
+            findings: vec![],
+        },
     );
     OmniClusterPlugin::reconcile(&host).expect("reconcile");
     assert_eq!(writes(&host), Vec::<String>::new());
-    assert_eq!(cond(&host, "Ready"), (ConditionStatus::True, "Synced".into(), "cluster template is synced and status was read from Omni".into()));
+    assert_eq!(
+        cond(&host, "Ready"),
+        (
+            ConditionStatus::True,
+            "Synced".into(),
+            "cluster template is synced and status was read from Omni".into()
+        )
+    );
     assert_eq!(host.outputs().status["lastSyncOutput"], "");
-    assert_eq!(host.outputs().requeue_after, Some(5 * 60 * 1000), "syncInterval");
+    assert_eq!(
+        host.outputs().requeue_after,
+        Some(5 * 60 * 1000),
+        "syncInterval"
+    );
 }
 
 #[test]
@@ -135,7 +211,11 @@ fn a_spec_change_updates_only_what_changed_with_the_read_version() {
     let host = host_with(obj("OmniCluster", "edge", spec), vec![], &synced_omni());
     OmniClusterPlugin::reconcile(&host).expect("reconcile");
     assert_eq!(writes(&host), ["update Clusters.omni.sidero.dev(edge)"]);
-    let stored = host.omni_resources().into_iter().find(|r| r.key.type_ == types::CLUSTERS).unwrap();
+    let stored = host
+        .omni_resources()
+        .into_iter()
+        .find(|r| r.key.type_ == types::CLUSTERS)
+        .unwrap();
     assert_eq!(stored.version, "2", "the update carried version 1");
 }
 
@@ -143,7 +223,10 @@ fn a_spec_change_updates_only_what_changed_with_the_read_version() {
 fn removing_a_worker_set_tears_down_its_machine_set_and_not_the_nodes_omni_cascades() {
     let before = synced_omni();
     let mut host = MockHost::new(edge()).with_object(connection());
-    for child in children().into_iter().filter(|c| c["metadata"]["name"] != "edge-workers" && c["metadata"]["name"] != "edge-w-0") {
+    for child in children()
+        .into_iter()
+        .filter(|c| c["metadata"]["name"] != "edge-workers" && c["metadata"]["name"] != "edge-w-0")
+    {
         host = host.with_object(child);
     }
     for r in &before {
@@ -172,19 +255,39 @@ fn a_teardown_held_by_finalizers_is_reported_and_phase_b_waits() {
         }
     }
     let mut host = MockHost::new(edge()).with_object(connection());
-    for child in children().into_iter().filter(|c| c["metadata"]["name"] != "edge-workers" && c["metadata"]["name"] != "edge-w-0") {
+    for child in children()
+        .into_iter()
+        .filter(|c| c["metadata"]["name"] != "edge-workers" && c["metadata"]["name"] != "edge-w-0")
+    {
         host = host.with_object(child);
     }
     for r in &before {
         host = host.with_omni_resource(r.clone());
     }
     OmniClusterPlugin::reconcile(&host).expect("reconcile");
-    assert_eq!(writes(&host), ["teardown MachineSets.omni.sidero.dev(edge-gpu)"], "phase B waits for phase A");
+    assert_eq!(
+        writes(&host),
+        ["teardown MachineSets.omni.sidero.dev(edge-gpu)"],
+        "phase B waits for phase A"
+    );
     let (status, reason, message) = cond(&host, "Synced");
-    assert_eq!((status, reason.as_str()), (ConditionStatus::False, "Syncing"));
-    assert_eq!(message, "waiting for Omni to finish tearing down MachineSets.omni.sidero.dev(edge-gpu) (finalizers: MachineSetStatusController)");
-    assert_eq!(host.outputs().requeue_after, Some(timing::TEARDOWN_RECHECK_MS));
-    let tearing = host.omni_resources().into_iter().find(|r| r.key.id == "edge-gpu").unwrap();
+    assert_eq!(
+        (status, reason.as_str()),
+        (ConditionStatus::False, "Syncing")
+    );
+    assert_eq!(
+        message,
+        "waiting for Omni to finish tearing down MachineSets.omni.sidero.dev(edge-gpu) (finalizers: MachineSetStatusController)"
+    );
+    assert_eq!(
+        host.outputs().requeue_after,
+        Some(timing::TEARDOWN_RECHECK_MS)
+    );
+    let tearing = host
+        .omni_resources()
+        .into_iter()
+        .find(|r| r.key.id == "edge-gpu")
+        .unwrap();
     assert_eq!(tearing.phase, Phase::TearingDown);
 }
 
@@ -195,8 +298,19 @@ fn suspend_renders_and_validates_but_never_calls_omni() {
     let host = host_with(obj("OmniCluster", "edge", spec), vec![], &[]);
     OmniClusterPlugin::reconcile(&host).expect("reconcile");
     assert_eq!(host.omni_calls(), Vec::<String>::new());
-    assert_eq!(cond(&host, "Ready"), (ConditionStatus::False, "Suspended".into(), "remote Omni sync is suspended".into()));
-    assert_eq!(cond(&host, "Synced").1, "Suspended", "no Synced=True left from an older generation (§10.18)");
+    assert_eq!(
+        cond(&host, "Ready"),
+        (
+            ConditionStatus::False,
+            "Suspended".into(),
+            "remote Omni sync is suspended".into()
+        )
+    );
+    assert_eq!(
+        cond(&host, "Synced").1,
+        "Suspended",
+        "no Synced=True left from an older generation (§10.18)"
+    );
     assert_eq!(cond(&host, "Validated").0, ConditionStatus::True);
     assert!(host.outputs().status["templateHash"].is_string());
 }
@@ -209,8 +323,22 @@ fn a_missing_connection_is_reported_with_the_go_message() {
     }
     OmniClusterPlugin::reconcile(&host).expect("reconcile");
     let expected = "failed to get OmniConnection \"omni\": omniconnections.omni.texashpc.com \"omni\" not found";
-    assert_eq!(cond(&host, "Synced"), (ConditionStatus::False, "MissingConnection".into(), expected.into()));
-    assert_eq!(cond(&host, "Ready"), (ConditionStatus::False, "MissingConnection".into(), expected.into()));
+    assert_eq!(
+        cond(&host, "Synced"),
+        (
+            ConditionStatus::False,
+            "MissingConnection".into(),
+            expected.into()
+        )
+    );
+    assert_eq!(
+        cond(&host, "Ready"),
+        (
+            ConditionStatus::False,
+            "MissingConnection".into(),
+            expected.into()
+        )
+    );
     assert_eq!(host.omni_calls(), Vec::<String>::new());
     assert_eq!(host.outputs().requeue_after, Some(5 * 60 * 1000));
 }
@@ -220,8 +348,19 @@ fn without_exactly_one_control_plane_the_template_is_missing() {
     let host = MockHost::new(edge()).with_object(connection());
     OmniClusterPlugin::reconcile(&host).expect("reconcile");
     let expected = "expected exactly one OmniControlPlane referencing omni-system/edge, found 0";
-    assert_eq!(cond(&host, "Validated"), (ConditionStatus::False, "MissingTemplate".into(), expected.into()));
-    assert_eq!(cond(&host, "Synced").0, ConditionStatus::False, "never left True from an earlier sync");
+    assert_eq!(
+        cond(&host, "Validated"),
+        (
+            ConditionStatus::False,
+            "MissingTemplate".into(),
+            expected.into()
+        )
+    );
+    assert_eq!(
+        cond(&host, "Synced").0,
+        ConditionStatus::False,
+        "never left True from an earlier sync"
+    );
     assert_eq!(cond(&host, "Ready").1, "MissingTemplate");
 }
 
@@ -232,9 +371,19 @@ fn omnis_validation_messages_reach_validated() {
     let host = host_with(obj("OmniCluster", "edge", spec), vec![], &[]);
     OmniClusterPlugin::reconcile(&host).expect("reconcile");
     let (status, reason, message) = cond(&host, "Validated");
-    assert_eq!((status, reason.as_str()), (ConditionStatus::False, "ValidationFailed"));
-    assert!(message.contains("either name or idOverride is required for inline patches"), "{message}");
-    assert_eq!(host.omni_calls(), Vec::<String>::new(), "nothing is sent to Omni");
+    assert_eq!(
+        (status, reason.as_str()),
+        (ConditionStatus::False, "ValidationFailed")
+    );
+    assert!(
+        message.contains("either name or idOverride is required for inline patches"),
+        "{message}"
+    );
+    assert_eq!(
+        host.omni_calls(),
+        Vec::<String>::new(),
+        "nothing is sent to Omni"
+    );
 }
 
 #[test]
@@ -242,10 +391,21 @@ fn file_patches_are_read_through_the_files_capability_under_the_template_root() 
     let mut spec = cluster_spec();
     spec["templateRoot"] = json!("/templates");
     spec["patches"] = json!([{"file": "patches/a.yaml"}]);
-    let host = host_with(obj("OmniCluster", "edge", spec.clone()), vec![], &[]).with_file("/templates", "patches/a.yaml", "machine:\n  env:\n    A: b\n");
+    let host = host_with(obj("OmniCluster", "edge", spec.clone()), vec![], &[]).with_file(
+        "/templates",
+        "patches/a.yaml",
+        "machine:\n  env:\n    A: b\n",
+    );
     OmniClusterPlugin::reconcile(&host).expect("reconcile");
-    let patch = host.omni_resources().into_iter().find(|r| r.key.id == "200-cluster-edge-patches/a.yaml").expect("created");
-    let data = <omni_template::specs::ConfigPatchSpec as prost::Message>::decode(patch.spec.as_slice()).unwrap().data;
+    let patch = host
+        .omni_resources()
+        .into_iter()
+        .find(|r| r.key.id == "200-cluster-edge-patches/a.yaml")
+        .expect("created");
+    let data =
+        <omni_template::specs::ConfigPatchSpec as prost::Message>::decode(patch.spec.as_slice())
+            .unwrap()
+            .data;
     assert_eq!(data, "machine:\n  env:\n    A: b\n");
 
     // The same object without the file: Omni's access message, no Omni call.
@@ -253,16 +413,26 @@ fn file_patches_are_read_through_the_files_capability_under_the_template_root() 
     OmniClusterPlugin::reconcile(&host).expect("reconcile");
     let (status, _, message) = cond(&host, "Validated");
     assert_eq!(status, ConditionStatus::False);
-    assert!(message.contains("failed to access \"patches/a.yaml\""), "{message}");
+    assert!(
+        message.contains("failed to access \"patches/a.yaml\""),
+        "{message}"
+    );
 }
 
 #[test]
 fn a_sync_failure_is_a_reported_state_with_backoff() {
-    let host = host_with(edge(), vec![], &[]).with_omni_failure(HostError::Unavailable("connection refused".into()));
+    let host = host_with(edge(), vec![], &[])
+        .with_omni_failure(HostError::Unavailable("connection refused".into()));
     OmniClusterPlugin::reconcile(&host).expect("a failure is not an error of the call");
     let (status, reason, message) = cond(&host, "Synced");
-    assert_eq!((status, reason.as_str()), (ConditionStatus::False, "SyncFailed"));
-    assert_eq!(message, "sync failed: error syncing template: connection refused");
+    assert_eq!(
+        (status, reason.as_str()),
+        (ConditionStatus::False, "SyncFailed")
+    );
+    assert_eq!(
+        message,
+        "sync failed: error syncing template: connection refused"
+    );
     assert_eq!(cond(&host, "Ready").1, "SyncFailed");
     assert_eq!(host.outputs().requeue_after, Some(timing::MIN_BACKOFF_MS));
     assert!(host.outputs().status["lastAttemptTime"].is_string());
@@ -278,10 +448,17 @@ fn a_cluster_name_change_after_omni_has_the_cluster_is_refused() {
     let host = host_with(cluster.clone(), vec![], &synced_omni());
     OmniClusterPlugin::reconcile(&host).expect("reconcile");
     let (status, reason, message) = cond(&host, "Validated");
-    assert_eq!((status, reason.as_str()), (ConditionStatus::False, "ValidationFailed"));
+    assert_eq!(
+        (status, reason.as_str()),
+        (ConditionStatus::False, "ValidationFailed")
+    );
     assert!(message.starts_with("spec.clusterName changed from \"edge\" to \"renamed\" after Omni created cluster \"edge\""), "{message}");
     assert_eq!(writes(&host), Vec::<String>::new(), "no second cluster");
-    assert_eq!(host.outputs().status["clusterName"], "edge", "the Omni name stays recorded");
+    assert_eq!(
+        host.outputs().status["clusterName"],
+        "edge",
+        "the Omni name stays recorded"
+    );
 
     // When Omni does not have the old cluster, the new name is simply used.
     let host = host_with(cluster, vec![], &[]);
@@ -301,8 +478,17 @@ fn deletion_tears_down_the_cluster_and_omni_cascades_the_rest() {
     let host = host_with(deleting(cluster_spec()), vec![], &synced_omni());
     assert_eq!(OmniClusterPlugin::finalize(&host), Ok(true));
     // Everything else carries the cluster label and goes with the cluster's teardown (§6.2 step 4).
-    assert_eq!(writes(&host), ["teardown Clusters.omni.sidero.dev(edge)", "destroy Clusters.omni.sidero.dev(edge)"]);
-    assert_eq!(host.outputs().status["lastSyncOutput"], "* tearing down Clusters.omni.sidero.dev(edge)\n* destroyed Clusters.omni.sidero.dev(edge)");
+    assert_eq!(
+        writes(&host),
+        [
+            "teardown Clusters.omni.sidero.dev(edge)",
+            "destroy Clusters.omni.sidero.dev(edge)"
+        ]
+    );
+    assert_eq!(
+        host.outputs().status["lastSyncOutput"],
+        "* tearing down Clusters.omni.sidero.dev(edge)\n* destroyed Clusters.omni.sidero.dev(edge)"
+    );
 }
 
 #[test]
@@ -335,7 +521,10 @@ fn destroy_machines_removes_disconnected_machines_first() {
     let mut omni = synced_omni();
     let mut status = OmniResource::new(ResourceKey::new(types::MACHINE_STATUSES, W), vec![]);
     status.owner = "MachineStatusController".into();
-    status.labels = vec![("omni.sidero.dev/cluster".into(), "edge".into()), ("omni.sidero.dev/disconnected".into(), String::new())];
+    status.labels = vec![
+        ("omni.sidero.dev/cluster".into(), "edge".into()),
+        ("omni.sidero.dev/disconnected".into(), String::new()),
+    ];
     omni.push(status);
     omni.push(OmniResource::new(ResourceKey::new(types::LINKS, W), vec![]));
     let host = host_with(deleting(spec), vec![], &omni);
@@ -361,21 +550,36 @@ fn deletion_without_the_connection_says_how_to_get_out() {
     let (_, reason, message) = cond(&host, "Ready");
     assert_eq!(reason, "DeleteFailed");
     assert!(message.starts_with("cannot delete remote Omni cluster without OmniConnection \"omni\": failed to get OmniConnection"), "{message}");
-    assert!(message.contains("spec.deletePolicy.orphan: true"), "{message}");
+    assert!(
+        message.contains("spec.deletePolicy.orphan: true"),
+        "{message}"
+    );
 }
 
 #[test]
 fn admission_rules_of_the_go_webhook() {
-    let bad = obj("OmniCluster", "edge", json!({
-        "connectionRef": {"name": "omni"}, "kubernetes": {"version": "v1.35.0", "manifests": [{"name": "m"}]},
-        "talos": {"version": "v1.13.2"}, "deletePolicy": {"orphan": true, "destroyMachines": true},
-        "syncInterval": "-1m", "patches": [{"name": "p"}], "kernelArgs": ["quiet"]
-    }));
+    let bad = obj(
+        "OmniCluster",
+        "edge",
+        json!({
+            "connectionRef": {"name": "omni"}, "kubernetes": {"version": "v1.35.0", "manifests": [{"name": "m"}]},
+            "talos": {"version": "v1.13.2"}, "deletePolicy": {"orphan": true, "destroyMachines": true},
+            "syncInterval": "-1m", "patches": [{"name": "p"}], "kernelArgs": ["quiet"]
+        }),
+    );
     let v = OmniClusterPlugin::validate(&bad, None);
     let messages = v.messages();
     // The JSON value's key order depends on serde_json's features in the build, so only its frame is compared.
-    assert!(messages[0].starts_with("spec.deletePolicy: Invalid value: {"), "{}", messages[0]);
-    assert!(messages[0].ends_with("}: orphan and destroyMachines cannot both be true"), "{}", messages[0]);
+    assert!(
+        messages[0].starts_with("spec.deletePolicy: Invalid value: {"),
+        "{}",
+        messages[0]
+    );
+    assert!(
+        messages[0].ends_with("}: orphan and destroyMachines cannot both be true"),
+        "{}",
+        messages[0]
+    );
     assert_eq!(
         messages[1..],
         [
@@ -384,6 +588,11 @@ fn admission_rules_of_the_go_webhook() {
             "spec.kubernetes.manifests[0]: Required value: manifest requires exactly one of file or inline",
         ]
     );
-    assert_eq!(v.warnings, ["cluster-level kernelArgs are valid only when every machine set uses static machines instead of machineClass"]);
+    assert_eq!(
+        v.warnings,
+        [
+            "cluster-level kernelArgs are valid only when every machine set uses static machines instead of machineClass"
+        ]
+    );
     assert!(OmniClusterPlugin::validate(&edge(), None).allowed());
 }

@@ -20,9 +20,10 @@ pub const STATUS_TEXT_LIMIT: usize = 4096;
 pub fn sync_interval_ms(object: &Value) -> u64 {
     let text = object["spec"]["syncInterval"].as_str().unwrap_or_default();
     match omni_template::translate::parse_go_duration(text) {
-        Ok(d) if d.seconds > 0 || (d.seconds == 0 && d.nanos > 0) => {
-            (d.seconds as u64).saturating_mul(1000).saturating_add(u64::from(d.nanos.unsigned_abs()) / 1_000_000).max(1)
-        }
+        Ok(d) if d.seconds > 0 || (d.seconds == 0 && d.nanos > 0) => (d.seconds as u64)
+            .saturating_mul(1000)
+            .saturating_add(u64::from(d.nanos.unsigned_abs()) / 1_000_000)
+            .max(1),
         _ => DEFAULT_SYNC_INTERVAL_MS,
     }
 }
@@ -31,7 +32,9 @@ pub fn sync_interval_ms(object: &Value) -> u64 {
 /// bounded by the sync interval and [`MAX_BACKOFF_MS`]. A failure is a reported state, not an error: the Go
 /// controller returned both, and controller-runtime then ignored the interval for its own backoff (§10.14).
 pub fn failure_backoff_ms(object: &Value, type_: &str, now: &str) -> u64 {
-    let failing_s = condition_age_s(object, type_, "False", now).unwrap_or(0).max(0) as u64;
+    let failing_s = condition_age_s(object, type_, "False", now)
+        .unwrap_or(0)
+        .max(0) as u64;
     let cap = sync_interval_ms(object).clamp(MIN_BACKOFF_MS, MAX_BACKOFF_MS);
     failing_s.saturating_mul(1000).clamp(MIN_BACKOFF_MS, cap)
 }

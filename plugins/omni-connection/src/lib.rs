@@ -11,7 +11,10 @@
 //! a reported state, not an error: the outputs are committed and the requeue backs off by itself, growing with
 //! how long the connection has been failing (2 s to 60 s).
 
-use omni_plugin_sdk::{Condition, Gvk, Host, HostError, Info, ListQuery, Plugin, ReconcileError, Related, RelatedMapping, Value, Verdict, json};
+use omni_plugin_sdk::{
+    Condition, Gvk, Host, HostError, Info, ListQuery, Plugin, ReconcileError, Related,
+    RelatedMapping, Value, Verdict, json,
+};
 
 pub const GROUP: &str = "omni.texashpc.com";
 pub const VERSION: &str = "v1alpha1";
@@ -109,7 +112,10 @@ impl Plugin for OmniConnectionPlugin {
         users.sort_unstable();
         users.dedup();
 
-        let message = format!("waiting for OmniCluster references to be deleted: {}", users.join(", "));
+        let message = format!(
+            "waiting for OmniCluster references to be deleted: {}",
+            users.join(", ")
+        );
         let endpoint = str_at(&obj, &["spec", "endpoint"]);
         host.set_status(json!({"connectionRef": name, "endpoint": endpoint}));
         host.set_condition(Condition::new("Ready", false, "Deleting", message.as_str()));
@@ -122,11 +128,22 @@ impl Plugin for OmniConnectionPlugin {
         let mut v = Verdict::default();
         let spec = &object["spec"];
         let secret = &spec["auth"]["serviceAccountSecretRef"];
-        if secret["name"].as_str().unwrap_or_default().trim().is_empty() {
-            v.required("spec.auth.serviceAccountSecretRef.name", "service account Secret name is required");
+        if secret["name"]
+            .as_str()
+            .unwrap_or_default()
+            .trim()
+            .is_empty()
+        {
+            v.required(
+                "spec.auth.serviceAccountSecretRef.name",
+                "service account Secret name is required",
+            );
         }
         if secret["key"].as_str().unwrap_or_default().trim().is_empty() {
-            v.required("spec.auth.serviceAccountSecretRef.key", "service account Secret key is required");
+            v.required(
+                "spec.auth.serviceAccountSecretRef.key",
+                "service account Secret key is required",
+            );
         }
 
         // Ratcheting: an endpoint the Go operator's CRD pattern accepted and that this update does not change is
@@ -137,7 +154,9 @@ impl Plugin for OmniConnectionPlugin {
             v.invalid(
                 "spec.endpoint",
                 endpoint.clone(),
-                &format!("endpoint must be an http://, https:// or grpc:// URL with a host: {what}"),
+                &format!(
+                    "endpoint must be an http://, https:// or grpc:// URL with a host: {what}"
+                ),
             );
         }
 
@@ -168,15 +187,23 @@ fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
 pub fn host_error_text(e: &HostError) -> String {
     let inner = e.message();
     // An empty text would leave the message ending in ": "; the variant name at least says what kind of failure.
-    if inner.trim().is_empty() { e.to_string() } else { inner.to_string() }
+    if inner.trim().is_empty() {
+        e.to_string()
+    } else {
+        inner.to_string()
+    }
 }
 
 /// How long to wait before checking a failing connection again: as long as it has been failing, measured from
 /// the `lastTransitionTime` of a `Reachable=False` condition already in the status, within
 /// [`MIN_BACKOFF_MS`, `MAX_BACKOFF_MS`]. A first failure, or times that do not parse, give the minimum.
 pub fn failure_backoff_ms(object: &Value, now: &str) -> u64 {
-    let failing_s = omni_plugin_sdk::time::condition_age_s(object, "Reachable", "False", now).unwrap_or(0).max(0);
-    (failing_s as u64).saturating_mul(1000).clamp(MIN_BACKOFF_MS, MAX_BACKOFF_MS)
+    let failing_s = omni_plugin_sdk::time::condition_age_s(object, "Reachable", "False", now)
+        .unwrap_or(0)
+        .max(0);
+    (failing_s as u64)
+        .saturating_mul(1000)
+        .clamp(MIN_BACKOFF_MS, MAX_BACKOFF_MS)
 }
 
 /// Whether `endpoint` is `scheme://host[:port][/…]` with a scheme the Omni client knows (§3.5); `Err` says what

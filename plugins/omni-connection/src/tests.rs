@@ -5,7 +5,9 @@ use std::cell::RefCell;
 
 use omni_plugin_sdk::mock::MockHost;
 use omni_plugin_sdk::omni::{ClusterHealth, LabelTerm, OmniResource, ResourceKey};
-use omni_plugin_sdk::{ConditionStatus, EventType, HostError, LogLevel, ObjectRef, ReconcileError, json};
+use omni_plugin_sdk::{
+    ConditionStatus, EventType, HostError, LogLevel, ObjectRef, ReconcileError, json,
+};
 
 use super::*;
 
@@ -38,7 +40,9 @@ fn cluster(name: &str, namespace: &str, connection: &str) -> Value {
 
 /// (type, status, reason, message) of a condition the plugin set.
 fn cond(host: &impl ConditionOf, type_: &str) -> (ConditionStatus, String, String) {
-    let c = host.condition_of(type_).unwrap_or_else(|| panic!("{type_} was not set"));
+    let c = host
+        .condition_of(type_)
+        .unwrap_or_else(|| panic!("{type_} was not set"));
     (c.status, c.reason, c.message)
 }
 
@@ -63,7 +67,12 @@ struct Recording {
 }
 
 fn recording(inner: MockHost) -> Recording {
-    Recording { inner, connections: RefCell::new(Vec::new()), queries: RefCell::new(Vec::new()), listed: None }
+    Recording {
+        inner,
+        connections: RefCell::new(Vec::new()),
+        queries: RefCell::new(Vec::new()),
+        listed: None,
+    }
 }
 
 impl Host for Recording {
@@ -105,19 +114,37 @@ impl Host for Recording {
         self.connections.borrow_mut().push(connection.into());
         self.inner.omni_ping(connection)
     }
-    fn omni_get(&self, connection: &str, key: &ResourceKey) -> Result<Option<OmniResource>, HostError> {
+    fn omni_get(
+        &self,
+        connection: &str,
+        key: &ResourceKey,
+    ) -> Result<Option<OmniResource>, HostError> {
         self.connections.borrow_mut().push(connection.into());
         self.inner.omni_get(connection, key)
     }
-    fn omni_list(&self, connection: &str, namespace: &str, type_: &str, labels: &[LabelTerm]) -> Result<Vec<OmniResource>, HostError> {
+    fn omni_list(
+        &self,
+        connection: &str,
+        namespace: &str,
+        type_: &str,
+        labels: &[LabelTerm],
+    ) -> Result<Vec<OmniResource>, HostError> {
         self.connections.borrow_mut().push(connection.into());
         self.inner.omni_list(connection, namespace, type_, labels)
     }
-    fn omni_create(&self, connection: &str, resource: &OmniResource) -> Result<OmniResource, HostError> {
+    fn omni_create(
+        &self,
+        connection: &str,
+        resource: &OmniResource,
+    ) -> Result<OmniResource, HostError> {
         self.connections.borrow_mut().push(connection.into());
         self.inner.omni_create(connection, resource)
     }
-    fn omni_update(&self, connection: &str, resource: &OmniResource) -> Result<OmniResource, HostError> {
+    fn omni_update(
+        &self,
+        connection: &str,
+        resource: &OmniResource,
+    ) -> Result<OmniResource, HostError> {
         self.connections.borrow_mut().push(connection.into());
         self.inner.omni_update(connection, resource)
     }
@@ -129,7 +156,11 @@ impl Host for Recording {
         self.connections.borrow_mut().push(connection.into());
         self.inner.omni_destroy(connection, key)
     }
-    fn omni_cluster_status(&self, connection: &str, cluster: &str) -> Result<Option<ClusterHealth>, HostError> {
+    fn omni_cluster_status(
+        &self,
+        connection: &str,
+        cluster: &str,
+    ) -> Result<Option<ClusterHealth>, HostError> {
         self.connections.borrow_mut().push(connection.into());
         self.inner.omni_cluster_status(connection, cluster)
     }
@@ -152,14 +183,40 @@ fn a_reachable_connection_is_ready_with_the_normalised_endpoint_and_rechecked_in
     );
     OmniConnectionPlugin::reconcile(&host).expect("reconciles");
 
-    assert_eq!(*host.connections.borrow(), vec!["prod"], "pings its own connection, once");
+    assert_eq!(
+        *host.connections.borrow(),
+        vec!["prod"],
+        "pings its own connection, once"
+    );
     let message = "connected to https://omni.example.com:443".to_string();
-    assert_eq!(cond(&host, "Reachable"), (ConditionStatus::True, "ConnectionReady".into(), message.clone()));
-    assert_eq!(cond(&host, "Ready"), (ConditionStatus::True, "ConnectionReady".into(), message.clone()));
-    assert_eq!(cond(&host, "Stalled"), (ConditionStatus::False, "ConnectionReady".into(), message));
+    assert_eq!(
+        cond(&host, "Reachable"),
+        (
+            ConditionStatus::True,
+            "ConnectionReady".into(),
+            message.clone()
+        )
+    );
+    assert_eq!(
+        cond(&host, "Ready"),
+        (
+            ConditionStatus::True,
+            "ConnectionReady".into(),
+            message.clone()
+        )
+    );
+    assert_eq!(
+        cond(&host, "Stalled"),
+        (ConditionStatus::False, "ConnectionReady".into(), message)
+    );
 
     let out = host.inner.outputs();
-    assert_eq!(out.conditions.len(), 3, "exactly Reachable, Ready and Stalled: {:?}", out.conditions);
+    assert_eq!(
+        out.conditions.len(),
+        3,
+        "exactly Reachable, Ready and Stalled: {:?}",
+        out.conditions
+    );
     assert_eq!(
         Value::Object(out.status),
         json!({"connectionRef": "prod", "endpoint": "https://omni.example.com", "lastCheckTime": "2026-03-04T05:06:07Z"}),
@@ -171,11 +228,20 @@ fn a_reachable_connection_is_ready_with_the_normalised_endpoint_and_rechecked_in
 
 #[test]
 fn the_success_message_uses_whatever_endpoint_the_host_normalised() {
-    let host = MockHost::new(connection("c", "http://omni.omni-system.svc.cluster.local:8080"))
-        .with_omni_ping(Ok("grpc://omni.omni-system.svc.cluster.local:8080".into()));
+    let host = MockHost::new(connection(
+        "c",
+        "http://omni.omni-system.svc.cluster.local:8080",
+    ))
+    .with_omni_ping(Ok("grpc://omni.omni-system.svc.cluster.local:8080".into()));
     OmniConnectionPlugin::reconcile(&host).expect("reconciles");
-    assert_eq!(cond(&host, "Ready").2, "connected to grpc://omni.omni-system.svc.cluster.local:8080");
-    assert_eq!(host.outputs().status["endpoint"], "http://omni.omni-system.svc.cluster.local:8080");
+    assert_eq!(
+        cond(&host, "Ready").2,
+        "connected to grpc://omni.omni-system.svc.cluster.local:8080"
+    );
+    assert_eq!(
+        host.outputs().status["endpoint"],
+        "http://omni.omni-system.svc.cluster.local:8080"
+    );
     assert_eq!(host.omni_calls(), vec!["ping"]);
 }
 
@@ -206,16 +272,42 @@ fn every_failure_text_passes_through_under_one_prefix_and_fails_all_three_condit
     ];
     for error in cases {
         let text = host_error_text(&error);
-        let host = MockHost::new(connection("prod", "https://omni.example.com")).with_omni_ping(Err(error.clone()));
-        OmniConnectionPlugin::reconcile(&host).unwrap_or_else(|e| panic!("{error:?}: a failure is reported, not returned: {e:?}"));
+        let host = MockHost::new(connection("prod", "https://omni.example.com"))
+            .with_omni_ping(Err(error.clone()));
+        OmniConnectionPlugin::reconcile(&host)
+            .unwrap_or_else(|e| panic!("{error:?}: a failure is reported, not returned: {e:?}"));
 
         let message = format!("failed to connect to Omni: {text}");
-        for (type_, status) in [("Reachable", ConditionStatus::False), ("Ready", ConditionStatus::False), ("Stalled", ConditionStatus::True)] {
-            assert_eq!(cond(&host, type_), (status, "ConnectionFailed".into(), message.clone()), "{type_} for {error:?}");
+        for (type_, status) in [
+            ("Reachable", ConditionStatus::False),
+            ("Ready", ConditionStatus::False),
+            ("Stalled", ConditionStatus::True),
+        ] {
+            assert_eq!(
+                cond(&host, type_),
+                (status, "ConnectionFailed".into(), message.clone()),
+                "{type_} for {error:?}"
+            );
         }
-        assert_eq!(message.matches("failed to connect to Omni").count(), 1, "no double prefix: {message}");
-        for display_prefix in ["denied: ", "not found: ", "conflict: ", "invalid: ", "unavailable: ", "timeout: ", "unauthenticated: ", "forbidden: "] {
-            assert!(!message.contains(display_prefix), "{message} carries the Display prefix {display_prefix:?}");
+        assert_eq!(
+            message.matches("failed to connect to Omni").count(),
+            1,
+            "no double prefix: {message}"
+        );
+        for display_prefix in [
+            "denied: ",
+            "not found: ",
+            "conflict: ",
+            "invalid: ",
+            "unavailable: ",
+            "timeout: ",
+            "unauthenticated: ",
+            "forbidden: ",
+        ] {
+            assert!(
+                !message.contains(display_prefix),
+                "{message} carries the Display prefix {display_prefix:?}"
+            );
         }
         let out = host.outputs();
         assert_eq!(
@@ -223,22 +315,36 @@ fn every_failure_text_passes_through_under_one_prefix_and_fails_all_three_condit
             json!({"connectionRef": "prod", "endpoint": "https://omni.example.com", "lastCheckTime": NOW}),
             "status is written on failure too"
         );
-        assert_eq!(out.requeue_after, Some(2_000), "a first failure is retried after 2 s");
+        assert_eq!(
+            out.requeue_after,
+            Some(2_000),
+            "a first failure is retried after 2 s"
+        );
     }
 }
 
 #[test]
 fn the_inner_texts_are_exactly_what_the_host_said() {
     let text = "MissingSecret \"omni-sa\": secrets \"omni-sa\" not found";
-    let host = MockHost::new(connection("prod", "https://omni.example.com")).with_omni_ping(Err(HostError::Unavailable(text.into())));
+    let host = MockHost::new(connection("prod", "https://omni.example.com"))
+        .with_omni_ping(Err(HostError::Unavailable(text.into())));
     OmniConnectionPlugin::reconcile(&host).expect("reconciles");
-    assert_eq!(cond(&host, "Reachable").2, format!("failed to connect to Omni: {text}"));
+    assert_eq!(
+        cond(&host, "Reachable").2,
+        format!("failed to connect to Omni: {text}")
+    );
 }
 
 #[test]
 fn an_empty_host_text_falls_back_to_the_error_kind() {
-    assert_eq!(host_error_text(&HostError::Unavailable(String::new())), "unavailable: ");
-    assert_eq!(host_error_text(&HostError::Timeout("  ".into())), "timeout:   ");
+    assert_eq!(
+        host_error_text(&HostError::Unavailable(String::new())),
+        "unavailable: "
+    );
+    assert_eq!(
+        host_error_text(&HostError::Timeout("  ".into())),
+        "timeout:   "
+    );
     assert_eq!(host_error_text(&HostError::Forbidden("no".into())), "no");
 }
 
@@ -247,9 +353,26 @@ fn a_plugin_without_the_omni_capability_reports_the_configuration_problem_in_its
     let host = MockHost::new(connection("prod", "https://omni.example.com")).deny("omni");
     OmniConnectionPlugin::reconcile(&host).expect("denied is reported, not returned");
     let message = "failed to connect to Omni: capability \"omni\" is not granted".to_string();
-    assert_eq!(cond(&host, "Reachable"), (ConditionStatus::False, "ConnectionFailed".into(), message.clone()));
-    assert_eq!(cond(&host, "Ready"), (ConditionStatus::False, "ConnectionFailed".into(), message.clone()));
-    assert_eq!(cond(&host, "Stalled"), (ConditionStatus::True, "ConnectionFailed".into(), message));
+    assert_eq!(
+        cond(&host, "Reachable"),
+        (
+            ConditionStatus::False,
+            "ConnectionFailed".into(),
+            message.clone()
+        )
+    );
+    assert_eq!(
+        cond(&host, "Ready"),
+        (
+            ConditionStatus::False,
+            "ConnectionFailed".into(),
+            message.clone()
+        )
+    );
+    assert_eq!(
+        cond(&host, "Stalled"),
+        (ConditionStatus::True, "ConnectionFailed".into(), message)
+    );
     assert_eq!(host.outputs().requeue_after, Some(2_000));
 }
 
@@ -258,29 +381,96 @@ fn a_failing_connection_backs_off_by_how_long_it_has_been_failing() {
     let base = connection("prod", "https://omni.example.com");
     let cases: [(&str, Value, &str, u64); 12] = [
         ("no status yet", base.clone(), NOW, 2_000),
-        ("failing since 1 s", with_reachable(base.clone(), "False", "2025-12-31T23:59:59Z"), NOW, 2_000),
-        ("failing since 10 s", with_reachable(base.clone(), "False", "2025-12-31T23:59:50Z"), NOW, 10_000),
-        ("failing since 45 s", with_reachable(base.clone(), "False", "2025-12-31T23:59:15Z"), NOW, 45_000),
-        ("failing since 10 min", with_reachable(base.clone(), "False", "2025-12-31T23:50:00Z"), NOW, 60_000),
-        ("failing since last year", with_reachable(base.clone(), "False", "2025-01-01T00:00:00Z"), NOW, 60_000),
-        ("was reachable until now", with_reachable(base.clone(), "True", "2025-12-31T23:50:00Z"), NOW, 2_000),
-        ("garbage transition time", with_reachable(base.clone(), "False", "yesterday"), NOW, 2_000),
-        ("garbage clock", with_reachable(base.clone(), "False", "2025-12-31T23:59:50Z"), "soon", 2_000),
-        ("transition in the future (clock skew)", with_reachable(base.clone(), "False", "2026-01-01T00:05:00Z"), NOW, 2_000),
-        ("offset and fraction", with_reachable(base.clone(), "False", "2026-01-01T00:59:30.123+01:00"), NOW, 30_000),
-        ("across a month", with_reachable(base.clone(), "False", "2026-02-28T23:59:40Z"), "2026-03-01T00:00:00Z", 20_000),
+        (
+            "failing since 1 s",
+            with_reachable(base.clone(), "False", "2025-12-31T23:59:59Z"),
+            NOW,
+            2_000,
+        ),
+        (
+            "failing since 10 s",
+            with_reachable(base.clone(), "False", "2025-12-31T23:59:50Z"),
+            NOW,
+            10_000,
+        ),
+        (
+            "failing since 45 s",
+            with_reachable(base.clone(), "False", "2025-12-31T23:59:15Z"),
+            NOW,
+            45_000,
+        ),
+        (
+            "failing since 10 min",
+            with_reachable(base.clone(), "False", "2025-12-31T23:50:00Z"),
+            NOW,
+            60_000,
+        ),
+        (
+            "failing since last year",
+            with_reachable(base.clone(), "False", "2025-01-01T00:00:00Z"),
+            NOW,
+            60_000,
+        ),
+        (
+            "was reachable until now",
+            with_reachable(base.clone(), "True", "2025-12-31T23:50:00Z"),
+            NOW,
+            2_000,
+        ),
+        (
+            "garbage transition time",
+            with_reachable(base.clone(), "False", "yesterday"),
+            NOW,
+            2_000,
+        ),
+        (
+            "garbage clock",
+            with_reachable(base.clone(), "False", "2025-12-31T23:59:50Z"),
+            "soon",
+            2_000,
+        ),
+        (
+            "transition in the future (clock skew)",
+            with_reachable(base.clone(), "False", "2026-01-01T00:05:00Z"),
+            NOW,
+            2_000,
+        ),
+        (
+            "offset and fraction",
+            with_reachable(base.clone(), "False", "2026-01-01T00:59:30.123+01:00"),
+            NOW,
+            30_000,
+        ),
+        (
+            "across a month",
+            with_reachable(base.clone(), "False", "2026-02-28T23:59:40Z"),
+            "2026-03-01T00:00:00Z",
+            20_000,
+        ),
     ];
     for (what, obj, now, want) in cases {
         assert_eq!(failure_backoff_ms(&obj, now), want, "{what}");
-        let host = MockHost::new(obj).at(now).with_omni_ping(Err(HostError::Unavailable("list Omni clusters: down".into())));
+        let host = MockHost::new(obj)
+            .at(now)
+            .with_omni_ping(Err(HostError::Unavailable(
+                "list Omni clusters: down".into(),
+            )));
         OmniConnectionPlugin::reconcile(&host).expect("reconciles");
-        assert_eq!(host.outputs().requeue_after, Some(want), "{what}: the requeue the plugin asked for");
+        assert_eq!(
+            host.outputs().requeue_after,
+            Some(want),
+            "{what}: the requeue the plugin asked for"
+        );
     }
 }
 
 #[test]
 fn a_recovered_connection_goes_back_to_the_five_minute_check() {
-    let obj = with_reachable(connection("prod", "https://omni.example.com"), "False", "2025-12-31T23:50:00Z");
+    let obj = with_reachable(
+        connection("prod", "https://omni.example.com"),
+        "False",
+        "2025-12-31T23:50:00Z",
+    );
     let host = MockHost::new(obj);
     OmniConnectionPlugin::reconcile(&host).expect("reconciles");
     assert_eq!(host.outputs().requeue_after, Some(300_000));
@@ -296,32 +486,64 @@ fn deletion_waits_for_the_clusters_that_use_the_connection_sorted_by_name() {
         .with_object(cluster("alpha", "team", "prod"))
         .with_object(cluster("beta", "team", "staging"))
         .with_object(cluster("aardvark", "elsewhere", "prod"));
-    assert!(!OmniConnectionPlugin::finalize(&host).expect("finalizes"), "the finalizer stays");
+    assert!(
+        !OmniConnectionPlugin::finalize(&host).expect("finalizes"),
+        "the finalizer stays"
+    );
 
     let message = "waiting for OmniCluster references to be deleted: alpha, zeta".to_string();
-    assert_eq!(cond(&host, "Ready"), (ConditionStatus::False, "Deleting".into(), message.clone()));
-    assert_eq!(cond(&host, "Stalled"), (ConditionStatus::True, "Deleting".into(), message));
+    assert_eq!(
+        cond(&host, "Ready"),
+        (ConditionStatus::False, "Deleting".into(), message.clone())
+    );
+    assert_eq!(
+        cond(&host, "Stalled"),
+        (ConditionStatus::True, "Deleting".into(), message)
+    );
     let out = host.outputs();
-    assert_eq!(out.conditions.len(), 2, "Reachable is left as it was: {:?}", out.conditions);
+    assert_eq!(
+        out.conditions.len(),
+        2,
+        "Reachable is left as it was: {:?}",
+        out.conditions
+    );
     assert_eq!(
         Value::Object(out.status),
         json!({"connectionRef": "prod", "endpoint": "https://omni.example.com"}),
         "no lastCheckTime: nothing was checked"
     );
     assert_eq!(out.requeue_after, Some(60_000));
-    assert!(host.omni_calls().is_empty(), "Omni is never called during deletion");
+    assert!(
+        host.omni_calls().is_empty(),
+        "Omni is never called during deletion"
+    );
 }
 
 #[test]
 fn deletion_ignores_a_cluster_the_host_lists_from_another_namespace() {
     // References are namespace-local: a host that lists too widely must not keep this connection alive.
-    let mut host = recording(MockHost::new(connection("prod", "https://omni.example.com")));
-    host.listed = Some(vec![cluster("other", "elsewhere", "prod"), cluster("mine", "team", "prod")]);
+    let mut host = recording(MockHost::new(connection(
+        "prod",
+        "https://omni.example.com",
+    )));
+    host.listed = Some(vec![
+        cluster("other", "elsewhere", "prod"),
+        cluster("mine", "team", "prod"),
+    ]);
     assert!(!OmniConnectionPlugin::finalize(&host).expect("finalizes"));
-    assert_eq!(cond(&host, "Ready").2, "waiting for OmniCluster references to be deleted: mine");
+    assert_eq!(
+        cond(&host, "Ready").2,
+        "waiting for OmniCluster references to be deleted: mine"
+    );
     assert_eq!(
         *host.queries.borrow(),
-        vec![ListQuery { api_version: API_VERSION.into(), kind: "OmniCluster".into(), namespace: None, label_selector: None, field_selector: None }]
+        vec![ListQuery {
+            api_version: API_VERSION.into(),
+            kind: "OmniCluster".into(),
+            namespace: None,
+            label_selector: None,
+            field_selector: None
+        }]
     );
 
     host.listed = Some(vec![cluster("other", "elsewhere", "prod")]);
@@ -333,9 +555,15 @@ fn deletion_is_released_when_no_cluster_uses_the_connection() {
     let host = MockHost::new(connection("prod", "https://omni.example.com"))
         .with_object(cluster("beta", "team", "staging"))
         .with_object(cluster("alpha", "elsewhere", "prod"));
-    assert!(OmniConnectionPlugin::finalize(&host).expect("finalizes"), "the finalizer may go");
+    assert!(
+        OmniConnectionPlugin::finalize(&host).expect("finalizes"),
+        "the finalizer may go"
+    );
     let out = host.outputs();
-    assert!(out.conditions.is_empty() && out.status.is_empty() && out.requeue_after.is_none(), "{out:?}");
+    assert!(
+        out.conditions.is_empty() && out.status.is_empty() && out.requeue_after.is_none(),
+        "{out:?}"
+    );
     assert!(host.omni_calls().is_empty());
 }
 
@@ -351,8 +579,14 @@ fn deletion_releases_even_when_omni_is_unreachable_or_not_granted() {
 fn a_failed_cluster_list_is_an_error_of_the_call() {
     let host = MockHost::new(connection("prod", "https://omni.example.com")).deny("kube-read");
     let e = OmniConnectionPlugin::finalize(&host).expect_err("cannot know whether clusters remain");
-    assert!(matches!(e, ReconcileError::Permanent(ref m) if m.contains("kube-read")), "{e:?}");
-    assert!(host.outputs().conditions.is_empty(), "no condition is guessed");
+    assert!(
+        matches!(e, ReconcileError::Permanent(ref m) if m.contains("kube-read")),
+        "{e:?}"
+    );
+    assert!(
+        host.outputs().conditions.is_empty(),
+        "no condition is guessed"
+    );
 }
 
 // ---- validate -----------------------------------------------------------------------------------------------
@@ -384,7 +618,9 @@ fn the_service_account_secret_needs_a_name_and_a_key() {
         (json!({"name": 7, "key": "k"}), vec![name]),
     ];
     for (secret, want) in cases {
-        let v = verdict(json!({"endpoint": "https://omni.example.com", "auth": {"serviceAccountSecretRef": secret}}));
+        let v = verdict(
+            json!({"endpoint": "https://omni.example.com", "auth": {"serviceAccountSecretRef": secret}}),
+        );
         assert_eq!(v.messages(), want, "{secret}");
     }
     let v = verdict(json!({"endpoint": "https://omni.example.com"}));
@@ -394,15 +630,28 @@ fn the_service_account_secret_needs_a_name_and_a_key() {
 #[test]
 fn skipping_tls_verification_is_allowed_with_a_warning() {
     let auth = json!({"serviceAccountSecretRef": {"name": "s", "key": "k"}});
-    let v = verdict(json!({"endpoint": "https://omni.example.com", "auth": auth, "insecureSkipTLSVerify": true}));
+    let v = verdict(
+        json!({"endpoint": "https://omni.example.com", "auth": auth, "insecureSkipTLSVerify": true}),
+    );
     assert!(v.allowed());
-    assert_eq!(v.warnings, vec!["insecureSkipTLSVerify disables Omni endpoint TLS certificate verification"]);
+    assert_eq!(
+        v.warnings,
+        vec!["insecureSkipTLSVerify disables Omni endpoint TLS certificate verification"]
+    );
     for off in [json!(false), Value::Null] {
-        let v = verdict(json!({"endpoint": "https://omni.example.com", "auth": auth, "insecureSkipTLSVerify": off}));
+        let v = verdict(
+            json!({"endpoint": "https://omni.example.com", "auth": auth, "insecureSkipTLSVerify": off}),
+        );
         assert!(v.warnings.is_empty(), "{off}");
     }
-    let v = verdict(json!({"endpoint": "https://omni.example.com", "auth": {}, "insecureSkipTLSVerify": true}));
-    assert_eq!((v.errors.len(), v.warnings.len()), (2, 1), "the warning is given on refusals too");
+    let v = verdict(
+        json!({"endpoint": "https://omni.example.com", "auth": {}, "insecureSkipTLSVerify": true}),
+    );
+    assert_eq!(
+        (v.errors.len(), v.warnings.len()),
+        (2, 1),
+        "the warning is given on refusals too"
+    );
 }
 
 #[test]
@@ -418,7 +667,9 @@ fn endpoints_must_be_urls_with_a_host_and_a_known_scheme() {
         "http://h:65535",
     ] {
         assert_eq!(check_endpoint(ok), Ok(()), "{ok}");
-        let v = verdict(json!({"endpoint": ok, "auth": {"serviceAccountSecretRef": {"name": "s", "key": "k"}}}));
+        let v = verdict(
+            json!({"endpoint": ok, "auth": {"serviceAccountSecretRef": {"name": "s", "key": "k"}}}),
+        );
         assert!(v.allowed(), "{ok}: {:?}", v.messages());
     }
 
@@ -432,21 +683,33 @@ fn endpoints_must_be_urls_with_a_host_and_a_known_scheme() {
         ("https://:443", "the host is empty"),
         ("https://host:99999", "port 99999 is out of range 1-65535"),
         ("https://host:0", "port 0 is out of range 1-65535"),
-        ("https://host:123456789012", "port 123456789012 is out of range 1-65535"),
+        (
+            "https://host:123456789012",
+            "port 123456789012 is out of range 1-65535",
+        ),
         ("https://host:abc", "port \"abc\" is not a number"),
         ("https://host:-1", "port \"-1\" is not a number"),
         ("https://host:", "the port is empty"),
         ("grpc://fd00::1:8080", "port \":1:8080\" is not a number"),
         ("grpc://[fd00::1:8080", "the IPv6 host has no closing \"]\""),
-        ("grpc://[fd00::1]8080", "unexpected \"8080\" after the IPv6 host"),
+        (
+            "grpc://[fd00::1]8080",
+            "unexpected \"8080\" after the IPv6 host",
+        ),
         ("grpc://[]:80", "the host is empty"),
         ("https://user:pw@omni", "user information is not supported"),
         ("https://omni example.com", "it contains whitespace"),
         ("", "it is empty"),
     ];
     for (endpoint, what) in refused {
-        assert_eq!(check_endpoint(endpoint), Err(what.to_string()), "{endpoint}");
-        let v = verdict(json!({"endpoint": endpoint, "auth": {"serviceAccountSecretRef": {"name": "s", "key": "k"}}}));
+        assert_eq!(
+            check_endpoint(endpoint),
+            Err(what.to_string()),
+            "{endpoint}"
+        );
+        let v = verdict(
+            json!({"endpoint": endpoint, "auth": {"serviceAccountSecretRef": {"name": "s", "key": "k"}}}),
+        );
         assert_eq!(
             v.messages(),
             vec![format!(
@@ -460,13 +723,24 @@ fn endpoints_must_be_urls_with_a_host_and_a_known_scheme() {
 
 #[test]
 fn endpoint_errors_follow_the_original_rules_in_order() {
-    let v = verdict(json!({"endpoint": "ftp://x", "auth": {"serviceAccountSecretRef": {"name": "", "key": ""}}}));
+    let v = verdict(
+        json!({"endpoint": "ftp://x", "auth": {"serviceAccountSecretRef": {"name": "", "key": ""}}}),
+    );
     let fields: Vec<&str> = v.errors.iter().map(|e| e.field.as_str()).collect();
-    assert_eq!(fields, vec!["spec.auth.serviceAccountSecretRef.name", "spec.auth.serviceAccountSecretRef.key", "spec.endpoint"]);
+    assert_eq!(
+        fields,
+        vec![
+            "spec.auth.serviceAccountSecretRef.name",
+            "spec.auth.serviceAccountSecretRef.key",
+            "spec.endpoint"
+        ]
+    );
     let v = verdict(json!({"auth": {"serviceAccountSecretRef": {"name": "s", "key": "k"}}}));
     assert_eq!(
         v.messages(),
-        vec!["spec.endpoint: Invalid value: null: endpoint must be an http://, https:// or grpc:// URL with a host: it is empty"],
+        vec![
+            "spec.endpoint: Invalid value: null: endpoint must be an http://, https:// or grpc:// URL with a host: it is empty"
+        ],
         "a missing endpoint (the CRD requires it) is still named"
     );
 }
@@ -485,10 +759,19 @@ fn an_unchanged_endpoint_is_not_refused_on_update_but_a_changed_one_is() {
     assert_eq!(v.errors.len(), 1);
     assert_eq!(v.errors[0].field, "spec.endpoint");
 
-    assert!(!OmniConnectionPlugin::validate(&old, None).allowed(), "a create is always checked");
+    assert!(
+        !OmniConnectionPlugin::validate(&old, None).allowed(),
+        "a create is always checked"
+    );
     let mut blank = old.clone();
     blank["spec"]["auth"]["serviceAccountSecretRef"]["name"] = json!(" ");
-    assert_eq!(OmniConnectionPlugin::validate(&blank, Some(&old)).errors.len(), 1, "the §7.3 rules do not ratchet");
+    assert_eq!(
+        OmniConnectionPlugin::validate(&blank, Some(&old))
+            .errors
+            .len(),
+        1,
+        "the §7.3 rules do not ratchet"
+    );
 }
 
 // ---- describe -----------------------------------------------------------------------------------------------
@@ -498,9 +781,15 @@ fn describe_declares_the_kind_finalizers_capabilities_and_the_cluster_relation()
     let info = OmniConnectionPlugin::describe();
     assert_eq!(info.name, "omni-connection");
     assert_eq!(info.version, env!("CARGO_PKG_VERSION"));
-    assert_eq!(info.kinds, vec![Gvk::new("omni.texashpc.com", "v1alpha1", "OmniConnection")]);
+    assert_eq!(
+        info.kinds,
+        vec![Gvk::new("omni.texashpc.com", "v1alpha1", "OmniConnection")]
+    );
     assert_eq!(info.kinds[0].api_version(), "omni.texashpc.com/v1alpha1");
-    assert_eq!(info.finalizer.as_deref(), Some("omni.texashpc.com/finalizer"));
+    assert_eq!(
+        info.finalizer.as_deref(),
+        Some("omni.texashpc.com/finalizer")
+    );
     assert_eq!(info.legacy_finalizers, vec!["omni.texas-hpc.org/finalizer"]);
     assert_eq!(info.capabilities, vec!["kube-read", "omni", "clock"]);
     assert_eq!(

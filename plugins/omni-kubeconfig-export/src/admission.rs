@@ -12,7 +12,8 @@ use omni_plugin_sdk::{Value, Verdict};
 
 use crate::spec::{CLUSTER_ADMIN_GROUP, ExportSpec};
 
-const CLUSTER_ADMIN_WARNING: &str = "system:masters exports a cluster-admin kubeconfig into the management cluster";
+const CLUSTER_ADMIN_WARNING: &str =
+    "system:masters exports a cluster-admin kubeconfig into the management cluster";
 
 fn blank(s: &str) -> bool {
     s.trim().is_empty()
@@ -30,34 +31,67 @@ pub fn validate(object: &Value, _old: Option<&Value>) -> Verdict {
         v.required("spec.clusterRef.name", "clusterRef.name is required");
     }
     if blank(&spec.target_name) {
-        v.required("spec.targetSecretRef.name", "target Secret name is required");
+        v.required(
+            "spec.targetSecretRef.name",
+            "target Secret name is required",
+        );
     }
     if set_but_blank(spec.target_namespace.as_deref()) {
-        v.required("spec.targetSecretRef.namespace", "target Secret namespace must not be blank");
+        v.required(
+            "spec.targetSecretRef.namespace",
+            "target Secret namespace must not be blank",
+        );
     }
     if set_but_blank(spec.context_namespace.as_deref()) {
-        v.required("spec.contextNamespace", "context namespace must not be blank");
+        v.required(
+            "spec.contextNamespace",
+            "context namespace must not be blank",
+        );
     }
     if set_but_blank(spec.target_key.as_deref()) {
-        v.required("spec.targetSecretRef.key", "target Secret key must not be blank");
+        v.required(
+            "spec.targetSecretRef.key",
+            "target Secret key must not be blank",
+        );
     }
     if blank(&spec.user) {
-        v.required("spec.serviceAccount.user", "service account user is required");
+        v.required(
+            "spec.serviceAccount.user",
+            "service account user is required",
+        );
     }
     groups(&spec, &mut v);
-    let ttl = lifetime(&mut v, "spec.ttl", spec.ttl.as_deref().or(Some("0")), "ttl must be greater than zero");
+    let ttl = lifetime(
+        &mut v,
+        "spec.ttl",
+        spec.ttl.as_deref().or(Some("0")),
+        "ttl must be greater than zero",
+    );
     if spec.renew_before.is_some()
-        && let Some(renew) = lifetime(&mut v, "spec.renewBefore", spec.renew_before.as_deref(), "renewBefore must be greater than zero")
+        && let Some(renew) = lifetime(
+            &mut v,
+            "spec.renewBefore",
+            spec.renew_before.as_deref(),
+            "renewBefore must be greater than zero",
+        )
         && let Some(ttl) = ttl.filter(|t| *t > 0)
         && renew > 0
         && renew >= ttl
     {
-        v.invalid("spec.renewBefore", Value::String(format_duration(renew)), "renewBefore must be less than ttl");
+        v.invalid(
+            "spec.renewBefore",
+            Value::String(format_duration(renew)),
+            "renewBefore must be less than ttl",
+        );
     }
     match spec.deletion_policy.as_str() {
         "" => v.required("spec.deletionPolicy", "deletionPolicy is required"),
         "Delete" | "Orphan" => {}
-        other => v.not_supported("spec.deletionPolicy", Value::String(other.into()), &["Delete", "Orphan"]),
+        other => v.not_supported(
+            "spec.deletionPolicy",
+            Value::String(other.into()),
+            &["Delete", "Orphan"],
+        ),
     }
 
     if spec.allow_cluster_admin && spec.grants_cluster_admin() {
@@ -68,7 +102,10 @@ pub fn validate(object: &Value, _old: Option<&Value>) -> Verdict {
 
 fn groups(spec: &ExportSpec, v: &mut Verdict) {
     if spec.groups.is_empty() {
-        v.required("spec.serviceAccount.groups", "at least one service account group is required");
+        v.required(
+            "spec.serviceAccount.groups",
+            "at least one service account group is required",
+        );
         return;
     }
     // Trimmed group → the index it first appeared at.
@@ -84,14 +121,20 @@ fn groups(spec: &ExportSpec, v: &mut Verdict) {
             // Both entries are named, so the user sees which two collide.
             Some(first) => {
                 v.duplicate(&field, Value::String(group.into()));
-                v.duplicate(&format!("spec.serviceAccount.groups[{first}]"), Value::String(group.into()));
+                v.duplicate(
+                    &format!("spec.serviceAccount.groups[{first}]"),
+                    Value::String(group.into()),
+                );
             }
             None => {
                 seen.insert(group, i);
             }
         }
         if group == CLUSTER_ADMIN_GROUP && !spec.allow_cluster_admin {
-            v.forbidden(&field, "system:masters requires serviceAccount.allowClusterAdmin: true");
+            v.forbidden(
+                &field,
+                "system:masters requires serviceAccount.allowClusterAdmin: true",
+            );
         }
     }
 }

@@ -28,7 +28,13 @@ pub fn finalize<H: Host>(host: &H) -> Result<bool, ReconcileError> {
     for t in &targets {
         // Absent and not-owned are both done: there is nothing of this export's left there.
         host.secret_delete_owned(Some(&t.namespace), &t.name, &owner)
-            .map_err(|e| ReconcileError::Transient(format!("delete target Secret {:?}: {}", t.display(), e.message())))?;
+            .map_err(|e| {
+                ReconcileError::Transient(format!(
+                    "delete target Secret {:?}: {}",
+                    t.display(),
+                    e.message()
+                ))
+            })?;
     }
     Ok(true)
 }

@@ -26,7 +26,9 @@ mod spec_hash;
 mod target;
 mod validation;
 
-use omni_plugin_sdk::{Gvk, Host, Info, Plugin, ReconcileError, Related, RelatedMapping, Value, Verdict};
+use omni_plugin_sdk::{
+    Gvk, Host, Info, Plugin, ReconcileError, Related, RelatedMapping, Value, Verdict,
+};
 
 pub use spec_hash::{spec_hash, spec_json};
 
@@ -85,7 +87,16 @@ impl Plugin for OmniKubeconfigExportPlugin {
             // kube-read: the cluster and its connection; omni: the export itself; secrets: the target's metadata
             // and digest for the reuse check; secrets-write: the host writes and deletes the target; workload: the
             // usability probe; clock: expiration and rotation times.
-            capabilities: ["kube-read", "omni", "secrets", "secrets-write", "workload", "clock"].map(String::from).to_vec(),
+            capabilities: [
+                "kube-read",
+                "omni",
+                "secrets",
+                "secrets-write",
+                "workload",
+                "clock",
+            ]
+            .map(String::from)
+            .to_vec(),
         }
     }
 

@@ -12,7 +12,8 @@ use crate::spec::{ExportSpec, Identity};
 use crate::target::{self, Target};
 use crate::{API_VERSION, RETRY_MS, spec_hash, validation};
 
-const CLUSTER_ADMIN_EVENT: &str = "system:masters exports a cluster-admin kubeconfig into the management cluster";
+const CLUSTER_ADMIN_EVENT: &str =
+    "system:masters exports a cluster-admin kubeconfig into the management cluster";
 
 pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
     let object = host.object();
@@ -29,14 +30,21 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
     };
 
     // A read error other than absence is the host's trouble, retried with backoff (Go returned it).
-    let Some(cluster) = host.kube_get(&ObjectRef::local(API_VERSION, "OmniCluster", &spec.cluster_ref))? else {
+    let Some(cluster) = host.kube_get(&ObjectRef::local(
+        API_VERSION,
+        "OmniCluster",
+        &spec.cluster_ref,
+    ))?
+    else {
         report.missing_cluster(RETRY_MS);
         return Ok(());
     };
     let cluster_name = omni_cluster_name(&cluster);
     report.cluster(&cluster_name);
 
-    let connection_name = cluster["spec"]["connectionRef"]["name"].as_str().unwrap_or_default();
+    let connection_name = cluster["spec"]["connectionRef"]["name"]
+        .as_str()
+        .unwrap_or_default();
     let endpoint = match connection_endpoint(host, connection_name) {
         Ok(e) => e,
         Err(message) => {
@@ -49,7 +57,14 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
     let owner = target::owner(&me)?;
     let now = now(host)?;
     let target = Target::of_spec(&spec, &me);
-    let hash = spec_hash(&cluster_name, &target.key, spec.context_namespace(), &spec.user, &spec.groups, lifetimes.ttl_ns);
+    let hash = spec_hash(
+        &cluster_name,
+        &target.key,
+        spec.context_namespace(),
+        &spec.user,
+        &spec.groups,
+        lifetimes.ttl_ns,
+    );
     let recorded = target::recorded(&object, &me);
 
     // §10.9: the Secret the status still records is deleted (when owned) before the new target is written; with
@@ -58,17 +73,29 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
         && let Some(previous) = target::previous(recorded.as_ref(), &target)
         && let Err(e) = host.secret_delete_owned(Some(&previous.namespace), &previous.name, &owner)
     {
-        let message = format!("delete previous target Secret {:?}: {}", previous.display(), e.message());
+        let message = format!(
+            "delete previous target Secret {:?}: {}",
+            previous.display(),
+            e.message()
+        );
         report.failed("ExportFailed", &message, RETRY_MS);
         return Ok(());
     }
 
     // §10.10: the spec's target, never the recorded one, is checked and written. A Secret that cannot be read is
     // the host's trouble, retried with backoff (Go returned the error too).
-    let expected = Expected { spec_hash: &hash, now, renew_before_ns: lifetimes.renew_before_ns };
+    let expected = Expected {
+        spec_hash: &hash,
+        now,
+        renew_before_ns: lifetimes.renew_before_ns,
+    };
     match reuse::inspect(host, &target, &owner, &expected)? {
         Existing::NotOwned => {
-            report.failed("ExportFailed", &target::not_managed_message(&target, &owner), RETRY_MS);
+            report.failed(
+                "ExportFailed",
+                &target::not_managed_message(&target, &owner),
+                RETRY_MS,
+            );
             return Ok(());
         }
         Existing::Current(current) => {
@@ -93,15 +120,27 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
     match host.omni_export_kubeconfig(connection_name, &request) {
         Ok(digest) => {
             if spec.grants_cluster_admin() {
-                host.event(EventType::Warning, "ClusterAdminExported", CLUSTER_ADMIN_EVENT);
+                host.event(
+                    EventType::Warning,
+                    "ClusterAdminExported",
+                    CLUSTER_ADMIN_EVENT,
+                );
             }
             report.exported(&Exported::written(&target, &digest, &schedule), now);
         }
         // The target appeared without our label between the look and the write: the host left it alone.
-        Err(HostError::Conflict(_)) => report.failed("ExportFailed", &target::not_managed_message(&target, &owner), RETRY_MS),
+        Err(HostError::Conflict(_)) => report.failed(
+            "ExportFailed",
+            &target::not_managed_message(&target, &owner),
+            RETRY_MS,
+        ),
         // Omni's failures are often passing (a cluster not created there yet has no UUID): retried within seconds
         // at first, then once a minute, each retry committing the condition.
-        Err(e) => report.failed("ExportFailed", &export::failure_message(&e), failure_retry_ms(&object, "Ready", &host.now())),
+        Err(e) => report.failed(
+            "ExportFailed",
+            &export::failure_message(&e),
+            failure_retry_ms(&object, "Ready", &host.now()),
+        ),
     }
     Ok(())
 }
@@ -110,7 +149,10 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
 fn omni_cluster_name(cluster: &Value) -> String {
     match cluster["spec"]["clusterName"].as_str() {
         Some(name) if !name.is_empty() => name.to_string(),
-        _ => cluster["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+        _ => cluster["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
     }
 }
 
@@ -118,10 +160,18 @@ fn omni_cluster_name(cluster: &Value) -> String {
 /// read, so a connection the plugin's schema version would not fully decode still serves.
 fn connection_endpoint<H: Host>(host: &H, name: &str) -> Result<String, String> {
     match host.kube_get(&ObjectRef::local(API_VERSION, "OmniConnection", name)) {
-        Ok(Some(connection)) => Ok(connection["spec"]["endpoint"].as_str().unwrap_or_default().to_string()),
+        Ok(Some(connection)) => Ok(connection["spec"]["endpoint"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()),
         // The Go client's NotFound text, as the OmniCluster plugin reports it too.
-        Ok(None) => Err(format!("failed to get OmniConnection {name:?}: omniconnections.omni.texashpc.com {name:?} not found")),
-        Err(e) => Err(format!("failed to get OmniConnection {name:?}: {}", e.message())),
+        Ok(None) => Err(format!(
+            "failed to get OmniConnection {name:?}: omniconnections.omni.texashpc.com {name:?} not found"
+        )),
+        Err(e) => Err(format!(
+            "failed to get OmniConnection {name:?}: {}",
+            e.message()
+        )),
     }
 }
 
@@ -129,5 +179,9 @@ fn now<H: Host>(host: &H) -> Result<rotation::Instant, ReconcileError> {
     let text = host.now();
     parse_rfc3339(&text)
         .map(rotation::from_seconds)
-        .ok_or_else(|| ReconcileError::Transient(format!("the host clock answered {text:?}, which is not an RFC 3339 time")))
+        .ok_or_else(|| {
+            ReconcileError::Transient(format!(
+                "the host clock answered {text:?}, which is not an RFC 3339 time"
+            ))
+        })
 }

@@ -15,7 +15,11 @@ use crate::target::Target;
 
 /// A status field Go left out when empty (`omitempty`); `null` removes it in a merge, as Go's update did.
 fn text(s: &str) -> Value {
-    if s.is_empty() { Value::Null } else { Value::String(s.into()) }
+    if s.is_empty() {
+        Value::Null
+    } else {
+        Value::String(s.into())
+    }
 }
 
 pub struct Report<'a, H: Host> {
@@ -35,7 +39,13 @@ pub struct Exported<'a> {
 
 impl<'a> Exported<'a> {
     pub fn written(target: &'a Target, digest: &'a str, schedule: &Schedule) -> Self {
-        Exported { target, digest, expiration: schedule.expiration, last_rotation: Some(schedule.rotated), next: schedule.next }
+        Exported {
+            target,
+            digest,
+            expiration: schedule.expiration,
+            last_rotation: Some(schedule.rotated),
+            next: schedule.next,
+        }
     }
 
     pub fn kept(target: &'a Target, current: &'a Current) -> Self {
@@ -54,9 +64,17 @@ impl<'a, H: Host> Report<'a, H> {
         let mut status = Map::new();
         status.insert("clusterRef".into(), text(&spec.cluster_ref));
         status.insert("serviceAccountUser".into(), text(&spec.user));
-        let groups = if spec.groups.is_empty() { Value::Null } else { json!(spec.groups) };
+        let groups = if spec.groups.is_empty() {
+            Value::Null
+        } else {
+            json!(spec.groups)
+        };
         status.insert("serviceAccountGroups".into(), groups);
-        Report { host, cluster_ref: spec.cluster_ref.clone(), status }
+        Report {
+            host,
+            cluster_ref: spec.cluster_ref.clone(),
+            status,
+        }
     }
 
     /// The cluster is known from here on.
@@ -77,12 +95,19 @@ impl<'a, H: Host> Report<'a, H> {
     }
 
     fn exported_pair(&self, ok: bool, reason: &str, message: &str) {
-        self.host.set_condition(Condition::new("Exported", ok, reason, message));
-        self.host.set_condition(Condition::new("Ready", ok, reason, message));
+        self.host
+            .set_condition(Condition::new("Exported", ok, reason, message));
+        self.host
+            .set_condition(Condition::new("Ready", ok, reason, message));
     }
 
     fn accepted(&self) {
-        self.host.set_condition(Condition::new("Accepted", true, "Accepted", format!("attached to OmniCluster {:?}", self.cluster_ref)));
+        self.host.set_condition(Condition::new(
+            "Accepted",
+            true,
+            "Accepted",
+            format!("attached to OmniCluster {:?}", self.cluster_ref),
+        ));
     }
 
     /// The spec is refused (§4.5 step 4): no `Accepted`, no requeue; a spec change triggers the next look.
@@ -94,7 +119,12 @@ impl<'a, H: Host> Report<'a, H> {
     /// The OmniCluster does not exist (§4.5 step 5).
     pub fn missing_cluster(self, retry_ms: u64) {
         let message = format!("OmniCluster {:?} does not exist", self.cluster_ref);
-        self.host.set_condition(Condition::new("Accepted", false, "MissingCluster", message.as_str()));
+        self.host.set_condition(Condition::new(
+            "Accepted",
+            false,
+            "MissingCluster",
+            message.as_str(),
+        ));
         self.exported_pair(false, "MissingCluster", &message);
         self.host.requeue_after(retry_ms);
         self.commit(Map::new());
@@ -112,7 +142,11 @@ impl<'a, H: Host> Report<'a, H> {
     /// next look at rotation time.
     pub fn exported(self, e: &Exported<'_>, now: Instant) {
         self.accepted();
-        let message = format!("exported kubeconfig to Secret {:?} key {:?}", e.target.display(), e.target.key);
+        let message = format!(
+            "exported kubeconfig to Secret {:?} key {:?}",
+            e.target.display(),
+            e.target.key
+        );
         self.exported_pair(true, "Exported", &message);
         self.host.requeue_after(rotation::requeue_ms(now, e.next));
         let mut extra = Map::new();
@@ -120,10 +154,20 @@ impl<'a, H: Host> Report<'a, H> {
         extra.insert("targetSecretNamespace".into(), text(&e.target.namespace));
         extra.insert("targetSecretKey".into(), text(&e.target.key));
         extra.insert("kubeconfigHash".into(), text(e.digest));
-        extra.insert("expirationTime".into(), json!(rotation::timestamp(e.expiration)));
+        extra.insert(
+            "expirationTime".into(),
+            json!(rotation::timestamp(e.expiration)),
+        );
         // A kept Secret without the annotation has no known rotation time (Go cleared it too).
-        extra.insert("lastRotationTime".into(), e.last_rotation.map_or(Value::Null, |t| json!(rotation::timestamp(t))));
-        extra.insert("nextRotationTime".into(), json!(rotation::timestamp(e.next)));
+        extra.insert(
+            "lastRotationTime".into(),
+            e.last_rotation
+                .map_or(Value::Null, |t| json!(rotation::timestamp(t))),
+        );
+        extra.insert(
+            "nextRotationTime".into(),
+            json!(rotation::timestamp(e.next)),
+        );
         self.commit(extra);
     }
 }

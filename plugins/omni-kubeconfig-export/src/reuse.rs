@@ -8,7 +8,9 @@ use omni_plugin_sdk::{Host, HostError, LogLevel};
 
 use crate::rotation::{self, Instant};
 use crate::target::Target;
-use crate::{EXPIRATION_ANNOTATION, HASH_ANNOTATION, LAST_ROTATION_ANNOTATION, SPEC_HASH_ANNOTATION};
+use crate::{
+    EXPIRATION_ANNOTATION, HASH_ANNOTATION, LAST_ROTATION_ANNOTATION, SPEC_HASH_ANNOTATION,
+};
 
 /// SHA-256 of no bytes: the digest of an empty key, which holds no kubeconfig.
 pub const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
@@ -39,7 +41,12 @@ pub struct Expected<'a> {
     pub renew_before_ns: Option<i64>,
 }
 
-pub fn inspect<H: Host>(host: &H, target: &Target, owner: &OwnerLabel, expected: &Expected<'_>) -> Result<Existing, HostError> {
+pub fn inspect<H: Host>(
+    host: &H,
+    target: &Target,
+    owner: &OwnerLabel,
+    expected: &Expected<'_>,
+) -> Result<Existing, HostError> {
     let Some(info) = host.secret_info(Some(&target.namespace), &target.name)? else {
         return Ok(Existing::Absent);
     };
@@ -51,10 +58,22 @@ pub fn inspect<H: Host>(host: &H, target: &Target, owner: &OwnerLabel, expected:
         return Ok(stale(host, target, "the target key holds no kubeconfig"));
     }
     if info.annotation(SPEC_HASH_ANNOTATION) != Some(expected.spec_hash) {
-        return Ok(stale(host, target, "the kubeconfig was exported for another spec"));
+        return Ok(stale(
+            host,
+            target,
+            "the kubeconfig was exported for another spec",
+        ));
     }
-    let Some(expiration) = info.annotation(EXPIRATION_ANNOTATION).and_then(parse_rfc3339).map(rotation::from_seconds) else {
-        return Ok(stale(host, target, "the expiration time is missing or unreadable"));
+    let Some(expiration) = info
+        .annotation(EXPIRATION_ANNOTATION)
+        .and_then(parse_rfc3339)
+        .map(rotation::from_seconds)
+    else {
+        return Ok(stale(
+            host,
+            target,
+            "the expiration time is missing or unreadable",
+        ));
     };
     let next = rotation::next_rotation(expiration, expected.renew_before_ns);
     if rotation::due(expected.now, next) {
@@ -73,16 +92,31 @@ pub fn inspect<H: Host>(host: &H, target: &Target, owner: &OwnerLabel, expected:
         Some(d) => d,
     };
     if info.annotation(HASH_ANNOTATION) != Some(digest.as_str()) {
-        return Ok(stale(host, target, "the kubeconfig was changed after it was written"));
+        return Ok(stale(
+            host,
+            target,
+            "the kubeconfig was changed after it was written",
+        ));
     }
     if !usable(host, target) {
-        return Ok(Existing::Stale("the workload cluster no longer accepts the kubeconfig"));
+        return Ok(Existing::Stale(
+            "the workload cluster no longer accepts the kubeconfig",
+        ));
     }
-    Ok(Existing::Current(Current { digest, expiration, last_rotation, next }))
+    Ok(Existing::Current(Current {
+        digest,
+        expiration,
+        last_rotation,
+        next,
+    }))
 }
 
 fn stale<H: Host>(host: &H, target: &Target, why: &'static str) -> Existing {
-    host.log(LogLevel::Debug, "exported kubeconfig is not current; rotating", &[("secret", &target.display()), ("reason", why)]);
+    host.log(
+        LogLevel::Debug,
+        "exported kubeconfig is not current; rotating",
+        &[("secret", &target.display()), ("reason", why)],
+    );
     Existing::Stale(why)
 }
 
@@ -92,7 +126,12 @@ fn stale<H: Host>(host: &H, target: &Target, why: &'static str) -> Existing {
 fn usable<H: Host>(host: &H, target: &Target) -> bool {
     match host.workload_probe(&target.key_ref()) {
         Ok(_) => true,
-        Err(e @ (HostError::Unauthenticated(_) | HostError::Forbidden(_) | HostError::Invalid(_) | HostError::NotFound(_))) => {
+        Err(
+            e @ (HostError::Unauthenticated(_)
+            | HostError::Forbidden(_)
+            | HostError::Invalid(_)
+            | HostError::NotFound(_)),
+        ) => {
             host.log(
                 LogLevel::Info,
                 "existing exported kubeconfig is no longer usable; rotating",

@@ -54,7 +54,11 @@ pub struct Schedule {
 impl Schedule {
     pub fn starting(now: Instant, ttl_ns: i64, renew_before_ns: Option<i64>) -> Self {
         let expiration = now + i128::from(ttl_ns);
-        Schedule { rotated: now, expiration, next: next_rotation(expiration, renew_before_ns) }
+        Schedule {
+            rotated: now,
+            expiration,
+            next: next_rotation(expiration, renew_before_ns),
+        }
     }
 }
 
@@ -87,8 +91,16 @@ mod tests {
         let s = Schedule::starting(now, 1_500_000_000, None);
         assert_eq!(timestamp(s.expiration), "1970-01-01T00:00:01Z");
         assert_eq!(requeue_ms(now, s.next), 1_500);
-        assert_eq!(requeue_ms(now, now + 1), MIN_REQUEUE_MS, "never sooner than a second");
-        assert_eq!(requeue_ms(now, now + 2_500_000_001), 2_501, "rounded up, not down");
+        assert_eq!(
+            requeue_ms(now, now + 1),
+            MIN_REQUEUE_MS,
+            "never sooner than a second"
+        );
+        assert_eq!(
+            requeue_ms(now, now + 2_500_000_001),
+            2_501,
+            "rounded up, not down"
+        );
     }
 
     #[test]

@@ -47,7 +47,11 @@ impl ExportSpec {
             // A non-string entry cannot pass the CRD; read as blank, it is refused as one.
             groups: account["groups"]
                 .as_array()
-                .map(|a| a.iter().map(|g| g.as_str().unwrap_or_default().to_string()).collect())
+                .map(|a| {
+                    a.iter()
+                        .map(|g| g.as_str().unwrap_or_default().to_string())
+                        .collect()
+                })
                 .unwrap_or_default(),
             allow_cluster_admin: account["allowClusterAdmin"].as_bool() == Some(true),
             context_namespace: text(&spec["contextNamespace"]),
@@ -75,17 +79,23 @@ impl ExportSpec {
 
     /// The context namespace to set, if any (empty counts as unset, as Go's `omitempty` string).
     pub fn context_namespace(&self) -> Option<&str> {
-        self.context_namespace.as_deref().filter(|ns| !ns.is_empty())
+        self.context_namespace
+            .as_deref()
+            .filter(|ns| !ns.is_empty())
     }
 
     /// `ttl` in nanoseconds; absent is Go's zero duration.
     pub fn ttl_ns(&self) -> Result<i64, String> {
-        self.ttl.as_deref().map_or(Ok(0), omni_plugin_sdk::go::parse_duration)
+        self.ttl
+            .as_deref()
+            .map_or(Ok(0), omni_plugin_sdk::go::parse_duration)
     }
 
     /// `renewBefore` in nanoseconds, `None` when absent.
     pub fn renew_before_ns(&self) -> Option<Result<i64, String>> {
-        self.renew_before.as_deref().map(omni_plugin_sdk::go::parse_duration)
+        self.renew_before
+            .as_deref()
+            .map(omni_plugin_sdk::go::parse_duration)
     }
 
     /// Whether the groups include the cluster-admin group (after trimming, as the guard compares).

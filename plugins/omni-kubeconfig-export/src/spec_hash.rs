@@ -10,7 +10,14 @@ use omni_plugin_sdk::sha256_hex;
 /// The JSON the hash is taken over. The user and groups are as written (untrimmed, in spec order), as Go passed
 /// them; `contextNamespace` is left out when unset. Deliberately not in it: the target Secret's name and
 /// namespace, renewBefore, deletionPolicy and allowClusterAdmin.
-pub fn spec_json(cluster_name: &str, target_key: &str, context_namespace: Option<&str>, user: &str, groups: &[String], ttl_ns: i64) -> String {
+pub fn spec_json(
+    cluster_name: &str,
+    target_key: &str,
+    context_namespace: Option<&str>,
+    user: &str,
+    groups: &[String],
+    ttl_ns: i64,
+) -> String {
     let mut json = format!(
         "{{\"version\":\"v1\",\"clusterName\":{},\"targetSecretKey\":{}",
         json_string(cluster_name),
@@ -19,7 +26,11 @@ pub fn spec_json(cluster_name: &str, target_key: &str, context_namespace: Option
     if let Some(ns) = context_namespace.filter(|ns| !ns.is_empty()) {
         json.push_str(&format!(",\"contextNamespace\":{}", json_string(ns)));
     }
-    let groups = groups.iter().map(|g| json_string(g)).collect::<Vec<_>>().join(",");
+    let groups = groups
+        .iter()
+        .map(|g| json_string(g))
+        .collect::<Vec<_>>()
+        .join(",");
     json.push_str(&format!(
         ",\"serviceAccountUser\":{},\"serviceAccountGroups\":[{groups}],\"ttl\":{}}}",
         json_string(user),
@@ -29,6 +40,23 @@ pub fn spec_json(cluster_name: &str, target_key: &str, context_namespace: Option
 }
 
 /// Lowercase hex SHA-256 of [`spec_json`].
-pub fn spec_hash(cluster_name: &str, target_key: &str, context_namespace: Option<&str>, user: &str, groups: &[String], ttl_ns: i64) -> String {
-    sha256_hex(spec_json(cluster_name, target_key, context_namespace, user, groups, ttl_ns).as_bytes())
+pub fn spec_hash(
+    cluster_name: &str,
+    target_key: &str,
+    context_namespace: Option<&str>,
+    user: &str,
+    groups: &[String],
+    ttl_ns: i64,
+) -> String {
+    sha256_hex(
+        spec_json(
+            cluster_name,
+            target_key,
+            context_namespace,
+            user,
+            groups,
+            ttl_ns,
+        )
+        .as_bytes(),
+    )
 }

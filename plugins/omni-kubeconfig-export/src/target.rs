@@ -37,7 +37,11 @@ impl Target {
     }
 
     pub fn key_ref(&self) -> SecretKeyRef {
-        SecretKeyRef { namespace: Some(self.namespace.clone()), name: self.name.clone(), key: self.key.clone() }
+        SecretKeyRef {
+            namespace: Some(self.namespace.clone()),
+            name: self.name.clone(),
+            key: self.key.clone(),
+        }
     }
 }
 
@@ -46,10 +50,18 @@ impl Target {
 /// An empty recorded namespace is the export's own (status written before the field existed).
 pub fn recorded(object: &Value, me: &Identity) -> Option<Target> {
     // Every status field is optional; a status this plugin cannot read records nothing it could clean up.
-    let status: OmniKubeconfigExportStatus = omni_plugin_sdk::serde_json::from_value(object["status"].clone()).unwrap_or_default();
+    let status: OmniKubeconfigExportStatus =
+        omni_plugin_sdk::serde_json::from_value(object["status"].clone()).unwrap_or_default();
     let name = status.target_secret_ref.filter(|n| !n.is_empty())?;
-    let namespace = status.target_secret_namespace.filter(|n| !n.is_empty()).unwrap_or_else(|| me.namespace.clone());
-    Some(Target { namespace, name, key: status.target_secret_key.unwrap_or_default() })
+    let namespace = status
+        .target_secret_namespace
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| me.namespace.clone());
+    Some(Target {
+        namespace,
+        name,
+        key: status.target_secret_key.unwrap_or_default(),
+    })
 }
 
 /// The recorded Secret when it is not the spec's: a candidate for cleanup.
@@ -69,7 +81,8 @@ pub fn renamed_key(recorded: Option<&Target>, target: &Target) -> Option<String>
 pub fn owner(me: &Identity) -> Result<OwnerLabel, ReconcileError> {
     if me.uid.is_empty() {
         return Err(ReconcileError::Permanent(
-            "the object has no metadata.uid, which marks the Secrets it owns; nothing is written".into(),
+            "the object has no metadata.uid, which marks the Secrets it owns; nothing is written"
+                .into(),
         ));
     }
     Ok(OwnerLabel::new(OWNER_LABEL, &me.uid))

@@ -46,7 +46,9 @@ pub fn check(spec: &ExportSpec) -> Result<Lifetimes, String> {
     if !spec.allow_cluster_admin && spec.groups.iter().any(|g| g.trim() == CLUSTER_ADMIN_GROUP) {
         return Err("system:masters requires serviceAccount.allowClusterAdmin: true".into());
     }
-    let ttl_ns = spec.ttl_ns().map_err(|e| format!("ttl is not a valid duration: {e}"))?;
+    let ttl_ns = spec
+        .ttl_ns()
+        .map_err(|e| format!("ttl is not a valid duration: {e}"))?;
     if ttl_ns <= 0 {
         return Err("ttl must be greater than zero".into());
     }
@@ -66,5 +68,8 @@ pub fn check(spec: &ExportSpec) -> Result<Lifetimes, String> {
     if !matches!(spec.deletion_policy.as_str(), "Delete" | "Orphan") {
         return Err("deletionPolicy must be Delete or Orphan".into());
     }
-    Ok(Lifetimes { ttl_ns, renew_before_ns })
+    Ok(Lifetimes {
+        ttl_ns,
+        renew_before_ns,
+    })
 }

@@ -5,8 +5,7 @@
 
 use omni_plugin_sdk::{Value, Verdict};
 
-pub const WORKLOAD_WARNING: &str =
-    "OmniSecretSync uses a workload-cluster kubeconfig Secret and writes Secret data directly to that cluster";
+pub const WORKLOAD_WARNING: &str = "OmniSecretSync uses a workload-cluster kubeconfig Secret and writes Secret data directly to that cluster";
 
 fn text(v: &Value) -> &str {
     v.as_str().unwrap_or_default()
@@ -18,8 +17,16 @@ pub fn validate(object: &Value, old: Option<&Value>) -> Verdict {
     let kubeconfig = &spec["kubeconfigSecretRef"];
 
     let required = [
-        ("spec.clusterRef.name", &spec["clusterRef"]["name"], "clusterRef.name is required"),
-        ("spec.kubeconfigSecretRef.name", &kubeconfig["name"], "kubeconfig Secret name is required"),
+        (
+            "spec.clusterRef.name",
+            &spec["clusterRef"]["name"],
+            "clusterRef.name is required",
+        ),
+        (
+            "spec.kubeconfigSecretRef.name",
+            &kubeconfig["name"],
+            "kubeconfig Secret name is required",
+        ),
     ];
     for (field, value, detail) in required {
         if text(value).trim().is_empty() {
@@ -28,12 +35,27 @@ pub fn validate(object: &Value, old: Option<&Value>) -> Verdict {
     }
     let key = text(&kubeconfig["key"]);
     if !key.is_empty() && key.trim().is_empty() {
-        v.required("spec.kubeconfigSecretRef.key", "kubeconfig Secret key must not be blank");
+        v.required(
+            "spec.kubeconfigSecretRef.key",
+            "kubeconfig Secret key must not be blank",
+        );
     }
     let required = [
-        ("spec.sourceSecretRef.name", &spec["sourceSecretRef"]["name"], "source Secret name is required"),
-        ("spec.targetSecretRef.name", &spec["targetSecretRef"]["name"], "target Secret name is required"),
-        ("spec.targetSecretRef.namespace", &spec["targetSecretRef"]["namespace"], "target Secret namespace is required"),
+        (
+            "spec.sourceSecretRef.name",
+            &spec["sourceSecretRef"]["name"],
+            "source Secret name is required",
+        ),
+        (
+            "spec.targetSecretRef.name",
+            &spec["targetSecretRef"]["name"],
+            "target Secret name is required",
+        ),
+        (
+            "spec.targetSecretRef.namespace",
+            &spec["targetSecretRef"]["namespace"],
+            "target Secret namespace is required",
+        ),
     ];
     for (field, value, detail) in required {
         if text(value).trim().is_empty() {
@@ -42,22 +64,36 @@ pub fn validate(object: &Value, old: Option<&Value>) -> Verdict {
     }
     let type_ = text(&spec["type"]);
     if !type_.is_empty() && type_.trim().is_empty() {
-        v.invalid("spec.type", Value::String(type_.into()), "type must not be blank");
+        v.invalid(
+            "spec.type",
+            Value::String(type_.into()),
+            "type must not be blank",
+        );
     }
     match text(&spec["deletionPolicy"]) {
         "" => v.required("spec.deletionPolicy", "deletionPolicy is required"),
         "Delete" | "Orphan" => {}
-        other => v.not_supported("spec.deletionPolicy", Value::String(other.into()), &["Delete", "Orphan"]),
+        other => v.not_supported(
+            "spec.deletionPolicy",
+            Value::String(other.into()),
+            &["Delete", "Orphan"],
+        ),
     }
 
     if let Some(old) = old {
         // Raw strings, as Go compares them: an absent key is "" and differs from an explicit "kubeconfig".
         let before = &old["spec"]["kubeconfigSecretRef"];
         if text(&before["name"]) != text(&kubeconfig["name"]) {
-            v.forbidden("spec.kubeconfigSecretRef.name", "kubeconfigSecretRef.name is immutable");
+            v.forbidden(
+                "spec.kubeconfigSecretRef.name",
+                "kubeconfigSecretRef.name is immutable",
+            );
         }
         if text(&before["key"]) != key {
-            v.forbidden("spec.kubeconfigSecretRef.key", "kubeconfigSecretRef.key is immutable");
+            v.forbidden(
+                "spec.kubeconfigSecretRef.key",
+                "kubeconfigSecretRef.key is immutable",
+            );
         }
     }
 

@@ -40,9 +40,18 @@ pub fn finalize<H: Host>(host: &H) -> Result<bool, ReconcileError> {
         return Ok(true);
     }
     let path = format!("{}/{}", target.namespace, target.name);
-    let error = match host.workload_delete_secret(&sync.written_kubeconfig(), &target.namespace, &target.name, &target::owner(&sync)) {
+    let error = match host.workload_delete_secret(
+        &sync.written_kubeconfig(),
+        &target.namespace,
+        &target.name,
+        &target::owner(&sync),
+    ) {
         Ok(Removal::NotOwned) => {
-            host.log(LogLevel::Info, "workload Secret is not owned by this OmniSecretSync; left in place", &[("secret", &path)]);
+            host.log(
+                LogLevel::Info,
+                "workload Secret is not owned by this OmniSecretSync; left in place",
+                &[("secret", &path)],
+            );
             return Ok(true);
         }
         Ok(Removal::Deleted | Removal::Absent) => return Ok(true),
@@ -53,17 +62,25 @@ pub fn finalize<H: Host>(host: &H) -> Result<bool, ReconcileError> {
     let now_s = parse_rfc3339(&now);
     // The API server sets deletionTimestamp before any finalizer runs; were it unreadable, the wait would count
     // from now, which keeps the message truthful instead of giving up on a guess.
-    let started = sync.deletion_timestamp().and_then(parse_rfc3339).or(now_s).unwrap_or_default();
+    let started = sync
+        .deletion_timestamp()
+        .and_then(parse_rfc3339)
+        .or(now_s)
+        .unwrap_or_default();
     let waited = now_s.map_or(0, |n| n - started).max(0) as u64;
     if waited >= GIVE_UP_AFTER_S {
-        let message = messages::deletion_abandoned(&target.namespace, &target.name, GIVE_UP_AFTER_S, &error);
+        let message =
+            messages::deletion_abandoned(&target.namespace, &target.name, GIVE_UP_AFTER_S, &error);
         host.log(LogLevel::Warn, &message, &[("secret", &path)]);
         host.event(EventType::Warning, "DeletionAbandoned", &message);
         return Ok(true);
     }
     let deadline = format_rfc3339(started + GIVE_UP_AFTER_S as i64);
     let report = Report::new(host, &host.object(), &now);
-    report.failed(reasons::DELETE_FAILED, &messages::delete_retrying(&target.namespace, &target.name, &error, &deadline));
+    report.failed(
+        reasons::DELETE_FAILED,
+        &messages::delete_retrying(&target.namespace, &target.name, &error, &deadline),
+    );
     host.requeue_after(DELETE_RETRY_MS);
     Ok(false)
 }

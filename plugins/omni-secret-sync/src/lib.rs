@@ -32,7 +32,9 @@ mod report;
 mod target;
 mod validation;
 
-use omni_plugin_sdk::{Gvk, Host, Info, Plugin, ReconcileError, Related, RelatedMapping, Value, Verdict};
+use omni_plugin_sdk::{
+    Gvk, Host, Info, Plugin, ReconcileError, Related, RelatedMapping, Value, Verdict,
+};
 
 pub use deletion::{DELETE_RETRY_MS, GIVE_UP_AFTER_S};
 pub use reconcile::{RESYNC_MS, RETRY_MS};
@@ -47,7 +49,10 @@ pub struct OmniSecretSyncPlugin;
 
 impl Plugin for OmniSecretSyncPlugin {
     fn describe() -> Info {
-        let secret = |path: &str| Related { kind: Gvk::new("", "v1", "Secret"), mapping: RelatedMapping::NameField(path.into()) };
+        let secret = |path: &str| Related {
+            kind: Gvk::new("", "v1", "Secret"),
+            mapping: RelatedMapping::NameField(path.into()),
+        };
         Info {
             name: "omni-secret-sync".into(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -55,7 +60,10 @@ impl Plugin for OmniSecretSyncPlugin {
             related: vec![
                 // §5.6 triggers: the cluster appearing or changing (its name is a target label), and every change
                 // of the source or kubeconfig Secret (Go watched Secrets without a predicate).
-                Related { kind: Gvk::new(GROUP, VERSION, "OmniCluster"), mapping: RelatedMapping::NameField("spec.clusterRef.name".into()) },
+                Related {
+                    kind: Gvk::new(GROUP, VERSION, "OmniCluster"),
+                    mapping: RelatedMapping::NameField("spec.clusterRef.name".into()),
+                },
                 secret("spec.sourceSecretRef.name"),
                 secret("spec.kubeconfigSecretRef.name"),
             ],
@@ -65,7 +73,12 @@ impl Plugin for OmniSecretSyncPlugin {
             // kube-read: the OmniCluster; secrets: whether the source and kubeconfig Secrets and key exist, never
             // their values; workload: the copy and the owner-checked deletes; clock: lastAttemptTime/lastSyncTime
             // and the deletion bound.
-            capabilities: vec!["kube-read".into(), "secrets".into(), "workload".into(), "clock".into()],
+            capabilities: vec![
+                "kube-read".into(),
+                "secrets".into(),
+                "workload".into(),
+                "clock".into(),
+            ],
         }
     }
 

@@ -9,7 +9,11 @@ pub use omni_plugin_sdk::go::quote as q;
 
 /// Go's `time.Duration.String()` of whole seconds: `10m0s`.
 pub fn go_duration(seconds: u64) -> String {
-    omni_plugin_sdk::go::format_duration(i64::try_from(seconds).unwrap_or(i64::MAX / 1_000_000_000).saturating_mul(1_000_000_000))
+    omni_plugin_sdk::go::format_duration(
+        i64::try_from(seconds)
+            .unwrap_or(i64::MAX / 1_000_000_000)
+            .saturating_mul(1_000_000_000),
+    )
 }
 
 /// A host error's own text, without the kind prefix `Display` adds (`unavailable: `), which is noise in a
@@ -21,7 +25,11 @@ pub fn host_text(e: &HostError) -> String {
     }
     let kind = e.to_string();
     let kind = kind.trim().trim_end_matches(':');
-    if kind.is_empty() { "the operator gave no reason".into() } else { kind.into() }
+    if kind.is_empty() {
+        "the operator gave no reason".into()
+    } else {
+        kind.into()
+    }
 }
 
 /// `"ns/name"`, as the Go operator named Secrets in messages.
@@ -46,11 +54,20 @@ pub fn missing_kubeconfig(namespace: &str, name: &str) -> String {
 }
 
 pub fn kubeconfig_lacks_key(namespace: &str, name: &str, key: &str) -> String {
-    format!("kubeconfig Secret {} does not contain key {}", path(namespace, name), q(key))
+    format!(
+        "kubeconfig Secret {} does not contain key {}",
+        path(namespace, name),
+        q(key)
+    )
 }
 
 /// §10.1: the defence that holds without the admission webhook.
-pub fn kubeconfig_retargeted(old_name: &str, old_key: &str, new_name: &str, new_key: &str) -> String {
+pub fn kubeconfig_retargeted(
+    old_name: &str,
+    old_key: &str,
+    new_name: &str,
+    new_key: &str,
+) -> String {
     format!(
         "kubeconfigSecretRef is immutable: it was {} key {} and is now {} key {}; set it back, or delete and recreate \
          this OmniSecretSync",
@@ -62,7 +79,10 @@ pub fn kubeconfig_retargeted(old_name: &str, old_key: &str, new_name: &str, new_
 }
 
 pub fn delete_previous_failed(namespace: &str, name: &str, why: &str) -> String {
-    format!("delete previous workload Secret {}: {why}", path(namespace, name))
+    format!(
+        "delete previous workload Secret {}: {why}",
+        path(namespace, name)
+    )
 }
 
 /// §10.8: the target exists and belongs to someone else.
@@ -76,7 +96,11 @@ pub fn not_owned(namespace: &str, name: &str, owner_key: &str, uid: &str) -> Str
 }
 
 pub fn synced(source: &str, namespace: &str, name: &str) -> String {
-    format!("synced Secret {} to workload Secret {}", q(source), path(namespace, name))
+    format!(
+        "synced Secret {} to workload Secret {}",
+        q(source),
+        path(namespace, name)
+    )
 }
 
 /// §10.13, while the bounded wait runs.
@@ -90,7 +114,11 @@ pub fn delete_retrying(namespace: &str, name: &str, why: &str, deadline: &str) -
 
 /// §10.13, the Event when the wait is over.
 pub fn deletion_abandoned(namespace: &str, name: &str, waited_s: u64, why: &str) -> String {
-    format!("gave up deleting workload Secret {} after {}: {why}; it is left in place", path(namespace, name), go_duration(waited_s))
+    format!(
+        "gave up deleting workload Secret {} after {}: {why}; it is left in place",
+        path(namespace, name),
+        go_duration(waited_s)
+    )
 }
 
 #[cfg(test)]
@@ -105,8 +133,14 @@ mod tests {
             ("a\"b\\c", r#""a\"b\\c""#),
             ("tab\there\nnl", r#""tab\there\nnl""#),
             ("\u{07}\u{08}\u{0b}\u{0c}\r", r#""\a\b\v\f\r""#),
-            ("esc\u{1b}del\u{7f}nul\u{0}us\u{1f}", r#""esc\x1bdel\x7fnul\x00us\x1f""#),
-            ("c1\u{85}nbsp\u{a0}ls\u{2028}", r#""c1\u0085nbsp\u00a0ls\u2028""#),
+            (
+                "esc\u{1b}del\u{7f}nul\u{0}us\u{1f}",
+                r#""esc\x1bdel\x7fnul\x00us\x1f""#,
+            ),
+            (
+                "c1\u{85}nbsp\u{a0}ls\u{2028}",
+                r#""c1\u0085nbsp\u00a0ls\u2028""#,
+            ),
             ("héllo 世界", "\"héllo 世界\""),
         ];
         for (input, want) in cases {
@@ -116,7 +150,15 @@ mod tests {
 
     #[test]
     fn durations_print_as_go_does() {
-        let cases = [(0, "0s"), (45, "45s"), (60, "1m0s"), (600, "10m0s"), (3599, "59m59s"), (3600, "1h0m0s"), (90_061, "25h1m1s")];
+        let cases = [
+            (0, "0s"),
+            (45, "45s"),
+            (60, "1m0s"),
+            (600, "10m0s"),
+            (3599, "59m59s"),
+            (3600, "1h0m0s"),
+            (90_061, "25h1m1s"),
+        ];
         for (secs, want) in cases {
             assert_eq!(go_duration(secs), want, "{secs}");
         }
@@ -124,9 +166,15 @@ mod tests {
 
     #[test]
     fn host_text_drops_the_kind_prefix_but_never_ends_empty() {
-        assert_eq!(host_text(&HostError::Unavailable("cluster down".into())), "cluster down");
+        assert_eq!(
+            host_text(&HostError::Unavailable("cluster down".into())),
+            "cluster down"
+        );
         assert_eq!(host_text(&HostError::Timeout(" ".into())), "timeout");
         assert_eq!(host_text(&HostError::Forbidden(String::new())), "forbidden");
-        assert_eq!(host_text(&HostError::Other(String::new())), "the operator gave no reason");
+        assert_eq!(
+            host_text(&HostError::Other(String::new())),
+            "the operator gave no reason"
+        );
     }
 }

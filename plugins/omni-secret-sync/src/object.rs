@@ -25,7 +25,9 @@ impl SyncObject {
     /// checks the §5.6 rules on the raw object first, so even an object missing required fields is reported as
     /// `ValidationFailed` rather than failing here.
     pub fn read<H: Host>(host: &H) -> Result<Self, ReconcileError> {
-        Ok(SyncObject { typed: host.object_as()? })
+        Ok(SyncObject {
+            typed: host.object_as()?,
+        })
     }
 
     pub fn name(&self) -> &str {
@@ -62,7 +64,13 @@ impl SyncObject {
 
     /// `spec.kubeconfigSecretRef.key`, or `kubeconfig` when unset or empty (§5.6 step 5).
     pub fn kubeconfig_key(&self) -> &str {
-        self.typed.spec.kubeconfig_secret_ref.key.as_deref().filter(|k| !k.is_empty()).unwrap_or(DEFAULT_KUBECONFIG_KEY)
+        self.typed
+            .spec
+            .kubeconfig_secret_ref
+            .key
+            .as_deref()
+            .filter(|k| !k.is_empty())
+            .unwrap_or(DEFAULT_KUBECONFIG_KEY)
     }
 
     /// The kubeconfig as the host's workload calls take it. Always the spec's: it is the Secret the object
@@ -75,8 +83,14 @@ impl SyncObject {
     /// even when the spec has since been pointed elsewhere.
     pub fn written_kubeconfig(&self) -> SecretKeyRef {
         let status = self.status();
-        let name = status.and_then(|s| s.kubeconfig_secret_ref.as_deref()).filter(|s| !s.is_empty()).unwrap_or(self.kubeconfig_name());
-        let key = status.and_then(|s| s.kubeconfig_secret_key.as_deref()).filter(|s| !s.is_empty()).unwrap_or(self.kubeconfig_key());
+        let name = status
+            .and_then(|s| s.kubeconfig_secret_ref.as_deref())
+            .filter(|s| !s.is_empty())
+            .unwrap_or(self.kubeconfig_name());
+        let key = status
+            .and_then(|s| s.kubeconfig_secret_key.as_deref())
+            .filter(|s| !s.is_empty())
+            .unwrap_or(self.kubeconfig_key());
         SecretKeyRef::local(name, key)
     }
 
@@ -87,7 +101,10 @@ impl SyncObject {
 
     pub fn target(&self) -> Target {
         let t = &self.typed.spec.target_secret_ref;
-        Target { namespace: t.namespace.clone(), name: t.name.clone() }
+        Target {
+            namespace: t.namespace.clone(),
+            name: t.name.clone(),
+        }
     }
 
     fn status(&self) -> Option<&OmniSecretSyncStatus> {
@@ -97,21 +114,39 @@ impl SyncObject {
     /// The workload Secret this sync last wrote, when status records both parts (§10.9: written only on success).
     pub fn written_target(&self) -> Option<Target> {
         let status = self.status()?;
-        let namespace = status.target_namespace.as_deref().filter(|s| !s.is_empty())?;
-        let name = status.target_secret_ref.as_deref().filter(|s| !s.is_empty())?;
-        Some(Target { namespace: namespace.into(), name: name.into() })
+        let namespace = status
+            .target_namespace
+            .as_deref()
+            .filter(|s| !s.is_empty())?;
+        let name = status
+            .target_secret_ref
+            .as_deref()
+            .filter(|s| !s.is_empty())?;
+        Some(Target {
+            namespace: namespace.into(),
+            name: name.into(),
+        })
     }
 
     /// §10.1: `Some((old name, old key))` when the spec names another kubeconfig Secret or key than the one the
     /// first success pinned in status. A part that was never pinned counts as unchanged.
     pub fn retargeted_kubeconfig(&self) -> Option<(String, String)> {
         let status = self.status()?;
-        let pinned_name = status.kubeconfig_secret_ref.as_deref().filter(|s| !s.is_empty());
-        let pinned_key = status.kubeconfig_secret_key.as_deref().filter(|s| !s.is_empty());
+        let pinned_name = status
+            .kubeconfig_secret_ref
+            .as_deref()
+            .filter(|s| !s.is_empty());
+        let pinned_key = status
+            .kubeconfig_secret_key
+            .as_deref()
+            .filter(|s| !s.is_empty());
         let name_changed = pinned_name.is_some_and(|n| n != self.kubeconfig_name());
         let key_changed = pinned_key.is_some_and(|k| k != self.kubeconfig_key());
         (name_changed || key_changed).then(|| {
-            (pinned_name.unwrap_or(self.kubeconfig_name()).to_string(), pinned_key.unwrap_or(self.kubeconfig_key()).to_string())
+            (
+                pinned_name.unwrap_or(self.kubeconfig_name()).to_string(),
+                pinned_key.unwrap_or(self.kubeconfig_key()).to_string(),
+            )
         })
     }
 }

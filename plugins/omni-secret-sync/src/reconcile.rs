@@ -9,12 +9,12 @@ use omni_api::conditions::reasons;
 use omni_plugin_sdk::secrets::{CopyOutcome, Removal, SecretKeyRef};
 use omni_plugin_sdk::{Host, HostError, LogLevel, ObjectRef, ReconcileError};
 
+use crate::API_VERSION;
 use crate::messages;
 use crate::object::{SyncObject, Target};
 use crate::report::Report;
 use crate::target;
 use crate::validation;
-use crate::API_VERSION;
 
 /// How soon a missing dependency or a failed sync is tried again (Go: `RequeueAfter: 1m`).
 pub const RETRY_MS: u64 = 60_000;
@@ -40,20 +40,30 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
     // Secret's data into whatever cluster that kubeconfig reaches; nothing is done in any workload cluster until the
     // spec is set back (or the object recreated, with a new status). Checked before any read: it is a spec error.
     if let Some((old_name, old_key)) = sync.retargeted_kubeconfig() {
-        let message = messages::kubeconfig_retargeted(&old_name, &old_key, sync.kubeconfig_name(), sync.kubeconfig_key());
+        let message = messages::kubeconfig_retargeted(
+            &old_name,
+            &old_key,
+            sync.kubeconfig_name(),
+            sync.kubeconfig_key(),
+        );
         report.failed(reasons::VALIDATION_FAILED, &message);
         return Ok(());
     }
 
     // Step 3.
     let cluster_ref = sync.cluster_ref();
-    let Some(cluster) = host.kube_get(&ObjectRef::local(API_VERSION, "OmniCluster", cluster_ref))? else {
+    let Some(cluster) =
+        host.kube_get(&ObjectRef::local(API_VERSION, "OmniCluster", cluster_ref))?
+    else {
         report.cluster_missing(cluster_ref);
         host.requeue_after(RETRY_MS);
         return Ok(());
     };
     report.accepted(cluster_ref);
-    let cluster_name = match cluster["spec"]["clusterName"].as_str().filter(|n| !n.is_empty()) {
+    let cluster_name = match cluster["spec"]["clusterName"]
+        .as_str()
+        .filter(|n| !n.is_empty())
+    {
         Some(name) => name,
         None => cluster["metadata"]["name"].as_str().unwrap_or(cluster_ref),
     };
@@ -71,17 +81,29 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
         && !sync.orphans()
         && let Err(e) = remove_previous(host, &sync, &previous)
     {
-        let message = messages::delete_previous_failed(&previous.namespace, &previous.name, &messages::host_text(&e));
+        let message = messages::delete_previous_failed(
+            &previous.namespace,
+            &previous.name,
+            &messages::host_text(&e),
+        );
         report.failed(reasons::DELETE_FAILED, &message);
         host.requeue_after(RETRY_MS);
         return Ok(());
     }
 
     // Step 7.
-    match host.workload_copy_secret(&sync.kubeconfig(), &target::copy_request(&sync, cluster_name)) {
+    match host.workload_copy_secret(
+        &sync.kubeconfig(),
+        &target::copy_request(&sync, cluster_name),
+    ) {
         Ok(copied) if copied.outcome == CopyOutcome::NotOwned => {
             // §10.8: the host wrote nothing. Not retried faster: someone has to delete that Secret or retarget.
-            let message = messages::not_owned(&target.namespace, &target.name, target::OWNER_LABEL, sync.uid());
+            let message = messages::not_owned(
+                &target.namespace,
+                &target.name,
+                target::OWNER_LABEL,
+                sync.uid(),
+            );
             report.failed(reasons::SYNC_FAILED, &message);
             host.requeue_after(RETRY_MS);
         }
@@ -91,7 +113,11 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
         }
         Err(e) => {
             // `invalid` is a kubeconfig that does not parse: fixed in the Secret, as Go's ValidationFailed said.
-            let reason = if matches!(e, HostError::Invalid(_)) { reasons::VALIDATION_FAILED } else { reasons::SYNC_FAILED };
+            let reason = if matches!(e, HostError::Invalid(_)) {
+                reasons::VALIDATION_FAILED
+            } else {
+                reasons::SYNC_FAILED
+            };
             report.failed(reason, &messages::host_text(&e));
             host.requeue_after(RETRY_MS);
         }
@@ -118,11 +144,24 @@ fn check_secrets<H: Host>(host: &H, sync: &SyncObject) -> Result<Result<(), Stri
 }
 
 /// Deletes the previously written Secret if it is still this sync's; absent or someone else's is done too.
-fn remove_previous<H: Host>(host: &H, sync: &SyncObject, previous: &Target) -> Result<(), HostError> {
-    let removal = host.workload_delete_secret(&sync.kubeconfig(), &previous.namespace, &previous.name, &target::owner(sync))?;
+fn remove_previous<H: Host>(
+    host: &H,
+    sync: &SyncObject,
+    previous: &Target,
+) -> Result<(), HostError> {
+    let removal = host.workload_delete_secret(
+        &sync.kubeconfig(),
+        &previous.namespace,
+        &previous.name,
+        &target::owner(sync),
+    )?;
     if removal == Removal::NotOwned {
         let path = format!("{}/{}", previous.namespace, previous.name);
-        host.log(LogLevel::Info, "previous workload Secret is not owned by this OmniSecretSync; left in place", &[("secret", &path)]);
+        host.log(
+            LogLevel::Info,
+            "previous workload Secret is not owned by this OmniSecretSync; left in place",
+            &[("secret", &path)],
+        );
     }
     Ok(())
 }

@@ -29,24 +29,41 @@ impl<'a, H: Host> Report<'a, H> {
         let text = |v: &Value| Value::String(v.as_str().unwrap_or_default().to_string());
         let mut base = Map::new();
         base.insert("clusterRef".into(), text(&spec["clusterRef"]["name"]));
-        base.insert("sourceSecretRef".into(), text(&spec["sourceSecretRef"]["name"]));
+        base.insert(
+            "sourceSecretRef".into(),
+            text(&spec["sourceSecretRef"]["name"]),
+        );
         if let Some(t) = spec["type"].as_str().filter(|t| !t.is_empty()) {
             base.insert("secretType".into(), json!(t));
         }
         // Every update has a result, an error or a reason, so every one is an attempt (§5.7).
         base.insert("lastAttemptTime".into(), json!(now));
-        Report { host, now: now.to_string(), base }
+        Report {
+            host,
+            now: now.to_string(),
+            base,
+        }
     }
 
     /// The cluster was found: `Accepted=True`.
     pub fn accepted(&self, cluster: &str) {
-        self.host.set_condition(Condition::new(types::ACCEPTED, true, reasons::ACCEPTED, messages::attached(cluster)));
+        self.host.set_condition(Condition::new(
+            types::ACCEPTED,
+            true,
+            reasons::ACCEPTED,
+            messages::attached(cluster),
+        ));
     }
 
     /// The cluster was looked up and is missing: `Accepted=False` besides the failure.
     pub fn cluster_missing(&self, cluster: &str) {
         let message = messages::missing_cluster(cluster);
-        self.host.set_condition(Condition::new(types::ACCEPTED, false, reasons::MISSING_CLUSTER, message.as_str()));
+        self.host.set_condition(Condition::new(
+            types::ACCEPTED,
+            false,
+            reasons::MISSING_CLUSTER,
+            message.as_str(),
+        ));
         self.failed(reasons::MISSING_CLUSTER, &message);
     }
 
@@ -55,8 +72,10 @@ impl<'a, H: Host> Report<'a, H> {
         let mut status = self.base.clone();
         status.insert("lastError".into(), json!(message));
         self.host.set_status(Value::Object(status));
-        self.host.set_condition(Condition::new(types::SYNCED, false, reason, message));
-        self.host.set_condition(Condition::new(types::READY, false, reason, message));
+        self.host
+            .set_condition(Condition::new(types::SYNCED, false, reason, message));
+        self.host
+            .set_condition(Condition::new(types::READY, false, reason, message));
     }
 
     /// The copy is in place: records what was written, where, and with which kubeconfig.
@@ -78,7 +97,13 @@ impl<'a, H: Host> Report<'a, H> {
         }
         self.host.set_status(Value::Object(status));
         let message = messages::synced(sync.source_name(), &target.namespace, &target.name);
-        self.host.set_condition(Condition::new(types::SYNCED, true, reasons::SYNCED, message.as_str()));
-        self.host.set_condition(Condition::new(types::READY, true, reasons::SYNCED, message));
+        self.host.set_condition(Condition::new(
+            types::SYNCED,
+            true,
+            reasons::SYNCED,
+            message.as_str(),
+        ));
+        self.host
+            .set_condition(Condition::new(types::READY, true, reasons::SYNCED, message));
     }
 }

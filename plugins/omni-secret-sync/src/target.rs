@@ -2,8 +2,8 @@
 //! sync's, and the labels and annotations that replace whatever it had. The data and the content hash are the
 //! host's part: it copies the values host to host and stamps the hash in [`HASH_ANNOTATION`].
 
-use omni_plugin_sdk::secrets::{OwnerLabel, SecretCopy};
 use omni_plugin_sdk::Value;
+use omni_plugin_sdk::secrets::{OwnerLabel, SecretCopy};
 use omni_plugin_sdk::serde_json::Map;
 
 use crate::object::SyncObject;
@@ -43,7 +43,10 @@ pub fn copy_request(sync: &SyncObject, cluster_name: &str) -> SecretCopy {
     // never has to decide between the two.
     annotations.remove(HASH_ANNOTATION);
     annotations.insert(NAME_ANNOTATION.into(), sync.name().into());
-    annotations.insert(SOURCE_ANNOTATION.into(), format!("{}/{}", sync.namespace(), sync.source_name()).into());
+    annotations.insert(
+        SOURCE_ANNOTATION.into(),
+        format!("{}/{}", sync.namespace(), sync.source_name()).into(),
+    );
     annotations.insert(CONTENT_ANNOTATION.into(), CONTENT_VERSION.into());
 
     SecretCopy {
@@ -60,5 +63,8 @@ pub fn copy_request(sync: &SyncObject, cluster_name: &str) -> SecretCopy {
 }
 
 fn string_map(m: Option<&std::collections::BTreeMap<String, String>>) -> Map<String, Value> {
-    m.into_iter().flatten().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect()
+    m.into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect()
 }

@@ -6,12 +6,17 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::model::{Cluster, Machine, MachineSet, Patch, SetKind, Size, Strategy, StringMap, Template};
+use crate::model::{
+    Cluster, Machine, MachineSet, Patch, SetKind, Size, Strategy, StringMap, Template,
+};
 use crate::yaml::{self, Node};
 
 /// The template's YAML text.
 pub fn to_yaml(template: &Template) -> String {
-    let mut docs = vec![cluster(&template.cluster), machine_set(&template.control_plane)];
+    let mut docs = vec![
+        cluster(&template.cluster),
+        machine_set(&template.control_plane),
+    ];
     docs.extend(template.workers.iter().map(machine_set));
     docs.extend(template.machines.iter().map(machine));
     yaml::to_string(&docs, 2)
@@ -54,7 +59,11 @@ impl Doc {
     }
 
     fn flag(&mut self, key: &str, value: bool) -> &mut Self {
-        if value { self.put(key, Node::Bool(true)) } else { self }
+        if value {
+            self.put(key, Node::Bool(true))
+        } else {
+            self
+        }
     }
 
     fn map(&mut self, key: &str, value: &StringMap) -> &mut Self {
@@ -64,14 +73,25 @@ impl Doc {
         // go-yaml sorts map keys; BTreeMap order is byte order, so re-sort the way go-yaml does.
         let mut entries: Vec<(&String, &String)> = value.iter().collect();
         entries.sort_by(|a, b| yaml::natural_cmp(a.0, b.0));
-        self.put(key, Node::Map(entries.into_iter().map(|(k, v)| (k.clone(), Node::Str(v.clone()))).collect()))
+        self.put(
+            key,
+            Node::Map(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k.clone(), Node::Str(v.clone())))
+                    .collect(),
+            ),
+        )
     }
 
     fn strings(&mut self, key: &str, value: &[String]) -> &mut Self {
         if value.is_empty() {
             return self;
         }
-        self.put(key, Node::Seq(value.iter().map(|s| Node::Str(s.clone())).collect()))
+        self.put(
+            key,
+            Node::Seq(value.iter().map(|s| Node::Str(s.clone())).collect()),
+        )
     }
 
     fn patches(&mut self, value: &[Patch]) -> &mut Self {
@@ -88,7 +108,10 @@ impl Doc {
 
 fn cluster(c: &Cluster) -> Node {
     let mut d = Doc::default();
-    d.str("kind", "Cluster").str("name", &c.name).map("labels", &c.labels).map("annotations", &c.annotations);
+    d.str("kind", "Cluster")
+        .str("name", &c.name)
+        .map("labels", &c.labels)
+        .map("annotations", &c.annotations);
     let mut k = Doc::default();
     k.str("version", &c.kubernetes_version);
     if !c.manifests.is_empty() {
@@ -99,7 +122,10 @@ fn cluster(c: &Cluster) -> Node {
                 let mut e = Doc::default();
                 e.str("name", &m.name).str("mode", m.mode.as_str());
                 if m.file.is_none() {
-                    e.put("inline", Node::Seq(m.inline.iter().map(Node::from_json).collect()));
+                    e.put(
+                        "inline",
+                        Node::Seq(m.inline.iter().map(Node::from_json).collect()),
+                    );
                 }
                 e.opt_str("file", m.file.as_deref());
                 e.done()
@@ -114,7 +140,10 @@ fn cluster(c: &Cluster) -> Node {
     if let Some(f) = &c.features {
         let mut fd = Doc::default();
         fd.flag("enableWorkloadProxy", f.enable_workload_proxy)
-            .flag("useEmbeddedDiscoveryService", f.use_embedded_discovery_service)
+            .flag(
+                "useEmbeddedDiscoveryService",
+                f.use_embedded_discovery_service,
+            )
             .flag("diskEncryption", f.disk_encryption);
         if let Some(interval) = &f.backup_interval {
             let mut b = Doc::default();
@@ -123,7 +152,9 @@ fn cluster(c: &Cluster) -> Node {
         }
         d.put("features", fd.done());
     }
-    d.patches(&c.patches).strings("systemExtensions", &c.system_extensions).strings("kernelArgs", &c.kernel_args);
+    d.patches(&c.patches)
+        .strings("systemExtensions", &c.system_extensions)
+        .strings("kernelArgs", &c.kernel_args);
     d.done()
 }
 
@@ -133,7 +164,9 @@ fn machine_set(s: &MachineSet) -> Node {
         SetKind::ControlPlane => d.str("kind", "ControlPlane"),
         SetKind::Workers => d.str("kind", "Workers").opt_str("name", s.name.as_deref()),
     };
-    d.map("labels", &s.labels).map("annotations", &s.annotations).strings("machines", &s.machines);
+    d.map("labels", &s.labels)
+        .map("annotations", &s.annotations)
+        .strings("machines", &s.machines);
     if let Some(class) = &s.machine_class {
         let mut c = Doc::default();
         c.str("name", &class.name);
@@ -148,7 +181,8 @@ fn machine_set(s: &MachineSet) -> Node {
     }
     if let Some(b) = &s.bootstrap {
         let mut bd = Doc::default();
-        bd.str("clusterUUID", &b.cluster_uuid).str("snapshot", &b.snapshot);
+        bd.str("clusterUUID", &b.cluster_uuid)
+            .str("snapshot", &b.snapshot);
         d.put("bootstrapSpec", bd.done());
     }
     for (key, strategy_value) in [
@@ -160,7 +194,9 @@ fn machine_set(s: &MachineSet) -> Node {
             d.put(key, strategy(st));
         }
     }
-    d.patches(&s.patches).strings("systemExtensions", &s.system_extensions).strings("kernelArgs", &s.kernel_args);
+    d.patches(&s.patches)
+        .strings("systemExtensions", &s.system_extensions)
+        .strings("kernelArgs", &s.kernel_args);
     d.done()
 }
 
@@ -179,14 +215,19 @@ fn strategy(s: &Strategy) -> Node {
 
 fn machine(m: &Machine) -> Node {
     let mut d = Doc::default();
-    d.str("kind", "Machine").str("name", &m.name).map("labels", &m.labels).map("annotations", &m.annotations);
+    d.str("kind", "Machine")
+        .str("name", &m.name)
+        .map("labels", &m.labels)
+        .map("annotations", &m.annotations);
     d.flag("locked", m.locked);
     if let Some(disk) = &m.install_disk {
         let mut i = Doc::default();
         i.str("disk", disk);
         d.put("install", i.done());
     }
-    d.patches(&m.patches).strings("systemExtensions", &m.system_extensions).strings("kernelArgs", &m.kernel_args);
+    d.patches(&m.patches)
+        .strings("systemExtensions", &m.system_extensions)
+        .strings("kernelArgs", &m.kernel_args);
     d.done()
 }
 

@@ -201,7 +201,9 @@ pub struct NoFiles;
 
 impl FileSource for NoFiles {
     fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-        Err(format!("open {path}: no templateRoot is set, so file references cannot be read"))
+        Err(format!(
+            "open {path}: no templateRoot is set, so file references cannot be read"
+        ))
     }
 }
 
@@ -224,7 +226,12 @@ impl Template {
             .chain(self.machines.iter().map(|m| &m.patches))
             .flatten()
             .map(|p| &p.file);
-        let all = self.cluster.manifests.iter().map(|m| &m.file).chain(patch_files);
+        let all = self
+            .cluster
+            .manifests
+            .iter()
+            .map(|m| &m.file)
+            .chain(patch_files);
         let mut out: Vec<&str> = Vec::new();
         for f in all.filter_map(|f| f.as_deref()) {
             if !out.contains(&f) {

@@ -61,7 +61,12 @@ pub fn render(
     workers: &[OmniWorkers],
     machines: &[OmniMachine],
 ) -> Result<Rendered, String> {
-    let manifests = cluster.spec.kubernetes.manifests.as_deref().unwrap_or_default();
+    let manifests = cluster
+        .spec
+        .kubernetes
+        .manifests
+        .as_deref()
+        .unwrap_or_default();
     let mut seen = std::collections::BTreeSet::new();
     for m in manifests {
         if !seen.insert(m.name.as_str()) {
@@ -91,7 +96,11 @@ pub fn render(
                         ApiManifestMode::OneTime => ManifestMode::OneTime,
                     },
                     // A file wins: the Go renderer dropped inline items when a file was named.
-                    inline: if file.is_some() { Vec::new() } else { m.inline.clone().unwrap_or_default() },
+                    inline: if file.is_some() {
+                        Vec::new()
+                    } else {
+                        m.inline.clone().unwrap_or_default()
+                    },
                     file,
                 }
             })
@@ -116,22 +125,31 @@ pub fn render(
         annotations: map(&cp_fields.descriptors.annotations),
         machines: list(&cp_fields.machines),
         machine_class: machine_class(cp_fields.machine_class.as_ref()),
-        bootstrap: control_plane.spec.bootstrap_spec.as_ref().map(|b| Bootstrap {
-            cluster_uuid: b.cluster_uuid.clone(),
-            snapshot: b.snapshot.clone(),
-        }),
+        bootstrap: control_plane
+            .spec
+            .bootstrap_spec
+            .as_ref()
+            .map(|b| Bootstrap {
+                cluster_uuid: b.cluster_uuid.clone(),
+                snapshot: b.snapshot.clone(),
+            }),
         patches: patches(&cp_fields.patches),
         system_extensions: list(&cp_fields.system_extensions),
         kernel_args: list(&cp_fields.kernel_args),
         ..MachineSet::default()
     };
 
-    let mut sorted_workers: Vec<(String, &OmniWorkers)> = workers.iter().map(|w| (worker_set_name(w), w)).collect();
+    let mut sorted_workers: Vec<(String, &OmniWorkers)> =
+        workers.iter().map(|w| (worker_set_name(w), w)).collect();
     sorted_workers.sort_by(|a, b| a.0.cmp(&b.0));
     let mut workers_docs = Vec::with_capacity(sorted_workers.len());
     for (set_name, w) in &sorted_workers {
         if set_name == RESERVED_WORKER_SET {
-            return Err(format!("workers {:?} uses reserved workerSetName {:?}", w.name(), set_name));
+            return Err(format!(
+                "workers {:?} uses reserved workerSetName {:?}",
+                w.name(),
+                set_name
+            ));
         }
         let fields = &w.spec.machine_set;
         workers_docs.push(MachineSet {
@@ -151,7 +169,8 @@ pub fn render(
         });
     }
 
-    let mut sorted_machines: Vec<(String, &OmniMachine)> = machines.iter().map(|m| (machine_id(m), m)).collect();
+    let mut sorted_machines: Vec<(String, &OmniMachine)> =
+        machines.iter().map(|m| (machine_id(m), m)).collect();
     sorted_machines.sort_by(|a, b| a.0.cmp(&b.0));
     let machine_docs = sorted_machines
         .iter()
@@ -176,8 +195,14 @@ pub fn render(
         },
         cluster_name: name,
         control_plane_ref: control_plane.name().to_string(),
-        workers_refs: sorted_workers.iter().map(|(_, w)| w.name().to_string()).collect(),
-        machine_refs: sorted_machines.iter().map(|(_, m)| m.name().to_string()).collect(),
+        workers_refs: sorted_workers
+            .iter()
+            .map(|(_, w)| w.name().to_string())
+            .collect(),
+        machine_refs: sorted_machines
+            .iter()
+            .map(|(_, m)| m.name().to_string())
+            .collect(),
     })
 }
 

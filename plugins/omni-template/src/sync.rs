@@ -94,7 +94,12 @@ impl From<HostError> for Stop {
 
 impl<'h, H: Host> Run<'h, H> {
     fn new(host: &'h H, connection: &'h str, cluster: &'h str) -> Self {
-        Run { host, connection, cluster, lines: Vec::new() }
+        Run {
+            host,
+            connection,
+            cluster,
+            lines: Vec::new(),
+        }
     }
 
     fn finish(self, outcome: Result<(), Stop>) -> Report {
@@ -103,13 +108,18 @@ impl<'h, H: Host> Run<'h, H> {
             Err(Stop::Waiting(why)) => Ok(Progress::Waiting(why)),
             Err(Stop::Failed(e)) => Err(e),
         };
-        Report { lines: self.lines, result }
+        Report {
+            lines: self.lines,
+            result,
+        }
     }
 
     /// Refuses to start another write when the call is about to run out of time.
     fn check_time(&self) -> Result<(), Stop> {
         if self.host.remaining_ms() < RESERVE_MS {
-            return Err(Stop::Waiting("this reconcile ran out of time; the next one continues".into()));
+            return Err(Stop::Waiting(
+                "this reconcile ran out of time; the next one continues".into(),
+            ));
         }
         Ok(())
     }
@@ -119,17 +129,26 @@ impl<'h, H: Host> Run<'h, H> {
     fn actual(&self) -> Result<BTreeMap<Key, OmniResource>, HostError> {
         let mut found = BTreeMap::new();
         let mut keep = |r: OmniResource| {
-            if r.owner.is_empty() && r.label(labels::MANAGED_BY_MACHINE_SET_NODE_CONTROLLER).is_none() {
+            if r.owner.is_empty()
+                && r.label(labels::MANAGED_BY_MACHINE_SET_NODE_CONTROLLER)
+                    .is_none()
+            {
                 found.insert(key_of(&r), r);
             }
         };
-        if let Some(c) = self.host.omni_get(self.connection, &ResourceKey::new(types::CLUSTERS, self.cluster))? {
+        if let Some(c) = self.host.omni_get(
+            self.connection,
+            &ResourceKey::new(types::CLUSTERS, self.cluster),
+        )? {
             keep(c);
         }
         let by_cluster = [LabelTerm::equal(labels::CLUSTER, self.cluster)];
         let mut nodes = Vec::new();
         for type_ in LISTED {
-            for r in self.host.omni_list(self.connection, "default", type_, &by_cluster)? {
+            for r in self
+                .host
+                .omni_list(self.connection, "default", type_, &by_cluster)?
+            {
                 if type_ == types::MACHINE_SET_NODES {
                     nodes.push(r.key.id.clone());
                 }
@@ -137,7 +156,10 @@ impl<'h, H: Host> Run<'h, H> {
             }
         }
         for id in nodes {
-            if let Some(k) = self.host.omni_get(self.connection, &ResourceKey::new(types::KERNEL_ARGS, &id))? {
+            if let Some(k) = self
+                .host
+                .omni_get(self.connection, &ResourceKey::new(types::KERNEL_ARGS, &id))?
+            {
                 keep(k);
             }
         }
@@ -210,14 +232,19 @@ impl<'h, H: Host> Run<'h, H> {
     /// deleted: they belong to the machine, not to the cluster (§6.1 step 4).
     fn orphan_kernel_args(&mut self, r: &OmniResource) -> Result<(), Stop> {
         let mut orphan = r.clone();
-        orphan.annotations.retain(|(k, _)| k != labels::MANAGED_BY_TEMPLATES);
+        orphan
+            .annotations
+            .retain(|(k, _)| k != labels::MANAGED_BY_TEMPLATES);
         self.update(&orphan)
     }
 
     /// What to do with a resource Omni has and the template does not: `Ok(true)` delete it.
     fn unwanted(&mut self, r: &OmniResource) -> Result<bool, Stop> {
         if r.key.type_ == types::KERNEL_ARGS {
-            if r.annotations.iter().any(|(k, _)| k == labels::MANAGED_BY_TEMPLATES) {
+            if r.annotations
+                .iter()
+                .any(|(k, _)| k == labels::MANAGED_BY_TEMPLATES)
+            {
                 self.orphan_kernel_args(r)?;
             }
             return Ok(false);
@@ -245,16 +272,25 @@ fn waiting_for(held: &[&OmniResource]) -> String {
             }
         })
         .collect();
-    format!("waiting for Omni to finish tearing down {}", names.join(", "))
+    format!(
+        "waiting for Omni to finish tearing down {}",
+        names.join(", ")
+    )
 }
 
 /// Drops what Omni's cascade removes anyway (§6.1 step 6) and splits the rest into phase A (machine sets and
 /// their nodes) and phase B (everything else).
 fn delete_phases(mut doomed: Vec<OmniResource>) -> Vec<Vec<OmniResource>> {
-    let sets: BTreeSet<String> =
-        doomed.iter().filter(|r| r.key.type_ == types::MACHINE_SETS).map(|r| r.key.id.clone()).collect();
-    let clusters: BTreeSet<String> =
-        doomed.iter().filter(|r| r.key.type_ == types::CLUSTERS).map(|r| r.key.id.clone()).collect();
+    let sets: BTreeSet<String> = doomed
+        .iter()
+        .filter(|r| r.key.type_ == types::MACHINE_SETS)
+        .map(|r| r.key.id.clone())
+        .collect();
+    let clusters: BTreeSet<String> = doomed
+        .iter()
+        .filter(|r| r.key.type_ == types::CLUSTERS)
+        .map(|r| r.key.id.clone())
+        .collect();
     doomed.retain(|r| {
         if r.key.type_ == types::MACHINE_SET_NODES
             && let Some(set) = r.label(labels::MACHINE_SET)
@@ -264,16 +300,22 @@ fn delete_phases(mut doomed: Vec<OmniResource>) -> Vec<Vec<OmniResource>> {
         if r.key.type_ == types::CLUSTERS || r.key.type_ == types::MACHINE_SET_NODES {
             return true;
         }
-        !r.label(labels::CLUSTER).is_some_and(|c| clusters.contains(c))
+        !r.label(labels::CLUSTER)
+            .is_some_and(|c| clusters.contains(c))
     });
-    let (a, b): (Vec<_>, Vec<_>) = doomed
-        .into_iter()
-        .partition(|r| r.key.type_ == types::MACHINE_SET_NODES || r.key.type_ == types::MACHINE_SETS);
+    let (a, b): (Vec<_>, Vec<_>) = doomed.into_iter().partition(|r| {
+        r.key.type_ == types::MACHINE_SET_NODES || r.key.type_ == types::MACHINE_SETS
+    });
     vec![a, b]
 }
 
 /// Makes Omni match `desired` (the template's translation) for cluster `cluster` (§6.1).
-pub fn sync<H: Host>(host: &H, connection: &str, cluster: &str, desired: &[OmniResource]) -> Report {
+pub fn sync<H: Host>(
+    host: &H,
+    connection: &str,
+    cluster: &str,
+    desired: &[OmniResource],
+) -> Report {
     let mut run = Run::new(host, connection, cluster);
     let outcome = sync_steps(&mut run, desired);
     run.finish(outcome)
@@ -358,23 +400,41 @@ fn destroy_machines_phases<H: Host>(run: &Run<'_, H>) -> Result<Vec<Vec<OmniReso
         conn,
         "default",
         types::MACHINE_STATUSES,
-        &[LabelTerm::exists(labels::DISCONNECTED), LabelTerm::equal(labels::CLUSTER, run.cluster)],
+        &[
+            LabelTerm::exists(labels::DISCONNECTED),
+            LabelTerm::equal(labels::CLUSTER, run.cluster),
+        ],
     )?;
     let mut links = Vec::new();
     let mut patches = Vec::new();
     for m in &machines {
-        patches.extend(host.omni_list(conn, "default", types::CONFIG_PATCHES, &[LabelTerm::equal(labels::MACHINE, &m.key.id)])?);
+        patches.extend(host.omni_list(
+            conn,
+            "default",
+            types::CONFIG_PATCHES,
+            &[LabelTerm::equal(labels::MACHINE, &m.key.id)],
+        )?);
         if let Some(link) = host.omni_get(conn, &ResourceKey::new(types::LINKS, &m.key.id))? {
             links.push(link);
         }
     }
-    let extensions = host.omni_list(conn, "default", types::EXTENSIONS_CONFIGURATIONS, &[LabelTerm::equal(labels::CLUSTER, run.cluster)])?;
+    let extensions = host.omni_list(
+        conn,
+        "default",
+        types::EXTENSIONS_CONFIGURATIONS,
+        &[LabelTerm::equal(labels::CLUSTER, run.cluster)],
+    )?;
     Ok(vec![extensions, links, patches])
 }
 
 /// Deletes the cluster's template resources from Omni (§6.2): usually just the Cluster, whose teardown Omni
 /// cascades. With `destroy_machines`, the cluster's disconnected machines go first.
-pub fn delete<H: Host>(host: &H, connection: &str, cluster: &str, destroy_machines: bool) -> Report {
+pub fn delete<H: Host>(
+    host: &H,
+    connection: &str,
+    cluster: &str,
+    destroy_machines: bool,
+) -> Report {
     let mut run = Run::new(host, connection, cluster);
     let outcome = delete_steps(&mut run, destroy_machines);
     run.finish(outcome)
@@ -419,9 +479,15 @@ fn same_spec(type_: &str, desired: &[u8], actual: &[u8]) -> bool {
         types::MACHINE_SETS => decoded::<specs::MachineSetSpec>(desired, actual),
         types::MACHINE_SET_NODES => decoded::<specs::MachineSetNodeSpec>(desired, actual),
         types::CONFIG_PATCHES => decoded::<specs::ConfigPatchSpec>(desired, actual),
-        types::KUBERNETES_MANIFEST_GROUPS => decoded::<specs::KubernetesManifestGroupSpec>(desired, actual),
-        types::KUBERNETES_HEALTH_CHECKS => decoded::<specs::KubernetesHealthCheckSpec>(desired, actual),
-        types::EXTENSIONS_CONFIGURATIONS => decoded::<specs::ExtensionsConfigurationSpec>(desired, actual),
+        types::KUBERNETES_MANIFEST_GROUPS => {
+            decoded::<specs::KubernetesManifestGroupSpec>(desired, actual)
+        }
+        types::KUBERNETES_HEALTH_CHECKS => {
+            decoded::<specs::KubernetesHealthCheckSpec>(desired, actual)
+        }
+        types::EXTENSIONS_CONFIGURATIONS => {
+            decoded::<specs::ExtensionsConfigurationSpec>(desired, actual)
+        }
         types::KERNEL_ARGS => decoded::<specs::KernelArgsSpec>(desired, actual),
         _ => desired == actual,
     }

@@ -39,7 +39,8 @@ pub mod labels {
     pub const CLUSTER_MACHINE: &str = "omni.sidero.dev/cluster-machine";
     pub const SYSTEM_PATCH: &str = "omni.sidero.dev/system-patch";
     pub const MACHINE: &str = "omni.sidero.dev/machine";
-    pub const MANAGED_BY_MACHINE_SET_NODE_CONTROLLER: &str = "omni.sidero.dev/managed-by-machine-set-node-controller";
+    pub const MANAGED_BY_MACHINE_SET_NODE_CONTROLLER: &str =
+        "omni.sidero.dev/managed-by-machine-set-node-controller";
     pub const DISCONNECTED: &str = "omni.sidero.dev/disconnected";
     /// Annotation: the resource is managed by a cluster template.
     pub const MANAGED_BY_TEMPLATES: &str = "omni.sidero.dev/managed-by-cluster-templates";
@@ -65,7 +66,11 @@ pub fn machine_set_id(cluster: &str, set: &MachineSet) -> String {
     match set.kind {
         SetKind::ControlPlane => format!("{cluster}-{CONTROL_PLANES}"),
         SetKind::Workers => {
-            let name = set.name.as_deref().filter(|n| !n.is_empty()).unwrap_or(DEFAULT_WORKERS);
+            let name = set
+                .name
+                .as_deref()
+                .filter(|n| !n.is_empty())
+                .unwrap_or(DEFAULT_WORKERS);
             format!("{cluster}-{name}")
         }
     }
@@ -99,17 +104,30 @@ pub fn translate(template: &Template, files: &dyn FileSource) -> Result<Vec<Omni
             } as i32,
             ..Default::default()
         };
-        let mut r = resource(types::KUBERNETES_MANIFEST_GROUPS, &format!("{:03}-cluster-{name}-{}", MANIFEST_WEIGHT + i, m.name), &spec);
+        let mut r = resource(
+            types::KUBERNETES_MANIFEST_GROUPS,
+            &format!("{:03}-cluster-{name}-{}", MANIFEST_WEIGHT + i, m.name),
+            &spec,
+        );
         r.labels = sorted(&[(labels::CLUSTER, name)], &StringMap::new());
         r.annotations = sorted(&[(labels::NAME, m.name.as_str())], &StringMap::new());
         out.push(r);
     }
     if !cluster.system_extensions.is_empty() {
-        out.push(extensions(&format!("schematic-{name}"), &cluster.system_extensions, &[(labels::CLUSTER, name)]));
+        out.push(extensions(
+            &format!("schematic-{name}"),
+            &cluster.system_extensions,
+            &[(labels::CLUSTER, name)],
+        ));
     }
 
     let machines_by_id = |id: &str| template.machines.iter().find(|m| m.name == id);
-    let locked: BTreeSet<&str> = template.machines.iter().filter(|m| m.locked).map(|m| m.name.as_str()).collect();
+    let locked: BTreeSet<&str> = template
+        .machines
+        .iter()
+        .filter(|m| m.locked)
+        .map(|m| m.name.as_str())
+        .collect();
     for set in std::iter::once(&template.control_plane).chain(&template.workers) {
         let set_id = machine_set_id(name, set);
         let role = match set.kind {
@@ -124,10 +142,18 @@ pub fn translate(template: &Template, files: &dyn FileSource) -> Result<Vec<Omni
         } else {
             for machine_id in &set.machines {
                 let doc = machines_by_id(machine_id);
-                let mut r = resource(types::MACHINE_SET_NODES, machine_id, &specs::MachineSetNodeSpec {});
+                let mut r = resource(
+                    types::MACHINE_SET_NODES,
+                    machine_id,
+                    &specs::MachineSetNodeSpec {},
+                );
                 let empty = StringMap::new();
                 r.labels = sorted(
-                    &[(labels::CLUSTER, name), (role, ""), (labels::MACHINE_SET, set_id.as_str())],
+                    &[
+                        (labels::CLUSTER, name),
+                        (role, ""),
+                        (labels::MACHINE_SET, set_id.as_str()),
+                    ],
                     doc.map_or(&empty, |d| &d.labels),
                 );
                 let mut own = vec![];
@@ -137,7 +163,8 @@ pub fn translate(template: &Template, files: &dyn FileSource) -> Result<Vec<Omni
                 r.annotations = sorted(&own, doc.map_or(&empty, |d| &d.annotations));
                 out.push(r);
                 if doc.is_none()
-                    && let Some(args) = inherited_kernel_args(&[&set.kernel_args, &cluster.kernel_args])
+                    && let Some(args) =
+                        inherited_kernel_args(&[&set.kernel_args, &cluster.kernel_args])
                 {
                     out.push(kernel_args(machine_id, args));
                 }
@@ -147,14 +174,20 @@ pub fn translate(template: &Template, files: &dyn FileSource) -> Result<Vec<Omni
             &set.patches,
             &set_id,
             MACHINE_SET_PATCH_WEIGHT,
-            &[(labels::CLUSTER, name), (labels::MACHINE_SET, set_id.as_str())],
+            &[
+                (labels::CLUSTER, name),
+                (labels::MACHINE_SET, set_id.as_str()),
+            ],
             files,
         )?);
         if !set.system_extensions.is_empty() {
             out.push(extensions(
                 &format!("schematic-{set_id}"),
                 &set.system_extensions,
-                &[(labels::CLUSTER, name), (labels::MACHINE_SET, set_id.as_str())],
+                &[
+                    (labels::CLUSTER, name),
+                    (labels::MACHINE_SET, set_id.as_str()),
+                ],
             ));
         }
     }
@@ -166,7 +199,10 @@ pub fn translate(template: &Template, files: &dyn FileSource) -> Result<Vec<Omni
     let mut seen = BTreeSet::new();
     for r in &out {
         if !seen.insert((&r.key.type_, &r.key.id)) {
-            return Err(format!("resource ID duplicate {}({}/{})", r.key.type_, r.key.namespace, r.key.id));
+            return Err(format!(
+                "resource ID duplicate {}({}/{})",
+                r.key.type_, r.key.namespace, r.key.id
+            ));
         }
     }
     Ok(out)
@@ -178,13 +214,18 @@ fn cluster_resource(cluster: &Cluster) -> Result<OmniResource, String> {
         Some(text) => {
             let interval = parse_go_duration(text)
                 .map_err(|e| format!("invalid backupConfiguration.interval {text:?}: {e}"))?;
-            (interval.seconds > 0 || interval.nanos > 0)
-                .then_some(specs::EtcdBackupConf { interval: Some(interval), enabled: true })
+            (interval.seconds > 0 || interval.nanos > 0).then_some(specs::EtcdBackupConf {
+                interval: Some(interval),
+                enabled: true,
+            })
         }
         None => None,
     };
     let spec = specs::ClusterSpec {
-        kubernetes_version: cluster.kubernetes_version.trim_start_matches('v').to_string(),
+        kubernetes_version: cluster
+            .kubernetes_version
+            .trim_start_matches('v')
+            .to_string(),
         talos_version: cluster.talos_version.trim_start_matches('v').to_string(),
         // Always present, all false when the template has no features (§4.2).
         features: Some(specs::cluster_spec::Features {
@@ -204,19 +245,22 @@ fn cluster_resource(cluster: &Cluster) -> Result<OmniResource, String> {
 fn machine_set_resource(cluster: &str, id: &str, role: &str, set: &MachineSet) -> OmniResource {
     use specs::machine_set_spec::{self as ms, machine_allocation::Type as AllocationType};
 
-    let strategy_type = |s: &Option<Strategy>, default: ms::UpdateStrategy| {
-        match s.as_ref().and_then(|s| s.type_) {
-            Some(StrategyType::Rolling) => ms::UpdateStrategy::Rolling,
-            Some(StrategyType::Unset) => ms::UpdateStrategy::Unset,
-            None => default,
-        }
+    let strategy_type = |s: &Option<Strategy>, default: ms::UpdateStrategy| match s
+        .as_ref()
+        .and_then(|s| s.type_)
+    {
+        Some(StrategyType::Rolling) => ms::UpdateStrategy::Rolling,
+        Some(StrategyType::Unset) => ms::UpdateStrategy::Unset,
+        None => default,
     };
     let strategy_config = |s: &Option<Strategy>| {
-        s.as_ref().and_then(|s| s.rolling).map(|max| ms::UpdateStrategyConfig {
-            rolling: Some(ms::RollingUpdateStrategyConfig {
-                max_parallelism: u32::try_from(max.unwrap_or(0)).unwrap_or(0),
-            }),
-        })
+        s.as_ref()
+            .and_then(|s| s.rolling)
+            .map(|max| ms::UpdateStrategyConfig {
+                rolling: Some(ms::RollingUpdateStrategyConfig {
+                    max_parallelism: u32::try_from(max.unwrap_or(0)).unwrap_or(0),
+                }),
+            })
     };
     let spec = specs::MachineSetSpec {
         // Rolling when not specified; delete and upgrade default to Unset (Omni's client).
@@ -236,7 +280,11 @@ fn machine_set_resource(cluster: &str, id: &str, role: &str, set: &MachineSet) -
                 Size::Word(w) if is_unlimited(w) => (AllocationType::Unlimited, 0),
                 Size::Word(w) => (AllocationType::Static, w.parse::<u32>().unwrap_or(0)),
             };
-            ms::MachineAllocation { name: c.name.clone(), machine_count: count, allocation_type: kind as i32 }
+            ms::MachineAllocation {
+                name: c.name.clone(),
+                machine_count: count,
+                allocation_type: kind as i32,
+            }
         }),
         ..Default::default()
     };
@@ -251,7 +299,11 @@ pub fn is_unlimited(word: &str) -> bool {
     matches!(word, "Unlimited" | "unlimited" | "infinity" | "∞")
 }
 
-fn machine_resources(template: &Template, machine: &Machine, files: &dyn FileSource) -> Result<Vec<OmniResource>, String> {
+fn machine_resources(
+    template: &Template,
+    machine: &Machine,
+    files: &dyn FileSource,
+) -> Result<Vec<OmniResource>, String> {
     let cluster = template.cluster.name.as_str();
     let id = machine.name.as_str();
     let prefix = format!("cm-{id}");
@@ -260,26 +312,53 @@ fn machine_resources(template: &Template, machine: &Machine, files: &dyn FileSou
     if let Some(disk) = &machine.install_disk {
         let content = Node::Map(vec![(
             "machine".into(),
-            Node::Map(vec![("install".into(), Node::Map(vec![("disk".into(), Node::Str(disk.clone()))]))]),
+            Node::Map(vec![(
+                "install".into(),
+                Node::Map(vec![("disk".into(), Node::Str(disk.clone()))]),
+            )]),
         )]);
-        let spec = specs::ConfigPatchSpec { data: yaml::to_string(&[content], 4), ..Default::default() };
-        let mut r = resource(types::CONFIG_PATCHES, &format!("000-{prefix}-install-disk"), &spec);
-        r.labels = sorted(&[base[0], base[1], (labels::SYSTEM_PATCH, "")], &StringMap::new());
+        let spec = specs::ConfigPatchSpec {
+            data: yaml::to_string(&[content], 4),
+            ..Default::default()
+        };
+        let mut r = resource(
+            types::CONFIG_PATCHES,
+            &format!("000-{prefix}-install-disk"),
+            &spec,
+        );
+        r.labels = sorted(
+            &[base[0], base[1], (labels::SYSTEM_PATCH, "")],
+            &StringMap::new(),
+        );
         r.annotations = sorted(&[(labels::NAME, "install-disk")], &StringMap::new());
         out.push(r);
     }
-    out.extend(patch_resources(&machine.patches, &prefix, MACHINE_PATCH_WEIGHT, &base, files)?);
+    out.extend(patch_resources(
+        &machine.patches,
+        &prefix,
+        MACHINE_PATCH_WEIGHT,
+        &base,
+        files,
+    )?);
     let set = std::iter::once(&template.control_plane)
         .chain(&template.workers)
         .find(|s| s.machines.iter().any(|m| m == id));
     // KernelArgs only for machines of manual sets (a machine in no set fails validation first).
     if let Some(set) = set.filter(|s| s.machine_class.is_none())
-        && let Some(args) = inherited_kernel_args(&[&machine.kernel_args, &set.kernel_args, &template.cluster.kernel_args])
+        && let Some(args) = inherited_kernel_args(&[
+            &machine.kernel_args,
+            &set.kernel_args,
+            &template.cluster.kernel_args,
+        ])
     {
         out.push(kernel_args(id, args));
     }
     if !machine.system_extensions.is_empty() {
-        out.push(extensions(&format!("schematic-{id}"), &machine.system_extensions, &base));
+        out.push(extensions(
+            &format!("schematic-{id}"),
+            &machine.system_extensions,
+            &base,
+        ));
     }
     Ok(out)
 }
@@ -290,14 +369,26 @@ fn inherited_kernel_args<'a>(levels: &[&'a Vec<String>]) -> Option<&'a Vec<Strin
 }
 
 fn kernel_args(machine_id: &str, args: &[String]) -> OmniResource {
-    let mut r = resource(types::KERNEL_ARGS, machine_id, &specs::KernelArgsSpec { args: args.to_vec() });
+    let mut r = resource(
+        types::KERNEL_ARGS,
+        machine_id,
+        &specs::KernelArgsSpec {
+            args: args.to_vec(),
+        },
+    );
     // No cluster label: KernelArgs outlive the cluster unless the template un-annotates them (§6.1).
     r.annotations = sorted(&[(labels::MANAGED_BY_TEMPLATES, "")], &StringMap::new());
     r
 }
 
 fn extensions(id: &str, list: &[String], own_labels: &[(&str, &str)]) -> OmniResource {
-    let mut r = resource(types::EXTENSIONS_CONFIGURATIONS, id, &specs::ExtensionsConfigurationSpec { extensions: list.to_vec() });
+    let mut r = resource(
+        types::EXTENSIONS_CONFIGURATIONS,
+        id,
+        &specs::ExtensionsConfigurationSpec {
+            extensions: list.to_vec(),
+        },
+    );
     r.labels = sorted(own_labels, &StringMap::new());
     r
 }
@@ -318,7 +409,10 @@ fn patch_resources(
                 Some(id) => id.clone(),
                 None => format!("{:03}-{prefix}-{name}", base_weight + i),
             };
-            let spec = specs::ConfigPatchSpec { data: patch_content(p, files)?, ..Default::default() };
+            let spec = specs::ConfigPatchSpec {
+                data: patch_content(p, files)?,
+                ..Default::default()
+            };
             let mut r = resource(types::CONFIG_PATCHES, &id, &spec);
             r.labels = sorted(own_labels, &p.labels);
             r.annotations = sorted(&[(labels::NAME, name)], &p.annotations);
@@ -335,14 +429,18 @@ pub fn patch_content(p: &Patch, files: &dyn FileSource) -> Result<String, String
     }
     Ok(match &p.inline {
         Some(serde_json::Value::String(verbatim)) => verbatim.clone(),
-        Some(serde_json::Value::Array(docs)) => yaml::to_string(&docs.iter().map(Node::from_json).collect::<Vec<_>>(), 4),
+        Some(serde_json::Value::Array(docs)) => {
+            yaml::to_string(&docs.iter().map(Node::from_json).collect::<Vec<_>>(), 4)
+        }
         Some(value) => yaml::to_string(&[Node::from_json(value)], 4),
         None => String::new(),
     })
 }
 
 fn read_text(files: &dyn FileSource, path: &str) -> Result<String, String> {
-    let bytes = files.read(path).map_err(|e| format!("failed to access {path:?}: {e}"))?;
+    let bytes = files
+        .read(path)
+        .map_err(|e| format!("failed to access {path:?}: {e}"))?;
     String::from_utf8(bytes).map_err(|_| format!("file {path:?} is not UTF-8 text"))
 }
 
@@ -382,7 +480,13 @@ mod duration_tests {
         assert_eq!(parse_go_duration("1.5s"), Ok(d(1, 500_000_000)));
         assert_eq!(parse_go_duration("-1.5s"), Ok(d(-1, -500_000_000)));
         assert_eq!(parse_go_duration("0"), Ok(d(0, 0)));
-        assert_eq!(parse_go_duration("1d"), Err(r#"time: unknown unit "d" in duration "1d""#.to_string()));
-        assert_eq!(parse_go_duration("5"), Err(r#"time: missing unit in duration "5""#.to_string()));
+        assert_eq!(
+            parse_go_duration("1d"),
+            Err(r#"time: unknown unit "d" in duration "1d""#.to_string())
+        );
+        assert_eq!(
+            parse_go_duration("5"),
+            Err(r#"time: missing unit in duration "5""#.to_string())
+        );
     }
 }

@@ -44,7 +44,9 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use crate::model::{Cluster, FileSource, Machine, MachineSet, Manifest, Patch, StringMap, Template};
+use crate::model::{
+    Cluster, FileSource, Machine, MachineSet, Manifest, Patch, StringMap, Template,
+};
 
 /// Omni's verdict on a template: every finding, nested and worded as Omni's client does.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,7 +75,10 @@ pub enum Finding {
     /// A message on its own (it may span lines, as a manifest's `errors.Join` does).
     Message(String),
     /// Findings under a header, as Omni's `fmt.Errorf("<header>: %w", multierror)`.
-    Nested { header: String, findings: Vec<Finding> },
+    Nested {
+        header: String,
+        findings: Vec<Finding>,
+    },
 }
 
 impl fmt::Display for Finding {
@@ -109,19 +114,32 @@ pub fn validate(template: &Template, files: &dyn FileSource) -> Result<(), Valid
     let mut all = Findings::default();
     // The template's documents in the encoder's order, which is the order Omni reads them in.
     all.nest(
-        format!("error validating cluster {}", go::quote(&template.cluster.name)),
+        format!(
+            "error validating cluster {}",
+            go::quote(&template.cluster.name)
+        ),
         cluster(&template.cluster, files),
     );
-    all.nest("controlplane is invalid", control_plane(&template.control_plane, files));
+    all.nest(
+        "controlplane is invalid",
+        control_plane(&template.control_plane, files),
+    );
     for workers in &template.workers {
         all.nest("workers is invalid", workers_set(workers, files));
     }
     for machine in &template.machines {
-        all.nest(format!("machine {} is invalid", go::quote(&machine.name)), machine_document(machine, files));
+        all.nest(
+            format!("machine {} is invalid", go::quote(&machine.name)),
+            machine_document(machine, files),
+        );
     }
     all.absorb(whole_template(template));
 
-    if all.0.is_empty() { Ok(()) } else { Err(ValidationError { findings: all.0 }) }
+    if all.0.is_empty() {
+        Ok(())
+    } else {
+        Err(ValidationError { findings: all.0 })
+    }
 }
 
 /// The findings of one level, built the way Omni appends to its multierror.
@@ -136,7 +154,10 @@ impl Findings {
     /// `fmt.Errorf("<header>: %w", inner)`: a new level, only when there is something under it.
     fn nest(&mut self, header: impl Into<String>, inner: Findings) {
         if !inner.0.is_empty() {
-            self.0.push(Finding::Nested { header: header.into(), findings: inner.0 });
+            self.0.push(Finding::Nested {
+                header: header.into(),
+                findings: inner.0,
+            });
         }
     }
 
@@ -159,7 +180,10 @@ fn descriptors(labels: &StringMap, annotations: &StringMap) -> Findings {
     let prefix = go::quote(RESERVED_PREFIX);
     for (kind, keys) in [("label", labels), ("annotation", annotations)] {
         for key in keys.keys().filter(|k| k.starts_with(RESERVED_PREFIX)) {
-            found.add(format!("{kind} {} is invalid: prefix {prefix} is reserved for internal use", go::quote(key)));
+            found.add(format!(
+                "{kind} {} is invalid: prefix {prefix} is reserved for internal use",
+                go::quote(key)
+            ));
         }
     }
     found
@@ -173,7 +197,11 @@ fn cluster(cluster: &Cluster, files: &dyn FileSource) -> Findings {
         found.add("name is required");
     }
     // Go stops at the first offending character, so there is one message however many there are.
-    if cluster.name.chars().any(|c| !is_go_letter_or_digit(c) && c != '-' && c != '_') {
+    if cluster
+        .name
+        .chars()
+        .any(|c| !is_go_letter_or_digit(c) && c != '-' && c != '_')
+    {
         found.add("name should only contain letters, digits, dashes and underscores");
     }
 
@@ -257,7 +285,10 @@ const CONTROL_PLANES: &str = "control-planes";
 fn workers_set(set: &MachineSet, files: &dyn FileSource) -> Findings {
     let mut found = Findings::default();
     if set.name.as_deref() == Some(CONTROL_PLANES) {
-        found.add(format!("name {} cannot be used in workers", go::quote(CONTROL_PLANES)));
+        found.add(format!(
+            "name {} cannot be used in workers",
+            go::quote(CONTROL_PLANES)
+        ));
     }
     if set.bootstrap.is_some() {
         found.add("bootstrapSpec is not allowed in workers");
@@ -305,7 +336,10 @@ fn machine_document(machine: &Machine, files: &dyn FileSource) -> Findings {
 /// `PatchList.Validate`: each patch under its own header.
 fn patches(found: &mut Findings, list: &[Patch], files: &dyn FileSource) {
     for patch in list {
-        found.nest(format!("patch {} is invalid", go::quote(patch.display_name())), single_patch(patch, files));
+        found.nest(
+            format!("patch {} is invalid", go::quote(patch.display_name())),
+            single_patch(patch, files),
+        );
     }
 }
 
@@ -326,7 +360,9 @@ fn single_patch(patch: &Patch, files: &dyn FileSource) -> Findings {
         match files.read(path) {
             Err(reason) => found.add(format!("failed to access {}: {reason}", go::quote(path))),
             Ok(bytes) => {
-                let document = std::str::from_utf8(&bytes).ok().and_then(config_patch::first_yaml_document);
+                let document = std::str::from_utf8(&bytes)
+                    .ok()
+                    .and_then(config_patch::first_yaml_document);
                 // Named by the file here, not by the patch's name: Omni's wording.
                 found.nest(
                     format!("failed to validate patch {}", go::quote(path)),
@@ -339,7 +375,10 @@ fn single_patch(patch: &Patch, files: &dyn FileSource) -> Findings {
             found.add("either name or idOverride is required for inline patches");
         }
         found.nest(
-            format!("failed to validate inline patch {}", go::quote(patch.display_name())),
+            format!(
+                "failed to validate inline patch {}",
+                go::quote(patch.display_name())
+            ),
             config_patch::forbidden(config_patch::first_inline_document(inline).as_deref()),
         );
     }
@@ -354,7 +393,11 @@ fn manifests(list: &[Manifest], files: &dyn FileSource) -> Option<String> {
 
     for manifest in list {
         let file = non_empty(&manifest.file);
-        let name = if manifest.name.is_empty() { file.unwrap_or("") } else { manifest.name.as_str() };
+        let name = if manifest.name.is_empty() {
+            file.unwrap_or("")
+        } else {
+            manifest.name.as_str()
+        };
         let inline = !manifest.inline.is_empty();
         let mut own: Vec<String> = Vec::new();
 
@@ -417,29 +460,51 @@ fn whole_template(template: &Template) -> Findings {
     }
     for (id, sets) in &machine_sets {
         if sets.len() > 1 {
-            found.add(format!("machine {} is used in multiple workers: {}", go::quote(id), go::quote_list(sets)));
+            found.add(format!(
+                "machine {} is used in multiple workers: {}",
+                go::quote(id),
+                go::quote_list(sets)
+            ));
         }
     }
 
     let control_plane = &template.control_plane.machines;
     let in_control_plane = |id: &str| control_plane.iter().any(|m| m == id);
-    let both: Vec<&str> = machine_sets.iter().map(|(id, _)| *id).filter(|id| in_control_plane(id)).collect();
+    let both: Vec<&str> = machine_sets
+        .iter()
+        .map(|(id, _)| *id)
+        .filter(|id| in_control_plane(id))
+        .collect();
     if !both.is_empty() {
         // Go's `%v` of a string slice: unquoted, space-separated, in brackets.
-        found.add(format!("machines [{}] are used in both controlplane and workers", both.join(" ")));
+        found.add(format!(
+            "machines [{}] are used in both controlplane and workers",
+            both.join(" ")
+        ));
     }
 
     for machine in &template.machines {
         let in_workers = machine_sets.iter().any(|(id, _)| *id == machine.name);
         if !in_control_plane(&machine.name) && !in_workers {
-            found.add(format!("machine {} is not used in controlplane or workers", go::quote(&machine.name)));
+            found.add(format!(
+                "machine {} is not used in controlplane or workers",
+                go::quote(&machine.name)
+            ));
         }
     }
 
-    let locked: BTreeSet<&str> = template.machines.iter().filter(|m| m.locked).map(|m| m.name.as_str()).collect();
+    let locked: BTreeSet<&str> = template
+        .machines
+        .iter()
+        .filter(|m| m.locked)
+        .map(|m| m.name.as_str())
+        .collect();
     for id in control_plane {
         if locked.contains(id.as_str()) {
-            found.add(format!("machine {} is locked and used in controlplane", go::quote(id)));
+            found.add(format!(
+                "machine {} is locked and used in controlplane",
+                go::quote(id)
+            ));
         }
     }
     found
@@ -477,10 +542,15 @@ mod config_patch {
 
     pub(super) fn forbidden(document: Option<&Value>) -> Findings {
         let mut found = Findings::default();
-        let Some(document) = document else { return found };
+        let Some(document) = document else {
+            return found;
+        };
         for field in FORBIDDEN_FIELDS {
             if lookup(document, field).is_some() {
-                found.add(format!("overriding {} is not allowed in the config patch", go::quote(field)));
+                found.add(format!(
+                    "overriding {} is not allowed in the config patch",
+                    go::quote(field)
+                ));
             }
         }
         if let Some(Value::Array(roles)) = lookup(document, ALLOWED_ROLES) {
@@ -497,7 +567,8 @@ mod config_patch {
 
     /// Omni's `getField`: every step must be a mapping holding the key.
     fn lookup<'a>(document: &'a Value, path: &str) -> Option<&'a Value> {
-        path.split('.').try_fold(document, |node, key| node.as_object()?.get(key))
+        path.split('.')
+            .try_fold(document, |node, key| node.as_object()?.get(key))
     }
 
     /// The first document of an inline patch: a mapping is one, a list holds one per item, a string is YAML text.
@@ -517,7 +588,8 @@ mod config_patch {
         // `singleton_map::deserialize` is a plain pass-through for anything but enums; it is used because it lets a
         // single document of the stream be deserialized without naming serde's `Deserialize` trait, and serde is
         // not a dependency of this crate.
-        let mut value: yaml_serde::Value = yaml_serde::with::singleton_map::deserialize(document).ok()?;
+        let mut value: yaml_serde::Value =
+            yaml_serde::with::singleton_map::deserialize(document).ok()?;
         // go-yaml resolves `<<` merge keys while decoding, so a field merged in from an anchor is present.
         value.apply_merge().ok()?;
         yaml_serde::from_value(value).ok()
@@ -679,19 +751,33 @@ mod semver {
                     return Err("Build meta data is empty".to_owned());
                 }
                 if !identifier.chars().all(is_alphanumeric) {
-                    return Err(format!("Invalid character(s) found in build meta data {}", go::quote(identifier)));
+                    return Err(format!(
+                        "Invalid character(s) found in build meta data {}",
+                        go::quote(identifier)
+                    ));
                 }
             }
         }
-        Ok(Version { major, minor, patch, pre_release: pre_release.is_some() })
+        Ok(Version {
+            major,
+            minor,
+            patch,
+            pre_release: pre_release.is_some(),
+        })
     }
 
     fn number(s: &str, what: &str, what_capitalised: &str) -> Result<u64, String> {
         if !s.chars().all(|c| c.is_ascii_digit()) {
-            return Err(format!("Invalid character(s) found in {what} {}", go::quote(s)));
+            return Err(format!(
+                "Invalid character(s) found in {what} {}",
+                go::quote(s)
+            ));
         }
         if has_leading_zeroes(s) {
-            return Err(format!("{what_capitalised} must not contain leading zeroes {}", go::quote(s)));
+            return Err(format!(
+                "{what_capitalised} must not contain leading zeroes {}",
+                go::quote(s)
+            ));
         }
         parse_uint(s)
     }
@@ -703,13 +789,19 @@ mod semver {
         }
         if s.chars().all(|c| c.is_ascii_digit()) {
             if has_leading_zeroes(s) {
-                return Err(format!("Numeric PreRelease version must not contain leading zeroes {}", go::quote(s)));
+                return Err(format!(
+                    "Numeric PreRelease version must not contain leading zeroes {}",
+                    go::quote(s)
+                ));
             }
             parse_uint(s).map(|_| ())
         } else if s.chars().all(is_alphanumeric) {
             Ok(())
         } else {
-            Err(format!("Invalid character(s) found in prerelease {}", go::quote(s)))
+            Err(format!(
+                "Invalid character(s) found in prerelease {}",
+                go::quote(s)
+            ))
         }
     }
 
@@ -717,7 +809,11 @@ mod semver {
     /// are an empty string and overflow.
     fn parse_uint(s: &str) -> Result<u64, String> {
         s.parse::<u64>().map_err(|_| {
-            let reason = if s.is_empty() { "invalid syntax" } else { "value out of range" };
+            let reason = if s.is_empty() {
+                "invalid syntax"
+            } else {
+                "value out of range"
+            };
             format!("strconv.ParseUint: parsing {}: {reason}", go::quote(s))
         })
     }
@@ -754,13 +850,25 @@ mod uuid {
             }
             // `{…}`: Go skips the first byte and never looks at either brace.
             38 => &bytes[1..],
-            32 => return if bytes.iter().all(u8::is_ascii_hexdigit) { Ok(()) } else { Err(FORMAT.to_owned()) },
+            32 => {
+                return if bytes.iter().all(u8::is_ascii_hexdigit) {
+                    Ok(())
+                } else {
+                    Err(FORMAT.to_owned())
+                };
+            }
             n => return Err(format!("invalid UUID length: {n}")),
         };
         // `canonical` holds at least 36 bytes in every branch above, so the indexing below stays in bounds.
         let dashes = [8, 13, 18, 23].iter().all(|&i| canonical[i] == b'-');
-        let hex = HEX_PAIRS.iter().all(|&i| canonical[i].is_ascii_hexdigit() && canonical[i + 1].is_ascii_hexdigit());
-        if dashes && hex { Ok(()) } else { Err(FORMAT.to_owned()) }
+        let hex = HEX_PAIRS
+            .iter()
+            .all(|&i| canonical[i].is_ascii_hexdigit() && canonical[i + 1].is_ascii_hexdigit());
+        if dashes && hex {
+            Ok(())
+        } else {
+            Err(FORMAT.to_owned())
+        }
     }
 }
 
@@ -771,7 +879,9 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::model::{Bootstrap, Features, MachineClass, ManifestMode, SetKind, Size, Strategy, StrategyType};
+    use crate::model::{
+        Bootstrap, Features, MachineClass, ManifestMode, SetKind, Size, Strategy, StrategyType,
+    };
 
     const CP_1: &str = "430d882a-51a8-48b3-ae00-90c5b0b5b0b0";
     const CP_2: &str = "4aed1106-6f44-4be9-9796-d4b5b0b5b0b0";
@@ -781,11 +891,17 @@ mod tests {
     type Files = BTreeMap<String, Result<Vec<u8>, String>>;
 
     fn files(entries: &[(&str, &str)]) -> Files {
-        entries.iter().map(|(path, text)| (path.to_string(), Ok(text.as_bytes().to_vec()))).collect()
+        entries
+            .iter()
+            .map(|(path, text)| (path.to_string(), Ok(text.as_bytes().to_vec())))
+            .collect()
     }
 
     fn labels(pairs: &[(&str, &str)]) -> StringMap {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     /// A valid template: cluster `c`, one control-plane machine, no workers.
@@ -820,24 +936,39 @@ mod tests {
     }
 
     fn machine(name: &str) -> Machine {
-        Machine { name: name.into(), ..Default::default() }
+        Machine {
+            name: name.into(),
+            ..Default::default()
+        }
     }
 
     fn inline_patch(name: &str, inline: Value) -> Patch {
-        Patch { name: Some(name.into()), inline: Some(inline), ..Default::default() }
+        Patch {
+            name: Some(name.into()),
+            inline: Some(inline),
+            ..Default::default()
+        }
     }
 
     fn file_patch(path: &str) -> Patch {
-        Patch { file: Some(path.into()), ..Default::default() }
+        Patch {
+            file: Some(path.into()),
+            ..Default::default()
+        }
     }
 
     fn class() -> Option<MachineClass> {
-        Some(MachineClass { name: "small".into(), size: Size::Count(2) })
+        Some(MachineClass {
+            name: "small".into(),
+            size: Size::Count(2),
+        })
     }
 
     /// The full text Omni would print, with the files given.
     fn message_with(template: &Template, files: &Files) -> String {
-        validate(template, files).expect_err("the template should be invalid").to_string()
+        validate(template, files)
+            .expect_err("the template should be invalid")
+            .to_string()
     }
 
     fn message(template: &Template) -> String {
@@ -848,24 +979,58 @@ mod tests {
     fn a_valid_template_passes() {
         let mut t = template();
         t.cluster.labels = labels(&[("team", "hpc")]);
-        t.cluster.features = Some(Features { disk_encryption: true, ..Default::default() });
+        t.cluster.features = Some(Features {
+            disk_encryption: true,
+            ..Default::default()
+        });
         t.cluster.patches = vec![
             file_patch("patches/registry.yaml"),
-            inline_patch("kubespan", json!({"machine": {"network": {"kubespan": {"enabled": true}}}})),
-            inline_patch("two-documents", json!([{"machine": {"sysctls": {"a": "1"}}}, {"kind": "x"}])),
+            inline_patch(
+                "kubespan",
+                json!({"machine": {"network": {"kubespan": {"enabled": true}}}}),
+            ),
+            inline_patch(
+                "two-documents",
+                json!([{"machine": {"sysctls": {"a": "1"}}}, {"kind": "x"}]),
+            ),
             inline_patch(
                 "verbatim",
-                json!("machine:\n  features:\n    kubernetesTalosAPIAccess:\n      allowedRoles: [os:reader]\n"),
+                json!(
+                    "machine:\n  features:\n    kubernetesTalosAPIAccess:\n      allowedRoles: [os:reader]\n"
+                ),
             ),
         ];
         t.cluster.manifests = vec![
-            Manifest { name: "nginx".into(), inline: vec![json!({"kind": "Deployment"})], ..Default::default() },
-            Manifest { file: Some("manifests/cni.yaml".into()), mode: ManifestMode::OneTime, ..Default::default() },
+            Manifest {
+                name: "nginx".into(),
+                inline: vec![json!({"kind": "Deployment"})],
+                ..Default::default()
+            },
+            Manifest {
+                file: Some("manifests/cni.yaml".into()),
+                mode: ManifestMode::OneTime,
+                ..Default::default()
+            },
         ];
         t.control_plane = control_plane(&[CP_1, CP_2]);
-        t.control_plane.bootstrap = Some(Bootstrap { cluster_uuid: "u".into(), snapshot: "s".into() });
-        t.workers = vec![workers(None, &[W_1]), MachineSet { machine_class: class(), ..workers(Some("gpu"), &[]) }];
-        t.machines = vec![machine(CP_1), Machine { locked: true, ..machine(W_1) }];
+        t.control_plane.bootstrap = Some(Bootstrap {
+            cluster_uuid: "u".into(),
+            snapshot: "s".into(),
+        });
+        t.workers = vec![
+            workers(None, &[W_1]),
+            MachineSet {
+                machine_class: class(),
+                ..workers(Some("gpu"), &[])
+            },
+        ];
+        t.machines = vec![
+            machine(CP_1),
+            Machine {
+                locked: true,
+                ..machine(W_1)
+            },
+        ];
         let files = files(&[
             ("patches/registry.yaml", "machine:\n  registries: {}\n"),
             ("manifests/cni.yaml", "kind: DaemonSet\n"),
@@ -881,7 +1046,10 @@ mod tests {
         let mut t = template();
         t.workers = vec![workers(Some("a"), &[W_1]), workers(Some("a"), &[W_2])];
 
-        assert_eq!(message(&t), "1 error occurred:\n\t* duplicate workers with name \"a\"\n\n");
+        assert_eq!(
+            message(&t),
+            "1 error occurred:\n\t* duplicate workers with name \"a\"\n\n"
+        );
     }
 
     #[test]
@@ -928,7 +1096,10 @@ mod tests {
     #[test]
     fn a_control_plane_machine_may_not_be_locked() {
         let mut t = template();
-        t.machines = vec![Machine { locked: true, ..machine(CP_1) }];
+        t.machines = vec![Machine {
+            locked: true,
+            ..machine(CP_1)
+        }];
 
         assert_eq!(
             message(&t),
@@ -964,7 +1135,11 @@ mod tests {
         );
 
         t.cluster.name = "Über_cluster-7".into();
-        assert_eq!(validate(&t, &Files::new()), Ok(()), "Unicode letters are letters");
+        assert_eq!(
+            validate(&t, &Files::new()),
+            Ok(()),
+            "Unicode letters are letters"
+        );
     }
 
     #[test]
@@ -1041,7 +1216,10 @@ mod tests {
     #[test]
     fn disk_encryption_needs_talos_1_5_0_or_later() {
         let mut t = template();
-        t.cluster.features = Some(Features { disk_encryption: true, ..Default::default() });
+        t.cluster.features = Some(Features {
+            disk_encryption: true,
+            ..Default::default()
+        });
         let expected = concat!(
             "1 error occurred:\n",
             "\t* error validating cluster \"c\": 1 error occurred:\n",
@@ -1061,7 +1239,10 @@ mod tests {
     #[test]
     fn disk_encryption_with_an_unparseable_talos_version_repeats_the_parser_error() {
         let mut t = template();
-        t.cluster.features = Some(Features { disk_encryption: true, ..Default::default() });
+        t.cluster.features = Some(Features {
+            disk_encryption: true,
+            ..Default::default()
+        });
         t.cluster.talos_version = String::new();
 
         assert_eq!(
@@ -1098,8 +1279,14 @@ mod tests {
         let reserved = labels(&[("omni.sidero.dev/x", "")]);
         let mut t = template();
         t.control_plane.labels = reserved.clone();
-        t.machines = vec![Machine { annotations: reserved.clone(), ..machine(CP_1) }];
-        t.machines[0].patches = vec![Patch { labels: reserved.clone(), ..inline_patch("p", json!({"machine": {}})) }];
+        t.machines = vec![Machine {
+            annotations: reserved.clone(),
+            ..machine(CP_1)
+        }];
+        t.machines[0].patches = vec![Patch {
+            labels: reserved.clone(),
+            ..inline_patch("p", json!({"machine": {}}))
+        }];
 
         assert_eq!(
             message(&t),
@@ -1147,7 +1334,10 @@ mod tests {
     #[test]
     fn the_control_plane_takes_no_update_or_delete_strategy() {
         let mut t = template();
-        let rolling = Strategy { type_: Some(StrategyType::Rolling), rolling: Some(Some(1)) };
+        let rolling = Strategy {
+            type_: Some(StrategyType::Rolling),
+            rolling: Some(Some(1)),
+        };
         t.control_plane.update_strategy = Some(rolling.clone());
         t.control_plane.delete_strategy = Some(Strategy::default());
         t.control_plane.upgrade_strategy = Some(rolling);
@@ -1179,7 +1369,10 @@ mod tests {
     #[test]
     fn workers_take_no_bootstrap_spec() {
         let mut t = template();
-        t.workers = vec![MachineSet { bootstrap: Some(Bootstrap::default()), ..workers(None, &[W_1]) }];
+        t.workers = vec![MachineSet {
+            bootstrap: Some(Bootstrap::default()),
+            ..workers(None, &[W_1])
+        }];
 
         assert_eq!(
             message(&t),
@@ -1192,7 +1385,10 @@ mod tests {
     #[test]
     fn a_machine_set_uses_machines_or_a_machine_class_not_both() {
         let mut t = template();
-        t.workers = vec![MachineSet { machine_class: class(), ..workers(Some("a"), &[W_1]) }];
+        t.workers = vec![MachineSet {
+            machine_class: class(),
+            ..workers(Some("a"), &[W_1])
+        }];
 
         assert_eq!(
             message(&t),
@@ -1203,8 +1399,11 @@ mod tests {
     #[test]
     fn a_machine_class_set_takes_no_kernel_args() {
         let mut t = template();
-        t.control_plane =
-            MachineSet { machine_class: class(), kernel_args: vec!["console=ttyS0".into()], ..control_plane(&[]) };
+        t.control_plane = MachineSet {
+            machine_class: class(),
+            kernel_args: vec!["console=ttyS0".into()],
+            ..control_plane(&[])
+        };
 
         assert_eq!(
             message(&t),
@@ -1297,7 +1496,13 @@ mod tests {
     #[test]
     fn a_patch_needs_a_path_or_inline_content() {
         let mut t = template();
-        t.cluster.patches = vec![Patch::default(), Patch { inline: Some(Value::Null), ..Default::default() }];
+        t.cluster.patches = vec![
+            Patch::default(),
+            Patch {
+                inline: Some(Value::Null),
+                ..Default::default()
+            },
+        ];
 
         assert_eq!(
             message(&t),
@@ -1316,8 +1521,15 @@ mod tests {
     fn an_inline_patch_needs_a_name_or_an_id_override() {
         let mut t = template();
         t.control_plane.patches = vec![
-            Patch { inline: Some(json!({"machine": {}})), ..Default::default() },
-            Patch { id_override: Some("my-id".into()), inline: Some(json!({"machine": {}})), ..Default::default() },
+            Patch {
+                inline: Some(json!({"machine": {}})),
+                ..Default::default()
+            },
+            Patch {
+                id_override: Some("my-id".into()),
+                inline: Some(json!({"machine": {}})),
+                ..Default::default()
+            },
         ];
 
         assert_eq!(
@@ -1334,7 +1546,10 @@ mod tests {
     #[test]
     fn a_patch_file_must_be_readable() {
         let mut t = template();
-        t.cluster.patches = vec![Patch { name: Some("named".into()), ..file_patch("does-not-exist.yaml") }];
+        t.cluster.patches = vec![Patch {
+            name: Some("named".into()),
+            ..file_patch("does-not-exist.yaml")
+        }];
 
         assert_eq!(
             message(&t),
@@ -1400,8 +1615,14 @@ mod tests {
     fn only_the_first_document_of_a_patch_is_checked_for_forbidden_fields() {
         let mut t = template();
         t.cluster.patches = vec![
-            inline_patch("list", json!([{"cluster": {"id": "x"}}, {"cluster": {"secret": "y"}}])),
-            inline_patch("text", json!("machine:\n  type: worker\n---\nmachine:\n  ca: {}\n")),
+            inline_patch(
+                "list",
+                json!([{"cluster": {"id": "x"}}, {"cluster": {"secret": "y"}}]),
+            ),
+            inline_patch(
+                "text",
+                json!("machine:\n  type: worker\n---\nmachine:\n  ca: {}\n"),
+            ),
             inline_patch("merged", json!("base: &b {token: t}\nmachine:\n  <<: *b\n")),
         ];
 
@@ -1426,13 +1647,23 @@ mod tests {
     // Kubernetes manifests.
 
     fn manifest(name: &str) -> Manifest {
-        Manifest { name: name.into(), inline: vec![json!({"kind": "ConfigMap"})], ..Default::default() }
+        Manifest {
+            name: name.into(),
+            inline: vec![json!({"kind": "ConfigMap"})],
+            ..Default::default()
+        }
     }
 
     #[test]
     fn a_manifest_needs_a_name_and_a_path_or_inline_content_not_both() {
         let mut t = template();
-        t.cluster.manifests = vec![Manifest::default(), Manifest { file: Some("m.yaml".into()), ..manifest("both") }];
+        t.cluster.manifests = vec![
+            Manifest::default(),
+            Manifest {
+                file: Some("m.yaml".into()),
+                ..manifest("both")
+            },
+        ];
         let files = files(&[("m.yaml", "kind: ConfigMap\n")]);
 
         assert_eq!(
@@ -1450,7 +1681,10 @@ mod tests {
     #[test]
     fn a_manifest_file_must_be_readable() {
         let mut t = template();
-        t.cluster.manifests = vec![Manifest { file: Some("missing.yaml".into()), ..Default::default() }];
+        t.cluster.manifests = vec![Manifest {
+            file: Some("missing.yaml".into()),
+            ..Default::default()
+        }];
 
         assert_eq!(
             message(&t),
@@ -1465,7 +1699,14 @@ mod tests {
     #[test]
     fn manifest_names_are_unique() {
         let mut t = template();
-        t.cluster.manifests = vec![manifest("cm"), manifest("cm"), Manifest { inline: vec![], ..manifest("cm") }];
+        t.cluster.manifests = vec![
+            manifest("cm"),
+            manifest("cm"),
+            Manifest {
+                inline: vec![],
+                ..manifest("cm")
+            },
+        ];
 
         assert_eq!(
             message(&t),
@@ -1484,10 +1725,22 @@ mod tests {
     fn findings_from_several_documents_follow_omnis_order() {
         let mut t = template();
         t.cluster.kubernetes_version = "v1.x".into();
-        t.cluster.patches = vec![Patch { inline: Some(json!({"machine": {}})), ..Default::default() }];
-        t.control_plane = MachineSet { name: Some("cp".into()), ..control_plane(&[CP_1, W_1]) };
+        t.cluster.patches = vec![Patch {
+            inline: Some(json!({"machine": {}})),
+            ..Default::default()
+        }];
+        t.control_plane = MachineSet {
+            name: Some("cp".into()),
+            ..control_plane(&[CP_1, W_1])
+        };
         t.workers = vec![workers(Some("a"), &[W_1, "bad"])];
-        t.machines = vec![Machine { locked: true, ..machine(CP_1) }, machine(CP_2)];
+        t.machines = vec![
+            Machine {
+                locked: true,
+                ..machine(CP_1)
+            },
+            machine(CP_2),
+        ];
 
         assert_eq!(
             message(&t),
@@ -1521,13 +1774,21 @@ mod tests {
             workers: vec![
                 workers(None, &[W_1]),
                 workers(Some("additional-1"), &[W_2]),
-                workers(Some("additional-1"), &["919b1d5b-daf8-4b82-bc0d-48929f05a405"]),
+                workers(
+                    Some("additional-1"),
+                    &["919b1d5b-daf8-4b82-bc0d-48929f05a405"],
+                ),
                 workers(Some("additional-2"), &[W_2]),
             ],
-            machines: ["4b9797ae-55d7-4717-a19e-b322a2d83d39", "919b1d5b-daf8-4b82-bc0d-48929f05a405", W_1, W_2]
-                .into_iter()
-                .map(machine)
-                .collect(),
+            machines: [
+                "4b9797ae-55d7-4717-a19e-b322a2d83d39",
+                "919b1d5b-daf8-4b82-bc0d-48929f05a405",
+                W_1,
+                W_2,
+            ]
+            .into_iter()
+            .map(machine)
+            .collect(),
             cluster: Cluster {
                 name: "my-first-cluster".into(),
                 kubernetes_version: "v1.18.2".into(),
@@ -1555,7 +1816,10 @@ mod tests {
     #[test]
     fn omnis_own_invalid_template_2_with_one_control_plane() {
         let t = Template {
-            cluster: Cluster { patches: vec![Patch::default()], ..Default::default() },
+            cluster: Cluster {
+                patches: vec![Patch::default()],
+                ..Default::default()
+            },
             control_plane: MachineSet {
                 patches: vec![file_patch("patches/prohibited.yaml")],
                 ..control_plane(&["430d882a-51a8-48b3-ab00-d4b5b0b5b0b0"])
@@ -1589,17 +1853,32 @@ mod tests {
     #[test]
     fn semver_errors_are_blang_semvers() {
         let error = |s: &str| semver::parse_tolerant(s).err();
-        assert_eq!(error("v1.2-rc1"), Some("Short version cannot contain PreRelease/Build meta data".into()));
+        assert_eq!(
+            error("v1.2-rc1"),
+            Some("Short version cannot contain PreRelease/Build meta data".into())
+        );
         assert_eq!(error("1.2.3-"), Some("Prerelease is empty".into()));
-        assert_eq!(error("1.2.3-rc_1"), Some("Invalid character(s) found in prerelease \"rc_1\"".into()));
-        assert_eq!(error("1.2.3-01"), Some("Numeric PreRelease version must not contain leading zeroes \"01\"".into()));
+        assert_eq!(
+            error("1.2.3-rc_1"),
+            Some("Invalid character(s) found in prerelease \"rc_1\"".into())
+        );
+        assert_eq!(
+            error("1.2.3-01"),
+            Some("Numeric PreRelease version must not contain leading zeroes \"01\"".into())
+        );
         assert_eq!(error("1.2.3+"), Some("Build meta data is empty".into()));
-        assert_eq!(error("1.2.3+a/b"), Some("Invalid character(s) found in build meta data \"a/b\"".into()));
+        assert_eq!(
+            error("1.2.3+a/b"),
+            Some("Invalid character(s) found in build meta data \"a/b\"".into())
+        );
         assert_eq!(
             error("18446744073709551616.0.0"),
             Some("strconv.ParseUint: parsing \"18446744073709551616\": value out of range".into())
         );
-        assert_eq!(error("1..3"), Some("strconv.ParseUint: parsing \"\": invalid syntax".into()));
+        assert_eq!(
+            error("1..3"),
+            Some("strconv.ParseUint: parsing \"\": invalid syntax".into())
+        );
         assert_eq!(error("v1.2.3-rc.1+build.5"), None);
         assert_eq!(error("007"), None, "leading zeros go, and 7 becomes 7.0.0");
     }

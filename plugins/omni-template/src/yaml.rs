@@ -43,7 +43,10 @@ impl Node {
             Value::String(s) => Node::Str(s.clone()),
             Value::Array(items) => Node::Seq(items.iter().map(Node::from_json).collect()),
             Value::Object(map) => {
-                let entries = map.iter().map(|(k, v)| (k.clone(), Node::from_json(v))).collect();
+                let entries = map
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Node::from_json(v)))
+                    .collect();
                 Node::Map(sort_by_natural_key(entries))
             }
         }
@@ -71,8 +74,16 @@ fn yaml_float_text(f: f64) -> String {
     let Some((mantissa, exponent)) = text.split_once('e') else {
         return text;
     };
-    let mantissa = if mantissa.contains('.') { mantissa.to_owned() } else { format!("{mantissa}.0") };
-    let exponent = if exponent.starts_with('-') { exponent.to_owned() } else { format!("+{exponent}") };
+    let mantissa = if mantissa.contains('.') {
+        mantissa.to_owned()
+    } else {
+        format!("{mantissa}.0")
+    };
+    let exponent = if exponent.starts_with('-') {
+        exponent.to_owned()
+    } else {
+        format!("+{exponent}")
+    };
     format!("{mantissa}e{exponent}")
 }
 
@@ -207,7 +218,11 @@ enum Style {
 /// readers take as something else ask for single quotes. Strings the resolver types ask for double quotes.
 fn requested_style(s: &str) -> Style {
     if s.contains('\n') {
-        if s.len() >= 2 && s.chars().any(|c| !c.is_whitespace()) { Style::Literal } else { Style::Double }
+        if s.len() >= 2 && s.chars().any(|c| !c.is_whitespace()) {
+            Style::Literal
+        } else {
+            Style::Double
+        }
     } else if is_base60_float(s) || is_old_bool(s) || s == "<<" {
         Style::Single
     } else if resolves_to_str(s) {
@@ -221,7 +236,21 @@ fn requested_style(s: &str) -> Style {
 fn is_old_bool(s: &str) -> bool {
     matches!(
         s,
-        "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" | "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF"
+        "y" | "Y"
+            | "yes"
+            | "Yes"
+            | "YES"
+            | "on"
+            | "On"
+            | "ON"
+            | "n"
+            | "N"
+            | "no"
+            | "No"
+            | "NO"
+            | "off"
+            | "Off"
+            | "OFF"
     )
 }
 
@@ -260,8 +289,9 @@ fn is_base60_float(s: &str) -> bool {
 
 /// Plain scalars the resolver maps to a fixed value (bools, nulls, special floats, the merge key).
 const RESOLVE_MAP: &[&str] = &[
-    "true", "True", "TRUE", "false", "False", "FALSE", "", "~", "null", "Null", "NULL", ".nan", ".NaN", ".NAN", ".inf",
-    ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF", "-0", "-0.0", "<<",
+    "true", "True", "TRUE", "false", "False", "FALSE", "", "~", "null", "Null", "NULL", ".nan",
+    ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF",
+    "-0", "-0.0", "<<",
 ];
 
 /// Whether go-yaml's resolver (`resolve("", s)`) reads the plain scalar `s` as a string. Only the first character
@@ -270,7 +300,8 @@ fn resolves_to_str(s: &str) -> bool {
     let Some(&first) = s.as_bytes().first() else {
         return false; // "" is null
     };
-    let hinted = matches!(first, b'+' | b'-' | b'0'..=b'9' | b'.' | b'~' | b'<') || b"yYnNtTfFoO".contains(&first);
+    let hinted = matches!(first, b'+' | b'-' | b'0'..=b'9' | b'.' | b'~' | b'<')
+        || b"yYnNtTfFoO".contains(&first);
     if !hinted {
         return true;
     }
@@ -413,7 +444,9 @@ fn is_timestamp(s: &str) -> bool {
     };
     match rest.first() {
         None => true,
-        Some(b'T' | b't') => go_time(&rest[1..]).and_then(go_zone).is_some_and(<[u8]>::is_empty),
+        Some(b'T' | b't') => go_time(&rest[1..])
+            .and_then(go_zone)
+            .is_some_and(<[u8]>::is_empty),
         // The layout's space matches one or more spaces (Go's `cutspace`; tabs do not count).
         Some(b' ') => {
             let spaces = rest.iter().take_while(|c| **c == b' ').count();
@@ -462,7 +495,11 @@ fn go_zone(b: &[u8]) -> Option<&[u8]> {
         return Some(rest);
     }
     let zone = b.get(..6)?;
-    let two = |d: &[u8]| d.iter().all(u8::is_ascii_digit).then(|| u32::from(d[0] - b'0') * 10 + u32::from(d[1] - b'0'));
+    let two = |d: &[u8]| {
+        d.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| u32::from(d[0] - b'0') * 10 + u32::from(d[1] - b'0'))
+    };
     let (hours, minutes) = (two(&zone[1..3])?, two(&zone[4..6])?);
     let valid = matches!(zone[0], b'+' | b'-') && zone[3] == b':' && hours <= 24 && minutes <= 60;
     valid.then_some(&b[6..])
@@ -494,7 +531,8 @@ fn is_line_break(c: char) -> bool {
 /// YAML's printable set as go-yaml tests it: 4-byte UTF-8 characters (emoji) are not printable to it, so they end
 /// up as `\U` escapes in double quotes.
 fn is_printable(c: char) -> bool {
-    matches!(c, '\n' | '\u{20}'..='\u{7E}' | '\u{A0}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}') && c != '\u{FEFF}'
+    matches!(c, '\n' | '\u{20}'..='\u{7E}' | '\u{A0}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}')
+        && c != '\u{FEFF}'
 }
 
 /// What go-yaml's `analyzeScalar` finds out about a scalar: which styles can hold it.
@@ -528,7 +566,8 @@ impl Analysis {
             let followed_by_whitespace = value.get(i + 1).is_none_or(|n| matches!(n, ' ' | '\t'));
             if i == 0 {
                 match c {
-                    '#' | ',' | '[' | ']' | '{' | '}' | '&' | '*' | '!' | '|' | '>' | '\'' | '"' | '%' | '@' | '`' => {
+                    '#' | ',' | '[' | ']' | '{' | '}' | '&' | '*' | '!' | '|' | '>' | '\''
+                    | '"' | '%' | '@' | '`' => {
                         block_indicators = true;
                     }
                     '?' | ':' | '-' if followed_by_whitespace => block_indicators = true,
@@ -624,7 +663,14 @@ struct Emitter {
 
 impl Emitter {
     fn new(best_indent: usize) -> Emitter {
-        Emitter { out: String::new(), best_indent, indent: None, column: 0, whitespace: true, indention: true }
+        Emitter {
+            out: String::new(),
+            best_indent,
+            indent: None,
+            column: 0,
+            whitespace: true,
+            indention: true,
+        }
     }
 
     fn document(&mut self, node: &Node, first: bool) {
@@ -689,7 +735,12 @@ impl Emitter {
     fn scalar(&mut self, value: &str, requested: Style, slot: Slot) {
         let chars: Vec<char> = value.chars().collect();
         let simple_key = slot == Slot::SimpleKey;
-        let style = select_style(requested, &Analysis::of(&chars), simple_key, chars.is_empty());
+        let style = select_style(
+            requested,
+            &Analysis::of(&chars),
+            simple_key,
+            chars.is_empty(),
+        );
         let outer = self.increase_indent(true, slot);
         match style {
             Style::Plain => self.write_plain(&chars, !simple_key),
@@ -748,7 +799,13 @@ impl Emitter {
         self.whitespace = true;
     }
 
-    fn write_indicator(&mut self, indicator: &str, need_whitespace: bool, is_whitespace: bool, is_indention: bool) {
+    fn write_indicator(
+        &mut self,
+        indicator: &str,
+        need_whitespace: bool,
+        is_whitespace: bool,
+        is_indention: bool,
+    ) {
         if need_whitespace && !self.whitespace {
             self.put(' ');
         }
@@ -768,7 +825,11 @@ impl Emitter {
         let (mut spaces, mut breaks) = (false, false);
         for (i, &c) in value.iter().enumerate() {
             if c == ' ' {
-                if allow_breaks && !spaces && self.column > BEST_WIDTH && value.get(i + 1) != Some(&' ') {
+                if allow_breaks
+                    && !spaces
+                    && self.column > BEST_WIDTH
+                    && value.get(i + 1) != Some(&' ')
+                {
                     self.write_indent();
                 } else {
                     self.put(c);
@@ -936,7 +997,12 @@ mod tests {
     }
 
     fn map(entries: &[(&str, Node)]) -> Node {
-        Node::Map(entries.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect())
+        Node::Map(
+            entries
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.clone()))
+                .collect(),
+        )
     }
 
     fn num(text: &str) -> Node {
@@ -950,7 +1016,11 @@ mod tests {
 
     fn check_values(cases: &[(&str, &str)]) {
         for (input, expected) in cases {
-            assert_eq!(as_value(input), format!("k: {expected}\n"), "value {input:?}");
+            assert_eq!(
+                as_value(input),
+                format!("k: {expected}\n"),
+                "value {input:?}"
+            );
         }
     }
 
@@ -985,7 +1055,10 @@ mod tests {
             ("2024-01-01", r#""2024-01-01""#),
             ("2024-1-2", r#""2024-1-2""#),
             ("2024-02-29", r#""2024-02-29""#),
-            ("2001-12-14t21:59:43.10-05:00", r#""2001-12-14t21:59:43.10-05:00""#),
+            (
+                "2001-12-14t21:59:43.10-05:00",
+                r#""2001-12-14t21:59:43.10-05:00""#,
+            ),
             ("2001-12-14T21:59:43Z", r#""2001-12-14T21:59:43Z""#),
             ("2001-12-14 21:59:43.10", r#""2001-12-14 21:59:43.10""#),
             ("", r#""""#),
@@ -996,10 +1069,24 @@ mod tests {
     /// spaces for the layout's space, and an offset only in the `T` layouts.
     #[test]
     fn timestamps_are_recognised_as_go_yaml_recognises_them() {
-        for yes in ["2024-1-2", "2024-12-31", "2000-02-29", "2024-1-2   3:4:5", "2024-1-2 03:04:05,5", "2024-1-2T3:4:5+24:00"] {
+        for yes in [
+            "2024-1-2",
+            "2024-12-31",
+            "2000-02-29",
+            "2024-1-2   3:4:5",
+            "2024-1-2 03:04:05,5",
+            "2024-1-2T3:4:5+24:00",
+        ] {
             assert!(is_timestamp(yes), "{yes}");
         }
-        for no in ["2024-1-2 \t3:4:5", "2024-1-2T3:4:5", "2024-1-2 24:00:00", "1900-02-29", "2024-001-2", "20240-1-2"] {
+        for no in [
+            "2024-1-2 \t3:4:5",
+            "2024-1-2T3:4:5",
+            "2024-1-2 24:00:00",
+            "1900-02-29",
+            "2024-001-2",
+            "20240-1-2",
+        ] {
             assert!(!is_timestamp(no), "{no:?}");
         }
     }
@@ -1080,7 +1167,10 @@ mod tests {
             ("0x", "0x"),
             ("1e400", "1e400"), // Go's ParseFloat reports overflow, so go-yaml keeps it a string
             ("éclair", "éclair"),
-            ("11111111-1111-4111-8111-111111111111", "11111111-1111-4111-8111-111111111111"),
+            (
+                "11111111-1111-4111-8111-111111111111",
+                "11111111-1111-4111-8111-111111111111",
+            ),
         ]);
     }
 
@@ -1097,31 +1187,60 @@ mod tests {
             ("\u{85}", r#""\N""#),
             ("\u{feff}x", r#""\uFEFFx""#),
             ("😀", r#""\U0001F600""#),
-            ("tab\t\"quoted\" back\\slash", r#""tab\t\"quoted\" back\\slash""#),
+            (
+                "tab\t\"quoted\" back\\slash",
+                r#""tab\t\"quoted\" back\\slash""#,
+            ),
         ]);
     }
 
     #[test]
     fn map_keys_follow_the_same_quoting_rules() {
-        let doc =
-            map(&[("1", s("a")), ("true", s("b")), ("yes", s("c")), ("a b", s("d")), ("", s("e")), ("a: b", s("f"))]);
-        assert_eq!(to_string(&[doc], 2), "\"1\": a\n\"true\": b\n'yes': c\na b: d\n\"\": e\n'a: b': f\n");
+        let doc = map(&[
+            ("1", s("a")),
+            ("true", s("b")),
+            ("yes", s("c")),
+            ("a b", s("d")),
+            ("", s("e")),
+            ("a: b", s("f")),
+        ]);
+        assert_eq!(
+            to_string(&[doc], 2),
+            "\"1\": a\n\"true\": b\n'yes': c\na b: d\n\"\": e\n'a: b': f\n"
+        );
     }
 
     #[test]
     fn scalars_other_than_strings_are_plain() {
-        let doc =
-            map(&[("port", num("6443")), ("ratio", num("1.5")), ("locked", Node::Bool(true)), ("none", Node::Null)]);
-        assert_eq!(to_string(&[doc], 2), "port: 6443\nratio: 1.5\nlocked: true\nnone: null\n");
+        let doc = map(&[
+            ("port", num("6443")),
+            ("ratio", num("1.5")),
+            ("locked", Node::Bool(true)),
+            ("none", Node::Null),
+        ]);
+        assert_eq!(
+            to_string(&[doc], 2),
+            "port: 6443\nratio: 1.5\nlocked: true\nnone: null\n"
+        );
         assert_eq!(to_string(&[Node::Bool(false)], 2), "false\n");
     }
 
     #[test]
     fn block_sequences_are_indented_under_their_key_at_indent_2() {
-        let manifest = map(&[("name", s("a")), ("mode", s("full")), ("inline", Node::Seq(vec![]))]);
+        let manifest = map(&[
+            ("name", s("a")),
+            ("mode", s("full")),
+            ("inline", Node::Seq(vec![])),
+        ]);
         let doc = map(&[
             ("machines", Node::Seq(vec![s("id1"), s("id2")])),
-            ("kubernetes", map(&[("version", s("v1.35.0")), ("manifests", Node::Seq(vec![manifest]))])),
+            (
+                "kubernetes",
+                map(&[
+                    ("version", s("v1.35.0")),
+                    ("manifests", Node::Seq(vec![manifest])),
+                ]),
+            ),
         ]);
         assert_eq!(
             to_string(&[doc], 2),
@@ -1131,9 +1250,14 @@ mod tests {
 
     #[test]
     fn block_sequences_are_indented_under_their_key_at_indent_4() {
-        let doc =
-            map(&[("key", Node::Seq(vec![s("a"), s("b")])), ("nested", map(&[("list", Node::Seq(vec![num("1")]))]))]);
-        assert_eq!(to_string(&[doc], 4), "key:\n    - a\n    - b\nnested:\n    list:\n        - 1\n");
+        let doc = map(&[
+            ("key", Node::Seq(vec![s("a"), s("b")])),
+            ("nested", map(&[("list", Node::Seq(vec![num("1")]))])),
+        ]);
+        assert_eq!(
+            to_string(&[doc], 4),
+            "key:\n    - a\n    - b\nnested:\n    list:\n        - 1\n"
+        );
     }
 
     /// go-yaml puts a mapping that is a sequence item on the dash line, its keys 2 columns right of the dash at
@@ -1144,24 +1268,49 @@ mod tests {
     #[test]
     fn mappings_in_sequence_items_start_on_the_dash_line() {
         let item = map(&[("name", s("a")), ("mode", s("full"))]);
-        assert_eq!(to_string(&[Node::Seq(vec![item.clone()])], 2), "- name: a\n  mode: full\n");
-        assert_eq!(to_string(&[Node::Seq(vec![item.clone()])], 4), "- name: a\n  mode: full\n");
+        assert_eq!(
+            to_string(&[Node::Seq(vec![item.clone()])], 2),
+            "- name: a\n  mode: full\n"
+        );
+        assert_eq!(
+            to_string(&[Node::Seq(vec![item.clone()])], 4),
+            "- name: a\n  mode: full\n"
+        );
 
-        let item = map(&[("b", num("1")), ("c", map(&[("d", num("2"))])), ("e", Node::Seq(vec![s("x")]))]);
+        let item = map(&[
+            ("b", num("1")),
+            ("c", map(&[("d", num("2"))])),
+            ("e", Node::Seq(vec![s("x")])),
+        ]);
         let doc = map(&[("a", Node::Seq(vec![item]))]);
         assert_eq!(
             to_string(std::slice::from_ref(&doc), 4),
             "a:\n    - b: 1\n      c:\n        d: 2\n      e:\n        - x\n"
         );
-        assert_eq!(to_string(&[doc], 2), "a:\n  - b: 1\n    c:\n      d: 2\n    e:\n      - x\n");
+        assert_eq!(
+            to_string(&[doc], 2),
+            "a:\n  - b: 1\n    c:\n      d: 2\n    e:\n      - x\n"
+        );
     }
 
     #[test]
     fn nested_sequences_share_the_dash_line() {
-        let doc = Node::Seq(vec![Node::Seq(vec![num("1"), num("2")]), Node::Seq(vec![num("3")])]);
-        assert_eq!(to_string(std::slice::from_ref(&doc), 2), "- - 1\n  - 2\n- - 3\n");
-        assert_eq!(to_string(std::slice::from_ref(&doc), 4), "- - 1\n  - 2\n- - 3\n");
-        assert_eq!(to_string(&[map(&[("k", doc)])], 4), "k:\n    - - 1\n      - 2\n    - - 3\n");
+        let doc = Node::Seq(vec![
+            Node::Seq(vec![num("1"), num("2")]),
+            Node::Seq(vec![num("3")]),
+        ]);
+        assert_eq!(
+            to_string(std::slice::from_ref(&doc), 2),
+            "- - 1\n  - 2\n- - 3\n"
+        );
+        assert_eq!(
+            to_string(std::slice::from_ref(&doc), 4),
+            "- - 1\n  - 2\n- - 3\n"
+        );
+        assert_eq!(
+            to_string(&[map(&[("k", doc)])], 4),
+            "k:\n    - - 1\n      - 2\n    - - 3\n"
+        );
     }
 
     #[test]
@@ -1172,18 +1321,30 @@ mod tests {
             ("patches", Node::Seq(vec![map(&[])])),
             ("nested", Node::Seq(vec![Node::Seq(vec![])])),
         ]);
-        assert_eq!(to_string(&[doc], 2), "features: {}\ninline: []\npatches:\n  - {}\nnested:\n  - []\n");
+        assert_eq!(
+            to_string(&[doc], 2),
+            "features: {}\ninline: []\npatches:\n  - {}\nnested:\n  - []\n"
+        );
         assert_eq!(to_string(&[map(&[])], 2), "{}\n");
         assert_eq!(to_string(&[Node::Seq(vec![])], 4), "[]\n");
     }
 
     #[test]
     fn documents_are_separated_by_a_dashes_line_only() {
-        let docs =
-            [map(&[("kind", s("Cluster"))]), map(&[("kind", s("ControlPlane"))]), map(&[("kind", s("Workers"))])];
-        assert_eq!(to_string(&docs, 2), "kind: Cluster\n---\nkind: ControlPlane\n---\nkind: Workers\n");
+        let docs = [
+            map(&[("kind", s("Cluster"))]),
+            map(&[("kind", s("ControlPlane"))]),
+            map(&[("kind", s("Workers"))]),
+        ];
+        assert_eq!(
+            to_string(&docs, 2),
+            "kind: Cluster\n---\nkind: ControlPlane\n---\nkind: Workers\n"
+        );
         assert_eq!(to_string(&[s("a"), s("b")], 2), "a\n---\nb\n");
-        assert_eq!(to_string(&[s("a\n"), map(&[("k", s("v"))])], 2), "|\n  a\n---\nk: v\n");
+        assert_eq!(
+            to_string(&[s("a\n"), map(&[("k", s("v"))])], 2),
+            "|\n  a\n---\nk: v\n"
+        );
         assert_eq!(to_string(&[], 2), "");
     }
 
@@ -1198,16 +1359,31 @@ mod tests {
             (" lead\nx", "|2-\n   lead\n  x"),
             ("a\n\tb", "|-\n  a\n  \tb"),
         ]);
-        assert_eq!(to_string(&[map(&[("k", s(" lead\nx\n"))])], 4), "k: |4\n     lead\n    x\n");
-        assert_eq!(to_string(&[map(&[("a", map(&[("b", s("x\ny\n"))]))])], 4), "a:\n    b: |\n        x\n        y\n");
+        assert_eq!(
+            to_string(&[map(&[("k", s(" lead\nx\n"))])], 4),
+            "k: |4\n     lead\n    x\n"
+        );
+        assert_eq!(
+            to_string(&[map(&[("a", map(&[("b", s("x\ny\n"))]))])], 4),
+            "a:\n    b: |\n        x\n        y\n"
+        );
     }
 
     #[test]
     fn literal_blocks_in_sequences_and_as_documents() {
-        assert_eq!(to_string(&[Node::Seq(vec![s("a\nb\n")])], 2), "- |\n  a\n  b\n");
-        assert_eq!(to_string(&[map(&[("k", Node::Seq(vec![s("a\nb")]))])], 4), "k:\n    - |-\n      a\n      b\n");
+        assert_eq!(
+            to_string(&[Node::Seq(vec![s("a\nb\n")])], 2),
+            "- |\n  a\n  b\n"
+        );
+        assert_eq!(
+            to_string(&[map(&[("k", Node::Seq(vec![s("a\nb")]))])], 4),
+            "k:\n    - |-\n      a\n      b\n"
+        );
         assert_eq!(to_string(&[s("text\n")], 2), "|\n  text\n");
-        assert_eq!(to_string(&[s("machine:\n  install: {}\n")], 4), "|\n    machine:\n      install: {}\n");
+        assert_eq!(
+            to_string(&[s("machine:\n  install: {}\n")], 4),
+            "|\n    machine:\n      install: {}\n"
+        );
     }
 
     #[test]
@@ -1223,11 +1399,20 @@ mod tests {
 
     #[test]
     fn multi_line_and_very_long_keys_use_the_explicit_key_form() {
-        assert_eq!(to_string(&[map(&[("a\nb", s("v"))])], 2), "? |-\n  a\n  b\n: v\n");
+        assert_eq!(
+            to_string(&[map(&[("a\nb", s("v"))])], 2),
+            "? |-\n  a\n  b\n: v\n"
+        );
         let long = "k".repeat(129);
-        assert_eq!(to_string(&[map(&[(long.as_str(), s("v"))])], 2), format!("? {long}\n: v\n"));
+        assert_eq!(
+            to_string(&[map(&[(long.as_str(), s("v"))])], 2),
+            format!("? {long}\n: v\n")
+        );
         let longest_simple = "k".repeat(128);
-        assert_eq!(to_string(&[map(&[(longest_simple.as_str(), s("v"))])], 2), format!("{longest_simple}: v\n"));
+        assert_eq!(
+            to_string(&[map(&[(longest_simple.as_str(), s("v"))])], 2),
+            format!("{longest_simple}: v\n")
+        );
     }
 
     // Folding: go-yaml writes a space as a line break once the column is past 80 (and the next character is not a
@@ -1253,7 +1438,10 @@ mod tests {
         );
         // Text without spaces cannot fold.
         let token = "x".repeat(100);
-        assert_eq!(to_string(&[map(&[("k", s(&token))])], 2), format!("k: {token}\n"));
+        assert_eq!(
+            to_string(&[map(&[("k", s(&token))])], 2),
+            format!("k: {token}\n")
+        );
     }
 
     #[test]
@@ -1309,7 +1497,10 @@ mod tests {
         ];
         for (value, expected) in cases {
             assert_eq!(Node::from_json(&value), num(expected));
-            assert!(!resolves_to_str(expected), "{expected} must resolve as a number");
+            assert!(
+                !resolves_to_str(expected),
+                "{expected} must resolve as a number"
+            );
         }
         assert_eq!(Node::from_json(&json!(1000000)), num("1000000"));
     }
@@ -1317,7 +1508,10 @@ mod tests {
     #[test]
     fn from_json_keeps_strings_strings() {
         let value = json!({"mode": "0755", "enabled": "true", "name": "a"});
-        assert_eq!(to_string(&[Node::from_json(&value)], 4), "enabled: \"true\"\nmode: \"0755\"\nname: a\n");
+        assert_eq!(
+            to_string(&[Node::from_json(&value)], 4),
+            "enabled: \"true\"\nmode: \"0755\"\nname: a\n"
+        );
     }
 
     /// spec/omni-protocol.md §4.3: the inline patch as Omni stores it.

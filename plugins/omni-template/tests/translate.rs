@@ -15,8 +15,12 @@ fn golden(name: &str, actual: &str) {
         std::fs::write(&path, actual).expect("write golden");
         return;
     }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e} (UPDATE_GOLDEN=1 writes it)"));
-    assert!(expected == actual, "{name} differs from {path}:\n--- expected\n{expected}\n--- actual\n{actual}");
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e} (UPDATE_GOLDEN=1 writes it)"));
+    assert!(
+        expected == actual,
+        "{name} differs from {path}:\n--- expected\n{expected}\n--- actual\n{actual}"
+    );
 }
 
 fn translated(objects: &Objects, files: &Files) -> String {
@@ -49,7 +53,10 @@ fn the_sample_sets_documents_render_to_the_template_yaml() {
     assert_eq!(rendered.cluster_name, "edge-sample");
     assert_eq!(rendered.control_plane_ref, "edge-sample-control-plane");
     assert_eq!(rendered.workers_refs, ["edge-sample-workers"]);
-    assert_eq!(rendered.machine_refs, ["edge-sample-control-plane-0", "edge-sample-worker-0"]);
+    assert_eq!(
+        rendered.machine_refs,
+        ["edge-sample-control-plane-0", "edge-sample-worker-0"]
+    );
 }
 
 #[test]
@@ -86,7 +93,12 @@ fn inline_file_and_string_patches_with_ids_and_weights() {
         .control_plane("cp", json!({"clusterRef": {"name": "c1"}, "machines": [CP],
             "patches": [{"name": "a", "inline": {"machine": {"time": {"disabled": false}}}}, {"name": "b", "inline": {"machine": {"env": {"X": "1"}}}}]}))
         .machine("m", json!({"clusterRef": {"name": "c1"}, "machineID": CP, "patches": [{"name": "only", "inline": {"machine": {"network": {"hostname": "n1"}}}}]}));
-    let files: Files = [("patches/cluster.yaml".to_string(), Ok(b"machine:\n  install:\n    wipe: true\n".to_vec()))].into_iter().collect();
+    let files: Files = [(
+        "patches/cluster.yaml".to_string(),
+        Ok(b"machine:\n  install:\n    wipe: true\n".to_vec()),
+    )]
+    .into_iter()
+    .collect();
     golden("patches", &translated(&objects, &files));
 }
 
@@ -127,7 +139,10 @@ fn machine_classes_several_worker_sets_locked_machines_and_kernel_args() {
 fn cluster_kernel_args_with_a_machine_class_fail_translation() {
     let objects = Objects::default()
         .cluster("c1", cluster(json!({"kernelArgs": ["console=ttyS0"]})))
-        .control_plane("cp", json!({"clusterRef": {"name": "c1"}, "machineClass": {"name": "x", "size": 1}}));
+        .control_plane(
+            "cp",
+            json!({"clusterRef": {"name": "c1"}, "machineClass": {"name": "x", "size": 1}}),
+        );
     let rendered = objects.render().expect("renders");
     assert_eq!(
         translate(&rendered.template, &NoFiles).expect_err("refused"),
@@ -138,11 +153,17 @@ fn cluster_kernel_args_with_a_machine_class_fail_translation() {
 #[test]
 fn duplicate_ids_fail_translation() {
     let objects = Objects::default()
-        .cluster("c1", cluster(json!({"patches": [
-            {"idOverride": "same", "name": "a", "inline": {"machine": {}}},
-            {"idOverride": "same", "name": "b", "inline": {"machine": {}}}
-        ]})))
-        .control_plane("cp", json!({"clusterRef": {"name": "c1"}, "machines": [CP]}));
+        .cluster(
+            "c1",
+            cluster(json!({"patches": [
+                {"idOverride": "same", "name": "a", "inline": {"machine": {}}},
+                {"idOverride": "same", "name": "b", "inline": {"machine": {}}}
+            ]})),
+        )
+        .control_plane(
+            "cp",
+            json!({"clusterRef": {"name": "c1"}, "machines": [CP]}),
+        );
     let rendered = objects.render().expect("renders");
     assert_eq!(
         translate(&rendered.template, &NoFiles).expect_err("refused"),
@@ -159,27 +180,45 @@ fn manifests_from_files_and_one_time_mode() {
                 {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "b", "namespace": "a"}, "data": {"k": "line1\nline2\n"}}]}
         ]}})))
         .control_plane("cp", json!({"clusterRef": {"name": "c1"}, "machines": [CP]}));
-    let files: Files = [("manifests/ns.yaml".to_string(), Ok(b"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: from-file\n".to_vec()))]
-        .into_iter()
-        .collect();
+    let files: Files = [(
+        "manifests/ns.yaml".to_string(),
+        Ok(b"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: from-file\n".to_vec()),
+    )]
+    .into_iter()
+    .collect();
     golden("manifests", &translated(&objects, &files));
 }
 
 #[test]
 fn render_refuses_duplicate_manifests_and_the_reserved_worker_set_name() {
     let dup = Objects::default()
-        .cluster("c1", cluster(json!({"kubernetes": {"version": "v1.35.0", "manifests": [
-            {"name": "x", "inline": [{"kind": "A"}]}, {"name": "x", "inline": [{"kind": "B"}]}]}})))
-        .control_plane("cp", json!({"clusterRef": {"name": "c1"}, "machines": [CP]}));
+        .cluster(
+            "c1",
+            cluster(json!({"kubernetes": {"version": "v1.35.0", "manifests": [
+            {"name": "x", "inline": [{"kind": "A"}]}, {"name": "x", "inline": [{"kind": "B"}]}]}})),
+        )
+        .control_plane(
+            "cp",
+            json!({"clusterRef": {"name": "c1"}, "machines": [CP]}),
+        );
     assert_eq!(
         dup.render().expect_err("refused"),
         "duplicate Kubernetes manifest name \"x\" for OmniCluster.spec.kubernetes.manifests[] conflicts with OmniCluster.spec.kubernetes.manifests[]"
     );
     let reserved = Objects::default()
         .cluster("c1", cluster(json!({})))
-        .control_plane("cp", json!({"clusterRef": {"name": "c1"}, "machines": [CP]}))
-        .workers("control-planes", json!({"clusterRef": {"name": "c1"}, "machines": [W1]}));
-    assert_eq!(reserved.render().expect_err("refused"), "workers \"control-planes\" uses reserved workerSetName \"control-planes\"");
+        .control_plane(
+            "cp",
+            json!({"clusterRef": {"name": "c1"}, "machines": [CP]}),
+        )
+        .workers(
+            "control-planes",
+            json!({"clusterRef": {"name": "c1"}, "machines": [W1]}),
+        );
+    assert_eq!(
+        reserved.render().expect_err("refused"),
+        "workers \"control-planes\" uses reserved workerSetName \"control-planes\""
+    );
 }
 
 #[test]
@@ -188,7 +227,16 @@ fn cluster_name_overrides_and_versions_lose_their_v() {
         .cluster("k8s-object", cluster(json!({"clusterName": "omni-name", "kubernetes": {"version": "v1.34.1"}, "talos": {"version": "v1.12.0"}})))
         .control_plane("cp", json!({"clusterRef": {"name": "k8s-object"}, "machines": [CP]}));
     let out = translated(&objects, &Files::new());
-    assert!(out.starts_with("Clusters.omni.sidero.dev(omni-name)\n"), "{out}");
-    assert!(out.contains("kubernetes_version: \"1.34.1\", talos_version: \"1.12.0\""), "{out}");
-    assert!(out.contains("MachineSets.omni.sidero.dev(omni-name-control-planes)"), "{out}");
+    assert!(
+        out.starts_with("Clusters.omni.sidero.dev(omni-name)\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("kubernetes_version: \"1.34.1\", talos_version: \"1.12.0\""),
+        "{out}"
+    );
+    assert!(
+        out.contains("MachineSets.omni.sidero.dev(omni-name-control-planes)"),
+        "{out}"
+    );
 }

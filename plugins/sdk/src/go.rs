@@ -66,14 +66,23 @@ pub fn parse_duration(text: &str) -> Result<i64, String> {
         }
 
         // The unit runs up to the next number; both ends are ASCII, so the slice is on character boundaries.
-        let unit_len = s.find(|c: char| c == '.' || c.is_ascii_digit()).unwrap_or(s.len());
+        let unit_len = s
+            .find(|c: char| c == '.' || c.is_ascii_digit())
+            .unwrap_or(s.len());
         if unit_len == 0 {
-            return Err(format!("time: missing unit in duration {}", time_quote(text)));
+            return Err(format!(
+                "time: missing unit in duration {}",
+                time_quote(text)
+            ));
         }
         let unit = &s[..unit_len];
         s = &s[unit_len..];
         let Some(scale_ns) = unit_ns(unit) else {
-            return Err(format!("time: unknown unit {} in duration {}", time_quote(unit), time_quote(text)));
+            return Err(format!(
+                "time: unknown unit {} in duration {}",
+                time_quote(unit),
+                time_quote(text)
+            ));
         };
         if whole > LIMIT / scale_ns {
             return Err(invalid());
@@ -86,7 +95,10 @@ pub fn parse_duration(text: &str) -> Result<i64, String> {
                 return Err(invalid());
             }
         }
-        total = total.checked_add(value).filter(|t| *t <= LIMIT).ok_or_else(invalid)?;
+        total = total
+            .checked_add(value)
+            .filter(|t| *t <= LIMIT)
+            .ok_or_else(invalid)?;
     }
     if negative {
         // -(1<<63) is i64::MIN, which Go accepts.
@@ -291,7 +303,9 @@ pub fn quote(s: &str) -> String {
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
             '\u{0b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
             // Go prints only graphic characters and the ASCII space raw; other controls and spaces are escaped.
             c if c.is_control() || (c.is_whitespace() && c != ' ') => {
                 if (c as u32) < 0x1_0000 {
@@ -348,7 +362,10 @@ mod tests {
             ("3h30m", 3 * H + 30 * MIN),
             ("10.5s4m", 4 * MIN + 10 * S + 500_000_000),
             ("-2m3.4s", -(2 * MIN + 3 * S + 400_000_000)),
-            ("1h2m3s4ms5us6ns", H + 2 * MIN + 3 * S + 4_000_000 + 5_000 + 6),
+            (
+                "1h2m3s4ms5us6ns",
+                H + 2 * MIN + 3 * S + 4_000_000 + 5_000 + 6,
+            ),
             ("39h9m14.425s", 39 * H + 9 * MIN + 14 * S + 425_000_000),
             ("52763797000ns", 52_763_797_000),
             ("0.3333333333333333333h", 20 * MIN),
@@ -387,14 +404,32 @@ mod tests {
             ("1.5.5s", r#"time: missing unit in duration "1.5.5s""#),
             (" 1s", r#"time: invalid duration " 1s""#),
             ("1s ", r#"time: unknown unit "s " in duration "1s ""#),
-            ("1µ", r#"time: unknown unit "\xc2\xb5" in duration "1\xc2\xb5""#),
+            (
+                "1µ",
+                r#"time: unknown unit "\xc2\xb5" in duration "1\xc2\xb5""#,
+            ),
             ("\"1\"s", r#"time: invalid duration "\"1\"s""#),
-            ("9223372036854775810ns", r#"time: invalid duration "9223372036854775810ns""#),
-            ("9223372036854775808ns", r#"time: invalid duration "9223372036854775808ns""#),
-            ("-9223372036854775809ns", r#"time: invalid duration "-9223372036854775809ns""#),
-            ("9223372036854ms775us808ns", r#"time: invalid duration "9223372036854ms775us808ns""#),
+            (
+                "9223372036854775810ns",
+                r#"time: invalid duration "9223372036854775810ns""#,
+            ),
+            (
+                "9223372036854775808ns",
+                r#"time: invalid duration "9223372036854775808ns""#,
+            ),
+            (
+                "-9223372036854775809ns",
+                r#"time: invalid duration "-9223372036854775809ns""#,
+            ),
+            (
+                "9223372036854ms775us808ns",
+                r#"time: invalid duration "9223372036854ms775us808ns""#,
+            ),
             ("3000000h", r#"time: invalid duration "3000000h""#),
-            ("99999999999999999999s", r#"time: invalid duration "99999999999999999999s""#),
+            (
+                "99999999999999999999s",
+                r#"time: invalid duration "99999999999999999999s""#,
+            ),
         ];
         for (text, want) in cases {
             assert_eq!(parse_duration(text), Err(want.to_string()), "{text:?}");
@@ -436,7 +471,19 @@ mod tests {
 
     #[test]
     fn printed_durations_parse_back() {
-        for ns in [0, 1, 999, 1_000, 1_500_000, S, 90 * MIN, 24 * H + 1, -(3 * H), i64::MAX, i64::MIN] {
+        for ns in [
+            0,
+            1,
+            999,
+            1_000,
+            1_500_000,
+            S,
+            90 * MIN,
+            24 * H + 1,
+            -(3 * H),
+            i64::MAX,
+            i64::MIN,
+        ] {
             assert_eq!(parse_duration(&format_duration(ns)), Ok(ns), "{ns}");
         }
     }
@@ -463,7 +510,11 @@ mod tests {
     #[test]
     fn json_strings_agree_with_serde_json_where_go_does_not_escape_more() {
         for text in ["automation", "ops team", "system:masters", "x\"y\\z\n", "é"] {
-            assert_eq!(json_string(text), serde_json::to_string(text).unwrap_or_default(), "{text:?}");
+            assert_eq!(
+                json_string(text),
+                serde_json::to_string(text).unwrap_or_default(),
+                "{text:?}"
+            );
         }
     }
 }

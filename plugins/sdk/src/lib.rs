@@ -66,7 +66,10 @@ pub use types::*;
 /// SHA-256 of `bytes` as lowercase hex, the form every digest in the contract takes.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest as _;
-    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Raw bindings of the WIT world; plugin authors use [`Plugin`], [`Host`] and [`export_plugin!`] instead.
@@ -95,8 +98,11 @@ pub trait Host {
     where
         Self: Sized,
     {
-        serde_json::from_value(self.object())
-            .map_err(|e| ReconcileError::Permanent(format!("the object does not have the shape this plugin expects: {e}")))
+        serde_json::from_value(self.object()).map_err(|e| {
+            ReconcileError::Permanent(format!(
+                "the object does not have the shape this plugin expects: {e}"
+            ))
+        })
     }
     /// Milliseconds left before the operator abandons this call.
     fn remaining_ms(&self) -> u64;
@@ -123,51 +129,96 @@ pub trait Host {
     /// before files could be read keep compiling, and plugins that read no files need not implement it.
     fn read_file(&self, root: &str, path: &str) -> Result<Vec<u8>, HostError> {
         let _ = (root, path);
-        Err(HostError::Unavailable("this host does not serve files".into()))
+        Err(HostError::Unavailable(
+            "this host does not serve files".into(),
+        ))
     }
 
     /// Authenticates against the Omni endpoint an OmniConnection (in the object's namespace) names; returns the
     /// normalised endpoint. Capability `omni`, as are the other `omni_*` calls.
     fn omni_ping(&self, connection: &str) -> Result<String, HostError>;
-    fn omni_get(&self, connection: &str, key: &omni::ResourceKey) -> Result<Option<omni::OmniResource>, HostError>;
+    fn omni_get(
+        &self,
+        connection: &str,
+        key: &omni::ResourceKey,
+    ) -> Result<Option<omni::OmniResource>, HostError>;
     /// Sorted by ID; every term must hold.
-    fn omni_list(&self, connection: &str, namespace: &str, type_: &str, labels: &[omni::LabelTerm]) -> Result<Vec<omni::OmniResource>, HostError>;
-    fn omni_create(&self, connection: &str, resource: &omni::OmniResource) -> Result<omni::OmniResource, HostError>;
+    fn omni_list(
+        &self,
+        connection: &str,
+        namespace: &str,
+        type_: &str,
+        labels: &[omni::LabelTerm],
+    ) -> Result<Vec<omni::OmniResource>, HostError>;
+    fn omni_create(
+        &self,
+        connection: &str,
+        resource: &omni::OmniResource,
+    ) -> Result<omni::OmniResource, HostError>;
     /// Fails with `Conflict` when `resource.version` is no longer the stored one.
-    fn omni_update(&self, connection: &str, resource: &omni::OmniResource) -> Result<omni::OmniResource, HostError>;
+    fn omni_update(
+        &self,
+        connection: &str,
+        resource: &omni::OmniResource,
+    ) -> Result<omni::OmniResource, HostError>;
     /// `Ok(true)` when no finalizers remain.
     fn omni_teardown(&self, connection: &str, key: &omni::ResourceKey) -> Result<bool, HostError>;
     fn omni_destroy(&self, connection: &str, key: &omni::ResourceKey) -> Result<(), HostError>;
-    fn omni_cluster_status(&self, connection: &str, cluster: &str) -> Result<Option<omni::ClusterHealth>, HostError>;
+    fn omni_cluster_status(
+        &self,
+        connection: &str,
+        cluster: &str,
+    ) -> Result<Option<omni::ClusterHealth>, HostError>;
 
     // The calls below default to `Unavailable`, as an operator without the capability answers, so test doubles
     // of plugins that use none of them need not implement them.
 
     /// A management-cluster Secret's metadata and keys, never its values; `Ok(None)` when it does not exist.
     /// `namespace: None` is the object's own. Capability `secrets`.
-    fn secret_info(&self, namespace: Option<&str>, name: &str) -> Result<Option<secrets::SecretInfo>, HostError> {
+    fn secret_info(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<secrets::SecretInfo>, HostError> {
         let _ = (namespace, name);
-        Err(HostError::Unavailable("this host does not serve secrets".into()))
+        Err(HostError::Unavailable(
+            "this host does not serve secrets".into(),
+        ))
     }
 
     /// SHA-256 (hex) of one key's value; `Ok(None)` when the Secret or key does not exist. Capability `secrets`.
     fn secret_digest(&self, key: &secrets::SecretKeyRef) -> Result<Option<String>, HostError> {
         let _ = key;
-        Err(HostError::Unavailable("this host does not serve secrets".into()))
+        Err(HostError::Unavailable(
+            "this host does not serve secrets".into(),
+        ))
     }
 
     /// Deletes a management-cluster Secret only if it carries `owner`. Capability `secrets-write`.
-    fn secret_delete_owned(&self, namespace: Option<&str>, name: &str, owner: &secrets::OwnerLabel) -> Result<secrets::Removal, HostError> {
+    fn secret_delete_owned(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        owner: &secrets::OwnerLabel,
+    ) -> Result<secrets::Removal, HostError> {
         let _ = (namespace, name, owner);
-        Err(HostError::Unavailable("this host does not write secrets".into()))
+        Err(HostError::Unavailable(
+            "this host does not write secrets".into(),
+        ))
     }
 
     /// Requests a service-account kubeconfig from Omni and writes it into a Secret host to host; returns the
     /// SHA-256 of the bytes written. `Conflict` when the target exists without the owner label (left alone).
     /// Capabilities `omni`, `secrets`, `secrets-write`.
-    fn omni_export_kubeconfig(&self, connection: &str, request: &secrets::KubeconfigExport) -> Result<String, HostError> {
+    fn omni_export_kubeconfig(
+        &self,
+        connection: &str,
+        request: &secrets::KubeconfigExport,
+    ) -> Result<String, HostError> {
         let _ = (connection, request);
-        Err(HostError::Unavailable("this host does not export kubeconfigs".into()))
+        Err(HostError::Unavailable(
+            "this host does not export kubeconfigs".into(),
+        ))
     }
 
     /// `GET /version` on the workload cluster with the kubeconfig in `kubeconfig`: the server's version, or
@@ -175,19 +226,35 @@ pub trait Host {
     /// `workload`, as are the other `workload_*` calls.
     fn workload_probe(&self, kubeconfig: &secrets::SecretKeyRef) -> Result<String, HostError> {
         let _ = kubeconfig;
-        Err(HostError::Unavailable("this host does not reach workload clusters".into()))
+        Err(HostError::Unavailable(
+            "this host does not reach workload clusters".into(),
+        ))
     }
 
     /// Mirrors a Secret into the workload cluster host to host.
-    fn workload_copy_secret(&self, kubeconfig: &secrets::SecretKeyRef, request: &secrets::SecretCopy) -> Result<secrets::Copied, HostError> {
+    fn workload_copy_secret(
+        &self,
+        kubeconfig: &secrets::SecretKeyRef,
+        request: &secrets::SecretCopy,
+    ) -> Result<secrets::Copied, HostError> {
         let _ = (kubeconfig, request);
-        Err(HostError::Unavailable("this host does not reach workload clusters".into()))
+        Err(HostError::Unavailable(
+            "this host does not reach workload clusters".into(),
+        ))
     }
 
     /// Deletes a workload-cluster Secret only if it carries `owner`.
-    fn workload_delete_secret(&self, kubeconfig: &secrets::SecretKeyRef, namespace: &str, name: &str, owner: &secrets::OwnerLabel) -> Result<secrets::Removal, HostError> {
+    fn workload_delete_secret(
+        &self,
+        kubeconfig: &secrets::SecretKeyRef,
+        namespace: &str,
+        name: &str,
+        owner: &secrets::OwnerLabel,
+    ) -> Result<secrets::Removal, HostError> {
         let _ = (kubeconfig, namespace, name, owner);
-        Err(HostError::Unavailable("this host does not reach workload clusters".into()))
+        Err(HostError::Unavailable(
+            "this host does not reach workload clusters".into(),
+        ))
     }
 }
 

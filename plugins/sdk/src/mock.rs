@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::omni::{ClusterHealth, LabelTerm, OmniResource, Phase, ResourceKey};
-use crate::secrets::{Copied, KubeconfigExport, OwnerLabel, Removal, SecretCopy, SecretInfo, SecretKeyRef};
+use crate::secrets::{
+    Copied, KubeconfigExport, OwnerLabel, Removal, SecretCopy, SecretInfo, SecretKeyRef,
+};
 use crate::{Condition, EventType, HostError, ListQuery, LogLevel, ObjectRef};
 
 mod secrets;
@@ -124,19 +126,32 @@ impl MockHost {
 
     /// A management-cluster Secret as it is now.
     pub fn secret(&self, namespace: Option<&str>, name: &str) -> Option<FakeSecret> {
-        self.secrets.borrow().get(&(self.resolve_ns(namespace), name.into())).cloned()
+        self.secrets
+            .borrow()
+            .get(&(self.resolve_ns(namespace), name.into()))
+            .cloned()
     }
 
     /// Seeds a workload-cluster Secret.
     pub fn with_workload_secret(self, namespace: &str, name: &str, secret: FakeSecret) -> Self {
-        self.workload.borrow_mut().namespaces.insert(namespace.into());
-        self.workload.borrow_mut().secrets.insert((namespace.into(), name.into()), secret);
+        self.workload
+            .borrow_mut()
+            .namespaces
+            .insert(namespace.into());
+        self.workload
+            .borrow_mut()
+            .secrets
+            .insert((namespace.into(), name.into()), secret);
         self
     }
 
     /// A workload-cluster Secret as it is now.
     pub fn workload_secret(&self, namespace: &str, name: &str) -> Option<FakeSecret> {
-        self.workload.borrow().secrets.get(&(namespace.into(), name.into())).cloned()
+        self.workload
+            .borrow()
+            .secrets
+            .get(&(namespace.into(), name.into()))
+            .cloned()
     }
 
     /// Whether the workload cluster has this namespace (`default` and `kube-system` exist from the start).
@@ -168,17 +183,37 @@ impl MockHost {
     }
 
     fn resolve_ns(&self, namespace: Option<&str>) -> String {
-        namespace.or_else(|| self.namespace()).unwrap_or_default().to_string()
+        namespace
+            .or_else(|| self.namespace())
+            .unwrap_or_default()
+            .to_string()
     }
 
     /// The kubeconfig Secret's key must hold something, as the real host requires before it builds a client.
-    fn workload_access(&self, kubeconfig: &SecretKeyRef) -> Result<std::cell::RefMut<'_, secrets::FakeWorkload>, HostError> {
+    fn workload_access(
+        &self,
+        kubeconfig: &SecretKeyRef,
+    ) -> Result<std::cell::RefMut<'_, secrets::FakeWorkload>, HostError> {
         self.check("workload")?;
         let ns = self.resolve_ns(kubeconfig.namespace.as_deref());
-        let held = self.secrets.borrow().get(&(ns.clone(), kubeconfig.name.clone())).and_then(|s| s.data.get(&kubeconfig.key).cloned());
+        let held = self
+            .secrets
+            .borrow()
+            .get(&(ns.clone(), kubeconfig.name.clone()))
+            .and_then(|s| s.data.get(&kubeconfig.key).cloned());
         match held {
-            None => return Err(HostError::NotFound(format!("kubeconfig Secret \"{ns}/{}\" key {:?} does not exist", kubeconfig.name, kubeconfig.key))),
-            Some(v) if v.is_empty() => return Err(HostError::NotFound(format!("kubeconfig Secret \"{ns}/{}\" key {:?} is empty", kubeconfig.name, kubeconfig.key))),
+            None => {
+                return Err(HostError::NotFound(format!(
+                    "kubeconfig Secret \"{ns}/{}\" key {:?} does not exist",
+                    kubeconfig.name, kubeconfig.key
+                )));
+            }
+            Some(v) if v.is_empty() => {
+                return Err(HostError::NotFound(format!(
+                    "kubeconfig Secret \"{ns}/{}\" key {:?} is empty",
+                    kubeconfig.name, kubeconfig.key
+                )));
+            }
             Some(_) => {}
         }
         let workload = self.workload.borrow_mut();
@@ -202,7 +237,10 @@ impl MockHost {
 
     /// Seeds a stored Omni resource (kept as given, version included).
     pub fn with_omni_resource(self, resource: OmniResource) -> Self {
-        self.omni.borrow_mut().resources.insert(resource.key.clone(), resource);
+        self.omni
+            .borrow_mut()
+            .resources
+            .insert(resource.key.clone(), resource);
         self
     }
 
@@ -233,12 +271,19 @@ impl MockHost {
 
     /// Makes `obj` readable through `kube_get`/`kube_list` (namespace defaults to the reconciled object's).
     pub fn with_object(mut self, obj: Value) -> Self {
-        let ns = obj["metadata"]["namespace"].as_str().or_else(|| self.namespace()).unwrap_or_default().to_string();
+        let ns = obj["metadata"]["namespace"]
+            .as_str()
+            .or_else(|| self.namespace())
+            .unwrap_or_default()
+            .to_string();
         let key = (
             obj["apiVersion"].as_str().unwrap_or_default().to_string(),
             obj["kind"].as_str().unwrap_or_default().to_string(),
             ns,
-            obj["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+            obj["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
         );
         self.objects.insert(key, obj);
         self
@@ -247,7 +292,10 @@ impl MockHost {
     /// Makes a file readable through `read_file` under template root `root`; `path` is relative to the root or
     /// absolute inside it, as the plugin will ask for it. Any other file is `NotFound`.
     pub fn with_file(mut self, root: &str, path: &str, bytes: impl Into<Vec<u8>>) -> Self {
-        self.files.insert((root.to_string(), relative_to(root, path).to_string()), bytes.into());
+        self.files.insert(
+            (root.to_string(), relative_to(root, path).to_string()),
+            bytes.into(),
+        );
         self
     }
 
@@ -268,7 +316,13 @@ impl MockHost {
 
     /// The last condition of a type that the plugin set.
     pub fn condition(&self, type_: &str) -> Option<Condition> {
-        self.outputs.borrow().conditions.iter().rev().find(|c| c.type_ == type_).cloned()
+        self.outputs
+            .borrow()
+            .conditions
+            .iter()
+            .rev()
+            .find(|c| c.type_ == type_)
+            .cloned()
     }
 
     fn namespace(&self) -> Option<&str> {
@@ -277,7 +331,9 @@ impl MockHost {
 
     fn check(&self, capability: &str) -> Result<(), HostError> {
         if self.denied.contains(&capability) {
-            return Err(HostError::Denied(format!("capability {capability:?} is not granted")));
+            return Err(HostError::Denied(format!(
+                "capability {capability:?} is not granted"
+            )));
         }
         Ok(())
     }
@@ -309,7 +365,10 @@ impl crate::Host for MockHost {
     }
 
     fn event(&self, kind: EventType, reason: &str, message: &str) {
-        self.outputs.borrow_mut().events.push((kind, reason.into(), message.into()));
+        self.outputs
+            .borrow_mut()
+            .events
+            .push((kind, reason.into(), message.into()));
     }
 
     fn log(&self, level: LogLevel, message: &str, _fields: &[(&str, &str)]) {
@@ -322,8 +381,17 @@ impl crate::Host for MockHost {
 
     fn kube_get(&self, target: &ObjectRef) -> Result<Option<Value>, HostError> {
         self.check("kube-read")?;
-        let ns = target.namespace.as_deref().or_else(|| self.namespace()).unwrap_or_default();
-        let key = (target.api_version.clone(), target.kind.clone(), ns.to_string(), target.name.clone());
+        let ns = target
+            .namespace
+            .as_deref()
+            .or_else(|| self.namespace())
+            .unwrap_or_default();
+        let key = (
+            target.api_version.clone(),
+            target.kind.clone(),
+            ns.to_string(),
+            target.name.clone(),
+        );
         Ok(self.objects.get(&key).cloned())
     }
 
@@ -333,7 +401,11 @@ impl crate::Host for MockHost {
             Some(selector) => field_terms(selector)?,
             None => Vec::new(),
         };
-        let ns = query.namespace.as_deref().or_else(|| self.namespace()).unwrap_or_default();
+        let ns = query
+            .namespace
+            .as_deref()
+            .or_else(|| self.namespace())
+            .unwrap_or_default();
         Ok(self
             .objects
             .iter()
@@ -355,34 +427,70 @@ impl crate::Host for MockHost {
         self.omni_call("ping".into())?.ping.clone()
     }
 
-    fn omni_get(&self, _connection: &str, key: &ResourceKey) -> Result<Option<OmniResource>, HostError> {
-        Ok(self.omni_call(format!("get {key}"))?.resources.get(key).cloned())
+    fn omni_get(
+        &self,
+        _connection: &str,
+        key: &ResourceKey,
+    ) -> Result<Option<OmniResource>, HostError> {
+        Ok(self
+            .omni_call(format!("get {key}"))?
+            .resources
+            .get(key)
+            .cloned())
     }
 
-    fn omni_list(&self, _connection: &str, namespace: &str, type_: &str, labels: &[LabelTerm]) -> Result<Vec<OmniResource>, HostError> {
+    fn omni_list(
+        &self,
+        _connection: &str,
+        namespace: &str,
+        type_: &str,
+        labels: &[LabelTerm],
+    ) -> Result<Vec<OmniResource>, HostError> {
         let omni = self.omni_call(format!("list {type_}"))?;
         Ok(omni
             .resources
             .values()
-            .filter(|r| r.key.namespace == namespace && r.key.type_ == type_ && labels.iter().all(|t| t.matches(&r.labels)))
+            .filter(|r| {
+                r.key.namespace == namespace
+                    && r.key.type_ == type_
+                    && labels.iter().all(|t| t.matches(&r.labels))
+            })
             .cloned()
             .collect())
     }
 
-    fn omni_create(&self, _connection: &str, resource: &OmniResource) -> Result<OmniResource, HostError> {
+    fn omni_create(
+        &self,
+        _connection: &str,
+        resource: &OmniResource,
+    ) -> Result<OmniResource, HostError> {
         let mut omni = self.omni_call(format!("create {}", resource.key))?;
         if omni.resources.contains_key(&resource.key) {
-            return Err(HostError::Conflict(format!("resource {} already exists", resource.key)));
+            return Err(HostError::Conflict(format!(
+                "resource {} already exists",
+                resource.key
+            )));
         }
-        let stored = OmniResource { version: "1".into(), owner: String::new(), ..resource.clone() };
+        let stored = OmniResource {
+            version: "1".into(),
+            owner: String::new(),
+            ..resource.clone()
+        };
         omni.resources.insert(stored.key.clone(), stored.clone());
         Ok(stored)
     }
 
-    fn omni_update(&self, _connection: &str, resource: &OmniResource) -> Result<OmniResource, HostError> {
+    fn omni_update(
+        &self,
+        _connection: &str,
+        resource: &OmniResource,
+    ) -> Result<OmniResource, HostError> {
         let mut omni = self.omni_call(format!("update {}", resource.key))?;
         let Some(current) = omni.resources.get(&resource.key) else {
-            return Err(HostError::NotFound(format!("resource {} doesn't exist", resource.key)));
+            return Err(HostError::NotFound(format!(
+                "resource {} doesn't exist",
+                resource.key
+            )));
         };
         if current.version != resource.version {
             return Err(HostError::Conflict(format!(
@@ -391,10 +499,16 @@ impl crate::Host for MockHost {
             )));
         }
         if current.phase != Phase::Running {
-            return Err(HostError::Invalid(format!("resource {} is not in phase running", resource.key)));
+            return Err(HostError::Invalid(format!(
+                "resource {} is not in phase running",
+                resource.key
+            )));
         }
         let next = current.version.parse::<u64>().unwrap_or(0) + 1;
-        let stored = OmniResource { version: next.to_string(), ..resource.clone() };
+        let stored = OmniResource {
+            version: next.to_string(),
+            ..resource.clone()
+        };
         omni.resources.insert(stored.key.clone(), stored.clone());
         Ok(stored)
     }
@@ -412,9 +526,10 @@ impl crate::Host for MockHost {
         let mut omni = self.omni_call(format!("destroy {key}"))?;
         match omni.resources.get(key) {
             None => Err(HostError::NotFound(format!("resource {key} doesn't exist"))),
-            Some(r) if !r.finalizers.is_empty() => {
-                Err(HostError::Conflict(format!("resource {key} has pending finalizers {:?}", r.finalizers)))
-            }
+            Some(r) if !r.finalizers.is_empty() => Err(HostError::Conflict(format!(
+                "resource {key} has pending finalizers {:?}",
+                r.finalizers
+            ))),
             Some(_) => {
                 omni.resources.remove(key);
                 Ok(())
@@ -422,11 +537,23 @@ impl crate::Host for MockHost {
         }
     }
 
-    fn omni_cluster_status(&self, _connection: &str, cluster: &str) -> Result<Option<ClusterHealth>, HostError> {
-        Ok(self.omni_call(format!("status {cluster}"))?.health.get(cluster).cloned())
+    fn omni_cluster_status(
+        &self,
+        _connection: &str,
+        cluster: &str,
+    ) -> Result<Option<ClusterHealth>, HostError> {
+        Ok(self
+            .omni_call(format!("status {cluster}"))?
+            .health
+            .get(cluster)
+            .cloned())
     }
 
-    fn secret_info(&self, namespace: Option<&str>, name: &str) -> Result<Option<SecretInfo>, HostError> {
+    fn secret_info(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<SecretInfo>, HostError> {
         if self.hide_secret_info {
             return Ok(None);
         }
@@ -436,21 +563,44 @@ impl crate::Host for MockHost {
 
     fn secret_digest(&self, key: &SecretKeyRef) -> Result<Option<String>, HostError> {
         self.check("secrets")?;
-        Ok(self.secret(key.namespace.as_deref(), &key.name).and_then(|s| s.data.get(&key.key).map(|v| crate::sha256_hex(v))))
+        Ok(self
+            .secret(key.namespace.as_deref(), &key.name)
+            .and_then(|s| s.data.get(&key.key).map(|v| crate::sha256_hex(v))))
     }
 
-    fn secret_delete_owned(&self, namespace: Option<&str>, name: &str, owner: &OwnerLabel) -> Result<Removal, HostError> {
-        self.requests.borrow_mut().secret_deletions.push((namespace.map(String::from), name.to_string()));
+    fn secret_delete_owned(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        owner: &OwnerLabel,
+    ) -> Result<Removal, HostError> {
+        self.requests
+            .borrow_mut()
+            .secret_deletions
+            .push((namespace.map(String::from), name.to_string()));
         self.check("secrets-write")?;
-        Ok(secrets::delete_owned(&mut self.secrets.borrow_mut(), (self.resolve_ns(namespace), name.into()), owner))
+        Ok(secrets::delete_owned(
+            &mut self.secrets.borrow_mut(),
+            (self.resolve_ns(namespace), name.into()),
+            owner,
+        ))
     }
 
-    fn omni_export_kubeconfig(&self, connection: &str, request: &KubeconfigExport) -> Result<String, HostError> {
+    fn omni_export_kubeconfig(
+        &self,
+        connection: &str,
+        request: &KubeconfigExport,
+    ) -> Result<String, HostError> {
         self.requests.borrow_mut().exports.push(request.clone());
         self.check("secrets-write")?;
         let ns = self.resolve_ns(request.target.namespace.as_deref());
         // The host refuses an unowned target before it asks Omni for anything.
-        secrets::refuse_unowned(&self.secrets.borrow(), &ns, &request.target.name, &request.owner)?;
+        secrets::refuse_unowned(
+            &self.secrets.borrow(),
+            &ns,
+            &request.target.name,
+            &request.owner,
+        )?;
         drop(self.omni_call(format!("kubeconfig {} via {connection}", request.cluster))?);
         let serial = {
             let mut n = self.exports.borrow_mut();
@@ -465,21 +615,50 @@ impl crate::Host for MockHost {
         self.workload_access(kubeconfig)?.probe.clone()
     }
 
-    fn workload_copy_secret(&self, kubeconfig: &SecretKeyRef, request: &SecretCopy) -> Result<Copied, HostError> {
-        self.requests.borrow_mut().copies.push((kubeconfig.clone(), request.clone()));
+    fn workload_copy_secret(
+        &self,
+        kubeconfig: &SecretKeyRef,
+        request: &SecretCopy,
+    ) -> Result<Copied, HostError> {
+        self.requests
+            .borrow_mut()
+            .copies
+            .push((kubeconfig.clone(), request.clone()));
         let mut workload = self.workload_access(kubeconfig)?;
         let ns = self.resolve_ns(None);
-        let source = self.secrets.borrow().get(&(ns.clone(), request.source_name.clone())).cloned();
+        let source = self
+            .secrets
+            .borrow()
+            .get(&(ns.clone(), request.source_name.clone()))
+            .cloned();
         let Some(source) = source else {
-            return Err(HostError::NotFound(format!("source Secret \"{ns}/{}\" does not exist", request.source_name)));
+            return Err(HostError::NotFound(format!(
+                "source Secret \"{ns}/{}\" does not exist",
+                request.source_name
+            )));
         };
         workload.copy(&source, request)
     }
 
-    fn workload_delete_secret(&self, kubeconfig: &SecretKeyRef, namespace: &str, name: &str, owner: &OwnerLabel) -> Result<Removal, HostError> {
-        self.requests.borrow_mut().workload_deletions.push((kubeconfig.clone(), namespace.into(), name.into(), owner.clone()));
+    fn workload_delete_secret(
+        &self,
+        kubeconfig: &SecretKeyRef,
+        namespace: &str,
+        name: &str,
+        owner: &OwnerLabel,
+    ) -> Result<Removal, HostError> {
+        self.requests.borrow_mut().workload_deletions.push((
+            kubeconfig.clone(),
+            namespace.into(),
+            name.into(),
+            owner.clone(),
+        ));
         let mut workload = self.workload_access(kubeconfig)?;
-        Ok(secrets::delete_owned(&mut workload.secrets, (namespace.into(), name.into()), owner))
+        Ok(secrets::delete_owned(
+            &mut workload.secrets,
+            (namespace.into(), name.into()),
+            owner,
+        ))
     }
 }
 
@@ -515,11 +694,20 @@ impl FieldTerm {
 fn field_terms(selector: &str) -> Result<Vec<FieldTerm>, HostError> {
     let mut terms = Vec::new();
     for term in selector.split(',').filter(|t| !t.is_empty()) {
-        let split = ["!=", "==", "="].iter().filter_map(|op| term.find(op).map(|at| (at, *op))).min_by_key(|(at, op)| (*at, usize::MAX - op.len()));
+        let split = ["!=", "==", "="]
+            .iter()
+            .filter_map(|op| term.find(op).map(|at| (at, *op)))
+            .min_by_key(|(at, op)| (*at, usize::MAX - op.len()));
         let Some((at, op)) = split.filter(|(at, _)| *at > 0) else {
-            return Err(HostError::Invalid(format!("invalid field selector {selector:?}: {term:?} is not of the form path=value")));
+            return Err(HostError::Invalid(format!(
+                "invalid field selector {selector:?}: {term:?} is not of the form path=value"
+            )));
         };
-        terms.push(FieldTerm { path: term[..at].to_string(), equal: op != "!=", value: term[at + op.len()..].to_string() });
+        terms.push(FieldTerm {
+            path: term[..at].to_string(),
+            equal: op != "!=",
+            value: term[at + op.len()..].to_string(),
+        });
     }
     Ok(terms)
 }
@@ -542,9 +730,16 @@ mod tests {
     #[test]
     fn typed_access_reads_the_object_or_says_why_not() {
         let host = MockHost::new(serde_json::json!({"spec": {"size": 3}}));
-        assert_eq!(host.object_as::<Thing>().expect("fits"), Thing { spec: ThingSpec { size: 3 } });
+        assert_eq!(
+            host.object_as::<Thing>().expect("fits"),
+            Thing {
+                spec: ThingSpec { size: 3 }
+            }
+        );
         let host = MockHost::new(serde_json::json!({"spec": {"size": "big"}}));
-        assert!(matches!(host.object_as::<Thing>(), Err(ReconcileError::Permanent(m)) if m.contains("invalid type")));
+        assert!(
+            matches!(host.object_as::<Thing>(), Err(ReconcileError::Permanent(m)) if m.contains("invalid type"))
+        );
     }
 
     #[test]
@@ -576,7 +771,15 @@ mod tests {
     }
 
     fn names(items: Vec<Value>) -> Vec<String> {
-        items.iter().map(|o| o["metadata"]["name"].as_str().unwrap_or_default().to_string()).collect()
+        items
+            .iter()
+            .map(|o| {
+                o["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect()
     }
 
     #[test]
@@ -585,27 +788,76 @@ mod tests {
             .with_object(child("a", "edge"))
             .with_object(child("b", "core"))
             .with_object(child("c", "edge"));
-        assert_eq!(names(host.kube_list(&workers(None)).unwrap()), ["a", "b", "c"]);
-        assert_eq!(names(host.kube_list(&workers(Some("spec.clusterRef.name=edge"))).unwrap()), ["a", "c"]);
-        assert_eq!(names(host.kube_list(&workers(Some("spec.clusterRef.name==edge,metadata.name!=a"))).unwrap()), ["c"]);
-        assert_eq!(names(host.kube_list(&workers(Some("spec.clusterRef.name!=edge"))).unwrap()), ["b"]);
-        assert!(host.kube_list(&workers(Some("spec.missing=x"))).unwrap().is_empty(), "a missing field is \"\"");
-        assert!(matches!(host.kube_list(&workers(Some("spec.clusterRef.name"))),
-            Err(HostError::Invalid(m)) if m == "invalid field selector \"spec.clusterRef.name\": \"spec.clusterRef.name\" is not of the form path=value"));
+        assert_eq!(
+            names(host.kube_list(&workers(None)).unwrap()),
+            ["a", "b", "c"]
+        );
+        assert_eq!(
+            names(
+                host.kube_list(&workers(Some("spec.clusterRef.name=edge")))
+                    .unwrap()
+            ),
+            ["a", "c"]
+        );
+        assert_eq!(
+            names(
+                host.kube_list(&workers(Some(
+                    "spec.clusterRef.name==edge,metadata.name!=a"
+                )))
+                .unwrap()
+            ),
+            ["c"]
+        );
+        assert_eq!(
+            names(
+                host.kube_list(&workers(Some("spec.clusterRef.name!=edge")))
+                    .unwrap()
+            ),
+            ["b"]
+        );
+        assert!(
+            host.kube_list(&workers(Some("spec.missing=x")))
+                .unwrap()
+                .is_empty(),
+            "a missing field is \"\""
+        );
+        assert!(
+            matches!(host.kube_list(&workers(Some("spec.clusterRef.name"))),
+            Err(HostError::Invalid(m)) if m == "invalid field selector \"spec.clusterRef.name\": \"spec.clusterRef.name\" is not of the form path=value")
+        );
     }
 
     #[test]
     fn files_are_served_by_root_and_path_and_anything_else_is_not_found() {
-        let host = MockHost::new(serde_json::json!({})).with_file("/templates", "patches/a.yaml", "a: 1");
-        assert_eq!(host.read_file("/templates", "patches/a.yaml").unwrap(), b"a: 1");
-        assert_eq!(host.read_file("/templates", "/templates/patches/a.yaml").unwrap(), b"a: 1", "absolute inside the root");
+        let host =
+            MockHost::new(serde_json::json!({})).with_file("/templates", "patches/a.yaml", "a: 1");
+        assert_eq!(
+            host.read_file("/templates", "patches/a.yaml").unwrap(),
+            b"a: 1"
+        );
+        assert_eq!(
+            host.read_file("/templates", "/templates/patches/a.yaml")
+                .unwrap(),
+            b"a: 1",
+            "absolute inside the root"
+        );
         assert_eq!(
             host.read_file("/templates", "patches/b.yaml"),
-            Err(HostError::NotFound("open patches/b.yaml: no such file or directory".into()))
+            Err(HostError::NotFound(
+                "open patches/b.yaml: no such file or directory".into()
+            ))
         );
-        assert!(matches!(host.read_file("/other", "patches/a.yaml"), Err(HostError::NotFound(_))));
-        let denied = MockHost::new(serde_json::json!({})).with_file("/templates", "a", "x").deny("files");
-        assert!(matches!(denied.read_file("/templates", "a"), Err(HostError::Denied(_))));
+        assert!(matches!(
+            host.read_file("/other", "patches/a.yaml"),
+            Err(HostError::NotFound(_))
+        ));
+        let denied = MockHost::new(serde_json::json!({}))
+            .with_file("/templates", "a", "x")
+            .deny("files");
+        assert!(matches!(
+            denied.read_file("/templates", "a"),
+            Err(HostError::Denied(_))
+        ));
     }
 
     #[test]
@@ -617,18 +869,54 @@ mod tests {
         new.labels.push(("team".into(), "a".into()));
         let created = host.omni_create("conn", &new).expect("created");
         assert_eq!(created.version, "1");
-        assert!(matches!(host.omni_create("conn", &new), Err(HostError::Conflict(_))));
+        assert!(matches!(
+            host.omni_create("conn", &new),
+            Err(HostError::Conflict(_))
+        ));
         let updated = host.omni_update("conn", &created).expect("updated");
         assert_eq!(updated.version, "2");
-        assert!(matches!(host.omni_update("conn", &created), Err(HostError::Conflict(m)) if m.contains("expected version")));
-        assert_eq!(host.omni_list("conn", "default", "Clusters.omni.sidero.dev", &[LabelTerm::equal("team", "a")]).expect("list").len(), 1);
-        assert!(host.omni_list("conn", "default", "Clusters.omni.sidero.dev", &[LabelTerm::equal("team", "b")]).expect("list").is_empty());
+        assert!(
+            matches!(host.omni_update("conn", &created), Err(HostError::Conflict(m)) if m.contains("expected version"))
+        );
+        assert_eq!(
+            host.omni_list(
+                "conn",
+                "default",
+                "Clusters.omni.sidero.dev",
+                &[LabelTerm::equal("team", "a")]
+            )
+            .expect("list")
+            .len(),
+            1
+        );
+        assert!(
+            host.omni_list(
+                "conn",
+                "default",
+                "Clusters.omni.sidero.dev",
+                &[LabelTerm::equal("team", "b")]
+            )
+            .expect("list")
+            .is_empty()
+        );
         assert!(host.omni_teardown("conn", &key).expect("teardown"));
-        assert!(matches!(host.omni_update("conn", &updated), Err(HostError::Invalid(_))), "tearing down refuses updates");
+        assert!(
+            matches!(
+                host.omni_update("conn", &updated),
+                Err(HostError::Invalid(_))
+            ),
+            "tearing down refuses updates"
+        );
         host.omni_destroy("conn", &key).expect("destroyed");
         assert_eq!(host.omni_get("conn", &key).expect("get"), None);
-        assert_eq!(host.omni_calls().first().map(String::as_str), Some("create Clusters.omni.sidero.dev(c1)"));
+        assert_eq!(
+            host.omni_calls().first().map(String::as_str),
+            Some("create Clusters.omni.sidero.dev(c1)")
+        );
         let denied = MockHost::new(serde_json::json!({})).deny("omni");
-        assert!(matches!(denied.omni_ping("conn"), Err(HostError::Denied(_))));
+        assert!(matches!(
+            denied.omni_ping("conn"),
+            Err(HostError::Denied(_))
+        ));
     }
 }

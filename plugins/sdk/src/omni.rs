@@ -67,7 +67,10 @@ impl OmniResource {
     }
 
     pub fn label(&self, key: &str) -> Option<&str> {
-        self.labels.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.labels
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -112,7 +115,10 @@ impl LabelTerm {
 
     /// Whether a resource's labels satisfy the term (as Omni evaluates it).
     pub fn matches(&self, labels: &[(String, String)]) -> bool {
-        let value = labels.iter().find(|(k, _)| *k == self.key).map(|(_, v)| v.as_str());
+        let value = labels
+            .iter()
+            .find(|(k, _)| *k == self.key)
+            .map(|(_, v)| v.as_str());
         let number = |s: &str| s.parse::<i64>().ok();
         let first = self.values.first().map(String::as_str).unwrap_or_default();
         let held = match (self.op, value) {
@@ -122,8 +128,12 @@ impl LabelTerm {
             (LabelOp::In, Some(v)) => self.values.iter().any(|w| w == v),
             (LabelOp::Lt, Some(v)) => v < first,
             (LabelOp::Lte, Some(v)) => v <= first,
-            (LabelOp::LtNumeric, Some(v)) => matches!((number(v), number(first)), (Some(a), Some(b)) if a < b),
-            (LabelOp::LteNumeric, Some(v)) => matches!((number(v), number(first)), (Some(a), Some(b)) if a <= b),
+            (LabelOp::LtNumeric, Some(v)) => {
+                matches!((number(v), number(first)), (Some(a), Some(b)) if a < b)
+            }
+            (LabelOp::LteNumeric, Some(v)) => {
+                matches!((number(v), number(first)), (Some(a), Some(b)) if a <= b)
+            }
         };
         held != self.invert
     }

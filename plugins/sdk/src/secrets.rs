@@ -14,7 +14,11 @@ pub struct SecretKeyRef {
 impl SecretKeyRef {
     /// A key of a Secret in the reconciled object's namespace.
     pub fn local(name: &str, key: &str) -> Self {
-        SecretKeyRef { namespace: None, name: name.into(), key: key.into() }
+        SecretKeyRef {
+            namespace: None,
+            name: name.into(),
+            key: key.into(),
+        }
     }
 }
 
@@ -28,7 +32,10 @@ pub struct OwnerLabel {
 
 impl OwnerLabel {
     pub fn new(key: &str, value: &str) -> Self {
-        OwnerLabel { key: key.into(), value: value.into() }
+        OwnerLabel {
+            key: key.into(),
+            value: value.into(),
+        }
     }
 
     /// Whether `labels` (a JSON object, as in `metadata.labels`) carry this label.

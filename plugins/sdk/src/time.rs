@@ -5,7 +5,13 @@
 /// offsets accepted; fractions dropped). `None` for anything else.
 pub fn parse_rfc3339(s: &str) -> Option<i64> {
     let b = s.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') || b[13] != b':' || b[16] != b':' {
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || !matches!(b[10], b'T' | b't' | b' ')
+        || b[13] != b':'
+        || b[16] != b':'
+    {
         return None;
     }
     let year = digits(s.get(0..4)?)?;
@@ -14,7 +20,13 @@ pub fn parse_rfc3339(s: &str) -> Option<i64> {
     let hour = digits(s.get(11..13)?)?;
     let minute = digits(s.get(14..16)?)?;
     let second = digits(s.get(17..19)?)?;
-    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) || hour > 23 || minute > 59 || second > 60 {
+    if !(1..=12).contains(&month)
+        || day < 1
+        || day > days_in_month(year, month)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
         return None;
     }
 
@@ -80,7 +92,12 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 pub fn format_rfc3339(unix: i64) -> String {
     let (days, secs) = (unix.div_euclid(86_400), unix.rem_euclid(86_400));
     let (year, month, day) = civil_from_days(days);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", secs / 3600, secs % 3600 / 60, secs % 60)
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
 }
 
 /// The inverse of `days_from_civil` (H. Hinnant's `civil_from_days`).
@@ -103,7 +120,12 @@ pub fn seconds_between(since: &str, now: &str) -> Option<i64> {
 
 /// How long the object's condition `type_` has had `status` (`"True"`/`"False"`), in seconds, judged by its
 /// `lastTransitionTime`; `None` when it has another status, no such condition exists, or the times do not parse.
-pub fn condition_age_s(object: &serde_json::Value, type_: &str, status: &str, now: &str) -> Option<i64> {
+pub fn condition_age_s(
+    object: &serde_json::Value,
+    type_: &str,
+    status: &str,
+    now: &str,
+) -> Option<i64> {
     let since = object["status"]["conditions"]
         .as_array()?
         .iter()
@@ -148,13 +170,23 @@ mod tests {
         for (text, want) in cases {
             assert_eq!(parse_rfc3339(text), want, "{text}");
         }
-        assert_eq!(parse_rfc3339("2026-01-01T00:00:0é"), None, "no panic on multi-byte text");
+        assert_eq!(
+            parse_rfc3339("2026-01-01T00:00:0é"),
+            None,
+            "no panic on multi-byte text"
+        );
         assert_eq!(parse_rfc3339(""), None);
     }
 
     #[test]
     fn unix_seconds_format_back_to_the_rfc3339_they_came_from() {
-        for text in ["1970-01-01T00:00:00Z", "1969-12-31T23:59:59Z", "2000-02-29T12:34:56Z", "2026-06-03T12:00:00Z", "2400-12-31T23:59:59Z"] {
+        for text in [
+            "1970-01-01T00:00:00Z",
+            "1969-12-31T23:59:59Z",
+            "2000-02-29T12:34:56Z",
+            "2026-06-03T12:00:00Z",
+            "2400-12-31T23:59:59Z",
+        ] {
             let unix = parse_rfc3339(text).expect("parses");
             assert_eq!(format_rfc3339(unix), text);
         }
@@ -163,9 +195,27 @@ mod tests {
     #[test]
     fn failures_are_retried_sooner_while_they_are_new() {
         let failing_since = |t: &str| serde_json::json!({"status": {"conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": t}]}});
-        assert_eq!(failure_retry_ms(&serde_json::json!({}), "Ready", "2026-01-01T00:00:00Z"), 2_000, "first failure");
-        assert_eq!(failure_retry_ms(&failing_since("2026-01-01T00:00:00Z"), "Ready", "2026-01-01T00:00:09Z"), 9_000);
-        assert_eq!(failure_retry_ms(&failing_since("2026-01-01T00:00:00Z"), "Ready", "2026-01-01T01:00:00Z"), 60_000);
+        assert_eq!(
+            failure_retry_ms(&serde_json::json!({}), "Ready", "2026-01-01T00:00:00Z"),
+            2_000,
+            "first failure"
+        );
+        assert_eq!(
+            failure_retry_ms(
+                &failing_since("2026-01-01T00:00:00Z"),
+                "Ready",
+                "2026-01-01T00:00:09Z"
+            ),
+            9_000
+        );
+        assert_eq!(
+            failure_retry_ms(
+                &failing_since("2026-01-01T00:00:00Z"),
+                "Ready",
+                "2026-01-01T01:00:00Z"
+            ),
+            60_000
+        );
     }
 
     #[test]
@@ -173,8 +223,17 @@ mod tests {
         let obj = serde_json::json!({"status": {"conditions": [
             {"type": "Synced", "status": "False", "lastTransitionTime": "2026-01-01T00:00:00Z"}
         ]}});
-        assert_eq!(condition_age_s(&obj, "Synced", "False", "2026-01-01T00:01:30Z"), Some(90));
-        assert_eq!(condition_age_s(&obj, "Synced", "True", "2026-01-01T00:01:30Z"), None);
-        assert_eq!(condition_age_s(&obj, "Ready", "False", "2026-01-01T00:01:30Z"), None);
+        assert_eq!(
+            condition_age_s(&obj, "Synced", "False", "2026-01-01T00:01:30Z"),
+            Some(90)
+        );
+        assert_eq!(
+            condition_age_s(&obj, "Synced", "True", "2026-01-01T00:01:30Z"),
+            None
+        );
+        assert_eq!(
+            condition_age_s(&obj, "Ready", "False", "2026-01-01T00:01:30Z"),
+            None
+        );
     }
 }

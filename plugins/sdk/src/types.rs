@@ -12,11 +12,19 @@ pub struct Gvk {
 
 impl Gvk {
     pub fn new(group: &str, version: &str, kind: &str) -> Self {
-        Gvk { group: group.into(), version: version.into(), kind: kind.into() }
+        Gvk {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+        }
     }
 
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
     }
 }
 
@@ -32,7 +40,12 @@ pub struct ObjectRef {
 impl ObjectRef {
     /// A namespaced object in the reconciled object's namespace.
     pub fn local(api_version: &str, kind: &str, name: &str) -> Self {
-        ObjectRef { api_version: api_version.into(), kind: kind.into(), namespace: None, name: name.into() }
+        ObjectRef {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            namespace: None,
+            name: name.into(),
+        }
     }
 }
 
@@ -70,7 +83,11 @@ impl Condition {
     pub fn new(type_: &str, status: bool, reason: &str, message: impl Into<String>) -> Self {
         Condition {
             type_: type_.into(),
-            status: if status { ConditionStatus::True } else { ConditionStatus::False },
+            status: if status {
+                ConditionStatus::True
+            } else {
+                ConditionStatus::False
+            },
             reason: reason.into(),
             message: message.into(),
         }
@@ -160,7 +177,9 @@ impl From<HostError> for ReconcileError {
     /// A failed host call is worth retrying unless the plugin was denied the capability.
     fn from(e: HostError) -> Self {
         match e {
-            HostError::Denied(_) | HostError::Invalid(_) => ReconcileError::Permanent(e.to_string()),
+            HostError::Denied(_) | HostError::Invalid(_) => {
+                ReconcileError::Permanent(e.to_string())
+            }
             other => ReconcileError::Transient(other.to_string()),
         }
     }
@@ -177,7 +196,10 @@ pub enum RelatedMapping {
     NamedBy(String),
     /// The reconciled object two annotations of the related object name, in any namespace (e.g. a Secret an
     /// export wrote names its export); an empty namespace annotation means the related object's namespace.
-    Annotated { namespace_annotation: String, name_annotation: String },
+    Annotated {
+        namespace_annotation: String,
+        name_annotation: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -231,7 +253,12 @@ impl Verdict {
     }
 
     fn push(&mut self, field: &str, type_: FieldErrorType, value: Option<Value>, detail: &str) {
-        self.errors.push(FieldError { field: field.into(), type_, value, detail: detail.into() });
+        self.errors.push(FieldError {
+            field: field.into(),
+            type_,
+            value,
+            detail: detail.into(),
+        });
     }
 
     pub fn required(&mut self, field: &str, detail: &str) {
@@ -252,8 +279,17 @@ impl Verdict {
 
     /// `supported values: "a", "b"`.
     pub fn not_supported(&mut self, field: &str, value: Value, supported: &[&str]) {
-        let list = supported.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ");
-        self.push(field, FieldErrorType::NotSupported, Some(value), &format!("supported values: {list}"));
+        let list = supported
+            .iter()
+            .map(|s| format!("{s:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.push(
+            field,
+            FieldErrorType::NotSupported,
+            Some(value),
+            &format!("supported values: {list}"),
+        );
     }
 
     pub fn warn(&mut self, message: &str) {

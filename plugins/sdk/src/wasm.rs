@@ -3,15 +3,21 @@
 use serde_json::Value;
 
 use crate::bindings::exports::omni::operator::{plugin as wplugin, validator as wvalidator};
-use crate::bindings::omni::operator::{context as wctx, kube_read as wread, types as wtypes};
 use crate::bindings::omni::operator::clock as wclock;
 use crate::bindings::omni::operator::files as wfiles;
 use crate::bindings::omni::operator::omni as womni;
 use crate::bindings::omni::operator::secrets as wsecrets;
 use crate::bindings::omni::operator::workload as wworkload;
-use crate::secrets::{Copied, CopyOutcome, KubeconfigExport, OwnerLabel, Removal, SecretCopy, SecretInfo, SecretKeyRef};
+use crate::bindings::omni::operator::{context as wctx, kube_read as wread, types as wtypes};
 use crate::omni::{ClusterHealth, LabelOp, LabelTerm, OmniResource, Phase, ResourceKey};
-use crate::{Condition, ConditionStatus, EventType, HostError, Info, ListQuery, LogLevel, ObjectRef, Plugin, ReconcileError, RelatedMapping, Verdict};
+use crate::secrets::{
+    Copied, CopyOutcome, KubeconfigExport, OwnerLabel, Removal, SecretCopy, SecretInfo,
+    SecretKeyRef,
+};
+use crate::{
+    Condition, ConditionStatus, EventType, HostError, Info, ListQuery, LogLevel, ObjectRef, Plugin,
+    ReconcileError, RelatedMapping, Verdict,
+};
 
 /// [`Host`](crate::Host) over the operator's per-call context.
 pub struct WasmHost<'a>(&'a wctx::CallContext);
@@ -36,7 +42,12 @@ impl crate::Host for WasmHost<'_> {
             ConditionStatus::False => wctx::ConditionStatus::False,
             ConditionStatus::Unknown => wctx::ConditionStatus::Unknown,
         };
-        self.0.set_condition(&wctx::Condition { type_: c.type_, status, reason: c.reason, message: c.message });
+        self.0.set_condition(&wctx::Condition {
+            type_: c.type_,
+            status,
+            reason: c.reason,
+            message: c.message,
+        });
     }
 
     fn requeue_after(&self, ms: u64) {
@@ -59,7 +70,10 @@ impl crate::Host for WasmHost<'_> {
             LogLevel::Warn => wtypes::LogLevel::Warn,
             LogLevel::Error => wtypes::LogLevel::Error,
         };
-        let fields: Vec<(String, String)> = fields.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let fields: Vec<(String, String)> = fields
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         self.0.log(level, message, &fields);
     }
 
@@ -98,24 +112,54 @@ impl crate::Host for WasmHost<'_> {
     }
 
     fn omni_ping(&self, connection: &str) -> Result<String, HostError> {
-        womni::ping(self.0, connection).map(|info| info.endpoint).map_err(host_error)
+        womni::ping(self.0, connection)
+            .map(|info| info.endpoint)
+            .map_err(host_error)
     }
 
-    fn omni_get(&self, connection: &str, key: &ResourceKey) -> Result<Option<OmniResource>, HostError> {
-        Ok(womni::get(self.0, connection, &to_key(key)).map_err(host_error)?.map(from_resource))
+    fn omni_get(
+        &self,
+        connection: &str,
+        key: &ResourceKey,
+    ) -> Result<Option<OmniResource>, HostError> {
+        Ok(womni::get(self.0, connection, &to_key(key))
+            .map_err(host_error)?
+            .map(from_resource))
     }
 
-    fn omni_list(&self, connection: &str, namespace: &str, type_: &str, labels: &[LabelTerm]) -> Result<Vec<OmniResource>, HostError> {
+    fn omni_list(
+        &self,
+        connection: &str,
+        namespace: &str,
+        type_: &str,
+        labels: &[LabelTerm],
+    ) -> Result<Vec<OmniResource>, HostError> {
         let terms: Vec<womni::LabelTerm> = labels.iter().map(to_term).collect();
-        Ok(womni::list(self.0, connection, namespace, type_, &terms).map_err(host_error)?.into_iter().map(from_resource).collect())
+        Ok(womni::list(self.0, connection, namespace, type_, &terms)
+            .map_err(host_error)?
+            .into_iter()
+            .map(from_resource)
+            .collect())
     }
 
-    fn omni_create(&self, connection: &str, resource: &OmniResource) -> Result<OmniResource, HostError> {
-        womni::create(self.0, connection, &to_resource(resource)).map(from_resource).map_err(host_error)
+    fn omni_create(
+        &self,
+        connection: &str,
+        resource: &OmniResource,
+    ) -> Result<OmniResource, HostError> {
+        womni::create(self.0, connection, &to_resource(resource))
+            .map(from_resource)
+            .map_err(host_error)
     }
 
-    fn omni_update(&self, connection: &str, resource: &OmniResource) -> Result<OmniResource, HostError> {
-        womni::update(self.0, connection, &to_resource(resource)).map(from_resource).map_err(host_error)
+    fn omni_update(
+        &self,
+        connection: &str,
+        resource: &OmniResource,
+    ) -> Result<OmniResource, HostError> {
+        womni::update(self.0, connection, &to_resource(resource))
+            .map(from_resource)
+            .map_err(host_error)
     }
 
     fn omni_teardown(&self, connection: &str, key: &ResourceKey) -> Result<bool, HostError> {
@@ -126,16 +170,26 @@ impl crate::Host for WasmHost<'_> {
         womni::destroy(self.0, connection, &to_key(key)).map_err(host_error)
     }
 
-    fn omni_cluster_status(&self, connection: &str, cluster: &str) -> Result<Option<ClusterHealth>, HostError> {
-        Ok(womni::cluster_status(self.0, connection, cluster).map_err(host_error)?.map(|h| ClusterHealth {
-            phase: h.phase,
-            ready: h.ready,
-            healthy: h.healthy,
-            findings: h.findings,
-        }))
+    fn omni_cluster_status(
+        &self,
+        connection: &str,
+        cluster: &str,
+    ) -> Result<Option<ClusterHealth>, HostError> {
+        Ok(womni::cluster_status(self.0, connection, cluster)
+            .map_err(host_error)?
+            .map(|h| ClusterHealth {
+                phase: h.phase,
+                ready: h.ready,
+                healthy: h.healthy,
+                findings: h.findings,
+            }))
     }
 
-    fn secret_info(&self, namespace: Option<&str>, name: &str) -> Result<Option<SecretInfo>, HostError> {
+    fn secret_info(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<SecretInfo>, HostError> {
         let info = wsecrets::info(self.0, namespace, name).map_err(host_error)?;
         Ok(info.map(|i| SecretInfo {
             secret_type: i.secret_type,
@@ -150,11 +204,22 @@ impl crate::Host for WasmHost<'_> {
         wsecrets::digest(self.0, &to_secret_key(key)).map_err(host_error)
     }
 
-    fn secret_delete_owned(&self, namespace: Option<&str>, name: &str, owner: &OwnerLabel) -> Result<Removal, HostError> {
-        wsecrets::delete_owned(self.0, namespace, name, &to_owner(owner)).map(from_removal).map_err(host_error)
+    fn secret_delete_owned(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        owner: &OwnerLabel,
+    ) -> Result<Removal, HostError> {
+        wsecrets::delete_owned(self.0, namespace, name, &to_owner(owner))
+            .map(from_removal)
+            .map_err(host_error)
     }
 
-    fn omni_export_kubeconfig(&self, connection: &str, r: &KubeconfigExport) -> Result<String, HostError> {
+    fn omni_export_kubeconfig(
+        &self,
+        connection: &str,
+        r: &KubeconfigExport,
+    ) -> Result<String, HostError> {
         let request = womni::KubeconfigExport {
             cluster: r.cluster.clone(),
             user: r.user.clone(),
@@ -168,14 +233,20 @@ impl crate::Host for WasmHost<'_> {
             owner: to_owner(&r.owner),
             digest_annotation: r.digest_annotation.clone(),
         };
-        womni::export_kubeconfig(self.0, connection, &request).map(|e| e.digest).map_err(host_error)
+        womni::export_kubeconfig(self.0, connection, &request)
+            .map(|e| e.digest)
+            .map_err(host_error)
     }
 
     fn workload_probe(&self, kubeconfig: &SecretKeyRef) -> Result<String, HostError> {
         wworkload::probe(self.0, &to_secret_key(kubeconfig)).map_err(host_error)
     }
 
-    fn workload_copy_secret(&self, kubeconfig: &SecretKeyRef, r: &SecretCopy) -> Result<Copied, HostError> {
+    fn workload_copy_secret(
+        &self,
+        kubeconfig: &SecretKeyRef,
+        r: &SecretCopy,
+    ) -> Result<Copied, HostError> {
         let request = wworkload::SecretCopy {
             source_name: r.source_name.clone(),
             target_namespace: r.target_namespace.clone(),
@@ -187,7 +258,8 @@ impl crate::Host for WasmHost<'_> {
             owner: to_owner(&r.owner),
             digest_annotation: r.digest_annotation.clone(),
         };
-        let copied = wworkload::copy_secret(self.0, &to_secret_key(kubeconfig), &request).map_err(host_error)?;
+        let copied = wworkload::copy_secret(self.0, &to_secret_key(kubeconfig), &request)
+            .map_err(host_error)?;
         Ok(Copied {
             digest: copied.digest,
             secret_type: copied.secret_type,
@@ -201,19 +273,38 @@ impl crate::Host for WasmHost<'_> {
         })
     }
 
-    fn workload_delete_secret(&self, kubeconfig: &SecretKeyRef, namespace: &str, name: &str, owner: &OwnerLabel) -> Result<Removal, HostError> {
-        wworkload::delete_secret(self.0, &to_secret_key(kubeconfig), namespace, name, &to_owner(owner))
-            .map(from_removal)
-            .map_err(host_error)
+    fn workload_delete_secret(
+        &self,
+        kubeconfig: &SecretKeyRef,
+        namespace: &str,
+        name: &str,
+        owner: &OwnerLabel,
+    ) -> Result<Removal, HostError> {
+        wworkload::delete_secret(
+            self.0,
+            &to_secret_key(kubeconfig),
+            namespace,
+            name,
+            &to_owner(owner),
+        )
+        .map(from_removal)
+        .map_err(host_error)
     }
 }
 
 fn to_secret_key(key: &SecretKeyRef) -> wtypes::SecretKeyRef {
-    wtypes::SecretKeyRef { namespace: key.namespace.clone(), name: key.name.clone(), key: key.key.clone() }
+    wtypes::SecretKeyRef {
+        namespace: key.namespace.clone(),
+        name: key.name.clone(),
+        key: key.key.clone(),
+    }
 }
 
 fn to_owner(owner: &OwnerLabel) -> wtypes::OwnerLabel {
-    wtypes::OwnerLabel { key: owner.key.clone(), value: owner.value.clone() }
+    wtypes::OwnerLabel {
+        key: owner.key.clone(),
+        value: owner.value.clone(),
+    }
 }
 
 fn from_removal(r: wtypes::Removal) -> Removal {
@@ -230,7 +321,11 @@ fn json_object(text: &str) -> Value {
 }
 
 fn to_key(key: &ResourceKey) -> womni::ResourceKey {
-    womni::ResourceKey { namespace: key.namespace.clone(), type_: key.type_.clone(), id: key.id.clone() }
+    womni::ResourceKey {
+        namespace: key.namespace.clone(),
+        type_: key.type_.clone(),
+        id: key.id.clone(),
+    }
 }
 
 fn to_term(term: &LabelTerm) -> womni::LabelTerm {
@@ -269,7 +364,11 @@ fn to_resource(r: &OmniResource) -> womni::Resource {
 
 fn from_resource(r: womni::Resource) -> OmniResource {
     OmniResource {
-        key: ResourceKey { namespace: r.key.namespace, type_: r.key.type_, id: r.key.id },
+        key: ResourceKey {
+            namespace: r.key.namespace,
+            type_: r.key.type_,
+            id: r.key.id,
+        },
         version: r.version,
         owner: r.owner,
         phase: match r.phase {
@@ -285,7 +384,8 @@ fn from_resource(r: womni::Resource) -> OmniResource {
 }
 
 fn parse(json: &str) -> Result<Value, HostError> {
-    serde_json::from_str(json).map_err(|e| HostError::Invalid(format!("the operator returned invalid JSON: {e}")))
+    serde_json::from_str(json)
+        .map_err(|e| HostError::Invalid(format!("the operator returned invalid JSON: {e}")))
 }
 
 fn host_error(e: wtypes::HostError) -> HostError {
@@ -310,11 +410,23 @@ fn reconcile_error(e: ReconcileError) -> wtypes::ReconcileError {
 }
 
 fn gvk(g: crate::Gvk) -> wtypes::Gvk {
-    wtypes::Gvk { group: g.group, version: g.version, kind: g.kind }
+    wtypes::Gvk {
+        group: g.group,
+        version: g.version,
+        kind: g.kind,
+    }
 }
 
 pub fn describe<P: Plugin>() -> wplugin::Info {
-    let Info { name, version, kinds, related, finalizer, legacy_finalizers, capabilities } = P::describe();
+    let Info {
+        name,
+        version,
+        kinds,
+        related,
+        finalizer,
+        legacy_finalizers,
+        capabilities,
+    } = P::describe();
     wplugin::Info {
         name,
         version,
@@ -327,9 +439,13 @@ pub fn describe<P: Plugin>() -> wplugin::Info {
                     RelatedMapping::NameField(f) => wplugin::RelatedMapping::NameField(f),
                     RelatedMapping::Owner => wplugin::RelatedMapping::Owner,
                     RelatedMapping::NamedBy(f) => wplugin::RelatedMapping::NamedBy(f),
-                    RelatedMapping::Annotated { namespace_annotation, name_annotation } => {
-                        wplugin::RelatedMapping::Annotated(wplugin::AnnotationRef { namespace_annotation, name_annotation })
-                    }
+                    RelatedMapping::Annotated {
+                        namespace_annotation,
+                        name_annotation,
+                    } => wplugin::RelatedMapping::Annotated(wplugin::AnnotationRef {
+                        namespace_annotation,
+                        name_annotation,
+                    }),
                 },
             })
             .collect(),
@@ -349,7 +465,10 @@ pub fn finalize<P: Plugin>(ctx: &wctx::CallContext) -> Result<bool, wtypes::Reco
 
 pub fn validate<P: Plugin>(object: String, old_object: Option<String>) -> wvalidator::Verdict {
     let parse_or_verdict = |s: &str| serde_json::from_str::<Value>(s);
-    let (object, old) = match (parse_or_verdict(&object), old_object.as_deref().map(parse_or_verdict).transpose()) {
+    let (object, old) = match (
+        parse_or_verdict(&object),
+        old_object.as_deref().map(parse_or_verdict).transpose(),
+    ) {
         (Ok(o), Ok(old)) => (o, old),
         (Err(e), _) | (_, Err(e)) => {
             return wvalidator::Verdict {

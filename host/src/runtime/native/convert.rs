@@ -38,9 +38,13 @@ pub(super) fn info(info: sdk::Info) -> wit_plugin::Info {
                     }
                     sdk::RelatedMapping::Owner => wit_plugin::RelatedMapping::Owner,
                     sdk::RelatedMapping::NamedBy(path) => wit_plugin::RelatedMapping::NamedBy(path),
-                    sdk::RelatedMapping::Annotated { namespace_annotation, name_annotation } => {
-                        wit_plugin::RelatedMapping::Annotated(wit_plugin::AnnotationRef { namespace_annotation, name_annotation })
-                    }
+                    sdk::RelatedMapping::Annotated {
+                        namespace_annotation,
+                        name_annotation,
+                    } => wit_plugin::RelatedMapping::Annotated(wit_plugin::AnnotationRef {
+                        namespace_annotation,
+                        name_annotation,
+                    }),
                 },
             })
             .collect(),

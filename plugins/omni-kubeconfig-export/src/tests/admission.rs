@@ -6,7 +6,8 @@ fn validate(spec: Value) -> Verdict {
     OmniKubeconfigExportPlugin::validate(&export(spec), None)
 }
 
-const WARNING: &str = "system:masters exports a cluster-admin kubeconfig into the management cluster";
+const WARNING: &str =
+    "system:masters exports a cluster-admin kubeconfig into the management cluster";
 
 #[test]
 fn a_valid_export_is_allowed_without_warnings() {
@@ -57,7 +58,8 @@ fn every_error_is_collected_in_the_webhooks_order() {
 
 #[test]
 fn missing_fields_are_required() {
-    let v = OmniKubeconfigExportPlugin::validate(&json!({"metadata": {"name": "x"}, "spec": {}}), None);
+    let v =
+        OmniKubeconfigExportPlugin::validate(&json!({"metadata": {"name": "x"}, "spec": {}}), None);
     assert_eq!(
         v.messages(),
         [
@@ -98,15 +100,27 @@ fn a_group_repeated_three_times_names_each_repeat_with_the_first() {
 fn renew_before_must_be_less_than_a_positive_ttl() {
     let mut s = spec();
     s["renewBefore"] = json!("24h");
-    assert_eq!(validate(s).messages(), ["spec.renewBefore: Invalid value: \"24h0m0s\": renewBefore must be less than ttl"]);
+    assert_eq!(
+        validate(s).messages(),
+        ["spec.renewBefore: Invalid value: \"24h0m0s\": renewBefore must be less than ttl"]
+    );
     let mut s = spec();
     s["ttl"] = json!("1.5h");
     s["renewBefore"] = json!("90m0s1ns");
-    assert_eq!(validate(s).messages(), ["spec.renewBefore: Invalid value: \"1h30m0.000000001s\": renewBefore must be less than ttl"]);
+    assert_eq!(
+        validate(s).messages(),
+        [
+            "spec.renewBefore: Invalid value: \"1h30m0.000000001s\": renewBefore must be less than ttl"
+        ]
+    );
     let mut s = spec();
     s["renewBefore"] = json!("48h");
     s["ttl"] = json!("0");
-    assert_eq!(validate(s).messages(), ["spec.ttl: Invalid value: \"0s\": ttl must be greater than zero"], "no comparison with a ttl that is refused");
+    assert_eq!(
+        validate(s).messages(),
+        ["spec.ttl: Invalid value: \"0s\": ttl must be greater than zero"],
+        "no comparison with a ttl that is refused"
+    );
 }
 
 #[test]
@@ -123,7 +137,10 @@ fn durations_that_do_not_parse_are_invalid_with_gos_error() {
     );
     let mut s = spec();
     s["renewBefore"] = json!("");
-    assert_eq!(validate(s).messages(), ["spec.renewBefore: Invalid value: \"\": time: invalid duration \"\""]);
+    assert_eq!(
+        validate(s).messages(),
+        ["spec.renewBefore: Invalid value: \"\": time: invalid duration \"\""]
+    );
 }
 
 #[test]
@@ -137,7 +154,10 @@ fn allowed_cluster_admin_is_admitted_with_a_warning() {
 
     let mut s = spec();
     s["serviceAccount"]["allowClusterAdmin"] = json!(true);
-    assert!(validate(s).warnings.is_empty(), "allowClusterAdmin alone exports no cluster-admin");
+    assert!(
+        validate(s).warnings.is_empty(),
+        "allowClusterAdmin alone exports no cluster-admin"
+    );
 
     let mut s = spec();
     s["serviceAccount"]["groups"] = json!(["system:masters-readonly"]);
@@ -151,6 +171,9 @@ fn the_warning_comes_with_other_errors_too() {
     s["serviceAccount"]["allowClusterAdmin"] = json!(true);
     s["deletionPolicy"] = json!("");
     let v = validate(s);
-    assert_eq!(v.messages(), ["spec.deletionPolicy: Required value: deletionPolicy is required"]);
+    assert_eq!(
+        v.messages(),
+        ["spec.deletionPolicy: Required value: deletionPolicy is required"]
+    );
     assert_eq!(v.warnings, [WARNING]);
 }

@@ -10,7 +10,6 @@ mod spec_hash;
 mod targets;
 mod validation;
 
-
 use omni_plugin_sdk::mock::{FakeSecret, MockHost};
 use omni_plugin_sdk::secrets::{KubeconfigExport, OwnerLabel, SecretKeyRef};
 use omni_plugin_sdk::serde_json::Map;
@@ -59,7 +58,9 @@ pub fn cluster(spec: Value) -> Value {
 }
 
 pub fn edge() -> Value {
-    cluster(json!({"connectionRef": {"name": "omni"}, "kubernetes": {"version": "v1.35.0"}, "talos": {"version": "v1.13.2"}}))
+    cluster(
+        json!({"connectionRef": {"name": "omni"}, "kubernetes": {"version": "v1.35.0"}, "talos": {"version": "v1.13.2"}}),
+    )
 }
 
 pub fn connection() -> Value {
@@ -69,7 +70,10 @@ pub fn connection() -> Value {
 
 /// A host reconciling `object` with the cluster and connection in place, at [`T0`].
 pub fn host(object: Value) -> MockHost {
-    MockHost::new(object).with_object(edge()).with_object(connection()).at(T0)
+    MockHost::new(object)
+        .with_object(edge())
+        .with_object(connection())
+        .at(T0)
 }
 
 pub fn reconcile<H: Host>(host: &H) {
@@ -77,7 +81,9 @@ pub fn reconcile<H: Host>(host: &H) {
 }
 
 pub fn cond(host: &MockHost, type_: &str) -> (ConditionStatus, String, String) {
-    let c = host.condition(type_).unwrap_or_else(|| panic!("no {type_} condition"));
+    let c = host
+        .condition(type_)
+        .unwrap_or_else(|| panic!("no {type_} condition"));
     (c.status, c.reason, c.message)
 }
 
@@ -100,7 +106,14 @@ pub fn assert_exported(host: &MockHost, want: &(ConditionStatus, String, String)
 }
 
 pub fn assert_accepted(host: &MockHost) {
-    assert_eq!(cond(host, "Accepted"), (ConditionStatus::True, "Accepted".into(), "attached to OmniCluster \"edge\"".into()));
+    assert_eq!(
+        cond(host, "Accepted"),
+        (
+            ConditionStatus::True,
+            "Accepted".into(),
+            "attached to OmniCluster \"edge\"".into()
+        )
+    );
 }
 
 /// The status fields only a written or kept kubeconfig sets.
@@ -117,7 +130,10 @@ pub const SUCCESS_ONLY: [&str; 7] = [
 pub fn assert_no_success_fields(host: &MockHost) {
     let status = status(host);
     for key in SUCCESS_ONLY {
-        assert!(!status.contains_key(key), "a failure must not send {key}: {status:?}");
+        assert!(
+            !status.contains_key(key),
+            "a failure must not send {key}: {status:?}"
+        );
     }
 }
 
@@ -125,7 +141,8 @@ pub fn assert_no_success_fields(host: &MockHost) {
 pub fn written_secret(spec: Value) -> FakeSecret {
     let h = host(export(spec));
     reconcile(&h);
-    h.secret(None, SECRET).expect("the first export writes the target")
+    h.secret(None, SECRET)
+        .expect("the first export writes the target")
 }
 
 pub fn owned(secret: FakeSecret) -> FakeSecret {
@@ -133,21 +150,41 @@ pub fn owned(secret: FakeSecret) -> FakeSecret {
 }
 
 pub fn logged(host: &MockHost, level: LogLevel, message: &str) -> bool {
-    host.outputs().logs.iter().any(|(l, m)| *l == level && m == message)
+    host.outputs()
+        .logs
+        .iter()
+        .any(|(l, m)| *l == level && m == message)
 }
 
 /// The first export the plugin asked the host for.
 pub fn request(host: &MockHost) -> KubeconfigExport {
-    host.requests().exports.first().cloned().expect("an export was requested")
+    host.requests()
+        .exports
+        .first()
+        .cloned()
+        .expect("an export was requested")
 }
 
 #[test]
 fn describe_names_the_kind_its_triggers_and_capabilities() {
     let info = OmniKubeconfigExportPlugin::describe();
     assert_eq!(info.name, "omni-kubeconfig-export");
-    assert_eq!(info.kinds, vec![omni_plugin_sdk::Gvk::new("omni.texashpc.com", "v1alpha1", "OmniKubeconfigExport")]);
-    assert_eq!(info.finalizer.as_deref(), Some("omni.texashpc.com/finalizer"));
-    assert!(info.legacy_finalizers.is_empty(), "this kind never had the legacy finalizer");
+    assert_eq!(
+        info.kinds,
+        vec![omni_plugin_sdk::Gvk::new(
+            "omni.texashpc.com",
+            "v1alpha1",
+            "OmniKubeconfigExport"
+        )]
+    );
+    assert_eq!(
+        info.finalizer.as_deref(),
+        Some("omni.texashpc.com/finalizer")
+    );
+    assert!(
+        info.legacy_finalizers.is_empty(),
+        "this kind never had the legacy finalizer"
+    );
     assert_eq!(
         info.related,
         vec![
@@ -164,5 +201,15 @@ fn describe_names_the_kind_its_triggers_and_capabilities() {
             },
         ]
     );
-    assert_eq!(info.capabilities, ["kube-read", "omni", "secrets", "secrets-write", "workload", "clock"]);
+    assert_eq!(
+        info.capabilities,
+        [
+            "kube-read",
+            "omni",
+            "secrets",
+            "secrets-write",
+            "workload",
+            "clock"
+        ]
+    );
 }

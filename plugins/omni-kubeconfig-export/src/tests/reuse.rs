@@ -9,21 +9,42 @@ const LATER: &str = "2026-01-01T10:00:00Z";
 
 /// A host at `at` whose target holds `secret`.
 fn with_target(spec: Value, secret: FakeSecret, at: &str) -> MockHost {
-    host(export_with(spec, recorded(SECRET, NS, "kubeconfig"))).with_secret(None, SECRET, secret).at(at)
+    host(export_with(spec, recorded(SECRET, NS, "kubeconfig")))
+        .with_secret(None, SECRET, secret)
+        .at(at)
 }
 
 fn assert_kept(h: &MockHost, seeded: &FakeSecret) {
     assert_eq!(h.exports(), 0, "no new kubeconfig");
     assert!(h.omni_calls().is_empty(), "Omni is not asked");
-    assert_eq!(h.secret(None, SECRET).as_ref(), Some(seeded), "the Secret is untouched");
-    assert_exported(h, &(ConditionStatus::True, "Exported".into(), exported_message(NS, SECRET, "kubeconfig")));
+    assert_eq!(
+        h.secret(None, SECRET).as_ref(),
+        Some(seeded),
+        "the Secret is untouched"
+    );
+    assert_exported(
+        h,
+        &(
+            ConditionStatus::True,
+            "Exported".into(),
+            exported_message(NS, SECRET, "kubeconfig"),
+        ),
+    );
 }
 
 fn assert_rotated(h: &MockHost, why: &str) {
     assert_eq!(h.exports(), 1, "{why}: a new kubeconfig");
     let secret = h.secret(None, SECRET).expect("still there");
-    assert_eq!(secret.annotation(LAST_ROTATION_ANNOTATION), Some(h.now().as_str()), "{why}");
-    assert_eq!(secret.annotation(HASH_ANNOTATION), Some(sha256_hex(&secret.data["kubeconfig"]).as_str()), "{why}");
+    assert_eq!(
+        secret.annotation(LAST_ROTATION_ANNOTATION),
+        Some(h.now().as_str()),
+        "{why}"
+    );
+    assert_eq!(
+        secret.annotation(HASH_ANNOTATION),
+        Some(sha256_hex(&secret.data["kubeconfig"]).as_str()),
+        "{why}"
+    );
     assert_eq!(cond(h, "Ready").0, ConditionStatus::True, "{why}");
 }
 
@@ -34,13 +55,20 @@ fn a_current_kubeconfig_is_kept_and_reported_from_its_annotations() {
     reconcile(&h);
     assert_kept(&h, &seeded);
     let status = status(&h);
-    assert_eq!(status["kubeconfigHash"], seeded.annotation(HASH_ANNOTATION).expect("stamped"));
+    assert_eq!(
+        status["kubeconfigHash"],
+        seeded.annotation(HASH_ANNOTATION).expect("stamped")
+    );
     assert_eq!(status["expirationTime"], "2026-01-02T00:00:00Z");
     assert_eq!(status["lastRotationTime"], T0);
     assert_eq!(status["nextRotationTime"], "2026-01-01T20:00:00Z");
     assert_eq!(status["targetSecretRef"], SECRET);
     assert_eq!(status["connectionRef"], "omni");
-    assert_eq!(h.outputs().requeue_after, Some(10 * 3_600_000), "back at 20:00");
+    assert_eq!(
+        h.outputs().requeue_after,
+        Some(10 * 3_600_000),
+        "back at 20:00"
+    );
 }
 
 #[test]
@@ -99,14 +127,17 @@ fn each_stale_state_rotates() {
             s
         }),
         ("data edited", |mut s| {
-            s.data.insert("kubeconfig".into(), b"edited by hand".to_vec());
+            s.data
+                .insert("kubeconfig".into(), b"edited by hand".to_vec());
             s
         }),
         ("hash annotation missing", |mut s| {
             s.annotations.remove(HASH_ANNOTATION);
             s
         }),
-        ("spec hash of another spec", |s| s.with_annotation(SPEC_HASH_ANNOTATION, "0000")),
+        ("spec hash of another spec", |s| {
+            s.with_annotation(SPEC_HASH_ANNOTATION, "0000")
+        }),
         ("spec hash missing", |mut s| {
             s.annotations.remove(SPEC_HASH_ANNOTATION);
             s
@@ -115,9 +146,15 @@ fn each_stale_state_rotates() {
             s.annotations.remove(EXPIRATION_ANNOTATION);
             s
         }),
-        ("expiration unreadable", |s| s.with_annotation(EXPIRATION_ANNOTATION, "tomorrow")),
-        ("expired", |s| s.with_annotation(EXPIRATION_ANNOTATION, "2026-01-01T09:00:00Z")),
-        ("last rotation unreadable", |s| s.with_annotation(LAST_ROTATION_ANNOTATION, "a while ago")),
+        ("expiration unreadable", |s| {
+            s.with_annotation(EXPIRATION_ANNOTATION, "tomorrow")
+        }),
+        ("expired", |s| {
+            s.with_annotation(EXPIRATION_ANNOTATION, "2026-01-01T09:00:00Z")
+        }),
+        ("last rotation unreadable", |s| {
+            s.with_annotation(LAST_ROTATION_ANNOTATION, "a while ago")
+        }),
     ];
     let seeded = written_secret(spec());
     for (why, edit) in cases {
@@ -168,22 +205,38 @@ fn a_missing_last_rotation_time_is_no_reason_to_rotate() {
     let h = with_target(spec(), seeded.clone(), LATER);
     reconcile(&h);
     assert_kept(&h, &seeded);
-    assert_eq!(status(&h)["lastRotationTime"], Value::Null, "unknown, so cleared");
+    assert_eq!(
+        status(&h)["lastRotationTime"],
+        Value::Null,
+        "unknown, so cleared"
+    );
 }
 
 #[test]
 fn refused_credentials_rotate() {
     let seeded = written_secret(spec());
     for error in [
-        HostError::Unauthenticated("the server has asked for the client to provide credentials".into()),
+        HostError::Unauthenticated(
+            "the server has asked for the client to provide credentials".into(),
+        ),
         HostError::Forbidden("forbidden: User \"automation\" cannot get path \"/version\"".into()),
         HostError::Invalid("kubeconfig Secret key \"kubeconfig\" does not parse".into()),
-        HostError::NotFound("kubeconfig Secret \"omni-system/edge-kubeconfig\" key \"kubeconfig\" does not exist".into()),
+        HostError::NotFound(
+            "kubeconfig Secret \"omni-system/edge-kubeconfig\" key \"kubeconfig\" does not exist"
+                .into(),
+        ),
     ] {
         let h = with_target(spec(), seeded.clone(), LATER).with_workload_probe(Err(error.clone()));
         reconcile(&h);
         assert_rotated(&h, &format!("{error:?}"));
-        assert!(logged(&h, LogLevel::Info, "existing exported kubeconfig is no longer usable; rotating"), "{error:?}");
+        assert!(
+            logged(
+                &h,
+                LogLevel::Info,
+                "existing exported kubeconfig is no longer usable; rotating"
+            ),
+            "{error:?}"
+        );
     }
 }
 
@@ -198,8 +251,22 @@ fn an_unreachable_cluster_keeps_the_kubeconfig() {
         let h = with_target(spec(), seeded.clone(), LATER).with_workload_probe(Err(error.clone()));
         reconcile(&h);
         assert_kept(&h, &seeded);
-        assert!(!logged(&h, LogLevel::Info, "existing exported kubeconfig is no longer usable; rotating"), "{error:?}");
-        assert!(logged(&h, LogLevel::Debug, "could not probe the workload cluster with the exported kubeconfig; keeping it"), "{error:?}");
+        assert!(
+            !logged(
+                &h,
+                LogLevel::Info,
+                "existing exported kubeconfig is no longer usable; rotating"
+            ),
+            "{error:?}"
+        );
+        assert!(
+            logged(
+                &h,
+                LogLevel::Debug,
+                "could not probe the workload cluster with the exported kubeconfig; keeping it"
+            ),
+            "{error:?}"
+        );
     }
 }
 
@@ -210,7 +277,9 @@ fn the_probe_uses_the_spec_target_key() {
     let first = host(export(s.clone()));
     reconcile(&first);
     let seeded = first.secret(Some("tenant-a"), SECRET).expect("written");
-    let h = host(export_with(s, recorded(SECRET, "tenant-a", "config"))).with_secret(Some("tenant-a"), SECRET, seeded.clone()).at(LATER);
+    let h = host(export_with(s, recorded(SECRET, "tenant-a", "config")))
+        .with_secret(Some("tenant-a"), SECRET, seeded.clone())
+        .at(LATER);
     reconcile(&h);
     // The mock probe answers NotFound unless the Secret and key it is given hold a kubeconfig.
     assert_eq!(h.exports(), 0);

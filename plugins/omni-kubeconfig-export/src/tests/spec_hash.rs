@@ -12,13 +12,27 @@ fn groups(g: &[&str]) -> Vec<String> {
 
 #[test]
 fn the_plain_vector_matches() {
-    let json = spec_json("edge", "kubeconfig", None, "automation", &groups(&["ops"]), 24 * H);
+    let json = spec_json(
+        "edge",
+        "kubeconfig",
+        None,
+        "automation",
+        &groups(&["ops"]),
+        24 * H,
+    );
     assert_eq!(
         json,
         r#"{"version":"v1","clusterName":"edge","targetSecretKey":"kubeconfig","serviceAccountUser":"automation","serviceAccountGroups":["ops"],"ttl":"24h0m0s"}"#
     );
     assert_eq!(
-        spec_hash("edge", "kubeconfig", None, "automation", &groups(&["ops"]), 24 * H),
+        spec_hash(
+            "edge",
+            "kubeconfig",
+            None,
+            "automation",
+            &groups(&["ops"]),
+            24 * H
+        ),
         "6bdffbe16d6bf7f660201511009ebf99256d1f469af10ee18b73037d5c05a08a"
     );
 }
@@ -40,27 +54,58 @@ fn the_html_escaping_vector_matches() {
 #[test]
 fn line_separators_raw_groups_and_sub_second_ttls_are_encoded_as_go_does() {
     let g = groups(&["a&b", " ops "]);
-    let json = spec_json("edge", "kubeconfig", None, "line\u{2028}sep", &g, 1_500_000_000);
+    let json = spec_json(
+        "edge",
+        "kubeconfig",
+        None,
+        "line\u{2028}sep",
+        &g,
+        1_500_000_000,
+    );
     assert_eq!(
         json,
         r#"{"version":"v1","clusterName":"edge","targetSecretKey":"kubeconfig","serviceAccountUser":"line\u2028sep","serviceAccountGroups":["a\u0026b"," ops "],"ttl":"1.5s"}"#
     );
     assert_eq!(
-        spec_hash("edge", "kubeconfig", None, "line\u{2028}sep", &g, 1_500_000_000),
+        spec_hash(
+            "edge",
+            "kubeconfig",
+            None,
+            "line\u{2028}sep",
+            &g,
+            1_500_000_000
+        ),
         "48bf5df42c14c8e7fb6c601adc24b1acb0330a77901e5a884ae41d92ac2e05ac"
     );
     assert_eq!(
-        spec_hash("edge", "config", Some("apps"), "automation", &groups(&["ops"]), H + 250_000_000),
+        spec_hash(
+            "edge",
+            "config",
+            Some("apps"),
+            "automation",
+            &groups(&["ops"]),
+            H + 250_000_000
+        ),
         "407287df681527f80d637fa26f33100b4991aa436cae5540bfb8cb0fc1c48cb6",
         "{}",
-        spec_json("edge", "config", Some("apps"), "automation", &groups(&["ops"]), H + 250_000_000)
+        spec_json(
+            "edge",
+            "config",
+            Some("apps"),
+            "automation",
+            &groups(&["ops"]),
+            H + 250_000_000
+        )
     );
 }
 
 #[test]
 fn an_empty_context_namespace_is_left_out() {
     let g = groups(&["ops"]);
-    assert_eq!(spec_json("edge", "kubeconfig", Some(""), "automation", &g, 24 * H), spec_json("edge", "kubeconfig", None, "automation", &g, 24 * H));
+    assert_eq!(
+        spec_json("edge", "kubeconfig", Some(""), "automation", &g, 24 * H),
+        spec_json("edge", "kubeconfig", None, "automation", &g, 24 * H)
+    );
 }
 
 #[test]
@@ -72,8 +117,22 @@ fn every_hashed_input_changes_the_hash() {
         spec_hash("edge", "config", None, "automation", &g, 24 * H),
         spec_hash("edge", "kubeconfig", Some("apps"), "automation", &g, 24 * H),
         spec_hash("edge", "kubeconfig", None, "automation2", &g, 24 * H),
-        spec_hash("edge", "kubeconfig", None, "automation", &groups(&["dev", "ops"]), 24 * H),
-        spec_hash("edge", "kubeconfig", None, "automation", &groups(&["ops ", "dev"]), 24 * H),
+        spec_hash(
+            "edge",
+            "kubeconfig",
+            None,
+            "automation",
+            &groups(&["dev", "ops"]),
+            24 * H,
+        ),
+        spec_hash(
+            "edge",
+            "kubeconfig",
+            None,
+            "automation",
+            &groups(&["ops ", "dev"]),
+            24 * H,
+        ),
         spec_hash("edge", "kubeconfig", None, "automation", &g, 12 * H),
     ];
     for (i, v) in variants.iter().enumerate() {

@@ -15,30 +15,97 @@ fn a_valid_sync_is_allowed_with_the_workload_warning() {
     assert!(v.allowed());
     assert_eq!(v.warnings, [WARNING]);
     // Optional fields unset are fine too.
-    let minimal = set(set(set(sync(), "spec.kubeconfigSecretRef.key", Value::Null), "spec.type", Value::Null), "spec.createNamespace", Value::Null);
+    let minimal = set(
+        set(
+            set(sync(), "spec.kubeconfigSecretRef.key", Value::Null),
+            "spec.type",
+            Value::Null,
+        ),
+        "spec.createNamespace",
+        Value::Null,
+    );
     assert!(OmniSecretSyncPlugin::validate(&minimal, None).allowed());
-    assert!(OmniSecretSyncPlugin::validate(&set(sync(), "spec.deletionPolicy", json!("Orphan")), None).allowed());
+    assert!(
+        OmniSecretSyncPlugin::validate(&set(sync(), "spec.deletionPolicy", json!("Orphan")), None)
+            .allowed()
+    );
 }
 
 #[test]
 fn each_rule_has_its_path_type_and_text() {
     let cases: [(&str, Value, &str); 13] = [
-        ("spec.clusterRef.name", json!(""), "spec.clusterRef.name: Required value: clusterRef.name is required"),
-        ("spec.clusterRef.name", json!(" "), "spec.clusterRef.name: Required value: clusterRef.name is required"),
-        ("spec.kubeconfigSecretRef.name", json!("\t"), "spec.kubeconfigSecretRef.name: Required value: kubeconfig Secret name is required"),
-        ("spec.kubeconfigSecretRef.key", json!("  "), "spec.kubeconfigSecretRef.key: Required value: kubeconfig Secret key must not be blank"),
-        ("spec.sourceSecretRef.name", json!(""), "spec.sourceSecretRef.name: Required value: source Secret name is required"),
-        ("spec.sourceSecretRef", Value::Null, "spec.sourceSecretRef.name: Required value: source Secret name is required"),
-        ("spec.targetSecretRef.name", json!(" "), "spec.targetSecretRef.name: Required value: target Secret name is required"),
-        ("spec.targetSecretRef.namespace", json!(""), "spec.targetSecretRef.namespace: Required value: target Secret namespace is required"),
-        ("spec.type", json!("  "), "spec.type: Invalid value: \"  \": type must not be blank"),
-        ("spec.deletionPolicy", json!(""), "spec.deletionPolicy: Required value: deletionPolicy is required"),
-        ("spec.deletionPolicy", Value::Null, "spec.deletionPolicy: Required value: deletionPolicy is required"),
-        ("spec.deletionPolicy", json!("Retain"), "spec.deletionPolicy: Unsupported value: \"Retain\": supported values: \"Delete\", \"Orphan\""),
-        ("spec.deletionPolicy", json!("delete"), "spec.deletionPolicy: Unsupported value: \"delete\": supported values: \"Delete\", \"Orphan\""),
+        (
+            "spec.clusterRef.name",
+            json!(""),
+            "spec.clusterRef.name: Required value: clusterRef.name is required",
+        ),
+        (
+            "spec.clusterRef.name",
+            json!(" "),
+            "spec.clusterRef.name: Required value: clusterRef.name is required",
+        ),
+        (
+            "spec.kubeconfigSecretRef.name",
+            json!("\t"),
+            "spec.kubeconfigSecretRef.name: Required value: kubeconfig Secret name is required",
+        ),
+        (
+            "spec.kubeconfigSecretRef.key",
+            json!("  "),
+            "spec.kubeconfigSecretRef.key: Required value: kubeconfig Secret key must not be blank",
+        ),
+        (
+            "spec.sourceSecretRef.name",
+            json!(""),
+            "spec.sourceSecretRef.name: Required value: source Secret name is required",
+        ),
+        (
+            "spec.sourceSecretRef",
+            Value::Null,
+            "spec.sourceSecretRef.name: Required value: source Secret name is required",
+        ),
+        (
+            "spec.targetSecretRef.name",
+            json!(" "),
+            "spec.targetSecretRef.name: Required value: target Secret name is required",
+        ),
+        (
+            "spec.targetSecretRef.namespace",
+            json!(""),
+            "spec.targetSecretRef.namespace: Required value: target Secret namespace is required",
+        ),
+        (
+            "spec.type",
+            json!("  "),
+            "spec.type: Invalid value: \"  \": type must not be blank",
+        ),
+        (
+            "spec.deletionPolicy",
+            json!(""),
+            "spec.deletionPolicy: Required value: deletionPolicy is required",
+        ),
+        (
+            "spec.deletionPolicy",
+            Value::Null,
+            "spec.deletionPolicy: Required value: deletionPolicy is required",
+        ),
+        (
+            "spec.deletionPolicy",
+            json!("Retain"),
+            "spec.deletionPolicy: Unsupported value: \"Retain\": supported values: \"Delete\", \"Orphan\"",
+        ),
+        (
+            "spec.deletionPolicy",
+            json!("delete"),
+            "spec.deletionPolicy: Unsupported value: \"delete\": supported values: \"Delete\", \"Orphan\"",
+        ),
     ];
     for (path, value, want) in cases {
-        assert_eq!(messages(&set(sync(), path, value.clone()), None), [want], "{path} = {value}");
+        assert_eq!(
+            messages(&set(sync(), path, value.clone()), None),
+            [want],
+            "{path} = {value}"
+        );
     }
 }
 
@@ -58,25 +125,51 @@ fn all_errors_are_collected_in_the_webhooks_order() {
             "spec.deletionPolicy: Unsupported value: \"x\": supported values: \"Delete\", \"Orphan\"",
         ]
     );
-    assert!(OmniSecretSyncPlugin::validate(&object, None).warnings.is_empty(), "no kubeconfig name, no warning");
+    assert!(
+        OmniSecretSyncPlugin::validate(&object, None)
+            .warnings
+            .is_empty(),
+        "no kubeconfig name, no warning"
+    );
 }
 
 #[test]
 fn on_update_the_kubeconfig_reference_is_immutable() {
     let old = sync();
-    let renamed = set(sync(), "spec.kubeconfigSecretRef.name", json!("other-kubeconfig"));
-    assert_eq!(messages(&renamed, Some(&old)), ["spec.kubeconfigSecretRef.name: Forbidden: kubeconfigSecretRef.name is immutable"]);
-    assert_eq!(messages(&renamed, None), Vec::<String>::new(), "CREATE has nothing to compare with");
+    let renamed = set(
+        sync(),
+        "spec.kubeconfigSecretRef.name",
+        json!("other-kubeconfig"),
+    );
+    assert_eq!(
+        messages(&renamed, Some(&old)),
+        ["spec.kubeconfigSecretRef.name: Forbidden: kubeconfigSecretRef.name is immutable"]
+    );
+    assert_eq!(
+        messages(&renamed, None),
+        Vec::<String>::new(),
+        "CREATE has nothing to compare with"
+    );
 
     let rekeyed = set(sync(), "spec.kubeconfigSecretRef.key", json!("config"));
-    assert_eq!(messages(&rekeyed, Some(&old)), ["spec.kubeconfigSecretRef.key: Forbidden: kubeconfigSecretRef.key is immutable"]);
+    assert_eq!(
+        messages(&rekeyed, Some(&old)),
+        ["spec.kubeconfigSecretRef.key: Forbidden: kubeconfigSecretRef.key is immutable"]
+    );
 
     // Raw strings, as Go compares them: an unset key is not the same as "kubeconfig".
     let unset = set(sync(), "spec.kubeconfigSecretRef.key", Value::Null);
-    assert_eq!(messages(&unset, Some(&old)), ["spec.kubeconfigSecretRef.key: Forbidden: kubeconfigSecretRef.key is immutable"]);
+    assert_eq!(
+        messages(&unset, Some(&old)),
+        ["spec.kubeconfigSecretRef.key: Forbidden: kubeconfigSecretRef.key is immutable"]
+    );
 
     // Both, after the other rules, and the warning still given on a refused update.
-    let both = set(set(renamed, "spec.kubeconfigSecretRef.key", json!("config")), "spec.clusterRef.name", json!(""));
+    let both = set(
+        set(renamed, "spec.kubeconfigSecretRef.key", json!("config")),
+        "spec.clusterRef.name",
+        json!(""),
+    );
     let verdict = OmniSecretSyncPlugin::validate(&both, Some(&old));
     assert_eq!(
         verdict.messages(),
@@ -98,7 +191,15 @@ fn the_warning_follows_a_non_empty_kubeconfig_name_even_when_blank() {
     let blank = set(sync(), "spec.kubeconfigSecretRef.name", json!(" "));
     let verdict = OmniSecretSyncPlugin::validate(&blank, None);
     assert!(!verdict.allowed());
-    assert_eq!(verdict.warnings, [WARNING], "Go warns whenever the name is non-empty");
+    assert_eq!(
+        verdict.warnings,
+        [WARNING],
+        "Go warns whenever the name is non-empty"
+    );
     let empty = set(sync(), "spec.kubeconfigSecretRef.name", json!(""));
-    assert!(OmniSecretSyncPlugin::validate(&empty, None).warnings.is_empty());
+    assert!(
+        OmniSecretSyncPlugin::validate(&empty, None)
+            .warnings
+            .is_empty()
+    );
 }

@@ -65,7 +65,10 @@ fn cluster() -> Value {
 }
 
 fn source() -> FakeSecret {
-    FakeSecret { secret_type: DOCKER.into(), ..FakeSecret::opaque(&[(".dockerconfigjson", r#"{"auths":{"ghcr.io":{}}}"#)]) }
+    FakeSecret {
+        secret_type: DOCKER.into(),
+        ..FakeSecret::opaque(&[(".dockerconfigjson", r#"{"auths":{"ghcr.io":{}}}"#)])
+    }
 }
 
 fn kubeconfig() -> FakeSecret {
@@ -109,7 +112,12 @@ impl Recording {
 
     /// `(namespace, name)` of every delete asked for.
     fn deleted(&self) -> Vec<(String, String)> {
-        self.inner.requests().workload_deletions.into_iter().map(|(_, ns, n, _)| (ns, n)).collect()
+        self.inner
+            .requests()
+            .workload_deletions
+            .into_iter()
+            .map(|(_, ns, n, _)| (ns, n))
+            .collect()
     }
 
     fn status(&self) -> Map<String, Value> {
@@ -117,7 +125,10 @@ impl Recording {
     }
 
     fn cond(&self, type_: &str) -> (ConditionStatus, String, String) {
-        let c = self.inner.condition(type_).unwrap_or_else(|| panic!("{type_} was not set"));
+        let c = self
+            .inner
+            .condition(type_)
+            .unwrap_or_else(|| panic!("{type_} was not set"));
         (c.status, c.reason, c.message)
     }
 
@@ -140,19 +151,60 @@ fn reconciled(host: MockHost) -> Recording {
 fn describe_names_the_kind_its_triggers_finalizer_and_capabilities() {
     let info = OmniSecretSyncPlugin::describe();
     assert_eq!(info.name, "omni-secret-sync");
-    assert_eq!(info.kinds, [omni_plugin_sdk::Gvk::new("omni.texashpc.com", "v1alpha1", "OmniSecretSync")]);
-    assert_eq!(info.finalizer.as_deref(), Some("omni.texashpc.com/finalizer"));
-    assert!(info.legacy_finalizers.is_empty(), "this kind never had the legacy finalizer");
-    let related: Vec<(String, String, String, omni_plugin_sdk::RelatedMapping)> =
-        info.related.iter().map(|r| (r.kind.group.clone(), r.kind.version.clone(), r.kind.kind.clone(), r.mapping.clone())).collect();
+    assert_eq!(
+        info.kinds,
+        [omni_plugin_sdk::Gvk::new(
+            "omni.texashpc.com",
+            "v1alpha1",
+            "OmniSecretSync"
+        )]
+    );
+    assert_eq!(
+        info.finalizer.as_deref(),
+        Some("omni.texashpc.com/finalizer")
+    );
+    assert!(
+        info.legacy_finalizers.is_empty(),
+        "this kind never had the legacy finalizer"
+    );
+    let related: Vec<(String, String, String, omni_plugin_sdk::RelatedMapping)> = info
+        .related
+        .iter()
+        .map(|r| {
+            (
+                r.kind.group.clone(),
+                r.kind.version.clone(),
+                r.kind.kind.clone(),
+                r.mapping.clone(),
+            )
+        })
+        .collect();
     use omni_plugin_sdk::RelatedMapping::NameField;
     assert_eq!(
         related,
         [
-            ("omni.texashpc.com".into(), "v1alpha1".into(), "OmniCluster".into(), NameField("spec.clusterRef.name".into())),
-            ("".into(), "v1".into(), "Secret".into(), NameField("spec.sourceSecretRef.name".into())),
-            ("".into(), "v1".into(), "Secret".into(), NameField("spec.kubeconfigSecretRef.name".into())),
+            (
+                "omni.texashpc.com".into(),
+                "v1alpha1".into(),
+                "OmniCluster".into(),
+                NameField("spec.clusterRef.name".into())
+            ),
+            (
+                "".into(),
+                "v1".into(),
+                "Secret".into(),
+                NameField("spec.sourceSecretRef.name".into())
+            ),
+            (
+                "".into(),
+                "v1".into(),
+                "Secret".into(),
+                NameField("spec.kubeconfigSecretRef.name".into())
+            ),
         ]
     );
-    assert_eq!(info.capabilities, ["kube-read", "secrets", "workload", "clock"]);
+    assert_eq!(
+        info.capabilities,
+        ["kube-read", "secrets", "workload", "clock"]
+    );
 }

@@ -106,7 +106,12 @@ pub fn sample() -> Objects {
 pub fn describe(resources: &[OmniResource]) -> String {
     let mut out = String::new();
     for r in resources {
-        let pairs = |v: &[(String, String)]| v.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ");
+        let pairs = |v: &[(String, String)]| {
+            v.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         out.push_str(&format!("{}({})\n", r.key.type_, r.key.id));
         out.push_str(&format!("  labels: {}\n", pairs(&r.labels)));
         out.push_str(&format!("  annotations: {}\n", pairs(&r.annotations)));

@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value, json};
 
 use crate::HostError;
-use crate::secrets::{Copied, CopyOutcome, KubeconfigExport, OwnerLabel, Removal, SecretCopy, SecretInfo};
+use crate::secrets::{
+    Copied, CopyOutcome, KubeconfigExport, OwnerLabel, Removal, SecretCopy, SecretInfo,
+};
 
 /// One Secret as the mock keeps it.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -25,7 +27,10 @@ impl FakeSecret {
     pub fn opaque(data: &[(&str, &str)]) -> Self {
         FakeSecret {
             secret_type: "Opaque".into(),
-            data: data.iter().map(|(k, v)| (k.to_string(), v.as_bytes().to_vec())).collect(),
+            data: data
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
+                .collect(),
             resource_version: 1,
             ..FakeSecret::default()
         }
@@ -71,7 +76,11 @@ fn object(v: &Value) -> Map<String, Value> {
     v.as_object().cloned().unwrap_or_default()
 }
 
-pub(super) fn delete_owned(secrets: &mut SecretMap, key: (String, String), owner: &OwnerLabel) -> Removal {
+pub(super) fn delete_owned(
+    secrets: &mut SecretMap,
+    key: (String, String),
+    owner: &OwnerLabel,
+) -> Removal {
     match secrets.get(&key) {
         None => Removal::Absent,
         Some(s) if !s.owned_by(owner) => Removal::NotOwned,
@@ -83,7 +92,12 @@ pub(super) fn delete_owned(secrets: &mut SecretMap, key: (String, String), owner
 }
 
 /// `Conflict` when the Secret exists without the owner label, as the host answers.
-pub(super) fn refuse_unowned(secrets: &SecretMap, namespace: &str, name: &str, owner: &OwnerLabel) -> Result<(), HostError> {
+pub(super) fn refuse_unowned(
+    secrets: &SecretMap,
+    namespace: &str,
+    name: &str,
+    owner: &OwnerLabel,
+) -> Result<(), HostError> {
     match secrets.get(&(namespace.to_string(), name.to_string())) {
         Some(existing) if !existing.owned_by(owner) => Err(HostError::Conflict(format!(
             "Secret \"{namespace}/{name}\" exists without label {}={}; it is left alone",
@@ -94,21 +108,36 @@ pub(super) fn refuse_unowned(secrets: &SecretMap, namespace: &str, name: &str, o
 }
 
 /// The mock's export: "Omni" mints `kubeconfig <n> for <cluster> as <user>`; the write follows the host's rules.
-pub(super) fn export(secrets: &mut SecretMap, namespace: String, request: &KubeconfigExport, serial: u64) -> Result<String, HostError> {
+pub(super) fn export(
+    secrets: &mut SecretMap,
+    namespace: String,
+    request: &KubeconfigExport,
+    serial: u64,
+) -> Result<String, HostError> {
     refuse_unowned(secrets, &namespace, &request.target.name, &request.owner)?;
     let key = (namespace.clone(), request.target.name.clone());
-    let mut bytes = format!("kubeconfig {serial} for {} as {}", request.cluster, request.user);
+    let mut bytes = format!(
+        "kubeconfig {serial} for {} as {}",
+        request.cluster, request.user
+    );
     if let Some(ns) = &request.context_namespace {
         bytes.push_str(&format!(" in {ns}"));
     }
     let digest = crate::sha256_hex(bytes.as_bytes());
-    let mut secret = secrets.get(&key).cloned().unwrap_or_else(|| FakeSecret { secret_type: "Opaque".into(), ..FakeSecret::default() });
+    let mut secret = secrets.get(&key).cloned().unwrap_or_else(|| FakeSecret {
+        secret_type: "Opaque".into(),
+        ..FakeSecret::default()
+    });
     if let Some(old) = &request.remove_key {
         secret.data.remove(old);
     }
-    secret.data.insert(request.target.key.clone(), bytes.into_bytes());
+    secret
+        .data
+        .insert(request.target.key.clone(), bytes.into_bytes());
     secret.labels.extend(object(&request.labels));
-    secret.labels.insert(request.owner.key.clone(), json!(request.owner.value));
+    secret
+        .labels
+        .insert(request.owner.key.clone(), json!(request.owner.value));
     secret.annotations.extend(object(&request.annotations));
     if let Some(a) = &request.digest_annotation {
         secret.annotations.insert(a.clone(), json!(digest));
@@ -133,7 +162,10 @@ impl Default for FakeWorkload {
         FakeWorkload {
             probe: Ok("v1.34.1".into()),
             failure: None,
-            namespaces: ["default", "kube-system"].into_iter().map(String::from).collect(),
+            namespaces: ["default", "kube-system"]
+                .into_iter()
+                .map(String::from)
+                .collect(),
             secrets: SecretMap::new(),
         }
     }
@@ -156,11 +188,17 @@ impl FakeWorkload {
         let target = format!("{}/{}", request.target_namespace, request.target_name);
         if !self.namespaces.contains(&request.target_namespace) {
             if !request.create_namespace {
-                return Err(HostError::NotFound(format!("create workload Secret \"{target}\": namespaces \"{}\" not found", request.target_namespace)));
+                return Err(HostError::NotFound(format!(
+                    "create workload Secret \"{target}\": namespaces \"{}\" not found",
+                    request.target_namespace
+                )));
             }
             self.namespaces.insert(request.target_namespace.clone());
         }
-        let secret_type = request.secret_type.clone().unwrap_or_else(|| source.secret_type.clone());
+        let secret_type = request
+            .secret_type
+            .clone()
+            .unwrap_or_else(|| source.secret_type.clone());
         let digest = content_digest(&secret_type, &source.data);
         let mut labels = object(&request.labels);
         labels.insert(request.owner.key.clone(), json!(request.owner.value));
@@ -168,12 +206,26 @@ impl FakeWorkload {
         if let Some(a) = &request.digest_annotation {
             annotations.insert(a.clone(), json!(digest));
         }
-        let key = (request.target_namespace.clone(), request.target_name.clone());
-        let wanted = FakeSecret { secret_type: secret_type.clone(), data: source.data.clone(), labels, annotations, immutable: false, resource_version: 1 };
+        let key = (
+            request.target_namespace.clone(),
+            request.target_name.clone(),
+        );
+        let wanted = FakeSecret {
+            secret_type: secret_type.clone(),
+            data: source.data.clone(),
+            labels,
+            annotations,
+            immutable: false,
+            resource_version: 1,
+        };
         let outcome = match self.secrets.get(&key) {
             None => CopyOutcome::Created,
             Some(existing) if !existing.owned_by(&request.owner) => {
-                return Ok(Copied { digest, secret_type, outcome: CopyOutcome::NotOwned });
+                return Ok(Copied {
+                    digest,
+                    secret_type,
+                    outcome: CopyOutcome::NotOwned,
+                });
             }
             Some(existing)
                 if existing.secret_type == wanted.secret_type
@@ -181,13 +233,32 @@ impl FakeWorkload {
                     && existing.labels == wanted.labels
                     && existing.annotations == wanted.annotations =>
             {
-                return Ok(Copied { digest, secret_type, outcome: CopyOutcome::Unchanged });
+                return Ok(Copied {
+                    digest,
+                    secret_type,
+                    outcome: CopyOutcome::Unchanged,
+                });
             }
-            Some(existing) if existing.secret_type != wanted.secret_type || (existing.immutable && existing.data != wanted.data) => CopyOutcome::Recreated,
+            Some(existing)
+                if existing.secret_type != wanted.secret_type
+                    || (existing.immutable && existing.data != wanted.data) =>
+            {
+                CopyOutcome::Recreated
+            }
             Some(_) => CopyOutcome::Updated,
         };
         let version = self.secrets.get(&key).map_or(0, |s| s.resource_version);
-        self.secrets.insert(key, FakeSecret { resource_version: version + 1, ..wanted });
-        Ok(Copied { digest, secret_type, outcome })
+        self.secrets.insert(
+            key,
+            FakeSecret {
+                resource_version: version + 1,
+                ..wanted
+            },
+        );
+        Ok(Copied {
+            digest,
+            secret_type,
+            outcome,
+        })
     }
 }

@@ -32,7 +32,11 @@ async fn post(client: &kube::Client, name: &str, stamp_ns: u128) {
 }
 
 async fn writes_per_second(sim: &KubeSim, writers: usize, total: usize) -> f64 {
-    let clients: Vec<kube::Client> = futures::future::join_all((0..writers).map(|_| sim.client())).await.into_iter().map(|c| c.expect("client")).collect();
+    let clients: Vec<kube::Client> = futures::future::join_all((0..writers).map(|_| sim.client()))
+        .await
+        .into_iter()
+        .map(|c| c.expect("client"))
+        .collect();
     let start = Instant::now();
     let per = total / writers;
     let tasks: Vec<_> = clients
@@ -55,22 +59,36 @@ async fn writes_per_second(sim: &KubeSim, writers: usize, total: usize) -> f64 {
     (per * writers) as f64 / secs
 }
 
-async fn watch_latency(sim: &KubeSim, watchers: usize, events: usize, rate_per_sec: u64) -> Vec<f64> {
+async fn watch_latency(
+    sim: &KubeSim,
+    watchers: usize,
+    events: usize,
+    rate_per_sec: u64,
+) -> Vec<f64> {
     let epoch = Arc::new(Instant::now());
     let rv = sim.resource_version();
     let mut handles = Vec::new();
     for _ in 0..watchers {
         let c = sim.client().await.expect("client");
         let epoch = epoch.clone();
-        let req = http::Request::get(format!("{CONFIGMAPS}?watch=true&resourceVersion={rv}")).body(Vec::new()).expect("req");
+        let req = http::Request::get(format!("{CONFIGMAPS}?watch=true&resourceVersion={rv}"))
+            .body(Vec::new())
+            .expect("req");
         let mut lines = c.request_stream(req).await.expect("watch").lines();
         handles.push(tokio::spawn(async move {
             let mut lat = Vec::with_capacity(events);
             while lat.len() < events {
-                let Ok(Ok(Some(line))) = tokio::time::timeout(Duration::from_secs(30), lines.try_next()).await else { break };
+                let Ok(Ok(Some(line))) =
+                    tokio::time::timeout(Duration::from_secs(30), lines.try_next()).await
+                else {
+                    break;
+                };
                 let now = epoch.elapsed().as_nanos();
                 let ev: serde_json::Value = serde_json::from_str(&line).expect("event");
-                if let Some(sent) = ev["object"]["metadata"]["annotations"]["bench/sent-ns"].as_str().and_then(|s| s.parse::<u128>().ok()) {
+                if let Some(sent) = ev["object"]["metadata"]["annotations"]["bench/sent-ns"]
+                    .as_str()
+                    .and_then(|s| s.parse::<u128>().ok())
+                {
                     lat.push((now.saturating_sub(sent)) as f64 / 1e6);
                 }
             }
@@ -95,7 +113,11 @@ async fn watch_latency(sim: &KubeSim, watchers: usize, events: usize, rate_per_s
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
     rt.block_on(async {
         let total = if quick { 2_000 } else { 20_000 };
         for writers in [1, 8, 32] {

@@ -58,7 +58,9 @@ impl Admission {
         }
         let mut current = new.clone();
         for hook in hooks {
-            let Some(resp) = self.call(&hook, rt, op, sub, &current, old, ctx).await? else { continue };
+            let Some(resp) = self.call(&hook, rt, op, sub, &current, old, ctx).await? else {
+                continue;
+            };
             out.warnings.extend(warnings_of(&resp));
             if resp["allowed"] != json!(true) {
                 return Err(denied(&hook.name, &resp));
@@ -66,11 +68,24 @@ impl Admission {
             if let Some(p) = resp["patch"].as_str() {
                 let raw = base64::engine::general_purpose::STANDARD
                     .decode(p)
-                    .map_err(|e| ApiError::internal(format!("admission webhook {:?} returned an undecodable patch: {e}", hook.name)))?;
-                let ops: Value = serde_json::from_slice(&raw)
-                    .map_err(|e| ApiError::internal(format!("admission webhook {:?} returned an invalid JSON patch: {e}", hook.name)))?;
-                current = crate::patch::json_patch(&current, &ops)
-                    .map_err(|e| ApiError::internal(format!("admission webhook {:?} returned a patch that does not apply: {}", hook.name, e.message)))?;
+                    .map_err(|e| {
+                        ApiError::internal(format!(
+                            "admission webhook {:?} returned an undecodable patch: {e}",
+                            hook.name
+                        ))
+                    })?;
+                let ops: Value = serde_json::from_slice(&raw).map_err(|e| {
+                    ApiError::internal(format!(
+                        "admission webhook {:?} returned an invalid JSON patch: {e}",
+                        hook.name
+                    ))
+                })?;
+                current = crate::patch::json_patch(&current, &ops).map_err(|e| {
+                    ApiError::internal(format!(
+                        "admission webhook {:?} returned a patch that does not apply: {}",
+                        hook.name, e.message
+                    ))
+                })?;
                 out.patched = Some(current.clone());
             }
         }
@@ -91,7 +106,9 @@ impl Admission {
         let hooks = matching_hooks(cluster, VALIDATING, rt, op, sub, new, old);
         let mut warnings = Vec::new();
         for hook in hooks {
-            let Some(resp) = self.call(&hook, rt, op, sub, new, old, ctx).await? else { continue };
+            let Some(resp) = self.call(&hook, rt, op, sub, new, old, ctx).await? else {
+                continue;
+            };
             warnings.extend(warnings_of(&resp));
             if resp["allowed"] != json!(true) {
                 return Err(denied(&hook.name, &resp));
@@ -113,7 +130,11 @@ impl Admission {
         ctx: &WriteCtx,
     ) -> ApiResult<Option<Value>> {
         let uid = uuid::Uuid::new_v4().to_string();
-        let obj_meta = if new.is_object() { &new["metadata"] } else { &old.unwrap_or(&Value::Null)["metadata"] };
+        let obj_meta = if new.is_object() {
+            &new["metadata"]
+        } else {
+            &old.unwrap_or(&Value::Null)["metadata"]
+        };
         let gvk = json!({"group": rt.group, "version": rt.version, "kind": rt.kind});
         let gvr = json!({"group": rt.group, "version": rt.version, "resource": rt.plural});
         let mut request = json!({
@@ -138,8 +159,13 @@ impl Admission {
         let result = tokio::time::timeout(hook.timeout, self.post(hook, &review)).await;
         let failure = match result {
             Ok(Ok(body)) => match serde_json::from_slice::<Value>(&body) {
-                Ok(v) if v["response"]["uid"] == json!(uid) => return Ok(Some(v["response"].clone())),
-                Ok(v) if v["response"].is_object() => format!("expected response.uid={uid:?}, got {:?}", v["response"]["uid"]),
+                Ok(v) if v["response"]["uid"] == json!(uid) => {
+                    return Ok(Some(v["response"].clone()));
+                }
+                Ok(v) if v["response"].is_object() => format!(
+                    "expected response.uid={uid:?}, got {:?}",
+                    v["response"]["uid"]
+                ),
                 Ok(_) => "webhook response was absent".to_string(),
                 Err(e) => format!("failed to decode the response: {e}"),
             },
@@ -147,7 +173,10 @@ impl Admission {
             Err(_) => "context deadline exceeded".to_string(),
         };
         if hook.fail_closed {
-            Err(ApiError::internal(format!("failed calling webhook {:?}: {failure}", hook.name)))
+            Err(ApiError::internal(format!(
+                "failed calling webhook {:?}: {failure}",
+                hook.name
+            )))
         } else {
             tracing::warn!(webhook = %hook.name, error = %failure, "webhook call failed; ignored by failurePolicy");
             Ok(None)
@@ -157,7 +186,9 @@ impl Admission {
     async fn post(&self, hook: &Hook, review: &Value) -> Result<Bytes, String> {
         let target = self.target(hook)?;
         let url_shown = format!("https://{}{}", target.authority, target.path);
-        let fail = |what: &str, e: &dyn std::fmt::Display| format!("failed to call webhook: Post \"{url_shown}\": {what}{e}");
+        let fail = |what: &str, e: &dyn std::fmt::Display| {
+            format!("failed to call webhook: Post \"{url_shown}\": {what}{e}")
+        };
         let mut roots = rustls::RootCertStore::empty();
         if let Some(pem) = &hook.ca_bundle {
             let mut reader = std::io::BufReader::new(pem.as_slice());
@@ -172,7 +203,8 @@ impl Admission {
             .map_err(|e| fail("", &e))?
             .with_root_certificates(roots)
             .with_no_client_auth();
-        let server_name = rustls::pki_types::ServerName::try_from(target.host.clone()).map_err(|e| fail("", &e))?;
+        let server_name = rustls::pki_types::ServerName::try_from(target.host.clone())
+            .map_err(|e| fail("", &e))?;
         // Resolution is asynchronous so a slow resolver neither blocks a worker thread nor escapes the timeout.
         let addr = match target.addr {
             Some(a) => a,
@@ -182,14 +214,17 @@ impl Admission {
                 .next()
                 .ok_or_else(|| fail("dial tcp: lookup: ", &"no address"))?,
         };
-        let tcp = tokio::net::TcpStream::connect(addr).await.map_err(|e| fail("dial tcp: ", &e))?;
+        let tcp = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| fail("dial tcp: ", &e))?;
         let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
             .connect(server_name, tcp)
             .await
             .map_err(|e| fail("tls: ", &e))?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
-            .await
-            .map_err(|e| fail("", &e))?;
+        let (mut sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
+                .await
+                .map_err(|e| fail("", &e))?;
         tokio::spawn(async move {
             let _ = conn.await;
         });
@@ -202,7 +237,12 @@ impl Admission {
             .map_err(|e| fail("", &e))?;
         let resp = sender.send_request(req).await.map_err(|e| fail("", &e))?;
         let status = resp.status();
-        let bytes = resp.into_body().collect().await.map_err(|e| fail("", &e))?.to_bytes();
+        let bytes = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| fail("", &e))?
+            .to_bytes();
         if !status.is_success() {
             return Err(format!("received invalid webhook response: HTTP {status}"));
         }
@@ -212,14 +252,18 @@ impl Admission {
     /// Where a hook's requests go.
     fn target(&self, hook: &Hook) -> Result<Target, String> {
         if let Some(url) = &hook.url {
-            let rest = url.strip_prefix("https://").ok_or_else(|| format!("webhook URL {url:?} must use https"))?;
+            let rest = url
+                .strip_prefix("https://")
+                .ok_or_else(|| format!("webhook URL {url:?} must use https"))?;
             let (authority, path) = match rest.find('/') {
                 Some(i) => (&rest[..i], rest[i..].to_string()),
                 None => (rest, "/".to_string()),
             };
             // `[::1]:8443`, `[::1]`, `host:8443`, `host`.
             let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-                let (h, after) = v6.split_once(']').ok_or_else(|| format!("webhook URL {url:?} has an unclosed IPv6 bracket"))?;
+                let (h, after) = v6
+                    .split_once(']')
+                    .ok_or_else(|| format!("webhook URL {url:?} has an unclosed IPv6 bracket"))?;
                 (h.to_string(), after.strip_prefix(':').unwrap_or("443"))
             } else {
                 match authority.rsplit_once(':') {
@@ -227,18 +271,38 @@ impl Admission {
                     None => (authority.to_string(), "443"),
                 }
             };
-            let port: u16 = port.parse().map_err(|_| format!("webhook URL {url:?} has an invalid port"))?;
-            let addr = host.parse::<std::net::IpAddr>().ok().map(|ip| SocketAddr::new(ip, port));
-            return Ok(Target { host, port, addr, authority: authority.to_string(), path });
+            let port: u16 = port
+                .parse()
+                .map_err(|_| format!("webhook URL {url:?} has an invalid port"))?;
+            let addr = host
+                .parse::<std::net::IpAddr>()
+                .ok()
+                .map(|ip| SocketAddr::new(ip, port));
+            return Ok(Target {
+                host,
+                port,
+                addr,
+                authority: authority.to_string(),
+                path,
+            });
         }
         if let Some((ns, name, path)) = &hook.service {
-            let routes = self.service_routes.read().unwrap_or_else(|p| p.into_inner());
+            let routes = self
+                .service_routes
+                .read()
+                .unwrap_or_else(|p| p.into_inner());
             let addr = routes
                 .get(&(ns.clone(), name.clone()))
                 .copied()
                 .ok_or_else(|| format!("failed to call webhook: service \"{ns}/{name}\" has no route in this simulated cluster"))?;
             let host = format!("{name}.{ns}.svc");
-            return Ok(Target { host: host.clone(), port: addr.port(), addr: Some(addr), authority: host, path: path.clone() });
+            return Ok(Target {
+                host: host.clone(),
+                port: addr.port(),
+                addr: Some(addr),
+                authority: host,
+                path: path.clone(),
+            });
         }
         Err("webhook has neither url nor service".into())
     }
@@ -275,7 +339,10 @@ fn matching_hooks(
 ) -> Vec<Hook> {
     let configs = {
         let store = cluster.store();
-        let key = StorageKey { group: "admissionregistration.k8s.io".into(), resource: resource.into() };
+        let key = StorageKey {
+            group: "admissionregistration.k8s.io".into(),
+            resource: resource.into(),
+        };
         if store.count(&key) == 0 {
             return Vec::new();
         }
@@ -285,8 +352,15 @@ fn matching_hooks(
     if rt.group == "admissionregistration.k8s.io" {
         return Vec::new();
     }
-    let obj = if new.is_object() { new } else { old.unwrap_or(&Value::Null) };
-    let ns_name = obj["metadata"]["namespace"].as_str().unwrap_or_default().to_string();
+    let obj = if new.is_object() {
+        new
+    } else {
+        old.unwrap_or(&Value::Null)
+    };
+    let ns_name = obj["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let ns_labels = namespace_labels(cluster, rt, obj, &ns_name);
     let mut out = Vec::new();
     for cfg in configs {
@@ -299,9 +373,16 @@ fn matching_hooks(
             {
                 continue;
             }
-            let obj_labels = obj["metadata"]["labels"].as_object().cloned().unwrap_or_default();
-            let old_labels = old.and_then(|o| o["metadata"]["labels"].as_object().cloned()).unwrap_or_default();
-            if !selector_matches(&wh["objectSelector"], &obj_labels) && !selector_matches(&wh["objectSelector"], &old_labels) {
+            let obj_labels = obj["metadata"]["labels"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            let old_labels = old
+                .and_then(|o| o["metadata"]["labels"].as_object().cloned())
+                .unwrap_or_default();
+            if !selector_matches(&wh["objectSelector"], &obj_labels)
+                && !selector_matches(&wh["objectSelector"], &old_labels)
+            {
                 continue;
             }
             let cc = &wh["clientConfig"];
@@ -310,13 +391,26 @@ fn matching_hooks(
                 url: cc["url"].as_str().map(String::from),
                 service: cc["service"].as_object().map(|s| {
                     (
-                        s.get("namespace").and_then(Value::as_str).unwrap_or_default().to_string(),
-                        s.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
-                        s.get("path").and_then(Value::as_str).unwrap_or("/").to_string(),
+                        s.get("namespace")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                        s.get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                        s.get("path")
+                            .and_then(Value::as_str)
+                            .unwrap_or("/")
+                            .to_string(),
                     )
                 }),
-                ca_bundle: cc["caBundle"].as_str().and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok()),
-                timeout: Duration::from_secs(wh["timeoutSeconds"].as_u64().unwrap_or(10).clamp(1, 30)),
+                ca_bundle: cc["caBundle"]
+                    .as_str()
+                    .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok()),
+                timeout: Duration::from_secs(
+                    wh["timeoutSeconds"].as_u64().unwrap_or(10).clamp(1, 30),
+                ),
                 fail_closed: wh["failurePolicy"].as_str() != Some("Ignore"),
             });
         }
@@ -325,16 +419,32 @@ fn matching_hooks(
 }
 
 /// The labels a namespaceSelector is matched against; None for cluster-scoped objects (selector not applied).
-fn namespace_labels(cluster: &Cluster, rt: &ResourceType, obj: &Value, ns: &str) -> Option<serde_json::Map<String, Value>> {
+fn namespace_labels(
+    cluster: &Cluster,
+    rt: &ResourceType,
+    obj: &Value,
+    ns: &str,
+) -> Option<serde_json::Map<String, Value>> {
     if rt.group.is_empty() && rt.plural == "namespaces" {
-        return Some(obj["metadata"]["labels"].as_object().cloned().unwrap_or_default());
+        return Some(
+            obj["metadata"]["labels"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        );
     }
     if !rt.namespaced {
         return None;
     }
-    let key = StorageKey { group: String::new(), resource: "namespaces".into() };
+    let key = StorageKey {
+        group: String::new(),
+        resource: "namespaces".into(),
+    };
     let nso = cluster.store().get(&key, "", ns);
-    Some(nso.and_then(|n| n["metadata"]["labels"].as_object().cloned()).unwrap_or_default())
+    Some(
+        nso.and_then(|n| n["metadata"]["labels"].as_object().cloned())
+            .unwrap_or_default(),
+    )
 }
 
 fn selector_matches(sel: &Value, labels: &serde_json::Map<String, Value>) -> bool {
@@ -348,8 +458,15 @@ fn selector_matches(sel: &Value, labels: &serde_json::Map<String, Value>) -> boo
 }
 
 fn rules_match(rules: &Value, rt: &ResourceType, op: &str, sub: &str) -> bool {
-    let want_res = if sub.is_empty() { rt.plural.clone() } else { format!("{}/{sub}", rt.plural) };
-    let has = |list: &Value, v: &str| list.as_array().is_some_and(|a| a.iter().any(|x| x == "*" || x == v));
+    let want_res = if sub.is_empty() {
+        rt.plural.clone()
+    } else {
+        format!("{}/{sub}", rt.plural)
+    };
+    let has = |list: &Value, v: &str| {
+        list.as_array()
+            .is_some_and(|a| a.iter().any(|x| x == "*" || x == v))
+    };
     rules.as_array().into_iter().flatten().any(|r| {
         let scope_ok = match r["scope"].as_str().unwrap_or("*") {
             "Cluster" => !rt.namespaced,
@@ -362,21 +479,35 @@ fn rules_match(rules: &Value, rt: &ResourceType, op: &str, sub: &str) -> bool {
                     || x == want_res
                     || (sub.is_empty() && x == "*")
                     || (x.strip_prefix("*/").is_some_and(|s| s == sub))
-                    || (x.strip_suffix("/*").is_some_and(|p| p == rt.plural && !sub.is_empty()))
+                    || (x
+                        .strip_suffix("/*")
+                        .is_some_and(|p| p == rt.plural && !sub.is_empty()))
             })
         });
-        scope_ok && has(&r["operations"], op) && has(&r["apiGroups"], &rt.group) && has(&r["apiVersions"], &rt.version) && res_ok
+        scope_ok
+            && has(&r["operations"], op)
+            && has(&r["apiGroups"], &rt.group)
+            && has(&r["apiVersions"], &rt.version)
+            && res_ok
     })
 }
 
 fn warnings_of(resp: &Value) -> Vec<String> {
-    resp["warnings"].as_array().into_iter().flatten().filter_map(|w| w.as_str().map(String::from)).collect()
+    resp["warnings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|w| w.as_str().map(String::from))
+        .collect()
 }
 
 /// The real server's rejection: `admission webhook "x" denied the request: <message>`, code at least 400.
 fn denied(name: &str, resp: &Value) -> ApiError {
     let status = &resp["status"];
-    let code = status["code"].as_u64().filter(|c| *c >= 400 && *c < 600).unwrap_or(400) as u16;
+    let code = status["code"]
+        .as_u64()
+        .filter(|c| *c >= 400 && *c < 600)
+        .unwrap_or(400) as u16;
     let prefix = format!("admission webhook {name:?} denied the request");
     let message = match (status["message"].as_str(), status["reason"].as_str()) {
         (Some(m), _) if !m.is_empty() => format!("{prefix}: {m}"),
@@ -408,15 +539,27 @@ mod tests {
         assert!(!rules_match(&rules, &cm, "UPDATE", ""));
         assert!(!rules_match(&rules, &cm, "CREATE", "status"));
         let star = json!([{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/*"], "scope": "Cluster"}]);
-        assert!(!rules_match(&star, &cm, "DELETE", ""), "scope Cluster excludes namespaced kinds");
+        assert!(
+            !rules_match(&star, &cm, "DELETE", ""),
+            "scope Cluster excludes namespaced kinds"
+        );
     }
 
     #[test]
     fn a_denial_without_code_is_400_with_the_real_wording() {
-        let e = denied("check.example.com", &json!({"allowed": false, "status": {"message": "no"}}));
+        let e = denied(
+            "check.example.com",
+            &json!({"allowed": false, "status": {"message": "no"}}),
+        );
         assert_eq!(e.code, 400);
-        assert_eq!(e.message, "admission webhook \"check.example.com\" denied the request: no");
+        assert_eq!(
+            e.message,
+            "admission webhook \"check.example.com\" denied the request: no"
+        );
         let e = denied("x", &json!({"allowed": false}));
-        assert_eq!(e.message, "admission webhook \"x\" denied the request without explanation");
+        assert_eq!(
+            e.message,
+            "admission webhook \"x\" denied the request without explanation"
+        );
     }
 }

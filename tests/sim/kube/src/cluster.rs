@@ -56,7 +56,11 @@ pub struct WriteCtx {
 impl WriteCtx {
     pub fn system(manager: &str) -> Self {
         WriteCtx {
-            user: UserInfo { name: "system:kube-sim".into(), groups: vec!["system:masters".into()], ..Default::default() },
+            user: UserInfo {
+                name: "system:kube-sim".into(),
+                groups: vec!["system:masters".into()],
+                ..Default::default()
+            },
             dry_run: false,
             field_manager: Some(manager.into()),
             field_validation: FieldValidation::Ignore,
@@ -144,13 +148,19 @@ impl DeleteOptions {
                 }
                 !items.is_empty()
             }
-            other => return Err(ApiError::bad_request(format!("dryRun must be a list, got {other}"))),
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "dryRun must be a list, got {other}"
+                )));
+            }
         };
         let mut o = DeleteOptions {
             dry_run,
             propagation: v["propagationPolicy"].as_str().map(String::from),
             precondition_uid: v["preconditions"]["uid"].as_str().map(String::from),
-            precondition_rv: v["preconditions"]["resourceVersion"].as_str().map(String::from),
+            precondition_rv: v["preconditions"]["resourceVersion"]
+                .as_str()
+                .map(String::from),
         };
         if let Some(orphan) = v["orphanDependents"].as_bool() {
             if o.propagation.is_some() {
@@ -158,7 +168,11 @@ impl DeleteOptions {
                     "DeleteOptions",
                     "meta.k8s.io",
                     "",
-                    &[FieldCause::invalid("propagationPolicy", &v["propagationPolicy"], "orphanDependents and deletionPropagation cannot be both set")],
+                    &[FieldCause::invalid(
+                        "propagationPolicy",
+                        &v["propagationPolicy"],
+                        "orphanDependents and deletionPropagation cannot be both set",
+                    )],
                 ));
             }
             o.propagation = Some(if orphan { "Orphan" } else { "Background" }.into());
@@ -173,7 +187,9 @@ impl DeleteOptions {
                 &[FieldCause::preformatted(
                     "FieldValueNotSupported",
                     "propagationPolicy",
-                    format!("propagationPolicy: Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""),
+                    format!(
+                        "propagationPolicy: Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+                    ),
                 )],
             ));
         }
@@ -192,7 +208,10 @@ pub struct ClusterOptions {
 
 impl Default for ClusterOptions {
     fn default() -> Self {
-        ClusterOptions { history_limit: 100_000, history_age: std::time::Duration::from_secs(300) }
+        ClusterOptions {
+            history_limit: 100_000,
+            history_age: std::time::Duration::from_secs(300),
+        }
     }
 }
 
@@ -210,7 +229,10 @@ pub struct Cluster {
 impl Cluster {
     pub fn new(options: ClusterOptions) -> Arc<Self> {
         let cluster = Arc::new(Cluster {
-            store: Mutex::new(Store::with_retention(options.history_limit, options.history_age)),
+            store: Mutex::new(Store::with_retention(
+                options.history_limit,
+                options.history_age,
+            )),
             registry: RwLock::new(Arc::new(Registry::new())),
             rbac: Mutex::new(None),
             rbac_epoch: std::sync::atomic::AtomicU64::new(0),
@@ -234,15 +256,23 @@ impl Cluster {
             Vec::new()
         });
         for obj in namespaces.into_iter().chain(policy) {
-            let (Some(av), Some(kind)) = (obj["apiVersion"].as_str(), obj["kind"].as_str()) else { continue };
-            let Some(rt) = reg.by_kind(av, kind) else { continue };
-            let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
+            let (Some(av), Some(kind)) = (obj["apiVersion"].as_str(), obj["kind"].as_str()) else {
+                continue;
+            };
+            let Some(rt) = reg.by_kind(av, kind) else {
+                continue;
+            };
+            let name = obj["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
             if self.store().get(&rt.storage_key(), "", &name).is_some() {
                 continue;
             }
             match self.prepare_unadmitted(&rt, "", None, obj, &ctx) {
                 Ok(prepared) => {
-                    self.store().commit(&rt.storage_key(), "", &name, Some(prepared));
+                    self.store()
+                        .commit(&rt.storage_key(), "", &name, Some(prepared));
                 }
                 Err(e) => tracing::error!(%name, error = %e, "bootstrap object refused"),
             }
@@ -263,12 +293,16 @@ impl Cluster {
     }
 
     pub fn now() -> String {
-        jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+        jiff::Timestamp::now()
+            .strftime("%Y-%m-%dT%H:%M:%SZ")
+            .to_string()
     }
 
     fn field_types(rt: &ResourceType) -> Box<dyn FieldTypes> {
         match (&rt.schema, rt.source) {
-            (Some(schema), Source::CustomResource) => Box::new(managed_fields::SchemaFieldTypes::from_schema(schema)),
+            (Some(schema), Source::CustomResource) => {
+                Box::new(managed_fields::SchemaFieldTypes::from_schema(schema))
+            }
             _ => managed_fields::builtin_field_types(&rt.group, &rt.kind),
         }
     }
@@ -295,15 +329,33 @@ impl Cluster {
         o
     }
 
-    pub async fn create(&self, rt: &ResourceType, ns: &str, body: Value, ctx: &WriteCtx) -> ApiResult<Written> {
-        let name = body["metadata"]["name"].as_str().unwrap_or_default().to_string();
-        if !body["metadata"]["resourceVersion"].as_str().unwrap_or_default().is_empty() {
-            return Err(ApiError::bad_request("resourceVersion should not be set on objects to be created"));
+    pub async fn create(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        body: Value,
+        ctx: &WriteCtx,
+    ) -> ApiResult<Written> {
+        let name = body["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if !body["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or_default()
+            .is_empty()
+        {
+            return Err(ApiError::bad_request(
+                "resourceVersion should not be set on objects to be created",
+            ));
         }
         let url_ns = ns.to_string();
         self.write_loop(rt, ns, &name, "", ctx, false, move |old, rt| {
             if let Some(o) = old {
-                return Err(ApiError::already_exists(&rt.group_resource(), o["metadata"]["name"].as_str().unwrap_or_default()));
+                return Err(ApiError::already_exists(
+                    &rt.group_resource(),
+                    o["metadata"]["name"].as_str().unwrap_or_default(),
+                ));
             }
             check_body_namespace(rt, &body, &url_ns)?;
             Ok((body.clone(), Managed::Update))
@@ -311,11 +363,22 @@ impl Cluster {
         .await
     }
 
-    pub async fn update(&self, rt: &ResourceType, ns: &str, name: &str, sub: &str, body: Value, ctx: &WriteCtx) -> ApiResult<Written> {
+    pub async fn update(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        sub: &str,
+        body: Value,
+        ctx: &WriteCtx,
+    ) -> ApiResult<Written> {
         let url_name = name.to_string();
         let url_ns = ns.to_string();
         // An update without a resourceVersion is unconditional: the real server retries it on a concurrent write.
-        let unconditional = body["metadata"]["resourceVersion"].as_str().unwrap_or_default().is_empty();
+        let unconditional = body["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or_default()
+            .is_empty();
         self.write_loop(rt, ns, name, sub, ctx, unconditional, move |old, rt| {
             if old.is_none() {
                 return Err(ApiError::not_found(&rt.group_resource(), &url_name));
@@ -359,12 +422,16 @@ impl Cluster {
         ctx: &WriteCtx,
     ) -> ApiResult<Written> {
         if kind == PatchKind::Strategic && rt.is_crd() {
-            return Err(unsupported_patch("application/strategic-merge-patch+json", false));
+            return Err(unsupported_patch(
+                "application/strategic-merge-patch+json",
+                false,
+            ));
         }
         let patch_doc: Value = match kind {
             PatchKind::Apply => yaml_serde::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?,
-            _ => serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
+            _ => serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
         };
         if kind == PatchKind::Apply {
             let manager = ctx.field_manager.clone().unwrap_or_default();
@@ -373,18 +440,26 @@ impl Cluster {
                     "PatchOptions",
                     "meta.k8s.io",
                     "",
-                    &[FieldCause::required("fieldManager", "is required for apply patch")],
+                    &[FieldCause::required(
+                        "fieldManager",
+                        "is required for apply patch",
+                    )],
                 ));
             }
             if !patch_doc.is_object() {
-                return Err(ApiError::bad_request("error decoding YAML: the applied configuration must be an object"));
+                return Err(ApiError::bad_request(
+                    "error decoding YAML: the applied configuration must be an object",
+                ));
             }
         } else if force {
             return Err(ApiError::invalid(
                 "PatchOptions",
                 "meta.k8s.io",
                 "",
-                &[FieldCause::forbidden("force", "may not be specified for non-apply patch")],
+                &[FieldCause::forbidden(
+                    "force",
+                    "may not be specified for non-apply patch",
+                )],
             ));
         }
         let url_name = name.to_string();
@@ -455,13 +530,24 @@ impl Cluster {
     {
         let key = rt.storage_key();
         for _attempt in 0..16 {
-            let current = if name.is_empty() { None } else { self.store().get(&key, ns, name) };
+            let current = if name.is_empty() {
+                None
+            } else {
+                self.store().get(&key, ns, name)
+            };
             let (candidate, managed) = mutate(current.as_deref(), rt)?;
-            let op = if current.is_some() { "UPDATE" } else { "CREATE" };
+            let op = if current.is_some() {
+                "UPDATE"
+            } else {
+                "CREATE"
+            };
             // The real order: decode (with CRD pruning and defaulting), mutating admission, the kind's strategy,
             // validation, validating admission, storage.
             let (mut decoded, mut warnings) = self.decode(rt, ns, candidate, ctx)?;
-            let admitted = self.admission.admit(self, rt, op, sub, &decoded, current.as_deref(), ctx).await?;
+            let admitted = self
+                .admission
+                .admit(self, rt, op, sub, &decoded, current.as_deref(), ctx)
+                .await?;
             warnings.extend(admitted.warnings);
             if let Some(mutated) = admitted.patched {
                 let (again, w) = self.decode(rt, ns, mutated, ctx)?;
@@ -471,22 +557,44 @@ impl Cluster {
             let prepared = self.prepare(rt, ns, current.as_deref(), decoded, sub)?;
             self.validate(rt, ns, current.as_deref(), &prepared)?;
             let new = self.finish(rt, current.as_deref(), prepared, sub, ctx, managed);
-            self.admission.validate(self, rt, op, sub, &new, current.as_deref(), ctx).await.map(|w| warnings.extend(w))?;
-            let obj_name = new["metadata"]["name"].as_str().unwrap_or_default().to_string();
+            self.admission
+                .validate(self, rt, op, sub, &new, current.as_deref(), ctx)
+                .await
+                .map(|w| warnings.extend(w))?;
+            let obj_name = new["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
             if let Some(old) = &current
                 && same_content(old, &new)
             {
                 // A write that changes nothing keeps the old resourceVersion and sends no watch event.
-                return Ok(Written { object: self.render(rt, old), status: 200, warnings, gone: false });
+                return Ok(Written {
+                    object: self.render(rt, old),
+                    status: 200,
+                    warnings,
+                    gone: false,
+                });
             }
-            let deleting_done = new["metadata"]["deletionTimestamp"].is_string() && finalizers(&new).is_empty() && !ns_finalizers_pending(rt, &new);
+            let deleting_done = new["metadata"]["deletionTimestamp"].is_string()
+                && finalizers(&new).is_empty()
+                && !ns_finalizers_pending(rt, &new);
             if ctx.dry_run {
-                return Ok(Written { object: self.render(rt, &new), status: if current.is_some() { 200 } else { 201 }, warnings, gone: false });
+                return Ok(Written {
+                    object: self.render(rt, &new),
+                    status: if current.is_some() { 200 } else { 201 },
+                    warnings,
+                    gone: false,
+                });
             }
             let change = {
                 let mut store = self.store();
-                let now_rv = store.get(&key, ns, &obj_name).map(|o| o["metadata"]["resourceVersion"].clone());
-                let expected = current.as_ref().map(|o| o["metadata"]["resourceVersion"].clone());
+                let now_rv = store
+                    .get(&key, ns, &obj_name)
+                    .map(|o| o["metadata"]["resourceVersion"].clone());
+                let expected = current
+                    .as_ref()
+                    .map(|o| o["metadata"]["resourceVersion"].clone());
                 if now_rv != expected {
                     drop(store);
                     if retry || current.is_none() {
@@ -495,19 +603,43 @@ impl Cluster {
                         }
                         continue;
                     }
-                    return Err(ApiError::stale_resource_version(&rt.group_resource(), &obj_name));
+                    return Err(ApiError::stale_resource_version(
+                        &rt.group_resource(),
+                        &obj_name,
+                    ));
                 }
-                store.commit(&key, ns, &obj_name, if deleting_done { None } else { Some(new) })
+                store.commit(
+                    &key,
+                    ns,
+                    &obj_name,
+                    if deleting_done { None } else { Some(new) },
+                )
             };
             self.after_commit(&change).await;
             let status = if current.is_some() { 200 } else { 201 };
-            return Ok(Written { object: self.render(rt, &change.object), status, warnings, gone: false });
+            return Ok(Written {
+                object: self.render(rt, &change.object),
+                status,
+                warnings,
+                gone: false,
+            });
         }
-        Err(ApiError::conflict(&rt.group_resource(), name, "too many concurrent writes; try again"))
+        Err(ApiError::conflict(
+            &rt.group_resource(),
+            name,
+            "too many concurrent writes; try again",
+        ))
     }
 
     /// Runs every stage without admission (bootstrap objects, which no webhook may see).
-    pub(crate) fn prepare_unadmitted(&self, rt: &ResourceType, ns: &str, old: Option<&Value>, new: Value, ctx: &WriteCtx) -> ApiResult<Value> {
+    pub(crate) fn prepare_unadmitted(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        old: Option<&Value>,
+        new: Value,
+        ctx: &WriteCtx,
+    ) -> ApiResult<Value> {
         let (decoded, _) = self.decode(rt, ns, new, ctx)?;
         let prepared = self.prepare(rt, ns, old, decoded, "")?;
         self.validate(rt, ns, old, &prepared)?;
@@ -516,7 +648,13 @@ impl Cluster {
 
     /// What decoding does on the real server: type checks, apiVersion and kind, metadata as ObjectMeta, and for
     /// custom resources pruning (with `fieldValidation`) and defaulting. Mutating webhooks see the result.
-    fn decode(&self, rt: &ResourceType, ns: &str, mut new: Value, ctx: &WriteCtx) -> ApiResult<(Value, Vec<String>)> {
+    fn decode(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        mut new: Value,
+        ctx: &WriteCtx,
+    ) -> ApiResult<(Value, Vec<String>)> {
         let mut warnings = Vec::new();
         if !rt.is_crd() {
             check_builtin_shape(rt, &new)?;
@@ -563,14 +701,20 @@ impl Cluster {
                 match ctx.field_validation {
                     FieldValidation::Strict => {
                         let name = new["metadata"]["name"].as_str().unwrap_or_default();
-                        let list = unknown.iter().map(|p| format!("unknown field \"{p}\"")).collect::<Vec<_>>().join(", ");
+                        let list = unknown
+                            .iter()
+                            .map(|p| format!("unknown field \"{p}\""))
+                            .collect::<Vec<_>>()
+                            .join(", ");
                         return Err(ApiError::bad_request(format!(
                             "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {list}",
                             rt.kind, rt.version, rt.kind
                         ))
                         .with_details(json!({"name": name, "group": rt.group, "kind": rt.kind})));
                     }
-                    FieldValidation::Warn => warnings.extend(unknown.iter().map(|p| format!("unknown field \"{p}\""))),
+                    FieldValidation::Warn => {
+                        warnings.extend(unknown.iter().map(|p| format!("unknown field \"{p}\"")))
+                    }
                     FieldValidation::Ignore => {}
                 }
             }
@@ -582,12 +726,25 @@ impl Cluster {
 
     /// The kind's strategy (PrepareForCreate / PrepareForUpdate): system fields, status isolation, immutable
     /// metadata, finalizer rules and kind defaults.
-    fn prepare(&self, rt: &ResourceType, ns: &str, old: Option<&Value>, mut new: Value, sub: &str) -> ApiResult<Value> {
+    fn prepare(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        old: Option<&Value>,
+        mut new: Value,
+        sub: &str,
+    ) -> ApiResult<Value> {
         let status_sub = rt.status_subresource;
         match old {
             None => {
-                let Some(meta) = meta_mut(&mut new) else { return Err(not_an_object()) };
-                if meta.get("name").and_then(Value::as_str).unwrap_or_default().is_empty()
+                let Some(meta) = meta_mut(&mut new) else {
+                    return Err(not_an_object());
+                };
+                if meta
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .is_empty()
                     && let Some(prefix) = meta.get("generateName").and_then(Value::as_str)
                     && !prefix.is_empty()
                 {
@@ -599,9 +756,17 @@ impl Cluster {
                 } else {
                     meta.remove("namespace");
                 }
-                meta.insert("uid".into(), Value::String(uuid::Uuid::new_v4().to_string()));
+                meta.insert(
+                    "uid".into(),
+                    Value::String(uuid::Uuid::new_v4().to_string()),
+                );
                 meta.insert("creationTimestamp".into(), Value::String(Self::now()));
-                for k in ["deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink"] {
+                for k in [
+                    "deletionTimestamp",
+                    "deletionGracePeriodSeconds",
+                    "resourceVersion",
+                    "selfLink",
+                ] {
                     meta.remove(k);
                 }
                 if rt.has_generation {
@@ -609,9 +774,7 @@ impl Cluster {
                 } else {
                     meta.remove("generation");
                 }
-                if status_sub
-                    && let Some(o) = new.as_object_mut()
-                {
+                if status_sub && let Some(o) = new.as_object_mut() {
                     o.remove("status");
                 }
             }
@@ -643,15 +806,30 @@ impl Cluster {
                         }
                     }
                 }
-                let rv = new["metadata"]["resourceVersion"].as_str().unwrap_or_default().to_string();
-                let old_rv = old["metadata"]["resourceVersion"].as_str().unwrap_or_default();
+                let rv = new["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let old_rv = old["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap_or_default();
                 let name = old["metadata"]["name"].as_str().unwrap_or_default();
                 if !rv.is_empty() && rv != old_rv {
                     return Err(ApiError::stale_resource_version(&rt.group_resource(), name));
                 }
                 let old_meta = old["metadata"].as_object().cloned().unwrap_or_default();
-                let Some(meta) = meta_mut(&mut new) else { return Err(not_an_object()) };
-                for k in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "namespace", "name", "generation"] {
+                let Some(meta) = meta_mut(&mut new) else {
+                    return Err(not_an_object());
+                };
+                for k in [
+                    "uid",
+                    "creationTimestamp",
+                    "deletionTimestamp",
+                    "deletionGracePeriodSeconds",
+                    "namespace",
+                    "name",
+                    "generation",
+                ] {
                     match old_meta.get(k) {
                         Some(v) => {
                             meta.insert(k.into(), v.clone());
@@ -664,16 +842,25 @@ impl Cluster {
                 meta.insert("resourceVersion".into(), Value::String(old_rv.to_string()));
                 if old_meta.contains_key("deletionTimestamp") {
                     let before: BTreeSet<String> = finalizers(old).into_iter().collect();
-                    let added: Vec<String> = finalizers(&new).into_iter().filter(|f| !before.contains(f)).collect();
+                    let added: Vec<String> = finalizers(&new)
+                        .into_iter()
+                        .filter(|f| !before.contains(f))
+                        .collect();
                     if !added.is_empty() {
-                        let list = added.iter().map(|f| format!("{f:?}")).collect::<Vec<_>>().join(", ");
+                        let list = added
+                            .iter()
+                            .map(|f| format!("{f:?}"))
+                            .collect::<Vec<_>>()
+                            .join(", ");
                         return Err(ApiError::invalid(
                             &rt.kind,
                             &rt.group,
                             name,
                             &[FieldCause::forbidden(
                                 "metadata.finalizers",
-                                &format!("no new finalizers can be added if the object is being deleted, found new finalizers []string{{{list}}}"),
+                                &format!(
+                                    "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{list}}}"
+                                ),
                             )],
                         ));
                     }
@@ -686,15 +873,31 @@ impl Cluster {
     }
 
     /// The kind's validation: metadata, the CRD schema (with CEL), kind rules, and an open namespace.
-    fn validate(&self, rt: &ResourceType, ns: &str, old: Option<&Value>, new: &Value) -> ApiResult<()> {
-        let mut causes = validation::validate_metadata(&new["metadata"], validation::name_rule(&rt.group, &rt.plural));
+    fn validate(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        old: Option<&Value>,
+        new: &Value,
+    ) -> ApiResult<()> {
+        let mut causes = validation::validate_metadata(
+            &new["metadata"],
+            validation::name_rule(&rt.group, &rt.plural),
+        );
         if let Some(schema) = &rt.schema {
             for e in schema::validate(new, old, schema) {
-                causes.push(FieldCause::preformatted(cause_reason(e.kind), &e.path, e.to_string()));
+                causes.push(FieldCause::preformatted(
+                    cause_reason(e.kind),
+                    &e.path,
+                    e.to_string(),
+                ));
             }
         }
         causes.extend(self.validate_kind(rt, new, old));
-        let name = new["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        let name = new["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         if !causes.is_empty() {
             return Err(ApiError::invalid(&rt.kind, &rt.group, &name, &causes));
         }
@@ -708,7 +911,15 @@ impl Cluster {
     }
 
     /// What storage adds: the generation bump and field ownership.
-    fn finish(&self, rt: &ResourceType, old: Option<&Value>, mut new: Value, sub: &str, ctx: &WriteCtx, managed: Managed) -> Value {
+    fn finish(
+        &self,
+        rt: &ResourceType,
+        old: Option<&Value>,
+        mut new: Value,
+        sub: &str,
+        ctx: &WriteCtx,
+        managed: Managed,
+    ) -> Value {
         if let (Some(old), true) = (old, rt.has_generation)
             && spec_changed(old, &new, rt.status_subresource)
         {
@@ -717,13 +928,23 @@ impl Cluster {
         }
         if managed == Managed::Update {
             let types = Self::field_types(rt);
-            new = managed_fields::update(old, &new, &ctx.manager(), sub, types.as_ref(), &Self::now());
+            new = managed_fields::update(
+                old,
+                &new,
+                &ctx.manager(),
+                sub,
+                types.as_ref(),
+                &Self::now(),
+            );
         }
         new
     }
 
     fn check_namespace_open(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<()> {
-        let key = StorageKey { group: String::new(), resource: "namespaces".into() };
+        let key = StorageKey {
+            group: String::new(),
+            resource: "namespaces".into(),
+        };
         match self.store().get(&key, "", ns) {
             None => Err(ApiError::not_found("namespaces", ns)),
             Some(n) if n["metadata"]["deletionTimestamp"].is_string() => Err(ApiError::forbidden(format!(
@@ -737,23 +958,41 @@ impl Cluster {
     }
 
     /// Kind-specific defaulting that the built-in registry strategies do.
-    fn prepare_kind(&self, rt: &ResourceType, old: Option<&Value>, new: &mut Value, sub: &str) -> ApiResult<()> {
+    fn prepare_kind(
+        &self,
+        rt: &ResourceType,
+        old: Option<&Value>,
+        new: &mut Value,
+        sub: &str,
+    ) -> ApiResult<()> {
         match (rt.group.as_str(), rt.plural.as_str()) {
             ("", "secrets") => {
-                if let Some(Value::Object(sd)) = new.as_object_mut().and_then(|o| o.remove("stringData")) {
+                if let Some(Value::Object(sd)) =
+                    new.as_object_mut().and_then(|o| o.remove("stringData"))
+                {
                     // `data: null` decodes to a nil map in Go, which the conversion replaces before merging.
                     if new.get("data").is_some_and(Value::is_null) {
                         new["data"] = json!({});
                     }
-                    let data = new.as_object_mut().map(|o| o.entry("data").or_insert_with(|| json!({})));
+                    let data = new
+                        .as_object_mut()
+                        .map(|o| o.entry("data").or_insert_with(|| json!({})));
                     if let Some(Value::Object(data)) = data {
                         for (k, v) in sd {
                             let s = v.as_str().unwrap_or_default();
-                            data.insert(k, Value::String(base64::engine::general_purpose::STANDARD.encode(s)));
+                            data.insert(
+                                k,
+                                Value::String(base64::engine::general_purpose::STANDARD.encode(s)),
+                            );
                         }
                     }
                 }
-                if new.get("type").and_then(Value::as_str).unwrap_or_default().is_empty() {
+                if new
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .is_empty()
+                {
                     new["type"] = json!("Opaque");
                 }
             }
@@ -774,8 +1013,13 @@ impl Cluster {
                     },
                     Some(_) => {}
                 }
-                let name = new["metadata"]["name"].as_str().unwrap_or_default().to_string();
-                let Some(meta) = meta_mut(new) else { return Err(not_an_object()) };
+                let name = new["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let Some(meta) = meta_mut(new) else {
+                    return Err(not_an_object());
+                };
                 let labels = meta.entry("labels").or_insert_with(|| json!({}));
                 if let Some(l) = labels.as_object_mut() {
                     l.insert("kubernetes.io/metadata.name".into(), Value::String(name));
@@ -788,16 +1032,28 @@ impl Cluster {
 
     /// New objects of a CRD that is being deleted are refused while its objects are cleaned up.
     fn check_crd_not_terminating(&self, rt: &ResourceType) -> ApiResult<()> {
-        let key = StorageKey { group: "apiextensions.k8s.io".into(), resource: "customresourcedefinitions".into() };
+        let key = StorageKey {
+            group: "apiextensions.k8s.io".into(),
+            resource: "customresourcedefinitions".into(),
+        };
         let name = format!("{}.{}", rt.plural, rt.group);
         match self.store().get(&key, "", &name) {
-            Some(crd) if crd["metadata"]["deletionTimestamp"].is_string() => Err(ApiError::method_not_allowed("create not allowed while custom resource definition is terminating")),
+            Some(crd) if crd["metadata"]["deletionTimestamp"].is_string() => {
+                Err(ApiError::method_not_allowed(
+                    "create not allowed while custom resource definition is terminating",
+                ))
+            }
             _ => Ok(()),
         }
     }
 
     /// Kind-specific validation the built-in strategies do (immutability, keys, CRD names and schemas).
-    fn validate_kind(&self, rt: &ResourceType, new: &Value, old: Option<&Value>) -> Vec<FieldCause> {
+    fn validate_kind(
+        &self,
+        rt: &ResourceType,
+        new: &Value,
+        old: Option<&Value>,
+    ) -> Vec<FieldCause> {
         let mut out = Vec::new();
         match (rt.group.as_str(), rt.plural.as_str()) {
             ("", "secrets") | ("", "configmaps") => {
@@ -805,7 +1061,11 @@ impl Cluster {
                     if let Some(Value::Object(m)) = new.get(field) {
                         for k in m.keys() {
                             for e in validation::config_key_errors(k) {
-                                out.push(FieldCause::invalid(&format!("{field}[{k}]"), &Value::String(k.clone()), &e));
+                                out.push(FieldCause::invalid(
+                                    &format!("{field}[{k}]"),
+                                    &Value::String(k.clone()),
+                                    &e,
+                                ));
                             }
                         }
                     }
@@ -817,35 +1077,63 @@ impl Cluster {
                     .map(|(k, v)| {
                         let raw = v.as_str().unwrap_or_default();
                         // Secret data is base64 on the wire but limited by its decoded size.
-                        k.len() + if rt.plural == "secrets" { raw.len() / 4 * 3 } else { raw.len() }
+                        k.len()
+                            + if rt.plural == "secrets" {
+                                raw.len() / 4 * 3
+                            } else {
+                                raw.len()
+                            }
                     })
                     .sum();
                 if size > 1024 * 1024 {
-                    out.push(FieldCause::preformatted("FieldValueTooLong", "data", "data: Too long: must have at most 1048576 bytes".into()));
+                    out.push(FieldCause::preformatted(
+                        "FieldValueTooLong",
+                        "data",
+                        "data: Too long: must have at most 1048576 bytes".into(),
+                    ));
                 }
                 if let Some(old) = old {
                     if old["immutable"].as_bool() == Some(true) {
                         for field in ["data", "binaryData"] {
                             if old.get(field) != new.get(field) {
-                                out.push(FieldCause::forbidden(field, "field is immutable when `immutable` is set"));
+                                out.push(FieldCause::forbidden(
+                                    field,
+                                    "field is immutable when `immutable` is set",
+                                ));
                             }
                         }
                         if new["immutable"].as_bool() != Some(true) {
-                            out.push(FieldCause::forbidden("immutable", "field is immutable when `immutable` is set"));
+                            out.push(FieldCause::forbidden(
+                                "immutable",
+                                "field is immutable when `immutable` is set",
+                            ));
                         }
                     }
                     if rt.plural == "secrets" && old.get("type") != new.get("type") {
-                        out.push(FieldCause::invalid("type", &new["type"], "field is immutable"));
+                        out.push(FieldCause::invalid(
+                            "type",
+                            &new["type"],
+                            "field is immutable",
+                        ));
                     }
                 }
             }
-            ("apiextensions.k8s.io", "customresourcedefinitions") => out.extend(validate_crd(new, old)),
+            ("apiextensions.k8s.io", "customresourcedefinitions") => {
+                out.extend(validate_crd(new, old))
+            }
             _ => {}
         }
         out
     }
 
-    pub async fn delete(&self, rt: &ResourceType, ns: &str, name: &str, opts: &DeleteOptions, ctx: &WriteCtx) -> ApiResult<Written> {
+    pub async fn delete(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+        ctx: &WriteCtx,
+    ) -> ApiResult<Written> {
         let key = rt.storage_key();
         for _ in 0..16 {
             let Some(current) = self.store().get(&key, ns, name) else {
@@ -871,19 +1159,30 @@ impl Cluster {
                     name,
                     &format!(
                         "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                        current["metadata"]["resourceVersion"].as_str().unwrap_or_default()
+                        current["metadata"]["resourceVersion"]
+                            .as_str()
+                            .unwrap_or_default()
                     ),
                 ));
             }
-            self.admission.validate(self, rt, "DELETE", "", &Value::Null, Some(&current), ctx).await?;
+            self.admission
+                .validate(self, rt, "DELETE", "", &Value::Null, Some(&current), ctx)
+                .await?;
             let mut next = (*current).clone();
             let mut fins = finalizers(&next);
             match opts.propagation.as_deref() {
-                Some("Foreground") if !fins.iter().any(|f| f == FOREGROUND_FINALIZER) => fins.push(FOREGROUND_FINALIZER.into()),
-                Some("Orphan") if !fins.iter().any(|f| f == ORPHAN_FINALIZER) => fins.push(ORPHAN_FINALIZER.into()),
+                Some("Foreground") if !fins.iter().any(|f| f == FOREGROUND_FINALIZER) => {
+                    fins.push(FOREGROUND_FINALIZER.into())
+                }
+                Some("Orphan") if !fins.iter().any(|f| f == ORPHAN_FINALIZER) => {
+                    fins.push(ORPHAN_FINALIZER.into())
+                }
                 _ => {}
             }
-            if rt.group == "apiextensions.k8s.io" && !fins.iter().any(|f| f == CRD_CLEANUP_FINALIZER) && next["metadata"]["deletionTimestamp"].is_null() {
+            if rt.group == "apiextensions.k8s.io"
+                && !fins.iter().any(|f| f == CRD_CLEANUP_FINALIZER)
+                && next["metadata"]["deletionTimestamp"].is_null()
+            {
                 fins.push(CRD_CLEANUP_FINALIZER.into());
             }
             let is_namespace = rt.group.is_empty() && rt.plural == "namespaces";
@@ -907,24 +1206,45 @@ impl Cluster {
                     }
                 }
                 if already_deleting && next == *current {
-                    return Ok(Written { object: self.render(rt, &current), status: 200, warnings: Vec::new(), gone: false });
+                    return Ok(Written {
+                        object: self.render(rt, &current),
+                        status: 200,
+                        warnings: Vec::new(),
+                        gone: false,
+                    });
                 }
             }
             if ctx.dry_run {
-                return Ok(Written { object: self.render(rt, &next), status: 200, warnings: Vec::new(), gone: !keep });
+                return Ok(Written {
+                    object: self.render(rt, &next),
+                    status: 200,
+                    warnings: Vec::new(),
+                    gone: !keep,
+                });
             }
             let change = {
                 let mut store = self.store();
                 let now = store.get(&key, ns, name);
-                if now.as_ref().map(|o| &o["metadata"]["resourceVersion"]) != Some(&current["metadata"]["resourceVersion"]) {
+                if now.as_ref().map(|o| &o["metadata"]["resourceVersion"])
+                    != Some(&current["metadata"]["resourceVersion"])
+                {
                     continue;
                 }
                 store.commit(&key, ns, name, if keep { Some(next) } else { None })
             };
             self.after_commit(&change).await;
-            return Ok(Written { object: self.render(rt, &change.object), status: 200, warnings: Vec::new(), gone: !keep });
+            return Ok(Written {
+                object: self.render(rt, &change.object),
+                status: 200,
+                warnings: Vec::new(),
+                gone: !keep,
+            });
         }
-        Err(ApiError::conflict(&rt.group_resource(), name, "too many concurrent writes; try again"))
+        Err(ApiError::conflict(
+            &rt.group_resource(),
+            name,
+            "too many concurrent writes; try again",
+        ))
     }
 
     /// The authorizer for the RBAC objects as they are now.
@@ -939,10 +1259,22 @@ impl Cluster {
         let snap = {
             let store = self.store();
             let list = |r: &str| -> Vec<Value> {
-                let key = StorageKey { group: "rbac.authorization.k8s.io".into(), resource: r.into() };
-                store.list(&key, None).iter().map(|v| (**v).clone()).collect()
+                let key = StorageKey {
+                    group: "rbac.authorization.k8s.io".into(),
+                    resource: r.into(),
+                };
+                store
+                    .list(&key, None)
+                    .iter()
+                    .map(|v| (**v).clone())
+                    .collect()
             };
-            Arc::new(crate::rbac::RbacSnapshot::new(list("roles"), list("clusterroles"), list("rolebindings"), list("clusterrolebindings")))
+            Arc::new(crate::rbac::RbacSnapshot::new(
+                list("roles"),
+                list("clusterroles"),
+                list("rolebindings"),
+                list("clusterrolebindings"),
+            ))
         };
         *cached = Some((epoch, snap.clone()));
         snap
@@ -953,11 +1285,15 @@ impl Cluster {
     async fn after_commit(&self, change: &Change) {
         self.changed.notify_one();
         if change.key.group == "rbac.authorization.k8s.io" {
-            self.rbac_epoch.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+            self.rbac_epoch
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         }
-        if change.key.group == "apiextensions.k8s.io" && change.key.resource == "customresourcedefinitions" {
+        if change.key.group == "apiextensions.k8s.io"
+            && change.key.resource == "customresourcedefinitions"
+        {
             self.rebuild_registry();
-            if change.kind != crate::store::ChangeKind::Deleted && !crd_established(&change.object) {
+            if change.kind != crate::store::ChangeKind::Deleted && !crd_established(&change.object)
+            {
                 self.establish_crd(&change.name).await;
             }
         }
@@ -971,10 +1307,17 @@ impl Cluster {
         // The swap happens under the store lock, so two concurrent rebuilds cannot install an older CRD set last.
         // Lock order: store, then registry (nothing takes them the other way round).
         let store = self.store();
-        let key = StorageKey { group: "apiextensions.k8s.io".into(), resource: "customresourcedefinitions".into() };
+        let key = StorageKey {
+            group: "apiextensions.k8s.io".into(),
+            resource: "customresourcedefinitions".into(),
+        };
         let crds = store.list(&key, None);
         let mut reg = (*self.registry()).clone();
-        reg.rebuild_custom(crds.iter().map(|c| c.as_ref()).filter(|c| crd_established(c)));
+        reg.rebuild_custom(
+            crds.iter()
+                .map(|c| c.as_ref())
+                .filter(|c| crd_established(c)),
+        );
         *self.registry.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(reg);
         drop(store);
     }
@@ -983,17 +1326,30 @@ impl Cluster {
     /// Established, so its resources are served.
     async fn establish_crd(&self, name: &str) {
         let reg = self.registry();
-        let Some(rt) = reg.get("apiextensions.k8s.io", "v1", "customresourcedefinitions") else { return };
-        let Some(current) = self.store().get(&rt.storage_key(), "", name) else { return };
+        let Some(rt) = reg.get("apiextensions.k8s.io", "v1", "customresourcedefinitions") else {
+            return;
+        };
+        let Some(current) = self.store().get(&rt.storage_key(), "", name) else {
+            return;
+        };
         let now = Self::now();
-        let mut status = current.get("status").filter(|s| s.is_object()).cloned().unwrap_or_else(|| json!({}));
+        let mut status = current
+            .get("status")
+            .filter(|s| s.is_object())
+            .cloned()
+            .unwrap_or_else(|| json!({}));
         status["acceptedNames"] = current["spec"]["names"].clone();
         status["conditions"] = json!([
             {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": now},
             {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": now},
         ]);
-        let mut stored: Vec<Value> = status["storedVersions"].as_array().cloned().unwrap_or_default();
-        if let Some(sv) = current["spec"]["versions"].as_array().and_then(|vs| vs.iter().find(|v| v["storage"] == json!(true)))
+        let mut stored: Vec<Value> = status["storedVersions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if let Some(sv) = current["spec"]["versions"]
+            .as_array()
+            .and_then(|vs| vs.iter().find(|v| v["storage"] == json!(true)))
             && !stored.contains(&sv["name"])
         {
             stored.push(sv["name"].clone());
@@ -1014,7 +1370,9 @@ fn decode_kind(rt: &ResourceType, new: &Value) -> ApiResult<()> {
         ("", "secrets") => {
             if let Some(Value::Object(data)) = new.get("data") {
                 for (k, v) in data {
-                    let ok = v.as_str().is_some_and(|s| base64::engine::general_purpose::STANDARD.decode(s).is_ok());
+                    let ok = v.as_str().is_some_and(|s| {
+                        base64::engine::general_purpose::STANDARD.decode(s).is_ok()
+                    });
                     if !ok {
                         return Err(ApiError::bad_request(format!(
                             "Secret in version \"v1\" cannot be handled as a Secret: illegal base64 data in data[{k:?}]"
@@ -1024,8 +1382,12 @@ fn decode_kind(rt: &ResourceType, new: &Value) -> ApiResult<()> {
             }
             Ok(())
         }
-        ("coordination.k8s.io", "leases") => check_micro_times(rt, new, &[&["spec", "acquireTime"], &["spec", "renewTime"]]),
-        ("events.k8s.io", "events") | ("", "events") => check_micro_times(rt, new, &[&["eventTime"], &["series", "lastObservedTime"]]),
+        ("coordination.k8s.io", "leases") => {
+            check_micro_times(rt, new, &[&["spec", "acquireTime"], &["spec", "renewTime"]])
+        }
+        ("events.k8s.io", "events") | ("", "events") => {
+            check_micro_times(rt, new, &[&["eventTime"], &["series", "lastObservedTime"]])
+        }
         _ => Ok(()),
     }
 }
@@ -1054,17 +1416,31 @@ fn check_micro_times(rt: &ResourceType, obj: &Value, paths: &[&[&str]]) -> ApiRe
 
 fn is_micro_time(s: &str) -> bool {
     let b = s.as_bytes();
-    let digits = |r: std::ops::Range<usize>| b.get(r).is_some_and(|x| x.iter().all(u8::is_ascii_digit));
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|x| x.iter().all(u8::is_ascii_digit));
     let date_time = b.len() >= 27
-        && digits(0..4) && b[4] == b'-' && digits(5..7) && b[7] == b'-' && digits(8..10) && b[10] == b'T'
-        && digits(11..13) && b[13] == b':' && digits(14..16) && b[16] == b':' && digits(17..19)
-        && b[19] == b'.' && digits(20..26);
+        && digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && b[7] == b'-'
+        && digits(8..10)
+        && b[10] == b'T'
+        && digits(11..13)
+        && b[13] == b':'
+        && digits(14..16)
+        && b[16] == b':'
+        && digits(17..19)
+        && b[19] == b'.'
+        && digits(20..26);
     let zone = &s.get(26..).unwrap_or_default();
     let zone_ok = *zone == "Z"
         || (zone.len() == 6
             && (zone.starts_with('+') || zone.starts_with('-'))
             && zone.as_bytes()[3] == b':'
-            && zone.as_bytes()[1..3].iter().chain(&zone.as_bytes()[4..6]).all(u8::is_ascii_digit));
+            && zone.as_bytes()[1..3]
+                .iter()
+                .chain(&zone.as_bytes()[4..6])
+                .all(u8::is_ascii_digit));
     date_time && zone_ok
 }
 
@@ -1078,8 +1454,22 @@ pub(crate) enum Managed {
 /// Built-in kinds decode into Go structs: a top-level field of the wrong JSON type fails decoding with 400, as
 /// `json: cannot unmarshal string into Go struct field Namespace.spec of type v1.NamespaceSpec` on the real server.
 fn check_builtin_shape(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
-    const OBJECT_FIELDS: &[&str] = &["spec", "status", "data", "stringData", "binaryData", "roleRef", "aggregationRule"];
-    const ARRAY_FIELDS: &[&str] = &["rules", "subjects", "webhooks", "secrets", "imagePullSecrets"];
+    const OBJECT_FIELDS: &[&str] = &[
+        "spec",
+        "status",
+        "data",
+        "stringData",
+        "binaryData",
+        "roleRef",
+        "aggregationRule",
+    ];
+    const ARRAY_FIELDS: &[&str] = &[
+        "rules",
+        "subjects",
+        "webhooks",
+        "secrets",
+        "imagePullSecrets",
+    ];
     let type_name = |v: &Value| match v {
         Value::String(_) => "string",
         Value::Number(_) => "number",
@@ -1160,30 +1550,56 @@ fn meta_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
 pub fn finalizers(obj: &Value) -> Vec<String> {
     obj["metadata"]["finalizers"]
         .as_array()
-        .map(|a| a.iter().filter_map(|f| f.as_str().map(String::from)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f.as_str().map(String::from))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 /// A Namespace stays while its content finalizer (`spec.finalizers: [kubernetes]`) is pending.
 fn ns_finalizers_pending(rt: &ResourceType, obj: &Value) -> bool {
-    rt.group.is_empty() && rt.plural == "namespaces" && obj["spec"]["finalizers"].as_array().is_some_and(|a| !a.is_empty())
+    rt.group.is_empty()
+        && rt.plural == "namespaces"
+        && obj["spec"]["finalizers"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty())
 }
 
 /// ObjectMeta fields the server keeps; anything else under metadata is dropped, as decoding into ObjectMeta does.
 fn prune_metadata(obj: &mut Value) {
     const KNOWN: &[&str] = &[
-        "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation", "creationTimestamp",
-        "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations", "ownerReferences", "finalizers",
+        "name",
+        "generateName",
+        "namespace",
+        "selfLink",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "finalizers",
         "managedFields",
     ];
     if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
         m.retain(|k, v| KNOWN.contains(&k.as_str()) && !v.is_null());
         for k in ["labels", "annotations"] {
-            if m.get(k).and_then(Value::as_object).is_some_and(Map::is_empty) {
+            if m.get(k)
+                .and_then(Value::as_object)
+                .is_some_and(Map::is_empty)
+            {
                 m.remove(k);
             }
         }
-        if m.get("finalizers").and_then(Value::as_array).is_some_and(Vec::is_empty) {
+        if m.get("finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(Vec::is_empty)
+        {
             m.remove("finalizers");
         }
     }
@@ -1228,13 +1644,18 @@ fn random_suffix() -> String {
     // The real server draws 5 characters from an alphabet without vowels and look-alikes.
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let bytes = uuid::Uuid::new_v4().into_bytes();
-    bytes.iter().take(5).map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char).collect()
+    bytes
+        .iter()
+        .take(5)
+        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
+        .collect()
 }
 
 pub fn crd_established(crd: &Value) -> bool {
-    crd["status"]["conditions"]
-        .as_array()
-        .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Established" && c["status"] == "True"))
+    crd["status"]["conditions"].as_array().is_some_and(|cs| {
+        cs.iter()
+            .any(|c| c["type"] == "Established" && c["status"] == "True")
+    })
 }
 
 fn cause_reason(kind: schema::FieldErrorKind) -> &'static str {
@@ -1284,48 +1705,96 @@ fn validate_crd(crd: &Value, old: Option<&Value>) -> Vec<FieldCause> {
     if group.is_empty() {
         out.push(FieldCause::required("spec.group", ""));
     } else if !group.contains('.') {
-        out.push(FieldCause::invalid("spec.group", &spec["group"], "should be a domain with at least one dot"));
+        out.push(FieldCause::invalid(
+            "spec.group",
+            &spec["group"],
+            "should be a domain with at least one dot",
+        ));
     }
     if plural.is_empty() {
         out.push(FieldCause::required("spec.names.plural", ""));
     }
-    if spec["names"]["kind"].as_str().unwrap_or_default().is_empty() {
+    if spec["names"]["kind"]
+        .as_str()
+        .unwrap_or_default()
+        .is_empty()
+    {
         out.push(FieldCause::required("spec.names.kind", ""));
     }
-    let protected = group == "k8s.io" || group.ends_with(".k8s.io") || group == "kubernetes.io" || group.ends_with(".kubernetes.io");
-    if protected && crd["metadata"]["annotations"]["api-approved.kubernetes.io"].as_str().unwrap_or_default().is_empty() {
+    let protected = group == "k8s.io"
+        || group.ends_with(".k8s.io")
+        || group == "kubernetes.io"
+        || group.ends_with(".kubernetes.io");
+    if protected
+        && crd["metadata"]["annotations"]["api-approved.kubernetes.io"]
+            .as_str()
+            .unwrap_or_default()
+            .is_empty()
+    {
         out.push(FieldCause::required(
             "metadata.annotations[api-approved.kubernetes.io]",
             "protected groups must have approval annotation \"api-approved.kubernetes.io\", see https://github.com/kubernetes/enhancements/pull/1111",
         ));
     }
     if !group.is_empty() && !plural.is_empty() && name != format!("{plural}.{group}") {
-        out.push(FieldCause::invalid("metadata.name", &crd["metadata"]["name"], "must be spec.names.plural+\".\"+spec.group"));
+        out.push(FieldCause::invalid(
+            "metadata.name",
+            &crd["metadata"]["name"],
+            "must be spec.names.plural+\".\"+spec.group",
+        ));
     }
     match spec["scope"].as_str() {
         Some("Namespaced") | Some("Cluster") => {}
         _ => out.push(FieldCause::preformatted(
             "FieldValueNotSupported",
             "spec.scope",
-            format!("spec.scope: Unsupported value: {}: supported values: \"Cluster\", \"Namespaced\"", render_value(&spec["scope"])),
+            format!(
+                "spec.scope: Unsupported value: {}: supported values: \"Cluster\", \"Namespaced\"",
+                render_value(&spec["scope"])
+            ),
         )),
     }
     let versions = spec["versions"].as_array().cloned().unwrap_or_default();
     if versions.is_empty() {
-        out.push(FieldCause::invalid("spec.versions", &spec["versions"], "must have exactly one version marked as storage version"));
-    } else if versions.iter().filter(|v| v["storage"] == json!(true)).count() != 1 {
-        out.push(FieldCause::invalid("spec.versions", &json!(versions.len()), "must have exactly one version marked as storage version"));
+        out.push(FieldCause::invalid(
+            "spec.versions",
+            &spec["versions"],
+            "must have exactly one version marked as storage version",
+        ));
+    } else if versions
+        .iter()
+        .filter(|v| v["storage"] == json!(true))
+        .count()
+        != 1
+    {
+        out.push(FieldCause::invalid(
+            "spec.versions",
+            &json!(versions.len()),
+            "must have exactly one version marked as storage version",
+        ));
     }
     for (i, v) in versions.iter().enumerate() {
         if v["name"].as_str().unwrap_or_default().is_empty() {
-            out.push(FieldCause::required(&format!("spec.versions[{i}].name"), ""));
+            out.push(FieldCause::required(
+                &format!("spec.versions[{i}].name"),
+                "",
+            ));
         }
         let s = &v["schema"]["openAPIV3Schema"];
         if s.is_null() {
-            out.push(FieldCause::required(&format!("spec.versions[{i}].schema.openAPIV3Schema"), "schemas are required"));
+            out.push(FieldCause::required(
+                &format!("spec.versions[{i}].schema.openAPIV3Schema"),
+                "schemas are required",
+            ));
         } else {
-            for e in schema::validate_schema(s, &format!("spec.versions[{i}].schema.openAPIV3Schema")) {
-                out.push(FieldCause::preformatted(cause_reason(e.kind), &e.path, e.to_string()));
+            for e in
+                schema::validate_schema(s, &format!("spec.versions[{i}].schema.openAPIV3Schema"))
+            {
+                out.push(FieldCause::preformatted(
+                    cause_reason(e.kind),
+                    &e.path,
+                    e.to_string(),
+                ));
             }
         }
         out.extend(selectable_field_errors(v, i));
@@ -1336,7 +1805,11 @@ fn validate_crd(crd: &Value, old: Option<&Value>) -> Vec<FieldCause> {
                 if field == "scope" {
                     continue;
                 }
-                out.push(FieldCause::invalid(what, &spec[field], "field is immutable"));
+                out.push(FieldCause::invalid(
+                    what,
+                    &spec[field],
+                    "field is immutable",
+                ));
             }
         }
     }
@@ -1365,14 +1838,25 @@ fn selectable_field_errors(version: &Value, i: usize) -> Vec<FieldCause> {
         let (segments, found) = match schema_at_json_path(schema, path) {
             Ok(found) => found,
             Err(e) => {
-                out.push(FieldCause::invalid(&field, &value, &format!("is an invalid path: {e}")));
+                out.push(FieldCause::invalid(
+                    &field,
+                    &value,
+                    &format!("is an invalid path: {e}"),
+                ));
                 continue;
             }
         };
         if segments.first().map(String::as_str) == Some("metadata") {
-            out.push(FieldCause::invalid(&field, &value, "must not point to fields in metadata"));
+            out.push(FieldCause::invalid(
+                &field,
+                &value,
+                "must not point to fields in metadata",
+            ));
         }
-        if !matches!(found["type"].as_str(), Some("string" | "boolean" | "integer")) {
+        if !matches!(
+            found["type"].as_str(),
+            Some("string" | "boolean" | "integer")
+        ) {
             out.push(FieldCause::invalid(
                 &field,
                 &value,
@@ -1380,14 +1864,21 @@ fn selectable_field_errors(version: &Value, i: usize) -> Vec<FieldCause> {
             ));
         }
         if !unique.insert(segments.join(".")) {
-            out.push(FieldCause::preformatted("FieldValueDuplicate", &field, format!("{field}: Duplicate value: {}", render_value(&value))));
+            out.push(FieldCause::preformatted(
+                "FieldValueDuplicate",
+                &field,
+                format!("{field}: Duplicate value: {}", render_value(&value)),
+            ));
         }
     }
     if unique.len() > MAX_SELECTABLE_FIELDS {
         out.push(FieldCause::preformatted(
             "FieldValueTooMany",
             &base,
-            format!("{base}: Too many: {}: must have at most {MAX_SELECTABLE_FIELDS} items", unique.len()),
+            format!(
+                "{base}: Too many: {}: must have at most {MAX_SELECTABLE_FIELDS} items",
+                unique.len()
+            ),
         ));
     }
     out
@@ -1395,13 +1886,20 @@ fn selectable_field_errors(version: &Value, i: usize) -> Vec<FieldCause> {
 
 /// The path segments of a simple JSONPath (`.spec.x.y`) and the schema it leads to, walked as `cel.ValidFieldPath`
 /// walks it: properties by name, `additionalProperties` by key; array notation is not allowed here.
-fn schema_at_json_path<'a>(schema: &'a Value, path: &str) -> Result<(Vec<String>, &'a Value), String> {
+fn schema_at_json_path<'a>(
+    schema: &'a Value,
+    path: &str,
+) -> Result<(Vec<String>, &'a Value), String> {
     let mut segments = Vec::new();
     let mut current = schema;
     let mut rest = path;
     while !rest.is_empty() {
         let Some(after_dot) = rest.strip_prefix('.') else {
-            let token = if rest.starts_with(['[', ']']) { &rest[..1] } else { rest.split(['.', '[', ']']).next().unwrap_or(rest) };
+            let token = if rest.starts_with(['[', ']']) {
+                &rest[..1]
+            } else {
+                rest.split(['.', '[', ']']).next().unwrap_or(rest)
+            };
             return Err(format!("expected [ or . but got: {token}"));
         };
         if after_dot.is_empty() {
@@ -1413,7 +1911,9 @@ fn schema_at_json_path<'a>(schema: &'a Value, path: &str) -> Result<(Vec<String>
             return Err("does not refer to a valid field".into());
         }
         current = if let Some(properties) = current["properties"].as_object() {
-            properties.get(name).ok_or("does not refer to a valid field")?
+            properties
+                .get(name)
+                .ok_or("does not refer to a valid field")?
         } else if current["additionalProperties"].is_object() {
             &current["additionalProperties"]
         } else {
@@ -1441,16 +1941,50 @@ mod tests {
                     "machines": {"type": "array", "items": {"type": "string"}}}}}}},
                 "selectableFields": paths.iter().map(|p| json!({"jsonPath": p})).collect::<Vec<_>>()})
         };
-        let messages = |paths: &[&str]| selectable_field_errors(&version(paths), 0).into_iter().map(|c| c.message).collect::<Vec<_>>();
-        assert!(messages(&[".spec.clusterRef.name", ".spec.replicas", ".spec.labels.team"]).is_empty());
+        let messages = |paths: &[&str]| {
+            selectable_field_errors(&version(paths), 0)
+                .into_iter()
+                .map(|c| c.message)
+                .collect::<Vec<_>>()
+        };
+        assert!(
+            messages(&[
+                ".spec.clusterRef.name",
+                ".spec.replicas",
+                ".spec.labels.team"
+            ])
+            .is_empty()
+        );
         let f = "spec.versions[0].selectableFields[0].jsonPath";
-        assert_eq!(messages(&[".spec.nope"]), [format!("{f}: Invalid value: \".spec.nope\": is an invalid path: does not refer to a valid field")]);
-        assert_eq!(messages(&["spec.x"]), [format!("{f}: Invalid value: \"spec.x\": is an invalid path: expected [ or . but got: spec")]);
-        assert_eq!(messages(&[".spec."]), [format!("{f}: Invalid value: \".spec.\": is an invalid path: unexpected end of JSON path")]);
-        assert_eq!(messages(&[".metadata.name"]), [format!("{f}: Invalid value: \".metadata.name\": must not point to fields in metadata")]);
+        assert_eq!(
+            messages(&[".spec.nope"]),
+            [format!(
+                "{f}: Invalid value: \".spec.nope\": is an invalid path: does not refer to a valid field"
+            )]
+        );
+        assert_eq!(
+            messages(&["spec.x"]),
+            [format!(
+                "{f}: Invalid value: \"spec.x\": is an invalid path: expected [ or . but got: spec"
+            )]
+        );
+        assert_eq!(
+            messages(&[".spec."]),
+            [format!(
+                "{f}: Invalid value: \".spec.\": is an invalid path: unexpected end of JSON path"
+            )]
+        );
+        assert_eq!(
+            messages(&[".metadata.name"]),
+            [format!(
+                "{f}: Invalid value: \".metadata.name\": must not point to fields in metadata"
+            )]
+        );
         assert_eq!(
             messages(&[".spec.machines"]),
-            [format!("{f}: Invalid value: \".spec.machines\": must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed.")]
+            [format!(
+                "{f}: Invalid value: \".spec.machines\": must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed."
+            )]
         );
         assert_eq!(messages(&[""]), [format!("{f}: Required value")]);
         assert_eq!(
@@ -1459,7 +1993,10 @@ mod tests {
         );
         let nine: Vec<String> = (0..9).map(|k| format!(".spec.labels.k{k}")).collect();
         let nine: Vec<&str> = nine.iter().map(String::as_str).collect();
-        assert_eq!(messages(&nine), ["spec.versions[0].selectableFields: Too many: 9: must have at most 8 items"]);
+        assert_eq!(
+            messages(&nine),
+            ["spec.versions[0].selectableFields: Too many: 9: must have at most 8 items"]
+        );
     }
 
     #[test]
@@ -1467,7 +2004,10 @@ mod tests {
         let a = json!({"metadata": {"labels": {"a": "1"}}, "spec": {"x": 1}, "status": {"y": 1}});
         let b = json!({"metadata": {"labels": {"a": "2"}}, "spec": {"x": 1}, "status": {"y": 2}});
         assert!(!spec_changed(&a, &b, true));
-        assert!(spec_changed(&a, &b, false), "without a status subresource, status counts");
+        assert!(
+            spec_changed(&a, &b, false),
+            "without a status subresource, status counts"
+        );
         let c = json!({"metadata": {}, "spec": {"x": 2}});
         assert!(spec_changed(&a, &c, true));
     }
@@ -1477,7 +2017,10 @@ mod tests {
         let docs = crate::yaml_documents(include_str!("bootstrap.yaml")).expect("parses");
         assert!(docs.len() >= 10);
         let c = Cluster::new(ClusterOptions::default());
-        let key = StorageKey { group: "rbac.authorization.k8s.io".into(), resource: "clusterrolebindings".into() };
+        let key = StorageKey {
+            group: "rbac.authorization.k8s.io".into(),
+            resource: "clusterrolebindings".into(),
+        };
         assert!(c.store().get(&key, "", "system:basic-user").is_some());
     }
 

@@ -18,7 +18,13 @@ pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
     pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        ApiError { code, reason, message: message.into(), details: None, retry_after: None }
+        ApiError {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+            retry_after: None,
+        }
     }
 
     pub fn with_details(mut self, details: Value) -> Self {
@@ -33,14 +39,22 @@ impl ApiError {
     /// `configmaps "x" not found` / `widgets.example.com "x" not found`.
     pub fn not_found(group_resource: &str, name: &str) -> Self {
         let (resource, group) = split_group_resource(group_resource);
-        Self::new(404, "NotFound", format!("{group_resource} \"{name}\" not found"))
-            .with_details(details(name, group, resource))
+        Self::new(
+            404,
+            "NotFound",
+            format!("{group_resource} \"{name}\" not found"),
+        )
+        .with_details(details(name, group, resource))
     }
 
     pub fn already_exists(group_resource: &str, name: &str) -> Self {
         let (resource, group) = split_group_resource(group_resource);
-        Self::new(409, "AlreadyExists", format!("{group_resource} \"{name}\" already exists"))
-            .with_details(details(name, group, resource))
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{group_resource} \"{name}\" already exists"),
+        )
+        .with_details(details(name, group, resource))
     }
 
     /// The optimistic-concurrency failure every client retries on.
@@ -66,9 +80,19 @@ impl ApiError {
     pub fn invalid(kind: &str, group: &str, name: &str, errors: &[FieldCause]) -> Self {
         let joined = match errors {
             [one] => one.message.clone(),
-            many => format!("[{}]", many.iter().map(|e| e.message.as_str()).collect::<Vec<_>>().join(", ")),
+            many => format!(
+                "[{}]",
+                many.iter()
+                    .map(|e| e.message.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         };
-        let qualified = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
+        let qualified = if group.is_empty() {
+            kind.to_string()
+        } else {
+            format!("{kind}.{group}")
+        };
         let causes: Vec<Value> = errors
             .iter()
             .map(|e| json!({"reason": e.reason, "message": e.detail, "field": e.field}))
@@ -77,7 +101,12 @@ impl ApiError {
         if !group.is_empty() {
             d["group"] = json!(group);
         }
-        Self::new(422, "Invalid", format!("{qualified} \"{name}\" is invalid: {joined}")).with_details(d)
+        Self::new(
+            422,
+            "Invalid",
+            format!("{qualified} \"{name}\" is invalid: {joined}"),
+        )
+        .with_details(d)
     }
 
     pub fn forbidden(message: impl Into<String>) -> Self {
@@ -98,7 +127,11 @@ impl ApiError {
     }
 
     pub fn internal(message: impl Into<String>) -> Self {
-        Self::new(500, "InternalError", format!("Internal error occurred: {}", message.into()))
+        Self::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {}", message.into()),
+        )
     }
 
     pub fn unauthorized() -> Self {
@@ -153,12 +186,24 @@ pub struct FieldCause {
 
 impl FieldCause {
     fn new(reason: &'static str, field: &str, text: String) -> Self {
-        let detail = text.strip_prefix(&format!("{field}: ")).unwrap_or(&text).to_string();
-        FieldCause { reason, field: field.into(), message: text, detail }
+        let detail = text
+            .strip_prefix(&format!("{field}: "))
+            .unwrap_or(&text)
+            .to_string();
+        FieldCause {
+            reason,
+            field: field.into(),
+            message: text,
+            detail,
+        }
     }
 
     pub fn invalid(field: &str, value: &Value, detail: &str) -> Self {
-        Self::new("FieldValueInvalid", field, format!("{field}: Invalid value: {}: {detail}", render_value(value)))
+        Self::new(
+            "FieldValueInvalid",
+            field,
+            format!("{field}: Invalid value: {}: {detail}", render_value(value)),
+        )
     }
 
     pub fn required(field: &str, detail: &str) -> Self {
@@ -171,7 +216,11 @@ impl FieldCause {
     }
 
     pub fn forbidden(field: &str, detail: &str) -> Self {
-        Self::new("FieldValueForbidden", field, format!("{field}: Forbidden: {detail}"))
+        Self::new(
+            "FieldValueForbidden",
+            field,
+            format!("{field}: Forbidden: {detail}"),
+        )
     }
 
     /// A cause whose text was already formatted elsewhere (schema validation).
@@ -219,7 +268,10 @@ mod tests {
         assert_eq!(e["code"], 404);
         assert_eq!(e["details"], json!({"name": "demo", "kind": "configmaps"}));
         let e = ApiError::not_found("widgets.example.com", "w1").to_status();
-        assert_eq!(e["details"], json!({"name": "w1", "kind": "widgets", "group": "example.com"}));
+        assert_eq!(
+            e["details"],
+            json!({"name": "w1", "kind": "widgets", "group": "example.com"})
+        );
     }
 
     #[test]
@@ -234,9 +286,15 @@ mod tests {
             "Widget.example.com \"w1\" is invalid: [spec.a: Required value, spec.b: Invalid value: \"x\": must be an integer]"
         );
         let one = ApiError::invalid("ConfigMap", "", "c", &errs[..1]);
-        assert_eq!(one.message, "ConfigMap \"c\" is invalid: spec.a: Required value");
+        assert_eq!(
+            one.message,
+            "ConfigMap \"c\" is invalid: spec.a: Required value"
+        );
         let cause = &one.to_status()["details"]["causes"][0];
-        assert_eq!(cause["message"], "Required value", "the cause message omits the field, as ErrorBody() does");
+        assert_eq!(
+            cause["message"], "Required value",
+            "the cause message omits the field, as ErrorBody() does"
+        );
         assert_eq!(cause["field"], "spec.a");
     }
 }

@@ -26,13 +26,24 @@ pub struct Matcher {
 
 impl Matcher {
     pub fn verb_resource(verb: &str, resource: &str) -> Self {
-        Matcher { verb: Some(verb.into()), resource: Some(resource.into()), ..Default::default() }
+        Matcher {
+            verb: Some(verb.into()),
+            resource: Some(resource.into()),
+            ..Default::default()
+        }
     }
 
     fn matches(&self, r: &RequestFacts<'_>) -> bool {
-        let res = if r.subresource.is_empty() { r.resource.to_string() } else { format!("{}/{}", r.resource, r.subresource) };
+        let res = if r.subresource.is_empty() {
+            r.resource.to_string()
+        } else {
+            format!("{}/{}", r.resource, r.subresource)
+        };
         self.verb.as_deref().is_none_or(|v| v == r.verb)
-            && self.resource.as_deref().is_none_or(|x| x == res || x == r.resource)
+            && self
+                .resource
+                .as_deref()
+                .is_none_or(|x| x == res || x == r.resource)
             && self.namespace.as_deref().is_none_or(|x| x == r.namespace)
             && self.name.as_deref().is_none_or(|x| x == r.name)
     }
@@ -76,7 +87,11 @@ pub struct Faults {
 
 impl Default for Faults {
     fn default() -> Self {
-        Faults { state: Mutex::default(), paused: watch::channel(false).0, watch_epoch: watch::channel(0).0 }
+        Faults {
+            state: Mutex::default(),
+            paused: watch::channel(false).0,
+            watch_epoch: watch::channel(0).0,
+        }
     }
 }
 
@@ -87,7 +102,12 @@ impl Faults {
 
     /// Fails the next `count` matching requests with `status` (409, 429, 500, 503, ...).
     pub fn fail_next(&self, matcher: Matcher, count: u32, status: u16, retry_after: Option<u32>) {
-        self.state().fail.push(FailRule { matcher, remaining: count, status, retry_after });
+        self.state().fail.push(FailRule {
+            matcher,
+            remaining: count,
+            status,
+            retry_after,
+        });
     }
 
     /// Delays every matching request by `delay` until cleared.
@@ -129,11 +149,20 @@ impl Faults {
         }
         let (delay, failure) = {
             let mut s = self.state();
-            let delay: Duration = s.latency.iter().filter(|l| l.matcher.matches(r)).map(|l| l.delay).sum();
-            let failure = s.fail.iter_mut().find(|f| f.remaining > 0 && f.matcher.matches(r)).map(|f| {
-                f.remaining -= 1;
-                (f.status, f.retry_after)
-            });
+            let delay: Duration = s
+                .latency
+                .iter()
+                .filter(|l| l.matcher.matches(r))
+                .map(|l| l.delay)
+                .sum();
+            let failure = s
+                .fail
+                .iter_mut()
+                .find(|f| f.remaining > 0 && f.matcher.matches(r))
+                .map(|f| {
+                    f.remaining -= 1;
+                    (f.status, f.retry_after)
+                });
             s.fail.retain(|f| f.remaining > 0);
             (delay, failure)
         };
@@ -148,10 +177,22 @@ impl Faults {
 fn injected_error(status: u16, retry_after: Option<u32>, r: &RequestFacts<'_>) -> ApiError {
     let mut e = match status {
         409 => ApiError::stale_resource_version(r.resource, r.name),
-        429 => ApiError::new(429, "TooManyRequests", "Too many requests, please try again later."),
+        429 => ApiError::new(
+            429,
+            "TooManyRequests",
+            "Too many requests, please try again later.",
+        ),
         500 => ApiError::internal("injected fault"),
-        503 => ApiError::new(503, "ServiceUnavailable", "the server is currently unable to handle the request"),
-        504 => ApiError::new(504, "Timeout", "the server was unable to return a response in the time allotted, but may still be processing the request"),
+        503 => ApiError::new(
+            503,
+            "ServiceUnavailable",
+            "the server is currently unable to handle the request",
+        ),
+        504 => ApiError::new(
+            504,
+            "Timeout",
+            "the server was unable to return a response in the time allotted, but may still be processing the request",
+        ),
         404 => ApiError::not_found(r.resource, r.name),
         other => ApiError::new(other, "", format!("injected fault with status {other}")),
     };
@@ -164,15 +205,29 @@ mod tests {
     use super::*;
 
     fn facts<'a>(verb: &'a str, resource: &'a str) -> RequestFacts<'a> {
-        RequestFacts { verb, resource, subresource: "", namespace: "default", name: "x" }
+        RequestFacts {
+            verb,
+            resource,
+            subresource: "",
+            namespace: "default",
+            name: "x",
+        }
     }
 
     #[tokio::test]
     async fn fail_next_counts_down_and_only_matches_its_requests() {
         let f = Faults::default();
-        f.fail_next(Matcher::verb_resource("update", "configmaps"), 2, 429, Some(3));
+        f.fail_next(
+            Matcher::verb_resource("update", "configmaps"),
+            2,
+            429,
+            Some(3),
+        );
         assert!(f.before(&facts("get", "configmaps")).await.is_none());
-        let e = f.before(&facts("update", "configmaps")).await.expect("first failure");
+        let e = f
+            .before(&facts("update", "configmaps"))
+            .await
+            .expect("first failure");
         assert_eq!((e.code, e.retry_after), (429, Some(3)));
         assert!(f.before(&facts("update", "configmaps")).await.is_some());
         assert!(f.before(&facts("update", "configmaps")).await.is_none());

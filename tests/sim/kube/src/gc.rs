@@ -8,7 +8,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::cluster::{CRD_CLEANUP_FINALIZER, Cluster, DeleteOptions, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, WriteCtx, finalizers};
+use crate::cluster::{
+    CRD_CLEANUP_FINALIZER, Cluster, DeleteOptions, FOREGROUND_FINALIZER, ORPHAN_FINALIZER,
+    WriteCtx, finalizers,
+};
 use crate::resources::{ResourceType, StorageKey};
 
 /// Runs collection passes whenever a deletion happens, until the cluster is dropped.
@@ -36,7 +39,9 @@ struct Obj {
 
 impl Obj {
     fn ns(&self) -> &str {
-        self.value["metadata"]["namespace"].as_str().unwrap_or_default()
+        self.value["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
     }
     fn name(&self) -> &str {
         self.value["metadata"]["name"].as_str().unwrap_or_default()
@@ -66,7 +71,10 @@ pub async fn collect(cluster: &Cluster) -> bool {
             .into_iter()
             .flat_map(|(key, rt)| {
                 let rt = storage_type(&reg, &key).unwrap_or(rt);
-                store.list(&key, None).into_iter().map(move |v| Obj { rt: rt.clone(), value: v })
+                store.list(&key, None).into_iter().map(move |v| Obj {
+                    rt: rt.clone(),
+                    value: v,
+                })
             })
             .collect()
     };
@@ -88,12 +96,21 @@ pub async fn collect(cluster: &Cluster) -> bool {
         if fins.iter().any(|f| f == FOREGROUND_FINALIZER) {
             for d in deps.iter().filter(|d| !d.deleting()) {
                 // A dependent with another live owner stays; it only loses its reference to this one.
-                let other_owner = d.owner_uids().iter().any(|u| u != o.uid() && uids.contains(u.as_str()));
+                let other_owner = d
+                    .owner_uids()
+                    .iter()
+                    .any(|u| u != o.uid() && uids.contains(u.as_str()));
                 if other_owner {
                     progress |= drop_owner_ref(cluster, d, o.uid(), &ctx).await;
                 } else {
-                    let opts = DeleteOptions { propagation: Some("Foreground".into()), ..uid_precondition(d) };
-                    progress |= cluster.delete(&d.rt, d.ns(), d.name(), &opts, &ctx).await.is_ok();
+                    let opts = DeleteOptions {
+                        propagation: Some("Foreground".into()),
+                        ..uid_precondition(d)
+                    };
+                    progress |= cluster
+                        .delete(&d.rt, d.ns(), d.name(), &opts, &ctx)
+                        .await
+                        .is_ok();
                 }
             }
             // Only dependents that block owner deletion hold the owner back.
@@ -121,7 +138,10 @@ pub async fn collect(cluster: &Cluster) -> bool {
             continue;
         }
         if owners.iter().all(|u| !uids.contains(u.as_str())) {
-            progress |= cluster.delete(&o.rt, o.ns(), o.name(), &uid_precondition(o), &ctx).await.is_ok();
+            progress |= cluster
+                .delete(&o.rt, o.ns(), o.name(), &uid_precondition(o), &ctx)
+                .await
+                .is_ok();
         }
     }
     progress
@@ -129,13 +149,18 @@ pub async fn collect(cluster: &Cluster) -> bool {
 
 /// The type objects are stored at (so writes validate against the storage version's schema).
 fn storage_type(reg: &crate::resources::Registry, key: &StorageKey) -> Option<Arc<ResourceType>> {
-    reg.all().find(|t| t.storage_key() == *key && t.version == t.storage_version).cloned()
+    reg.all()
+        .find(|t| t.storage_key() == *key && t.version == t.storage_version)
+        .cloned()
 }
 
 /// Deletes by the collector name the object it saw: a same-named successor created meanwhile is left alone, as
 /// the real collector's UID precondition ensures.
 fn uid_precondition(o: &Obj) -> DeleteOptions {
-    DeleteOptions { precondition_uid: Some(o.uid().to_string()), ..Default::default() }
+    DeleteOptions {
+        precondition_uid: Some(o.uid().to_string()),
+        ..Default::default()
+    }
 }
 
 fn blocks_owner(d: &Obj, owner_uid: &str) -> bool {
@@ -143,14 +168,22 @@ fn blocks_owner(d: &Obj, owner_uid: &str) -> bool {
         .as_array()
         .into_iter()
         .flatten()
-        .any(|r| r["uid"].as_str() == Some(owner_uid) && r["blockOwnerDeletion"].as_bool() == Some(true))
+        .any(|r| {
+            r["uid"].as_str() == Some(owner_uid) && r["blockOwnerDeletion"].as_bool() == Some(true)
+        })
 }
 
 async fn remove_finalizer(cluster: &Cluster, o: &Obj, finalizer: &str, ctx: &WriteCtx) -> bool {
     let mut next = (*o.value).clone();
-    let kept: Vec<String> = finalizers(&next).into_iter().filter(|f| f != finalizer).collect();
+    let kept: Vec<String> = finalizers(&next)
+        .into_iter()
+        .filter(|f| f != finalizer)
+        .collect();
     next["metadata"]["finalizers"] = json!(kept);
-    cluster.update(&o.rt, o.ns(), o.name(), "", next, ctx).await.is_ok()
+    cluster
+        .update(&o.rt, o.ns(), o.name(), "", next, ctx)
+        .await
+        .is_ok()
 }
 
 async fn drop_owner_ref(cluster: &Cluster, d: &Obj, owner_uid: &str, ctx: &WriteCtx) -> bool {
@@ -158,26 +191,44 @@ async fn drop_owner_ref(cluster: &Cluster, d: &Obj, owner_uid: &str, ctx: &Write
     if let Some(refs) = next["metadata"]["ownerReferences"].as_array_mut() {
         refs.retain(|r| r["uid"].as_str() != Some(owner_uid));
     }
-    cluster.update(&d.rt, d.ns(), d.name(), "", next, ctx).await.is_ok()
+    cluster
+        .update(&d.rt, d.ns(), d.name(), "", next, ctx)
+        .await
+        .is_ok()
 }
 
 /// Deletes everything in a terminating namespace, then releases its `kubernetes` finalizer.
 async fn finalize_namespace(cluster: &Cluster, all: &[Obj], ns: &Obj, ctx: &WriteCtx) -> bool {
     let name = ns.name();
-    let content: Vec<&Obj> = all.iter().filter(|o| o.rt.namespaced && o.ns() == name).collect();
+    let content: Vec<&Obj> = all
+        .iter()
+        .filter(|o| o.rt.namespaced && o.ns() == name)
+        .collect();
     let mut progress = false;
     for o in content.iter().filter(|o| !o.deleting()) {
-        progress |= cluster.delete(&o.rt, o.ns(), o.name(), &uid_precondition(o), ctx).await.is_ok();
+        progress |= cluster
+            .delete(&o.rt, o.ns(), o.name(), &uid_precondition(o), ctx)
+            .await
+            .is_ok();
     }
-    let pending = ns.value["spec"]["finalizers"].as_array().is_some_and(|f| !f.is_empty());
+    let pending = ns.value["spec"]["finalizers"]
+        .as_array()
+        .is_some_and(|f| !f.is_empty());
     if content.is_empty() && pending {
         let mut next = (*ns.value).clone();
         next["spec"]["finalizers"] = json!([]);
-        if let Ok(w) = cluster.update(&ns.rt, "", name, "finalize", next, ctx).await {
+        if let Ok(w) = cluster
+            .update(&ns.rt, "", name, "finalize", next, ctx)
+            .await
+        {
             progress = true;
             // With no metadata finalizers left, the namespace goes away now.
-            if finalizers(&w.object).is_empty() && w.object["metadata"]["deletionTimestamp"].is_string() {
-                let _ = cluster.delete(&ns.rt, "", name, &DeleteOptions::default(), ctx).await;
+            if finalizers(&w.object).is_empty()
+                && w.object["metadata"]["deletionTimestamp"].is_string()
+            {
+                let _ = cluster
+                    .delete(&ns.rt, "", name, &DeleteOptions::default(), ctx)
+                    .await;
             }
         }
     }
@@ -187,18 +238,30 @@ async fn finalize_namespace(cluster: &Cluster, all: &[Obj], ns: &Obj, ctx: &Writ
 /// Deletes every object of a CRD being deleted, then releases its cleanup finalizer.
 async fn finalize_crd(cluster: &Cluster, crd: &Obj, ctx: &WriteCtx) -> bool {
     let group = crd.value["spec"]["group"].as_str().unwrap_or_default();
-    let plural = crd.value["spec"]["names"]["plural"].as_str().unwrap_or_default();
-    let key = StorageKey { group: group.into(), resource: plural.into() };
+    let plural = crd.value["spec"]["names"]["plural"]
+        .as_str()
+        .unwrap_or_default();
+    let key = StorageKey {
+        group: group.into(),
+        resource: plural.into(),
+    };
     let reg = cluster.registry();
     let instances = cluster.store().list(&key, None);
     let mut progress = false;
     // The storage version may be unserved; its type is built from the CRD itself then.
-    let rt = storage_type(&reg, &key).or_else(|| crate::resources::storage_type_of(&crd.value).map(Arc::new));
+    let rt = storage_type(&reg, &key)
+        .or_else(|| crate::resources::storage_type_of(&crd.value).map(Arc::new));
     if let Some(rt) = rt {
-        for o in instances.iter().filter(|o| o["metadata"]["deletionTimestamp"].is_null()) {
+        for o in instances
+            .iter()
+            .filter(|o| o["metadata"]["deletionTimestamp"].is_null())
+        {
             let ns = o["metadata"]["namespace"].as_str().unwrap_or_default();
             let name = o["metadata"]["name"].as_str().unwrap_or_default();
-            let opts = DeleteOptions { precondition_uid: o["metadata"]["uid"].as_str().map(String::from), ..Default::default() };
+            let opts = DeleteOptions {
+                precondition_uid: o["metadata"]["uid"].as_str().map(String::from),
+                ..Default::default()
+            };
             progress |= cluster.delete(&rt, ns, name, &opts, ctx).await.is_ok();
         }
     }

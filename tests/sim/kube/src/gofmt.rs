@@ -33,7 +33,9 @@ pub fn quote(s: &str) -> String {
             '\u{8}' => out.push_str("\\b"),
             '\u{b}' => out.push_str("\\v"),
             '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
             c if !is_printable(c) => {
                 if (c as u32) < 0x10000 {
                     out.push_str(&format!("\\u{:04x}", c as u32));
@@ -65,10 +67,18 @@ pub fn float(f: f64) -> String {
         return "NaN".into();
     }
     if f.is_infinite() {
-        return if f > 0.0 { "+Inf".into() } else { "-Inf".into() };
+        return if f > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
     }
     if f == 0.0 {
-        return if f.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if f.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     let neg = f < 0.0;
     let (digits, exp) = shortest_digits(f);
@@ -109,7 +119,11 @@ pub fn json_float(f: f64) -> String {
         return "null".into();
     }
     if f == 0.0 {
-        return if f.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if f.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     let abs = f.abs();
     let (digits, exp) = shortest_digits(f);
@@ -160,8 +174,16 @@ fn json_at(v: &Value, depth: usize) -> String {
         Value::Object(m) => {
             let mut keys: Vec<&String> = m.keys().collect();
             keys.sort();
-            let parts: Vec<String> =
-                keys.iter().map(|k| format!("{}:{}", json_string(k), m.get(*k).map(&json).unwrap_or_default())).collect();
+            let parts: Vec<String> = keys
+                .iter()
+                .map(|k| {
+                    format!(
+                        "{}:{}",
+                        json_string(k),
+                        m.get(*k).map(&json).unwrap_or_default()
+                    )
+                })
+                .collect();
             format!("{{{}}}", parts.join(","))
         }
     }
@@ -177,7 +199,9 @@ pub fn json_string(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => out.push_str(&format!("\\u{:04x}", c as u32)),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
             c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push(c),
         }
@@ -197,6 +221,9 @@ mod tests {
         assert_eq!(float(1e6), "1e+06");
         assert_eq!(float(0.5), "0.5");
         assert_eq!(json_float(1e21), "1e+21");
-        assert_eq!(json(&json!({"b": 1, "a": "<x>"})), "{\"a\":\"\\u003cx\\u003e\",\"b\":1}");
+        assert_eq!(
+            json(&json!({"b": 1, "a": "<x>"})),
+            "{\"a\":\"\\u003cx\\u003e\",\"b\":1}"
+        );
     }
 }

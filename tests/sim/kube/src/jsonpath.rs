@@ -8,13 +8,21 @@ enum Step {
     Field(String),
     Index(i64),
     All,
-    Filter { path: Vec<String>, op_eq: bool, value: String },
+    Filter {
+        path: Vec<String>,
+        op_eq: bool,
+        value: String,
+    },
 }
 
 /// Parses a path; None when it uses syntax outside the supported subset.
 fn parse(expr: &str) -> Option<Vec<Step>> {
     let e = expr.trim();
-    let e = e.strip_prefix('{').and_then(|x| x.strip_suffix('}')).unwrap_or(e).trim();
+    let e = e
+        .strip_prefix('{')
+        .and_then(|x| x.strip_suffix('}'))
+        .unwrap_or(e)
+        .trim();
     let e = e.strip_prefix('$').unwrap_or(e);
     let chars: Vec<char> = e.chars().collect();
     let mut i = 0;
@@ -93,7 +101,13 @@ fn bracket(inner: &str) -> Option<Step> {
     } else {
         return None;
     };
-    let path: Vec<String> = lhs.trim().strip_prefix('@')?.split('.').filter(|p| !p.is_empty()).map(String::from).collect();
+    let path: Vec<String> = lhs
+        .trim()
+        .strip_prefix('@')?
+        .split('.')
+        .filter(|p| !p.is_empty())
+        .map(String::from)
+        .collect();
     let rhs = rhs.trim();
     let value = unquote(rhs).unwrap_or_else(|| rhs.to_string());
     Some(Step::Filter { path, op_eq, value })
@@ -108,7 +122,9 @@ fn scalar_text(v: &Value) -> String {
 
 /// All values the path selects, in document order.
 pub fn find<'a>(root: &'a Value, expr: &str) -> Vec<&'a Value> {
-    let Some(steps) = parse(expr) else { return Vec::new() };
+    let Some(steps) = parse(expr) else {
+        return Vec::new();
+    };
     let mut current = vec![root];
     for step in &steps {
         let mut next = Vec::new();
@@ -165,10 +181,19 @@ mod tests {
         let o = json!({"spec": {"replicas": 3}, "status": {"conditions": [
             {"type": "Accepted", "status": "False"}, {"type": "Ready", "status": "True", "reason": "Synced"}]}});
         assert_eq!(find(&o, ".spec.replicas"), vec![&json!(3)]);
-        assert_eq!(find(&o, ".status.conditions[?(@.type==\"Ready\")].status"), vec![&json!("True")]);
-        assert_eq!(find(&o, ".status.conditions[?(@.type=='Ready')].reason"), vec![&json!("Synced")]);
+        assert_eq!(
+            find(&o, ".status.conditions[?(@.type==\"Ready\")].status"),
+            vec![&json!("True")]
+        );
+        assert_eq!(
+            find(&o, ".status.conditions[?(@.type=='Ready')].reason"),
+            vec![&json!("Synced")]
+        );
         assert_eq!(find(&o, ".status.conditions[*].type").len(), 2);
-        assert_eq!(find(&o, ".status.conditions[-1].type"), vec![&json!("Ready")]);
+        assert_eq!(
+            find(&o, ".status.conditions[-1].type"),
+            vec![&json!("Ready")]
+        );
         assert!(find(&o, ".missing.x").is_empty());
         assert!(find(&o, "not a path").is_empty());
     }

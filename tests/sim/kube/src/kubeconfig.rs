@@ -7,7 +7,10 @@ use serde_json::json;
 #[derive(Clone)]
 pub enum Credential {
     Token(String),
-    ClientCertificate { cert_pem: String, key_pem: String },
+    ClientCertificate {
+        cert_pem: String,
+        key_pem: String,
+    },
     /// No credentials: anonymous (or the anonymous mapping of plain-HTTP mode).
     None,
 }
@@ -22,7 +25,13 @@ impl std::fmt::Debug for Credential {
     }
 }
 
-pub fn render(server: &str, ca_pem: Option<&str>, user: &str, credential: &Credential, namespace: &str) -> String {
+pub fn render(
+    server: &str,
+    ca_pem: Option<&str>,
+    user: &str,
+    credential: &Credential,
+    namespace: &str,
+) -> String {
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     let mut cluster = json!({"server": server});
     if let Some(ca) = ca_pem {
@@ -54,7 +63,10 @@ mod tests {
     #[test]
     fn debug_output_never_shows_credentials() {
         let t = Credential::Token("s3cr3t".into());
-        let c = Credential::ClientCertificate { cert_pem: "CERT".into(), key_pem: "KEY".into() };
+        let c = Credential::ClientCertificate {
+            cert_pem: "CERT".into(),
+            key_pem: "KEY".into(),
+        };
         assert!(!format!("{t:?}{c:?}").contains("s3cr3t"));
         assert!(!format!("{c:?}").contains("KEY"));
     }

@@ -121,25 +121,61 @@ impl Builder {
         if let Some(s) = snapshot {
             snapshot::restore(&cluster, s);
         }
-        let anonymous = self.anonymous.clone().unwrap_or(if self.tls { Anonymous::Reject } else { Anonymous::As(admin_user()) });
-        let listener = tokio::net::TcpListener::bind(self.listen).await.with_context(|| format!("binding {}", self.listen))?;
+        let anonymous = self.anonymous.clone().unwrap_or(if self.tls {
+            Anonymous::Reject
+        } else {
+            Anonymous::As(admin_user())
+        });
+        let listener = tokio::net::TcpListener::bind(self.listen)
+            .await
+            .with_context(|| format!("binding {}", self.listen))?;
         let addr = listener.local_addr().context("reading the bound address")?;
-        let api = Arc::new(Api { cluster: cluster.clone(), auth: Authenticator::new(anonymous), faults: Faults::default(), address: addr.to_string() });
+        let api = Arc::new(Api {
+            cluster: cluster.clone(),
+            auth: Authenticator::new(anonymous),
+            faults: Faults::default(),
+            address: addr.to_string(),
+        });
         let admin_token = uuid::Uuid::new_v4().simple().to_string();
         api.auth.add_token(&admin_token, admin_user());
         let (shutdown, rx) = watch::channel(false);
-        let tls_config = if self.tls { Some(Arc::new(pki.server_config()?)) } else { None };
-        let mut tasks = vec![tokio::spawn(server::serve(listener, api.clone(), tls_config, rx)), gc::spawn(&cluster)];
+        let tls_config = if self.tls {
+            Some(Arc::new(pki.server_config()?))
+        } else {
+            None
+        };
+        let mut tasks = vec![
+            tokio::spawn(server::serve(listener, api.clone(), tls_config, rx)),
+            gc::spawn(&cluster),
+        ];
         if let Some(p) = &self.state_file {
-            tasks.push(snapshot::spawn_writer(&cluster, p.clone(), pki.ca_cert_pem().into(), pki.ca_key_pem().into()));
+            tasks.push(snapshot::spawn_writer(
+                &cluster,
+                p.clone(),
+                pki.ca_cert_pem().into(),
+                pki.ca_key_pem().into(),
+            ));
         }
-        Ok(KubeSim { api, pki, addr, tls: self.tls, admin_token, shutdown, tasks, state_file: self.state_file })
+        Ok(KubeSim {
+            api,
+            pki,
+            addr,
+            tls: self.tls,
+            admin_token,
+            shutdown,
+            tasks,
+            state_file: self.state_file,
+        })
     }
 }
 
 /// The built-in administrator (`system:masters`).
 pub fn admin_user() -> UserInfo {
-    UserInfo { name: "kube-sim-admin".into(), groups: vec!["system:masters".into()], ..Default::default() }
+    UserInfo {
+        name: "kube-sim-admin".into(),
+        groups: vec!["system:masters".into()],
+        ..Default::default()
+    }
 }
 
 /// A user known to the server, with the credential a kubeconfig carries for it.
@@ -177,7 +213,11 @@ impl KubeSim {
     }
 
     pub fn url(&self) -> String {
-        format!("{}://{}", if self.tls { "https" } else { "http" }, self.addr)
+        format!(
+            "{}://{}",
+            if self.tls { "https" } else { "http" },
+            self.addr
+        )
     }
 
     pub fn ca_pem(&self) -> &str {
@@ -195,15 +235,30 @@ impl KubeSim {
     /// The cluster administrator, authenticating with a bearer token.
     pub fn admin(&self) -> User {
         let u = admin_user();
-        User { name: u.name, groups: u.groups, credential: Credential::Token(self.admin_token.clone()) }
+        User {
+            name: u.name,
+            groups: u.groups,
+            credential: Credential::Token(self.admin_token.clone()),
+        }
     }
 
     /// Registers a user reached with a bearer token.
     pub fn add_token_user(&self, name: &str, groups: &[&str]) -> User {
         let token = uuid::Uuid::new_v4().simple().to_string();
         let groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
-        self.api.auth.add_token(&token, UserInfo { name: name.into(), groups: groups.clone(), ..Default::default() });
-        User { name: name.into(), groups, credential: Credential::Token(token) }
+        self.api.auth.add_token(
+            &token,
+            UserInfo {
+                name: name.into(),
+                groups: groups.clone(),
+                ..Default::default()
+            },
+        );
+        User {
+            name: name.into(),
+            groups,
+            credential: Credential::Token(token),
+        }
     }
 
     /// Accepts bearer tokens this server did not issue: those that are not static tokens (`admin`,
@@ -232,13 +287,20 @@ impl KubeSim {
     pub fn add_cert_user(&self, name: &str, groups: &[&str]) -> Result<User> {
         let groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
         let (cert_pem, key_pem) = self.pki.issue_client_cert(name, &groups)?;
-        Ok(User { name: name.into(), groups, credential: Credential::ClientCertificate { cert_pem, key_pem } })
+        Ok(User {
+            name: name.into(),
+            groups,
+            credential: Credential::ClientCertificate { cert_pem, key_pem },
+        })
     }
 
     /// A service account's identity (`system:serviceaccount:<ns>:<name>`), reached with a token.
     pub fn add_service_account_user(&self, namespace: &str, name: &str) -> User {
         let full = format!("system:serviceaccount:{namespace}:{name}");
-        let groups_owned = ["system:serviceaccounts".to_string(), format!("system:serviceaccounts:{namespace}")];
+        let groups_owned = [
+            "system:serviceaccounts".to_string(),
+            format!("system:serviceaccounts:{namespace}"),
+        ];
         let groups: Vec<&str> = groups_owned.iter().map(String::as_str).collect();
         self.add_token_user(&full, &groups)
     }
@@ -248,13 +310,18 @@ impl KubeSim {
     }
 
     pub fn kubeconfig(&self, user: &User) -> String {
-        let ca = if self.tls { Some(self.pki.ca_cert_pem()) } else { None };
+        let ca = if self.tls {
+            Some(self.pki.ca_cert_pem())
+        } else {
+            None
+        };
         kubeconfig::render(&self.url(), ca, &user.name, &user.credential, "default")
     }
 
     /// Writes a kubeconfig atomically with mode 0600: it carries the user's credentials.
     pub fn write_kubeconfig(&self, path: &Path, user: &User) -> Result<()> {
-        snapshot::write_private(path, self.kubeconfig(user).as_bytes()).context("writing the kubeconfig")
+        snapshot::write_private(path, self.kubeconfig(user).as_bytes())
+            .context("writing the kubeconfig")
     }
 
     /// A kube-rs client acting as the administrator.
@@ -263,21 +330,27 @@ impl KubeSim {
     }
 
     pub async fn client_for(&self, user: &User) -> Result<kube::Client> {
-        let kc = kube::config::Kubeconfig::from_yaml(&self.kubeconfig(user)).context("parsing the generated kubeconfig")?;
-        let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await
-            .context("building a client config")?;
+        let kc = kube::config::Kubeconfig::from_yaml(&self.kubeconfig(user))
+            .context("parsing the generated kubeconfig")?;
+        let cfg =
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .context("building a client config")?;
         kube::Client::try_from(cfg).context("building a kube client")
     }
 
     /// A serving certificate signed by this server's CA, for test webhook servers (caBundle = `ca_pem()`).
     pub fn issue_server_cert(&self, hosts: &[&str]) -> Result<(String, String)> {
-        self.pki.issue_server_cert(&hosts.iter().map(|h| h.to_string()).collect::<Vec<_>>())
+        self.pki
+            .issue_server_cert(&hosts.iter().map(|h| h.to_string()).collect::<Vec<_>>())
     }
 
     /// Sends `clientConfig.service` webhooks for that Service to a local address.
     pub fn route_service(&self, namespace: &str, name: &str, addr: SocketAddr) {
-        self.api.cluster.admission.route_service(namespace, name, addr);
+        self.api
+            .cluster
+            .admission
+            .route_service(namespace, name, addr);
     }
 
     /// Server-side applies every document of a (multi-document) YAML string as field manager `kube-sim`,
@@ -292,15 +365,27 @@ impl KubeSim {
 
     /// Server-side applies one object (force) as field manager `kube-sim`.
     pub async fn apply(&self, obj: &Value) -> Result<Value> {
-        let api_version = obj["apiVersion"].as_str().ok_or_else(|| anyhow!("object has no apiVersion"))?;
-        let kind = obj["kind"].as_str().ok_or_else(|| anyhow!("object has no kind"))?;
-        let name = obj["metadata"]["name"].as_str().ok_or_else(|| anyhow!("{kind} has no metadata.name"))?;
+        let api_version = obj["apiVersion"]
+            .as_str()
+            .ok_or_else(|| anyhow!("object has no apiVersion"))?;
+        let kind = obj["kind"]
+            .as_str()
+            .ok_or_else(|| anyhow!("object has no kind"))?;
+        let name = obj["metadata"]["name"]
+            .as_str()
+            .ok_or_else(|| anyhow!("{kind} has no metadata.name"))?;
         let rt = self
             .cluster()
             .registry()
             .by_kind(api_version, kind)
-            .ok_or_else(|| anyhow!("no resource serves {api_version} {kind} (is its CRD applied?)"))?;
-        let ns = if rt.namespaced { obj["metadata"]["namespace"].as_str().unwrap_or("default") } else { "" };
+            .ok_or_else(|| {
+                anyhow!("no resource serves {api_version} {kind} (is its CRD applied?)")
+            })?;
+        let ns = if rt.namespaced {
+            obj["metadata"]["namespace"].as_str().unwrap_or("default")
+        } else {
+            ""
+        };
         let body = serde_json::to_vec(obj)?;
         let ctx = WriteCtx::system("kube-sim");
         let w = self
@@ -314,14 +399,21 @@ impl KubeSim {
     /// Reads one object; None when it does not exist.
     pub fn get(&self, api_version: &str, kind: &str, namespace: &str, name: &str) -> Option<Value> {
         let rt = self.cluster().registry().by_kind(api_version, kind)?;
-        self.cluster().get(&rt, if rt.namespaced { namespace } else { "" }, name).ok()
+        self.cluster()
+            .get(&rt, if rt.namespaced { namespace } else { "" }, name)
+            .ok()
     }
 
     /// Lists objects of a kind, in one namespace or (with None) all.
     pub fn list(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Vec<Value> {
-        let Some(rt) = self.cluster().registry().by_kind(api_version, kind) else { return Vec::new() };
+        let Some(rt) = self.cluster().registry().by_kind(api_version, kind) else {
+            return Vec::new();
+        };
         let items = self.cluster().store().list(&rt.storage_key(), namespace);
-        items.iter().map(|o| self.cluster().render(&rt, o)).collect()
+        items
+            .iter()
+            .map(|o| self.cluster().render(&rt, o))
+            .collect()
     }
 
     pub fn resource_version(&self) -> u64 {
@@ -348,12 +440,16 @@ impl KubeSim {
 
     fn write_state(&self) {
         if let Some(p) = &self.state_file
-            && let Err(e) = snapshot::write(&self.api.cluster, p, self.pki.ca_cert_pem(), self.pki.ca_key_pem())
+            && let Err(e) = snapshot::write(
+                &self.api.cluster,
+                p,
+                self.pki.ca_cert_pem(),
+                self.pki.ca_key_pem(),
+            )
         {
             tracing::warn!(error = %format!("{e:#}"), "could not write the state file at shutdown");
         }
     }
-
 }
 
 impl Drop for KubeSim {
@@ -373,11 +469,22 @@ impl Drop for KubeSim {
 pub fn yaml_documents(yaml: &str) -> Result<Vec<Value>> {
     let mut out = Vec::new();
     for (i, doc) in yaml_serde::Deserializer::from_str(yaml).enumerate() {
-        let v: Value = serde::Deserialize::deserialize(doc).with_context(|| format!("parsing YAML document {}", i + 1))?;
+        let v: Value = serde::Deserialize::deserialize(doc)
+            .with_context(|| format!("parsing YAML document {}", i + 1))?;
         match v {
             Value::Null => {}
-            Value::Object(ref m) if m.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List")) && m.contains_key("items") => {
-                out.extend(m.get("items").and_then(Value::as_array).cloned().unwrap_or_default());
+            Value::Object(ref m)
+                if m.get("kind")
+                    .and_then(Value::as_str)
+                    .is_some_and(|k| k.ends_with("List"))
+                    && m.contains_key("items") =>
+            {
+                out.extend(
+                    m.get("items")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default(),
+                );
             }
             Value::Object(_) => out.push(v),
             other => return Err(anyhow!("YAML document {} is not an object: {other}", i + 1)),

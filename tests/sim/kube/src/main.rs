@@ -8,7 +8,11 @@ use clap::Parser;
 use kube_sim::{Anonymous, KubeSim};
 
 #[derive(Parser)]
-#[command(name = "kube-sim", version, about = "An in-memory Kubernetes API server for tests and local development")]
+#[command(
+    name = "kube-sim",
+    version,
+    about = "An in-memory Kubernetes API server for tests and local development"
+)]
 struct Args {
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, default_value = "127.0.0.1:6443")]
@@ -30,10 +34,14 @@ struct Args {
 #[tokio::main]
 async fn main() -> Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .init();
     let args = Args::parse();
-    let mut b = KubeSim::builder().listen(args.listen).insecure_http(args.insecure_http);
+    let mut b = KubeSim::builder()
+        .listen(args.listen)
+        .insecure_http(args.insecure_http);
     if args.anonymous_auth {
         b = b.anonymous(Anonymous::Unauthenticated);
     }
@@ -43,9 +51,17 @@ async fn main() -> Result<()> {
     let sim = b.start().await.context("starting kube-sim")?;
     sim.write_kubeconfig(&args.kubeconfig_out, &sim.admin())?;
     println!("kube-sim serving at {}", sim.url());
-    println!("kubeconfig (cluster admin): {}", args.kubeconfig_out.display());
-    println!("try: kubectl --kubeconfig {} get namespaces", args.kubeconfig_out.display());
-    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+    println!(
+        "kubeconfig (cluster admin): {}",
+        args.kubeconfig_out.display()
+    );
+    println!(
+        "try: kubectl --kubeconfig {} get namespaces",
+        args.kubeconfig_out.display()
+    );
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for Ctrl-C")?;
     sim.stop().await;
     Ok(())
 }

@@ -5,8 +5,8 @@
 //! Objects are untyped JSON; what the real server reads from OpenAPI (list types, atomic maps, struct fields
 //! versus free-form maps, key defaults) comes from a [`FieldTypes`].
 
-use serde_json::{Map, Number, Value};
 use crate::gofmt::{is_printable as is_go_printable, quote as go_quote};
+use serde_json::{Map, Number, Value};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -99,14 +99,20 @@ impl FieldTypes for SchemaFieldTypes {
         if let Some(t) = metadata_list_type(path) {
             return t;
         }
-        let Some(n) = self.at(path) else { return ListType::Atomic };
+        let Some(n) = self.at(path) else {
+            return ListType::Atomic;
+        };
         match n.get("x-kubernetes-list-type").and_then(Value::as_str) {
             Some("set") => ListType::Set,
             Some("map") => {
                 let keys = n
                     .get("x-kubernetes-list-map-keys")
                     .and_then(Value::as_array)
-                    .map(|ks| ks.iter().filter_map(|k| k.as_str().map(String::from)).collect())
+                    .map(|ks| {
+                        ks.iter()
+                            .filter_map(|k| k.as_str().map(String::from))
+                            .collect()
+                    })
                     .unwrap_or_default();
                 ListType::Map(keys)
             }
@@ -118,7 +124,10 @@ impl FieldTypes for SchemaFieldTypes {
         if path == ["metadata", "ownerReferences"] {
             return true;
         }
-        self.at(path).map(Self::items_of).and_then(|n| n.get("x-kubernetes-map-type")).and_then(Value::as_str)
+        self.at(path)
+            .map(Self::items_of)
+            .and_then(|n| n.get("x-kubernetes-map-type"))
+            .and_then(Value::as_str)
             == Some("atomic")
     }
 
@@ -129,7 +138,9 @@ impl FieldTypes for SchemaFieldTypes {
         let mut node = Some(&self.root);
         for (i, seg) in parent.iter().enumerate() {
             node = node.and_then(|n| Self::child(n, seg));
-            let embedded = node.map(Self::items_of).and_then(|n| n.get("x-kubernetes-embedded-resource"))
+            let embedded = node
+                .map(Self::items_of)
+                .and_then(|n| n.get("x-kubernetes-embedded-resource"))
                 == Some(&Value::Bool(true));
             if embedded {
                 rel = &parent[i + 1..];
@@ -142,7 +153,10 @@ impl FieldTypes for SchemaFieldTypes {
             return !matches!(rel, ["metadata", "labels" | "annotations"]);
         }
         match self.at(parent) {
-            Some(n) => Self::items_of(n).get("properties").and_then(|p| p.get(key)).is_some(),
+            Some(n) => Self::items_of(n)
+                .get("properties")
+                .and_then(|p| p.get(key))
+                .is_some(),
             // Undescribed (preserve-unknown-fields) data is deduced: every key is a map key.
             None => false,
         }
@@ -235,10 +249,14 @@ impl FieldTypes for BuiltinFieldTypes {
             ["status", "podIPs" | "hostIPs"] if self.is_pod() => return map(&["ip"]),
             _ => {}
         }
-        let Some(rel) = self.pod_rel(path) else { return ListType::Atomic };
+        let Some(rel) = self.pod_rel(path) else {
+            return ListType::Atomic;
+        };
         match rel {
             [c] if CONTAINER_LISTS.contains(c) => map(&["name"]),
-            ["volumes" | "imagePullSecrets" | "resourceClaims" | "schedulingGates"] => map(&["name"]),
+            ["volumes" | "imagePullSecrets" | "resourceClaims" | "schedulingGates"] => {
+                map(&["name"])
+            }
             ["hostAliases"] => map(&["ip"]),
             ["topologySpreadConstraints"] => map(&["topologyKey", "whenUnsatisfiable"]),
             [c, "ports"] if CONTAINER_LISTS.contains(c) => map(&["containerPort", "protocol"]),
@@ -254,19 +272,23 @@ impl FieldTypes for BuiltinFieldTypes {
         if path == ["metadata", "ownerReferences"] {
             return true;
         }
-        path.last().is_some_and(|l| ATOMIC_STRUCT_FIELDS.contains(l))
+        path.last()
+            .is_some_and(|l| ATOMIC_STRUCT_FIELDS.contains(l))
     }
 
     fn is_struct_field(&self, parent: &[&str], key: &str) -> bool {
         let _ = key;
-        !parent.last().is_some_and(|l| FREE_FORM_MAPS.contains(l) || (*l == "selector" && self.is_service()))
+        !parent
+            .last()
+            .is_some_and(|l| FREE_FORM_MAPS.contains(l) || (*l == "selector" && self.is_service()))
     }
 
     fn key_default(&self, list: &[&str], key: &str) -> Option<Value> {
         if key != "protocol" {
             return None;
         }
-        let container_ports = matches!(self.pod_rel(list), Some([c, "ports"]) if CONTAINER_LISTS.contains(c));
+        let container_ports =
+            matches!(self.pod_rel(list), Some([c, "ports"]) if CONTAINER_LISTS.contains(c));
         let service_ports = self.is_service() && list == ["spec", "ports"];
         (container_ports || service_ports).then(|| Value::String("TCP".into()))
     }
@@ -283,7 +305,11 @@ impl FieldTypes for BuiltinFieldTypes {
                     | ("scheduling.k8s.io", _)
                     | ("discovery.k8s.io", _)
             );
-            return if bare && path != ["metadata"] { None } else { object() };
+            return if bare && path != ["metadata"] {
+                None
+            } else {
+                object()
+            };
         }
         if path == ["metadata", "creationTimestamp"] {
             return Some(Value::Null);
@@ -294,11 +320,17 @@ impl FieldTypes for BuiltinFieldTypes {
                 if path == &prefix[..n] {
                     return object();
                 }
-                let meta = n >= 2 && prefix[n - 1] == "spec" && path.get(..n - 1) == Some(&prefix[..n - 1]);
+                let meta = n >= 2
+                    && prefix[n - 1] == "spec"
+                    && path.get(..n - 1) == Some(&prefix[..n - 1]);
                 if meta && path.len() == n && path[n - 1] == "metadata" {
                     return object();
                 }
-                if meta && path.len() == n + 1 && path[n - 1] == "metadata" && path[n] == "creationTimestamp" {
+                if meta
+                    && path.len() == n + 1
+                    && path[n - 1] == "metadata"
+                    && path[n] == "creationTimestamp"
+                {
                     return Some(Value::Null);
                 }
             }
@@ -310,7 +342,9 @@ impl FieldTypes for BuiltinFieldTypes {
         let present = match (self.group.as_str(), self.kind.as_str()) {
             ("apps", "Deployment") => path == ["spec", "strategy"],
             ("apps", "StatefulSet" | "DaemonSet") => path == ["spec", "updateStrategy"],
-            ("", "Service") | ("networking.k8s.io", "Ingress") => path == ["status", "loadBalancer"],
+            ("", "Service") | ("networking.k8s.io", "Ingress") => {
+                path == ["status", "loadBalancer"]
+            }
             ("", "PersistentVolumeClaim") => path == ["spec", "resources"],
             ("", "Node") => matches!(
                 path,
@@ -324,8 +358,12 @@ impl FieldTypes for BuiltinFieldTypes {
             ("apiextensions.k8s.io", "CustomResourceDefinition") => {
                 matches!(path, ["spec", "names"] | ["status", "acceptedNames"])
             }
-            ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => path == ["roleRef"],
-            ("rbac.authorization.k8s.io", "Role" | "ClusterRole") => return (path == ["rules"]).then_some(Value::Null),
+            ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
+                path == ["roleRef"]
+            }
+            ("rbac.authorization.k8s.io", "Role" | "ClusterRole") => {
+                return (path == ["rules"]).then_some(Value::Null);
+            }
             _ => false,
         };
         if present { object() } else { None }
@@ -344,11 +382,17 @@ pub fn builtin_field_types(group: &str, kind: &str) -> Box<dyn FieldTypes> {
         ("", "Pod") => Some(POD),
         ("", "PodTemplate") => Some(TEMPLATE),
         ("", "ReplicationController") => Some(WORKLOAD),
-        ("apps", "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet") | ("batch", "Job") => Some(WORKLOAD),
+        ("apps", "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet") | ("batch", "Job") => {
+            Some(WORKLOAD)
+        }
         ("batch", "CronJob") => Some(CRONJOB),
         _ => None,
     };
-    Box::new(BuiltinFieldTypes { group: group.to_string(), kind: kind.to_string(), pod_spec })
+    Box::new(BuiltinFieldTypes {
+        group: group.to_string(),
+        kind: kind.to_string(),
+        pod_spec,
+    })
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -390,19 +434,32 @@ impl fmt::Display for ApplyError {
             ApplyError::Invalid(m) => f.write_str(m),
             ApplyError::Conflicts(cs) if cs.len() == 1 => {
                 let c = &cs[0];
-                write!(f, "Apply failed with 1 conflict: conflict with {}: {}", c.manager_description(), c.path)
+                write!(
+                    f,
+                    "Apply failed with 1 conflict: conflict with {}: {}",
+                    c.manager_description(),
+                    c.path
+                )
             }
             ApplyError::Conflicts(cs) => {
                 let mut by_manager: BTreeMap<String, Vec<&str>> = BTreeMap::new();
                 for c in cs {
-                    by_manager.entry(c.manager_description()).or_default().push(&c.path);
+                    by_manager
+                        .entry(c.manager_description())
+                        .or_default()
+                        .push(&c.path);
                 }
                 let mut lines = Vec::new();
                 for (m, paths) in by_manager {
                     lines.push(format!("conflicts with {m}:"));
                     lines.extend(paths.iter().map(|p| format!("- {p}")));
                 }
-                write!(f, "Apply failed with {} conflicts: {}", cs.len(), lines.join("\n"))
+                write!(
+                    f,
+                    "Apply failed with {} conflicts: {}",
+                    cs.len(),
+                    lines.join("\n")
+                )
             }
         }
     }
@@ -421,18 +478,32 @@ pub fn apply(
     now: &str,
 ) -> Result<Value, ApplyError> {
     let w = Walker { types };
-    let manager = if manager.is_empty() { "unknown" } else { manager };
+    let manager = if manager.is_empty() {
+        "unknown"
+    } else {
+        manager
+    };
     if !config.is_object() {
-        return Err(ApplyError::Invalid("apply configuration must be a JSON object".into()));
+        return Err(ApplyError::Invalid(
+            "apply configuration must be a JSON object".into(),
+        ));
     }
     if too_deep(config) || live.is_some_and(too_deep) {
-        return Err(ApplyError::Invalid(format!("object nesting exceeds {MAX_DEPTH} levels")));
+        return Err(ApplyError::Invalid(format!(
+            "object nesting exceeds {MAX_DEPTH} levels"
+        )));
     }
     if config.get("metadata").is_some_and(|m| !m.is_object()) {
         return Err(ApplyError::Invalid("metadata must be an object".into()));
     }
-    if config.get("metadata").and_then(|m| m.get("managedFields")).is_some_and(|m| !m.is_null()) {
-        return Err(ApplyError::Invalid("metadata.managedFields must be nil".into()));
+    if config
+        .get("metadata")
+        .and_then(|m| m.get("managedFields"))
+        .is_some_and(|m| !m.is_null())
+    {
+        return Err(ApplyError::Invalid(
+            "metadata.managedFields must be nil".into(),
+        ));
     }
     // A null managedFields is accepted and means nothing.
     let config = &without_managed_fields(config);
@@ -446,8 +517,12 @@ pub fn apply(
     }
 
     let live_obj = live.filter(|v| v.is_object());
-    let mut managed = live_obj.map(|l| decode_managed(managed_fields_of(l)).unwrap_or_default()).unwrap_or_default();
-    let live_core = live_obj.map(without_managed_fields).unwrap_or_else(|| Value::Object(Map::new()));
+    let mut managed = live_obj
+        .map(|l| decode_managed(managed_fields_of(l)).unwrap_or_default())
+        .unwrap_or_default();
+    let live_core = live_obj
+        .map(without_managed_fields)
+        .unwrap_or_else(|| Value::Object(Map::new()));
     let api_version = str_at(config, "apiVersion")
         .or_else(|| live_obj.and_then(|l| str_at(l, "apiVersion")))
         .unwrap_or_default()
@@ -457,25 +532,58 @@ pub fn apply(
     // "before-first-apply", so appliers conflict with what is already there.
     if managed.is_empty() && live_obj.is_some() {
         let cmp = w.compare_root(None, &live_core, true);
-        record_update(&mut managed, "before-first-apply", &api_version, subresource, cmp, now);
+        record_update(
+            &mut managed,
+            "before-first-apply",
+            &api_version,
+            subresource,
+            cmp,
+            now,
+        );
     }
 
     let before = managed.clone();
-    match w.apply_core(&live_core, config, config_set.clone(), &mut managed, manager, &api_version, subresource, force)
-    {
+    match w.apply_core(
+        &live_core,
+        config,
+        config_set.clone(),
+        &mut managed,
+        manager,
+        &api_version,
+        subresource,
+        force,
+    ) {
         Ok(out) => finish_apply(out, &live_core, config, managed, manager, subresource, now),
         Err(conflicts) => {
             // kubectl upgrading from client-side apply may take over what its last-applied annotation claims
             // (lastAppliedManager): if every conflict is such a field, the apply goes through as if forced.
-            let allowed = if manager == "kubectl" { w.last_applied_set(&live_core) } else { None };
-            let Some(allowed) = allowed.map(|s| s.paths_str()) else { return Err(ApplyError::Conflicts(conflicts)) };
-            let remaining: Vec<Conflict> = conflicts.into_iter().filter(|c| !allowed.contains(&c.path)).collect();
+            let allowed = if manager == "kubectl" {
+                w.last_applied_set(&live_core)
+            } else {
+                None
+            };
+            let Some(allowed) = allowed.map(|s| s.paths_str()) else {
+                return Err(ApplyError::Conflicts(conflicts));
+            };
+            let remaining: Vec<Conflict> = conflicts
+                .into_iter()
+                .filter(|c| !allowed.contains(&c.path))
+                .collect();
             if !remaining.is_empty() {
                 return Err(ApplyError::Conflicts(remaining));
             }
             let mut managed = before;
             let out = w
-                .apply_core(&live_core, config, config_set, &mut managed, manager, &api_version, subresource, true)
+                .apply_core(
+                    &live_core,
+                    config,
+                    config_set,
+                    &mut managed,
+                    manager,
+                    &api_version,
+                    subresource,
+                    true,
+                )
                 .map_err(ApplyError::Conflicts)?;
             finish_apply(out, &live_core, config, managed, manager, subresource, now)
         }
@@ -494,7 +602,11 @@ fn finish_apply(
 ) -> Result<Value, ApplyError> {
     // A no-op apply leaves the object and the applier's timestamp alone (managedFieldsUpdater).
     let noop = val_eq(live_core, &pruned);
-    if !noop && let Some(e) = managed.iter_mut().find(|e| e.is(manager, true, "", subresource)) {
+    if !noop
+        && let Some(e) = managed
+            .iter_mut()
+            .find(|e| e.is(manager, true, "", subresource))
+    {
         e.time = Some(now.to_string());
     }
     let mut result = if noop { live_core.clone() } else { pruned };
@@ -523,9 +635,17 @@ pub fn update(
         return new.clone();
     }
     let w = Walker { types };
-    let manager = if manager.is_empty() { "unknown" } else { manager };
+    let manager = if manager.is_empty() {
+        "unknown"
+    } else {
+        manager
+    };
     let old_obj = old.filter(|v| v.is_object());
-    let decode_old = || old_obj.map(|o| decode_managed(managed_fields_of(o)).unwrap_or_default()).unwrap_or_default();
+    let decode_old = || {
+        old_obj
+            .map(|o| decode_managed(managed_fields_of(o)).unwrap_or_default())
+            .unwrap_or_default()
+    };
     let mut managed = if !subresource.is_empty() {
         // Subresource writes cannot rewrite managedFields.
         decode_old()
@@ -570,7 +690,11 @@ pub fn default_manager(user_agent: &str) -> String {
         }
         out.push(ch);
     }
-    if out.is_empty() { "unknown".into() } else { out }
+    if out.is_empty() {
+        "unknown".into()
+    } else {
+        out
+    }
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -588,7 +712,9 @@ fn type_rank(v: &Value) -> u8 {
 }
 
 fn num_int(n: &Number) -> Option<i128> {
-    n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from))
+    n.as_i64()
+        .map(i128::from)
+        .or_else(|| n.as_u64().map(i128::from))
 }
 
 fn cmp_num(a: &Number, b: &Number) -> Ordering {
@@ -653,15 +779,24 @@ fn value_to_string(v: &Value) -> String {
         Value::Number(n) => n.to_string(),
         Value::String(s) => go_quote(s),
         Value::Bool(b) => b.to_string(),
-        Value::Array(items) => format!("[{}]", items.iter().map(value_to_string).collect::<Vec<_>>().join(",")),
+        Value::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(value_to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
         Value::Object(m) => {
             let sorted: BTreeMap<&String, &Value> = m.iter().collect();
-            sorted.iter().map(|(k, v)| format!("{k}={}", value_to_string(v))).collect::<Vec<_>>().join("")
+            sorted
+                .iter()
+                .map(|(k, v)| format!("{k}={}", value_to_string(v)))
+                .collect::<Vec<_>>()
+                .join("")
         }
     }
 }
-
-
 
 // ---------------------------------------------------------------------------------------------------------
 // Path elements and field sets (fieldpath)
@@ -692,7 +827,10 @@ impl Pe {
         match self {
             Pe::Field(n) => format!(".{n}"),
             Pe::Key(kv) => {
-                let parts: Vec<String> = kv.iter().map(|(k, v)| format!("{k}={}", value_to_string(v))).collect();
+                let parts: Vec<String> = kv
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", value_to_string(v)))
+                    .collect();
                 format!("[{}]", parts.join(","))
             }
             Pe::Val(v) => format!("[={}]", value_to_string(v)),
@@ -706,7 +844,10 @@ impl Pe {
             Pe::Field(n) => format!("f:{n}"),
             Pe::Key(kv) => {
                 let m: Map<String, Value> = kv.iter().cloned().collect();
-                format!("k:{}", serde_json::to_string(&Value::Object(m)).unwrap_or_default())
+                format!(
+                    "k:{}",
+                    serde_json::to_string(&Value::Object(m)).unwrap_or_default()
+                )
             }
             Pe::Val(v) => format!("v:{}", serde_json::to_string(v).unwrap_or_default()),
             Pe::Index(i) => format!("i:{i}"),
@@ -719,20 +860,26 @@ impl Pe {
             return Ok(Some(Pe::Field(n.to_string())));
         }
         if let Some(k) = s.strip_prefix("k:") {
-            let v: Value = serde_json::from_str(k).map_err(|e| format!("parsing key as path element: {e}"))?;
+            let v: Value =
+                serde_json::from_str(k).map_err(|e| format!("parsing key as path element: {e}"))?;
             let Value::Object(m) = v else {
-                return Err(format!("parsing key as path element: expected object, got {k}"));
+                return Err(format!(
+                    "parsing key as path element: expected object, got {k}"
+                ));
             };
             let mut kv: Vec<(String, Value)> = m.into_iter().collect();
             kv.sort_by(|a, b| a.0.cmp(&b.0));
             return Ok(Some(Pe::Key(kv)));
         }
         if let Some(v) = s.strip_prefix("v:") {
-            let v: Value = serde_json::from_str(v).map_err(|e| format!("parsing value as path element: {e}"))?;
+            let v: Value = serde_json::from_str(v)
+                .map_err(|e| format!("parsing value as path element: {e}"))?;
             return Ok(Some(Pe::Val(v)));
         }
         if let Some(i) = s.strip_prefix("i:") {
-            let i: usize = i.parse().map_err(|e| format!("parsing index as path element: {e}"))?;
+            let i: usize = i
+                .parse()
+                .map_err(|e| format!("parsing index as path element: {e}"))?;
             return Ok(Some(Pe::Index(i)));
         }
         Ok(None)
@@ -929,7 +1076,9 @@ impl Set {
                 continue;
             }
             let Some(pe) = Pe::parse(k)? else { continue };
-            let Value::Object(cm) = v else { return Err(format!("fieldsV1 node {k} must be an object")) };
+            let Value::Object(cm) = v else {
+                return Err(format!("fieldsV1 node {k} must be an object"));
+            };
             let (child, child_member) = Self::read_node(cm)?;
             any_child = true;
             if child_member {
@@ -1011,12 +1160,22 @@ impl Walker<'_> {
             ListType::Map(keys) => {
                 let obj = match item {
                     Value::Object(o) => o,
-                    Value::Null => return Err("associative list with keys may not have a null element".into()),
-                    _ => return Err("associative list with keys may not have non-map elements".into()),
+                    Value::Null => {
+                        return Err("associative list with keys may not have a null element".into());
+                    }
+                    _ => {
+                        return Err(
+                            "associative list with keys may not have non-map elements".into()
+                        );
+                    }
                 };
                 let mut kv = Vec::with_capacity(keys.len());
                 for k in keys {
-                    match obj.get(k).cloned().or_else(|| self.types.key_default(&refs(fpath), k)) {
+                    match obj
+                        .get(k)
+                        .cloned()
+                        .or_else(|| self.types.key_default(&refs(fpath), k))
+                    {
                         Some(v) => kv.push((k.clone(), v)),
                         None => {
                             return Err(format!(
@@ -1031,8 +1190,12 @@ impl Walker<'_> {
                 Ok(Pe::Key(kv))
             }
             _ => match item {
-                Value::Object(_) => Err("associative list without keys has an element that's a map type".into()),
-                Value::Array(_) => Err("associative list without keys has an element that's a list type".into()),
+                Value::Object(_) => {
+                    Err("associative list without keys has an element that's a map type".into())
+                }
+                Value::Array(_) => {
+                    Err("associative list without keys has an element that's a list type".into())
+                }
                 v => Ok(Pe::Val(v.clone())),
             },
         }
@@ -1040,14 +1203,25 @@ impl Walker<'_> {
 
     /// Element path elements; an element whose key cannot be computed is addressed by index.
     fn item_pes(&self, fpath: &[String], lt: &ListType, items: &[Value]) -> Vec<Pe> {
-        items.iter().enumerate().map(|(i, v)| self.item_pe(fpath, lt, v).unwrap_or(Pe::Index(i))).collect()
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| self.item_pe(fpath, lt, v).unwrap_or(Pe::Index(i)))
+            .collect()
     }
 
     /// ToFieldSet. `strict` reports what structured-merge-diff rejects in an applied configuration.
     fn field_set(&self, v: &Value, strict: bool) -> (Set, Vec<String>) {
         let mut set = Set::default();
         let mut errs = Vec::new();
-        self.fs_walk(v, &mut Vec::new(), &mut Vec::new(), &mut set, &mut errs, strict);
+        self.fs_walk(
+            v,
+            &mut Vec::new(),
+            &mut Vec::new(),
+            &mut set,
+            &mut errs,
+            strict,
+        );
         (set, errs)
     }
 
@@ -1095,7 +1269,11 @@ impl Walker<'_> {
                         Err(_) => Pe::Index(i),
                     };
                     if !seen.insert(pe.clone()) && strict {
-                        errs.push(format!("{}: duplicate entries for key {}", path_string(path), pe.display()));
+                        errs.push(format!(
+                            "{}: duplicate entries for key {}",
+                            path_string(path),
+                            pe.display()
+                        ));
                         continue;
                     }
                     path.push(pe);
@@ -1109,7 +1287,12 @@ impl Walker<'_> {
     }
 
     /// The merge of an applied configuration `r` into `l` (values of `r` win; maps and associative lists merge).
-    fn merge(&self, l: Option<&Value>, r: Option<&Value>, fpath: &mut Vec<String>) -> Option<Value> {
+    fn merge(
+        &self,
+        l: Option<&Value>,
+        r: Option<&Value>,
+        fpath: &mut Vec<String>,
+    ) -> Option<Value> {
         let (l, r) = match (l, r) {
             (None, None) => return None,
             (Some(l), None) => return Some(l.clone()),
@@ -1137,8 +1320,12 @@ impl Walker<'_> {
                 Some(Value::Object(out))
             }
             // A granular map or list meets null: structured-merge-diff reads null as "no items" and keeps live's.
-            (Value::Object(lm), Value::Null) if !lm.is_empty() && !self.map_atomic(fpath) => Some(l.clone()),
-            (Value::Array(la), Value::Null) if !la.is_empty() && self.list_type(fpath) != ListType::Atomic => {
+            (Value::Object(lm), Value::Null) if !lm.is_empty() && !self.map_atomic(fpath) => {
+                Some(l.clone())
+            }
+            (Value::Array(la), Value::Null)
+                if !la.is_empty() && self.list_type(fpath) != ListType::Atomic =>
+            {
                 Some(l.clone())
             }
             (Value::Array(la), Value::Array(ra)) => {
@@ -1154,7 +1341,13 @@ impl Walker<'_> {
 
     /// Associative list merge: the configuration's order wins for its elements, live-only elements keep
     /// their place relative to the shared ones (mergingWalker.visitListItems).
-    fn merge_list(&self, la: &[Value], ra: &[Value], lt: &ListType, fpath: &mut Vec<String>) -> Value {
+    fn merge_list(
+        &self,
+        la: &[Value],
+        ra: &[Value],
+        lt: &ListType,
+        fpath: &mut Vec<String>,
+    ) -> Value {
         let lpes = self.item_pes(fpath, lt, la);
         let rall = self.item_pes(fpath, lt, ra);
         // Duplicated live elements are not merged with the configuration's (observed as None).
@@ -1174,7 +1367,12 @@ impl Walker<'_> {
         let lchild = |pe: &Pe| lobs.get(pe).copied().flatten().and_then(|i| la.get(i));
         let rchild = |pe: &Pe| robs.get(pe).and_then(|&i| ra.get(i));
 
-        let mut shared = rpes.iter().copied().filter(|pe| lobs.contains_key(pe)).collect::<Vec<_>>().into_iter();
+        let mut shared = rpes
+            .iter()
+            .copied()
+            .filter(|pe| lobs.contains_key(pe))
+            .collect::<Vec<_>>()
+            .into_iter();
         let mut next_shared = shared.next();
         let mut merged_rhs: BTreeSet<&Pe> = BTreeSet::new();
         let mut out = Vec::new();
@@ -1229,7 +1427,14 @@ impl Walker<'_> {
     fn compare_root(&self, l: Option<&Value>, r: &Value, create: bool) -> Comparison {
         let mut c = Comparison::default();
         let empty = Value::Object(Map::new());
-        self.compare(Some(l.unwrap_or(&empty)), Some(r), &mut Vec::new(), &mut Vec::new(), create, &mut c);
+        self.compare(
+            Some(l.unwrap_or(&empty)),
+            Some(r),
+            &mut Vec::new(),
+            &mut Vec::new(),
+            create,
+            &mut c,
+        );
         c
     }
 
@@ -1286,8 +1491,14 @@ impl Walker<'_> {
             }
             Self::post(l, r, path, c);
         } else if any_arr && listish(l) && listish(r) {
-            let la = l.and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-            let ra = r.and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+            let la = l
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let ra = r
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
             let lt = self.list_type(fpath);
             if lt == ListType::Atomic || (la.is_empty() && ra.is_empty()) {
                 Self::leaf(l, r, path, c);
@@ -1364,7 +1575,9 @@ impl Walker<'_> {
                         (Value::Array(a), Value::Array(b)) => a.is_empty() && !b.is_empty(),
                         (Value::Object(a), Value::Object(b)) => {
                             a.is_empty()
-                                && b.keys().next().is_some_and(|first| !self.types.is_struct_field(&refs(fpath), first))
+                                && b.keys().next().is_some_and(|first| {
+                                    !self.types.is_struct_field(&refs(fpath), first)
+                                })
                         }
                         _ => false,
                     };
@@ -1409,13 +1622,23 @@ impl Walker<'_> {
         }
         let last_n = self.named(last);
         let pruned = self.remove(merged, &last_n, &mut Vec::new());
-        let all = managed.iter().fold(Set::default(), |acc, e| acc.union(&e.set));
+        let all = managed
+            .iter()
+            .fold(Set::default(), |acc, e| acc.union(&e.set));
         let managed_n = self.named(&all);
         let merged_set = self.named(&self.field_set(merged, false).0);
         let pruned_set = self.named(&self.field_set(&pruned, false).0);
-        let pruned = self.remove(merged, &merged_set.difference(&pruned_set.union(&managed_n)), &mut Vec::new());
+        let pruned = self.remove(
+            merged,
+            &merged_set.difference(&pruned_set.union(&managed_n)),
+            &mut Vec::new(),
+        );
         let pruned_set = self.named(&self.field_set(&pruned, false).0);
-        self.remove(merged, &merged_set.difference(&pruned_set).intersection(&last_n), &mut Vec::new())
+        self.remove(
+            merged,
+            &merged_set.difference(&pruned_set).intersection(&last_n),
+            &mut Vec::new(),
+        )
     }
 
     /// Updater.Apply up to conflict detection; on success the pruned object, with `managed` updated.
@@ -1431,8 +1654,13 @@ impl Walker<'_> {
         subresource: &str,
         force: bool,
     ) -> Result<Value, Vec<Conflict>> {
-        let merged = self.merge(Some(live), Some(config), &mut Vec::new()).unwrap_or_else(|| Value::Object(Map::new()));
-        let me = match managed.iter().position(|e| e.is(manager, true, "", subresource)) {
+        let merged = self
+            .merge(Some(live), Some(config), &mut Vec::new())
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        let me = match managed
+            .iter()
+            .position(|e| e.is(manager, true, "", subresource))
+        {
             Some(i) => i,
             None => {
                 managed.push(Entry {
@@ -1451,7 +1679,14 @@ impl Walker<'_> {
         let pruned = self.prune(&merged, managed, &last);
 
         let mut c = Comparison::default();
-        self.compare(Some(live), Some(&pruned), &mut Vec::new(), &mut Vec::new(), false, &mut c);
+        self.compare(
+            Some(live),
+            Some(&pruned),
+            &mut Vec::new(),
+            &mut Vec::new(),
+            false,
+            &mut c,
+        );
         let changed = c.modified.union(&c.added);
         let mut conflicts: Vec<(usize, Set)> = Vec::new();
         for (i, e) in managed.iter().enumerate() {
@@ -1483,7 +1718,11 @@ impl Walker<'_> {
 
     /// The fields kubectl's client-side apply annotation claims.
     fn last_applied_set(&self, live: &Value) -> Option<Set> {
-        let s = live.get("metadata")?.get("annotations")?.get(LAST_APPLIED)?.as_str()?;
+        let s = live
+            .get("metadata")?
+            .get("annotations")?
+            .get(LAST_APPLIED)?
+            .as_str()?;
         if s.is_empty() {
             return None;
         }
@@ -1540,7 +1779,10 @@ impl Entry {
     fn to_json(&self) -> Value {
         let mut m = Map::new();
         m.insert("manager".into(), Value::String(self.manager.clone()));
-        m.insert("operation".into(), Value::String(if self.applied { "Apply" } else { "Update" }.into()));
+        m.insert(
+            "operation".into(),
+            Value::String(if self.applied { "Apply" } else { "Update" }.into()),
+        );
         m.insert("apiVersion".into(), Value::String(self.api_version.clone()));
         if let Some(t) = &self.time {
             m.insert("time".into(), Value::String(t.clone()));
@@ -1548,7 +1790,10 @@ impl Entry {
         m.insert("fieldsType".into(), Value::String("FieldsV1".into()));
         m.insert("fieldsV1".into(), Value::Object(self.set.to_fields_v1()));
         if !self.subresource.is_empty() {
-            m.insert("subresource".into(), Value::String(self.subresource.clone()));
+            m.insert(
+                "subresource".into(),
+                Value::String(self.subresource.clone()),
+            );
         }
         Value::Object(m)
     }
@@ -1598,7 +1843,9 @@ fn decode_managed(v: Option<&Value>) -> Result<Vec<Entry>, String> {
     };
     let mut out: Vec<Entry> = Vec::new();
     for (i, item) in items.iter().enumerate() {
-        let Value::Object(e) = item else { return Err(format!("managed fields entry {i} must be an object")) };
+        let Value::Object(e) = item else {
+            return Err(format!("managed fields entry {i} must be an object"));
+        };
         let s = |k: &str| -> Result<String, String> {
             match e.get(k) {
                 None | Some(Value::Null) => Ok(String::new()),
@@ -1617,12 +1864,18 @@ fn decode_managed(v: Option<&Value>) -> Result<Vec<Entry>, String> {
         match s("fieldsType")?.as_str() {
             "FieldsV1" => {}
             "" => return Err(format!("missing fieldsType in managed fields entry {i}")),
-            other => return Err(format!("invalid fieldsType {} in managed fields entry {i}", go_quote(other))),
+            other => {
+                return Err(format!(
+                    "invalid fieldsType {} in managed fields entry {i}",
+                    go_quote(other)
+                ));
+            }
         }
         let set = match e.get("fieldsV1") {
             None => Set::default(),
-            Some(f) => Set::from_fields_v1(f)
-                .map_err(|err| format!("error decoding versioned set: error decoding set: {err}"))?,
+            Some(f) => Set::from_fields_v1(f).map_err(|err| {
+                format!("error decoding versioned set: error decoding set: {err}")
+            })?,
         };
         let time = s("time")?;
         let entry = Entry {
@@ -1634,7 +1887,14 @@ fn decode_managed(v: Option<&Value>) -> Result<Vec<Entry>, String> {
             set,
         };
         // Later entries with the same identity replace earlier ones, as in the server's map.
-        out.retain(|o| !o.is(&entry.manager, entry.applied, &entry.api_version, &entry.subresource));
+        out.retain(|o| {
+            !o.is(
+                &entry.manager,
+                entry.applied,
+                &entry.api_version,
+                &entry.subresource,
+            )
+        });
         out.push(entry);
     }
     Ok(out)
@@ -1671,7 +1931,10 @@ fn record_update(
     }
     let mine = taken.difference(&strip_set());
     if !mine.is_empty() {
-        match managed.iter_mut().find(|e| e.is(manager, false, api_version, subresource)) {
+        match managed
+            .iter_mut()
+            .find(|e| e.is(manager, false, api_version, subresource))
+        {
             Some(e) => {
                 e.set = e.set.union(&mine);
                 e.time = Some(now.to_string());
@@ -1693,13 +1956,20 @@ fn record_update(
 fn cap_update_managers(managed: &mut Vec<Entry>) {
     const MAX_UPDATE_MANAGERS: usize = 10;
     const BUCKET: &str = "ancient-changes";
-    let mut updaters: Vec<usize> = (0..managed.len()).filter(|&i| !managed[i].applied).collect();
+    let mut updaters: Vec<usize> = (0..managed.len())
+        .filter(|&i| !managed[i].applied)
+        .collect();
     if updaters.len() <= MAX_UPDATE_MANAGERS {
         return;
     }
     updaters.sort_by_cached_key(|&i| {
         let e = &managed[i];
-        (time_seconds(e.time.as_deref()), e.manager.clone(), e.api_version.clone(), e.subresource.clone())
+        (
+            time_seconds(e.time.as_deref()),
+            e.manager.clone(),
+            e.api_version.clone(),
+            e.subresource.clone(),
+        )
     });
     let mut length = updaters.len();
     let mut removed = BTreeSet::new();
@@ -1707,11 +1977,16 @@ fn cap_update_managers(managed: &mut Vec<Entry>) {
         if length <= MAX_UPDATE_MANAGERS {
             break;
         }
-        let Some(e) = managed.get(i).cloned() else { continue };
+        let Some(e) = managed.get(i).cloned() else {
+            continue;
+        };
         if e.manager == BUCKET && e.subresource.is_empty() {
             continue;
         }
-        match managed.iter().position(|b| b.is(BUCKET, false, &e.api_version, "")) {
+        match managed
+            .iter()
+            .position(|b| b.is(BUCKET, false, &e.api_version, ""))
+        {
             Some(b) => {
                 managed[b].set = managed[b].set.union(&e.set);
                 managed[b].time = e.time.clone();
@@ -1741,10 +2016,20 @@ fn time_seconds(t: Option<&str>) -> i64 {
     fn parse(s: &str) -> Option<i64> {
         let b = s.as_bytes();
         let num = |r: std::ops::Range<usize>| -> Option<i64> { s.get(r)?.parse().ok() };
-        if b.len() < 20 || b.get(4) != Some(&b'-') || b.get(10).map(|c| c.to_ascii_uppercase()) != Some(b'T') {
+        if b.len() < 20
+            || b.get(4) != Some(&b'-')
+            || b.get(10).map(|c| c.to_ascii_uppercase()) != Some(b'T')
+        {
             return None;
         }
-        let (y, mo, d, h, mi, se) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
+        let (y, mo, d, h, mi, se) = (
+            num(0..4)?,
+            num(5..7)?,
+            num(8..10)?,
+            num(11..13)?,
+            num(14..16)?,
+            num(17..19)?,
+        );
         let mut rest = s.get(19..)?;
         if let Some(frac) = rest.strip_prefix('.') {
             rest = frac.trim_start_matches(|c: char| c.is_ascii_digit());
@@ -1786,7 +2071,9 @@ fn set_managed_fields(obj: &mut Value, managed: &[Entry]) {
             .then_with(|| p.api_version.cmp(&q.api_version))
             .then_with(|| p.subresource.cmp(&q.subresource))
     });
-    let Some(root) = obj.as_object_mut() else { return };
+    let Some(root) = obj.as_object_mut() else {
+        return;
+    };
     if entries.is_empty() {
         if let Some(m) = root.get_mut("metadata").and_then(Value::as_object_mut) {
             m.shift_remove("managedFields");
@@ -1794,7 +2081,9 @@ fn set_managed_fields(obj: &mut Value, managed: &[Entry]) {
         return;
     }
     let list = Value::Array(entries.iter().map(|e| e.to_json()).collect());
-    let meta = root.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    let meta = root
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
     if !meta.is_object() {
         *meta = Value::Object(Map::new());
     }
@@ -1805,23 +2094,33 @@ fn set_managed_fields(obj: &mut Value, managed: &[Entry]) {
 
 /// lastAppliedUpdater: kubectl's server-side apply keeps an existing client-side annotation in step.
 fn sync_last_applied(obj: &mut Value, config: &Value) {
-    let has = obj.get("metadata").and_then(|m| m.get("annotations")).and_then(|a| a.get(LAST_APPLIED)).is_some();
+    let has = obj
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| a.get(LAST_APPLIED))
+        .is_some();
     if !has {
         return;
     }
     let mut cfg = config.clone();
-    if let Some(a) = cfg.get_mut("metadata").and_then(|m| m.get_mut("annotations")).and_then(Value::as_object_mut) {
+    if let Some(a) = cfg
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("annotations"))
+        .and_then(Value::as_object_mut)
+    {
         a.shift_remove(LAST_APPLIED);
     }
     let mut text = String::new();
     text.push_str(&crate::gofmt::json(&cfg));
     text.push('\n');
-    if let Some(a) = obj.get_mut("metadata").and_then(|m| m.get_mut("annotations")).and_then(Value::as_object_mut) {
+    if let Some(a) = obj
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("annotations"))
+        .and_then(Value::as_object_mut)
+    {
         a.insert(LAST_APPLIED.into(), Value::String(text));
     }
 }
-
-
 
 /// schema.GroupVersionKind.String of the applied object, as the server's typed-conversion errors print it.
 fn gvk_string(obj: &Value) -> String {
@@ -1865,7 +2164,10 @@ mod tests {
     }
 
     fn entries(obj: &Value) -> Vec<Value> {
-        obj["metadata"]["managedFields"].as_array().cloned().unwrap_or_default()
+        obj["metadata"]["managedFields"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
     }
 
     fn fields(obj: &Value, manager: &str, op: &str) -> Value {
@@ -1876,7 +2178,14 @@ mod tests {
             .unwrap_or(Value::Null)
     }
 
-    fn apply_ok(live: Option<&Value>, cfg: &Value, mgr: &str, force: bool, kind: &str, now: &str) -> Value {
+    fn apply_ok(
+        live: Option<&Value>,
+        cfg: &Value,
+        mgr: &str,
+        force: bool,
+        kind: &str,
+        now: &str,
+    ) -> Value {
         match apply(live, cfg, mgr, force, "", types(kind).as_ref(), now) {
             Ok(v) => v,
             Err(e) => panic!("apply by {mgr} failed: {e}"),
@@ -1894,9 +2203,21 @@ mod tests {
             json!([{"manager": "mgr", "operation": "Apply", "apiVersion": "v1", "time": T0, "fieldsType": "FieldsV1",
                     "fieldsV1": {"f:data": {"f:k": {}}, "f:metadata": {"f:labels": {"f:app": {}}}}}])
         );
-        let keys: Vec<&String> =
-            out["metadata"]["managedFields"][0].as_object().map(|m| m.keys().collect()).unwrap_or_default();
-        assert_eq!(keys, ["manager", "operation", "apiVersion", "time", "fieldsType", "fieldsV1"]);
+        let keys: Vec<&String> = out["metadata"]["managedFields"][0]
+            .as_object()
+            .map(|m| m.keys().collect())
+            .unwrap_or_default();
+        assert_eq!(
+            keys,
+            [
+                "manager",
+                "operation",
+                "apiVersion",
+                "time",
+                "fieldsType",
+                "fieldsV1"
+            ]
+        );
     }
 
     #[test]
@@ -1909,22 +2230,65 @@ mod tests {
 
     #[test]
     fn apply_removes_fields_the_manager_dropped_unless_someone_else_owns_them() {
-        let live = apply_ok(None, &cm("a", json!({"a": "1", "b": "2", "c": "3"})), "one", false, "ConfigMap", T0);
-        let live = apply_ok(Some(&live), &cm("a", json!({"c": "3"})), "two", false, "ConfigMap", T1);
-        let out = apply_ok(Some(&live), &cm("a", json!({"a": "10"})), "one", false, "ConfigMap", T2);
-        assert_eq!(out["data"], json!({"a": "10", "c": "3"}), "b dropped; c still owned by two");
+        let live = apply_ok(
+            None,
+            &cm("a", json!({"a": "1", "b": "2", "c": "3"})),
+            "one",
+            false,
+            "ConfigMap",
+            T0,
+        );
+        let live = apply_ok(
+            Some(&live),
+            &cm("a", json!({"c": "3"})),
+            "two",
+            false,
+            "ConfigMap",
+            T1,
+        );
+        let out = apply_ok(
+            Some(&live),
+            &cm("a", json!({"a": "10"})),
+            "one",
+            false,
+            "ConfigMap",
+            T2,
+        );
+        assert_eq!(
+            out["data"],
+            json!({"a": "10", "c": "3"}),
+            "b dropped; c still owned by two"
+        );
         assert_eq!(fields(&out, "one", "Apply"), json!({"f:data": {"f:a": {}}}));
         assert_eq!(fields(&out, "two", "Apply"), json!({"f:data": {"f:c": {}}}));
     }
 
     #[test]
     fn two_appliers_with_equal_values_share_the_field() {
-        let live = apply_ok(None, &cm("a", json!({"k": "v"})), "one", false, "ConfigMap", T0);
-        let out = apply_ok(Some(&live), &cm("a", json!({"k": "v"})), "two", false, "ConfigMap", T1);
+        let live = apply_ok(
+            None,
+            &cm("a", json!({"k": "v"})),
+            "one",
+            false,
+            "ConfigMap",
+            T0,
+        );
+        let out = apply_ok(
+            Some(&live),
+            &cm("a", json!({"k": "v"})),
+            "two",
+            false,
+            "ConfigMap",
+            T1,
+        );
         assert_eq!(fields(&out, "one", "Apply"), json!({"f:data": {"f:k": {}}}));
         assert_eq!(fields(&out, "two", "Apply"), json!({"f:data": {"f:k": {}}}));
         // Nothing changed, so the new applier's entry carries no time (managedFieldsUpdater).
-        assert!(entries(&out).iter().any(|e| e["manager"] == "two" && e.get("time").is_none()));
+        assert!(
+            entries(&out)
+                .iter()
+                .any(|e| e["manager"] == "two" && e.get("time").is_none())
+        );
     }
 
     #[test]
@@ -1941,8 +2305,18 @@ mod tests {
             fields(&created, "kubectl-client-side-apply", "Update"),
             json!({"f:data": {".": {}, "f:j": {}, "f:k": {}}})
         );
-        let err = apply(Some(&created), &cm("a", json!({"k": "x"})), "mgr", false, "", types("ConfigMap").as_ref(), T1);
-        let Err(err) = err else { panic!("expected a conflict") };
+        let err = apply(
+            Some(&created),
+            &cm("a", json!({"k": "x"})),
+            "mgr",
+            false,
+            "",
+            types("ConfigMap").as_ref(),
+            T1,
+        );
+        let Err(err) = err else {
+            panic!("expected a conflict")
+        };
         assert_eq!(
             err.to_string(),
             r#"Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using v1: .data.k"#
@@ -1962,27 +2336,75 @@ mod tests {
             err.to_string(),
             "Apply failed with 2 conflicts: conflicts with \"kubectl-client-side-apply\" using v1:\n- .data.j\n- .data.k"
         );
-        let ApplyError::Conflicts(cs) = err else { panic!("conflicts") };
-        assert_eq!(cs[0].manager_description(), r#""kubectl-client-side-apply" using v1"#);
+        let ApplyError::Conflicts(cs) = err else {
+            panic!("conflicts")
+        };
+        assert_eq!(
+            cs[0].manager_description(),
+            r#""kubectl-client-side-apply" using v1"#
+        );
         // An Apply manager prints without a version.
-        let applied = apply_ok(None, &cm("b", json!({"k": "1"})), "one", false, "ConfigMap", T0);
-        let Err(err) =
-            apply(Some(&applied), &cm("b", json!({"k": "2"})), "two", false, "", types("ConfigMap").as_ref(), T1)
-        else {
+        let applied = apply_ok(
+            None,
+            &cm("b", json!({"k": "1"})),
+            "one",
+            false,
+            "ConfigMap",
+            T0,
+        );
+        let Err(err) = apply(
+            Some(&applied),
+            &cm("b", json!({"k": "2"})),
+            "two",
+            false,
+            "",
+            types("ConfigMap").as_ref(),
+            T1,
+        ) else {
             panic!("conflict")
         };
-        assert_eq!(err.to_string(), r#"Apply failed with 1 conflict: conflict with "one": .data.k"#);
+        assert_eq!(
+            err.to_string(),
+            r#"Apply failed with 1 conflict: conflict with "one": .data.k"#
+        );
     }
 
     #[test]
     fn force_takes_ownership() {
-        let live = apply_ok(None, &cm("a", json!({"a": "1", "b": "1"})), "mgr-a", false, "ConfigMap", T0);
-        let out = apply_ok(Some(&live), &cm("a", json!({"a": "3"})), "mgr-b", true, "ConfigMap", T1);
+        let live = apply_ok(
+            None,
+            &cm("a", json!({"a": "1", "b": "1"})),
+            "mgr-a",
+            false,
+            "ConfigMap",
+            T0,
+        );
+        let out = apply_ok(
+            Some(&live),
+            &cm("a", json!({"a": "3"})),
+            "mgr-b",
+            true,
+            "ConfigMap",
+            T1,
+        );
         assert_eq!(out["data"], json!({"a": "3", "b": "1"}));
-        assert_eq!(fields(&out, "mgr-a", "Apply"), json!({"f:data": {"f:b": {}}}));
-        assert_eq!(fields(&out, "mgr-b", "Apply"), json!({"f:data": {"f:a": {}}}));
+        assert_eq!(
+            fields(&out, "mgr-a", "Apply"),
+            json!({"f:data": {"f:b": {}}})
+        );
+        assert_eq!(
+            fields(&out, "mgr-b", "Apply"),
+            json!({"f:data": {"f:a": {}}})
+        );
         // mgr-a no longer claims a: applying without it neither conflicts nor removes it.
-        let again = apply_ok(Some(&out), &cm("a", json!({"b": "1"})), "mgr-a", false, "ConfigMap", T2);
+        let again = apply_ok(
+            Some(&out),
+            &cm("a", json!({"b": "1"})),
+            "mgr-a",
+            false,
+            "ConfigMap",
+            T2,
+        );
         assert_eq!(again["data"], json!({"a": "3", "b": "1"}));
     }
 
@@ -2001,8 +2423,14 @@ mod tests {
             "Deployment",
             T0,
         );
-        let out =
-            apply_ok(Some(&live), &deploy(json!([{"name": "side", "image": "s:1"}])), "two", false, "Deployment", T1);
+        let out = apply_ok(
+            Some(&live),
+            &deploy(json!([{"name": "side", "image": "s:1"}])),
+            "two",
+            false,
+            "Deployment",
+            T1,
+        );
         let names: Vec<&str> = out["spec"]["template"]["spec"]["containers"]
             .as_array()
             .map(|cs| cs.iter().filter_map(|c| c["name"].as_str()).collect())
@@ -2035,8 +2463,18 @@ mod tests {
             r#"Apply failed with 1 conflict: conflict with "one": .spec.template.spec.containers[name="app"].image"#
         );
         // one dropping its container removes it; two's stays.
-        let out = apply_ok(Some(&out), &deploy(json!([])), "one", false, "Deployment", T2);
-        assert_eq!(out["spec"]["template"]["spec"]["containers"], json!([{"name": "side", "image": "s:1"}]));
+        let out = apply_ok(
+            Some(&out),
+            &deploy(json!([])),
+            "one",
+            false,
+            "Deployment",
+            T2,
+        );
+        assert_eq!(
+            out["spec"]["template"]["spec"]["containers"],
+            json!([{"name": "side", "image": "s:1"}])
+        );
     }
 
     #[test]
@@ -2056,9 +2494,15 @@ mod tests {
             err.to_string(),
             r#"failed to create typed patch object (apps/v1, Kind=Deployment): .spec.template.spec.containers: duplicate entries for key [name="a"]"#
         );
-        let Err(ApplyError::Invalid(_)) =
-            apply(None, &deploy(json!([{"image": "x"}])), "m", false, "", types("Deployment").as_ref(), T0)
-        else {
+        let Err(ApplyError::Invalid(_)) = apply(
+            None,
+            &deploy(json!([{"image": "x"}])),
+            "m",
+            false,
+            "",
+            types("Deployment").as_ref(),
+            T0,
+        ) else {
             panic!("missing key is invalid")
         };
     }
@@ -2088,16 +2532,47 @@ mod tests {
 
     #[test]
     fn update_after_apply_moves_ownership() {
-        let live = apply_ok(None, &cm("a", json!({"k": "v", "j": "w"})), "kubectl", false, "ConfigMap", T0);
+        let live = apply_ok(
+            None,
+            &cm("a", json!({"k": "v", "j": "w"})),
+            "kubectl",
+            false,
+            "ConfigMap",
+            T0,
+        );
         let mut edited = live.clone();
         edited["data"]["k"] = json!("changed");
         edited["data"]["n"] = json!("new");
-        let out = update(Some(&live), &edited, "kubectl-edit", "", types("ConfigMap").as_ref(), T1);
-        assert_eq!(fields(&out, "kubectl", "Apply"), json!({"f:data": {"f:j": {}}}));
-        assert_eq!(fields(&out, "kubectl-edit", "Update"), json!({"f:data": {"f:k": {}, "f:n": {}}}));
-        assert_eq!(entries(&out)[0]["manager"], "kubectl", "Apply entries sort first");
+        let out = update(
+            Some(&live),
+            &edited,
+            "kubectl-edit",
+            "",
+            types("ConfigMap").as_ref(),
+            T1,
+        );
+        assert_eq!(
+            fields(&out, "kubectl", "Apply"),
+            json!({"f:data": {"f:j": {}}})
+        );
+        assert_eq!(
+            fields(&out, "kubectl-edit", "Update"),
+            json!({"f:data": {"f:k": {}, "f:n": {}}})
+        );
+        assert_eq!(
+            entries(&out)[0]["manager"],
+            "kubectl",
+            "Apply entries sort first"
+        );
         // An update that changes nothing leaves managedFields alone.
-        let same = update(Some(&out), &out, "other", "", types("ConfigMap").as_ref(), T2);
+        let same = update(
+            Some(&out),
+            &out,
+            "other",
+            "",
+            types("ConfigMap").as_ref(),
+            T2,
+        );
         assert_eq!(same, out);
     }
 
@@ -2134,11 +2609,22 @@ mod tests {
         let live = apply_ok(None, &pod, "me", false, "Pod", T0);
         let status = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
                             "status": {"conditions": [{"type": "Ready", "status": "True"}]}});
-        let out = match apply(Some(&live), &status, "kubelet", false, "status", types("Pod").as_ref(), T1) {
+        let out = match apply(
+            Some(&live),
+            &status,
+            "kubelet",
+            false,
+            "status",
+            types("Pod").as_ref(),
+            T1,
+        ) {
             Ok(v) => v,
             Err(e) => panic!("{e}"),
         };
-        let entry = entries(&out).into_iter().find(|e| e["manager"] == "kubelet").unwrap_or_default();
+        let entry = entries(&out)
+            .into_iter()
+            .find(|e| e["manager"] == "kubelet")
+            .unwrap_or_default();
         assert_eq!(entry["subresource"], "status");
         assert_eq!(
             entry["fieldsV1"],
@@ -2146,7 +2632,14 @@ mod tests {
         );
         let mut changed = out.clone();
         changed["status"]["phase"] = json!("Running");
-        let out2 = update(Some(&out), &changed, "kubelet", "status", types("Pod").as_ref(), T2);
+        let out2 = update(
+            Some(&out),
+            &changed,
+            "kubelet",
+            "status",
+            types("Pod").as_ref(),
+            T2,
+        );
         let e = entries(&out2)
             .into_iter()
             .find(|e| e["manager"] == "kubelet" && e["operation"] == "Update")
@@ -2158,7 +2651,15 @@ mod tests {
         // Status conflicts name the subresource.
         let mut other = status.clone();
         other["status"]["phase"] = json!("Failed");
-        let Err(err) = apply(Some(&out2), &other, "x", false, "status", types("Pod").as_ref(), T2) else {
+        let Err(err) = apply(
+            Some(&out2),
+            &other,
+            "x",
+            false,
+            "status",
+            types("Pod").as_ref(),
+            T2,
+        ) else {
             panic!("conflict")
         };
         assert_eq!(
@@ -2169,24 +2670,59 @@ mod tests {
 
     #[test]
     fn client_sent_managed_fields_are_kept_and_reset_clears_them() {
-        let live = apply_ok(None, &cm("a", json!({"k": "v"})), "one", false, "ConfigMap", T0);
+        let live = apply_ok(
+            None,
+            &cm("a", json!({"k": "v"})),
+            "one",
+            false,
+            "ConfigMap",
+            T0,
+        );
         let mut live = live;
         live["metadata"]["uid"] = json!("u");
         let mut rewritten = live.clone();
         rewritten["metadata"]["managedFields"][0]["manager"] = json!("renamed");
-        let out = update(Some(&live), &rewritten, "x", "", types("ConfigMap").as_ref(), T1);
+        let out = update(
+            Some(&live),
+            &rewritten,
+            "x",
+            "",
+            types("ConfigMap").as_ref(),
+            T1,
+        );
         assert_eq!(entries(&out)[0]["manager"], "renamed");
         let mut reset = live.clone();
         reset["metadata"]["managedFields"] = json!([{}]);
-        let out = update(Some(&live), &reset, "x", "", types("ConfigMap").as_ref(), T1);
+        let out = update(
+            Some(&live),
+            &reset,
+            "x",
+            "",
+            types("ConfigMap").as_ref(),
+            T1,
+        );
         assert!(out["metadata"].get("managedFields").is_none(), "{out}");
         // Untracked objects stay untracked on update, and an apply attributes what exists to before-first-apply.
         let mut edited = out.clone();
         edited["data"]["k"] = json!("w");
-        let out = update(Some(&out), &edited, "x", "", types("ConfigMap").as_ref(), T1);
+        let out = update(
+            Some(&out),
+            &edited,
+            "x",
+            "",
+            types("ConfigMap").as_ref(),
+            T1,
+        );
         assert!(out["metadata"].get("managedFields").is_none());
-        let Err(err) = apply(Some(&out), &cm("a", json!({"k": "z"})), "m", false, "", types("ConfigMap").as_ref(), T2)
-        else {
+        let Err(err) = apply(
+            Some(&out),
+            &cm("a", json!({"k": "z"})),
+            "m",
+            false,
+            "",
+            types("ConfigMap").as_ref(),
+            T2,
+        ) else {
             panic!("conflict")
         };
         assert_eq!(
@@ -2199,16 +2735,38 @@ mod tests {
     fn kubectl_upgrades_from_client_side_apply_without_conflicts() {
         let mut obj = cm("a", json!({"k": "v"}));
         obj["metadata"]["annotations"] = json!({LAST_APPLIED: "{\"apiVersion\":\"v1\",\"data\":{\"k\":\"v\"},\"kind\":\"ConfigMap\",\"metadata\":{\"annotations\":{},\"name\":\"a\"}}\n"});
-        let live = update(None, &obj, "kubectl-client-side-apply", "", types("ConfigMap").as_ref(), T0);
-        let out = apply_ok(Some(&live), &cm("a", json!({"k": "new"})), "kubectl", false, "ConfigMap", T1);
+        let live = update(
+            None,
+            &obj,
+            "kubectl-client-side-apply",
+            "",
+            types("ConfigMap").as_ref(),
+            T0,
+        );
+        let out = apply_ok(
+            Some(&live),
+            &cm("a", json!({"k": "new"})),
+            "kubectl",
+            false,
+            "ConfigMap",
+            T1,
+        );
         assert_eq!(out["data"]["k"], "new");
         assert_eq!(
             out["metadata"]["annotations"][LAST_APPLIED],
             "{\"apiVersion\":\"v1\",\"data\":{\"k\":\"new\"},\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}\n"
         );
         assert!(
-            apply(Some(&live), &cm("a", json!({"k": "new"})), "other", false, "", types("ConfigMap").as_ref(), T1)
-                .is_err()
+            apply(
+                Some(&live),
+                &cm("a", json!({"k": "new"})),
+                "other",
+                false,
+                "",
+                types("ConfigMap").as_ref(),
+                T1
+            )
+            .is_err()
         );
     }
 
@@ -2230,7 +2788,10 @@ mod tests {
             "sel": {"type": "object", "x-kubernetes-map-type": "atomic"},
             "free": {"type": "object", "additionalProperties": {"type": "object", "properties": {"x": {"type": "integer"}}}}}}}});
         let t = SchemaFieldTypes::from_schema(&schema);
-        assert_eq!(t.list_type(&["spec", "items"]), ListType::Map(vec!["name".into()]));
+        assert_eq!(
+            t.list_type(&["spec", "items"]),
+            ListType::Map(vec!["name".into()])
+        );
         assert_eq!(t.list_type(&["spec", "items", "tags"]), ListType::Set);
         assert_eq!(t.list_type(&["spec", "other"]), ListType::Atomic);
         assert!(t.map_atomic(&["spec", "sel"]));
@@ -2251,7 +2812,10 @@ mod tests {
 
     #[test]
     fn default_manager_is_the_user_agent_prefix() {
-        assert_eq!(default_manager("kubectl/v1.32.5 (linux/amd64) kubernetes/9894294"), "kubectl");
+        assert_eq!(
+            default_manager("kubectl/v1.32.5 (linux/amd64) kubernetes/9894294"),
+            "kubectl"
+        );
         assert_eq!(default_manager("kubectl.exe/v1.32.5"), "kubectl.exe");
         assert_eq!(default_manager(""), "unknown");
         assert_eq!(default_manager("a\u{1}b/x"), "ab");
@@ -2260,8 +2824,14 @@ mod tests {
 
     #[test]
     fn update_managers_are_capped_at_ten() {
-        let mut obj =
-            update(None, &cm("a", json!({"k0": "v"})), "m0", "", types("ConfigMap").as_ref(), "2024-01-01T00:00:00Z");
+        let mut obj = update(
+            None,
+            &cm("a", json!({"k0": "v"})),
+            "m0",
+            "",
+            types("ConfigMap").as_ref(),
+            "2024-01-01T00:00:00Z",
+        );
         for i in 1..12 {
             let mut next = obj.clone();
             next["data"][format!("k{i}")] = json!("v");
@@ -2284,12 +2854,31 @@ mod tests {
         for depth in [MAX_DEPTH - 2, MAX_DEPTH + 5] {
             let mut v = json!("leaf");
             for i in 0..depth {
-                v = if i % 2 == 0 { json!([v]) } else { json!({"spec": v}) };
+                v = if i % 2 == 0 {
+                    json!([v])
+                } else {
+                    json!({"spec": v})
+                };
             }
             let obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "spec": v});
             let created = update(None, &obj, "m", "", types("ConfigMap").as_ref(), T0);
-            let _ = update(Some(&created), &obj, "n", "", types("ConfigMap").as_ref(), T1);
-            let _ = apply(Some(&created), &obj, "m", false, "", types("ConfigMap").as_ref(), T1);
+            let _ = update(
+                Some(&created),
+                &obj,
+                "n",
+                "",
+                types("ConfigMap").as_ref(),
+                T1,
+            );
+            let _ = apply(
+                Some(&created),
+                &obj,
+                "m",
+                false,
+                "",
+                types("ConfigMap").as_ref(),
+                T1,
+            );
         }
     }
 
@@ -2302,7 +2891,8 @@ mod tests {
                 Just(Value::Null),
                 any::<bool>().prop_map(Value::Bool),
                 (-3i64..300).prop_map(|n| json!(n)),
-                prop_oneof![Just("a"), Just("b"), Just("name"), Just("TCP"), Just("")].prop_map(|s| json!(s)),
+                prop_oneof![Just("a"), Just("b"), Just("name"), Just("TCP"), Just("")]
+                    .prop_map(|s| json!(s)),
             ];
             leaf.prop_recursive(4, 40, 5, |inner| {
                 prop_oneof![
@@ -2331,7 +2921,9 @@ mod tests {
                         ),
                         0..4
                     )
-                    .prop_map(|kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
+                    .prop_map(|kv| Value::Object(
+                        kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+                    )),
                 ]
             })
         }
@@ -2347,10 +2939,19 @@ mod tests {
                 prop_oneof![Just("a"), Just("b"), Just("c")],
                 prop::option::of(prop_oneof![Just("img:1"), Just("img:2")]),
                 prop::collection::vec(
-                    (prop_oneof![Just(80), Just(81)], prop::option::of(prop_oneof![Just("TCP"), Just("UDP")])),
+                    (
+                        prop_oneof![Just(80), Just(81)],
+                        prop::option::of(prop_oneof![Just("TCP"), Just("UDP")]),
+                    ),
                     0..3,
                 ),
-                prop::collection::vec((prop_oneof![Just("X"), Just("Y")], prop_oneof![Just("1"), Just("2")]), 0..3),
+                prop::collection::vec(
+                    (
+                        prop_oneof![Just("X"), Just("Y")],
+                        prop_oneof![Just("1"), Just("2")],
+                    ),
+                    0..3,
+                ),
             )
                 .prop_map(|(name, image, ports, env)| {
                     let mut c = json!({"name": name});
@@ -2369,7 +2970,11 @@ mod tests {
                         );
                     }
                     if !env.is_empty() {
-                        c["env"] = Value::Array(env.into_iter().map(|(n, v)| json!({"name": n, "value": v})).collect());
+                        c["env"] = Value::Array(
+                            env.into_iter()
+                                .map(|(n, v)| json!({"name": n, "value": v}))
+                                .collect(),
+                        );
                     }
                     c
                 })
@@ -2404,7 +3009,9 @@ mod tests {
         /// Every scalar the configuration sets, with its path, for checking that applied values win.
         fn leaves(v: &Value, prefix: String, out: &mut Vec<(String, Value)>) {
             match v {
-                Value::Object(m) => m.iter().for_each(|(k, c)| leaves(c, format!("{prefix}/{k}"), out)),
+                Value::Object(m) => m
+                    .iter()
+                    .for_each(|(k, c)| leaves(c, format!("{prefix}/{k}"), out)),
                 Value::Array(_) => {}
                 _ => out.push((prefix, v.clone())),
             }

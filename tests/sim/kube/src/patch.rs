@@ -19,8 +19,8 @@
 
 use std::fmt;
 
-use serde_json::{Map, Value};
 use crate::gofmt::{float as go_float, quote as go_quote};
+use serde_json::{Map, Value};
 
 /// The message `NewGenericServerResponse(422, ...)` puts in the Status. The
 /// apiserver wraps every JSON patch apply failure (and a few strategic merge
@@ -1914,7 +1914,6 @@ fn json_kind(v: &Value) -> &'static str {
     }
 }
 
-
 fn err_no_merge_key(m: &Map<String, Value>, key: &str) -> PatchError {
     PatchError::internal(format!(
         "map: {} does not contain declared merge key: {key}",
@@ -2014,7 +2013,6 @@ fn write_go_map(out: &mut String, m: &Map<String, Value>, verb: GoVerb, depth: u
     }
     out.push(']');
 }
-
 
 /// Go's `sort.SliceStable` (insertion sort on blocks of 20, then SymMerge).
 /// Reproducing the exact algorithm matters because the strategic merge patch

@@ -43,16 +43,27 @@ pub enum Source {
 
 impl ResourceType {
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
     }
 
     /// `configmaps` or `widgets.example.com`, as used in error messages.
     pub fn group_resource(&self) -> String {
-        if self.group.is_empty() { self.plural.clone() } else { format!("{}.{}", self.plural, self.group) }
+        if self.group.is_empty() {
+            self.plural.clone()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
     }
 
     pub fn storage_key(&self) -> StorageKey {
-        StorageKey { group: self.group.clone(), resource: self.plural.clone() }
+        StorageKey {
+            group: self.group.clone(),
+            resource: self.plural.clone(),
+        }
     }
 
     pub fn is_crd(&self) -> bool {
@@ -67,7 +78,16 @@ pub struct StorageKey {
     pub resource: String,
 }
 
-const ALL_VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const ALL_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 struct Builtin {
     group: &'static str,
@@ -92,52 +112,308 @@ const fn b(
     status: bool,
     generation: bool,
 ) -> Builtin {
-    Builtin { group, version, kind, plural, short, namespaced, status, generation, categories: &[] }
+    Builtin {
+        group,
+        version,
+        kind,
+        plural,
+        short,
+        namespaced,
+        status,
+        generation,
+        categories: &[],
+    }
 }
 
 /// Short names, scope and subresources as kube-apiserver 1.32 registers them.
 const BUILTINS: &[Builtin] = &[
-    b("", "v1", "Namespace", "namespaces", &["ns"], false, true, false),
+    b(
+        "",
+        "v1",
+        "Namespace",
+        "namespaces",
+        &["ns"],
+        false,
+        true,
+        false,
+    ),
     b("", "v1", "Secret", "secrets", &[], true, false, false),
-    b("", "v1", "ConfigMap", "configmaps", &["cm"], true, false, false),
-    b("", "v1", "ServiceAccount", "serviceaccounts", &["sa"], true, false, false),
+    b(
+        "",
+        "v1",
+        "ConfigMap",
+        "configmaps",
+        &["cm"],
+        true,
+        false,
+        false,
+    ),
+    b(
+        "",
+        "v1",
+        "ServiceAccount",
+        "serviceaccounts",
+        &["sa"],
+        true,
+        false,
+        false,
+    ),
     b("", "v1", "Event", "events", &["ev"], true, false, false),
     b("", "v1", "Service", "services", &["svc"], true, true, false),
     b("", "v1", "Pod", "pods", &["po"], true, true, false),
-    b("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", &["pvc"], true, true, false),
-    b("", "v1", "Endpoints", "endpoints", &["ep"], true, false, false),
+    b(
+        "",
+        "v1",
+        "PersistentVolumeClaim",
+        "persistentvolumeclaims",
+        &["pvc"],
+        true,
+        true,
+        false,
+    ),
+    b(
+        "",
+        "v1",
+        "Endpoints",
+        "endpoints",
+        &["ep"],
+        true,
+        false,
+        false,
+    ),
     b("", "v1", "Node", "nodes", &["no"], false, true, false),
-    b("events.k8s.io", "v1", "Event", "events", &["ev"], true, false, false),
-    b("coordination.k8s.io", "v1", "Lease", "leases", &[], true, false, false),
-    b("rbac.authorization.k8s.io", "v1", "Role", "roles", &[], true, false, false),
-    b("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", &[], false, false, false),
-    b("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", &[], true, false, false),
-    b("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", &[], false, false, false),
-    b("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", &["crd", "crds"], false, true, true),
-    b("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", &[], false, false, true),
-    b("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", &[], false, false, true),
-    b("apps", "v1", "Deployment", "deployments", &["deploy"], true, true, true),
-    b("apps", "v1", "StatefulSet", "statefulsets", &["sts"], true, true, true),
-    b("apps", "v1", "DaemonSet", "daemonsets", &["ds"], true, true, true),
-    b("apps", "v1", "ReplicaSet", "replicasets", &["rs"], true, true, true),
+    b(
+        "events.k8s.io",
+        "v1",
+        "Event",
+        "events",
+        &["ev"],
+        true,
+        false,
+        false,
+    ),
+    b(
+        "coordination.k8s.io",
+        "v1",
+        "Lease",
+        "leases",
+        &[],
+        true,
+        false,
+        false,
+    ),
+    b(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "Role",
+        "roles",
+        &[],
+        true,
+        false,
+        false,
+    ),
+    b(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRole",
+        "clusterroles",
+        &[],
+        false,
+        false,
+        false,
+    ),
+    b(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "RoleBinding",
+        "rolebindings",
+        &[],
+        true,
+        false,
+        false,
+    ),
+    b(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        &[],
+        false,
+        false,
+        false,
+    ),
+    b(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        &["crd", "crds"],
+        false,
+        true,
+        true,
+    ),
+    b(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+        &[],
+        false,
+        false,
+        true,
+    ),
+    b(
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        &[],
+        false,
+        false,
+        true,
+    ),
+    b(
+        "apps",
+        "v1",
+        "Deployment",
+        "deployments",
+        &["deploy"],
+        true,
+        true,
+        true,
+    ),
+    b(
+        "apps",
+        "v1",
+        "StatefulSet",
+        "statefulsets",
+        &["sts"],
+        true,
+        true,
+        true,
+    ),
+    b(
+        "apps",
+        "v1",
+        "DaemonSet",
+        "daemonsets",
+        &["ds"],
+        true,
+        true,
+        true,
+    ),
+    b(
+        "apps",
+        "v1",
+        "ReplicaSet",
+        "replicasets",
+        &["rs"],
+        true,
+        true,
+        true,
+    ),
     b("batch", "v1", "Job", "jobs", &[], true, true, true),
-    b("batch", "v1", "CronJob", "cronjobs", &["cj"], true, true, true),
-    b("networking.k8s.io", "v1", "Ingress", "ingresses", &["ing"], true, true, true),
-    b("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", &["netpol"], true, false, true),
-    b("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", &["pdb"], true, true, true),
-    b("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", &["hpa"], true, true, false),
+    b(
+        "batch",
+        "v1",
+        "CronJob",
+        "cronjobs",
+        &["cj"],
+        true,
+        true,
+        true,
+    ),
+    b(
+        "networking.k8s.io",
+        "v1",
+        "Ingress",
+        "ingresses",
+        &["ing"],
+        true,
+        true,
+        true,
+    ),
+    b(
+        "networking.k8s.io",
+        "v1",
+        "NetworkPolicy",
+        "networkpolicies",
+        &["netpol"],
+        true,
+        false,
+        true,
+    ),
+    b(
+        "policy",
+        "v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        &["pdb"],
+        true,
+        true,
+        true,
+    ),
+    b(
+        "autoscaling",
+        "v2",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        &["hpa"],
+        true,
+        true,
+        false,
+    ),
 ];
 
 /// The kinds `kubectl get all` shows, as the real server puts them in category `all`.
-const CATEGORY_ALL: &[&str] = &["pods", "services", "deployments", "statefulsets", "daemonsets", "replicasets", "jobs", "cronjobs"];
+const CATEGORY_ALL: &[&str] = &[
+    "pods",
+    "services",
+    "deployments",
+    "statefulsets",
+    "daemonsets",
+    "replicasets",
+    "jobs",
+    "cronjobs",
+];
 
 /// Review resources: POST-only, answered from the caller's identity, never stored.
 const VIRTUAL: &[(&str, &str, &str, &str, bool)] = &[
-    ("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", false),
-    ("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews", false),
-    ("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", false),
-    ("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", false),
-    ("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", false),
+    (
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        false,
+    ),
+    (
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+        false,
+    ),
+    (
+        "authorization.k8s.io",
+        "v1",
+        "SubjectAccessReview",
+        "subjectaccessreviews",
+        false,
+    ),
+    (
+        "authentication.k8s.io",
+        "v1",
+        "SelfSubjectReview",
+        "selfsubjectreviews",
+        false,
+    ),
+    (
+        "authentication.k8s.io",
+        "v1",
+        "TokenReview",
+        "tokenreviews",
+        false,
+    ),
 ];
 
 fn builtin_types() -> Vec<ResourceType> {
@@ -169,7 +445,9 @@ fn builtin_types() -> Vec<ResourceType> {
         .collect();
     // Namespaces cannot be deleted as a collection on the real server.
     if let Some(ns) = out.iter_mut().find(|t| t.plural == "namespaces") {
-        ns.verbs = vec!["create", "delete", "get", "list", "patch", "update", "watch"];
+        ns.verbs = vec![
+            "create", "delete", "get", "list", "patch", "update", "watch",
+        ];
     }
     for (group, version, kind, plural, namespaced) in VIRTUAL {
         out.push(ResourceType {
@@ -213,16 +491,27 @@ impl Default for Registry {
 
 impl Registry {
     pub fn new() -> Self {
-        let mut r = Registry { types: BTreeMap::new(), preferred: BTreeMap::new(), crd_names: BTreeMap::new() };
+        let mut r = Registry {
+            types: BTreeMap::new(),
+            preferred: BTreeMap::new(),
+            crd_names: BTreeMap::new(),
+        };
         for t in builtin_types() {
-            r.preferred.entry(t.group.clone()).or_insert_with(|| t.version.clone());
-            r.types.insert((t.group.clone(), t.version.clone(), t.plural.clone()), Arc::new(t));
+            r.preferred
+                .entry(t.group.clone())
+                .or_insert_with(|| t.version.clone());
+            r.types.insert(
+                (t.group.clone(), t.version.clone(), t.plural.clone()),
+                Arc::new(t),
+            );
         }
         r
     }
 
     pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceType>> {
-        self.types.get(&(group.to_string(), version.to_string(), plural.to_string())).cloned()
+        self.types
+            .get(&(group.to_string(), version.to_string(), plural.to_string()))
+            .cloned()
     }
 
     /// Finds the type for an object's apiVersion and kind (used by apply-yaml, webhooks and GC).
@@ -230,7 +519,12 @@ impl Registry {
         let (group, version) = split_api_version(api_version);
         self.types
             .values()
-            .find(|t| t.group == group && t.version == version && t.kind == kind && t.source != Source::Virtual)
+            .find(|t| {
+                t.group == group
+                    && t.version == version
+                    && t.kind == kind
+                    && t.source != Source::Virtual
+            })
             .cloned()
     }
 
@@ -243,7 +537,11 @@ impl Registry {
         let mut builtin: Vec<String> = Vec::new();
         let mut custom: Vec<String> = Vec::new();
         for t in self.types.values() {
-            let list = if t.source == Source::CustomResource { &mut custom } else { &mut builtin };
+            let list = if t.source == Source::CustomResource {
+                &mut custom
+            } else {
+                &mut builtin
+            };
             if !list.contains(&t.group) {
                 list.push(t.group.clone());
             }
@@ -270,7 +568,11 @@ impl Registry {
     }
 
     pub fn types_in(&self, group: &str, version: &str) -> Vec<Arc<ResourceType>> {
-        self.types.values().filter(|t| t.group == group && t.version == version).cloned().collect()
+        self.types
+            .values()
+            .filter(|t| t.group == group && t.version == version)
+            .cloned()
+            .collect()
     }
 
     /// The CRD that defines a storage key, if it is a custom resource.
@@ -301,18 +603,32 @@ impl Registry {
     pub fn rebuild_custom<'a>(&mut self, crds: impl Iterator<Item = &'a Value>) {
         self.types.retain(|_, t| t.source != Source::CustomResource);
         self.crd_names.clear();
-        self.preferred.retain(|g, _| BUILTINS.iter().any(|b| b.group == g) || VIRTUAL.iter().any(|v| v.0 == g));
+        self.preferred.retain(|g, _| {
+            BUILTINS.iter().any(|b| b.group == g) || VIRTUAL.iter().any(|v| v.0 == g)
+        });
         for crd in crds {
             // A CRD being deleted keeps serving until its instances are cleaned up, as the real server does.
             for t in custom_types(crd) {
                 // Built-in resources always win over a CRD that claims the same group and plural.
                 let key = (t.group.clone(), t.version.clone(), t.plural.clone());
-                if self.types.get(&key).is_some_and(|existing| existing.source != Source::CustomResource) {
+                if self
+                    .types
+                    .get(&key)
+                    .is_some_and(|existing| existing.source != Source::CustomResource)
+                {
                     continue;
                 }
-                self.preferred.entry(t.group.clone()).or_insert_with(|| t.version.clone());
-                self.crd_names.insert(t.storage_key(), crd["metadata"]["name"].as_str().unwrap_or_default().into());
-                self.types.insert((t.group.clone(), t.version.clone(), t.plural.clone()), Arc::new(t));
+                self.preferred
+                    .entry(t.group.clone())
+                    .or_insert_with(|| t.version.clone());
+                self.crd_names.insert(
+                    t.storage_key(),
+                    crd["metadata"]["name"].as_str().unwrap_or_default().into(),
+                );
+                self.types.insert(
+                    (t.group.clone(), t.version.clone(), t.plural.clone()),
+                    Arc::new(t),
+                );
             }
         }
     }
@@ -325,19 +641,29 @@ pub fn custom_types(crd: &Value) -> Vec<ResourceType> {
 
 /// The CRD's storage version as a type, served or not (for cleaning up its objects).
 pub fn storage_type_of(crd: &Value) -> Option<ResourceType> {
-    crd_versions(crd, false).into_iter().find(|t| t.version == t.storage_version)
+    crd_versions(crd, false)
+        .into_iter()
+        .find(|t| t.version == t.storage_version)
 }
 
 fn crd_versions(crd: &Value, served_only: bool) -> Vec<ResourceType> {
     let spec = &crd["spec"];
     let names = &spec["names"];
-    let (Some(group), Some(plural), Some(kind)) =
-        (spec["group"].as_str(), names["plural"].as_str(), names["kind"].as_str())
-    else {
+    let (Some(group), Some(plural), Some(kind)) = (
+        spec["group"].as_str(),
+        names["plural"].as_str(),
+        names["kind"].as_str(),
+    ) else {
         return Vec::new();
     };
     let strings = |v: &Value| -> Vec<String> {
-        v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect()).unwrap_or_default()
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
     };
     let versions = spec["versions"].as_array().cloned().unwrap_or_default();
     let storage_version = versions
@@ -356,9 +682,15 @@ fn crd_versions(crd: &Value, served_only: bool) -> Vec<ResourceType> {
                 group: group.into(),
                 version: version.into(),
                 kind: kind.into(),
-                list_kind: names["listKind"].as_str().map(String::from).unwrap_or_else(|| format!("{kind}List")),
+                list_kind: names["listKind"]
+                    .as_str()
+                    .map(String::from)
+                    .unwrap_or_else(|| format!("{kind}List")),
                 plural: plural.into(),
-                singular: names["singular"].as_str().map(String::from).unwrap_or_else(|| kind.to_lowercase()),
+                singular: names["singular"]
+                    .as_str()
+                    .map(String::from)
+                    .unwrap_or_else(|| kind.to_lowercase()),
                 short_names: strings(&names["shortNames"]),
                 categories: strings(&names["categories"]),
                 namespaced: spec["scope"].as_str() != Some("Cluster"),
@@ -366,12 +698,23 @@ fn crd_versions(crd: &Value, served_only: bool) -> Vec<ResourceType> {
                 has_generation: true,
                 verbs: ALL_VERBS.to_vec(),
                 storage_version: storage_version.clone(),
-                schema: if schema.is_object() { Some(Arc::new(schema)) } else { None },
-                printer_columns: v["additionalPrinterColumns"].as_array().cloned().unwrap_or_default(),
+                schema: if schema.is_object() {
+                    Some(Arc::new(schema))
+                } else {
+                    None
+                },
+                printer_columns: v["additionalPrinterColumns"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default(),
                 selectable_fields: v["selectableFields"]
                     .as_array()
                     .map(|fields| {
-                        fields.iter().filter_map(|f| f["jsonPath"].as_str()).map(|p| p.trim_start_matches('.').to_string()).collect()
+                        fields
+                            .iter()
+                            .filter_map(|f| f["jsonPath"].as_str())
+                            .map(|p| p.trim_start_matches('.').to_string())
+                            .collect()
                     })
                     .unwrap_or_default(),
                 source: Source::CustomResource,
@@ -394,7 +737,9 @@ pub fn version_priority(v: &str) -> (u8, i64, i64, String) {
         None => return (3, 0, 0, v.to_string()),
     };
     let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
-    let Ok(major) = digits.parse::<i64>() else { return (3, 0, 0, v.to_string()) };
+    let Ok(major) = digits.parse::<i64>() else {
+        return (3, 0, 0, v.to_string());
+    };
     let tail = &rest[digits.len()..];
     let (class, minor_str) = if tail.is_empty() {
         (0, "0")
@@ -405,7 +750,9 @@ pub fn version_priority(v: &str) -> (u8, i64, i64, String) {
     } else {
         return (3, 0, 0, v.to_string());
     };
-    let Ok(minor) = minor_str.parse::<i64>() else { return (3, 0, 0, v.to_string()) };
+    let Ok(minor) = minor_str.parse::<i64>() else {
+        return (3, 0, 0, v.to_string());
+    };
     (class, -major, -minor, String::new())
 }
 
@@ -420,9 +767,16 @@ mod tests {
         let ns = r.get("", "v1", "namespaces").expect("namespaces");
         assert!(!ns.namespaced);
         assert_eq!(ns.short_names, vec!["ns"]);
-        let crd = r.get("apiextensions.k8s.io", "v1", "customresourcedefinitions").expect("crds");
+        let crd = r
+            .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+            .expect("crds");
         assert_eq!(crd.short_names, vec!["crd", "crds"]);
-        assert!(r.get("apps", "v1", "deployments").expect("deploy").categories.contains(&"all".to_string()));
+        assert!(
+            r.get("apps", "v1", "deployments")
+                .expect("deploy")
+                .categories
+                .contains(&"all".to_string())
+        );
     }
 
     #[test]

@@ -10,8 +10,8 @@
 // `cel = "0.15"`); crates that do not declare the feature must not warn about it.
 #![allow(unexpected_cfgs)]
 
-use serde_json::{Map, Value};
 use crate::gofmt::{float as go_float, json as go_json, number as go_number, quote as go_quote};
+use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::{Mutex, OnceLock};
@@ -52,8 +52,18 @@ impl FieldErrorKind {
 }
 
 impl FieldError {
-    fn new(path: impl Into<String>, kind: FieldErrorKind, bad_value: Option<Value>, detail: impl Into<String>) -> Self {
-        FieldError { path: path.into(), kind, bad_value, detail: detail.into() }
+    fn new(
+        path: impl Into<String>,
+        kind: FieldErrorKind,
+        bad_value: Option<Value>,
+        detail: impl Into<String>,
+    ) -> Self {
+        FieldError {
+            path: path.into(),
+            kind,
+            bad_value,
+            detail: detail.into(),
+        }
     }
     fn required(path: impl Into<String>, detail: impl Into<String>) -> Self {
         Self::new(path, FieldErrorKind::Required, None, detail)
@@ -77,7 +87,10 @@ impl FieldError {
     /// apiextensions counts characters.
     fn too_long(path: impl Into<String>, max: i64) -> Self {
         let detail = if max >= 0 {
-            format!("may not be more than {max} {}", if max == 1 { "byte" } else { "bytes" })
+            format!(
+                "may not be more than {max} {}",
+                if max == 1 { "byte" } else { "bytes" }
+            )
         } else {
             "value is too long".to_string()
         };
@@ -85,11 +98,18 @@ impl FieldError {
     }
     fn too_many(path: impl Into<String>, actual: i64, max: i64) -> Self {
         let detail = if max >= 0 {
-            format!("must have at most {max} {}", if max == 1 { "item" } else { "items" })
+            format!(
+                "must have at most {max} {}",
+                if max == 1 { "item" } else { "items" }
+            )
         } else {
             "has too many items".to_string()
         };
-        let value = if actual >= 0 { Some(Value::from(actual)) } else { None };
+        let value = if actual >= 0 {
+            Some(Value::from(actual))
+        } else {
+            None
+        };
         Self::new(path, FieldErrorKind::TooMany, value, detail)
     }
     fn duplicate(path: impl Into<String>, value: Value) -> Self {
@@ -104,7 +124,10 @@ impl fmt::Display for FieldError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = self.kind.text();
         // field.Error.ErrorBody prints no value for these types, whatever BadValue holds.
-        let omit = matches!(self.kind, FieldErrorKind::Required | FieldErrorKind::Forbidden | FieldErrorKind::TooLong);
+        let omit = matches!(
+            self.kind,
+            FieldErrorKind::Required | FieldErrorKind::Forbidden | FieldErrorKind::TooLong
+        );
         match (&self.bad_value, omit) {
             (Some(v), false) => write!(f, "{}: {kind}: {}", self.path, go_bad_value(v))?,
             _ => write!(f, "{}: {kind}", self.path)?,
@@ -119,16 +142,6 @@ impl fmt::Display for FieldError {
 // ---------------------------------------------------------------------------------------------
 // Go formatting helpers live in crate::gofmt.
 // ---------------------------------------------------------------------------------------------
-
-
-
-
-
-
-
-
-
-
 
 /// %#v of a decoded JSON value, as field.Error prints maps and slices.
 fn go_sharp_v(v: &Value) -> String {
@@ -145,12 +158,23 @@ fn go_sharp_v_at(v: &Value, depth: usize) -> String {
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => go_number(n, false),
         Value::String(s) => go_quote(s),
-        Value::Array(a) => format!("[]interface {{}}{{{}}}", a.iter().map(&go_sharp_v).collect::<Vec<_>>().join(", ")),
+        Value::Array(a) => format!(
+            "[]interface {{}}{{{}}}",
+            a.iter().map(&go_sharp_v).collect::<Vec<_>>().join(", ")
+        ),
         Value::Object(m) => {
             let mut keys: Vec<&String> = m.keys().collect();
             keys.sort();
-            let parts: Vec<String> =
-                keys.iter().map(|k| format!("{}:{}", go_quote(k), m.get(*k).map(&go_sharp_v).unwrap_or_default())).collect();
+            let parts: Vec<String> = keys
+                .iter()
+                .map(|k| {
+                    format!(
+                        "{}:{}",
+                        go_quote(k),
+                        m.get(*k).map(&go_sharp_v).unwrap_or_default()
+                    )
+                })
+                .collect();
             format!("map[string]interface {{}}{{{}}}", parts.join(", "))
         }
     }
@@ -207,13 +231,27 @@ fn get_i64(s: &Value, k: &str) -> Option<i64> {
         return Some(i64::MAX);
     }
     let f = v.as_f64()?;
-    if f.is_finite() { Some(f.clamp(i64::MIN as f64, i64::MAX as f64) as i64) } else { None }
+    if f.is_finite() {
+        Some(f.clamp(i64::MIN as f64, i64::MAX as f64) as i64)
+    } else {
+        None
+    }
 }
 fn str_list(s: &Value, k: &str) -> Vec<String> {
-    get(s, k).and_then(Value::as_array).map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default()
+    get(s, k)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 fn schema_list<'a>(s: &'a Value, k: &str) -> Vec<&'a Value> {
-    get(s, k).and_then(Value::as_array).map(|a| a.iter().collect()).unwrap_or_default()
+    get(s, k)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().collect())
+        .unwrap_or_default()
 }
 
 enum Additional<'a> {
@@ -291,13 +329,17 @@ fn default_rec(x: &mut Value, s: &Value, depth: usize) {
                     },
                 };
                 match ps {
-                    Some(ps) if ps.is_object() => flag(ps, "nullable") || get(ps, "default").is_some_and(|d| !d.is_null()),
+                    Some(ps) if ps.is_object() => {
+                        flag(ps, "nullable") || get(ps, "default").is_some_and(|d| !d.is_null())
+                    }
                     _ => true,
                 }
             });
             if let Some(props) = props {
                 for (k, ps) in props {
-                    let Some(d) = get(ps, "default") else { continue };
+                    let Some(d) = get(ps, "default") else {
+                        continue;
+                    };
                     if d.is_null() {
                         continue;
                     }
@@ -340,7 +382,11 @@ fn default_rec(x: &mut Value, s: &Value, depth: usize) {
 /// reports them. At the root, apiVersion, kind and metadata are always kept and never reported.
 pub fn prune(value: &mut Value, schema: &Value) -> Vec<String> {
     let mut out = Vec::new();
-    let s = if schema.is_object() { Some(schema) } else { None };
+    let s = if schema.is_object() {
+        Some(schema)
+    } else {
+        None
+    };
     if let Value::Object(m) = value {
         if s.is_some_and(preserves_unknown) {
             skip_prune_object(m, s, true, "", &mut out, 0);
@@ -353,7 +399,11 @@ pub fn prune(value: &mut Value, schema: &Value) -> Vec<String> {
 }
 
 fn join_key(path: &str, k: &str) -> String {
-    if path.is_empty() { k.to_string() } else { format!("{path}.{k}") }
+    if path.is_empty() {
+        k.to_string()
+    } else {
+        format!("{path}.{k}")
+    }
 }
 
 fn prune_rec(x: &mut Value, s: Option<&Value>, path: &str, out: &mut Vec<String>, depth: usize) {
@@ -362,10 +412,11 @@ fn prune_rec(x: &mut Value, s: Option<&Value>, path: &str, out: &mut Vec<String>
     }
     let s = s.filter(|s| s.is_object());
     if let Some(sv) = s
-        && preserves_unknown(sv) {
-            skip_prune(x, sv, path, out, depth);
-            return;
-        }
+        && preserves_unknown(sv)
+    {
+        skip_prune(x, sv, path, out, depth);
+        return;
+    }
     match x {
         Value::Object(m) => prune_object(m, s, false, path, out, depth),
         Value::Array(a) => {
@@ -378,7 +429,14 @@ fn prune_rec(x: &mut Value, s: Option<&Value>, path: &str, out: &mut Vec<String>
     }
 }
 
-fn prune_object(m: &mut Map<String, Value>, s: Option<&Value>, root: bool, path: &str, out: &mut Vec<String>, depth: usize) {
+fn prune_object(
+    m: &mut Map<String, Value>,
+    s: Option<&Value>,
+    root: bool,
+    path: &str,
+    out: &mut Vec<String>,
+    depth: usize,
+) {
     let embedded = root || s.is_some_and(|s| flag(s, "x-kubernetes-embedded-resource"));
     let props = s.and_then(properties);
     let add = s.map(additional).unwrap_or(Additional::No);
@@ -416,7 +474,11 @@ fn prune_object(m: &mut Map<String, Value>, s: Option<&Value>, root: bool, path:
 
 fn prune_embedded_metadata(v: &mut Value, path: &str, out: &mut Vec<String>) {
     if let Value::Object(m) = v {
-        let unknown: Vec<String> = m.keys().filter(|k| !OBJECT_META_FIELDS.contains(&k.as_str())).cloned().collect();
+        let unknown: Vec<String> = m
+            .keys()
+            .filter(|k| !OBJECT_META_FIELDS.contains(&k.as_str()))
+            .cloned()
+            .collect();
         for k in unknown {
             m.shift_remove(&k);
             out.push(join_key(path, &k));
@@ -442,7 +504,14 @@ fn skip_prune(x: &mut Value, s: &Value, path: &str, out: &mut Vec<String>, depth
     }
 }
 
-fn skip_prune_object(m: &mut Map<String, Value>, s: Option<&Value>, root: bool, path: &str, out: &mut Vec<String>, depth: usize) {
+fn skip_prune_object(
+    m: &mut Map<String, Value>,
+    s: Option<&Value>,
+    root: bool,
+    path: &str,
+    out: &mut Vec<String>,
+    depth: usize,
+) {
     let Some(s) = s else { return };
     let embedded = root || flag(s, "x-kubernetes-embedded-resource");
     let props = properties(s);
@@ -524,9 +593,10 @@ fn compiled_regex(pattern: &str) -> Result<regex::Regex, String> {
     static CACHE: OnceLock<Mutex<HashMap<String, Result<regex::Regex, String>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     if let Ok(c) = cache.lock()
-        && let Some(r) = c.get(pattern) {
-            return r.clone();
-        }
+        && let Some(r) = c.get(pattern)
+    {
+        return r.clone();
+    }
     let rust = go_pattern_to_rust(pattern);
     let compiled = regex::RegexBuilder::new(&rust)
         .size_limit(1 << 22)
@@ -548,20 +618,34 @@ fn go_regex_error(pattern: &str, e: &regex::Error) -> String {
     let msg = e.to_string();
     let lower = msg.to_lowercase();
     let what = if lower.contains("unclosed character class") {
-        format!("missing closing ]: `{}`", pattern.rfind('[').map(|i| &pattern[i..]).unwrap_or(pattern))
+        format!(
+            "missing closing ]: `{}`",
+            pattern.rfind('[').map(|i| &pattern[i..]).unwrap_or(pattern)
+        )
     } else if lower.contains("unclosed group") {
         format!("missing closing ): `{pattern}`")
     } else if lower.contains("unopened group") {
         format!("unexpected ): `{pattern}`")
     } else if lower.contains("repetition operator missing expression") {
-        format!("missing argument to repetition operator: `{}`", pattern.chars().next().map(String::from).unwrap_or_default())
+        format!(
+            "missing argument to repetition operator: `{}`",
+            pattern.chars().next().map(String::from).unwrap_or_default()
+        )
     } else if lower.contains("look-around") {
-        let at = pattern.find("(?").and_then(|i| pattern.get(i..i + 3)).unwrap_or(pattern);
+        let at = pattern
+            .find("(?")
+            .and_then(|i| pattern.get(i..i + 3))
+            .unwrap_or(pattern);
         format!("invalid or unsupported Perl syntax: `{at}`")
     } else if lower.contains("escape") {
         format!("invalid escape sequence: `{pattern}`")
     } else {
-        let last = msg.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("invalid pattern").trim().to_string();
+        let last = msg
+            .lines()
+            .rfind(|l| !l.trim().is_empty())
+            .unwrap_or("invalid pattern")
+            .trim()
+            .to_string();
         let last = last.strip_prefix("error: ").unwrap_or(&last).to_string();
         format!("{last}: `{pattern}`")
     };
@@ -575,7 +659,11 @@ fn go_regex_error(pattern: &str, e: &regex::Error) -> String {
 /// Validates an object after defaulting and pruning. `old` is the previous object on update (for CEL
 /// transition rules), None on create.
 pub fn validate(value: &Value, old: Option<&Value>, schema: &Value) -> Vec<FieldError> {
-    let mut v = Validator { base: String::new(), root_object: true, out: Vec::new() };
+    let mut v = Validator {
+        base: String::new(),
+        root_object: true,
+        out: Vec::new(),
+    };
     v.node(value, schema, "", 0);
     let mut errs = v.out;
     errs.extend(validate_embedded(value, schema, "", true, 0));
@@ -583,7 +671,12 @@ pub fn validate(value: &Value, old: Option<&Value>, schema: &Value) -> Vec<Field
     #[cfg(feature = "cel")]
     if cel_rules::schema_has_rules(schema, 0) {
         // Rules could misbehave on values of the wrong type, so the apiserver does not run them then.
-        if errs.iter().any(|e| matches!(e.kind, FieldErrorKind::NotSupported | FieldErrorKind::TypeInvalid)) {
+        if errs.iter().any(|e| {
+            matches!(
+                e.kind,
+                FieldErrorKind::NotSupported | FieldErrorKind::TypeInvalid
+            )
+        }) {
             errs.push(FieldError::invalid(
                 "<nil>",
                 Value::Null,
@@ -610,7 +703,11 @@ struct Validator {
 
 impl Validator {
     fn sub(&self) -> Validator {
-        Validator { base: self.base.clone(), root_object: false, out: Vec::new() }
+        Validator {
+            base: self.base.clone(),
+            root_object: false,
+            out: Vec::new(),
+        }
     }
 
     /// kube-openapi's error name becomes a child of the base path, the leading "." of names built at
@@ -626,7 +723,11 @@ impl Validator {
     }
 
     fn base_path(&self) -> String {
-        if self.base.is_empty() { "<nil>".into() } else { self.base.clone() }
+        if self.base.is_empty() {
+            "<nil>".into()
+        } else {
+            self.base.clone()
+        }
     }
 
     fn type_error(&mut self, name: &str, expected: &str, got: &str) {
@@ -634,7 +735,10 @@ impl Validator {
         self.out.push(FieldError::type_invalid(
             path,
             Value::String(got.into()),
-            format!("{name} in body must be of type {expected}: {}", go_quote(got)),
+            format!(
+                "{name} in body must be of type {expected}: {}",
+                go_quote(got)
+            ),
         ));
     }
 
@@ -689,13 +793,18 @@ impl Validator {
             "number" => "double",
             _ => "",
         };
-        let is_float_int = sch == "number" && x.as_f64().is_some_and(is_json_integer) && has("integer");
+        let is_float_int =
+            sch == "number" && x.as_f64().is_some_and(is_json_integer) && has("integer");
         let is_int_float = sch == "integer" && has("number");
         let format = get_str(s, "format").unwrap_or("");
         let string_or_array = x.is_string() || x.is_array();
         if !string_or_array
             && !format.is_empty()
-            && !(has(sch) || format == data_format || is_float_int || is_int_float || (format == "float64" && data_format == "float32"))
+            && !(has(sch)
+                || format == data_format
+                || is_float_int
+                || is_int_float
+                || (format == "float64" && data_format == "float32"))
         {
             self.type_error(name, format, data_format);
             return;
@@ -729,7 +838,11 @@ impl Validator {
             }
             if !ok {
                 let p = self.base_path();
-                self.out.push(FieldError::invalid(p, Value::String(String::new()), format!("{quoted} must validate at least one schema (anyOf)")));
+                self.out.push(FieldError::invalid(
+                    p,
+                    Value::String(String::new()),
+                    format!("{quoted} must validate at least one schema (anyOf)"),
+                ));
             }
             if let Some(b) = best {
                 self.out.extend(b);
@@ -752,7 +865,11 @@ impl Validator {
                 }
             }
             if valid != 1 {
-                let extra = if valid == 0 { "Found none valid".to_string() } else { format!("Found {valid} valid alternatives") };
+                let extra = if valid == 0 {
+                    "Found none valid".to_string()
+                } else {
+                    format!("Found {valid} valid alternatives")
+                };
                 let p = self.base_path();
                 self.out.push(FieldError::invalid(
                     p,
@@ -780,7 +897,11 @@ impl Validator {
             if valid != all_of.len() {
                 let extra = if valid == 0 { ". None validated" } else { "" };
                 let p = self.base_path();
-                self.out.push(FieldError::invalid(p, Value::String(String::new()), format!("{quoted} must validate all the schemas (allOf){extra}")));
+                self.out.push(FieldError::invalid(
+                    p,
+                    Value::String(String::new()),
+                    format!("{quoted} must validate all the schemas (allOf){extra}"),
+                ));
             }
         }
         if let Some(not) = get(s, "not").filter(|n| n.is_object()) {
@@ -788,7 +909,11 @@ impl Validator {
             v.node(x, not, name, depth + 1);
             if v.out.is_empty() {
                 let p = self.base_path();
-                self.out.push(FieldError::invalid(p, Value::String(String::new()), format!("{quoted} must not validate the schema (not)")));
+                self.out.push(FieldError::invalid(
+                    p,
+                    Value::String(String::new()),
+                    format!("{quoted} must not validate the schema (not)"),
+                ));
             }
         }
     }
@@ -796,28 +921,44 @@ impl Validator {
     fn check_string(&mut self, st: &str, s: &Value, name: &str) {
         let len = st.chars().count() as i64;
         if let Some(max) = get_i64(s, "maxLength")
-            && len > max {
-                let path = self.path(name);
-                self.out.push(FieldError::too_long(path, max));
-            }
+            && len > max
+        {
+            let path = self.path(name);
+            self.out.push(FieldError::too_long(path, max));
+        }
         if let Some(min) = get_i64(s, "minLength")
-            && len < min {
-                self.invalid(name, Value::String(st.into()), format!("{name} in body should be at least {min} chars long"));
-            }
+            && len < min
+        {
+            self.invalid(
+                name,
+                Value::String(st.into()),
+                format!("{name} in body should be at least {min} chars long"),
+            );
+        }
         if let Some(p) = get_str(s, "pattern").filter(|p| !p.is_empty()) {
             match compiled_regex(p) {
                 Ok(re) => {
                     if !re.is_match(st) {
-                        self.invalid(name, Value::String(st.into()), format!("{name} in body should match '{p}'"));
+                        self.invalid(
+                            name,
+                            Value::String(st.into()),
+                            format!("{name} in body should match '{p}'"),
+                        );
                     }
                 }
-                Err(e) => self.invalid(name, Value::String(st.into()), format!("{name} in body should match '{p}, but pattern is invalid: {e}'")),
+                Err(e) => self.invalid(
+                    name,
+                    Value::String(st.into()),
+                    format!("{name} in body should match '{p}, but pattern is invalid: {e}'"),
+                ),
             }
         }
     }
 
     fn check_format(&mut self, st: &str, s: &Value, name: &str) {
-        let Some(format) = get_str(s, "format") else { return };
+        let Some(format) = get_str(s, "format") else {
+            return;
+        };
         if let Some(false) = format_ok(format, st) {
             self.type_error(name, format, st);
         }
@@ -826,26 +967,60 @@ impl Validator {
     fn check_number(&mut self, x: &Value, f: f64, s: &Value, name: &str) {
         if let Some(factor) = get_f64(s, "multipleOf") {
             if factor <= 0.0 {
-                self.invalid(name, Value::from(factor), format!("factor MultipleOf declared for {name} must be positive: {}", go_float(factor)));
+                self.invalid(
+                    name,
+                    Value::from(factor),
+                    format!(
+                        "factor MultipleOf declared for {name} must be positive: {}",
+                        go_float(factor)
+                    ),
+                );
             } else {
-                let mult = if factor < 1.0 { 1.0 / factor * f } else { f / factor };
+                let mult = if factor < 1.0 {
+                    1.0 / factor * f
+                } else {
+                    f / factor
+                };
                 if !is_json_integer(mult) {
-                    self.invalid(name, x.clone(), format!("{name} in body should be a multiple of {}", go_float(factor)));
+                    self.invalid(
+                        name,
+                        x.clone(),
+                        format!(
+                            "{name} in body should be a multiple of {}",
+                            go_float(factor)
+                        ),
+                    );
                 }
             }
         }
         if let Some(max) = get_f64(s, "maximum") {
             let excl = flag(s, "exclusiveMaximum");
             if (excl && f >= max) || f > max {
-                let what = if excl { "less than" } else { "less than or equal to" };
-                self.invalid(name, x.clone(), format!("{name} in body should be {what} {}", go_float(max)));
+                let what = if excl {
+                    "less than"
+                } else {
+                    "less than or equal to"
+                };
+                self.invalid(
+                    name,
+                    x.clone(),
+                    format!("{name} in body should be {what} {}", go_float(max)),
+                );
             }
         }
         if let Some(min) = get_f64(s, "minimum") {
             let excl = flag(s, "exclusiveMinimum");
             if (excl && f <= min) || f < min {
-                let what = if excl { "greater than" } else { "greater than or equal to" };
-                self.invalid(name, x.clone(), format!("{name} in body should be {what} {}", go_float(min)));
+                let what = if excl {
+                    "greater than"
+                } else {
+                    "greater than or equal to"
+                };
+                self.invalid(
+                    name,
+                    x.clone(),
+                    format!("{name} in body should be {what} {}", go_float(min)),
+                );
             }
         }
     }
@@ -858,48 +1033,76 @@ impl Validator {
         }
         let size = a.len() as i64;
         if let Some(min) = get_i64(s, "minItems")
-            && size < min {
-                self.invalid(name, Value::from(size), format!("{name} in body should have at least {min} items"));
-            }
+            && size < min
+        {
+            self.invalid(
+                name,
+                Value::from(size),
+                format!("{name} in body should have at least {min} items"),
+            );
+        }
         if let Some(max) = get_i64(s, "maxItems")
-            && size > max {
-                let path = self.path(name);
-                self.out.push(FieldError::too_many(path, size, max));
-            }
+            && size > max
+        {
+            let path = self.path(name);
+            self.out.push(FieldError::too_many(path, size, max));
+        }
         if flag(s, "uniqueItems") {
             let mut seen = HashSet::new();
             if a.iter().any(|v| !seen.insert(canonical_key(v))) {
-                self.invalid(name, Value::String(String::new()), format!("{name} in body shouldn't contain duplicates"));
+                self.invalid(
+                    name,
+                    Value::String(String::new()),
+                    format!("{name} in body shouldn't contain duplicates"),
+                );
             }
         }
     }
 
     fn check_enum(&mut self, x: &Value, s: &Value, name: &str) {
-        let Some(Value::Array(values)) = get(s, "enum") else { return };
+        let Some(Value::Array(values)) = get(s, "enum") else {
+            return;
+        };
         if values.is_empty() {
             return;
         }
         if values.iter().any(|e| json_equal(x, e)) {
             return;
         }
-        let supported: Vec<String> = values.iter().map(|e| if let Value::String(s) = e { s.clone() } else { go_json(e) }).collect();
+        let supported: Vec<String> = values
+            .iter()
+            .map(|e| {
+                if let Value::String(s) = e {
+                    s.clone()
+                } else {
+                    go_json(e)
+                }
+            })
+            .collect();
         let path = self.path(name);
-        self.out.push(FieldError::not_supported(path, x.clone(), &supported));
+        self.out
+            .push(FieldError::not_supported(path, x.clone(), &supported));
     }
 
     fn check_object(&mut self, m: &Map<String, Value>, s: &Value, name: &str, depth: usize) {
         let n = m.len() as i64;
         if let Some(min) = get_i64(s, "minProperties")
-            && n < min {
-                self.invalid(name, Value::from(n), format!("{name} in body should have at least {min} properties"));
-                return;
-            }
+            && n < min
+        {
+            self.invalid(
+                name,
+                Value::from(n),
+                format!("{name} in body should have at least {min} properties"),
+            );
+            return;
+        }
         if let Some(max) = get_i64(s, "maxProperties")
-            && n > max {
-                let path = self.path(name);
-                self.out.push(FieldError::too_many(path, n, max));
-                return;
-            }
+            && n > max
+        {
+            let path = self.path(name);
+            self.out.push(FieldError::too_many(path, n, max));
+            return;
+        }
         let props = properties(s);
         let is_root = self.root_object && depth == 0;
         let declared = |k: &str| props.is_some_and(|p| p.contains_key(k));
@@ -909,7 +1112,11 @@ impl Validator {
                     if declared(k) || (is_root && META_FIELDS.contains(&k.as_str())) {
                         continue;
                     }
-                    self.invalid(name, Value::String(k.clone()), format!("{name}.{k} in body is a forbidden property"));
+                    self.invalid(
+                        name,
+                        Value::String(k.clone()),
+                        format!("{name}.{k} in body is a forbidden property"),
+                    );
                 }
             }
             Some(a @ Value::Object(_)) => {
@@ -944,7 +1151,10 @@ fn schema_types(s: &Value) -> Vec<String> {
     }
     match get(s, "type") {
         Some(Value::String(t)) if !t.is_empty() => vec![t.clone()],
-        Some(Value::Array(ts)) => ts.iter().filter_map(|t| t.as_str().map(String::from)).collect(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(|t| t.as_str().map(String::from))
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -995,9 +1205,13 @@ fn json_equal_at(a: &Value, b: &Value, depth: usize) -> bool {
             (Some(i), Some(j)) => i == j,
             _ => x.as_f64() == y.as_f64(),
         },
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_equal(a, b)),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_equal(a, b))
+        }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
         }
         _ => a == b,
     }
@@ -1014,13 +1228,19 @@ fn canonical_key(v: &Value) -> String {
 /// Some(valid) for formats apiextensions checks, None for formats it ignores. Names are normalised
 /// the way go-openapi/strfmt does (case and dashes/underscores ignored).
 fn format_ok(format: &str, s: &str) -> Option<bool> {
-    let norm: String = format.chars().filter(|c| *c != '-' && *c != '_').flat_map(char::to_lowercase).collect();
+    let norm: String = format
+        .chars()
+        .filter(|c| *c != '-' && *c != '_')
+        .flat_map(char::to_lowercase)
+        .collect();
     Some(match norm.as_str() {
         "datetime" => is_date_time(s),
         "date" => is_date(s),
         "byte" => {
             use base64::Engine;
-            base64::engine::general_purpose::STANDARD.decode(s.replace(['\r', '\n'], "")).is_ok()
+            base64::engine::general_purpose::STANDARD
+                .decode(s.replace(['\r', '\n'], ""))
+                .is_ok()
         }
         "uuid" => is_uuid(s, None),
         "uuid3" => is_uuid(s, Some('3')),
@@ -1041,14 +1261,33 @@ fn is_date(s: &str) -> bool {
     }
     let num = |r: std::ops::Range<usize>| -> Option<u32> {
         let part = s.get(r)?;
-        if part.bytes().all(|c| c.is_ascii_digit()) { part.parse().ok() } else { None }
+        if part.bytes().all(|c| c.is_ascii_digit()) {
+            part.parse().ok()
+        } else {
+            None
+        }
     };
-    let (Some(y), Some(m), Some(d)) = (num(0..4), num(5..7), num(8..10)) else { return false };
+    let (Some(y), Some(m), Some(d)) = (num(0..4), num(5..7), num(8..10)) else {
+        return false;
+    };
     if !(1..=12).contains(&m) || d == 0 {
         return false;
     }
     let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
     d <= days[(m - 1) as usize]
 }
 
@@ -1059,14 +1298,20 @@ fn is_date_time(s: &str) -> bool {
     }
     let lower = s.to_lowercase();
     let mut parts = lower.split('t');
-    let (Some(date), Some(time)) = (parts.next(), parts.next()) else { return false };
+    let (Some(date), Some(time)) = (parts.next(), parts.next()) else {
+        return false;
+    };
     if !is_date(date) {
         return false;
     }
-    let Ok(re) = compiled_regex(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$") else {
+    let Ok(re) =
+        compiled_regex(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$")
+    else {
         return false;
     };
-    let Some(c) = re.captures(time) else { return false };
+    let Some(c) = re.captures(time) else {
+        return false;
+    };
     let field = |i: usize| c.get(i).map(|m| m.as_str()).unwrap_or("99");
     field(1) <= "23" && field(2) <= "59" && field(3) <= "59"
 }
@@ -1075,7 +1320,13 @@ fn is_uuid(s: &str, version: Option<char>) -> bool {
     let hex: String = s.chars().filter(|c| *c != '-').collect();
     let dashes_ok = match s.len() {
         32 => !s.contains('-'),
-        36 => s.char_indices().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c != '-' }),
+        36 => s.char_indices().all(|(i, c)| {
+            if [8, 13, 18, 23].contains(&i) {
+                c == '-'
+            } else {
+                c != '-'
+            }
+        }),
         _ => false,
     };
     if !dashes_ok || hex.len() != 32 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
@@ -1084,18 +1335,25 @@ fn is_uuid(s: &str, version: Option<char>) -> bool {
     match version {
         None => true,
         Some(v) => {
-            let variant_ok = hex.chars().nth(16).is_some_and(|c| matches!(c.to_ascii_lowercase(), '8' | '9' | 'a' | 'b'));
+            let variant_ok = hex
+                .chars()
+                .nth(16)
+                .is_some_and(|c| matches!(c.to_ascii_lowercase(), '8' | '9' | 'a' | 'b'));
             hex.chars().nth(12) == Some(v) && variant_ok
         }
     }
 }
 
 fn is_cidr(s: &str) -> bool {
-    let Some((ip, bits)) = s.split_once('/') else { return false };
+    let Some((ip, bits)) = s.split_once('/') else {
+        return false;
+    };
     if bits.is_empty() || !bits.bytes().all(|b| b.is_ascii_digit()) || bits.len() > 3 {
         return false;
     }
-    let Ok(bits) = bits.parse::<u32>() else { return false };
+    let Ok(bits) = bits.parse::<u32>() else {
+        return false;
+    };
     if ip.contains(':') {
         ip.parse::<std::net::Ipv6Addr>().is_ok() && bits <= 128
     } else {
@@ -1109,10 +1367,16 @@ fn is_mac(s: &str) -> bool {
     if s.contains(':') || s.contains('-') {
         let sep = if s.contains(':') { ':' } else { '-' };
         let parts: Vec<&str> = s.split(sep).collect();
-        octets_ok(parts.len()) && parts.iter().all(|p| p.len() == 2 && p.chars().all(|c| c.is_ascii_hexdigit()))
+        octets_ok(parts.len())
+            && parts
+                .iter()
+                .all(|p| p.len() == 2 && p.chars().all(|c| c.is_ascii_hexdigit()))
     } else if s.contains('.') {
         let parts: Vec<&str> = s.split('.').collect();
-        octets_ok(parts.len() * 2) && parts.iter().all(|p| p.len() == 4 && p.chars().all(|c| c.is_ascii_hexdigit()))
+        octets_ok(parts.len() * 2)
+            && parts
+                .iter()
+                .all(|p| p.len() == 4 && p.chars().all(|c| c.is_ascii_hexdigit()))
     } else {
         false
     }
@@ -1127,7 +1391,8 @@ fn is_dns1123_label(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= 63
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         && b[0] != b'-'
         && b[b.len() - 1] != b'-'
 }
@@ -1151,7 +1416,8 @@ fn dns1035_label_errors(s: &str) -> Vec<String> {
     let b = s.as_bytes();
     let ok = !b.is_empty()
         && b[0].is_ascii_lowercase()
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         && b[b.len() - 1] != b'-';
     if !ok {
         errs.push(DNS1035_LABEL_MSG.to_string());
@@ -1161,7 +1427,13 @@ fn dns1035_label_errors(s: &str) -> Vec<String> {
 
 /// schemaobjectmeta.Validate: every object under an x-kubernetes-embedded-resource schema needs a
 /// well-formed apiVersion and kind, and its metadata.name must be a DNS subdomain.
-fn validate_embedded(x: &Value, s: &Value, path: &str, root: bool, depth: usize) -> Vec<FieldError> {
+fn validate_embedded(
+    x: &Value,
+    s: &Value,
+    path: &str,
+    root: bool,
+    depth: usize,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if depth > MAX_DEPTH || !s.is_object() {
         return errs;
@@ -1172,7 +1444,10 @@ fn validate_embedded(x: &Value, s: &Value, path: &str, root: bool, depth: usize)
             if embedded {
                 let child = |k: &str| join_key(path, k);
                 if !m.contains_key("apiVersion") {
-                    errs.push(FieldError::required(child("apiVersion"), "must not be empty"));
+                    errs.push(FieldError::required(
+                        child("apiVersion"),
+                        "must not be empty",
+                    ));
                 }
                 if !m.contains_key("kind") {
                     errs.push(FieldError::required(child("kind"), "must not be empty"));
@@ -1180,33 +1455,61 @@ fn validate_embedded(x: &Value, s: &Value, path: &str, root: bool, depth: usize)
                 for (k, v) in m {
                     match k.as_str() {
                         "apiVersion" => match v.as_str() {
-                            None => errs.push(FieldError::invalid(child(k), v.clone(), "must be a string")),
-                            Some("") => errs.push(FieldError::invalid(child(k), v.clone(), "must not be empty")),
-                            Some(av) if av.matches('/').count() > 1 => errs.push(FieldError::invalid(
+                            None => errs.push(FieldError::invalid(
                                 child(k),
                                 v.clone(),
-                                format!("unexpected GroupVersion string: {av}"),
+                                "must be a string",
                             )),
+                            Some("") => errs.push(FieldError::invalid(
+                                child(k),
+                                v.clone(),
+                                "must not be empty",
+                            )),
+                            Some(av) if av.matches('/').count() > 1 => {
+                                errs.push(FieldError::invalid(
+                                    child(k),
+                                    v.clone(),
+                                    format!("unexpected GroupVersion string: {av}"),
+                                ))
+                            }
                             Some(_) => {}
                         },
-                        "kind" => match v.as_str() {
-                            None => errs.push(FieldError::invalid(child(k), v.clone(), "must be a string")),
-                            Some("") => errs.push(FieldError::invalid(child(k), v.clone(), "must not be empty")),
-                            Some(kind) => {
-                                let e = dns1035_label_errors(&kind.to_lowercase());
-                                if !e.is_empty() {
-                                    errs.push(FieldError::invalid(
+                        "kind" => {
+                            match v.as_str() {
+                                None => errs.push(FieldError::invalid(
+                                    child(k),
+                                    v.clone(),
+                                    "must be a string",
+                                )),
+                                Some("") => errs.push(FieldError::invalid(
+                                    child(k),
+                                    v.clone(),
+                                    "must not be empty",
+                                )),
+                                Some(kind) => {
+                                    let e = dns1035_label_errors(&kind.to_lowercase());
+                                    if !e.is_empty() {
+                                        errs.push(FieldError::invalid(
                                         child(k),
                                         v.clone(),
                                         format!("may have mixed case, but should otherwise match: {}", e.join(",")),
                                     ));
+                                    }
                                 }
                             }
-                        },
+                        }
                         "metadata" => {
-                            if let Some(name) = v.get("name").and_then(Value::as_str).filter(|n| !n.is_empty()) {
+                            if let Some(name) = v
+                                .get("name")
+                                .and_then(Value::as_str)
+                                .filter(|n| !n.is_empty())
+                            {
                                 for e in dns1123_subdomain_errors(name) {
-                                    errs.push(FieldError::invalid(format!("{}.name", child(k)), Value::String(name.into()), e));
+                                    errs.push(FieldError::invalid(
+                                        format!("{}.name", child(k)),
+                                        Value::String(name.into()),
+                                        e,
+                                    ));
                                 }
                             }
                         }
@@ -1221,16 +1524,34 @@ fn validate_embedded(x: &Value, s: &Value, path: &str, root: bool, depth: usize)
                     continue;
                 }
                 if let Some(ps) = props.and_then(|p| p.get(k)) {
-                    errs.extend(validate_embedded(v, ps, &join_key(path, k), false, depth + 1));
+                    errs.extend(validate_embedded(
+                        v,
+                        ps,
+                        &join_key(path, k),
+                        false,
+                        depth + 1,
+                    ));
                 } else if let Additional::Schema(a) = add {
-                    errs.extend(validate_embedded(v, a, &join_key(path, k), false, depth + 1));
+                    errs.extend(validate_embedded(
+                        v,
+                        a,
+                        &join_key(path, k),
+                        false,
+                        depth + 1,
+                    ));
                 }
             }
         }
         Value::Array(a) => {
             if let Some(is) = items(s) {
                 for (i, v) in a.iter().enumerate() {
-                    errs.extend(validate_embedded(v, is, &format!("{path}[{i}]"), false, depth + 1));
+                    errs.extend(validate_embedded(
+                        v,
+                        is,
+                        &format!("{path}[{i}]"),
+                        false,
+                        depth + 1,
+                    ));
                 }
             }
         }
@@ -1256,7 +1577,12 @@ fn validate_list_types(x: &Value, s: &Value, path: &str, depth: usize) -> Vec<Fi
             }
             if let Some(is) = items(s) {
                 for (i, v) in a.iter().enumerate() {
-                    errs.extend(validate_list_types(v, is, &format!("{path}[{i}]"), depth + 1));
+                    errs.extend(validate_list_types(
+                        v,
+                        is,
+                        &format!("{path}[{i}]"),
+                        depth + 1,
+                    ));
                 }
             }
         }
@@ -1298,7 +1624,11 @@ fn validate_list_set(a: &[Value], path: &str) -> Vec<FieldError> {
 fn validate_list_map(a: &[Value], s: &Value, path: &str) -> Vec<FieldError> {
     for (i, v) in a.iter().enumerate() {
         if !v.is_object() && !v.is_null() {
-            return vec![FieldError::invalid(index_path(path, i), v.clone(), "must be an object for an x-kubernetes-list-type of map")];
+            return vec![FieldError::invalid(
+                index_path(path, i),
+                v.clone(),
+                "must be an object for an x-kubernetes-list-type of map",
+            )];
         }
     }
     let keys = str_list(s, "x-kubernetes-list-map-keys");
@@ -1313,7 +1643,11 @@ fn validate_list_map(a: &[Value], s: &Value, path: &str) -> Vec<FieldError> {
         let mut key_map = Map::new();
         let mut complete = true;
         for k in &keys {
-            let value = obj.get(k).or_else(|| item_props.and_then(|p| p.get(k)).and_then(|ps| get(ps, "default")));
+            let value = obj.get(k).or_else(|| {
+                item_props
+                    .and_then(|p| p.get(k))
+                    .and_then(|ps| get(ps, "default"))
+            });
             match value {
                 Some(val) => {
                     key_map.insert(k.clone(), val.clone());
@@ -1344,13 +1678,24 @@ fn validate_list_map(a: &[Value], s: &Value, path: &str) -> Vec<FieldError> {
 pub fn validate_schema(schema: &Value, path_prefix: &str) -> Vec<FieldError> {
     let mut out = Vec::new();
     if !schema.is_object() {
-        out.push(FieldError::invalid(path_prefix, Value::String(json_type(schema).into()), "must be an object"));
+        out.push(FieldError::invalid(
+            path_prefix,
+            Value::String(json_type(schema).into()),
+            "must be an object",
+        ));
         return out;
     }
     if flag(schema, "nullable") {
-        out.push(FieldError::forbidden(format!("{path_prefix}.nullable"), "nullable cannot be true at the root"));
+        out.push(FieldError::forbidden(
+            format!("{path_prefix}.nullable"),
+            "nullable cannot be true at the root",
+        ));
     }
-    let ssv = Ssv { allow_defaults: true, reason: String::new(), inside_meta: false };
+    let ssv = Ssv {
+        allow_defaults: true,
+        reason: String::new(),
+        inside_meta: false,
+    };
     openapi_checks(schema, path_prefix, &ssv, true, &mut out, 0);
 
     let mut structural = Vec::new();
@@ -1383,13 +1728,24 @@ fn key_path(path: &str, k: &str, key: &str) -> String {
 const OPENAPI_V3_TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "object", "string"];
 
 /// ValidateCustomResourceDefinitionOpenAPISchema with the v3 standard validator.
-fn openapi_checks(s: &Value, path: &str, ssv: &Ssv, is_root: bool, out: &mut Vec<FieldError>, depth: usize) {
+fn openapi_checks(
+    s: &Value,
+    path: &str,
+    ssv: &Ssv,
+    is_root: bool,
+    out: &mut Vec<FieldError>,
+    depth: usize,
+) {
     if depth > MAX_DEPTH {
         return;
     }
     let Some(obj) = s.as_object() else {
         if !s.is_null() {
-            out.push(FieldError::invalid(path, Value::String(json_type(s).into()), "must be an object"));
+            out.push(FieldError::invalid(
+                path,
+                Value::String(json_type(s).into()),
+                "must be an object",
+            ));
         }
         return;
     };
@@ -1400,15 +1756,29 @@ fn openapi_checks(s: &Value, path: &str, ssv: &Ssv, is_root: bool, out: &mut Vec
 }
 
 #[inline(never)]
-fn openapi_local_checks(s: &Value, obj: &Map<String, Value>, path: &str, ssv: &Ssv, out: &mut Vec<FieldError>) {
+fn openapi_local_checks(
+    s: &Value,
+    obj: &Map<String, Value>,
+    path: &str,
+    ssv: &Ssv,
+    out: &mut Vec<FieldError>,
+) {
     // The v3 standard validator.
     match obj.get("type") {
         Some(Value::String(t)) if !t.is_empty() && !OPENAPI_V3_TYPES.contains(&t.as_str()) => {
             let supported: Vec<String> = OPENAPI_V3_TYPES.iter().map(|s| s.to_string()).collect();
-            out.push(FieldError::not_supported(child(path, "type"), Value::String(t.clone()), &supported));
+            out.push(FieldError::not_supported(
+                child(path, "type"),
+                Value::String(t.clone()),
+                &supported,
+            ));
         }
         Some(v) if !v.is_string() && !v.is_null() => {
-            out.push(FieldError::invalid(child(path, "type"), v.clone(), "must be a string"));
+            out.push(FieldError::invalid(
+                child(path, "type"),
+                v.clone(),
+                "must be a string",
+            ));
         }
         _ => {}
     }
@@ -1420,8 +1790,15 @@ fn openapi_local_checks(s: &Value, obj: &Map<String, Value>, path: &str, ssv: &S
         }
         out.push(FieldError::forbidden(child(path, "default"), detail));
     }
-    if obj.get("id").and_then(Value::as_str).is_some_and(|s| !s.is_empty()) {
-        out.push(FieldError::forbidden(child(path, "id"), "id is not supported"));
+    if obj
+        .get("id")
+        .and_then(Value::as_str)
+        .is_some_and(|s| !s.is_empty())
+    {
+        out.push(FieldError::forbidden(
+            child(path, "id"),
+            "id is not supported",
+        ));
     }
     for (k, what) in [
         ("additionalItems", "additionalItems is not supported"),
@@ -1432,7 +1809,9 @@ fn openapi_local_checks(s: &Value, obj: &Map<String, Value>, path: &str, ssv: &S
     ] {
         let present = match obj.get(k) {
             None | Some(Value::Null) => false,
-            Some(Value::Object(m)) if k == "patternProperties" || k == "definitions" => !m.is_empty(),
+            Some(Value::Object(m)) if k == "patternProperties" || k == "definitions" => {
+                !m.is_empty()
+            }
             Some(_) => true,
         };
         if present {
@@ -1440,25 +1819,48 @@ fn openapi_local_checks(s: &Value, obj: &Map<String, Value>, path: &str, ssv: &S
         }
     }
     if type_str(s) == "null" {
-        out.push(FieldError::forbidden(child(path, "type"), "type cannot be set to null, use nullable as an alternative"));
+        out.push(FieldError::forbidden(
+            child(path, "type"),
+            "type cannot be set to null, use nullable as an alternative",
+        ));
     }
     if obj.get("items").is_some_and(Value::is_array) {
-        out.push(FieldError::forbidden(child(path, "items"), "items must be a schema object and not an array"));
+        out.push(FieldError::forbidden(
+            child(path, "items"),
+            "items must be a schema object and not an array",
+        ));
     }
     if ssv.inside_meta && flag(s, "x-kubernetes-embedded-resource") {
-        out.push(FieldError::forbidden(child(path, "x-kubernetes-embedded-resource"), "must not be used inside of resource meta"));
+        out.push(FieldError::forbidden(
+            child(path, "x-kubernetes-embedded-resource"),
+            "must not be used inside of resource meta",
+        ));
     }
 
     if flag(s, "uniqueItems") {
-        out.push(FieldError::forbidden(child(path, "uniqueItems"), "uniqueItems cannot be set to true since the runtime complexity becomes quadratic"));
+        out.push(FieldError::forbidden(
+            child(path, "uniqueItems"),
+            "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+        ));
     }
 }
 
-fn openapi_recurse(s: &Value, obj: &Map<String, Value>, path: &str, ssv: &Ssv, is_root: bool, out: &mut Vec<FieldError>, depth: usize) {
+fn openapi_recurse(
+    s: &Value,
+    obj: &Map<String, Value>,
+    path: &str,
+    ssv: &Ssv,
+    is_root: bool,
+    out: &mut Vec<FieldError>,
+    depth: usize,
+) {
     let has_props = properties(s).is_some_and(|p| !p.is_empty());
     if let Some(ap) = obj.get("additionalProperties").filter(|v| !v.is_null()) {
         if has_props && (ap == &Value::Bool(false) || ap.is_object()) {
-            out.push(FieldError::forbidden(child(path, "additionalProperties"), "additionalProperties and properties are mutual exclusive"));
+            out.push(FieldError::forbidden(
+                child(path, "additionalProperties"),
+                "additionalProperties and properties are mutual exclusive",
+            ));
         }
         let mut sub = ssv.clone();
         if ssv.inside_meta {
@@ -1466,9 +1868,20 @@ fn openapi_recurse(s: &Value, obj: &Map<String, Value>, path: &str, ssv: &Ssv, i
             sub.reason = "inside additionalProperties applying to object metadata".into();
         }
         if ap.is_object() {
-            openapi_checks(ap, &child(path, "additionalProperties"), &sub, false, out, depth + 1);
+            openapi_checks(
+                ap,
+                &child(path, "additionalProperties"),
+                &sub,
+                false,
+                out,
+                depth + 1,
+            );
         } else if !ap.is_boolean() {
-            out.push(FieldError::invalid(child(path, "additionalProperties"), ap.clone(), "must be a boolean or an object"));
+            out.push(FieldError::invalid(
+                child(path, "additionalProperties"),
+                ap.clone(),
+                "must be a boolean or an object",
+            ));
         }
     }
     if let Some(props) = properties(s) {
@@ -1482,17 +1895,38 @@ fn openapi_recurse(s: &Value, obj: &Map<String, Value>, path: &str, ssv: &Ssv, i
                     sub.reason = format!("in top-level {k}");
                 }
             }
-            openapi_checks(ps, &key_path(path, "properties", k), &sub, false, out, depth + 1);
+            openapi_checks(
+                ps,
+                &key_path(path, "properties", k),
+                &sub,
+                false,
+                out,
+                depth + 1,
+            );
         }
-    } else if let Some(p) = obj.get("properties").filter(|p| !p.is_null() && !p.is_object()) {
-        out.push(FieldError::invalid(child(path, "properties"), p.clone(), "must be an object"));
+    } else if let Some(p) = obj
+        .get("properties")
+        .filter(|p| !p.is_null() && !p.is_object())
+    {
+        out.push(FieldError::invalid(
+            child(path, "properties"),
+            p.clone(),
+            "must be an object",
+        ));
     }
     if let Some(not) = obj.get("not").filter(|n| !n.is_null()) {
         openapi_checks(not, &child(path, "not"), ssv, false, out, depth + 1);
     }
     for junctor in ["allOf", "oneOf", "anyOf"] {
         for (i, sub) in schema_list(s, junctor).into_iter().enumerate() {
-            openapi_checks(sub, &format!("{path}.{junctor}[{i}]"), ssv, false, out, depth + 1);
+            openapi_checks(
+                sub,
+                &format!("{path}.{junctor}[{i}]"),
+                ssv,
+                false,
+                out,
+                depth + 1,
+            );
         }
     }
     if let Some(is) = items(s) {
@@ -1501,24 +1935,45 @@ fn openapi_recurse(s: &Value, obj: &Map<String, Value>, path: &str, ssv: &Ssv, i
 }
 
 #[inline(never)]
-fn openapi_extension_checks(s: &Value, obj: &Map<String, Value>, path: &str, out: &mut Vec<FieldError>) {
+fn openapi_extension_checks(
+    s: &Value,
+    obj: &Map<String, Value>,
+    path: &str,
+    out: &mut Vec<FieldError>,
+) {
     if let Some(v) = obj.get("x-kubernetes-preserve-unknown-fields")
-        && v == &Value::Bool(false) {
-            out.push(FieldError::invalid(child(path, "x-kubernetes-preserve-unknown-fields"), v.clone(), "must be true or undefined"));
-        }
+        && v == &Value::Bool(false)
+    {
+        out.push(FieldError::invalid(
+            child(path, "x-kubernetes-preserve-unknown-fields"),
+            v.clone(),
+            "must be true or undefined",
+        ));
+    }
     let ty = type_str(s);
     let map_type = obj.get("x-kubernetes-map-type").filter(|v| !v.is_null());
     if let Some(mt) = map_type {
         if ty != "object" {
             if ty.is_empty() {
-                out.push(FieldError::required(child(path, "type"), "must be object if x-kubernetes-map-type is specified"));
+                out.push(FieldError::required(
+                    child(path, "type"),
+                    "must be object if x-kubernetes-map-type is specified",
+                ));
             } else {
-                out.push(FieldError::invalid(child(path, "type"), Value::String(ty.into()), "must be object if x-kubernetes-map-type is specified"));
+                out.push(FieldError::invalid(
+                    child(path, "type"),
+                    Value::String(ty.into()),
+                    "must be object if x-kubernetes-map-type is specified",
+                ));
             }
         }
         let mts = mt.as_str().unwrap_or("");
         if mts != "atomic" && mts != "granular" {
-            out.push(FieldError::not_supported(child(path, "x-kubernetes-map-type"), mt.clone(), &["atomic".into(), "granular".into()]));
+            out.push(FieldError::not_supported(
+                child(path, "x-kubernetes-map-type"),
+                mt.clone(),
+                &["atomic".into(), "granular".into()],
+            ));
         }
     }
     let list_type = obj.get("x-kubernetes-list-type").filter(|v| !v.is_null());
@@ -1526,45 +1981,63 @@ fn openapi_extension_checks(s: &Value, obj: &Map<String, Value>, path: &str, out
     if let Some(lt) = lt {
         if ty != "array" {
             if ty.is_empty() {
-                out.push(FieldError::required(child(path, "type"), "must be array if x-kubernetes-list-type is specified"));
+                out.push(FieldError::required(
+                    child(path, "type"),
+                    "must be array if x-kubernetes-list-type is specified",
+                ));
             } else {
-                out.push(FieldError::invalid(child(path, "type"), Value::String(ty.into()), "must be array if x-kubernetes-list-type is specified"));
+                out.push(FieldError::invalid(
+                    child(path, "type"),
+                    Value::String(ty.into()),
+                    "must be array if x-kubernetes-list-type is specified",
+                ));
             }
         } else if lt == "set"
-            && let Some(is) = items(s) {
-                match type_str(is) {
-                    "array" => {
-                        if let Some(ilt) = get_str(is, "x-kubernetes-list-type").filter(|t| *t != "atomic") {
-                            out.push(FieldError::invalid(
-                                format!("{path}.items.x-kubernetes-list-type"),
-                                Value::String(ilt.into()),
-                                "must be atomic as item of a list with x-kubernetes-list-type=set",
-                            ));
-                        }
+            && let Some(is) = items(s)
+        {
+            match type_str(is) {
+                "array" => {
+                    if let Some(ilt) =
+                        get_str(is, "x-kubernetes-list-type").filter(|t| *t != "atomic")
+                    {
+                        out.push(FieldError::invalid(
+                            format!("{path}.items.x-kubernetes-list-type"),
+                            Value::String(ilt.into()),
+                            "must be atomic as item of a list with x-kubernetes-list-type=set",
+                        ));
                     }
-                    "object"
-                        if get_str(is, "x-kubernetes-map-type") != Some("atomic") => {
-                            // The apiserver reports the item's list-type here (a nil pointer, "null").
-                            let bad = get(is, "x-kubernetes-list-type").cloned().unwrap_or(Value::Null);
-                            out.push(FieldError::invalid(
-                                format!("{path}.items.x-kubernetes-map-type"),
-                                bad,
-                                "must be atomic as item of a list with x-kubernetes-list-type=set",
-                            ));
-                        }
-                    _ => {}
                 }
+                "object" if get_str(is, "x-kubernetes-map-type") != Some("atomic") => {
+                    // The apiserver reports the item's list-type here (a nil pointer, "null").
+                    let bad = get(is, "x-kubernetes-list-type")
+                        .cloned()
+                        .unwrap_or(Value::Null);
+                    out.push(FieldError::invalid(
+                        format!("{path}.items.x-kubernetes-map-type"),
+                        bad,
+                        "must be atomic as item of a list with x-kubernetes-list-type=set",
+                    ));
+                }
+                _ => {}
             }
+        }
         if lt != "atomic" && lt != "set" && lt != "map" {
             let bad = list_type.cloned().unwrap_or(Value::Null);
-            out.push(FieldError::not_supported(child(path, "x-kubernetes-list-type"), bad, &["atomic".into(), "set".into(), "map".into()]));
+            out.push(FieldError::not_supported(
+                child(path, "x-kubernetes-list-type"),
+                bad,
+                &["atomic".into(), "set".into(), "map".into()],
+            ));
         }
     }
     let map_keys = str_list(s, "x-kubernetes-list-map-keys");
     let map_keys_value = Value::Array(map_keys.iter().map(|k| Value::String(k.clone())).collect());
     if !map_keys.is_empty() {
         match lt {
-            None => out.push(FieldError::required(child(path, "x-kubernetes-list-type"), "must be map if x-kubernetes-list-map-keys is non-empty")),
+            None => out.push(FieldError::required(
+                child(path, "x-kubernetes-list-type"),
+                "must be map if x-kubernetes-list-map-keys is non-empty",
+            )),
             Some(l) if l != "map" => out.push(FieldError::invalid(
                 child(path, "x-kubernetes-list-type"),
                 Value::String(l.into()),
@@ -1575,10 +2048,16 @@ fn openapi_extension_checks(s: &Value, obj: &Map<String, Value>, path: &str, out
     }
     if lt == Some("map") {
         if map_keys.is_empty() {
-            out.push(FieldError::required(child(path, "x-kubernetes-list-map-keys"), "must not be empty if x-kubernetes-list-type is map"));
+            out.push(FieldError::required(
+                child(path, "x-kubernetes-list-map-keys"),
+                "must not be empty if x-kubernetes-list-type is map",
+            ));
         }
         match obj.get("items") {
-            None | Some(Value::Null) => out.push(FieldError::required(child(path, "items"), "must have a schema if x-kubernetes-list-type is map")),
+            None | Some(Value::Null) => out.push(FieldError::required(
+                child(path, "items"),
+                "must have a schema if x-kubernetes-list-type is map",
+            )),
             Some(Value::Object(_)) => {
                 let is = items(s).unwrap_or(&Value::Null);
                 let ity = type_str(is);
@@ -1618,39 +2097,69 @@ fn openapi_extension_checks(s: &Value, obj: &Map<String, Value>, path: &str, out
                     }
                 }
             }
-            Some(other) => out.push(FieldError::invalid(child(path, "items"), other.clone(), "must only have a single schema if x-kubernetes-list-type is map")),
+            Some(other) => out.push(FieldError::invalid(
+                child(path, "items"),
+                other.clone(),
+                "must only have a single schema if x-kubernetes-list-type is map",
+            )),
         }
     }
-    for (i, rule) in schema_list(s, "x-kubernetes-validations").into_iter().enumerate() {
+    for (i, rule) in schema_list(s, "x-kubernetes-validations")
+        .into_iter()
+        .enumerate()
+    {
         let base = format!("{path}.x-kubernetes-validations[{i}]");
         let r = get_str(rule, "rule").unwrap_or("");
         let msg = get_str(rule, "message").unwrap_or("");
         let has_newline = |t: &str| t.contains('\n') || t.contains('\r');
         if r.trim().is_empty() {
-            out.push(FieldError::required(format!("{base}.rule"), "rule is not specified"));
+            out.push(FieldError::required(
+                format!("{base}.rule"),
+                "rule is not specified",
+            ));
         } else if !msg.is_empty() && msg.trim().is_empty() {
-            out.push(FieldError::invalid(format!("{base}.message"), Value::String(msg.into()), "message must be non-empty if specified"));
+            out.push(FieldError::invalid(
+                format!("{base}.message"),
+                Value::String(msg.into()),
+                "message must be non-empty if specified",
+            ));
         } else if has_newline(msg.trim()) {
-            out.push(FieldError::invalid(format!("{base}.message"), Value::String(msg.into()), "message must not contain line breaks"));
+            out.push(FieldError::invalid(
+                format!("{base}.message"),
+                Value::String(msg.into()),
+                "message must not contain line breaks",
+            ));
         } else if has_newline(r.trim()) && msg.trim().is_empty() {
-            out.push(FieldError::required(format!("{base}.message"), "message must be specified if rule contains line breaks"));
+            out.push(FieldError::required(
+                format!("{base}.message"),
+                "message must be specified if rule contains line breaks",
+            ));
         }
         #[cfg(feature = "cel")]
         if !r.trim().is_empty()
             && let Err(e) = cel_rules::compile(r)
         {
-            out.push(FieldError::invalid(format!("{base}.rule"), Value::String(r.into()), format!("compilation failed: {e}")));
+            out.push(FieldError::invalid(
+                format!("{base}.rule"),
+                Value::String(r.into()),
+                format!("compilation failed: {e}"),
+            ));
         }
     }
     // validateMapListKeysMapSet.
     if let (Some(lt @ ("set" | "map")), Some(is)) = (lt, items(s)) {
         if flag(is, "nullable") {
-            out.push(FieldError::forbidden(format!("{path}.items.nullable"), format!("cannot be nullable when x-kubernetes-list-type is {lt}")));
+            out.push(FieldError::forbidden(
+                format!("{path}.items.nullable"),
+                format!("cannot be nullable when x-kubernetes-list-type is {lt}"),
+            ));
         }
         if lt == "map" {
             let required = str_list(is, "required");
             for k in &map_keys {
-                let Some(ks) = properties(is).and_then(|p| p.get(k)) else { continue };
+                let Some(ks) = properties(is).and_then(|p| p.get(k)) else {
+                    continue;
+                };
                 if !required.contains(k) && get(ks, "default").is_none_or(Value::is_null) {
                     out.push(FieldError::required(
                         format!("{path}.items.properties[{k}].default"),
@@ -1665,7 +2174,8 @@ fn openapi_extension_checks(s: &Value, obj: &Map<String, Value>, path: &str, out
                 }
             }
         }
-    }}
+    }
+}
 
 #[derive(Clone, Copy, PartialEq)]
 enum Level {
@@ -1675,28 +2185,52 @@ enum Level {
 }
 
 /// structuralschema.validateStructuralInvariants.
-fn structural_invariants(s: &Value, lvl: Level, path: &str, out: &mut Vec<FieldError>, depth: usize) {
+fn structural_invariants(
+    s: &Value,
+    lvl: Level,
+    path: &str,
+    out: &mut Vec<FieldError>,
+    depth: usize,
+) {
     if depth > MAX_DEPTH || !s.is_object() {
         return;
     }
     let ty = type_str(s);
     if ty == "array" && items(s).is_none() {
-        out.push(FieldError::required(child(path, "items"), "must be specified"));
+        out.push(FieldError::required(
+            child(path, "items"),
+            "must be specified",
+        ));
     }
     if let Some(is) = items(s) {
         structural_invariants(is, Level::Item, &child(path, "items"), out, depth + 1);
     }
     if let Some(props) = properties(s) {
         for (k, ps) in props {
-            structural_invariants(ps, Level::Field, &key_path(path, "properties", k), out, depth + 1);
+            structural_invariants(
+                ps,
+                Level::Field,
+                &key_path(path, "properties", k),
+                out,
+                depth + 1,
+            );
         }
     }
     if let Some(ap) = get(s, "additionalProperties").filter(|v| !v.is_null()) {
         if lvl == Level::Root {
-            out.push(FieldError::forbidden(child(path, "additionalProperties"), "must not be used at the root"));
+            out.push(FieldError::forbidden(
+                child(path, "additionalProperties"),
+                "must not be used at the root",
+            ));
         }
         if ap.is_object() {
-            structural_invariants(ap, Level::Field, &child(path, "additionalProperties"), out, depth + 1);
+            structural_invariants(
+                ap,
+                Level::Field,
+                &child(path, "additionalProperties"),
+                out,
+                depth + 1,
+            );
         }
     }
     let int_or_string = flag(s, "x-kubernetes-int-or-string");
@@ -1710,17 +2244,30 @@ fn structural_invariants(s: &Value, lvl: Level, path: &str, out: &mut Vec<FieldE
         ));
     }
     if int_or_string && embedded {
-        out.push(FieldError::invalid(child(path, "x-kubernetes-embedded-resource"), Value::Bool(true), "must be false if x-kubernetes-int-or-string is true"));
+        out.push(FieldError::invalid(
+            child(path, "x-kubernetes-embedded-resource"),
+            Value::Bool(true),
+            "must be false if x-kubernetes-int-or-string is true",
+        ));
     }
     let skip_any_of = is_int_or_string_any_of(s);
-    let skip_first_all_of_any_of = schema_list(s, "allOf").first().is_some_and(|a| is_int_or_string_any_of(a));
+    let skip_first_all_of_any_of = schema_list(s, "allOf")
+        .first()
+        .is_some_and(|a| is_int_or_string_any_of(a));
     value_validation(s, skip_any_of, skip_first_all_of_any_of, path, out, depth);
 
     if embedded && ty != "object" {
         if ty.is_empty() {
-            out.push(FieldError::required(child(path, "type"), "must be object if x-kubernetes-embedded-resource is true"));
+            out.push(FieldError::required(
+                child(path, "type"),
+                "must be object if x-kubernetes-embedded-resource is true",
+            ));
         } else {
-            out.push(FieldError::invalid(child(path, "type"), Value::String(ty.into()), "must be object if x-kubernetes-embedded-resource is true"));
+            out.push(FieldError::invalid(
+                child(path, "type"),
+                Value::String(ty.into()),
+                "must be object if x-kubernetes-embedded-resource is true",
+            ));
         }
     } else if ty.is_empty() && !int_or_string && !preserve {
         let detail = match lvl {
@@ -1731,31 +2278,47 @@ fn structural_invariants(s: &Value, lvl: Level, path: &str, out: &mut Vec<FieldE
         out.push(FieldError::required(child(path, "type"), detail));
     }
     if embedded && get(s, "additionalProperties").is_some_and(|v| !v.is_null()) {
-        out.push(FieldError::forbidden(child(path, "additionalProperties"), "must not be used if x-kubernetes-embedded-resource is set"));
+        out.push(FieldError::forbidden(
+            child(path, "additionalProperties"),
+            "must not be used if x-kubernetes-embedded-resource is set",
+        ));
     }
     if lvl == Level::Root && !ty.is_empty() && ty != "object" {
-        out.push(FieldError::invalid(child(path, "type"), Value::String(ty.into()), "must be object at the root"));
+        out.push(FieldError::invalid(
+            child(path, "type"),
+            Value::String(ty.into()),
+            "must be object at the root",
+        ));
     }
     let check_metadata = lvl == Level::Root || embedded;
     if let Some(props) = properties(s) {
         if check_metadata {
-            for (k, want) in [("kind", "string"), ("apiVersion", "string"), ("metadata", "object")] {
+            for (k, want) in [
+                ("kind", "string"),
+                ("apiVersion", "string"),
+                ("metadata", "object"),
+            ] {
                 if let Some(ps) = props.get(k) {
                     let t = type_str(ps);
                     if t != want {
-                        out.push(FieldError::invalid(format!("{path}.properties[{k}].type"), Value::String(t.into()), format!("must be {want}")));
+                        out.push(FieldError::invalid(
+                            format!("{path}.properties[{k}].type"),
+                            Value::String(t.into()),
+                            format!("must be {want}"),
+                        ));
                     }
                 }
             }
         }
         if lvl == Level::Root
             && let Some(meta) = props.get("metadata")
-                && !root_metadata_is_restricted_to_names(meta) {
-                    out.push(FieldError::forbidden(
+            && !root_metadata_is_restricted_to_names(meta)
+        {
+            out.push(FieldError::forbidden(
                         format!("{path}.properties[metadata]"),
                         "must not specify anything other than name and generateName, but metadata is implicitly specified",
                     ));
-                }
+        }
     }
     if embedded && !preserve && properties(s).is_none_or(|p| p.is_empty()) {
         out.push(FieldError::required(
@@ -1768,10 +2331,14 @@ fn structural_invariants(s: &Value, lvl: Level, path: &str, out: &mut Vec<FieldE
 /// The root metadata schema may only carry a type, a (separately forbidden) default, and
 /// restrictions on name and generateName.
 fn root_metadata_is_restricted_to_names(meta: &Value) -> bool {
-    let Some(m) = meta.as_object() else { return true };
+    let Some(m) = meta.as_object() else {
+        return true;
+    };
     m.iter().all(|(k, v)| match k.as_str() {
         "type" | "default" => true,
-        "properties" => v.as_object().is_none_or(|p| p.keys().all(|k| k == "name" || k == "generateName")),
+        "properties" => v
+            .as_object()
+            .is_none_or(|p| p.keys().all(|k| k == "name" || k == "generateName")),
         _ => false,
     })
 }
@@ -1779,12 +2346,23 @@ fn root_metadata_is_restricted_to_names(meta: &Value) -> bool {
 fn is_int_or_string_any_of(s: &Value) -> bool {
     let any_of = schema_list(s, "anyOf");
     any_of.len() == 2
-        && any_of[0].as_object().is_some_and(|o| o.len() == 1 && o.get("type") == Some(&Value::String("integer".into())))
-        && any_of[1].as_object().is_some_and(|o| o.len() == 1 && o.get("type") == Some(&Value::String("string".into())))
+        && any_of[0].as_object().is_some_and(|o| {
+            o.len() == 1 && o.get("type") == Some(&Value::String("integer".into()))
+        })
+        && any_of[1]
+            .as_object()
+            .is_some_and(|o| o.len() == 1 && o.get("type") == Some(&Value::String("string".into())))
 }
 
 /// validateValueValidation: junctors and pattern of one schema node.
-fn value_validation(s: &Value, skip_any_of: bool, skip_first_all_of_any_of: bool, path: &str, out: &mut Vec<FieldError>, depth: usize) {
+fn value_validation(
+    s: &Value,
+    skip_any_of: bool,
+    skip_first_all_of_any_of: bool,
+    path: &str,
+    out: &mut Vec<FieldError>,
+    depth: usize,
+) {
     if depth > MAX_DEPTH {
         return;
     }
@@ -1794,7 +2372,13 @@ fn value_validation(s: &Value, skip_any_of: bool, skip_first_all_of_any_of: bool
         }
     }
     for (i, sub) in schema_list(s, "allOf").into_iter().enumerate() {
-        nested_value_validation(sub, skip_first_all_of_any_of && i == 0, &format!("{path}.allOf[{i}]"), out, depth + 1);
+        nested_value_validation(
+            sub,
+            skip_first_all_of_any_of && i == 0,
+            &format!("{path}.allOf[{i}]"),
+            out,
+            depth + 1,
+        );
     }
     for (i, sub) in schema_list(s, "oneOf").into_iter().enumerate() {
         nested_value_validation(sub, false, &format!("{path}.oneOf[{i}]"), out, depth + 1);
@@ -1803,13 +2387,24 @@ fn value_validation(s: &Value, skip_any_of: bool, skip_first_all_of_any_of: bool
         nested_value_validation(not, false, &child(path, "not"), out, depth + 1);
     }
     if let Some(p) = get_str(s, "pattern").filter(|p| !p.is_empty())
-        && let Err(e) = compiled_regex(p) {
-            out.push(FieldError::invalid(child(path, "pattern"), Value::String(p.into()), format!("must be a valid regular expression, but isn't: {e}")));
-        }
+        && let Err(e) = compiled_regex(p)
+    {
+        out.push(FieldError::invalid(
+            child(path, "pattern"),
+            Value::String(p.into()),
+            format!("must be a valid regular expression, but isn't: {e}"),
+        ));
+    }
 }
 
 /// validateNestedValueValidation: inside allOf/anyOf/oneOf/not only value validations are allowed.
-fn nested_value_validation(s: &Value, skip_any_of: bool, path: &str, out: &mut Vec<FieldError>, depth: usize) {
+fn nested_value_validation(
+    s: &Value,
+    skip_any_of: bool,
+    path: &str,
+    out: &mut Vec<FieldError>,
+    depth: usize,
+) {
     if depth > MAX_DEPTH {
         return;
     }
@@ -1824,44 +2419,88 @@ fn nested_value_validation(s: &Value, skip_any_of: bool, path: &str, out: &mut V
         }
     }
     let set = |k: &str| obj.get(k).is_some_and(|v| !v.is_null());
-    let non_empty_str = |k: &str| obj.get(k).and_then(Value::as_str).is_some_and(|v| !v.is_empty());
+    let non_empty_str = |k: &str| {
+        obj.get(k)
+            .and_then(Value::as_str)
+            .is_some_and(|v| !v.is_empty())
+    };
     if non_empty_str("type") {
-        out.push(FieldError::forbidden(child(path, "type"), "must be empty to be structural"));
+        out.push(FieldError::forbidden(
+            child(path, "type"),
+            "must be empty to be structural",
+        ));
     }
     if set("additionalProperties") {
-        out.push(FieldError::forbidden(child(path, "additionalProperties"), "must be undefined to be structural"));
+        out.push(FieldError::forbidden(
+            child(path, "additionalProperties"),
+            "must be undefined to be structural",
+        ));
     }
     if set("default") {
-        out.push(FieldError::forbidden(child(path, "default"), "must be undefined to be structural"));
+        out.push(FieldError::forbidden(
+            child(path, "default"),
+            "must be undefined to be structural",
+        ));
     }
     if non_empty_str("title") {
-        out.push(FieldError::forbidden(child(path, "title"), "must be empty to be structural"));
+        out.push(FieldError::forbidden(
+            child(path, "title"),
+            "must be empty to be structural",
+        ));
     }
     if non_empty_str("description") {
-        out.push(FieldError::forbidden(child(path, "description"), "must be empty to be structural"));
+        out.push(FieldError::forbidden(
+            child(path, "description"),
+            "must be empty to be structural",
+        ));
     }
     if flag(s, "nullable") {
-        out.push(FieldError::forbidden(child(path, "nullable"), "must be false to be structural"));
+        out.push(FieldError::forbidden(
+            child(path, "nullable"),
+            "must be false to be structural",
+        ));
     }
-    for k in ["x-kubernetes-preserve-unknown-fields", "x-kubernetes-embedded-resource", "x-kubernetes-int-or-string"] {
+    for k in [
+        "x-kubernetes-preserve-unknown-fields",
+        "x-kubernetes-embedded-resource",
+        "x-kubernetes-int-or-string",
+    ] {
         if flag(s, k) {
-            out.push(FieldError::forbidden(child(path, k), "must be false to be structural"));
+            out.push(FieldError::forbidden(
+                child(path, k),
+                "must be false to be structural",
+            ));
         }
     }
     if !str_list(s, "x-kubernetes-list-map-keys").is_empty() {
-        out.push(FieldError::forbidden(child(path, "x-kubernetes-list-map-keys"), "must be empty to be structural"));
+        out.push(FieldError::forbidden(
+            child(path, "x-kubernetes-list-map-keys"),
+            "must be empty to be structural",
+        ));
     }
     if set("x-kubernetes-list-type") {
-        out.push(FieldError::forbidden(child(path, "x-kubernetes-list-type"), "must be undefined to be structural"));
+        out.push(FieldError::forbidden(
+            child(path, "x-kubernetes-list-type"),
+            "must be undefined to be structural",
+        ));
     }
     if set("x-kubernetes-map-type") {
-        out.push(FieldError::forbidden(child(path, "x-kubernetes-map-type"), "must be undefined to be structural"));
+        out.push(FieldError::forbidden(
+            child(path, "x-kubernetes-map-type"),
+            "must be undefined to be structural",
+        ));
     }
     if !schema_list(s, "x-kubernetes-validations").is_empty() {
-        out.push(FieldError::forbidden(child(path, "x-kubernetes-validations"), "must be empty to be structural"));
+        out.push(FieldError::forbidden(
+            child(path, "x-kubernetes-validations"),
+            "must be empty to be structural",
+        ));
     }
     if properties(s).is_some_and(|p| p.contains_key("metadata")) {
-        out.push(FieldError::forbidden(format!("{path}.properties[metadata]"), "must not be specified in a nested context"));
+        out.push(FieldError::forbidden(
+            format!("{path}.properties[metadata]"),
+            "must not be specified in a nested context",
+        ));
     }
 }
 
@@ -1884,7 +2523,14 @@ fn structural_completeness(s: &Value, path: &str, out: &mut Vec<FieldError>, dep
     value_validation_completeness(s, Some(s), path, path, out, depth);
 }
 
-fn value_validation_completeness(v: &Value, s: Option<&Value>, s_path: &str, v_path: &str, out: &mut Vec<FieldError>, depth: usize) {
+fn value_validation_completeness(
+    v: &Value,
+    s: Option<&Value>,
+    s_path: &str,
+    v_path: &str,
+    out: &mut Vec<FieldError>,
+    depth: usize,
+) {
     if depth > MAX_DEPTH {
         return;
     }
@@ -1893,34 +2539,78 @@ fn value_validation_completeness(v: &Value, s: Option<&Value>, s_path: &str, v_p
     }
     for junctor in ["allOf", "anyOf", "oneOf"] {
         for (i, sub) in schema_list(v, junctor).into_iter().enumerate() {
-            nested_completeness(sub, s, s_path, &format!("{v_path}.{junctor}[{i}]"), out, depth + 1);
+            nested_completeness(
+                sub,
+                s,
+                s_path,
+                &format!("{v_path}.{junctor}[{i}]"),
+                out,
+                depth + 1,
+            );
         }
     }
 }
 
-fn nested_completeness(v: &Value, s: Option<&Value>, s_path: &str, v_path: &str, out: &mut Vec<FieldError>, depth: usize) {
+fn nested_completeness(
+    v: &Value,
+    s: Option<&Value>,
+    s_path: &str,
+    v_path: &str,
+    out: &mut Vec<FieldError>,
+    depth: usize,
+) {
     if depth > MAX_DEPTH || !v.is_object() {
         return;
     }
     let Some(s) = s.filter(|s| s.is_object()) else {
-        out.push(FieldError::required(s_path, format!("because it is defined in {v_path}")));
+        out.push(FieldError::required(
+            s_path,
+            format!("because it is defined in {v_path}"),
+        ));
         return;
     };
     value_validation_completeness(v, Some(s), s_path, v_path, out, depth);
     if let Some(vi) = items(v) {
         match items(s) {
-            Some(si) => nested_completeness(vi, Some(si), &child(s_path, "items"), &child(v_path, "items"), out, depth + 1),
-            None => out.push(FieldError::required(child(s_path, "items"), format!("because it is defined in {}", child(v_path, "items")))),
+            Some(si) => nested_completeness(
+                vi,
+                Some(si),
+                &child(s_path, "items"),
+                &child(v_path, "items"),
+                out,
+                depth + 1,
+            ),
+            None => out.push(FieldError::required(
+                child(s_path, "items"),
+                format!("because it is defined in {}", child(v_path, "items")),
+            )),
         }
     }
     if let Some(vprops) = properties(v) {
         for (k, vp) in vprops {
             let vp_path = key_path(v_path, "properties", k);
             match properties(s).and_then(|p| p.get(k)) {
-                Some(sp) => nested_completeness(vp, Some(sp), &key_path(s_path, "properties", k), &vp_path, out, depth + 1),
+                Some(sp) => nested_completeness(
+                    vp,
+                    Some(sp),
+                    &key_path(s_path, "properties", k),
+                    &vp_path,
+                    out,
+                    depth + 1,
+                ),
                 None => match additional(s) {
-                    Additional::Schema(a) => nested_completeness(vp, Some(a), &child(s_path, "additionalProperties"), &vp_path, out, depth + 1),
-                    _ => out.push(FieldError::required(key_path(s_path, "properties", k), format!("because it is defined in {vp_path}"))),
+                    Additional::Schema(a) => nested_completeness(
+                        vp,
+                        Some(a),
+                        &child(s_path, "additionalProperties"),
+                        &vp_path,
+                        out,
+                        depth + 1,
+                    ),
+                    _ => out.push(FieldError::required(
+                        key_path(s_path, "properties", k),
+                        format!("because it is defined in {vp_path}"),
+                    )),
                 },
             }
         }
@@ -1929,7 +2619,13 @@ fn nested_completeness(v: &Value, s: Option<&Value>, s_path: &str, v_path: &str,
 
 /// structuraldefaulting.ValidateDefaults: every default must survive pruning unchanged and validate
 /// against its own schema.
-fn validate_defaults(s: &Value, path: &str, is_root: bool, out: &mut Vec<FieldError>, depth: usize) {
+fn validate_defaults(
+    s: &Value,
+    path: &str,
+    is_root: bool,
+    out: &mut Vec<FieldError>,
+    depth: usize,
+) {
     if depth > MAX_DEPTH || !s.is_object() {
         return;
     }
@@ -1955,9 +2651,17 @@ fn validate_defaults(s: &Value, path: &str, is_root: bool, out: &mut Vec<FieldEr
         };
         let default_path = child(path, "default");
         if !removed.is_empty() {
-            out.push(FieldError::invalid(&default_path, d.clone(), "must not have unknown fields"));
+            out.push(FieldError::invalid(
+                &default_path,
+                d.clone(),
+                "must not have unknown fields",
+            ));
         } else {
-            let mut v = Validator { base: default_path.clone(), root_object: false, out: Vec::new() };
+            let mut v = Validator {
+                base: default_path.clone(),
+                root_object: false,
+                out: Vec::new(),
+            };
             v.node(d, s, "", depth);
             if !v.out.is_empty() {
                 out.extend(v.out);
@@ -1984,7 +2688,13 @@ fn validate_defaults(s: &Value, path: &str, is_root: bool, out: &mut Vec<FieldEr
         }
     }
     if let Additional::Schema(a) = additional(s) {
-        validate_defaults(a, &child(path, "additionalProperties"), false, out, depth + 1);
+        validate_defaults(
+            a,
+            &child(path, "additionalProperties"),
+            false,
+            out,
+            depth + 1,
+        );
     }
 }
 
@@ -2026,8 +2736,12 @@ mod cel_rules {
         let compiled = ENV.with(|env| match env {
             Some(env) => {
                 let env = Arc::clone(env);
-                catch_unwind(AssertUnwindSafe(|| env.compile(rule).map(Rc::new).map_err(|e| e.to_string())))
-                    .unwrap_or_else(|_| Err("ERROR: <input>:1:1: the rule could not be compiled".into()))
+                catch_unwind(AssertUnwindSafe(|| {
+                    env.compile(rule).map(Rc::new).map_err(|e| e.to_string())
+                }))
+                .unwrap_or_else(|_| {
+                    Err("ERROR: <input>:1:1: the rule could not be compiled".into())
+                })
             }
             None => Err("CEL environment unavailable".into()),
         });
@@ -2058,12 +2772,17 @@ mod cel_rules {
     }
 
     fn evaluate(program: &cel::Program, this: &Value, old: Option<&Value>) -> Outcome {
-        let Some(env) = ENV.with(|e| e.clone()) else { return Outcome::Error("CEL environment unavailable".into()) };
+        let Some(env) = ENV.with(|e| e.clone()) else {
+            return Outcome::Error("CEL environment unavailable".into());
+        };
         let run = || -> Result<cel::Value, String> {
             let mut ctx = cel::Context::with_env(env);
             ctx.add_variable_from_value("self", cel::to_value(this).map_err(|e| e.to_string())?);
             if let Some(old) = old {
-                ctx.add_variable_from_value("oldSelf", cel::to_value(old).map_err(|e| e.to_string())?);
+                ctx.add_variable_from_value(
+                    "oldSelf",
+                    cel::to_value(old).map_err(|e| e.to_string())?,
+                );
             }
             program.execute(&ctx).map_err(|e| go_eval_error(&e))
         };
@@ -2085,9 +2804,10 @@ mod cel_rules {
             E::RemainderByZero(_) => "modulus by zero".into(),
             E::Overflow(..) => "integer overflow".into(),
             E::IndexOutOfBounds(i) => format!("index out of bounds: {i:?}"),
-            E::NoSuchOverload(_) | E::UnexpectedType { .. } | E::UnsupportedBinaryOperator(..) | E::ValuesNotComparable(..) => {
-                "no such overload".into()
-            }
+            E::NoSuchOverload(_)
+            | E::UnexpectedType { .. }
+            | E::UnsupportedBinaryOperator(..)
+            | E::ValuesNotComparable(..) => "no such overload".into(),
             other => {
                 let s = other.to_string();
                 let mut c = s.chars();
@@ -2101,7 +2821,14 @@ mod cel_rules {
 
     /// Evaluates every rule on every present value, correlating `oldSelf` through object keys and
     /// list-type=map keys as the apiserver does; transition rules only run when an old value exists.
-    pub(super) fn validate(x: &Value, old: Option<&Value>, s: &Value, path: &str, out: &mut Vec<FieldError>, depth: usize) {
+    pub(super) fn validate(
+        x: &Value,
+        old: Option<&Value>,
+        s: &Value,
+        path: &str,
+        out: &mut Vec<FieldError>,
+        depth: usize,
+    ) {
         if depth > MAX_DEPTH || !s.is_object() || x.is_null() {
             return;
         }
@@ -2130,24 +2857,46 @@ mod cel_rules {
             Value::Array(a) => {
                 let Some(is) = items(s) else { return };
                 let keys = str_list(s, "x-kubernetes-list-map-keys");
-                let old_items = if get_str(s, "x-kubernetes-list-type") == Some("map") && !keys.is_empty() {
-                    old.and_then(Value::as_array)
-                } else {
-                    None
-                };
+                let old_items =
+                    if get_str(s, "x-kubernetes-list-type") == Some("map") && !keys.is_empty() {
+                        old.and_then(Value::as_array)
+                    } else {
+                        None
+                    };
                 for (i, v) in a.iter().enumerate() {
                     let old_item = old_items.and_then(|olds| {
-                        olds.iter().find(|o| keys.iter().all(|k| o.get(k.as_str()).is_some() && o.get(k.as_str()) == v.get(k.as_str())))
+                        olds.iter().find(|o| {
+                            keys.iter().all(|k| {
+                                o.get(k.as_str()).is_some()
+                                    && o.get(k.as_str()) == v.get(k.as_str())
+                            })
+                        })
                     });
-                    validate(v, old_item, is, &format!("{}[{i}]", if path.is_empty() { "<nil>" } else { path }), out, depth + 1);
+                    validate(
+                        v,
+                        old_item,
+                        is,
+                        &format!("{}[{i}]", if path.is_empty() { "<nil>" } else { path }),
+                        out,
+                        depth + 1,
+                    );
                 }
             }
             _ => {}
         }
     }
 
-    fn check_rule(rule: &Value, x: &Value, old: Option<&Value>, s: &Value, path: &str, out: &mut Vec<FieldError>) {
-        let Some(text) = get_str(rule, "rule").filter(|r| !r.trim().is_empty()) else { return };
+    fn check_rule(
+        rule: &Value,
+        x: &Value,
+        old: Option<&Value>,
+        s: &Value,
+        path: &str,
+        out: &mut Vec<FieldError>,
+    ) {
+        let Some(text) = get_str(rule, "rule").filter(|r| !r.trim().is_empty()) else {
+            return;
+        };
         let Ok(program) = compile(text) else { return };
         let transition = program.references().has_variable("oldSelf");
         if transition && old.is_none() {
@@ -2156,11 +2905,19 @@ mod cel_rules {
         let rule_text = text.trim();
         let message = get_str(rule, "message").unwrap_or("");
         let ty = Value::String(type_str(s).to_string());
-        let base = if path.is_empty() { "<nil>".to_string() } else { path.to_string() };
+        let base = if path.is_empty() {
+            "<nil>".to_string()
+        } else {
+            path.to_string()
+        };
         let detail = match evaluate(&program, x, if transition { old } else { None }) {
             Outcome::Pass => return,
             Outcome::Error(e) if e.starts_with("no such overload") => {
-                let shown = if message.trim().is_empty() { rule_text } else { message.trim() };
+                let shown = if message.trim().is_empty() {
+                    rule_text
+                } else {
+                    message.trim()
+                };
                 out.push(FieldError::invalid(
                     base,
                     ty,
@@ -2169,8 +2926,16 @@ mod cel_rules {
                 return;
             }
             Outcome::Error(e) => {
-                let shown = if message.trim().is_empty() { rule_text } else { message.trim() };
-                out.push(FieldError::invalid(base, ty, format!("{e} evaluating rule: {shown}")));
+                let shown = if message.trim().is_empty() {
+                    rule_text
+                } else {
+                    message.trim()
+                };
+                out.push(FieldError::invalid(
+                    base,
+                    ty,
+                    format!("{e} evaluating rule: {shown}"),
+                ));
                 return;
             }
             Outcome::Fail => {
@@ -2181,7 +2946,10 @@ mod cel_rules {
                 }
             }
         };
-        let field_path = match get_str(rule, "fieldPath").map(|f| f.trim_start_matches('.')).filter(|f| !f.is_empty()) {
+        let field_path = match get_str(rule, "fieldPath")
+            .map(|f| f.trim_start_matches('.'))
+            .filter(|f| !f.is_empty())
+        {
             Some(fp) if path.is_empty() => fp.to_string(),
             Some(fp) => format!("{path}.{fp}"),
             None => base,
@@ -2217,28 +2985,75 @@ mod tests {
         for (what, props, spec, want) in rows {
             let schema = spec_schema(props.clone());
             let got = msgs(&validate(&obj(spec.clone()), None, &schema));
-            assert_eq!(got, want.iter().map(|s| s.to_string()).collect::<Vec<_>>(), "{what}");
+            assert_eq!(
+                got,
+                want.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                "{what}"
+            );
         }
     }
 
     #[test]
     fn display_mirrors_field_error() {
         let cases = [
-            (FieldError::required("spec.size", ""), "spec.size: Required value"),
-            (FieldError::required("spec.x.kind", "must not be empty"), "spec.x.kind: Required value: must not be empty"),
-            (FieldError::forbidden("spec.a", "nope"), "spec.a: Forbidden: nope"),
-            (FieldError::too_long("spec.name", 5), "spec.name: Too long: may not be more than 5 bytes"),
-            (FieldError::too_long("spec.name", 1), "spec.name: Too long: may not be more than 1 byte"),
-            (FieldError::too_many("spec.items", 3, 2), "spec.items: Too many: 3: must have at most 2 items"),
-            (FieldError::too_many("spec.items", 3, 1), "spec.items: Too many: 3: must have at most 1 item"),
-            (FieldError::duplicate("spec.tags[1]", json!("a")), "spec.tags[1]: Duplicate value: \"a\""),
-            (FieldError::duplicate("spec.x[1]", json!({"name": "a"})), "spec.x[1]: Duplicate value: map[string]interface {}{\"name\":\"a\"}"),
-            (FieldError::invalid("spec.a", Value::Null, "bad"), "spec.a: Invalid value: \"null\": bad"),
-            (FieldError::invalid("spec.a", json!(true), "bad"), "spec.a: Invalid value: true: bad"),
-            (FieldError::invalid("spec.a", json!(1.5), "bad"), "spec.a: Invalid value: 1.5: bad"),
-            (FieldError::invalid("spec.a", json!(["x", 1]), ""), "spec.a: Invalid value: []interface {}{\"x\", 1}"),
             (
-                FieldError::not_supported("spec.mode", json!("medium"), &["fast".into(), "slow".into()]),
+                FieldError::required("spec.size", ""),
+                "spec.size: Required value",
+            ),
+            (
+                FieldError::required("spec.x.kind", "must not be empty"),
+                "spec.x.kind: Required value: must not be empty",
+            ),
+            (
+                FieldError::forbidden("spec.a", "nope"),
+                "spec.a: Forbidden: nope",
+            ),
+            (
+                FieldError::too_long("spec.name", 5),
+                "spec.name: Too long: may not be more than 5 bytes",
+            ),
+            (
+                FieldError::too_long("spec.name", 1),
+                "spec.name: Too long: may not be more than 1 byte",
+            ),
+            (
+                FieldError::too_many("spec.items", 3, 2),
+                "spec.items: Too many: 3: must have at most 2 items",
+            ),
+            (
+                FieldError::too_many("spec.items", 3, 1),
+                "spec.items: Too many: 3: must have at most 1 item",
+            ),
+            (
+                FieldError::duplicate("spec.tags[1]", json!("a")),
+                "spec.tags[1]: Duplicate value: \"a\"",
+            ),
+            (
+                FieldError::duplicate("spec.x[1]", json!({"name": "a"})),
+                "spec.x[1]: Duplicate value: map[string]interface {}{\"name\":\"a\"}",
+            ),
+            (
+                FieldError::invalid("spec.a", Value::Null, "bad"),
+                "spec.a: Invalid value: \"null\": bad",
+            ),
+            (
+                FieldError::invalid("spec.a", json!(true), "bad"),
+                "spec.a: Invalid value: true: bad",
+            ),
+            (
+                FieldError::invalid("spec.a", json!(1.5), "bad"),
+                "spec.a: Invalid value: 1.5: bad",
+            ),
+            (
+                FieldError::invalid("spec.a", json!(["x", 1]), ""),
+                "spec.a: Invalid value: []interface {}{\"x\", 1}",
+            ),
+            (
+                FieldError::not_supported(
+                    "spec.mode",
+                    json!("medium"),
+                    &["fast".into(), "slow".into()],
+                ),
                 "spec.mode: Unsupported value: \"medium\": supported values: \"fast\", \"slow\"",
             ),
         ];
@@ -2249,45 +3064,103 @@ mod tests {
 
     #[test]
     fn go_formatting() {
-        for (f, want) in [(1.0, "1"), (1.5, "1.5"), (100000.0, "100000"), (1e6, "1e+06"), (1234567.5, "1.2345675e+06"), (0.0001, "0.0001"), (0.00001, "1e-05"), (-2.5, "-2.5")] {
+        for (f, want) in [
+            (1.0, "1"),
+            (1.5, "1.5"),
+            (100000.0, "100000"),
+            (1e6, "1e+06"),
+            (1234567.5, "1.2345675e+06"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (-2.5, "-2.5"),
+        ] {
             assert_eq!(go_float(f), want, "%v of {f}");
         }
-        for (f, want) in [(1.0, "1"), (1e20, "100000000000000000000"), (1e21, "1e+21"), (0.000001, "0.000001"), (1e-7, "1e-7")] {
+        for (f, want) in [
+            (1.0, "1"),
+            (1e20, "100000000000000000000"),
+            (1e21, "1e+21"),
+            (0.000001, "0.000001"),
+            (1e-7, "1e-7"),
+        ] {
             assert_eq!(crate::gofmt::json_float(f), want, "json of {f}");
         }
         assert_eq!(go_quote("a\"b\\c\n\u{1}é"), "\"a\\\"b\\\\c\\n\\x01é\"");
-        assert_eq!(go_json(&json!({"b": [1, 2.5], "a": "<x>"})), "{\"a\":\"\\u003cx\\u003e\",\"b\":[1,2.5]}");
+        assert_eq!(
+            go_json(&json!({"b": [1, 2.5], "a": "<x>"})),
+            "{\"a\":\"\\u003cx\\u003e\",\"b\":[1,2.5]}"
+        );
     }
 
     #[test]
     fn numeric_and_enum_validation() {
         check_table(&[
-            ("minimum", json!({"size": {"type": "integer", "minimum": 1}}), json!({"size": 0}), &[
-                "spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1",
-            ]),
-            ("maximum", json!({"size": {"type": "integer", "maximum": 10}}), json!({"size": 11}), &[
-                "spec.size: Invalid value: 11: spec.size in body should be less than or equal to 10",
-            ]),
-            ("exclusiveMinimum (v3.0 bool form)", json!({"size": {"type": "integer", "minimum": 1, "exclusiveMinimum": true}}), json!({"size": 1}), &[
-                "spec.size: Invalid value: 1: spec.size in body should be greater than 1",
-            ]),
-            ("exclusiveMaximum", json!({"r": {"type": "number", "maximum": 1.5, "exclusiveMaximum": true}}), json!({"r": 1.5}), &[
-                "spec.r: Invalid value: 1.5: spec.r in body should be less than 1.5",
-            ]),
-            ("maximum printed with %v", json!({"n": {"type": "integer", "maximum": 1000000}}), json!({"n": 1000001}), &[
-                "spec.n: Invalid value: 1000001: spec.n in body should be less than or equal to 1e+06",
-            ]),
-            ("multipleOf", json!({"n": {"type": "integer", "multipleOf": 5}}), json!({"n": 7}), &[
-                "spec.n: Invalid value: 7: spec.n in body should be a multiple of 5",
-            ]),
-            ("multipleOf fractional factor", json!({"n": {"type": "number", "multipleOf": 0.1}}), json!({"n": 0.3}), &[]),
-            ("enum", json!({"mode": {"type": "string", "enum": ["fast", "slow"]}}), json!({"mode": "medium"}), &[
-                "spec.mode: Unsupported value: \"medium\": supported values: \"fast\", \"slow\"",
-            ]),
-            ("enum with numbers compares by value and quotes JSON", json!({"n": {"type": "integer", "enum": [1, 2]}}), json!({"n": 3}), &[
-                "spec.n: Unsupported value: 3: supported values: \"1\", \"2\"",
-            ]),
-            ("enum match", json!({"n": {"type": "integer", "enum": [1.0, 2]}}), json!({"n": 1}), &[]),
+            (
+                "minimum",
+                json!({"size": {"type": "integer", "minimum": 1}}),
+                json!({"size": 0}),
+                &[
+                    "spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1",
+                ],
+            ),
+            (
+                "maximum",
+                json!({"size": {"type": "integer", "maximum": 10}}),
+                json!({"size": 11}),
+                &[
+                    "spec.size: Invalid value: 11: spec.size in body should be less than or equal to 10",
+                ],
+            ),
+            (
+                "exclusiveMinimum (v3.0 bool form)",
+                json!({"size": {"type": "integer", "minimum": 1, "exclusiveMinimum": true}}),
+                json!({"size": 1}),
+                &["spec.size: Invalid value: 1: spec.size in body should be greater than 1"],
+            ),
+            (
+                "exclusiveMaximum",
+                json!({"r": {"type": "number", "maximum": 1.5, "exclusiveMaximum": true}}),
+                json!({"r": 1.5}),
+                &["spec.r: Invalid value: 1.5: spec.r in body should be less than 1.5"],
+            ),
+            (
+                "maximum printed with %v",
+                json!({"n": {"type": "integer", "maximum": 1000000}}),
+                json!({"n": 1000001}),
+                &[
+                    "spec.n: Invalid value: 1000001: spec.n in body should be less than or equal to 1e+06",
+                ],
+            ),
+            (
+                "multipleOf",
+                json!({"n": {"type": "integer", "multipleOf": 5}}),
+                json!({"n": 7}),
+                &["spec.n: Invalid value: 7: spec.n in body should be a multiple of 5"],
+            ),
+            (
+                "multipleOf fractional factor",
+                json!({"n": {"type": "number", "multipleOf": 0.1}}),
+                json!({"n": 0.3}),
+                &[],
+            ),
+            (
+                "enum",
+                json!({"mode": {"type": "string", "enum": ["fast", "slow"]}}),
+                json!({"mode": "medium"}),
+                &["spec.mode: Unsupported value: \"medium\": supported values: \"fast\", \"slow\""],
+            ),
+            (
+                "enum with numbers compares by value and quotes JSON",
+                json!({"n": {"type": "integer", "enum": [1, 2]}}),
+                json!({"n": 3}),
+                &["spec.n: Unsupported value: 3: supported values: \"1\", \"2\""],
+            ),
+            (
+                "enum match",
+                json!({"n": {"type": "integer", "enum": [1.0, 2]}}),
+                json!({"n": 1}),
+                &[],
+            ),
         ]);
     }
 
@@ -2295,39 +3168,102 @@ mod tests {
     fn type_validation() {
         let int = json!({"size": {"type": "integer"}});
         check_table(&[
-            ("string for integer", int.clone(), json!({"size": "3"}), &[
-                "spec.size: Invalid value: \"string\": spec.size in body must be of type integer: \"string\"",
-            ]),
-            ("bool for integer", int.clone(), json!({"size": true}), &[
-                "spec.size: Invalid value: \"boolean\": spec.size in body must be of type integer: \"boolean\"",
-            ]),
-            ("object for integer", int.clone(), json!({"size": {}}), &[
-                "spec.size: Invalid value: \"object\": spec.size in body must be of type integer: \"object\"",
-            ]),
-            ("array for integer", int.clone(), json!({"size": []}), &[
-                "spec.size: Invalid value: \"array\": spec.size in body must be of type integer: \"array\"",
-            ]),
-            ("fraction for integer", int.clone(), json!({"size": 1.5}), &[
-                "spec.size: Invalid value: \"number\": spec.size in body must be of type integer: \"number\"",
-            ]),
-            ("integral float is an integer", int.clone(), json!({"size": 2.0}), &[]),
-            ("integer is a number", json!({"r": {"type": "number"}}), json!({"r": 2}), &[]),
-            ("null without nullable", json!({"s": {"type": "string"}}), json!({"s": null}), &[
-                "spec.s: Invalid value: \"null\": spec.s in body must be of type string: \"null\"",
-            ]),
-            ("null with nullable", json!({"s": {"type": "string", "nullable": true}}), json!({"s": null}), &[]),
-            ("nullable enum still checks null", json!({"s": {"type": "string", "nullable": true, "enum": ["a"]}}), json!({"s": null}), &[
-                "spec.s: Unsupported value: \"null\": supported values: \"a\"",
-            ]),
-            ("item paths use [i]", json!({"xs": {"type": "array", "items": {"type": "string"}}}), json!({"xs": ["a", 1]}), &[
-                "spec.xs[1]: Invalid value: \"integer\": spec.xs[1] in body must be of type string: \"integer\"",
-            ]),
-            ("map value paths use dots", json!({"labels": {"type": "object", "additionalProperties": {"type": "string"}}}), json!({"labels": {"a": "x", "b": 2}}), &[
-                "spec.labels.b: Invalid value: \"integer\": spec.labels.b in body must be of type string: \"integer\"",
-            ]),
-            ("format on a non-string mismatching type", json!({"t": {"type": "string", "format": "date-time"}}), json!({"t": 5}), &[
-                "spec.t: Invalid value: \"int64\": spec.t in body must be of type date-time: \"int64\"",
-            ]),
+            (
+                "string for integer",
+                int.clone(),
+                json!({"size": "3"}),
+                &[
+                    "spec.size: Invalid value: \"string\": spec.size in body must be of type integer: \"string\"",
+                ],
+            ),
+            (
+                "bool for integer",
+                int.clone(),
+                json!({"size": true}),
+                &[
+                    "spec.size: Invalid value: \"boolean\": spec.size in body must be of type integer: \"boolean\"",
+                ],
+            ),
+            (
+                "object for integer",
+                int.clone(),
+                json!({"size": {}}),
+                &[
+                    "spec.size: Invalid value: \"object\": spec.size in body must be of type integer: \"object\"",
+                ],
+            ),
+            (
+                "array for integer",
+                int.clone(),
+                json!({"size": []}),
+                &[
+                    "spec.size: Invalid value: \"array\": spec.size in body must be of type integer: \"array\"",
+                ],
+            ),
+            (
+                "fraction for integer",
+                int.clone(),
+                json!({"size": 1.5}),
+                &[
+                    "spec.size: Invalid value: \"number\": spec.size in body must be of type integer: \"number\"",
+                ],
+            ),
+            (
+                "integral float is an integer",
+                int.clone(),
+                json!({"size": 2.0}),
+                &[],
+            ),
+            (
+                "integer is a number",
+                json!({"r": {"type": "number"}}),
+                json!({"r": 2}),
+                &[],
+            ),
+            (
+                "null without nullable",
+                json!({"s": {"type": "string"}}),
+                json!({"s": null}),
+                &[
+                    "spec.s: Invalid value: \"null\": spec.s in body must be of type string: \"null\"",
+                ],
+            ),
+            (
+                "null with nullable",
+                json!({"s": {"type": "string", "nullable": true}}),
+                json!({"s": null}),
+                &[],
+            ),
+            (
+                "nullable enum still checks null",
+                json!({"s": {"type": "string", "nullable": true, "enum": ["a"]}}),
+                json!({"s": null}),
+                &["spec.s: Unsupported value: \"null\": supported values: \"a\""],
+            ),
+            (
+                "item paths use [i]",
+                json!({"xs": {"type": "array", "items": {"type": "string"}}}),
+                json!({"xs": ["a", 1]}),
+                &[
+                    "spec.xs[1]: Invalid value: \"integer\": spec.xs[1] in body must be of type string: \"integer\"",
+                ],
+            ),
+            (
+                "map value paths use dots",
+                json!({"labels": {"type": "object", "additionalProperties": {"type": "string"}}}),
+                json!({"labels": {"a": "x", "b": 2}}),
+                &[
+                    "spec.labels.b: Invalid value: \"integer\": spec.labels.b in body must be of type string: \"integer\"",
+                ],
+            ),
+            (
+                "format on a non-string mismatching type",
+                json!({"t": {"type": "string", "format": "date-time"}}),
+                json!({"t": 5}),
+                &[
+                    "spec.t: Invalid value: \"int64\": spec.t in body must be of type date-time: \"int64\"",
+                ],
+            ),
         ]);
         let errs = validate(&obj(json!({"size": "x"})), None, &spec_schema(int));
         assert_eq!(errs[0].kind, FieldErrorKind::TypeInvalid);
@@ -2339,86 +3275,186 @@ mod tests {
         check_table(&[
             ("integer accepted", s.clone(), json!({"port": 80}), &[]),
             ("string accepted", s.clone(), json!({"port": "http"}), &[]),
-            ("bool rejected with both types listed", s.clone(), json!({"port": true}), &[
-                "spec.port: Invalid value: \"boolean\": spec.port in body must be of type integer,string: \"boolean\"",
-                "<nil>: Invalid value: \"\": \"spec.port\" must validate at least one schema (anyOf)",
-                "spec.port: Invalid value: \"boolean\": spec.port in body must be of type integer: \"boolean\"",
-            ]),
-            ("without anyOf", json!({"port": {"x-kubernetes-int-or-string": true}}), json!({"port": 1.5}), &[
-                "spec.port: Invalid value: \"number\": spec.port in body must be of type integer,string: \"number\"",
-            ]),
+            (
+                "bool rejected with both types listed",
+                s.clone(),
+                json!({"port": true}),
+                &[
+                    "spec.port: Invalid value: \"boolean\": spec.port in body must be of type integer,string: \"boolean\"",
+                    "<nil>: Invalid value: \"\": \"spec.port\" must validate at least one schema (anyOf)",
+                    "spec.port: Invalid value: \"boolean\": spec.port in body must be of type integer: \"boolean\"",
+                ],
+            ),
+            (
+                "without anyOf",
+                json!({"port": {"x-kubernetes-int-or-string": true}}),
+                json!({"port": 1.5}),
+                &[
+                    "spec.port: Invalid value: \"number\": spec.port in body must be of type integer,string: \"number\"",
+                ],
+            ),
         ]);
     }
 
     #[test]
     fn string_array_object_constraints() {
         check_table(&[
-            ("pattern", json!({"name": {"type": "string", "pattern": "^[a-z]+$"}}), json!({"name": "Bad"}), &[
-                "spec.name: Invalid value: \"Bad\": spec.name in body should match '^[a-z]+$'",
-            ]),
-            ("pattern \\d is ASCII-only as in Go", json!({"n": {"type": "string", "pattern": "^\\d+$"}}), json!({"n": "١٢"}), &[
-                "spec.n: Invalid value: \"١٢\": spec.n in body should match '^\\d+$'",
-            ]),
-            ("maxLength counts characters, 1.32 wording", json!({"name": {"type": "string", "maxLength": 5}}), json!({"name": "abcdef"}), &[
-                "spec.name: Too long: may not be more than 5 bytes",
-            ]),
-            ("maxLength multibyte ok", json!({"name": {"type": "string", "maxLength": 2}}), json!({"name": "éé"}), &[]),
-            ("minLength", json!({"name": {"type": "string", "minLength": 3}}), json!({"name": "ab"}), &[
-                "spec.name: Invalid value: \"ab\": spec.name in body should be at least 3 chars long",
-            ]),
-            ("maxItems", json!({"items": {"type": "array", "maxItems": 2, "items": {"type": "integer"}}}), json!({"items": [1, 2, 3]}), &[
-                "spec.items: Too many: 3: must have at most 2 items",
-            ]),
-            ("minItems", json!({"items": {"type": "array", "minItems": 2, "items": {"type": "integer"}}}), json!({"items": [1]}), &[
-                "spec.items: Invalid value: 1: spec.items in body should have at least 2 items",
-            ]),
-            ("uniqueItems", json!({"items": {"type": "array", "uniqueItems": true, "items": {"type": "integer"}}}), json!({"items": [1, 1]}), &[
-                "spec.items: Invalid value: \"\": spec.items in body shouldn't contain duplicates",
-            ]),
-            ("maxProperties", json!({"m": {"type": "object", "maxProperties": 1, "additionalProperties": {"type": "string"}}}), json!({"m": {"a": "1", "b": "2"}}), &[
-                "spec.m: Too many: 2: must have at most 1 item",
-            ]),
-            ("minProperties", json!({"m": {"type": "object", "minProperties": 2, "additionalProperties": {"type": "string"}}}), json!({"m": {"a": "1"}}), &[
-                "spec.m: Invalid value: 1: spec.m in body should have at least 2 properties",
-            ]),
-            ("required", json!({"size": {"type": "integer"}, "o": {"type": "object", "required": ["size"], "properties": {"size": {"type": "integer"}}}}), json!({"o": {}}), &[
-                "spec.o.size: Required value",
-            ]),
-            ("date-time format", json!({"t": {"type": "string", "format": "date-time"}}), json!({"t": "yesterday"}), &[
-                "spec.t: Invalid value: \"yesterday\": spec.t in body must be of type date-time: \"yesterday\"",
-            ]),
-            ("date-time ok", json!({"t": {"type": "string", "format": "date-time"}}), json!({"t": "2024-02-29T10:00:00.5+01:00"}), &[]),
-            ("date format", json!({"t": {"type": "string", "format": "date"}}), json!({"t": "2023-02-29"}), &[
-                "spec.t: Invalid value: \"2023-02-29\": spec.t in body must be of type date: \"2023-02-29\"",
-            ]),
-            ("uuid format", json!({"u": {"type": "string", "format": "uuid"}}), json!({"u": "nope"}), &[
-                "spec.u: Invalid value: \"nope\": spec.u in body must be of type uuid: \"nope\"",
-            ]),
-            ("byte format", json!({"b": {"type": "string", "format": "byte"}}), json!({"b": "not base64!"}), &[
-                "spec.b: Invalid value: \"not base64!\": spec.b in body must be of type byte: \"not base64!\"",
-            ]),
-            ("int32 format is not checked on strings or ints", json!({"i": {"type": "integer", "format": "int32"}}), json!({"i": 5000000000i64}), &[]),
-            ("unknown formats are ignored", json!({"h": {"type": "string", "format": "something"}}), json!({"h": "x"}), &[]),
+            (
+                "pattern",
+                json!({"name": {"type": "string", "pattern": "^[a-z]+$"}}),
+                json!({"name": "Bad"}),
+                &["spec.name: Invalid value: \"Bad\": spec.name in body should match '^[a-z]+$'"],
+            ),
+            (
+                "pattern \\d is ASCII-only as in Go",
+                json!({"n": {"type": "string", "pattern": "^\\d+$"}}),
+                json!({"n": "١٢"}),
+                &["spec.n: Invalid value: \"١٢\": spec.n in body should match '^\\d+$'"],
+            ),
+            (
+                "maxLength counts characters, 1.32 wording",
+                json!({"name": {"type": "string", "maxLength": 5}}),
+                json!({"name": "abcdef"}),
+                &["spec.name: Too long: may not be more than 5 bytes"],
+            ),
+            (
+                "maxLength multibyte ok",
+                json!({"name": {"type": "string", "maxLength": 2}}),
+                json!({"name": "éé"}),
+                &[],
+            ),
+            (
+                "minLength",
+                json!({"name": {"type": "string", "minLength": 3}}),
+                json!({"name": "ab"}),
+                &[
+                    "spec.name: Invalid value: \"ab\": spec.name in body should be at least 3 chars long",
+                ],
+            ),
+            (
+                "maxItems",
+                json!({"items": {"type": "array", "maxItems": 2, "items": {"type": "integer"}}}),
+                json!({"items": [1, 2, 3]}),
+                &["spec.items: Too many: 3: must have at most 2 items"],
+            ),
+            (
+                "minItems",
+                json!({"items": {"type": "array", "minItems": 2, "items": {"type": "integer"}}}),
+                json!({"items": [1]}),
+                &["spec.items: Invalid value: 1: spec.items in body should have at least 2 items"],
+            ),
+            (
+                "uniqueItems",
+                json!({"items": {"type": "array", "uniqueItems": true, "items": {"type": "integer"}}}),
+                json!({"items": [1, 1]}),
+                &[
+                    "spec.items: Invalid value: \"\": spec.items in body shouldn't contain duplicates",
+                ],
+            ),
+            (
+                "maxProperties",
+                json!({"m": {"type": "object", "maxProperties": 1, "additionalProperties": {"type": "string"}}}),
+                json!({"m": {"a": "1", "b": "2"}}),
+                &["spec.m: Too many: 2: must have at most 1 item"],
+            ),
+            (
+                "minProperties",
+                json!({"m": {"type": "object", "minProperties": 2, "additionalProperties": {"type": "string"}}}),
+                json!({"m": {"a": "1"}}),
+                &["spec.m: Invalid value: 1: spec.m in body should have at least 2 properties"],
+            ),
+            (
+                "required",
+                json!({"size": {"type": "integer"}, "o": {"type": "object", "required": ["size"], "properties": {"size": {"type": "integer"}}}}),
+                json!({"o": {}}),
+                &["spec.o.size: Required value"],
+            ),
+            (
+                "date-time format",
+                json!({"t": {"type": "string", "format": "date-time"}}),
+                json!({"t": "yesterday"}),
+                &[
+                    "spec.t: Invalid value: \"yesterday\": spec.t in body must be of type date-time: \"yesterday\"",
+                ],
+            ),
+            (
+                "date-time ok",
+                json!({"t": {"type": "string", "format": "date-time"}}),
+                json!({"t": "2024-02-29T10:00:00.5+01:00"}),
+                &[],
+            ),
+            (
+                "date format",
+                json!({"t": {"type": "string", "format": "date"}}),
+                json!({"t": "2023-02-29"}),
+                &[
+                    "spec.t: Invalid value: \"2023-02-29\": spec.t in body must be of type date: \"2023-02-29\"",
+                ],
+            ),
+            (
+                "uuid format",
+                json!({"u": {"type": "string", "format": "uuid"}}),
+                json!({"u": "nope"}),
+                &["spec.u: Invalid value: \"nope\": spec.u in body must be of type uuid: \"nope\""],
+            ),
+            (
+                "byte format",
+                json!({"b": {"type": "string", "format": "byte"}}),
+                json!({"b": "not base64!"}),
+                &[
+                    "spec.b: Invalid value: \"not base64!\": spec.b in body must be of type byte: \"not base64!\"",
+                ],
+            ),
+            (
+                "int32 format is not checked on strings or ints",
+                json!({"i": {"type": "integer", "format": "int32"}}),
+                json!({"i": 5000000000i64}),
+                &[],
+            ),
+            (
+                "unknown formats are ignored",
+                json!({"h": {"type": "string", "format": "something"}}),
+                json!({"h": "x"}),
+                &[],
+            ),
         ]);
     }
 
     #[test]
     fn junctors() {
         check_table(&[
-            ("oneOf none valid", json!({"a": {"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "string"}}, "oneOf": [{"required": ["x"]}, {"required": ["y"]}]}}), json!({"a": {}}), &[
-                "<nil>: Invalid value: \"\": \"spec.a\" must validate one and only one schema (oneOf). Found none valid",
-                "spec.a.x: Required value",
-            ]),
-            ("oneOf two valid", json!({"a": {"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "string"}}, "oneOf": [{"required": ["x"]}, {"required": ["y"]}]}}), json!({"a": {"x": "1", "y": "2"}}), &[
-                "<nil>: Invalid value: \"\": \"spec.a\" must validate one and only one schema (oneOf). Found 2 valid alternatives",
-            ]),
-            ("not", json!({"a": {"type": "string", "not": {"enum": ["x"]}}}), json!({"a": "x"}), &[
-                "<nil>: Invalid value: \"\": \"spec.a\" must not validate the schema (not)",
-            ]),
-            ("allOf", json!({"a": {"type": "string", "allOf": [{"minLength": 2}, {"maxLength": 5}]}}), json!({"a": "x"}), &[
-                "spec.a: Invalid value: \"x\": spec.a in body should be at least 2 chars long",
-                "<nil>: Invalid value: \"\": \"spec.a\" must validate all the schemas (allOf)",
-            ]),
+            (
+                "oneOf none valid",
+                json!({"a": {"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "string"}}, "oneOf": [{"required": ["x"]}, {"required": ["y"]}]}}),
+                json!({"a": {}}),
+                &[
+                    "<nil>: Invalid value: \"\": \"spec.a\" must validate one and only one schema (oneOf). Found none valid",
+                    "spec.a.x: Required value",
+                ],
+            ),
+            (
+                "oneOf two valid",
+                json!({"a": {"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "string"}}, "oneOf": [{"required": ["x"]}, {"required": ["y"]}]}}),
+                json!({"a": {"x": "1", "y": "2"}}),
+                &[
+                    "<nil>: Invalid value: \"\": \"spec.a\" must validate one and only one schema (oneOf). Found 2 valid alternatives",
+                ],
+            ),
+            (
+                "not",
+                json!({"a": {"type": "string", "not": {"enum": ["x"]}}}),
+                json!({"a": "x"}),
+                &["<nil>: Invalid value: \"\": \"spec.a\" must not validate the schema (not)"],
+            ),
+            (
+                "allOf",
+                json!({"a": {"type": "string", "allOf": [{"minLength": 2}, {"maxLength": 5}]}}),
+                json!({"a": "x"}),
+                &[
+                    "spec.a: Invalid value: \"x\": spec.a in body should be at least 2 chars long",
+                    "<nil>: Invalid value: \"\": \"spec.a\" must validate all the schemas (allOf)",
+                ],
+            ),
         ]);
     }
 
@@ -2429,43 +3465,87 @@ mod tests {
         // Declared metadata constraints do apply, as on the real server.
         let schema = json!({"type": "object", "properties": {"metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 3}}}}});
         let o = json!({"apiVersion": "a/v1", "kind": "K", "metadata": {"name": "long-name"}});
-        assert_eq!(msgs(&validate(&o, None, &schema)), ["metadata.name: Too long: may not be more than 3 bytes"]);
+        assert_eq!(
+            msgs(&validate(&o, None, &schema)),
+            ["metadata.name: Too long: may not be more than 3 bytes"]
+        );
     }
 
     #[test]
     fn embedded_resources() {
         let props = json!({"template": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}});
         check_table(&[
-            ("apiVersion and kind are required", props.clone(), json!({"template": {"metadata": {}}}), &[
-                "spec.template.apiVersion: Required value: must not be empty",
-                "spec.template.kind: Required value: must not be empty",
-            ]),
-            ("kind must be a DNS-1035 label in any case", props.clone(), json!({"template": {"apiVersion": "v1", "kind": "Bad_Kind"}}), &[
-                "spec.template.kind: Invalid value: \"Bad_Kind\": may have mixed case, but should otherwise match: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
-            ]),
-            ("apiVersion must parse", props.clone(), json!({"template": {"apiVersion": "a/b/c", "kind": "Pod"}}), &[
-                "spec.template.apiVersion: Invalid value: \"a/b/c\": unexpected GroupVersion string: a/b/c",
-            ]),
-            ("valid", props.clone(), json!({"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"x": 1}}}), &[]),
+            (
+                "apiVersion and kind are required",
+                props.clone(),
+                json!({"template": {"metadata": {}}}),
+                &[
+                    "spec.template.apiVersion: Required value: must not be empty",
+                    "spec.template.kind: Required value: must not be empty",
+                ],
+            ),
+            (
+                "kind must be a DNS-1035 label in any case",
+                props.clone(),
+                json!({"template": {"apiVersion": "v1", "kind": "Bad_Kind"}}),
+                &[
+                    "spec.template.kind: Invalid value: \"Bad_Kind\": may have mixed case, but should otherwise match: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+                ],
+            ),
+            (
+                "apiVersion must parse",
+                props.clone(),
+                json!({"template": {"apiVersion": "a/b/c", "kind": "Pod"}}),
+                &[
+                    "spec.template.apiVersion: Invalid value: \"a/b/c\": unexpected GroupVersion string: a/b/c",
+                ],
+            ),
+            (
+                "valid",
+                props.clone(),
+                json!({"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"x": 1}}}),
+                &[],
+            ),
         ]);
     }
 
     #[test]
     fn list_types() {
         check_table(&[
-            ("set duplicates reported once at the second occurrence", json!({"tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}}), json!({"tags": ["a", "a", "b", "a"]}), &[
-                "spec.tags[1]: Duplicate value: \"a\"",
-            ]),
-            ("map duplicates show the key map", json!({"x": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "v": {"type": "integer"}}}}}), json!({"x": [{"name": "a", "v": 1}, {"name": "a", "v": 2}]}), &[
-                "spec.x[1]: Duplicate value: map[string]interface {}{\"name\":\"a\"}",
-            ]),
-            ("multi-key map", json!({"x": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name", "port"], "items": {"type": "object", "properties": {"name": {"type": "string"}, "port": {"type": "integer", "default": 80}}}}}), json!({"x": [{"name": "a"}, {"name": "a", "port": 80}, {"name": "a", "port": 81}]}), &[
-                "spec.x[1]: Duplicate value: map[string]interface {}{\"name\":\"a\", \"port\":80}",
-            ]),
-            ("map items must be objects", json!({"x": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], "items": {"properties": {"name": {"type": "string"}}}}}), json!({"x": ["s"]}), &[
-                "spec.x[0]: Invalid value: \"s\": must be an object for an x-kubernetes-list-type of map",
-            ]),
-            ("atomic allows duplicates", json!({"tags": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "string"}}}), json!({"tags": ["a", "a"]}), &[]),
+            (
+                "set duplicates reported once at the second occurrence",
+                json!({"tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}}),
+                json!({"tags": ["a", "a", "b", "a"]}),
+                &["spec.tags[1]: Duplicate value: \"a\""],
+            ),
+            (
+                "map duplicates show the key map",
+                json!({"x": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "v": {"type": "integer"}}}}}),
+                json!({"x": [{"name": "a", "v": 1}, {"name": "a", "v": 2}]}),
+                &["spec.x[1]: Duplicate value: map[string]interface {}{\"name\":\"a\"}"],
+            ),
+            (
+                "multi-key map",
+                json!({"x": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name", "port"], "items": {"type": "object", "properties": {"name": {"type": "string"}, "port": {"type": "integer", "default": 80}}}}}),
+                json!({"x": [{"name": "a"}, {"name": "a", "port": 80}, {"name": "a", "port": 81}]}),
+                &[
+                    "spec.x[1]: Duplicate value: map[string]interface {}{\"name\":\"a\", \"port\":80}",
+                ],
+            ),
+            (
+                "map items must be objects",
+                json!({"x": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], "items": {"properties": {"name": {"type": "string"}}}}}),
+                json!({"x": ["s"]}),
+                &[
+                    "spec.x[0]: Invalid value: \"s\": must be an object for an x-kubernetes-list-type of map",
+                ],
+            ),
+            (
+                "atomic allows duplicates",
+                json!({"tags": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "string"}}}),
+                json!({"tags": ["a", "a"]}),
+                &[],
+            ),
         ]);
     }
 
@@ -2481,7 +3561,9 @@ mod tests {
             "gone": {"type": "string"},
             "labels": {"type": "object", "additionalProperties": {"type": "object", "properties": {"v": {"type": "integer", "default": 7}}}},
         }));
-        let mut o = obj(json!({"mode": "slow", "ports": [{"name": "a"}, {"name": "b", "protocol": "UDP"}], "opt": null, "gone": null, "replicas": null, "labels": {"x": {}}}));
+        let mut o = obj(
+            json!({"mode": "slow", "ports": [{"name": "a"}, {"name": "b", "protocol": "UDP"}], "opt": null, "gone": null, "replicas": null, "labels": {"x": {}}}),
+        );
         apply_defaults(&mut o, &schema);
         assert_eq!(
             o["spec"],
@@ -2535,111 +3617,216 @@ mod tests {
             },
         });
         let removed = prune(&mut o, &schema);
-        assert_eq!(removed, [
-            "spec.bogus",
-            "spec.empty.gone",
-            "spec.free.known.b",
-            "spec.items[0].extra",
-            "spec.template.metadata.junk",
-            "spec.template.other",
-            "spec.template.spec.y",
-            "status",
-        ]);
-        assert_eq!(o["metadata"], json!({"name": "n", "whatever": 1}), "root metadata is the caller's business");
+        assert_eq!(
+            removed,
+            [
+                "spec.bogus",
+                "spec.empty.gone",
+                "spec.free.known.b",
+                "spec.items[0].extra",
+                "spec.template.metadata.junk",
+                "spec.template.other",
+                "spec.template.spec.y",
+                "status",
+            ]
+        );
+        assert_eq!(
+            o["metadata"],
+            json!({"name": "n", "whatever": 1}),
+            "root metadata is the caller's business"
+        );
         assert_eq!(o["spec"]["free"]["anything"], json!({"deep": 1}));
-        assert_eq!(o["spec"]["template"], json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"x": "1"}}));
+        assert_eq!(
+            o["spec"]["template"],
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"x": "1"}})
+        );
         assert_eq!(o["spec"]["raw"]["spec"], json!({"anything": 1}));
         assert_eq!(o["spec"]["port"], json!("http"));
         assert_eq!(o["spec"]["empty"], json!({}));
         // Preserve-unknown at the root keeps everything not declared.
         let mut o = json!({"apiVersion": "a/v1", "kind": "K", "metadata": {}, "x": {"y": 1}});
-        assert!(prune(&mut o, &json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})).is_empty());
+        assert!(
+            prune(
+                &mut o,
+                &json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
+            )
+            .is_empty()
+        );
         assert_eq!(o["x"], json!({"y": 1}));
     }
 
     fn schema_msgs(schema: Value) -> Vec<String> {
-        msgs(&validate_schema(&schema, "spec.versions[0].schema.openAPIV3Schema"))
+        msgs(&validate_schema(
+            &schema,
+            "spec.versions[0].schema.openAPIV3Schema",
+        ))
     }
 
     #[test]
     fn schema_checks() {
         let p = "spec.versions[0].schema.openAPIV3Schema";
         let rows: Vec<(&str, Value, Vec<String>)> = vec![
-            ("valid realistic schema", json!({"type": "object", "properties": {
-                "metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20}}},
-                "spec": {"type": "object", "required": ["size"], "properties": {
-                    "size": {"type": "integer", "minimum": 1, "default": 1},
-                    "port": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]},
-                    "free": {"x-kubernetes-preserve-unknown-fields": true},
-                    "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
-                        "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}},
-                    "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
-                    "sel": {"type": "object", "x-kubernetes-map-type": "atomic", "additionalProperties": {"type": "string"}},
-                    "either": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}, "oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
-                }},
-                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-            }}), vec![]),
-            ("missing types", json!({"properties": {"spec": {"properties": {"xs": {"type": "array", "items": {}}}}}}), vec![
-                format!("{p}.properties[spec].properties[xs].items.type: Required value: must not be empty for specified array items"),
-                format!("{p}.properties[spec].type: Required value: must not be empty for specified object fields"),
-                format!("{p}.type: Required value: must not be empty at the root"),
-            ]),
-            ("array without items", json!({"type": "object", "properties": {"xs": {"type": "array"}}}), vec![
-                format!("{p}.properties[xs].items: Required value: must be specified"),
-            ]),
-            ("bad pattern", json!({"type": "object", "properties": {"s": {"type": "string", "pattern": "[a-z"}}}), vec![
-                format!("{p}.properties[s].pattern: Invalid value: \"[a-z\": must be a valid regular expression, but isn't: error parsing regexp: missing closing ]: `[a-z`"),
-            ]),
-            ("uniqueItems and properties with additionalProperties", json!({"type": "object", "properties": {
-                "xs": {"type": "array", "uniqueItems": true, "items": {"type": "string"}},
-                "o": {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "string"}},
-            }}), vec![
-                format!("{p}.properties[xs].uniqueItems: Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic"),
-                format!("{p}.properties[o].additionalProperties: Forbidden: additionalProperties and properties are mutual exclusive"),
-            ]),
-            ("list-map keys", json!({"type": "object", "properties": {
-                "a": {"type": "array", "x-kubernetes-list-type": "map", "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
-                "b": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name", "missing"], "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
-                "c": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], "items": {"type": "string"}},
-                "d": {"type": "string", "x-kubernetes-list-type": "set"},
-                "e": {"type": "array", "x-kubernetes-list-type": "bag", "items": {"type": "string"}},
-            }}), vec![
-                format!("{p}.properties[a].x-kubernetes-list-map-keys: Required value: must not be empty if x-kubernetes-list-type is map"),
-                format!("{p}.properties[b].x-kubernetes-list-map-keys: Invalid value: []interface {{}}{{\"name\", \"missing\"}}: entries must all be names of item properties"),
-                format!("{p}.properties[b].items.properties[name].default: Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property"),
-                format!("{p}.properties[c].items.type: Invalid value: \"string\": must be object if parent array's x-kubernetes-list-type is map"),
-                format!("{p}.properties[d].type: Invalid value: \"string\": must be array if x-kubernetes-list-type is specified"),
-                format!("{p}.properties[e].x-kubernetes-list-type: Unsupported value: \"bag\": supported values: \"atomic\", \"set\", \"map\""),
-            ]),
-            ("root restrictions", json!({"type": "object", "nullable": true, "properties": {"metadata": {"type": "object", "default": {}, "properties": {"labels": {"type": "object"}}}}}), vec![
-                format!("{p}.nullable: Forbidden: nullable cannot be true at the root"),
-                format!("{p}.properties[metadata].default: Forbidden: must not be set in top-level metadata"),
-                format!("{p}.properties[metadata]: Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified"),
-            ]),
-            ("nested value validations may not carry structure", json!({"type": "object", "properties": {"a": {"type": "string"}}, "anyOf": [{"type": "object", "properties": {"a": {"default": "x"}}}]}), vec![
-                format!("{p}.anyOf[0].properties[a].default: Forbidden: must be undefined to be structural"),
-                format!("{p}.anyOf[0].type: Forbidden: must be empty to be structural"),
-            ]),
-            ("nested properties must exist in the structure", json!({"type": "object", "properties": {"a": {"type": "string"}}, "anyOf": [{"properties": {"b": {"minLength": 1}}}]}), vec![
-                format!("{p}.properties[b]: Required value: because it is defined in {p}.anyOf[0].properties[b]"),
-            ]),
-            ("embedded resource needs type and properties", json!({"type": "object", "properties": {"t": {"x-kubernetes-embedded-resource": true}}}), vec![
-                format!("{p}.properties[t].properties: Required value: must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields"),
-                format!("{p}.properties[t].type: Required value: must be object if x-kubernetes-embedded-resource is true"),
-            ]),
-            ("bad type and preserve false", json!({"type": "object", "properties": {"a": {"type": "strin"}, "b": {"type": "object", "x-kubernetes-preserve-unknown-fields": false}}}), vec![
-                format!("{p}.properties[a].type: Unsupported value: \"strin\": supported values: \"array\", \"boolean\", \"integer\", \"number\", \"object\", \"string\""),
-                format!("{p}.properties[b].x-kubernetes-preserve-unknown-fields: Invalid value: false: must be true or undefined"),
-            ]),
-            ("defaults are validated", json!({"type": "object", "properties": {
-                "n": {"type": "integer", "default": "x"},
-                "o": {"type": "object", "properties": {"a": {"type": "string"}}, "default": {"a": "x", "b": 1}},
-                "s": {"type": "string", "maxLength": 2, "default": "long"},
-            }}), vec![
-                format!("{p}.properties[n].default: Invalid value: \"string\":  in body must be of type integer: \"string\""),
-                format!("{p}.properties[o].default: Invalid value: map[string]interface {{}}{{\"a\":\"x\", \"b\":1}}: must not have unknown fields"),
-                format!("{p}.properties[s].default: Too long: may not be more than 2 bytes"),
-            ]),
+            (
+                "valid realistic schema",
+                json!({"type": "object", "properties": {
+                    "metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20}}},
+                    "spec": {"type": "object", "required": ["size"], "properties": {
+                        "size": {"type": "integer", "minimum": 1, "default": 1},
+                        "port": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]},
+                        "free": {"x-kubernetes-preserve-unknown-fields": true},
+                        "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                            "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}},
+                        "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+                        "sel": {"type": "object", "x-kubernetes-map-type": "atomic", "additionalProperties": {"type": "string"}},
+                        "either": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}, "oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
+                    }},
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                }}),
+                vec![],
+            ),
+            (
+                "missing types",
+                json!({"properties": {"spec": {"properties": {"xs": {"type": "array", "items": {}}}}}}),
+                vec![
+                    format!(
+                        "{p}.properties[spec].properties[xs].items.type: Required value: must not be empty for specified array items"
+                    ),
+                    format!(
+                        "{p}.properties[spec].type: Required value: must not be empty for specified object fields"
+                    ),
+                    format!("{p}.type: Required value: must not be empty at the root"),
+                ],
+            ),
+            (
+                "array without items",
+                json!({"type": "object", "properties": {"xs": {"type": "array"}}}),
+                vec![format!(
+                    "{p}.properties[xs].items: Required value: must be specified"
+                )],
+            ),
+            (
+                "bad pattern",
+                json!({"type": "object", "properties": {"s": {"type": "string", "pattern": "[a-z"}}}),
+                vec![format!(
+                    "{p}.properties[s].pattern: Invalid value: \"[a-z\": must be a valid regular expression, but isn't: error parsing regexp: missing closing ]: `[a-z`"
+                )],
+            ),
+            (
+                "uniqueItems and properties with additionalProperties",
+                json!({"type": "object", "properties": {
+                    "xs": {"type": "array", "uniqueItems": true, "items": {"type": "string"}},
+                    "o": {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "string"}},
+                }}),
+                vec![
+                    format!(
+                        "{p}.properties[xs].uniqueItems: Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic"
+                    ),
+                    format!(
+                        "{p}.properties[o].additionalProperties: Forbidden: additionalProperties and properties are mutual exclusive"
+                    ),
+                ],
+            ),
+            (
+                "list-map keys",
+                json!({"type": "object", "properties": {
+                    "a": {"type": "array", "x-kubernetes-list-type": "map", "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
+                    "b": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name", "missing"], "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
+                    "c": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], "items": {"type": "string"}},
+                    "d": {"type": "string", "x-kubernetes-list-type": "set"},
+                    "e": {"type": "array", "x-kubernetes-list-type": "bag", "items": {"type": "string"}},
+                }}),
+                vec![
+                    format!(
+                        "{p}.properties[a].x-kubernetes-list-map-keys: Required value: must not be empty if x-kubernetes-list-type is map"
+                    ),
+                    format!(
+                        "{p}.properties[b].x-kubernetes-list-map-keys: Invalid value: []interface {{}}{{\"name\", \"missing\"}}: entries must all be names of item properties"
+                    ),
+                    format!(
+                        "{p}.properties[b].items.properties[name].default: Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property"
+                    ),
+                    format!(
+                        "{p}.properties[c].items.type: Invalid value: \"string\": must be object if parent array's x-kubernetes-list-type is map"
+                    ),
+                    format!(
+                        "{p}.properties[d].type: Invalid value: \"string\": must be array if x-kubernetes-list-type is specified"
+                    ),
+                    format!(
+                        "{p}.properties[e].x-kubernetes-list-type: Unsupported value: \"bag\": supported values: \"atomic\", \"set\", \"map\""
+                    ),
+                ],
+            ),
+            (
+                "root restrictions",
+                json!({"type": "object", "nullable": true, "properties": {"metadata": {"type": "object", "default": {}, "properties": {"labels": {"type": "object"}}}}}),
+                vec![
+                    format!("{p}.nullable: Forbidden: nullable cannot be true at the root"),
+                    format!(
+                        "{p}.properties[metadata].default: Forbidden: must not be set in top-level metadata"
+                    ),
+                    format!(
+                        "{p}.properties[metadata]: Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified"
+                    ),
+                ],
+            ),
+            (
+                "nested value validations may not carry structure",
+                json!({"type": "object", "properties": {"a": {"type": "string"}}, "anyOf": [{"type": "object", "properties": {"a": {"default": "x"}}}]}),
+                vec![
+                    format!(
+                        "{p}.anyOf[0].properties[a].default: Forbidden: must be undefined to be structural"
+                    ),
+                    format!("{p}.anyOf[0].type: Forbidden: must be empty to be structural"),
+                ],
+            ),
+            (
+                "nested properties must exist in the structure",
+                json!({"type": "object", "properties": {"a": {"type": "string"}}, "anyOf": [{"properties": {"b": {"minLength": 1}}}]}),
+                vec![format!(
+                    "{p}.properties[b]: Required value: because it is defined in {p}.anyOf[0].properties[b]"
+                )],
+            ),
+            (
+                "embedded resource needs type and properties",
+                json!({"type": "object", "properties": {"t": {"x-kubernetes-embedded-resource": true}}}),
+                vec![
+                    format!(
+                        "{p}.properties[t].properties: Required value: must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields"
+                    ),
+                    format!(
+                        "{p}.properties[t].type: Required value: must be object if x-kubernetes-embedded-resource is true"
+                    ),
+                ],
+            ),
+            (
+                "bad type and preserve false",
+                json!({"type": "object", "properties": {"a": {"type": "strin"}, "b": {"type": "object", "x-kubernetes-preserve-unknown-fields": false}}}),
+                vec![
+                    format!(
+                        "{p}.properties[a].type: Unsupported value: \"strin\": supported values: \"array\", \"boolean\", \"integer\", \"number\", \"object\", \"string\""
+                    ),
+                    format!(
+                        "{p}.properties[b].x-kubernetes-preserve-unknown-fields: Invalid value: false: must be true or undefined"
+                    ),
+                ],
+            ),
+            (
+                "defaults are validated",
+                json!({"type": "object", "properties": {
+                    "n": {"type": "integer", "default": "x"},
+                    "o": {"type": "object", "properties": {"a": {"type": "string"}}, "default": {"a": "x", "b": 1}},
+                    "s": {"type": "string", "maxLength": 2, "default": "long"},
+                }}),
+                vec![
+                    format!(
+                        "{p}.properties[n].default: Invalid value: \"string\":  in body must be of type integer: \"string\""
+                    ),
+                    format!(
+                        "{p}.properties[o].default: Invalid value: map[string]interface {{}}{{\"a\":\"x\", \"b\":1}}: must not have unknown fields"
+                    ),
+                    format!("{p}.properties[s].default: Too long: may not be more than 2 bytes"),
+                ],
+            ),
         ];
         for (what, schema, want) in rows {
             assert_eq!(schema_msgs(schema), want, "{what}");
@@ -2656,7 +3843,13 @@ mod tests {
             json!({"type": "object", "properties": {"a": {"type": "number", "multipleOf": 0}}}),
             json!({"anyOf": [1, null, {"not": "x"}], "allOf": "no", "x-kubernetes-list-map-keys": [1, 2]}),
         ];
-        let values = [json!(null), json!({"a": "xyz"}), json!({"a": 5, "spec": [1, {"b": null}]}), json!([[[]]]), json!(1e300)];
+        let values = [
+            json!(null),
+            json!({"a": "xyz"}),
+            json!({"a": 5, "spec": [1, {"b": null}]}),
+            json!([[[]]]),
+            json!(1e300),
+        ];
         for s in &weird {
             let _ = validate_schema(s, "p");
             for v in &values {
@@ -2697,49 +3890,125 @@ mod tests {
     #[cfg(feature = "cel")]
     #[test]
     fn cel_rules() {
-        let rules = |r: Value| json!({"type": "object", "x-kubernetes-validations": r, "properties": {
-            "replicas": {"type": "integer"}, "max": {"type": "integer"}, "name": {"type": "string"},
-            "xs": {"type": "array", "items": {"type": "string", "x-kubernetes-validations": [{"rule": "self.startsWith('a')"}]}},
-        }});
+        let rules = |r: Value| {
+            json!({"type": "object", "x-kubernetes-validations": r, "properties": {
+                "replicas": {"type": "integer"}, "max": {"type": "integer"}, "name": {"type": "string"},
+                "xs": {"type": "array", "items": {"type": "string", "x-kubernetes-validations": [{"rule": "self.startsWith('a')"}]}},
+            }})
+        };
         let cases: Vec<(&str, Value, Value, Option<Value>, Vec<&str>)> = vec![
-            ("message", rules(json!([{"rule": "self.replicas <= self.max", "message": "replicas must not exceed max"}])),
-                json!({"replicas": 3, "max": 2}), None, vec!["spec: Invalid value: \"object\": replicas must not exceed max"]),
-            ("default message", rules(json!([{"rule": "self.replicas <= self.max"}])),
-                json!({"replicas": 3, "max": 2}), None, vec!["spec: Invalid value: \"object\": failed rule: self.replicas <= self.max"]),
-            ("passing rule", rules(json!([{"rule": "self.replicas <= self.max"}])), json!({"replicas": 1, "max": 2}), None, vec![]),
-            ("fieldPath and reason", rules(json!([{"rule": "has(self.name)", "fieldPath": ".name", "reason": "FieldValueRequired", "message": "name is required"}])),
-                json!({}), None, vec!["spec.name: Required value: name is required"]),
-            ("items", rules(json!([])), json!({"xs": ["ab", "b"]}), None,
-                vec!["spec.xs[1]: Invalid value: \"string\": failed rule: self.startsWith('a')"]),
-            ("missing key is an evaluation error", rules(json!([{"rule": "self.max > 0"}])), json!({}), None,
-                vec!["spec: Invalid value: \"object\": no such key: max evaluating rule: self.max > 0"]),
-            ("transition rules skip creates", rules(json!([{"rule": "self.name == oldSelf.name", "message": "name is immutable"}])),
-                json!({"name": "b"}), None, vec![]),
-            ("transition rules run on update", rules(json!([{"rule": "self.name == oldSelf.name", "message": "name is immutable"}])),
-                json!({"name": "b"}), Some(json!({"name": "a"})), vec!["spec: Invalid value: \"object\": name is immutable"]),
-            ("type errors block rules", rules(json!([{"rule": "self.replicas <= self.max"}])), json!({"replicas": "x", "max": 2}), None, vec![
-                "spec.replicas: Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\"",
-                "<nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
-            ]),
+            (
+                "message",
+                rules(
+                    json!([{"rule": "self.replicas <= self.max", "message": "replicas must not exceed max"}]),
+                ),
+                json!({"replicas": 3, "max": 2}),
+                None,
+                vec!["spec: Invalid value: \"object\": replicas must not exceed max"],
+            ),
+            (
+                "default message",
+                rules(json!([{"rule": "self.replicas <= self.max"}])),
+                json!({"replicas": 3, "max": 2}),
+                None,
+                vec!["spec: Invalid value: \"object\": failed rule: self.replicas <= self.max"],
+            ),
+            (
+                "passing rule",
+                rules(json!([{"rule": "self.replicas <= self.max"}])),
+                json!({"replicas": 1, "max": 2}),
+                None,
+                vec![],
+            ),
+            (
+                "fieldPath and reason",
+                rules(
+                    json!([{"rule": "has(self.name)", "fieldPath": ".name", "reason": "FieldValueRequired", "message": "name is required"}]),
+                ),
+                json!({}),
+                None,
+                vec!["spec.name: Required value: name is required"],
+            ),
+            (
+                "items",
+                rules(json!([])),
+                json!({"xs": ["ab", "b"]}),
+                None,
+                vec!["spec.xs[1]: Invalid value: \"string\": failed rule: self.startsWith('a')"],
+            ),
+            (
+                "missing key is an evaluation error",
+                rules(json!([{"rule": "self.max > 0"}])),
+                json!({}),
+                None,
+                vec![
+                    "spec: Invalid value: \"object\": no such key: max evaluating rule: self.max > 0",
+                ],
+            ),
+            (
+                "transition rules skip creates",
+                rules(
+                    json!([{"rule": "self.name == oldSelf.name", "message": "name is immutable"}]),
+                ),
+                json!({"name": "b"}),
+                None,
+                vec![],
+            ),
+            (
+                "transition rules run on update",
+                rules(
+                    json!([{"rule": "self.name == oldSelf.name", "message": "name is immutable"}]),
+                ),
+                json!({"name": "b"}),
+                Some(json!({"name": "a"})),
+                vec!["spec: Invalid value: \"object\": name is immutable"],
+            ),
+            (
+                "type errors block rules",
+                rules(json!([{"rule": "self.replicas <= self.max"}])),
+                json!({"replicas": "x", "max": 2}),
+                None,
+                vec![
+                    "spec.replicas: Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\"",
+                    "<nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+                ],
+            ),
         ];
         for (what, spec_schema, spec, old_spec, want) in cases {
             let schema = json!({"type": "object", "properties": {"spec": spec_schema}});
             let old = old_spec.map(obj);
-            assert_eq!(msgs(&validate(&obj(spec), old.as_ref(), &schema)), want, "{what}");
+            assert_eq!(
+                msgs(&validate(&obj(spec), old.as_ref(), &schema)),
+                want,
+                "{what}"
+            );
         }
         // Root rules report a nil path.
         let schema = json!({"type": "object", "x-kubernetes-validations": [{"rule": "has(self.spec)", "message": "spec is required"}]});
         let o = json!({"apiVersion": "a/v1", "kind": "K", "metadata": {"name": "n"}});
-        assert_eq!(msgs(&validate(&o, None, &schema)), ["<nil>: Invalid value: \"object\": spec is required"]);
+        assert_eq!(
+            msgs(&validate(&o, None, &schema)),
+            ["<nil>: Invalid value: \"object\": spec is required"]
+        );
         // List-type map items see their old counterpart by key.
-        let schema = spec_schema(json!({"ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+        let schema = spec_schema(
+            json!({"ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
             "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "port": {"type": "integer"}},
-                "x-kubernetes-validations": [{"rule": "self.port == oldSelf.port", "message": "port is immutable"}]}}}));
+                "x-kubernetes-validations": [{"rule": "self.port == oldSelf.port", "message": "port is immutable"}]}}}),
+        );
         let old = obj(json!({"ports": [{"name": "a", "port": 1}, {"name": "b", "port": 2}]}));
-        let new = obj(json!({"ports": [{"name": "b", "port": 2}, {"name": "a", "port": 3}, {"name": "c", "port": 4}]}));
-        assert_eq!(msgs(&validate(&new, Some(&old), &schema)), ["spec.ports[1]: Invalid value: \"object\": port is immutable"]);
+        let new = obj(
+            json!({"ports": [{"name": "b", "port": 2}, {"name": "a", "port": 3}, {"name": "c", "port": 4}]}),
+        );
+        assert_eq!(
+            msgs(&validate(&new, Some(&old), &schema)),
+            ["spec.ports[1]: Invalid value: \"object\": port is immutable"]
+        );
         // Rules that do not compile are rejected with the CRD.
-        let errs = msgs(&validate_schema(&json!({"type": "object", "x-kubernetes-validations": [{"rule": "self.a >"}]}), "p"));
+        let errs = msgs(&validate_schema(
+            &json!({"type": "object", "x-kubernetes-validations": [{"rule": "self.a >"}]}),
+            "p",
+        ));
         assert_eq!(errs.len(), 1);
         assert!(errs[0].starts_with("p.x-kubernetes-validations[0].rule: Invalid value: \"self.a >\": compilation failed: ERROR: <input>:1:"), "{errs:?}");
     }
@@ -2755,8 +4024,31 @@ mod tests {
                 any::<i64>().prop_map(Value::from),
                 (-1e6f64..1e6).prop_map(Value::from),
                 prop::sample::select(vec![
-                    "object", "array", "string", "integer", "number", "boolean", "null", "set", "map", "atomic", "granular", "name",
-                    "[a-z", "^[a-z]+$", "(", "\\d+", "a{2,1}", "date-time", "uuid", "byte", "int32", "", "x", "é", "2024-01-01",
+                    "object",
+                    "array",
+                    "string",
+                    "integer",
+                    "number",
+                    "boolean",
+                    "null",
+                    "set",
+                    "map",
+                    "atomic",
+                    "granular",
+                    "name",
+                    "[a-z",
+                    "^[a-z]+$",
+                    "(",
+                    "\\d+",
+                    "a{2,1}",
+                    "date-time",
+                    "uuid",
+                    "byte",
+                    "int32",
+                    "",
+                    "x",
+                    "é",
+                    "2024-01-01",
                 ])
                 .prop_map(|s| Value::String(s.to_string())),
             ]
@@ -2764,12 +4056,46 @@ mod tests {
 
         fn key() -> impl Strategy<Value = String> {
             prop::sample::select(vec![
-                "type", "properties", "items", "additionalProperties", "required", "enum", "default", "nullable", "pattern", "minimum",
-                "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "minItems", "maxItems",
-                "uniqueItems", "minProperties", "maxProperties", "format", "allOf", "anyOf", "oneOf", "not",
-                "x-kubernetes-int-or-string", "x-kubernetes-preserve-unknown-fields", "x-kubernetes-embedded-resource",
-                "x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type", "x-kubernetes-validations",
-                "apiVersion", "kind", "metadata", "spec", "name", "a", "b",
+                "type",
+                "properties",
+                "items",
+                "additionalProperties",
+                "required",
+                "enum",
+                "default",
+                "nullable",
+                "pattern",
+                "minimum",
+                "maximum",
+                "exclusiveMinimum",
+                "exclusiveMaximum",
+                "multipleOf",
+                "minLength",
+                "maxLength",
+                "minItems",
+                "maxItems",
+                "uniqueItems",
+                "minProperties",
+                "maxProperties",
+                "format",
+                "allOf",
+                "anyOf",
+                "oneOf",
+                "not",
+                "x-kubernetes-int-or-string",
+                "x-kubernetes-preserve-unknown-fields",
+                "x-kubernetes-embedded-resource",
+                "x-kubernetes-list-type",
+                "x-kubernetes-list-map-keys",
+                "x-kubernetes-map-type",
+                "x-kubernetes-validations",
+                "apiVersion",
+                "kind",
+                "metadata",
+                "spec",
+                "name",
+                "a",
+                "b",
             ])
             .prop_map(String::from)
         }
@@ -2778,7 +4104,8 @@ mod tests {
             leaf().prop_recursive(5, 64, 6, |inner| {
                 prop_oneof![
                     prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
-                    prop::collection::vec((key(), inner), 0..6).prop_map(|kv| Value::Object(kv.into_iter().collect())),
+                    prop::collection::vec((key(), inner), 0..6)
+                        .prop_map(|kv| Value::Object(kv.into_iter().collect())),
                 ]
             })
         }

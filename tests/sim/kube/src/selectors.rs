@@ -818,8 +818,6 @@ pub fn is_valid_label_value(value: &str) -> Vec<String> {
     errs
 }
 
-
-
 // ---------------------------------------------------------------------------
 // Field selectors.
 

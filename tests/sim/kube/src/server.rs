@@ -14,7 +14,12 @@ use crate::api::{self, Api};
 use crate::tls::identity_from_cert;
 
 /// Accepts connections until `shutdown` turns true, then closes every open connection.
-pub async fn serve(listener: TcpListener, api: Arc<Api>, tls: Option<Arc<rustls::ServerConfig>>, mut shutdown: watch::Receiver<bool>) {
+pub async fn serve(
+    listener: TcpListener,
+    api: Arc<Api>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     let mut conns = JoinSet::new();
     loop {
@@ -45,11 +50,18 @@ pub async fn serve(listener: TcpListener, api: Arc<Api>, tls: Option<Arc<rustls:
                             return;
                         }
                     };
-                    let identity = tls.get_ref().1.peer_certificates().and_then(|c| c.first()).and_then(|c| identity_from_cert(c));
+                    let identity = tls
+                        .get_ref()
+                        .1
+                        .peer_certificates()
+                        .and_then(|c| c.first())
+                        .and_then(|c| identity_from_cert(c));
                     let svc = service_fn(move |req| {
                         let api = api.clone();
                         let identity = identity.clone();
-                        async move { Ok::<_, std::convert::Infallible>(api::handle(api, req, identity).await) }
+                        async move {
+                            Ok::<_, std::convert::Infallible>(api::handle(api, req, identity).await)
+                        }
                     });
                     if let Err(e) = builder.serve_connection(TokioIo::new(tls), svc).await {
                         tracing::debug!(%peer, error = %e, "connection ended with an error");
@@ -58,7 +70,9 @@ pub async fn serve(listener: TcpListener, api: Arc<Api>, tls: Option<Arc<rustls:
                 None => {
                     let svc = service_fn(move |req| {
                         let api = api.clone();
-                        async move { Ok::<_, std::convert::Infallible>(api::handle(api, req, None).await) }
+                        async move {
+                            Ok::<_, std::convert::Infallible>(api::handle(api, req, None).await)
+                        }
                     });
                     if let Err(e) = builder.serve_connection(TokioIo::new(stream), svc).await {
                         tracing::debug!(%peer, error = %e, "connection ended with an error");

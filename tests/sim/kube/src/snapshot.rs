@@ -30,7 +30,8 @@ pub struct StoredObject {
 pub fn load(path: &Path) -> Result<Option<Snapshot>> {
     match std::fs::read(path) {
         Ok(bytes) => {
-            let s: Snapshot = serde_json::from_slice(&bytes).with_context(|| format!("reading state file {}", path.display()))?;
+            let s: Snapshot = serde_json::from_slice(&bytes)
+                .with_context(|| format!("reading state file {}", path.display()))?;
             Ok(Some(s))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -42,7 +43,15 @@ pub fn restore(cluster: &Cluster, snap: Snapshot) {
     let objects = snap
         .objects
         .into_iter()
-        .map(|o| (StorageKey { group: o.group, resource: o.resource }, o.object))
+        .map(|o| {
+            (
+                StorageKey {
+                    group: o.group,
+                    resource: o.resource,
+                },
+                o.object,
+            )
+        })
         .collect();
     cluster.store().restore(snap.resource_version, objects);
     cluster.rebuild_registry();
@@ -59,7 +68,11 @@ pub fn write(cluster: &Cluster, path: &Path, ca_cert_pem: &str, ca_key_pem: &str
         ca_key_pem: ca_key_pem.into(),
         objects: objects
             .into_iter()
-            .map(|(k, v)| StoredObject { group: k.group, resource: k.resource, object: (*v).clone() })
+            .map(|(k, v)| StoredObject {
+                group: k.group,
+                resource: k.resource,
+                object: (*v).clone(),
+            })
             .collect(),
     };
     let bytes = serde_json::to_vec(&snap).context("serialising the state")?;
@@ -83,7 +96,9 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
         .open(&tmp)
         .and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_all()))
         .with_context(|| format!("writing {}", tmp.display()))
-        .and_then(|_| std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display())));
+        .and_then(|_| {
+            std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
+        });
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
@@ -91,7 +106,12 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Writes the state file shortly after changes (at most every 200 ms); the server aborts it when it stops.
-pub fn spawn_writer(cluster: &Arc<Cluster>, path: PathBuf, ca_cert_pem: String, ca_key_pem: String) -> tokio::task::JoinHandle<()> {
+pub fn spawn_writer(
+    cluster: &Arc<Cluster>,
+    path: PathBuf,
+    ca_cert_pem: String,
+    ca_key_pem: String,
+) -> tokio::task::JoinHandle<()> {
     let c = cluster.clone();
     tokio::spawn(async move {
         loop {

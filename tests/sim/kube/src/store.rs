@@ -76,7 +76,15 @@ impl Store {
 
     pub fn with_retention(history_limit: usize, history_age: std::time::Duration) -> Self {
         let (tx, _) = broadcast::channel(16 * 1024);
-        Store { rv: 1, objects: HashMap::new(), history: VecDeque::new(), history_limit, history_age, floor: 1, tx }
+        Store {
+            rv: 1,
+            objects: HashMap::new(),
+            history: VecDeque::new(),
+            history_limit,
+            history_age,
+            floor: 1,
+            tx,
+        }
     }
 
     pub fn current_rv(&self) -> u64 {
@@ -88,12 +96,17 @@ impl Store {
     }
 
     pub fn get(&self, key: &StorageKey, namespace: &str, name: &str) -> Option<Arc<Value>> {
-        self.objects.get(key)?.get(&(namespace.to_string(), name.to_string())).cloned()
+        self.objects
+            .get(key)?
+            .get(&(namespace.to_string(), name.to_string()))
+            .cloned()
     }
 
     /// Objects of a resource, ordered by namespace then name (the order the real server lists in).
     pub fn list(&self, key: &StorageKey, namespace: Option<&str>) -> Vec<Arc<Value>> {
-        let Some(bucket) = self.objects.get(key) else { return Vec::new() };
+        let Some(bucket) = self.objects.get(key) else {
+            return Vec::new();
+        };
         match namespace {
             None => bucket.values().cloned().collect(),
             Some(ns) => bucket
@@ -113,14 +126,23 @@ impl Store {
     }
 
     /// The objects of a resource as they were at revision `rv`, undoing newer changes.
-    pub fn list_at(&self, key: &StorageKey, namespace: Option<&str>, rv: u64) -> Result<Vec<Arc<Value>>, TooOld> {
+    pub fn list_at(
+        &self,
+        key: &StorageKey,
+        namespace: Option<&str>,
+        rv: u64,
+    ) -> Result<Vec<Arc<Value>>, TooOld> {
         if rv >= self.rv {
             return Ok(self.list(key, namespace));
         }
         if rv < self.floor {
-            return Err(TooOld { requested: rv, oldest: self.floor });
+            return Err(TooOld {
+                requested: rv,
+                oldest: self.floor,
+            });
         }
-        let mut view: BTreeMap<ObjKey, Arc<Value>> = self.objects.get(key).cloned().unwrap_or_default();
+        let mut view: BTreeMap<ObjKey, Arc<Value>> =
+            self.objects.get(key).cloned().unwrap_or_default();
         for change in self.history.iter().rev().take_while(|c| c.rv > rv) {
             if &change.key != key {
                 continue;
@@ -147,7 +169,10 @@ impl Store {
     /// the same lock so no change falls between the two.
     pub fn watch_from(&self, rv: u64) -> Result<WatchStart, TooOld> {
         if rv < self.floor {
-            return Err(TooOld { requested: rv, oldest: self.floor });
+            return Err(TooOld {
+                requested: rv,
+                oldest: self.floor,
+            });
         }
         let start = self.history.partition_point(|c| c.rv <= rv);
         let backlog = self.history.range(start..).cloned().collect();
@@ -159,7 +184,13 @@ impl Store {
     }
 
     /// Stores `object` (None deletes) under the next revision and announces the change.
-    pub fn commit(&mut self, key: &StorageKey, namespace: &str, name: &str, object: Option<Value>) -> Arc<Change> {
+    pub fn commit(
+        &mut self,
+        key: &StorageKey,
+        namespace: &str,
+        name: &str,
+        object: Option<Value>,
+    ) -> Arc<Change> {
         self.rv += 1;
         let rv = self.rv;
         let bucket = self.objects.entry(key.clone()).or_default();
@@ -170,7 +201,14 @@ impl Store {
                 set_resource_version(&mut obj, rv);
                 let obj = Arc::new(obj);
                 bucket.insert(objkey, obj.clone());
-                (if previous.is_some() { ChangeKind::Modified } else { ChangeKind::Added }, obj)
+                (
+                    if previous.is_some() {
+                        ChangeKind::Modified
+                    } else {
+                        ChangeKind::Added
+                    },
+                    obj,
+                )
             }
             None => {
                 bucket.remove(&objkey);
@@ -192,7 +230,10 @@ impl Store {
         });
         self.history.push_back(change.clone());
         while self.history.len() > self.history_limit
-            || self.history.front().is_some_and(|c| now.duration_since(c.at) > self.history_age)
+            || self
+                .history
+                .front()
+                .is_some_and(|c| now.duration_since(c.at) > self.history_age)
         {
             if let Some(old) = self.history.pop_front() {
                 self.floor = old.rv;
@@ -226,9 +267,18 @@ impl Store {
     pub fn restore(&mut self, rv: u64, objects: Vec<(StorageKey, Value)>) {
         self.objects.clear();
         for (key, obj) in objects {
-            let ns = obj["metadata"]["namespace"].as_str().unwrap_or_default().to_string();
-            let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
-            self.objects.entry(key).or_default().insert((ns, name), Arc::new(obj));
+            let ns = obj["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let name = obj["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            self.objects
+                .entry(key)
+                .or_default()
+                .insert((ns, name), Arc::new(obj));
         }
         self.rv = rv.max(1);
         self.history.clear();
@@ -248,7 +298,10 @@ mod tests {
     use serde_json::json;
 
     fn key() -> StorageKey {
-        StorageKey { group: "".into(), resource: "configmaps".into() }
+        StorageKey {
+            group: "".into(),
+            resource: "configmaps".into(),
+        }
     }
 
     fn cm(name: &str, v: &str) -> Value {
@@ -259,9 +312,20 @@ mod tests {
     fn every_write_gets_the_next_global_revision() {
         let mut s = Store::new(100);
         let a = s.commit(&key(), "default", "a", Some(cm("a", "1")));
-        let b = s.commit(&StorageKey { group: "".into(), resource: "secrets".into() }, "default", "b", Some(cm("b", "1")));
+        let b = s.commit(
+            &StorageKey {
+                group: "".into(),
+                resource: "secrets".into(),
+            },
+            "default",
+            "b",
+            Some(cm("b", "1")),
+        );
         assert_eq!(b.rv, a.rv + 1);
-        assert_eq!(s.get(&key(), "default", "a").expect("stored")["metadata"]["resourceVersion"], a.rv.to_string());
+        assert_eq!(
+            s.get(&key(), "default", "a").expect("stored")["metadata"]["resourceVersion"],
+            a.rv.to_string()
+        );
     }
 
     #[test]
@@ -299,7 +363,10 @@ mod tests {
         let del = s.commit(&key(), "default", "a", None);
         assert_eq!(del.kind, ChangeKind::Deleted);
         assert_eq!(del.object["data"]["k"], "1");
-        assert_eq!(del.object["metadata"]["resourceVersion"], del.rv.to_string());
+        assert_eq!(
+            del.object["metadata"]["resourceVersion"],
+            del.rv.to_string()
+        );
     }
 
     #[test]

@@ -16,8 +16,12 @@ const CONFIG_KEY: &str = "[-._a-zA-Z0-9]+";
 
 /// The compiled, anchored form of a built-in pattern. The patterns are constants checked by the unit tests; were
 /// one ever not to compile, nothing matches it and every value is reported invalid rather than the server dying.
-fn anchored(pattern: &'static str, cell: &'static OnceLock<Option<Regex>>) -> Option<&'static Regex> {
-    cell.get_or_init(|| Regex::new(&format!("^(?:{pattern})$")).ok()).as_ref()
+fn anchored(
+    pattern: &'static str,
+    cell: &'static OnceLock<Option<Regex>>,
+) -> Option<&'static Regex> {
+    cell.get_or_init(|| Regex::new(&format!("^(?:{pattern})$")).ok())
+        .as_ref()
 }
 
 fn matches(re: Option<&Regex>, s: &str) -> bool {
@@ -173,10 +177,17 @@ pub fn validate_metadata(meta: &Value, rule: NameRule) -> Vec<FieldCause> {
     let mut out = Vec::new();
     let name = meta["name"].as_str().unwrap_or_default();
     if name.is_empty() {
-        out.push(FieldCause::required("metadata.name", "name or generateName is required"));
+        out.push(FieldCause::required(
+            "metadata.name",
+            "name or generateName is required",
+        ));
     } else {
         for e in name_errors(name, rule) {
-            out.push(FieldCause::invalid("metadata.name", &Value::String(name.into()), &e));
+            out.push(FieldCause::invalid(
+                "metadata.name",
+                &Value::String(name.into()),
+                &e,
+            ));
         }
     }
     if let Some(labels) = meta.get("labels") {
@@ -184,7 +195,11 @@ pub fn validate_metadata(meta: &Value, rule: NameRule) -> Vec<FieldCause> {
             Some(map) => {
                 for (k, v) in map {
                     for e in qualified_name_errors(k) {
-                        out.push(FieldCause::invalid("metadata.labels", &Value::String(k.clone()), &e));
+                        out.push(FieldCause::invalid(
+                            "metadata.labels",
+                            &Value::String(k.clone()),
+                            &e,
+                        ));
                     }
                     match v.as_str() {
                         Some(s) => {
@@ -193,12 +208,20 @@ pub fn validate_metadata(meta: &Value, rule: NameRule) -> Vec<FieldCause> {
                             }
                         }
                         None if v.is_null() => {}
-                        None => out.push(FieldCause::invalid("metadata.labels", v, "label values must be strings")),
+                        None => out.push(FieldCause::invalid(
+                            "metadata.labels",
+                            v,
+                            "label values must be strings",
+                        )),
                     }
                 }
             }
             None if labels.is_null() => {}
-            None => out.push(FieldCause::invalid("metadata.labels", labels, "must be a map of strings")),
+            None => out.push(FieldCause::invalid(
+                "metadata.labels",
+                labels,
+                "must be a map of strings",
+            )),
         }
     }
     if let Some(ann) = meta.get("annotations") {
@@ -208,22 +231,37 @@ pub fn validate_metadata(meta: &Value, rule: NameRule) -> Vec<FieldCause> {
                 for (k, v) in map {
                     total += k.len() + v.as_str().map_or(0, str::len);
                     for e in qualified_name_errors(&k.to_lowercase()) {
-                        out.push(FieldCause::invalid("metadata.annotations", &Value::String(k.clone()), &e));
+                        out.push(FieldCause::invalid(
+                            "metadata.annotations",
+                            &Value::String(k.clone()),
+                            &e,
+                        ));
                     }
                     if !v.is_string() && !v.is_null() {
-                        out.push(FieldCause::invalid("metadata.annotations", v, "annotation values must be strings"));
+                        out.push(FieldCause::invalid(
+                            "metadata.annotations",
+                            v,
+                            "annotation values must be strings",
+                        ));
                     }
                 }
                 if total > 256 * 1024 {
                     out.push(FieldCause::preformatted(
                         "FieldValueTooLong",
                         "metadata.annotations",
-                        format!("metadata.annotations: Too long: may not be more than {} bytes", 256 * 1024),
+                        format!(
+                            "metadata.annotations: Too long: may not be more than {} bytes",
+                            256 * 1024
+                        ),
                     ));
                 }
             }
             None if ann.is_null() => {}
-            None => out.push(FieldCause::invalid("metadata.annotations", ann, "must be a map of strings")),
+            None => out.push(FieldCause::invalid(
+                "metadata.annotations",
+                ann,
+                "must be a map of strings",
+            )),
         }
     }
     out
@@ -236,7 +274,14 @@ mod tests {
 
     #[test]
     fn every_built_in_pattern_compiles() {
-        for re in [label_re(), subdomain_re(), dns1035_re(), qualified_re(), label_value_re(), config_key_re()] {
+        for re in [
+            label_re(),
+            subdomain_re(),
+            dns1035_re(),
+            qualified_re(),
+            label_value_re(),
+            config_key_re(),
+        ] {
             assert!(re.is_some());
         }
     }
@@ -259,9 +304,16 @@ mod tests {
         assert!(!qualified_name_errors("-bad").is_empty());
         assert!(label_value_errors("").is_empty());
         assert!(!label_value_errors("has space").is_empty());
-        let errs = validate_metadata(&json!({"name": "x", "labels": {"ok": "v", "bad key": "v"}}), NameRule::Dns1123Subdomain);
+        let errs = validate_metadata(
+            &json!({"name": "x", "labels": {"ok": "v", "bad key": "v"}}),
+            NameRule::Dns1123Subdomain,
+        );
         assert_eq!(errs.len(), 1);
-        assert!(errs[0].message.starts_with("metadata.labels: Invalid value: \"bad key\": name part must consist"));
+        assert!(
+            errs[0]
+                .message
+                .starts_with("metadata.labels: Invalid value: \"bad key\": name part must consist")
+        );
     }
 
     #[test]

@@ -14,13 +14,36 @@ mod object_semantics {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
         let a = send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({"k": "v"}))).await;
-        let b = send_json(&c, "POST", SECRETS, &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "b"}})).await;
+        let b = send_json(
+            &c,
+            "POST",
+            SECRETS,
+            &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "b"}}),
+        )
+        .await;
         assert_eq!((a.status, b.status), (201, 201));
-        let rv = |r: &Reply| r.json["metadata"]["resourceVersion"].as_str().expect("rv").parse::<u64>().expect("numeric");
-        assert!(rv(&b) > rv(&a), "resourceVersion is global across resources");
+        let rv = |r: &Reply| {
+            r.json["metadata"]["resourceVersion"]
+                .as_str()
+                .expect("rv")
+                .parse::<u64>()
+                .expect("numeric")
+        };
+        assert!(
+            rv(&b) > rv(&a),
+            "resourceVersion is global across resources"
+        );
         assert_eq!(a.json["metadata"]["uid"].as_str().expect("uid").len(), 36);
-        assert!(a.json["metadata"]["creationTimestamp"].as_str().expect("ts").ends_with('Z'));
-        assert!(a.json["metadata"].get("generation").is_none(), "ConfigMaps carry no generation on the real server");
+        assert!(
+            a.json["metadata"]["creationTimestamp"]
+                .as_str()
+                .expect("ts")
+                .ends_with('Z')
+        );
+        assert!(
+            a.json["metadata"].get("generation").is_none(),
+            "ConfigMaps carry no generation on the real server"
+        );
     }
 
     #[tokio::test]
@@ -31,7 +54,10 @@ mod object_semantics {
         let r = send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
         assert_eq!((r.status, r.reason()), (409, "AlreadyExists"));
         assert_eq!(r.message(), "configmaps \"a\" already exists");
-        assert_eq!(r.json["details"], json!({"name": "a", "kind": "configmaps"}));
+        assert_eq!(
+            r.json["details"],
+            json!({"name": "a", "kind": "configmaps"})
+        );
     }
 
     #[tokio::test]
@@ -40,11 +66,33 @@ mod object_semantics {
         let w = send_json(&c, "POST", WIDGETS, &widget("w1", 1)).await;
         assert_eq!(w.json["metadata"]["generation"], 1);
         let path = format!("{WIDGETS}/w1");
-        let r = patch(&c, &path, "application/merge-patch+json", &json!({"metadata": {"labels": {"a": "b"}}})).await;
+        let r = patch(
+            &c,
+            &path,
+            "application/merge-patch+json",
+            &json!({"metadata": {"labels": {"a": "b"}}}),
+        )
+        .await;
         assert_eq!(r.json["metadata"]["generation"], 1, "metadata-only change");
-        let r = patch(&c, &format!("{path}/status"), "application/merge-patch+json", &json!({"status": {"phase": "Up"}})).await;
-        assert_eq!((r.status, r.json["metadata"]["generation"].clone()), (200, json!(1)), "status-only change");
-        let r = patch(&c, &path, "application/merge-patch+json", &json!({"spec": {"size": 2}})).await;
+        let r = patch(
+            &c,
+            &format!("{path}/status"),
+            "application/merge-patch+json",
+            &json!({"status": {"phase": "Up"}}),
+        )
+        .await;
+        assert_eq!(
+            (r.status, r.json["metadata"]["generation"].clone()),
+            (200, json!(1)),
+            "status-only change"
+        );
+        let r = patch(
+            &c,
+            &path,
+            "application/merge-patch+json",
+            &json!({"spec": {"size": 2}}),
+        )
+        .await;
         assert_eq!(r.json["metadata"]["generation"], 2, "spec change");
     }
 
@@ -52,10 +100,17 @@ mod object_semantics {
     async fn update_with_a_stale_resource_version_is_409_conflict_with_the_real_message() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
-        let created = send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({"k": "1"}))).await.json;
+        let created = send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({"k": "1"})))
+            .await
+            .json;
         let mut first = created.clone();
         first["data"]["k"] = json!("2");
-        assert_eq!(send_json(&c, "PUT", &format!("{CONFIGMAPS}/a"), &first).await.status, 200);
+        assert_eq!(
+            send_json(&c, "PUT", &format!("{CONFIGMAPS}/a"), &first)
+                .await
+                .status,
+            200
+        );
         let mut stale = created;
         stale["data"]["k"] = json!("3");
         let r = send_json(&c, "PUT", &format!("{CONFIGMAPS}/a"), &stale).await;
@@ -72,9 +127,21 @@ mod object_semantics {
         send_json(&c, "POST", WIDGETS, &widget("w1", 1)).await;
         let r = send_json(&c, "PUT", &format!("{WIDGETS}/w1"), &widget("w1", 2)).await;
         assert_eq!(r.status, 422);
-        assert!(r.message().contains("metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"), "{}", r.message());
+        assert!(
+            r.message().contains(
+                "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+            ),
+            "{}",
+            r.message()
+        );
         send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
-        let r = send_json(&c, "PUT", &format!("{CONFIGMAPS}/a"), &configmap("a", json!({"x": "y"}))).await;
+        let r = send_json(
+            &c,
+            "PUT",
+            &format!("{CONFIGMAPS}/a"),
+            &configmap("a", json!({"x": "y"})),
+        )
+        .await;
         assert_eq!(r.status, 200);
     }
 
@@ -84,23 +151,49 @@ mod object_semantics {
         let mut w = widget("w1", 1);
         w["status"] = json!({"phase": "ignored-on-create"});
         let created = send_json(&c, "POST", WIDGETS, &w).await.json;
-        assert!(created.get("status").is_none(), "status is dropped on create when the status subresource is on");
+        assert!(
+            created.get("status").is_none(),
+            "status is dropped on create when the status subresource is on"
+        );
         let path = format!("{WIDGETS}/w1");
-        let r = patch(&c, &path, "application/merge-patch+json", &json!({"spec": {"size": 3}, "status": {"phase": "Main"}})).await;
+        let r = patch(
+            &c,
+            &path,
+            "application/merge-patch+json",
+            &json!({"spec": {"size": 3}, "status": {"phase": "Main"}}),
+        )
+        .await;
         assert_eq!(r.json["spec"]["size"], 3);
-        assert!(r.json.get("status").is_none(), "the main resource ignores status");
-        let r = patch(&c, &format!("{path}/status"), "application/merge-patch+json", &json!({"spec": {"size": 9}, "status": {"phase": "Up"}})).await;
+        assert!(
+            r.json.get("status").is_none(),
+            "the main resource ignores status"
+        );
+        let r = patch(
+            &c,
+            &format!("{path}/status"),
+            "application/merge-patch+json",
+            &json!({"spec": {"size": 9}, "status": {"phase": "Up"}}),
+        )
+        .await;
         assert_eq!(r.json["status"]["phase"], "Up");
-        assert_eq!(r.json["spec"]["size"], 3, "the status subresource ignores spec");
+        assert_eq!(
+            r.json["spec"]["size"], 3,
+            "the status subresource ignores spec"
+        );
     }
 
     #[tokio::test]
     async fn an_unchanged_update_keeps_the_resource_version_and_sends_no_event() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
-        let created = send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({"k": "v"}))).await.json;
+        let created = send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({"k": "v"})))
+            .await
+            .json;
         let r = send_json(&c, "PUT", &format!("{CONFIGMAPS}/a"), &created).await;
-        assert_eq!(r.json["metadata"]["resourceVersion"], created["metadata"]["resourceVersion"]);
+        assert_eq!(
+            r.json["metadata"]["resourceVersion"],
+            created["metadata"]["resourceVersion"]
+        );
     }
 
     #[tokio::test]
@@ -114,15 +207,31 @@ mod object_semantics {
         let r = raw(&c, "DELETE", &path, None, Vec::new()).await;
         assert_eq!(r.status, 200);
         assert!(r.json["metadata"]["deletionTimestamp"].is_string());
-        assert_eq!(get(&c, &path).await.status, 200, "still there while a finalizer remains");
-        let add = patch(&c, &path, "application/merge-patch+json", &json!({"metadata": {"finalizers": ["example.com/hold", "example.com/new"]}})).await;
+        assert_eq!(
+            get(&c, &path).await.status,
+            200,
+            "still there while a finalizer remains"
+        );
+        let add = patch(
+            &c,
+            &path,
+            "application/merge-patch+json",
+            &json!({"metadata": {"finalizers": ["example.com/hold", "example.com/new"]}}),
+        )
+        .await;
         assert_eq!(add.status, 422);
         assert!(
             add.message().contains("metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{\"example.com/new\"}"),
             "{}",
             add.message()
         );
-        let r = patch(&c, &path, "application/merge-patch+json", &json!({"metadata": {"finalizers": null}})).await;
+        let r = patch(
+            &c,
+            &path,
+            "application/merge-patch+json",
+            &json!({"metadata": {"finalizers": null}}),
+        )
+        .await;
         assert_eq!(r.status, 200);
         assert_eq!(get(&c, &path).await.status, 404);
     }
@@ -131,24 +240,68 @@ mod object_semantics {
     async fn deleting_a_namespace_removes_its_objects_and_refuses_new_ones_while_terminating() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
-        send_json(&c, "POST", "/api/v1/namespaces", &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})).await;
+        send_json(
+            &c,
+            "POST",
+            "/api/v1/namespaces",
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}),
+        )
+        .await;
         let mut held = configmap("held", json!({}));
         held["metadata"]["finalizers"] = json!(["example.com/hold"]);
         send_json(&c, "POST", "/api/v1/namespaces/team/configmaps", &held).await;
-        send_json(&c, "POST", "/api/v1/namespaces/team/configmaps", &configmap("free", json!({}))).await;
+        send_json(
+            &c,
+            "POST",
+            "/api/v1/namespaces/team/configmaps",
+            &configmap("free", json!({})),
+        )
+        .await;
         let r = raw(&c, "DELETE", "/api/v1/namespaces/team", None, Vec::new()).await;
-        assert_eq!((r.status, r.json["status"]["phase"].as_str()), (200, Some("Terminating")));
-        let refused = send_json(&c, "POST", "/api/v1/namespaces/team/configmaps", &configmap("late", json!({}))).await;
+        assert_eq!(
+            (r.status, r.json["status"]["phase"].as_str()),
+            (200, Some("Terminating"))
+        );
+        let refused = send_json(
+            &c,
+            "POST",
+            "/api/v1/namespaces/team/configmaps",
+            &configmap("late", json!({})),
+        )
+        .await;
         assert_eq!((refused.status, refused.reason()), (403, "Forbidden"));
-        assert!(refused.message().ends_with("unable to create new content in namespace team because it is being terminated"), "{}", refused.message());
-        eventually("free is deleted", || sim.get("v1", "ConfigMap", "team", "free").is_none()).await;
-        assert!(sim.get("v1", "Namespace", "", "team").is_some(), "namespace waits for the held object");
-        patch(&c, "/api/v1/namespaces/team/configmaps/held", "application/merge-patch+json", &json!({"metadata": {"finalizers": null}})).await;
-        eventually("namespace is gone", || sim.get("v1", "Namespace", "", "team").is_none()).await;
+        assert!(
+            refused.message().ends_with(
+                "unable to create new content in namespace team because it is being terminated"
+            ),
+            "{}",
+            refused.message()
+        );
+        eventually("free is deleted", || {
+            sim.get("v1", "ConfigMap", "team", "free").is_none()
+        })
+        .await;
+        assert!(
+            sim.get("v1", "Namespace", "", "team").is_some(),
+            "namespace waits for the held object"
+        );
+        patch(
+            &c,
+            "/api/v1/namespaces/team/configmaps/held",
+            "application/merge-patch+json",
+            &json!({"metadata": {"finalizers": null}}),
+        )
+        .await;
+        eventually("namespace is gone", || {
+            sim.get("v1", "Namespace", "", "team").is_none()
+        })
+        .await;
     }
 
     async fn owner_and_dependent(c: &kube::Client) -> (Value, String) {
-        let owner = send_json(c, "POST", CONFIGMAPS, &configmap("owner", json!({}))).await.json;
+        let owner = send_json(c, "POST", CONFIGMAPS, &configmap("owner", json!({})))
+            .await
+            .json;
         let uid = owner["metadata"]["uid"].as_str().expect("uid").to_string();
         let mut dep = configmap("dep", json!({}));
         dep["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": uid, "blockOwnerDeletion": true}]);
@@ -161,10 +314,22 @@ mod object_semantics {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
         owner_and_dependent(&c).await;
-        let r = send_json(&c, "DELETE", &format!("{CONFIGMAPS}/owner"), &json!({"propagationPolicy": "Background"})).await;
+        let r = send_json(
+            &c,
+            "DELETE",
+            &format!("{CONFIGMAPS}/owner"),
+            &json!({"propagationPolicy": "Background"}),
+        )
+        .await;
         assert_eq!(r.status, 200);
-        assert!(sim.get("v1", "ConfigMap", "default", "owner").is_none(), "the owner goes at once");
-        eventually("dependent collected", || sim.get("v1", "ConfigMap", "default", "dep").is_none()).await;
+        assert!(
+            sim.get("v1", "ConfigMap", "default", "owner").is_none(),
+            "the owner goes at once"
+        );
+        eventually("dependent collected", || {
+            sim.get("v1", "ConfigMap", "default", "dep").is_none()
+        })
+        .await;
     }
 
     #[tokio::test]
@@ -172,12 +337,22 @@ mod object_semantics {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
         owner_and_dependent(&c).await;
-        let r = send_json(&c, "DELETE", &format!("{CONFIGMAPS}/owner"), &json!({"propagationPolicy": "Foreground"})).await;
+        let r = send_json(
+            &c,
+            "DELETE",
+            &format!("{CONFIGMAPS}/owner"),
+            &json!({"propagationPolicy": "Foreground"}),
+        )
+        .await;
         assert_eq!(r.status, 200);
-        assert_eq!(r.json["metadata"]["finalizers"], json!(["foregroundDeletion"]));
+        assert_eq!(
+            r.json["metadata"]["finalizers"],
+            json!(["foregroundDeletion"])
+        );
         assert!(r.json["metadata"]["deletionTimestamp"].is_string());
         eventually("dependent then owner collected", || {
-            sim.get("v1", "ConfigMap", "default", "dep").is_none() && sim.get("v1", "ConfigMap", "default", "owner").is_none()
+            sim.get("v1", "ConfigMap", "default", "dep").is_none()
+                && sim.get("v1", "ConfigMap", "default", "owner").is_none()
         })
         .await;
     }
@@ -187,22 +362,50 @@ mod object_semantics {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
         owner_and_dependent(&c).await;
-        let r = send_json(&c, "DELETE", &format!("{CONFIGMAPS}/owner"), &json!({"propagationPolicy": "Orphan"})).await;
+        let r = send_json(
+            &c,
+            "DELETE",
+            &format!("{CONFIGMAPS}/owner"),
+            &json!({"propagationPolicy": "Orphan"}),
+        )
+        .await;
         assert_eq!(r.json["metadata"]["finalizers"], json!(["orphan"]));
-        eventually("owner gone", || sim.get("v1", "ConfigMap", "default", "owner").is_none()).await;
-        let dep = sim.get("v1", "ConfigMap", "default", "dep").expect("dependent kept");
-        assert!(dep["metadata"]["ownerReferences"].as_array().is_none_or(|a| a.is_empty()), "{dep}");
+        eventually("owner gone", || {
+            sim.get("v1", "ConfigMap", "default", "owner").is_none()
+        })
+        .await;
+        let dep = sim
+            .get("v1", "ConfigMap", "default", "dep")
+            .expect("dependent kept");
+        assert!(
+            dep["metadata"]["ownerReferences"]
+                .as_array()
+                .is_none_or(|a| a.is_empty()),
+            "{dep}"
+        );
     }
 
     #[tokio::test]
     async fn dry_run_all_answers_as_if_written_but_stores_nothing() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
-        let r = send_json(&c, "POST", &format!("{CONFIGMAPS}?dryRun=All"), &configmap("a", json!({"k": "v"}))).await;
+        let r = send_json(
+            &c,
+            "POST",
+            &format!("{CONFIGMAPS}?dryRun=All"),
+            &configmap("a", json!({"k": "v"})),
+        )
+        .await;
         assert_eq!(r.status, 201);
         assert_eq!(r.json["data"]["k"], "v");
         assert_eq!(get(&c, &format!("{CONFIGMAPS}/a")).await.status, 404);
-        let bad = send_json(&c, "POST", &format!("{CONFIGMAPS}?dryRun=Some"), &configmap("a", json!({}))).await;
+        let bad = send_json(
+            &c,
+            "POST",
+            &format!("{CONFIGMAPS}?dryRun=Some"),
+            &configmap("a", json!({})),
+        )
+        .await;
         assert_eq!(bad.status, 400);
     }
 
@@ -227,13 +430,30 @@ mod object_semantics {
         let c = sim.client().await.expect("client");
         let s = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "immutable": true, "data": {"a": "YQ=="}});
         send_json(&c, "POST", SECRETS, &s).await;
-        let r = patch(&c, &format!("{SECRETS}/s"), "application/merge-patch+json", &json!({"data": {"a": "Yg=="}})).await;
+        let r = patch(
+            &c,
+            &format!("{SECRETS}/s"),
+            "application/merge-patch+json",
+            &json!({"data": {"a": "Yg=="}}),
+        )
+        .await;
         assert_eq!(r.status, 422);
-        assert!(r.message().contains("data: Forbidden: field is immutable when `immutable` is set"), "{}", r.message());
+        assert!(
+            r.message()
+                .contains("data: Forbidden: field is immutable when `immutable` is set"),
+            "{}",
+            r.message()
+        );
         let mut cm = configmap("c", json!({"k": "v"}));
         cm["immutable"] = json!(true);
         send_json(&c, "POST", CONFIGMAPS, &cm).await;
-        let r = patch(&c, &format!("{CONFIGMAPS}/c"), "application/merge-patch+json", &json!({"data": {"k": "w"}})).await;
+        let r = patch(
+            &c,
+            &format!("{CONFIGMAPS}/c"),
+            "application/merge-patch+json",
+            &json!({"data": {"k": "w"}}),
+        )
+        .await;
         assert_eq!(r.status, 422);
     }
 
@@ -251,8 +471,17 @@ mod object_semantics {
     async fn managed_fields_record_the_field_manager_of_each_write() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
-        let r = send_json(&c, "POST", &format!("{CONFIGMAPS}?fieldManager=tool-a"), &configmap("a", json!({"k": "v"}))).await;
-        let mf = r.json["metadata"]["managedFields"].as_array().expect("managedFields").clone();
+        let r = send_json(
+            &c,
+            "POST",
+            &format!("{CONFIGMAPS}?fieldManager=tool-a"),
+            &configmap("a", json!({"k": "v"})),
+        )
+        .await;
+        let mf = r.json["metadata"]["managedFields"]
+            .as_array()
+            .expect("managedFields")
+            .clone();
         assert_eq!(mf[0]["manager"], "tool-a");
         assert_eq!(mf[0]["operation"], "Update");
         assert_eq!(mf[0]["fieldsType"], "FieldsV1");
@@ -263,7 +492,13 @@ mod object_semantics {
     async fn generate_name_appends_five_random_characters() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
-        let r = send_json(&c, "POST", CONFIGMAPS, &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "job-"}})).await;
+        let r = send_json(
+            &c,
+            "POST",
+            CONFIGMAPS,
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "job-"}}),
+        )
+        .await;
         let name = r.json["metadata"]["name"].as_str().expect("name");
         assert!(name.starts_with("job-") && name.len() == 9, "{name}");
     }
@@ -276,16 +511,35 @@ mod bad_input {
     async fn malformed_json_is_400_naming_the_kind() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
-        let r = raw(&c, "POST", CONFIGMAPS, Some("application/json"), b"{not json".to_vec()).await;
+        let r = raw(
+            &c,
+            "POST",
+            CONFIGMAPS,
+            Some("application/json"),
+            b"{not json".to_vec(),
+        )
+        .await;
         assert_eq!((r.status, r.reason()), (400, "BadRequest"));
-        assert!(r.message().starts_with("ConfigMap in version \"v1\" cannot be handled as a ConfigMap:"), "{}", r.message());
+        assert!(
+            r.message()
+                .starts_with("ConfigMap in version \"v1\" cannot be handled as a ConfigMap:"),
+            "{}",
+            r.message()
+        );
     }
 
     #[tokio::test]
     async fn malformed_yaml_is_400() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
-        let r = raw(&c, "POST", CONFIGMAPS, Some("application/yaml"), b"a: [unclosed".to_vec()).await;
+        let r = raw(
+            &c,
+            "POST",
+            CONFIGMAPS,
+            Some("application/yaml"),
+            b"a: [unclosed".to_vec(),
+        )
+        .await;
         assert_eq!(r.status, 400);
     }
 
@@ -307,10 +561,24 @@ mod bad_input {
     async fn wrong_content_types_are_415() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
-        let r = raw(&c, "POST", CONFIGMAPS, Some("text/plain"), b"hello".to_vec()).await;
+        let r = raw(
+            &c,
+            "POST",
+            CONFIGMAPS,
+            Some("text/plain"),
+            b"hello".to_vec(),
+        )
+        .await;
         assert_eq!((r.status, r.reason()), (415, "UnsupportedMediaType"));
         send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
-        let r = raw(&c, "PATCH", &format!("{CONFIGMAPS}/a"), Some("application/json"), b"{}".to_vec()).await;
+        let r = raw(
+            &c,
+            "PATCH",
+            &format!("{CONFIGMAPS}/a"),
+            Some("application/json"),
+            b"{}".to_vec(),
+        )
+        .await;
         assert_eq!(r.status, 415);
     }
 
@@ -329,8 +597,17 @@ mod bad_input {
     async fn unknown_paths_are_404_and_unknown_verbs_405() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
-        assert_eq!(get(&c, "/apis/nope.example.com/v1/things").await.status, 404);
-        let r = send_json(&c, "POST", &format!("{CONFIGMAPS}/x"), &configmap("x", json!({}))).await;
+        assert_eq!(
+            get(&c, "/apis/nope.example.com/v1/things").await.status,
+            404
+        );
+        let r = send_json(
+            &c,
+            "POST",
+            &format!("{CONFIGMAPS}/x"),
+            &configmap("x", json!({})),
+        )
+        .await;
         assert_eq!(r.status, 405, "POST is only served on collections");
         let r = raw(&c, "DELETE", "/api/v1/namespaces", None, Vec::new()).await;
         assert_eq!(r.status, 405, "namespaces have no deletecollection");
@@ -342,7 +619,13 @@ mod bad_input {
         let c = sim.client().await.expect("client");
         let r = send_json(&c, "POST", "/api/v1/namespaces", &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}, "spec": "oops"})).await;
         assert_eq!(r.status, 400);
-        assert!(r.message().ends_with("json: cannot unmarshal string into Go struct field Namespace.spec of type object"), "{}", r.message());
+        assert!(
+            r.message().ends_with(
+                "json: cannot unmarshal string into Go struct field Namespace.spec of type object"
+            ),
+            "{}",
+            r.message()
+        );
         let r = send_json(&c, "POST", CONFIGMAPS, &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"n": 1}})).await;
         assert_eq!(r.status, 400);
         let r = send_json(&c, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "a.b.c"}, "status": 5})).await;
@@ -357,8 +640,17 @@ mod bad_input {
         cm["metadata"]["namespace"] = json!("other");
         let r = send_json(&c, "POST", CONFIGMAPS, &cm).await;
         assert_eq!(r.status, 400);
-        assert_eq!(r.message(), "the namespace of the provided object does not match the namespace sent on the request");
-        let r = send_json(&c, "POST", CONFIGMAPS, &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}})).await;
+        assert_eq!(
+            r.message(),
+            "the namespace of the provided object does not match the namespace sent on the request"
+        );
+        let r = send_json(
+            &c,
+            "POST",
+            CONFIGMAPS,
+            &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}}),
+        )
+        .await;
         assert_eq!(r.status, 400);
     }
 }
@@ -367,7 +659,13 @@ mod reads {
     use super::*;
 
     async fn seed(c: &kube::Client) {
-        for (name, labels) in [("a", json!({"app": "web", "tier": "fe"})), ("b", json!({"app": "web"})), ("c", json!({"app": "db"})), ("d", json!({})), ("e", json!({"tier": "be"}))] {
+        for (name, labels) in [
+            ("a", json!({"app": "web", "tier": "fe"})),
+            ("b", json!({"app": "web"})),
+            ("c", json!({"app": "db"})),
+            ("d", json!({})),
+            ("e", json!({"tier": "be"})),
+        ] {
             let mut cm = configmap(name, json!({}));
             cm["metadata"]["labels"] = labels;
             send_json(c, "POST", CONFIGMAPS, &cm).await;
@@ -375,7 +673,12 @@ mod reads {
     }
 
     fn names(r: &Reply) -> Vec<String> {
-        r.json["items"].as_array().expect("items").iter().map(|i| i["metadata"]["name"].as_str().expect("name").to_string()).collect()
+        r.json["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().expect("name").to_string())
+            .collect()
     }
 
     #[tokio::test]
@@ -407,11 +710,25 @@ mod reads {
         seed(&c).await;
         let r = get(&c, &format!("{CONFIGMAPS}?fieldSelector=metadata.name%3Db")).await;
         assert_eq!(names(&r), vec!["b"]);
-        let r = get(&c, "/api/v1/configmaps?fieldSelector=metadata.namespace%21%3Ddefault").await;
+        let r = get(
+            &c,
+            "/api/v1/configmaps?fieldSelector=metadata.namespace%21%3Ddefault",
+        )
+        .await;
         assert!(names(&r).is_empty());
         send_json(&c, "POST", SECRETS, &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "tls"}, "type": "kubernetes.io/tls", "data": {"tls.crt": "", "tls.key": ""}})).await;
-        send_json(&c, "POST", SECRETS, &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "plain"}})).await;
-        let r = get(&c, &format!("{SECRETS}?fieldSelector=type%3Dkubernetes.io%2Ftls")).await;
+        send_json(
+            &c,
+            "POST",
+            SECRETS,
+            &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "plain"}}),
+        )
+        .await;
+        let r = get(
+            &c,
+            &format!("{SECRETS}?fieldSelector=type%3Dkubernetes.io%2Ftls"),
+        )
+        .await;
         assert_eq!(names(&r), vec!["tls"]);
     }
 
@@ -450,7 +767,12 @@ spec:
         let c = sim.client().await.expect("client");
         for _ in 0..50 {
             if get(&c, GADGETS).await.status == 200 {
-                for (name, cluster, replicas) in [("a", Some("edge"), 1), ("b", Some("core"), 3), ("c", Some("edge"), 3), ("d", None, 1)] {
+                for (name, cluster, replicas) in [
+                    ("a", Some("edge"), 1),
+                    ("b", Some("core"), 3),
+                    ("c", Some("edge"), 3),
+                    ("d", None, 1),
+                ] {
                     let mut spec = json!({"replicas": replicas, "size": 1});
                     if let Some(cluster) = cluster {
                         spec["clusterRef"] = json!({"name": cluster});
@@ -483,7 +805,10 @@ spec:
             ("spec.replicas=3", vec!["b", "c"]),
             ("spec.clusterRef.name=edge,spec.replicas=3", vec!["c"]),
             ("metadata.name=a", vec!["a"]),
-            ("metadata.namespace=default,metadata.name!=a", vec!["b", "c", "d"]),
+            (
+                "metadata.namespace=default,metadata.name!=a",
+                vec!["b", "c", "d"],
+            ),
         ];
         for (sel, want) in cases {
             let r = get(&c, &selected(sel)).await;
@@ -500,20 +825,36 @@ spec:
         assert_eq!((r.status, r.reason()), (400, "BadRequest"), "{}", r.text);
         assert_eq!(r.message(), "field label not supported: spec.size");
         let r = get(&c, &format!("{}&watch=true", selected("spec.size=1"))).await;
-        assert_eq!((r.status, r.message()), (400, "field label not supported: spec.size"), "watches check the same");
+        assert_eq!(
+            (r.status, r.message()),
+            (400, "field label not supported: spec.size"),
+            "watches check the same"
+        );
     }
 
     #[tokio::test]
     async fn watches_send_only_objects_a_selectable_field_selects() {
         let (_sim, c) = sim_with_gadgets().await;
-        let r = get(&c, &format!("{}&watch=true&timeoutSeconds=1", selected("spec.clusterRef.name=edge"))).await;
+        let r = get(
+            &c,
+            &format!(
+                "{}&watch=true&timeoutSeconds=1",
+                selected("spec.clusterRef.name=edge")
+            ),
+        )
+        .await;
         assert_eq!(r.status, 200, "{}", r.text);
         let added: Vec<String> = r
             .text
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
             .filter(|e| e["type"] == "ADDED")
-            .map(|e| e["object"]["metadata"]["name"].as_str().unwrap_or_default().to_string())
+            .map(|e| {
+                e["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
             .collect();
         assert_eq!(added, ["a", "c"]);
     }
@@ -530,7 +871,13 @@ spec:
                     "selectableFields": [{"jsonPath": ".spec.missing"}, {"jsonPath": ".spec.tags"}],
                     "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object", "properties": {
                         "tags": {"type": "array", "items": {"type": "string"}}}}}}}}]}});
-        let r = send_json(&c, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &crd).await;
+        let r = send_json(
+            &c,
+            "POST",
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            &crd,
+        )
+        .await;
         assert_eq!(r.status, 422, "{}", r.text);
         assert!(
             r.message().contains(r#"spec.versions[0].selectableFields[0].jsonPath: Invalid value: ".spec.missing": is an invalid path: does not refer to a valid field"#),
@@ -552,13 +899,22 @@ spec:
         let first = get(&c, &format!("{CONFIGMAPS}?&limit=2")).await;
         assert_eq!(names(&first), vec!["a", "b"]);
         assert_eq!(first.json["metadata"]["remainingItemCount"], 3);
-        let token = first.json["metadata"]["continue"].as_str().expect("continue").to_string();
+        let token = first.json["metadata"]["continue"]
+            .as_str()
+            .expect("continue")
+            .to_string();
         // A write between pages is not seen: the continuation lists the first page's snapshot.
         send_json(&c, "POST", CONFIGMAPS, &configmap("bb", json!({}))).await;
         let second = get(&c, &format!("{CONFIGMAPS}?limit=2&continue={token}")).await;
         assert_eq!(names(&second), vec!["c", "d"]);
-        assert_eq!(second.json["metadata"]["resourceVersion"], first.json["metadata"]["resourceVersion"]);
-        let t2 = second.json["metadata"]["continue"].as_str().expect("continue").to_string();
+        assert_eq!(
+            second.json["metadata"]["resourceVersion"],
+            first.json["metadata"]["resourceVersion"]
+        );
+        let t2 = second.json["metadata"]["continue"]
+            .as_str()
+            .expect("continue")
+            .to_string();
         let third = get(&c, &format!("{CONFIGMAPS}?limit=2&continue={t2}")).await;
         assert_eq!(names(&third), vec!["e"]);
         assert!(third.json["metadata"].get("continue").is_none());
@@ -570,12 +926,20 @@ spec:
         let c = sim.client().await.expect("client");
         seed(&c).await;
         let first = get(&c, &format!("{CONFIGMAPS}?limit=2")).await;
-        let token = first.json["metadata"]["continue"].as_str().expect("continue").to_string();
+        let token = first.json["metadata"]["continue"]
+            .as_str()
+            .expect("continue")
+            .to_string();
         send_json(&c, "POST", CONFIGMAPS, &configmap("later", json!({}))).await;
         sim.compact();
         let r = get(&c, &format!("{CONFIGMAPS}?limit=2&continue={token}")).await;
         assert_eq!((r.status, r.reason()), (410, "Expired"));
-        assert!(r.message().starts_with("The provided continue parameter is too old"), "{}", r.message());
+        assert!(
+            r.message()
+                .starts_with("The provided continue parameter is too old"),
+            "{}",
+            r.message()
+        );
         let bad = get(&c, &format!("{CONFIGMAPS}?limit=2&continue=garbage")).await;
         assert_eq!(bad.status, 400);
     }
@@ -585,9 +949,16 @@ spec:
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
         send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
-        let rv = get(&c, CONFIGMAPS).await.json["metadata"]["resourceVersion"].as_str().expect("rv").to_string();
+        let rv = get(&c, CONFIGMAPS).await.json["metadata"]["resourceVersion"]
+            .as_str()
+            .expect("rv")
+            .to_string();
         send_json(&c, "POST", CONFIGMAPS, &configmap("b", json!({}))).await;
-        let r = get(&c, &format!("{CONFIGMAPS}?resourceVersion={rv}&resourceVersionMatch=Exact")).await;
+        let r = get(
+            &c,
+            &format!("{CONFIGMAPS}?resourceVersion={rv}&resourceVersionMatch=Exact"),
+        )
+        .await;
         assert_eq!(names(&r), vec!["a"]);
         let r = get(&c, &format!("{CONFIGMAPS}?resourceVersionMatch=Exact")).await;
         assert_eq!(r.status, 422, "resourceVersionMatch needs resourceVersion");
@@ -600,7 +971,8 @@ spec:
         let mut lines = stream.lines();
         let mut out = Vec::new();
         while out.len() < n {
-            let next = tokio::time::timeout(std::time::Duration::from_secs(5), lines.try_next()).await;
+            let next =
+                tokio::time::timeout(std::time::Duration::from_secs(5), lines.try_next()).await;
             match next {
                 Ok(Ok(Some(l))) => out.push(serde_json::from_str(&l).expect("event json")),
                 other => panic!("watch ended early after {} events: {other:?}", out.len()),
@@ -614,12 +986,29 @@ spec:
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
         send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
-        let rv = get(&c, CONFIGMAPS).await.json["metadata"]["resourceVersion"].as_str().expect("rv").to_string();
+        let rv = get(&c, CONFIGMAPS).await.json["metadata"]["resourceVersion"]
+            .as_str()
+            .expect("rv")
+            .to_string();
         send_json(&c, "POST", CONFIGMAPS, &configmap("b", json!({}))).await;
-        patch(&c, &format!("{CONFIGMAPS}/b"), "application/merge-patch+json", &json!({"data": {"x": "y"}})).await;
+        patch(
+            &c,
+            &format!("{CONFIGMAPS}/b"),
+            "application/merge-patch+json",
+            &json!({"data": {"x": "y"}}),
+        )
+        .await;
         raw(&c, "DELETE", &format!("{CONFIGMAPS}/b"), None, Vec::new()).await;
-        let ev = watch_lines(&c, &format!("{CONFIGMAPS}?watch=true&resourceVersion={rv}"), 3).await;
-        let types: Vec<&str> = ev.iter().map(|e| e["type"].as_str().expect("type")).collect();
+        let ev = watch_lines(
+            &c,
+            &format!("{CONFIGMAPS}?watch=true&resourceVersion={rv}"),
+            3,
+        )
+        .await;
+        let types: Vec<&str> = ev
+            .iter()
+            .map(|e| e["type"].as_str().expect("type"))
+            .collect();
         assert_eq!(types, vec!["ADDED", "MODIFIED", "DELETED"]);
         assert!(ev.iter().all(|e| e["object"]["metadata"]["name"] == "b"));
     }
@@ -630,7 +1019,13 @@ spec:
         let c = sim.client().await.expect("client");
         send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
         let ev = watch_lines(&c, &format!("{CONFIGMAPS}?watch=1"), 1).await;
-        assert_eq!((ev[0]["type"].as_str(), ev[0]["object"]["metadata"]["name"].as_str()), (Some("ADDED"), Some("a")));
+        assert_eq!(
+            (
+                ev[0]["type"].as_str(),
+                ev[0]["object"]["metadata"]["name"].as_str()
+            ),
+            (Some("ADDED"), Some("a"))
+        );
     }
 
     #[tokio::test]
@@ -646,9 +1041,19 @@ spec:
         .await;
         assert_eq!(ev[0]["type"], "ADDED");
         assert_eq!(ev[1]["type"], "BOOKMARK");
-        assert_eq!(ev[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
-        let r = get(&c, &format!("{CONFIGMAPS}?watch=true&sendInitialEvents=true")).await;
-        assert_eq!(r.status, 422, "sendInitialEvents needs NotOlderThan and bookmarks");
+        assert_eq!(
+            ev[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+            "true"
+        );
+        let r = get(
+            &c,
+            &format!("{CONFIGMAPS}?watch=true&sendInitialEvents=true"),
+        )
+        .await;
+        assert_eq!(
+            r.status, 422,
+            "sendInitialEvents needs NotOlderThan and bookmarks"
+        );
     }
 
     #[tokio::test]
@@ -656,27 +1061,57 @@ spec:
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
         send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
-        let rv = get(&c, CONFIGMAPS).await.json["metadata"]["resourceVersion"].as_str().expect("rv").to_string();
+        let rv = get(&c, CONFIGMAPS).await.json["metadata"]["resourceVersion"]
+            .as_str()
+            .expect("rv")
+            .to_string();
         send_json(&c, "POST", CONFIGMAPS, &configmap("b", json!({}))).await;
         sim.compact();
-        let ev = watch_lines(&c, &format!("{CONFIGMAPS}?watch=true&resourceVersion={rv}"), 1).await;
+        let ev = watch_lines(
+            &c,
+            &format!("{CONFIGMAPS}?watch=true&resourceVersion={rv}"),
+            1,
+        )
+        .await;
         assert_eq!(ev[0]["type"], "ERROR");
         assert_eq!(ev[0]["object"]["code"], 410);
         assert_eq!(ev[0]["object"]["reason"], "Expired");
-        assert!(ev[0]["object"]["message"].as_str().expect("msg").starts_with("too old resource version:"));
+        assert!(
+            ev[0]["object"]["message"]
+                .as_str()
+                .expect("msg")
+                .starts_with("too old resource version:")
+        );
     }
 
     #[tokio::test]
     async fn watch_with_a_label_selector_reports_objects_leaving_the_selection_as_deleted() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
-        let rv = get(&c, CONFIGMAPS).await.json["metadata"]["resourceVersion"].as_str().expect("rv").to_string();
+        let rv = get(&c, CONFIGMAPS).await.json["metadata"]["resourceVersion"]
+            .as_str()
+            .expect("rv")
+            .to_string();
         let mut cm = configmap("a", json!({}));
         cm["metadata"]["labels"] = json!({"app": "web"});
         send_json(&c, "POST", CONFIGMAPS, &cm).await;
-        patch(&c, &format!("{CONFIGMAPS}/a"), "application/merge-patch+json", &json!({"metadata": {"labels": {"app": "db"}}})).await;
-        let ev = watch_lines(&c, &format!("{CONFIGMAPS}?watch=true&labelSelector=app%3Dweb&resourceVersion={rv}"), 2).await;
-        let types: Vec<&str> = ev.iter().map(|e| e["type"].as_str().expect("type")).collect();
+        patch(
+            &c,
+            &format!("{CONFIGMAPS}/a"),
+            "application/merge-patch+json",
+            &json!({"metadata": {"labels": {"app": "db"}}}),
+        )
+        .await;
+        let ev = watch_lines(
+            &c,
+            &format!("{CONFIGMAPS}?watch=true&labelSelector=app%3Dweb&resourceVersion={rv}"),
+            2,
+        )
+        .await;
+        let types: Vec<&str> = ev
+            .iter()
+            .map(|e| e["type"].as_str().expect("type"))
+            .collect();
         assert_eq!(types, vec!["ADDED", "DELETED"]);
     }
 
@@ -685,7 +1120,11 @@ spec:
         use futures::{AsyncBufReadExt, TryStreamExt};
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
-        let req = http::Request::get(format!("{CONFIGMAPS}?watch=true&timeoutSeconds=1&resourceVersion=1")).body(Vec::new()).expect("req");
+        let req = http::Request::get(format!(
+            "{CONFIGMAPS}?watch=true&timeoutSeconds=1&resourceVersion=1"
+        ))
+        .body(Vec::new())
+        .expect("req");
         let mut lines = c.request_stream(req).await.expect("watch").lines();
         let end = tokio::time::timeout(std::time::Duration::from_secs(4), async {
             while lines.try_next().await.ok().flatten().is_some() {}
@@ -706,9 +1145,21 @@ mod writes {
         let path = format!("{CONFIGMAPS}/a");
         let r = patch(&c, &path, "application/json-patch+json", &json!([{"op": "add", "path": "/data/n", "value": "1"}, {"op": "remove", "path": "/data/k"}])).await;
         assert_eq!((r.status, r.json["data"].clone()), (200, json!({"n": "1"})));
-        let r = patch(&c, &path, "application/json-patch+json", &json!([{"op": "test", "path": "/data/n", "value": "2"}])).await;
+        let r = patch(
+            &c,
+            &path,
+            "application/json-patch+json",
+            &json!([{"op": "test", "path": "/data/n", "value": "2"}]),
+        )
+        .await;
         assert_eq!(r.status, 422, "{}", r.text);
-        let r = patch(&c, &path, "application/json-patch+json", &json!({"op": "add"})).await;
+        let r = patch(
+            &c,
+            &path,
+            "application/json-patch+json",
+            &json!({"op": "add"}),
+        )
+        .await;
         assert_eq!(r.status, 400, "a JSON patch must be an array");
     }
 
@@ -719,15 +1170,34 @@ mod writes {
             "selector": {"matchLabels": {"app": "web"}},
             "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [
                 {"name": "app", "image": "app:1"}, {"name": "sidecar", "image": "side:1"}]}}}});
-        assert_eq!(send_json(&c, "POST", "/apis/apps/v1/namespaces/default/deployments", &dep).await.status, 201);
+        assert_eq!(
+            send_json(
+                &c,
+                "POST",
+                "/apis/apps/v1/namespaces/default/deployments",
+                &dep
+            )
+            .await
+            .status,
+            201
+        );
         let r = patch(&c, "/apis/apps/v1/namespaces/default/deployments/web", "application/strategic-merge-patch+json",
             &json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "app:2"}]}}}})).await;
         assert_eq!(r.status, 200, "{}", r.text);
         let containers = &r.json["spec"]["template"]["spec"]["containers"];
-        assert_eq!(containers, &json!([{"name": "app", "image": "app:2"}, {"name": "sidecar", "image": "side:1"}]));
+        assert_eq!(
+            containers,
+            &json!([{"name": "app", "image": "app:2"}, {"name": "sidecar", "image": "side:1"}])
+        );
         assert_eq!(r.json["metadata"]["generation"], 2);
         send_json(&c, "POST", WIDGETS, &widget("w1", 1)).await;
-        let r = patch(&c, &format!("{WIDGETS}/w1"), "application/strategic-merge-patch+json", &json!({"spec": {"size": 2}})).await;
+        let r = patch(
+            &c,
+            &format!("{WIDGETS}/w1"),
+            "application/strategic-merge-patch+json",
+            &json!({"spec": {"size": 2}}),
+        )
+        .await;
         assert_eq!((r.status, r.reason()), (415, "UnsupportedMediaType"));
     }
 
@@ -737,15 +1207,43 @@ mod writes {
         let c = sim.client().await.expect("client");
         let path = format!("{CONFIGMAPS}/a");
         let apply = |mgr: &str, force: bool| format!("{path}?fieldManager={mgr}&force={force}");
-        let r = patch(&c, &apply("one", false), "application/apply-patch+yaml", &configmap("a", json!({"k": "1"}))).await;
+        let r = patch(
+            &c,
+            &apply("one", false),
+            "application/apply-patch+yaml",
+            &configmap("a", json!({"k": "1"})),
+        )
+        .await;
         assert_eq!(r.status, 201, "apply creates: {}", r.text);
-        let r = patch(&c, &apply("two", false), "application/apply-patch+yaml", &configmap("a", json!({"k": "2"}))).await;
+        let r = patch(
+            &c,
+            &apply("two", false),
+            "application/apply-patch+yaml",
+            &configmap("a", json!({"k": "2"})),
+        )
+        .await;
         assert_eq!((r.status, r.reason()), (409, "Conflict"), "{}", r.text);
-        assert!(r.message().contains("conflict with \"one\""), "{}", r.message());
+        assert!(
+            r.message().contains("conflict with \"one\""),
+            "{}",
+            r.message()
+        );
         assert!(r.message().contains(".data.k"), "{}", r.message());
-        let r = patch(&c, &apply("two", true), "application/apply-patch+yaml", &configmap("a", json!({"k": "2"}))).await;
+        let r = patch(
+            &c,
+            &apply("two", true),
+            "application/apply-patch+yaml",
+            &configmap("a", json!({"k": "2"})),
+        )
+        .await;
         assert_eq!((r.status, r.json["data"]["k"].as_str()), (200, Some("2")));
-        let r = patch(&c, &path, "application/apply-patch+yaml", &configmap("a", json!({}))).await;
+        let r = patch(
+            &c,
+            &path,
+            "application/apply-patch+yaml",
+            &configmap("a", json!({})),
+        )
+        .await;
         assert_eq!(r.status, 422, "apply needs a fieldManager");
     }
 
@@ -758,7 +1256,14 @@ mod writes {
             cm["metadata"]["labels"] = json!({"app": app});
             send_json(&c, "POST", CONFIGMAPS, &cm).await;
         }
-        let r = raw(&c, "DELETE", &format!("{CONFIGMAPS}?labelSelector=app%3Dx"), None, Vec::new()).await;
+        let r = raw(
+            &c,
+            "DELETE",
+            &format!("{CONFIGMAPS}?labelSelector=app%3Dx"),
+            None,
+            Vec::new(),
+        )
+        .await;
         assert_eq!(r.status, 200);
         assert_eq!(r.json["items"].as_array().expect("items").len(), 2);
         assert!(sim.get("v1", "ConfigMap", "default", "c").is_some());
@@ -770,9 +1275,20 @@ mod writes {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
         send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
-        let r = send_json(&c, "DELETE", &format!("{CONFIGMAPS}/a"), &json!({"preconditions": {"uid": "not-it"}})).await;
+        let r = send_json(
+            &c,
+            "DELETE",
+            &format!("{CONFIGMAPS}/a"),
+            &json!({"preconditions": {"uid": "not-it"}}),
+        )
+        .await;
         assert_eq!(r.status, 409);
-        assert!(r.message().contains("Precondition failed: UID in precondition: not-it"), "{}", r.message());
+        assert!(
+            r.message()
+                .contains("Precondition failed: UID in precondition: not-it"),
+            "{}",
+            r.message()
+        );
     }
 }
 
@@ -788,9 +1304,19 @@ mod custom_resources {
         let mut w = widget("w2", 1);
         w["spec"]["mode"] = json!("medium");
         let r = send_json(&c, "POST", WIDGETS, &w).await;
-        assert!(r.message().contains("spec.mode: Unsupported value: \"medium\": supported values: \"fast\", \"slow\""), "{}", r.message());
+        assert!(
+            r.message().contains(
+                "spec.mode: Unsupported value: \"medium\": supported values: \"fast\", \"slow\""
+            ),
+            "{}",
+            r.message()
+        );
         let r = send_json(&c, "POST", WIDGETS, &json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w3"}, "spec": {}})).await;
-        assert!(r.message().contains("spec.size: Required value"), "{}", r.message());
+        assert!(
+            r.message().contains("spec.size: Required value"),
+            "{}",
+            r.message()
+        );
     }
 
     #[tokio::test]
@@ -800,19 +1326,32 @@ mod custom_resources {
         w["spec"]["bogus"] = json!(1);
         let r = send_json(&c, "POST", &format!("{WIDGETS}?fieldValidation=Strict"), &w).await;
         assert_eq!(r.status, 400);
-        assert!(r.message().contains("strict decoding error: unknown field \"spec.bogus\""), "{}", r.message());
+        assert!(
+            r.message()
+                .contains("strict decoding error: unknown field \"spec.bogus\""),
+            "{}",
+            r.message()
+        );
         let r = send_json(&c, "POST", &format!("{WIDGETS}?fieldValidation=Warn"), &w).await;
         assert_eq!(r.status, 201);
         assert!(r.json["spec"].get("bogus").is_none(), "pruned");
         assert_eq!(r.json["spec"]["mode"], "fast", "defaulted");
-        let warning = r.headers.get("warning").and_then(|v| v.to_str().ok()).unwrap_or_default();
+        let warning = r
+            .headers
+            .get("warning")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
         assert_eq!(warning, "299 - \"unknown field \\\"spec.bogus\\\"\"");
     }
 
     #[tokio::test]
     async fn int_or_string_accepts_both_and_rejects_others() {
         let (_sim, c) = sim_with_widgets().await;
-        for (name, port, ok) in [("a", json!(80), true), ("b", json!("http"), true), ("c", json!(true), false)] {
+        for (name, port, ok) in [
+            ("a", json!(80), true),
+            ("b", json!("http"), true),
+            ("c", json!(true), false),
+        ] {
             let mut w = widget(name, 1);
             w["spec"]["port"] = port;
             let r = send_json(&c, "POST", WIDGETS, &w).await;
@@ -821,7 +1360,8 @@ mod custom_resources {
     }
 
     #[tokio::test]
-    async fn cel_validation_rules_are_enforced_with_their_messages_and_transition_rules_see_old_self() {
+    async fn cel_validation_rules_are_enforced_with_their_messages_and_transition_rules_see_old_self()
+     {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let crd = r#"
 apiVersion: apiextensions.k8s.io/v1
@@ -854,12 +1394,27 @@ spec:
         let path = "/apis/example.com/v1/namespaces/default/ranges";
         let r = send_json(&c, "POST", path, &json!({"apiVersion": "example.com/v1", "kind": "Range", "metadata": {"name": "bad"}, "spec": {"min": 5, "max": 1}})).await;
         assert_eq!(r.status, 422, "{}", r.text);
-        assert!(r.message().contains("spec: Invalid value: \"object\": min must not exceed max"), "{}", r.message());
+        assert!(
+            r.message()
+                .contains("spec: Invalid value: \"object\": min must not exceed max"),
+            "{}",
+            r.message()
+        );
         let r = send_json(&c, "POST", path, &json!({"apiVersion": "example.com/v1", "kind": "Range", "metadata": {"name": "ok"}, "spec": {"min": 1, "max": 5, "owner": "a"}})).await;
         assert_eq!(r.status, 201, "{}", r.text);
-        let r = patch(&c, &format!("{path}/ok"), "application/merge-patch+json", &json!({"spec": {"owner": "b"}})).await;
+        let r = patch(
+            &c,
+            &format!("{path}/ok"),
+            "application/merge-patch+json",
+            &json!({"spec": {"owner": "b"}}),
+        )
+        .await;
         assert_eq!(r.status, 422, "{}", r.text);
-        assert!(r.message().contains("owner is immutable"), "{}", r.message());
+        assert!(
+            r.message().contains("owner is immutable"),
+            "{}",
+            r.message()
+        );
     }
 
     #[tokio::test]
@@ -869,25 +1424,56 @@ spec:
         w["spec"]["tags"] = json!(["a", "a"]);
         let r = send_json(&c, "POST", WIDGETS, &w).await;
         assert_eq!(r.status, 422);
-        assert!(r.message().contains("spec.tags[1]: Duplicate value: \"a\""), "{}", r.message());
+        assert!(
+            r.message().contains("spec.tags[1]: Duplicate value: \"a\""),
+            "{}",
+            r.message()
+        );
     }
 
     #[tokio::test]
     async fn deleting_a_crd_removes_its_objects_and_stops_serving_it() {
         let (sim, c) = sim_with_widgets().await;
         send_json(&c, "POST", WIDGETS, &widget("w1", 1)).await;
-        let r = raw(&c, "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com", None, Vec::new()).await;
+        let r = raw(
+            &c,
+            "DELETE",
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com",
+            None,
+            Vec::new(),
+        )
+        .await;
         assert_eq!(r.status, 200);
-        eventually("CRD gone", || sim.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com").is_none()).await;
+        eventually("CRD gone", || {
+            sim.get(
+                "apiextensions.k8s.io/v1",
+                "CustomResourceDefinition",
+                "",
+                "widgets.example.com",
+            )
+            .is_none()
+        })
+        .await;
         assert_eq!(get(&c, WIDGETS).await.status, 404);
     }
 
     #[tokio::test]
     async fn crd_status_reports_established_and_accepted_names() {
         let (sim, _c) = sim_with_widgets().await;
-        let crd = sim.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com").expect("crd");
+        let crd = sim
+            .get(
+                "apiextensions.k8s.io/v1",
+                "CustomResourceDefinition",
+                "",
+                "widgets.example.com",
+            )
+            .expect("crd");
         let conds = crd["status"]["conditions"].as_array().expect("conditions");
-        assert!(conds.iter().any(|c| c["type"] == "Established" && c["status"] == "True"));
+        assert!(
+            conds
+                .iter()
+                .any(|c| c["type"] == "Established" && c["status"] == "True")
+        );
         assert_eq!(crd["status"]["acceptedNames"]["kind"], "Widget");
         assert_eq!(crd["status"]["storedVersions"], json!(["v1"]));
     }
@@ -899,7 +1485,13 @@ spec:
         let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "wrong.example.com"},
             "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "gadgets", "kind": "Gadget"},
                 "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {"type": "object"}}}]}});
-        let r = send_json(&c, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &crd).await;
+        let r = send_json(
+            &c,
+            "POST",
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            &crd,
+        )
+        .await;
         assert_eq!(r.status, 422);
         assert!(r.message().contains("metadata.name: Invalid value: \"wrong.example.com\": must be spec.names.plural+\".\"+spec.group"), "{}", r.message());
     }
@@ -917,7 +1509,10 @@ mod discovery_and_openapi {
             .body(kube::client::Body::from(Vec::new()))
             .expect("req");
         let resp = c.send(req).await.expect("send");
-        assert_eq!(resp.headers()["content-type"], "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList");
+        assert_eq!(
+            resp.headers()["content-type"],
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        );
         let legacy = get(&c, "/api").await;
         assert_eq!(legacy.json["kind"], "APIVersions");
         let v = get(&c, "/version").await;
@@ -928,11 +1523,21 @@ mod discovery_and_openapi {
     async fn openapi_v3_documents_follow_the_index_and_include_crd_schemas() {
         let (_sim, c) = sim_with_widgets().await;
         let idx = get(&c, "/openapi/v3").await;
-        let url = idx.json["paths"]["apis/example.com/v1"]["serverRelativeURL"].as_str().expect("gv url").to_string();
+        let url = idx.json["paths"]["apis/example.com/v1"]["serverRelativeURL"]
+            .as_str()
+            .expect("gv url")
+            .to_string();
         let doc = get(&c, &url).await;
         let schema = &doc.json["components"]["schemas"]["com.example.v1.Widget"];
-        assert_eq!(schema["properties"]["spec"]["properties"]["size"]["type"], "integer");
-        assert_eq!(get(&c, "/openapi/v2").await.status, 404, "kubectl tolerates a missing v2");
+        assert_eq!(
+            schema["properties"]["spec"]["properties"]["size"]["type"],
+            "integer"
+        );
+        assert_eq!(
+            get(&c, "/openapi/v2").await.status,
+            404,
+            "kubectl tolerates a missing v2"
+        );
     }
 }
 
@@ -944,18 +1549,33 @@ mod faults {
     async fn injected_failures_use_the_real_error_shapes_and_count_down() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = client_without_retries(&sim).await;
-        sim.faults().fail_next(Matcher::verb_resource("list", "configmaps"), 1, 429, Some(2));
+        sim.faults().fail_next(
+            Matcher::verb_resource("list", "configmaps"),
+            1,
+            429,
+            Some(2),
+        );
         let r = get(&c, CONFIGMAPS).await;
         assert_eq!((r.status, r.reason()), (429, "TooManyRequests"));
         assert_eq!(r.headers["retry-after"], "2");
-        assert_eq!(get(&c, CONFIGMAPS).await.status, 200, "only the next one fails");
+        assert_eq!(
+            get(&c, CONFIGMAPS).await.status,
+            200,
+            "only the next one fails"
+        );
     }
 
     #[tokio::test]
     async fn faults_can_be_injected_over_http() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
-        let r = send_json(&c, "POST", "/__sim/faults", &json!({"verb": "get", "resource": "configmaps", "status": 500})).await;
+        let r = send_json(
+            &c,
+            "POST",
+            "/__sim/faults",
+            &json!({"verb": "get", "resource": "configmaps", "status": 500}),
+        )
+        .await;
         assert_eq!(r.status, 200, "{}", r.text);
         send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
         let failed = get(&c, &format!("{CONFIGMAPS}/a")).await;
@@ -973,24 +1593,58 @@ mod authorization {
         let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "cm-reader"},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-reader"},
             "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": user}]});
-        assert_eq!(send_json(c, "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles", &role).await.status, 201);
-        assert_eq!(send_json(c, "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", &binding).await.status, 201);
+        assert_eq!(
+            send_json(
+                c,
+                "POST",
+                "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+                &role
+            )
+            .await
+            .status,
+            201
+        );
+        assert_eq!(
+            send_json(
+                c,
+                "POST",
+                "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+                &binding
+            )
+            .await
+            .status,
+            201
+        );
     }
 
     #[tokio::test]
     async fn a_user_without_rights_gets_the_real_403_body() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
-        let alice = sim.client_for(&sim.add_token_user("alice", &["dev"])).await.expect("client");
+        let alice = sim
+            .client_for(&sim.add_token_user("alice", &["dev"]))
+            .await
+            .expect("client");
         let r = get(&alice, CONFIGMAPS).await;
         assert_eq!((r.status, r.reason()), (403, "Forbidden"));
-        assert_eq!(r.message(), "configmaps is forbidden: User \"alice\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\"");
+        assert_eq!(
+            r.message(),
+            "configmaps is forbidden: User \"alice\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\""
+        );
         assert_eq!(r.json["details"], json!({"kind": "configmaps"}));
-        let r = get(&alice, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/x").await;
+        let r = get(
+            &alice,
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/x",
+        )
+        .await;
         assert_eq!(
             r.message(),
             "customresourcedefinitions.apiextensions.k8s.io \"x\" is forbidden: User \"alice\" cannot get resource \"customresourcedefinitions\" in API group \"apiextensions.k8s.io\" at the cluster scope"
         );
-        assert_eq!(get(&alice, "/version").await.status, 200, "discovery and version are public to authenticated users");
+        assert_eq!(
+            get(&alice, "/version").await.status,
+            200,
+            "discovery and version are public to authenticated users"
+        );
     }
 
     #[tokio::test]
@@ -998,22 +1652,49 @@ mod authorization {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let admin = sim.client().await.expect("admin");
         grant_configmap_reader(&admin, "alice").await;
-        let alice = sim.client_for(&sim.add_token_user("alice", &[])).await.expect("client");
+        let alice = sim
+            .client_for(&sim.add_token_user("alice", &[]))
+            .await
+            .expect("client");
         assert_eq!(get(&alice, CONFIGMAPS).await.status, 200);
-        assert_eq!(send_json(&alice, "POST", CONFIGMAPS, &configmap("x", json!({}))).await.status, 403);
-        assert_eq!(get(&alice, "/api/v1/namespaces/kube-system/configmaps").await.status, 403);
+        assert_eq!(
+            send_json(&alice, "POST", CONFIGMAPS, &configmap("x", json!({})))
+                .await
+                .status,
+            403
+        );
+        assert_eq!(
+            get(&alice, "/api/v1/namespaces/kube-system/configmaps")
+                .await
+                .status,
+            403
+        );
     }
 
     #[tokio::test]
     async fn a_new_binding_takes_effect_on_the_next_request() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let admin = sim.client().await.expect("admin");
-        let alice = sim.client_for(&sim.add_token_user("alice", &[])).await.expect("client");
+        let alice = sim
+            .client_for(&sim.add_token_user("alice", &[]))
+            .await
+            .expect("client");
         assert_eq!(get(&alice, CONFIGMAPS).await.status, 403);
         grant_configmap_reader(&admin, "alice").await;
         assert_eq!(get(&alice, CONFIGMAPS).await.status, 200);
-        raw(&admin, "DELETE", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings/cm-reader", None, Vec::new()).await;
-        assert_eq!(get(&alice, CONFIGMAPS).await.status, 403, "and a removed one too");
+        raw(
+            &admin,
+            "DELETE",
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings/cm-reader",
+            None,
+            Vec::new(),
+        )
+        .await;
+        assert_eq!(
+            get(&alice, CONFIGMAPS).await.status,
+            403,
+            "and a removed one too"
+        );
     }
 
     #[tokio::test]
@@ -1030,7 +1711,11 @@ mod authorization {
         sim.set_anonymous(kube_sim::Anonymous::Unauthenticated);
         let r = get(&anon, CONFIGMAPS).await;
         assert_eq!(r.status, 403);
-        assert!(r.message().contains("User \"system:anonymous\""), "{}", r.message());
+        assert!(
+            r.message().contains("User \"system:anonymous\""),
+            "{}",
+            r.message()
+        );
     }
 
     #[tokio::test]
@@ -1038,33 +1723,76 @@ mod authorization {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let admin = sim.client().await.expect("admin");
         grant_configmap_reader(&admin, "alice").await;
-        let alice = sim.client_for(&sim.add_token_user("alice", &["dev"])).await.expect("client");
-        let review = |verb: &str| json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-            "spec": {"resourceAttributes": {"namespace": "default", "verb": verb, "resource": "configmaps"}}});
-        let r = send_json(&alice, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", &review("list")).await;
-        assert_eq!((r.status, r.json["status"]["allowed"].clone()), (201, json!(true)));
-        let r = send_json(&alice, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", &review("delete")).await;
+        let alice = sim
+            .client_for(&sim.add_token_user("alice", &["dev"]))
+            .await
+            .expect("client");
+        let review = |verb: &str| {
+            json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {"namespace": "default", "verb": verb, "resource": "configmaps"}}})
+        };
+        let r = send_json(
+            &alice,
+            "POST",
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            &review("list"),
+        )
+        .await;
+        assert_eq!(
+            (r.status, r.json["status"]["allowed"].clone()),
+            (201, json!(true))
+        );
+        let r = send_json(
+            &alice,
+            "POST",
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            &review("delete"),
+        )
+        .await;
         assert_eq!(r.json["status"]["allowed"], false);
-        let who = send_json(&alice, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-            &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})).await;
+        let who = send_json(
+            &alice,
+            "POST",
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}),
+        )
+        .await;
         assert_eq!(who.json["status"]["userInfo"]["username"], "alice");
-        assert_eq!(who.json["status"]["userInfo"]["groups"], json!(["dev", "system:authenticated"]));
+        assert_eq!(
+            who.json["status"]["userInfo"]["groups"],
+            json!(["dev", "system:authenticated"])
+        );
     }
 
     #[tokio::test]
     async fn client_certificates_identify_users_and_groups() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
-        let bob = sim.add_cert_user("bob", &["system:masters"]).expect("cert user");
+        let bob = sim
+            .add_cert_user("bob", &["system:masters"])
+            .expect("cert user");
         let c = sim.client_for(&bob).await.expect("client");
-        assert_eq!(get(&c, CONFIGMAPS).await.status, 200, "system:masters via the certificate's O");
-        let who = send_json(&c, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", &json!({})).await;
+        assert_eq!(
+            get(&c, CONFIGMAPS).await.status,
+            200,
+            "system:masters via the certificate's O"
+        );
+        let who = send_json(
+            &c,
+            "POST",
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            &json!({}),
+        )
+        .await;
         assert_eq!(who.json["status"]["userInfo"]["username"], "bob");
     }
 
     #[tokio::test]
     async fn the_fault_endpoints_are_for_administrators_only() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
-        let alice = sim.client_for(&sim.add_token_user("alice", &[])).await.expect("client");
+        let alice = sim
+            .client_for(&sim.add_token_user("alice", &[]))
+            .await
+            .expect("client");
         let r = send_json(&alice, "POST", "/__sim/pause", &json!({})).await;
         assert_eq!(r.status, 403);
     }
@@ -1077,25 +1805,55 @@ mod state_and_binary {
     async fn a_state_file_keeps_objects_resource_versions_and_the_ca_across_restarts() {
         let dir = tempfile::tempdir().expect("tempdir");
         let state = dir.path().join("state.json");
-        let first = kube_sim::KubeSim::builder().state_file(&state).start().await.expect("start");
+        let first = kube_sim::KubeSim::builder()
+            .state_file(&state)
+            .start()
+            .await
+            .expect("start");
         first.apply_yaml(WIDGET_CRD).await.expect("crd");
-        first.apply_yaml("apiVersion: v1\nkind: Secret\nmetadata: {name: keep}\nstringData: {a: b}\n").await.expect("secret");
+        first
+            .apply_yaml(
+                "apiVersion: v1\nkind: Secret\nmetadata: {name: keep}\nstringData: {a: b}\n",
+            )
+            .await
+            .expect("secret");
         let ca = first.ca_pem().to_string();
         let rv = first.resource_version();
         first.stop().await;
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(&state).expect("state written").permissions().mode() & 0o777;
+            let mode = std::fs::metadata(&state)
+                .expect("state written")
+                .permissions()
+                .mode()
+                & 0o777;
             assert_eq!(mode, 0o600, "the state file holds Secrets and the CA key");
         }
-        let second = kube_sim::KubeSim::builder().state_file(&state).start().await.expect("restart");
-        assert_eq!(second.ca_pem(), ca, "kubeconfigs written before the restart stay valid");
-        assert!(second.resource_version() >= rv, "revisions never go backwards");
-        let s = second.get("v1", "Secret", "default", "keep").expect("secret survived");
+        let second = kube_sim::KubeSim::builder()
+            .state_file(&state)
+            .start()
+            .await
+            .expect("restart");
+        assert_eq!(
+            second.ca_pem(),
+            ca,
+            "kubeconfigs written before the restart stay valid"
+        );
+        assert!(
+            second.resource_version() >= rv,
+            "revisions never go backwards"
+        );
+        let s = second
+            .get("v1", "Secret", "default", "keep")
+            .expect("secret survived");
         assert_eq!(s["data"]["a"], "Yg==");
         let c = second.client().await.expect("client");
-        assert_eq!(get(&c, WIDGETS).await.status, 200, "CRDs are served again after a restart");
+        assert_eq!(
+            get(&c, WIDGETS).await.status,
+            200,
+            "CRDs are served again after a restart"
+        );
     }
 
     #[tokio::test]
@@ -1103,7 +1861,12 @@ mod state_and_binary {
         let dir = tempfile::tempdir().expect("tempdir");
         let state = dir.path().join("state.json");
         std::fs::write(&state, b"{not json").expect("write");
-        let err = kube_sim::KubeSim::builder().state_file(&state).start().await.err().expect("refused");
+        let err = kube_sim::KubeSim::builder()
+            .state_file(&state)
+            .start()
+            .await
+            .err()
+            .expect("refused");
         assert!(format!("{err:#}").contains("state.json"), "{err:#}");
         assert_eq!(std::fs::read(&state).expect("still there"), b"{not json");
     }
@@ -1135,8 +1898,15 @@ mod state_and_binary {
             .expect("kubectl must be installed for this test");
         let _ = child.kill();
         let _ = child.wait();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "namespace/kube-system");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "namespace/kube-system"
+        );
     }
 }
 
@@ -1147,30 +1917,47 @@ mod transport {
     #[tokio::test]
     async fn tls_negotiates_http2_and_http1_by_alpn() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
-        for (offer, want) in [(vec![b"h2".to_vec(), b"http/1.1".to_vec()], b"h2".as_slice()), (vec![b"http/1.1".to_vec()], b"http/1.1".as_slice())] {
+        for (offer, want) in [
+            (vec![b"h2".to_vec(), b"http/1.1".to_vec()], b"h2".as_slice()),
+            (vec![b"http/1.1".to_vec()], b"http/1.1".as_slice()),
+        ] {
             let mut roots = rustls::RootCertStore::empty();
             for c in kube_sim::tls::pem_certs(sim.ca_pem()).expect("ca") {
                 roots.add(c).expect("root");
             }
-            let mut cfg = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-                .with_safe_default_protocol_versions()
-                .expect("versions")
-                .with_root_certificates(roots)
-                .with_no_client_auth();
+            let mut cfg = rustls::ClientConfig::builder_with_provider(Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
             cfg.alpn_protocols = offer;
-            let tcp = tokio::net::TcpStream::connect(sim.addr()).await.expect("connect");
+            let tcp = tokio::net::TcpStream::connect(sim.addr())
+                .await
+                .expect("connect");
             let name = rustls::pki_types::ServerName::try_from("127.0.0.1").expect("name");
-            let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg)).connect(name, tcp).await.expect("the serving certificate verifies against the CA");
+            let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
+                .connect(name, tcp)
+                .await
+                .expect("the serving certificate verifies against the CA");
             assert_eq!(tls.get_ref().1.alpn_protocol(), Some(want));
         }
     }
 
     #[tokio::test]
     async fn plain_http_serves_when_asked() {
-        let sim = kube_sim::KubeSim::builder().insecure_http(true).start().await.expect("start");
+        let sim = kube_sim::KubeSim::builder()
+            .insecure_http(true)
+            .start()
+            .await
+            .expect("start");
         assert!(sim.url().starts_with("http://"));
         let c = sim.client().await.expect("client");
-        assert_eq!(super::common::get(&c, "/api/v1/namespaces").await.status, 200);
+        assert_eq!(
+            super::common::get(&c, "/api/v1/namespaces").await.status,
+            200
+        );
     }
 }
 
@@ -1183,11 +1970,30 @@ mod review_fixes {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
         send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
-        let r = send_json(&c, "DELETE", &format!("{CONFIGMAPS}/a"), &json!({"dryRun": ["All"]})).await;
+        let r = send_json(
+            &c,
+            "DELETE",
+            &format!("{CONFIGMAPS}/a"),
+            &json!({"dryRun": ["All"]}),
+        )
+        .await;
         assert_eq!(r.status, 200, "{}", r.text);
-        assert!(sim.get("v1", "ConfigMap", "default", "a").is_some(), "nothing is deleted");
-        let bad = raw(&c, "DELETE", &format!("{CONFIGMAPS}/a?propagationPolicy=Background"), Some("application/json"), b"[]".to_vec()).await;
-        assert_eq!(bad.status, 400, "a non-object DeleteOptions body is a decode error");
+        assert!(
+            sim.get("v1", "ConfigMap", "default", "a").is_some(),
+            "nothing is deleted"
+        );
+        let bad = raw(
+            &c,
+            "DELETE",
+            &format!("{CONFIGMAPS}/a?propagationPolicy=Background"),
+            Some("application/json"),
+            b"[]".to_vec(),
+        )
+        .await;
+        assert_eq!(
+            bad.status, 400,
+            "a non-object DeleteOptions body is a decode error"
+        );
     }
 
     #[tokio::test]
@@ -1195,11 +2001,17 @@ mod review_fixes {
         let (_sim, c) = sim_with_widgets().await;
         send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
         let r = raw(&c, "DELETE", &format!("{CONFIGMAPS}/a"), None, Vec::new()).await;
-        assert_eq!((r.json["kind"].as_str(), r.json["status"].as_str()), (Some("Status"), Some("Success")));
+        assert_eq!(
+            (r.json["kind"].as_str(), r.json["status"].as_str()),
+            (Some("Status"), Some("Success"))
+        );
         assert_eq!(r.json["details"]["name"], "a");
         send_json(&c, "POST", WIDGETS, &widget("w", 1)).await;
         let r = raw(&c, "DELETE", &format!("{WIDGETS}/w"), None, Vec::new()).await;
-        assert_eq!(r.json["kind"], "Widget", "custom resources return the deleted object");
+        assert_eq!(
+            r.json["kind"], "Widget",
+            "custom resources return the deleted object"
+        );
     }
 
     #[tokio::test]
@@ -1207,18 +2019,38 @@ mod review_fixes {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
         for ns in ["app", "app-x"] {
-            send_json(&c, "POST", "/api/v1/namespaces", &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})).await;
+            send_json(
+                &c,
+                "POST",
+                "/api/v1/namespaces",
+                &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+            )
+            .await;
             for n in ["a", "b"] {
-                send_json(&c, "POST", &format!("/api/v1/namespaces/{ns}/configmaps"), &configmap(n, json!({}))).await;
+                send_json(
+                    &c,
+                    "POST",
+                    &format!("/api/v1/namespaces/{ns}/configmaps"),
+                    &configmap(n, json!({})),
+                )
+                .await;
             }
         }
         let mut seen = Vec::new();
         let mut token = String::new();
         loop {
-            let path = if token.is_empty() { "/api/v1/configmaps?limit=1".to_string() } else { format!("/api/v1/configmaps?limit=1&continue={token}") };
+            let path = if token.is_empty() {
+                "/api/v1/configmaps?limit=1".to_string()
+            } else {
+                format!("/api/v1/configmaps?limit=1&continue={token}")
+            };
             let r = get(&c, &path).await;
             for i in r.json["items"].as_array().expect("items") {
-                seen.push(format!("{}/{}", i["metadata"]["namespace"].as_str().expect("ns"), i["metadata"]["name"].as_str().expect("name")));
+                seen.push(format!(
+                    "{}/{}",
+                    i["metadata"]["namespace"].as_str().expect("ns"),
+                    i["metadata"]["name"].as_str().expect("name")
+                ));
             }
             match r.json["metadata"]["continue"].as_str() {
                 Some(t) => token = t.to_string(),
@@ -1233,8 +2065,20 @@ mod review_fixes {
     async fn only_the_finalize_subresource_changes_a_namespaces_spec_finalizers() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
-        send_json(&c, "POST", "/api/v1/namespaces", &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "keep"}})).await;
-        let r = patch(&c, "/api/v1/namespaces/keep", "application/merge-patch+json", &json!({"spec": {"finalizers": []}})).await;
+        send_json(
+            &c,
+            "POST",
+            "/api/v1/namespaces",
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "keep"}}),
+        )
+        .await;
+        let r = patch(
+            &c,
+            "/api/v1/namespaces/keep",
+            "application/merge-patch+json",
+            &json!({"spec": {"finalizers": []}}),
+        )
+        .await;
         assert_eq!(r.json["spec"]["finalizers"], json!(["kubernetes"]));
     }
 
@@ -1242,10 +2086,23 @@ mod review_fixes {
     async fn resource_versions_newer_than_the_store_are_504_too_large() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = client_without_retries(&sim).await;
-        let r = get(&c, &format!("{CONFIGMAPS}?resourceVersion=99999999&resourceVersionMatch=NotOlderThan")).await;
+        let r = get(
+            &c,
+            &format!("{CONFIGMAPS}?resourceVersion=99999999&resourceVersionMatch=NotOlderThan"),
+        )
+        .await;
         assert_eq!((r.status, r.reason()), (504, "Timeout"));
-        assert!(r.message().starts_with("Too large resource version: 99999999, current: "), "{}", r.message());
-        let w = get(&c, &format!("{CONFIGMAPS}?watch=true&resourceVersion=99999999")).await;
+        assert!(
+            r.message()
+                .starts_with("Too large resource version: 99999999, current: "),
+            "{}",
+            r.message()
+        );
+        let w = get(
+            &c,
+            &format!("{CONFIGMAPS}?watch=true&resourceVersion=99999999"),
+        )
+        .await;
         assert_eq!(w.status, 504);
     }
 
@@ -1253,24 +2110,51 @@ mod review_fixes {
     async fn foreground_deletion_spares_dependents_with_another_live_owner() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
-        let a = send_json(&c, "POST", CONFIGMAPS, &configmap("owner-a", json!({}))).await.json;
-        let b = send_json(&c, "POST", CONFIGMAPS, &configmap("owner-b", json!({}))).await.json;
+        let a = send_json(&c, "POST", CONFIGMAPS, &configmap("owner-a", json!({})))
+            .await
+            .json;
+        let b = send_json(&c, "POST", CONFIGMAPS, &configmap("owner-b", json!({})))
+            .await
+            .json;
         let mut dep = configmap("shared", json!({}));
         dep["metadata"]["ownerReferences"] = json!([
             {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner-a", "uid": a["metadata"]["uid"], "blockOwnerDeletion": true},
             {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner-b", "uid": b["metadata"]["uid"]}]);
         send_json(&c, "POST", CONFIGMAPS, &dep).await;
-        send_json(&c, "DELETE", &format!("{CONFIGMAPS}/owner-a"), &json!({"propagationPolicy": "Foreground"})).await;
-        eventually("owner-a gone", || sim.get("v1", "ConfigMap", "default", "owner-a").is_none()).await;
-        let shared = sim.get("v1", "ConfigMap", "default", "shared").expect("kept: owner-b still lives");
-        assert_eq!(shared["metadata"]["ownerReferences"].as_array().expect("refs").len(), 1);
+        send_json(
+            &c,
+            "DELETE",
+            &format!("{CONFIGMAPS}/owner-a"),
+            &json!({"propagationPolicy": "Foreground"}),
+        )
+        .await;
+        eventually("owner-a gone", || {
+            sim.get("v1", "ConfigMap", "default", "owner-a").is_none()
+        })
+        .await;
+        let shared = sim
+            .get("v1", "ConfigMap", "default", "shared")
+            .expect("kept: owner-b still lives");
+        assert_eq!(
+            shared["metadata"]["ownerReferences"]
+                .as_array()
+                .expect("refs")
+                .len(),
+            1
+        );
         assert_eq!(shared["metadata"]["ownerReferences"][0]["name"], "owner-b");
     }
 
     #[tokio::test]
     async fn apply_to_the_status_of_a_missing_object_is_404() {
         let (_sim, c) = sim_with_widgets().await;
-        let r = patch(&c, &format!("{WIDGETS}/none/status?fieldManager=m"), "application/apply-patch+yaml", &widget("none", 1)).await;
+        let r = patch(
+            &c,
+            &format!("{WIDGETS}/none/status?fieldManager=m"),
+            "application/apply-patch+yaml",
+            &widget("none", 1),
+        )
+        .await;
         assert_eq!(r.status, 404, "{}", r.text);
     }
 
@@ -1283,23 +2167,55 @@ mod review_fixes {
         let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "impersonator"},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "impersonator"},
             "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}]});
-        send_json(&admin, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", &role).await;
-        send_json(&admin, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", &binding).await;
+        send_json(
+            &admin,
+            "POST",
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+            &role,
+        )
+        .await;
+        send_json(
+            &admin,
+            "POST",
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+            &binding,
+        )
+        .await;
         let mut alice = sim.add_token_user("alice", &[]);
         let kc = kube::config::Kubeconfig::from_yaml(&sim.kubeconfig(&alice)).expect("kc");
-        let mut cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await.expect("cfg");
+        let mut cfg =
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .expect("cfg");
         cfg.auth_info.impersonate = Some("bob".into());
         let as_bob = kube::Client::try_from(cfg).expect("client");
-        let who = send_json(&as_bob, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", &json!({})).await;
-        assert_eq!(who.json["status"]["userInfo"]["username"], "bob", "{}", who.text);
+        let who = send_json(
+            &as_bob,
+            "POST",
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            &json!({}),
+        )
+        .await;
+        assert_eq!(
+            who.json["status"]["userInfo"]["username"], "bob",
+            "{}",
+            who.text
+        );
         alice.name = "unused".into();
-        let carol = sim.client_for(&sim.add_token_user("carol", &[])).await.expect("carol");
+        let carol = sim
+            .client_for(&sim.add_token_user("carol", &[]))
+            .await
+            .expect("carol");
         let req = http::Request::post("/apis/authentication.k8s.io/v1/selfsubjectreviews")
             .header("impersonate-user", "bob")
             .header("content-type", "application/json")
             .body(kube::client::Body::from(b"{}".to_vec()))
             .expect("req");
-        assert_eq!(carol.send(req).await.expect("send").status(), 403, "carol may not impersonate");
+        assert_eq!(
+            carol.send(req).await.expect("send").status(),
+            403,
+            "carol may not impersonate"
+        );
     }
 
     #[tokio::test]
@@ -1311,11 +2227,38 @@ mod review_fixes {
         let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "one"},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "one"},
             "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}]});
-        send_json(&admin, "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles", &role).await;
-        send_json(&admin, "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", &binding).await;
-        let alice = sim.client_for(&sim.add_token_user("alice", &[])).await.expect("alice");
-        assert_eq!(get(&alice, &format!("{SECRETS}?fieldSelector=metadata.name%3Dtoken")).await.status, 200);
-        assert_eq!(get(&alice, SECRETS).await.status, 403, "an unpinned list is not covered by resourceNames");
+        send_json(
+            &admin,
+            "POST",
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+            &role,
+        )
+        .await;
+        send_json(
+            &admin,
+            "POST",
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+            &binding,
+        )
+        .await;
+        let alice = sim
+            .client_for(&sim.add_token_user("alice", &[]))
+            .await
+            .expect("alice");
+        assert_eq!(
+            get(
+                &alice,
+                &format!("{SECRETS}?fieldSelector=metadata.name%3Dtoken")
+            )
+            .await
+            .status,
+            200
+        );
+        assert_eq!(
+            get(&alice, SECRETS).await.status,
+            403,
+            "an unpinned list is not covered by resourceNames"
+        );
     }
 
     #[tokio::test]
@@ -1325,9 +2268,20 @@ mod review_fixes {
         let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "things.x.k8s.io"},
             "spec": {"group": "x.k8s.io", "scope": "Namespaced", "names": {"plural": "things", "kind": "Thing"},
                 "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {"type": "object"}}}]}});
-        let r = send_json(&c, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &crd).await;
+        let r = send_json(
+            &c,
+            "POST",
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            &crd,
+        )
+        .await;
         assert_eq!(r.status, 422);
-        assert!(r.message().contains("protected groups must have approval annotation"), "{}", r.message());
+        assert!(
+            r.message()
+                .contains("protected groups must have approval annotation"),
+            "{}",
+            r.message()
+        );
     }
 
     #[tokio::test]
@@ -1338,7 +2292,12 @@ mod review_fixes {
         let big = base64::engine::general_purpose::STANDARD.encode(vec![b'x'; 1024 * 1024 + 1]);
         let r = send_json(&c, "POST", SECRETS, &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "big"}, "data": {"k": big}})).await;
         assert_eq!(r.status, 422, "{}", r.message());
-        assert!(r.message().contains("data: Too long: must have at most 1048576 bytes"), "{}", r.message());
+        assert!(
+            r.message()
+                .contains("data: Too long: must have at most 1048576 bytes"),
+            "{}",
+            r.message()
+        );
     }
 
     #[tokio::test]
@@ -1347,15 +2306,32 @@ mod review_fixes {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = sim.client().await.expect("client");
         send_json(&c, "POST", CONFIGMAPS, &configmap("old", json!({}))).await;
-        let req = http::Request::get(format!("{CONFIGMAPS}?watch=true&sendInitialEvents=false&resourceVersionMatch=NotOlderThan"))
-            .body(Vec::new())
-            .expect("req");
+        let req = http::Request::get(format!(
+            "{CONFIGMAPS}?watch=true&sendInitialEvents=false&resourceVersionMatch=NotOlderThan"
+        ))
+        .body(Vec::new())
+        .expect("req");
         let mut lines = c.request_stream(req).await.expect("watch").lines();
         send_json(&c, "POST", CONFIGMAPS, &configmap("new", json!({}))).await;
-        let first = tokio::time::timeout(std::time::Duration::from_secs(5), lines.try_next()).await.expect("event").expect("io").expect("line");
+        let first = tokio::time::timeout(std::time::Duration::from_secs(5), lines.try_next())
+            .await
+            .expect("event")
+            .expect("io")
+            .expect("line");
         let ev: Value = serde_json::from_str(&first).expect("json");
-        assert_eq!((ev["type"].as_str(), ev["object"]["metadata"]["name"].as_str()), (Some("ADDED"), Some("new")), "no initial state");
-        let bad = get(&c, &format!("{CONFIGMAPS}?watch=true&fieldSelector=spec.bogus%3Dx")).await;
+        assert_eq!(
+            (
+                ev["type"].as_str(),
+                ev["object"]["metadata"]["name"].as_str()
+            ),
+            (Some("ADDED"), Some("new")),
+            "no initial state"
+        );
+        let bad = get(
+            &c,
+            &format!("{CONFIGMAPS}?watch=true&fieldSelector=spec.bogus%3Dx"),
+        )
+        .await;
         assert_eq!(bad.status, 400, "watches check field selectors like lists");
     }
 
@@ -1377,7 +2353,13 @@ spec:
         let c = sim.client().await.expect("client");
         let path = "/apis/example.com/v1/namespaces/default/plains";
         send_json(&c, "POST", path, &json!({"apiVersion": "example.com/v1", "kind": "Plain", "metadata": {"name": "p"}, "status": {"x": 1}})).await;
-        let r = patch(&c, &format!("{path}/p"), "application/merge-patch+json", &json!({"status": {"x": 2}})).await;
+        let r = patch(
+            &c,
+            &format!("{path}/p"),
+            "application/merge-patch+json",
+            &json!({"status": {"x": 2}}),
+        )
+        .await;
         assert_eq!(r.json["metadata"]["generation"], 2);
     }
 
@@ -1387,11 +2369,36 @@ spec:
         let mut held = widget("held", 1);
         held["metadata"]["finalizers"] = json!(["example.com/hold"]);
         send_json(&c, "POST", WIDGETS, &held).await;
-        raw(&c, "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com", None, Vec::new()).await;
+        raw(
+            &c,
+            "DELETE",
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com",
+            None,
+            Vec::new(),
+        )
+        .await;
         let r = send_json(&c, "POST", WIDGETS, &widget("late", 1)).await;
         assert_eq!(r.status, 405, "{}", r.text);
-        assert_eq!(r.message(), "create not allowed while custom resource definition is terminating");
-        patch(&c, &format!("{WIDGETS}/held"), "application/merge-patch+json", &json!({"metadata": {"finalizers": null}})).await;
-        eventually("CRD gone", || sim.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com").is_none()).await;
+        assert_eq!(
+            r.message(),
+            "create not allowed while custom resource definition is terminating"
+        );
+        patch(
+            &c,
+            &format!("{WIDGETS}/held"),
+            "application/merge-patch+json",
+            &json!({"metadata": {"finalizers": null}}),
+        )
+        .await;
+        eventually("CRD gone", || {
+            sim.get(
+                "apiextensions.k8s.io/v1",
+                "CustomResourceDefinition",
+                "",
+                "widgets.example.com",
+            )
+            .is_none()
+        })
+        .await;
     }
 }

@@ -70,7 +70,9 @@ fn api_error<T: std::fmt::Debug>(r: kube::Result<T>) -> Box<Status> {
 /// A client without kube-rs's default retry layer (which retries 429/503/504 transparently).
 async fn client_without_retries(sim: &KubeSim) -> R<Client> {
     let kc = kube::config::Kubeconfig::from_yaml(&sim.kubeconfig(&sim.admin()))?;
-    let mut cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await?;
+    let mut cfg =
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await?;
     cfg.default_retry = false;
     Ok(Client::try_from(cfg)?)
 }
@@ -91,12 +93,19 @@ async fn raw(
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
     let bytes = resp.into_body().collect().await?.to_bytes();
-    Ok((status, headers, serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
+    Ok((
+        status,
+        headers,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    ))
 }
 
 fn cm(name: &str, v: &str) -> ConfigMap {
     ConfigMap {
-        metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
         data: Some(BTreeMap::from([("v".to_string(), v.to_string())])),
         ..Default::default()
     }
@@ -107,8 +116,16 @@ fn data_v(c: &ConfigMap) -> Option<String> {
 }
 
 async fn create_namespace(client: &Client, name: &str) -> R {
-    let ns = Namespace { metadata: ObjectMeta { name: Some(name.into()), ..Default::default() }, ..Default::default() };
-    Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await?;
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await?;
     Ok(())
 }
 
@@ -156,7 +173,10 @@ fn widget_schema() -> Value {
 async fn install_widget_crd(client: &Client) -> R<CustomResourceDefinition> {
     let mut crd = Widget::crd();
     assert!(
-        crd.spec.versions[0].subresources.as_ref().is_some_and(|s| s.status.is_some()),
+        crd.spec.versions[0]
+            .subresources
+            .as_ref()
+            .is_some_and(|s| s.status.is_some()),
         "the derive enables the status subresource"
     );
     crd.spec.versions[0].schema = Some(CustomResourceValidation {
@@ -164,10 +184,12 @@ async fn install_widget_crd(client: &Client) -> R<CustomResourceDefinition> {
     });
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     crds.create(&PostParams::default(), &crd).await?;
-    let established =
-        tokio::time::timeout(WAIT, await_condition(crds, Widget::crd_name(), conditions::is_crd_established()))
-            .await??
-            .expect("the CRD exists");
+    let established = tokio::time::timeout(
+        WAIT,
+        await_condition(crds, Widget::crd_name(), conditions::is_crd_established()),
+    )
+    .await??
+    .expect("the CRD exists");
     Ok(established)
 }
 
@@ -204,7 +226,11 @@ fn watcher_error_code(e: &watcher::Error) -> Option<u16> {
 fn spawn_reflector(
     api: Api<ConfigMap>,
     cfg: watcher::Config,
-) -> (reflector::Store<ConfigMap>, mpsc::UnboundedReceiver<Seen>, tokio::task::JoinHandle<()>) {
+) -> (
+    reflector::Store<ConfigMap>,
+    mpsc::UnboundedReceiver<Seen>,
+    tokio::task::JoinHandle<()>,
+) {
     let (reader, writer) = reflector::store::<ConfigMap>();
     let (tx, rx) = mpsc::unbounded_channel();
     let task = tokio::spawn(async move {
@@ -227,7 +253,11 @@ fn spawn_reflector(
 }
 
 /// Receives events until one satisfies `pred`; returns every event received, the matching one last.
-async fn until(rx: &mut mpsc::UnboundedReceiver<Seen>, what: &str, pred: impl Fn(&Seen) -> bool) -> Vec<Seen> {
+async fn until(
+    rx: &mut mpsc::UnboundedReceiver<Seen>,
+    what: &str,
+    pred: impl Fn(&Seen) -> bool,
+) -> Vec<Seen> {
     let mut got = Vec::new();
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
@@ -249,7 +279,16 @@ async fn until(rx: &mut mpsc::UnboundedReceiver<Seen>, what: &str, pred: impl Fn
 type CmState = BTreeMap<String, (String, Option<String>)>;
 
 fn store_state(reader: &reflector::Store<ConfigMap>) -> CmState {
-    reader.state().iter().map(|c| (c.name_any(), (c.resource_version().unwrap_or_default(), data_v(c)))).collect()
+    reader
+        .state()
+        .iter()
+        .map(|c| {
+            (
+                c.name_any(),
+                (c.resource_version().unwrap_or_default(), data_v(c)),
+            )
+        })
+        .collect()
 }
 
 async fn server_state(api: &Api<ConfigMap>) -> R<CmState> {
@@ -258,7 +297,12 @@ async fn server_state(api: &Api<ConfigMap>) -> R<CmState> {
         .await?
         .items
         .iter()
-        .map(|c| (c.name_any(), (c.resource_version().unwrap_or_default(), data_v(c))))
+        .map(|c| {
+            (
+                c.name_any(),
+                (c.resource_version().unwrap_or_default(), data_v(c)),
+            )
+        })
         .collect())
 }
 
@@ -288,17 +332,27 @@ async fn informer_relists_after_410(cfg: watcher::Config) -> R {
     // Initial list: Init, one InitApply per object, InitDone.
     let first = until(&mut rx, "the initial InitDone", |e| *e == Seen::InitDone).await;
     assert_eq!(first.first(), Some(&Seen::Init), "{first:?}");
-    assert_eq!(init_names(&first), BTreeSet::from(["a".to_string(), "b".to_string()]), "{first:?}");
+    assert_eq!(
+        init_names(&first),
+        BTreeSet::from(["a".to_string(), "b".to_string()]),
+        "{first:?}"
+    );
     tokio::time::timeout(WAIT, reader.wait_until_ready()).await??;
     assert_eq!(store_state(&reader), server_state(&api).await?);
 
     // Live changes arrive as Apply/Delete.
     api.create(&pp, &cm("c", "1")).await?;
-    until(&mut rx, "Apply(c)", |e| *e == Seen::Apply("c".into(), Some("1".into()))).await;
+    until(&mut rx, "Apply(c)", |e| {
+        *e == Seen::Apply("c".into(), Some("1".into()))
+    })
+    .await;
     let mut a = api.get("a").await?;
     a.data = Some(BTreeMap::from([("v".to_string(), "2".to_string())]));
     api.replace("a", &pp, &a).await?;
-    until(&mut rx, "Apply(a, 2)", |e| *e == Seen::Apply("a".into(), Some("2".into()))).await;
+    until(&mut rx, "Apply(a, 2)", |e| {
+        *e == Seen::Apply("a".into(), Some("2".into()))
+    })
+    .await;
     api.delete("b", &DeleteParams::default()).await?;
     until(&mut rx, "Delete(b)", |e| *e == Seen::Delete("b".into())).await;
     assert_eq!(store_state(&reader), server_state(&api).await?);
@@ -306,36 +360,69 @@ async fn informer_relists_after_410(cfg: watcher::Config) -> R {
     // Take the watch down. Its resume is held back (only watch requests are delayed) while the state moves on
     // through ordinary API writes and the history the watcher would resume from is compacted away.
     let hold = Duration::from_millis(1500);
-    sim.faults().add_latency(Matcher::verb_resource("watch", "configmaps"), hold);
+    sim.faults()
+        .add_latency(Matcher::verb_resource("watch", "configmaps"), hold);
     let dropped = Instant::now();
     sim.faults().drop_watches();
     tokio::time::sleep(Duration::from_millis(200)).await;
-    api.patch("c", &PatchParams::default(), &Patch::Merge(json!({"data": {"v": "3"}}))).await?;
+    api.patch(
+        "c",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"v": "3"}})),
+    )
+    .await?;
     api.create(&pp, &cm("d", "1")).await?;
     api.delete("a", &DeleteParams::default()).await?;
     sim.compact();
-    assert!(dropped.elapsed() < hold, "the writes happened while the watch was down");
+    assert!(
+        dropped.elapsed() < hold,
+        "the writes happened while the watch was down"
+    );
 
     // The resume gets 410 Gone, and the watcher starts over with a fresh list.
-    let relist = until(&mut rx, "InitDone after the re-list", |e| *e == Seen::InitDone).await;
+    let relist = until(&mut rx, "InitDone after the re-list", |e| {
+        *e == Seen::InitDone
+    })
+    .await;
     sim.faults().clear();
-    let gone =
-        relist.iter().position(|e| *e == Seen::Error(Some(410))).unwrap_or_else(|| panic!("no 410 in {relist:?}"));
-    let init = relist.iter().position(|e| *e == Seen::Init).unwrap_or_else(|| panic!("no Init in {relist:?}"));
+    let gone = relist
+        .iter()
+        .position(|e| *e == Seen::Error(Some(410)))
+        .unwrap_or_else(|| panic!("no 410 in {relist:?}"));
+    let init = relist
+        .iter()
+        .position(|e| *e == Seen::Init)
+        .unwrap_or_else(|| panic!("no Init in {relist:?}"));
     assert!(gone < init, "the 410 comes before the new Init: {relist:?}");
     assert!(
-        !relist.iter().any(|e| matches!(e, Seen::Apply(..) | Seen::Delete(_))),
+        !relist
+            .iter()
+            .any(|e| matches!(e, Seen::Apply(..) | Seen::Delete(_))),
         "nothing from the compacted history is replayed: {relist:?}"
     );
-    assert_eq!(init_names(&relist[init..]), BTreeSet::from(["c".to_string(), "d".to_string()]), "{relist:?}");
+    assert_eq!(
+        init_names(&relist[init..]),
+        BTreeSet::from(["c".to_string(), "d".to_string()]),
+        "{relist:?}"
+    );
     let want = server_state(&api).await?;
-    assert_eq!(store_state(&reader), want, "the store equals the server after the re-list");
-    assert_eq!(want.get("c").and_then(|x| x.1.clone()).as_deref(), Some("3"));
+    assert_eq!(
+        store_state(&reader),
+        want,
+        "the store equals the server after the re-list"
+    );
+    assert_eq!(
+        want.get("c").and_then(|x| x.1.clone()).as_deref(),
+        Some("3")
+    );
     assert!(!want.contains_key("a"));
 
     // And it keeps watching from the new list's revision.
     api.create(&pp, &cm("e", "1")).await?;
-    until(&mut rx, "Apply(e) after recovery", |e| *e == Seen::Apply("e".into(), Some("1".into()))).await;
+    until(&mut rx, "Apply(e) after recovery", |e| {
+        *e == Seen::Apply("e".into(), Some("1".into()))
+    })
+    .await;
     assert_eq!(store_state(&reader), server_state(&api).await?);
     task.abort();
     Ok(())
@@ -358,9 +445,11 @@ async fn informer_with_paged_initial_list_sees_every_object() -> R {
     create_namespace(&client, "paged").await?;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "paged");
     for i in 0..5 {
-        api.create(&PostParams::default(), &cm(&format!("p{i}"), "1")).await?;
+        api.create(&PostParams::default(), &cm(&format!("p{i}"), "1"))
+            .await?;
     }
-    let (reader, mut rx, task) = spawn_reflector(api.clone(), watcher::Config::default().page_size(2));
+    let (reader, mut rx, task) =
+        spawn_reflector(api.clone(), watcher::Config::default().page_size(2));
     let first = until(&mut rx, "InitDone", |e| *e == Seen::InitDone).await;
     assert_eq!(init_names(&first).len(), 5, "{first:?}");
     assert_eq!(store_state(&reader), server_state(&api).await?);
@@ -381,7 +470,10 @@ struct Ctrl {
     cleanups: Mutex<Vec<(String, bool)>>,
 }
 
-async fn reconcile_widget(w: Arc<Widget>, ctx: Arc<Ctrl>) -> Result<Action, finalizer::Error<kube::Error>> {
+async fn reconcile_widget(
+    w: Arc<Widget>,
+    ctx: Arc<Ctrl>,
+) -> Result<Action, finalizer::Error<kube::Error>> {
     ctx.reconciles.fetch_add(1, Ordering::SeqCst);
     let api: Api<Widget> = Api::namespaced(ctx.client.clone(), &w.namespace().unwrap_or_default());
     let (api_ref, ctx_ref) = (&api, &ctx);
@@ -401,7 +493,11 @@ async fn reconcile_widget(w: Arc<Widget>, ctx: Arc<Ctrl>) -> Result<Action, fina
     .await
 }
 
-fn widget_error_policy(_w: Arc<Widget>, _e: &finalizer::Error<kube::Error>, _ctx: Arc<Ctrl>) -> Action {
+fn widget_error_policy(
+    _w: Arc<Widget>,
+    _e: &finalizer::Error<kube::Error>,
+    _ctx: Arc<Ctrl>,
+) -> Action {
     Action::requeue(Duration::from_millis(200))
 }
 
@@ -410,13 +506,25 @@ async fn controller_with_finalizer_reconciles_status_and_cleans_up_on_delete() -
     let sim = KubeSim::start().await?;
     let client = sim.client().await?;
     let crd = install_widget_crd(&client).await?;
-    assert_eq!(crd.status.as_ref().and_then(|s| s.accepted_names.as_ref()).map(|n| n.plural.as_str()), Some("widgets"));
+    assert_eq!(
+        crd.status
+            .as_ref()
+            .and_then(|s| s.accepted_names.as_ref())
+            .map(|n| n.plural.as_str()),
+        Some("widgets")
+    );
 
-    let ctx =
-        Arc::new(Ctrl { client: client.clone(), reconciles: AtomicUsize::new(0), cleanups: Mutex::new(Vec::new()) });
-    let controller = Controller::new(Api::<Widget>::all(client.clone()), watcher::Config::default())
-        .run(reconcile_widget, widget_error_policy, ctx.clone())
-        .for_each(|_| futures::future::ready(()));
+    let ctx = Arc::new(Ctrl {
+        client: client.clone(),
+        reconciles: AtomicUsize::new(0),
+        cleanups: Mutex::new(Vec::new()),
+    });
+    let controller = Controller::new(
+        Api::<Widget>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .run(reconcile_widget, widget_error_policy, ctx.clone())
+    .for_each(|_| futures::future::ready(()));
     let handle = tokio::spawn(controller);
 
     let api: Api<Widget> = Api::namespaced(client.clone(), "default");
@@ -430,18 +538,28 @@ async fn controller_with_finalizer_reconciles_status_and_cleans_up_on_delete() -
         async move {
             let w = api.get("w1").await.ok()?;
             let ok = w.finalizers().iter().any(|f| f == WIDGET_FINALIZER)
-                && w.status
-                    .as_ref()
-                    .is_some_and(|s| s.phase.as_deref() == Some("Ready") && s.observed_generation == Some(1));
+                && w.status.as_ref().is_some_and(|s| {
+                    s.phase.as_deref() == Some("Ready") && s.observed_generation == Some(1)
+                });
             ok.then_some(w)
         }
     })
     .await;
-    assert_eq!(ready.metadata.generation, Some(1), "neither the finalizer nor status writes bump the generation");
+    assert_eq!(
+        ready.metadata.generation,
+        Some(1),
+        "neither the finalizer nor status writes bump the generation"
+    );
     assert_eq!(ready.spec.size, 1);
 
     // A spec change bumps the generation once; the controller catches up through status only.
-    let bumped = api.patch("w1", &PatchParams::default(), &Patch::Merge(json!({"spec": {"size": 2}}))).await?;
+    let bumped = api
+        .patch(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"size": 2}})),
+        )
+        .await?;
     assert_eq!(bumped.metadata.generation, Some(2));
     let caught_up = eventually("observedGeneration 2", || {
         let api = api.clone();
@@ -456,13 +574,29 @@ async fn controller_with_finalizer_reconciles_status_and_cleans_up_on_delete() -
     // Delete: the object stays, marked with deletionTimestamp, until the finalizer is released.
     let uid = caught_up.uid().expect("uid");
     let deleted = api.delete("w1", &DeleteParams::default()).await?;
-    let marked = deleted.left().expect("an object held by a finalizer is returned, not a Status");
-    assert!(marked.metadata.deletion_timestamp.is_some(), "delete sets deletionTimestamp");
+    let marked = deleted
+        .left()
+        .expect("an object held by a finalizer is returned, not a Status");
+    assert!(
+        marked.metadata.deletion_timestamp.is_some(),
+        "delete sets deletionTimestamp"
+    );
     assert!(marked.finalizers().iter().any(|f| f == WIDGET_FINALIZER));
-    tokio::time::timeout(WAIT, await_condition(api.clone(), "w1", conditions::is_deleted(&uid))).await??;
-    assert!(api.get_opt("w1").await?.is_none(), "the object is gone once the finalizer is removed");
+    tokio::time::timeout(
+        WAIT,
+        await_condition(api.clone(), "w1", conditions::is_deleted(&uid)),
+    )
+    .await??;
+    assert!(
+        api.get_opt("w1").await?.is_none(),
+        "the object is gone once the finalizer is removed"
+    );
     let cleanups = ctx.cleanups.lock().unwrap().clone();
-    assert_eq!(cleanups, vec![("w1".to_string(), true)], "cleanup ran once, on an object being deleted");
+    assert_eq!(
+        cleanups,
+        vec![("w1".to_string(), true)],
+        "cleanup ran once, on an object being deleted"
+    );
     assert!(ctx.reconciles.load(Ordering::SeqCst) >= 3);
     handle.abort();
     Ok(())
@@ -490,40 +624,125 @@ async fn server_side_apply_tracks_owners_reports_conflicts_and_force_takes_owner
     let cfg = |data: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": data});
 
     // Create and update as mgr-a.
-    let created = api.patch("ssa", &PatchParams::apply("mgr-a"), &Patch::Apply(cfg(json!({"a": "1"})))).await?;
-    assert_eq!(created.data, Some(BTreeMap::from([("a".into(), "1".into())])));
+    let created = api
+        .patch(
+            "ssa",
+            &PatchParams::apply("mgr-a"),
+            &Patch::Apply(cfg(json!({"a": "1"}))),
+        )
+        .await?;
+    assert_eq!(
+        created.data,
+        Some(BTreeMap::from([("a".into(), "1".into())]))
+    );
     let a_fields = fields_of(&created, "mgr-a").expect("mgr-a has an Apply entry");
     assert!(a_fields["f:data"]["f:a"].is_object(), "{a_fields}");
-    let updated =
-        api.patch("ssa", &PatchParams::apply("mgr-a"), &Patch::Apply(cfg(json!({"a": "2", "b": "1"})))).await?;
-    assert_eq!(updated.data, Some(BTreeMap::from([("a".into(), "2".into()), ("b".into(), "1".into())])));
+    let updated = api
+        .patch(
+            "ssa",
+            &PatchParams::apply("mgr-a"),
+            &Patch::Apply(cfg(json!({"a": "2", "b": "1"}))),
+        )
+        .await?;
+    assert_eq!(
+        updated.data,
+        Some(BTreeMap::from([
+            ("a".into(), "2".into()),
+            ("b".into(), "1".into())
+        ]))
+    );
     assert!(updated.resource_version() != created.resource_version());
 
     // mgr-b wants a different value for a field mgr-a owns: 409 naming the manager and the field.
-    let status = api_error(api.patch("ssa", &PatchParams::apply("mgr-b"), &Patch::Apply(cfg(json!({"a": "3"})))).await);
-    assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"), "{status:?}");
-    assert!(status.message.contains("conflict with \"mgr-a\""), "{}", status.message);
+    let status = api_error(
+        api.patch(
+            "ssa",
+            &PatchParams::apply("mgr-b"),
+            &Patch::Apply(cfg(json!({"a": "3"}))),
+        )
+        .await,
+    );
+    assert_eq!(
+        (status.code, status.reason.as_str()),
+        (409, "Conflict"),
+        "{status:?}"
+    );
+    assert!(
+        status.message.contains("conflict with \"mgr-a\""),
+        "{}",
+        status.message
+    );
     assert!(status.message.contains(".data.a"), "{}", status.message);
-    let causes = status.details.as_ref().map(|d| d.causes.clone()).unwrap_or_default();
-    assert!(causes.iter().any(|c| c.reason == "FieldManagerConflict" && c.field == ".data.a"), "{causes:?}");
-    assert_eq!(api.get("ssa").await?.data.as_ref().and_then(|d| d.get("a")).map(String::as_str), Some("2"));
+    let causes = status
+        .details
+        .as_ref()
+        .map(|d| d.causes.clone())
+        .unwrap_or_default();
+    assert!(
+        causes
+            .iter()
+            .any(|c| c.reason == "FieldManagerConflict" && c.field == ".data.a"),
+        "{causes:?}"
+    );
+    assert_eq!(
+        api.get("ssa")
+            .await?
+            .data
+            .as_ref()
+            .and_then(|d| d.get("a"))
+            .map(String::as_str),
+        Some("2")
+    );
 
     // force moves ownership of the field to mgr-b; both managers remain listed.
-    let forced = api.patch("ssa", &PatchParams::apply("mgr-b").force(), &Patch::Apply(cfg(json!({"a": "3"})))).await?;
-    assert_eq!(forced.data.as_ref().and_then(|d| d.get("a")).map(String::as_str), Some("3"));
+    let forced = api
+        .patch(
+            "ssa",
+            &PatchParams::apply("mgr-b").force(),
+            &Patch::Apply(cfg(json!({"a": "3"}))),
+        )
+        .await?;
+    assert_eq!(
+        forced
+            .data
+            .as_ref()
+            .and_then(|d| d.get("a"))
+            .map(String::as_str),
+        Some("3")
+    );
     let a_fields = fields_of(&forced, "mgr-a").expect("mgr-a still manages data.b");
     let b_fields = fields_of(&forced, "mgr-b").expect("mgr-b manages data.a");
-    assert!(a_fields["f:data"].get("f:a").is_none() && a_fields["f:data"]["f:b"].is_object(), "{a_fields}");
+    assert!(
+        a_fields["f:data"].get("f:a").is_none() && a_fields["f:data"]["f:b"].is_object(),
+        "{a_fields}"
+    );
     assert!(b_fields["f:data"]["f:a"].is_object(), "{b_fields}");
-    for m in forced.metadata.managed_fields.as_ref().expect("managedFields") {
+    for m in forced
+        .metadata
+        .managed_fields
+        .as_ref()
+        .expect("managedFields")
+    {
         assert_eq!(m.fields_type.as_deref(), Some("FieldsV1"));
         assert_eq!(m.api_version.as_deref(), Some("v1"));
         assert!(m.time.is_some());
     }
 
     // mgr-a no longer claims data.a, so applying without it neither conflicts nor removes mgr-b's value.
-    let again = api.patch("ssa", &PatchParams::apply("mgr-a"), &Patch::Apply(cfg(json!({"b": "1"})))).await?;
-    assert_eq!(again.data, Some(BTreeMap::from([("a".into(), "3".into()), ("b".into(), "1".into())])));
+    let again = api
+        .patch(
+            "ssa",
+            &PatchParams::apply("mgr-a"),
+            &Patch::Apply(cfg(json!({"b": "1"}))),
+        )
+        .await?;
+    assert_eq!(
+        again.data,
+        Some(BTreeMap::from([
+            ("a".into(), "3".into()),
+            ("b".into(), "1".into())
+        ]))
+    );
     Ok(())
 }
 
@@ -541,7 +760,10 @@ async fn status_subresource_writes_only_status_and_main_resource_writes_never_st
 
     // Status on create is dropped when the status subresource is enabled.
     let mut w = widget("s1", 1);
-    w.status = Some(WidgetStatus { phase: Some("Ignored".into()), observed_generation: None });
+    w.status = Some(WidgetStatus {
+        phase: Some("Ignored".into()),
+        observed_generation: None,
+    });
     let created = api.create(&pp, &w).await?;
     assert_eq!(created.status, None);
     assert_eq!(created.metadata.generation, Some(1));
@@ -550,11 +772,17 @@ async fn status_subresource_writes_only_status_and_main_resource_writes_never_st
     let mut body = created.clone();
     body.spec.size = 99;
     body.metadata.labels = Some(BTreeMap::from([("sneaky".into(), "yes".into())]));
-    body.status = Some(WidgetStatus { phase: Some("A".into()), observed_generation: Some(1) });
+    body.status = Some(WidgetStatus {
+        phase: Some("A".into()),
+        observed_generation: Some(1),
+    });
     let replaced = api.replace_status("s1", &pp, &body).await?;
     assert_eq!(replaced.spec.size, 1);
     assert_eq!(replaced.labels().get("sneaky"), None);
-    assert_eq!(replaced.status.as_ref().and_then(|s| s.phase.as_deref()), Some("A"));
+    assert_eq!(
+        replaced.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("A")
+    );
     assert_eq!(replaced.metadata.generation, Some(1));
     assert!(replaced.resource_version() != created.resource_version());
 
@@ -571,20 +799,30 @@ async fn status_subresource_writes_only_status_and_main_resource_writes_never_st
         )
         .await?;
     assert_eq!(patched.spec.size, 1);
-    assert_eq!(patched.status.as_ref().and_then(|s| s.phase.as_deref()), Some("B"));
+    assert_eq!(
+        patched.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("B")
+    );
     assert_eq!(patched.metadata.generation, Some(1));
     assert_eq!(api.get_status("s1").await?.status, patched.status);
 
     // The main resource: spec changes (and bump the generation), status in the body is ignored.
     let mut main = patched.clone();
     main.spec.size = 2;
-    main.status = Some(WidgetStatus { phase: Some("C".into()), observed_generation: Some(7) });
+    main.status = Some(WidgetStatus {
+        phase: Some("C".into()),
+        observed_generation: Some(7),
+    });
     let updated = api.replace("s1", &pp, &main).await?;
     assert_eq!(updated.spec.size, 2);
     assert_eq!(updated.status, patched.status);
     assert_eq!(updated.metadata.generation, Some(2));
     let merged = api
-        .patch("s1", &PatchParams::default(), &Patch::Merge(json!({"spec": {"size": 3}, "status": {"phase": "D"}})))
+        .patch(
+            "s1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"size": 3}, "status": {"phase": "D"}})),
+        )
         .await?;
     assert_eq!(merged.spec.size, 3);
     assert_eq!(merged.status, patched.status);
@@ -600,7 +838,16 @@ async fn custom_resources_are_validated_and_pruned_against_the_crd_schema() -> R
     let path = "/apis/sim.example.com/v1/namespaces/default/widgets";
     let post = |body: Value| {
         let client = client.clone();
-        async move { raw(&client, "POST", path, Some("application/json"), serde_json::to_vec(&body).expect("json")).await }
+        async move {
+            raw(
+                &client,
+                "POST",
+                path,
+                Some("application/json"),
+                serde_json::to_vec(&body).expect("json"),
+            )
+            .await
+        }
     };
     let w = |name: &str, spec: Value| json!({"apiVersion": "sim.example.com/v1", "kind": "Widget", "metadata": {"name": name}, "spec": spec});
 
@@ -611,15 +858,34 @@ async fn custom_resources_are_validated_and_pruned_against_the_crd_schema() -> R
     assert_eq!(code, 201, "{stored}");
     assert_eq!(stored["spec"], json!({"size": 1}));
     assert!(stored.get("junk").is_none(), "{stored}");
-    assert_eq!(Api::<Widget>::namespaced(client.clone(), "default").get("pruned").await?.spec.size, 1);
+    assert_eq!(
+        Api::<Widget>::namespaced(client.clone(), "default")
+            .get("pruned")
+            .await?
+            .spec
+            .size,
+        1
+    );
 
     // Type errors and missing required fields are 422 Invalid with field causes.
     let (code, _, s) = post(w("wrong-type", json!({"size": "big"}))).await?;
     assert_eq!((code, s["reason"].as_str()), (422, Some("Invalid")), "{s}");
-    assert!(s["message"].as_str().unwrap_or_default().contains("spec.size"), "{s}");
+    assert!(
+        s["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("spec.size"),
+        "{s}"
+    );
     let (code, _, s) = post(w("missing", json!({}))).await?;
     assert_eq!((code, s["reason"].as_str()), (422, Some("Invalid")), "{s}");
-    assert!(s["message"].as_str().unwrap_or_default().contains("spec.size: Required value"), "{s}");
+    assert!(
+        s["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("spec.size: Required value"),
+        "{s}"
+    );
     Ok(())
 }
 
@@ -658,7 +924,10 @@ impl Elector {
         let now = MicroTime(Timestamp::now());
         let Some(current) = self.api.get_opt(&self.lease).await? else {
             let lease = Lease {
-                metadata: ObjectMeta { name: Some(self.lease.clone()), ..Default::default() },
+                metadata: ObjectMeta {
+                    name: Some(self.lease.clone()),
+                    ..Default::default()
+                },
                 spec: Some(LeaseSpec {
                     holder_identity: Some(self.id.clone()),
                     lease_duration_seconds: Some(self.duration_secs),
@@ -673,16 +942,23 @@ impl Elector {
                     self.observe(&l.spec.unwrap_or_default());
                     Ok(true)
                 }
-                Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => Ok(false),
+                Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
+                    Ok(false)
+                }
                 Err(e) => Err(e.into()),
             };
         };
         let old = current.spec.clone().unwrap_or_default();
         self.observe(&old);
         let holder = old.holder_identity.clone().unwrap_or_default();
-        let observed_at = self.observed.as_ref().map(|(_, t)| *t).unwrap_or_else(Instant::now);
-        let valid =
-            observed_at + Duration::from_secs(old.lease_duration_seconds.unwrap_or(0).max(0) as u64) > Instant::now();
+        let observed_at = self
+            .observed
+            .as_ref()
+            .map(|(_, t)| *t)
+            .unwrap_or_else(Instant::now);
+        let valid = observed_at
+            + Duration::from_secs(old.lease_duration_seconds.unwrap_or(0).max(0) as u64)
+            > Instant::now();
         if !holder.is_empty() && holder != self.id && valid {
             return Ok(false);
         }
@@ -697,7 +973,11 @@ impl Elector {
         let mut next = current;
         next.spec = Some(spec);
         // `next` carries the resourceVersion we read: the update is conditional on nobody writing meanwhile.
-        match self.api.replace(&self.lease, &PostParams::default(), &next).await {
+        match self
+            .api
+            .replace(&self.lease, &PostParams::default(), &next)
+            .await
+        {
             Ok(l) => {
                 self.observe(&l.spec.unwrap_or_default());
                 Ok(true)
@@ -715,7 +995,9 @@ fn is_micro_time(s: &str) -> bool {
         && b[10] == b'T'
         && b[19] == b'.'
         && b[26] == b'Z'
-        && b.iter().enumerate().all(|(i, c)| matches!(i, 4 | 7 | 10 | 13 | 16 | 19 | 26) || c.is_ascii_digit())
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| matches!(i, 4 | 7 | 10 | 13 | 16 | 19 | 26) || c.is_ascii_digit())
 }
 
 #[tokio::test]
@@ -739,9 +1021,14 @@ async fn lease_leader_election_one_winner_takeover_after_expiry_and_stale_update
     assert_eq!(spec.acquire_time, spec.renew_time);
 
     // MicroTime on the wire: RFC 3339 with exactly six fractional digits.
-    let (code, _, wire) =
-        raw(&ca, "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/my-controller", None, vec![])
-            .await?;
+    let (code, _, wire) = raw(
+        &ca,
+        "GET",
+        "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/my-controller",
+        None,
+        vec![],
+    )
+    .await?;
     assert_eq!(code, 200);
     for f in ["renewTime", "acquireTime"] {
         let t = wire["spec"][f].as_str().unwrap_or_default();
@@ -765,19 +1052,32 @@ async fn lease_leader_election_one_winner_takeover_after_expiry_and_stale_update
     // A write based on the lease as it was before the renewal is rejected: 409 Conflict.
     let mut stale = before_renew.clone();
     stale.spec.as_mut().expect("spec").holder_identity = Some("usurper".into());
-    let s = api_error(api.replace("my-controller", &PostParams::default(), &stale).await);
+    let s = api_error(
+        api.replace("my-controller", &PostParams::default(), &stale)
+            .await,
+    );
     assert_eq!((s.code, s.reason.as_str()), (409, "Conflict"), "{s:?}");
-    assert!(s.message.contains("the object has been modified"), "{}", s.message);
+    assert!(
+        s.message.contains("the object has been modified"),
+        "{}",
+        s.message
+    );
 
     // The leader stops renewing; the follower takes over once the lease duration has passed.
     let took_over = loop {
         if follower.try_acquire_or_renew().await? {
             break last_renew.elapsed();
         }
-        assert!(last_renew.elapsed() < Duration::from_secs(5), "the follower never took over");
+        assert!(
+            last_renew.elapsed() < Duration::from_secs(5),
+            "the follower never took over"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    assert!(took_over >= Duration::from_secs(1), "took over after {took_over:?}, before the lease expired");
+    assert!(
+        took_over >= Duration::from_secs(1),
+        "took over after {took_over:?}, before the lease expired"
+    );
     let after = api.get("my-controller").await?.spec.expect("spec");
     assert_eq!(after.holder_identity.as_deref(), Some(follower.id.as_str()));
     assert_eq!(after.lease_transitions, Some(1));
@@ -787,7 +1087,11 @@ async fn lease_leader_election_one_winner_takeover_after_expiry_and_stale_update
     // The old leader comes back: the lease is someone else's and still valid.
     assert!(!leader.try_acquire_or_renew().await?);
     assert_eq!(
-        api.get("my-controller").await?.spec.and_then(|s| s.holder_identity).as_deref(),
+        api.get("my-controller")
+            .await?
+            .spec
+            .and_then(|s| s.holder_identity)
+            .as_deref(),
         Some(follower.id.as_str())
     );
     Ok(())
@@ -805,18 +1109,36 @@ async fn lease_micro_time_round_trips_and_non_micro_precision_is_rejected() -> R
         }))
         .expect("json")
     };
-    let (code, _, body) =
-        raw(&client, "POST", path, Some("application/json"), lease("ok", "2026-01-01T00:00:00.000000Z")).await?;
+    let (code, _, body) = raw(
+        &client,
+        "POST",
+        path,
+        Some("application/json"),
+        lease("ok", "2026-01-01T00:00:00.000000Z"),
+    )
+    .await?;
     assert_eq!(code, 201, "{body}");
     assert_eq!(body["spec"]["renewTime"], "2026-01-01T00:00:00.000000Z");
 
     // metav1.MicroTime parses with the layout 2006-01-02T15:04:05.000000Z07:00: nanoseconds (what chrono or jiff
     // print by default) are a decoding error, 400 BadRequest, as krustlet famously found out.
-    let (code, _, body) =
-        raw(&client, "POST", path, Some("application/json"), lease("nanos", "2026-01-01T00:00:00.123456789Z")).await?;
+    let (code, _, body) = raw(
+        &client,
+        "POST",
+        path,
+        Some("application/json"),
+        lease("nanos", "2026-01-01T00:00:00.123456789Z"),
+    )
+    .await?;
     assert_eq!(code, 400, "{body}");
     assert_eq!(body["reason"], "BadRequest", "{body}");
-    assert!(body["message"].as_str().unwrap_or_default().contains("cannot be handled as a Lease"), "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("cannot be handled as a Lease"),
+        "{body}"
+    );
     Ok(())
 }
 
@@ -833,7 +1155,8 @@ async fn injected_write_failures_surface_as_api_errors_with_the_real_status() ->
     let original = api.create(&pp, &cm("f", "1")).await?;
 
     // 409 on update: the optimistic-concurrency Conflict every client retries on.
-    sim.faults().fail_next(Matcher::verb_resource("update", "configmaps"), 1, 409, None);
+    sim.faults()
+        .fail_next(Matcher::verb_resource("update", "configmaps"), 1, 409, None);
     let s = api_error(api.replace("f", &pp, &original).await);
     assert_eq!((s.code, s.reason.as_str()), (409, "Conflict"), "{s:?}");
     assert!(s.message.contains("configmaps \"f\""), "{}", s.message);
@@ -841,25 +1164,60 @@ async fn injected_write_failures_surface_as_api_errors_with_the_real_status() ->
     api.replace("f", &pp, &original).await?;
 
     // 429 with Retry-After (header and details.retryAfterSeconds).
-    sim.faults().fail_next(Matcher::verb_resource("create", "configmaps"), 2, 429, Some(2));
+    sim.faults().fail_next(
+        Matcher::verb_resource("create", "configmaps"),
+        2,
+        429,
+        Some(2),
+    );
     let s = api_error(api.create(&pp, &cm("g", "1")).await);
-    assert_eq!((s.code, s.reason.as_str()), (429, "TooManyRequests"), "{s:?}");
-    assert_eq!(s.details.as_ref().map(|d| d.retry_after_seconds), Some(2), "{s:?}");
+    assert_eq!(
+        (s.code, s.reason.as_str()),
+        (429, "TooManyRequests"),
+        "{s:?}"
+    );
+    assert_eq!(
+        s.details.as_ref().map(|d| d.retry_after_seconds),
+        Some(2),
+        "{s:?}"
+    );
     let body = serde_json::to_vec(&cm("g", "1"))?;
-    let (code, headers, status) =
-        raw(&client, "POST", "/api/v1/namespaces/default/configmaps", Some("application/json"), body).await?;
+    let (code, headers, status) = raw(
+        &client,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        Some("application/json"),
+        body,
+    )
+    .await?;
     assert_eq!(code, 429);
-    assert_eq!(headers.get("retry-after").and_then(|v| v.to_str().ok()), Some("2"));
+    assert_eq!(
+        headers.get("retry-after").and_then(|v| v.to_str().ok()),
+        Some("2")
+    );
     assert_eq!(status["kind"], "Status");
     assert_eq!(status["details"]["retryAfterSeconds"], 2);
 
     // 500 and 503 on patch and delete.
-    sim.faults().fail_next(Matcher::verb_resource("patch", "configmaps"), 1, 500, None);
-    let s = api_error(api.patch("f", &PatchParams::default(), &Patch::Merge(json!({"data": {"v": "2"}}))).await);
+    sim.faults()
+        .fail_next(Matcher::verb_resource("patch", "configmaps"), 1, 500, None);
+    let s = api_error(
+        api.patch(
+            "f",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"v": "2"}})),
+        )
+        .await,
+    );
     assert_eq!((s.code, s.reason.as_str()), (500, "InternalError"), "{s:?}");
-    sim.faults().fail_next(Matcher::verb_resource("delete", "configmaps"), 1, 503, None);
+    sim.faults()
+        .fail_next(Matcher::verb_resource("delete", "configmaps"), 1, 503, None);
     let s = api_error(api.delete("f", &DeleteParams::default()).await);
-    assert_eq!((s.code, s.reason.as_str()), (503, "ServiceUnavailable"), "{s:?}");
+    assert_eq!(
+        (s.code, s.reason.as_str()),
+        (503, "ServiceUnavailable"),
+        "{s:?}"
+    );
     // Nothing was written by the failed requests.
     assert_eq!(data_v(&api.get("f").await?).as_deref(), Some("1"));
     Ok(())
@@ -870,11 +1228,21 @@ async fn default_client_retries_429_and_503_honouring_retry_after() -> R {
     let sim = KubeSim::start().await?;
     let client = sim.client().await?;
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
-    sim.faults().fail_next(Matcher::verb_resource("create", "configmaps"), 1, 429, Some(1));
+    sim.faults().fail_next(
+        Matcher::verb_resource("create", "configmaps"),
+        1,
+        429,
+        Some(1),
+    );
     let t = Instant::now();
     api.create(&PostParams::default(), &cm("r", "1")).await?;
-    assert!(t.elapsed() >= Duration::from_secs(1), "kube-rs waits the Retry-After before retrying ({:?})", t.elapsed());
-    sim.faults().fail_next(Matcher::verb_resource("create", "configmaps"), 2, 503, None);
+    assert!(
+        t.elapsed() >= Duration::from_secs(1),
+        "kube-rs waits the Retry-After before retrying ({:?})",
+        t.elapsed()
+    );
+    sim.faults()
+        .fail_next(Matcher::verb_resource("create", "configmaps"), 2, 503, None);
     api.create(&PostParams::default(), &cm("s", "1")).await?;
     assert!(api.get_opt("r").await?.is_some() && api.get_opt("s").await?.is_some());
     Ok(())
@@ -888,13 +1256,18 @@ async fn latency_delays_matching_requests_and_pause_holds_them_until_resume() ->
     api.create(&PostParams::default(), &cm("l", "1")).await?;
 
     let delay = Duration::from_millis(400);
-    sim.faults().add_latency(Matcher::verb_resource("get", "configmaps"), delay);
+    sim.faults()
+        .add_latency(Matcher::verb_resource("get", "configmaps"), delay);
     let t = Instant::now();
     api.get("l").await?;
     assert!(t.elapsed() >= delay, "get took {:?}", t.elapsed());
     let t = Instant::now();
     api.list(&ListParams::default()).await?;
-    assert!(t.elapsed() < delay, "list is not matched, took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < delay,
+        "list is not matched, took {:?}",
+        t.elapsed()
+    );
     sim.faults().clear();
     let t = Instant::now();
     api.get("l").await?;
@@ -916,13 +1289,15 @@ async fn latency_delays_matching_requests_and_pause_holds_them_until_resume() ->
 // ---------------------------------------------------------------------------------------------------------------
 
 #[tokio::test]
-async fn chunked_list_with_limit_and_continue_returns_a_consistent_snapshot_and_expired_tokens_get_410() -> R {
+async fn chunked_list_with_limit_and_continue_returns_a_consistent_snapshot_and_expired_tokens_get_410()
+-> R {
     let sim = KubeSim::start().await?;
     let client = sim.client().await?;
     create_namespace(&client, "paging").await?;
     let api: Api<ConfigMap> = Api::namespaced(client, "paging");
     for i in 0..5 {
-        api.create(&PostParams::default(), &cm(&format!("cm-{i}"), "1")).await?;
+        api.create(&PostParams::default(), &cm(&format!("cm-{i}"), "1"))
+            .await?;
     }
 
     let mut names = Vec::new();
@@ -935,7 +1310,11 @@ async fn chunked_list_with_limit_and_continue_returns_a_consistent_snapshot_and_
         assert!(page.items.len() <= 2);
         names.extend(page.items.iter().map(|c| c.name_any()));
         let rv = page.metadata.resource_version.clone();
-        assert_eq!(*snapshot_rv.get_or_insert(rv.clone()), rv, "every page is served at the first page's revision");
+        assert_eq!(
+            *snapshot_rv.get_or_insert(rv.clone()),
+            rv,
+            "every page is served at the first page's revision"
+        );
         if pages == 1 {
             assert_eq!(page.metadata.remaining_item_count, Some(3));
             // Written between pages: not part of the snapshot being paged through.
@@ -953,12 +1332,29 @@ async fn chunked_list_with_limit_and_continue_returns_a_consistent_snapshot_and_
     // A token whose revision has been compacted away: 410 Expired.
     let first = api.list(&ListParams::default().limit(2)).await?;
     let token = first.metadata.continue_.expect("more pages");
-    api.patch("cm-0", &PatchParams::default(), &Patch::Merge(json!({"data": {"v": "2"}}))).await?;
+    api.patch(
+        "cm-0",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"v": "2"}})),
+    )
+    .await?;
     sim.compact();
-    api.patch("cm-1", &PatchParams::default(), &Patch::Merge(json!({"data": {"v": "2"}}))).await?;
-    let s = api_error(api.list(&ListParams::default().limit(2).continue_token(&token)).await);
+    api.patch(
+        "cm-1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"v": "2"}})),
+    )
+    .await?;
+    let s = api_error(
+        api.list(&ListParams::default().limit(2).continue_token(&token))
+            .await,
+    );
     assert_eq!((s.code, s.reason.as_str()), (410, "Expired"), "{s:?}");
-    assert!(s.message.contains("continue parameter is too old"), "{}", s.message);
+    assert!(
+        s.message.contains("continue parameter is too old"),
+        "{}",
+        s.message
+    );
     Ok(())
 }
 
@@ -972,31 +1368,53 @@ async fn management_and_workload_clusters_in_one_process_are_independent() -> R 
     let workload = KubeSim::start().await?;
     assert_ne!(mgmt.addr(), workload.addr());
     let (mc, wc) = (mgmt.client().await?, workload.client().await?);
-    let (mapi, wapi): (Api<ConfigMap>, Api<ConfigMap>) =
-        (Api::namespaced(mc.clone(), "default"), Api::namespaced(wc.clone(), "default"));
+    let (mapi, wapi): (Api<ConfigMap>, Api<ConfigMap>) = (
+        Api::namespaced(mc.clone(), "default"),
+        Api::namespaced(wc.clone(), "default"),
+    );
 
-    mapi.create(&PostParams::default(), &cm("only-in-mgmt", "m")).await?;
+    mapi.create(&PostParams::default(), &cm("only-in-mgmt", "m"))
+        .await?;
     let s = api_error(wapi.get("only-in-mgmt").await);
     assert_eq!((s.code, s.reason.as_str()), (404, "NotFound"));
-    assert!(workload.get("v1", "ConfigMap", "default", "only-in-mgmt").is_none());
+    assert!(
+        workload
+            .get("v1", "ConfigMap", "default", "only-in-mgmt")
+            .is_none()
+    );
 
     // The same name in both holds each server's own data.
-    mapi.create(&PostParams::default(), &cm("shared", "mgmt")).await?;
-    wapi.create(&PostParams::default(), &cm("shared", "workload")).await?;
+    mapi.create(&PostParams::default(), &cm("shared", "mgmt"))
+        .await?;
+    wapi.create(&PostParams::default(), &cm("shared", "workload"))
+        .await?;
     assert_eq!(data_v(&mapi.get("shared").await?).as_deref(), Some("mgmt"));
-    assert_eq!(data_v(&wapi.get("shared").await?).as_deref(), Some("workload"));
+    assert_eq!(
+        data_v(&wapi.get("shared").await?).as_deref(),
+        Some("workload")
+    );
     wapi.delete("shared", &DeleteParams::default()).await?;
     assert!(mapi.get_opt("shared").await?.is_some());
 
     // A CRD installed in one is served only there.
     install_widget_crd(&mc).await?;
-    Api::<Widget>::namespaced(mc.clone(), "default").create(&PostParams::default(), &widget("w", 1)).await?;
-    let s = api_error(Api::<Widget>::namespaced(wc.clone(), "default").list(&ListParams::default()).await);
+    Api::<Widget>::namespaced(mc.clone(), "default")
+        .create(&PostParams::default(), &widget("w", 1))
+        .await?;
+    let s = api_error(
+        Api::<Widget>::namespaced(wc.clone(), "default")
+            .list(&ListParams::default())
+            .await,
+    );
     assert_eq!(s.code, 404, "{s:?}");
 
     // Credentials are per server: the management cluster's admin token means nothing to the workload cluster.
     let foreign = workload.client_for(&mgmt.admin()).await?;
-    let s = api_error(Api::<ConfigMap>::namespaced(foreign, "default").list(&ListParams::default()).await);
+    let s = api_error(
+        Api::<ConfigMap>::namespaced(foreign, "default")
+            .list(&ListParams::default())
+            .await,
+    );
     assert_eq!((s.code, s.reason.as_str()), (401, "Unauthorized"), "{s:?}");
 
     // Each has its own watch stream: a workload watcher never hears of management writes.
@@ -1013,8 +1431,10 @@ async fn management_and_workload_clusters_in_one_process_are_independent() -> R 
         }
     }
     assert!(initial.is_empty(), "{initial:?}");
-    mapi.create(&PostParams::default(), &cm("after-watch", "m")).await?;
-    wapi.create(&PostParams::default(), &cm("workload-only", "w")).await?;
+    mapi.create(&PostParams::default(), &cm("after-watch", "m"))
+        .await?;
+    wapi.create(&PostParams::default(), &cm("workload-only", "w"))
+        .await?;
     match tokio::time::timeout(WAIT, events.try_next()).await?? {
         Some(watcher::Event::Apply(o)) => assert_eq!(o.name_any(), "workload-only"),
         other => panic!("unexpected {other:?}"),
@@ -1029,17 +1449,30 @@ async fn management_and_workload_clusters_in_one_process_are_independent() -> R 
 /// Who the server says the client is (`kubectl auth whoami`).
 async fn whoami(client: &Client) -> R<(u16, Value)> {
     let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
-    let (code, _, body) =
-        raw(client, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", Some("application/json"), serde_json::to_vec(&review)?).await?;
+    let (code, _, body) = raw(
+        client,
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        Some("application/json"),
+        serde_json::to_vec(&review)?,
+    )
+    .await?;
     Ok((code, body["status"]["userInfo"].clone()))
 }
 
 #[tokio::test]
-async fn plain_http_honours_bearer_tokens_sent_by_kube_rs_a_bad_token_gets_401_and_only_tokenless_requests_act_as_admin() -> R {
+async fn plain_http_honours_bearer_tokens_sent_by_kube_rs_a_bad_token_gets_401_and_only_tokenless_requests_act_as_admin()
+-> R {
     let workload = KubeSim::builder().insecure_http(true).start().await?;
-    assert!(workload.url().starts_with("http://127.0.0.1:"), "{}", workload.url());
+    assert!(
+        workload.url().starts_with("http://127.0.0.1:"),
+        "{}",
+        workload.url()
+    );
     workload.set_token_verifier(|token: &str| {
-        token.strip_prefix("minted-for-").map(|user| kube_sim::UserInfo::new(user, &["omni-operators"]))
+        token
+            .strip_prefix("minted-for-")
+            .map(|user| kube_sim::UserInfo::new(user, &["omni-operators"]))
     });
     let as_user = |token: &str| kube_sim::User {
         name: "omni".into(),
@@ -1051,24 +1484,53 @@ async fn plain_http_honours_bearer_tokens_sent_by_kube_rs_a_bad_token_gets_401_a
     let op = workload.client_for(&as_user("minted-for-op")).await?;
     let (code, user) = whoami(&op).await?;
     assert_eq!(code, 201, "{user}");
-    assert_eq!(user, json!({"username": "op", "groups": ["omni-operators", "system:authenticated"]}));
-    let s = api_error(Api::<ConfigMap>::namespaced(op, "default").list(&ListParams::default()).await);
-    assert_eq!((s.code, s.reason.as_str()), (403, "Forbidden"), "RBAC applies to the token's user: {s:?}");
+    assert_eq!(
+        user,
+        json!({"username": "op", "groups": ["omni-operators", "system:authenticated"]})
+    );
+    let s = api_error(
+        Api::<ConfigMap>::namespaced(op, "default")
+            .list(&ListParams::default())
+            .await,
+    );
+    assert_eq!(
+        (s.code, s.reason.as_str()),
+        (403, "Forbidden"),
+        "RBAC applies to the token's user: {s:?}"
+    );
 
     // A token neither static nor verified is the real 401, not a fallback to the administrator.
     let bad = workload.client_for(&as_user("expired-or-forged")).await?;
-    let s = api_error(Api::<ConfigMap>::namespaced(bad, "default").list(&ListParams::default()).await);
+    let s = api_error(
+        Api::<ConfigMap>::namespaced(bad, "default")
+            .list(&ListParams::default())
+            .await,
+    );
     assert_eq!((s.code, s.reason.as_str()), (401, "Unauthorized"), "{s:?}");
 
     // Static tokens still work next to the verifier; no credentials at all is the plain-HTTP administrator.
-    Api::<ConfigMap>::namespaced(workload.client().await?, "default").list(&ListParams::default()).await?;
-    let anonymous = kube_sim::User { name: "nobody".into(), groups: vec![], credential: kube_sim::Credential::None };
+    Api::<ConfigMap>::namespaced(workload.client().await?, "default")
+        .list(&ListParams::default())
+        .await?;
+    let anonymous = kube_sim::User {
+        name: "nobody".into(),
+        groups: vec![],
+        credential: kube_sim::Credential::None,
+    };
     let (code, user) = whoami(&workload.client_for(&anonymous).await?).await?;
-    assert_eq!((code, user["username"].as_str()), (201, Some("kube-sim-admin")), "{user}");
+    assert_eq!(
+        (code, user["username"].as_str()),
+        (201, Some("kube-sim-admin")),
+        "{user}"
+    );
 
     workload.clear_token_verifier();
     let op = workload.client_for(&as_user("minted-for-op")).await?;
-    let s = api_error(Api::<ConfigMap>::namespaced(op, "default").list(&ListParams::default()).await);
+    let s = api_error(
+        Api::<ConfigMap>::namespaced(op, "default")
+            .list(&ListParams::default())
+            .await,
+    );
     assert_eq!(s.code, 401, "{s:?}");
     Ok(())
 }

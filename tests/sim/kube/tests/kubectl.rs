@@ -110,7 +110,9 @@ async fn start() -> (KubeSim, Kubectl) {
 /// A server with the Widget CRD already established (applied directly, not through kubectl).
 async fn start_with_widgets() -> (KubeSim, Kubectl) {
     let (sim, k) = start().await;
-    sim.apply_yaml(WIDGET_CRD).await.expect("applying the Widget CRD");
+    sim.apply_yaml(WIDGET_CRD)
+        .await
+        .expect("applying the Widget CRD");
     (sim, k)
 }
 
@@ -123,21 +125,40 @@ fn configmap(name: &str, data: &str) -> String {
 }
 
 fn get(sim: &KubeSim, api_version: &str, kind: &str, ns: &str, name: &str) -> Value {
-    sim.get(api_version, kind, ns, name).unwrap_or_else(|| panic!("{kind} {ns}/{name} is not stored"))
+    sim.get(api_version, kind, ns, name)
+        .unwrap_or_else(|| panic!("{kind} {ns}/{name} is not stored"))
 }
 
 fn rv(obj: &Value) -> String {
-    obj["metadata"]["resourceVersion"].as_str().expect("resourceVersion").to_string()
+    obj["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("resourceVersion")
+        .to_string()
 }
 
 /// The `Content-Type` of kubectl's PATCH request, read from its `-v=8` request log.
 fn patch_content_type(out: &Out) -> String {
-    let mut lines = out.stderr.lines().skip_while(|l| !l.contains("] PATCH https://"));
-    assert!(lines.next().is_some(), "kubectl sent no PATCH:\n{}", out.describe());
+    let mut lines = out
+        .stderr
+        .lines()
+        .skip_while(|l| !l.contains("] PATCH https://"));
+    assert!(
+        lines.next().is_some(),
+        "kubectl sent no PATCH:\n{}",
+        out.describe()
+    );
     lines
         .take(8)
-        .find_map(|l| l.split_once("Content-Type: ").map(|(_, ct)| ct.trim().to_string()))
-        .unwrap_or_else(|| panic!("no Content-Type logged for kubectl's PATCH:\n{}", out.describe()))
+        .find_map(|l| {
+            l.split_once("Content-Type: ")
+                .map(|(_, ct)| ct.trim().to_string())
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "no Content-Type logged for kubectl's PATCH:\n{}",
+                out.describe()
+            )
+        })
 }
 
 fn managers(obj: &Value) -> Vec<(String, String)> {
@@ -145,7 +166,12 @@ fn managers(obj: &Value) -> Vec<(String, String)> {
         .as_array()
         .into_iter()
         .flatten()
-        .map(|e| (e["manager"].as_str().unwrap_or_default().to_string(), e["operation"].as_str().unwrap_or_default().to_string()))
+        .map(|e| {
+            (
+                e["manager"].as_str().unwrap_or_default().to_string(),
+                e["operation"].as_str().unwrap_or_default().to_string(),
+            )
+        })
         .collect()
 }
 
@@ -157,19 +183,30 @@ fn managers(obj: &Value) -> Vec<(String, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apply_creates_then_reports_unchanged_without_a_new_resource_version() {
     let (sim, k) = start().await;
-    let file = k.file("settings.yaml", &configmap("settings", "{mode: fast, level: \"3\"}"));
-    k.run(&["apply", "-f", &file]).await.ok().stdout_has("configmap/settings created");
+    let file = k.file(
+        "settings.yaml",
+        &configmap("settings", "{mode: fast, level: \"3\"}"),
+    );
+    k.run(&["apply", "-f", &file])
+        .await
+        .ok()
+        .stdout_has("configmap/settings created");
     let first = get(&sim, "v1", "ConfigMap", "default", "settings");
     assert_eq!(first["data"], json!({"mode": "fast", "level": "3"}));
-    let last_applied = first["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
-        .as_str()
-        .expect("kubectl apply stores the last-applied-configuration annotation");
+    let last_applied =
+        first["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+            .as_str()
+            .expect("kubectl apply stores the last-applied-configuration annotation");
     assert!(last_applied.contains("\"mode\":\"fast\""), "{last_applied}");
 
     let again = k.run(&["apply", "-f", &file]).await;
     again.ok().stdout_has("configmap/settings unchanged");
     let second = get(&sim, "v1", "ConfigMap", "default", "settings");
-    assert_eq!(rv(&second), rv(&first), "an unchanged apply must not write a new resourceVersion");
+    assert_eq!(
+        rv(&second),
+        rv(&first),
+        "an unchanged apply must not write a new resourceVersion"
+    );
 }
 
 /// A changed built-in kind is updated with a strategic merge patch (kubectl knows ConfigMap's Go type), sent
@@ -178,13 +215,38 @@ async fn apply_creates_then_reports_unchanged_without_a_new_resource_version() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apply_changed_configmap_sends_a_strategic_merge_patch_and_merges_three_ways() {
     let (sim, k) = start().await;
-    k.stdin(&["apply", "-f", "-"], &configmap("settings", "{a: \"1\", b: \"2\"}")).await.ok();
-    k.run(&["patch", "configmap", "settings", "--type=merge", "-p", r#"{"data":{"other":"kept"}}"#]).await.ok();
+    k.stdin(
+        &["apply", "-f", "-"],
+        &configmap("settings", "{a: \"1\", b: \"2\"}"),
+    )
+    .await
+    .ok();
+    k.run(&[
+        "patch",
+        "configmap",
+        "settings",
+        "--type=merge",
+        "-p",
+        r#"{"data":{"other":"kept"}}"#,
+    ])
+    .await
+    .ok();
 
-    let out = k.stdin(&["apply", "-f", "-", "-v=8"], &configmap("settings", "{a: \"1\", c: \"3\"}")).await;
+    let out = k
+        .stdin(
+            &["apply", "-f", "-", "-v=8"],
+            &configmap("settings", "{a: \"1\", c: \"3\"}"),
+        )
+        .await;
     out.ok().stdout_has("configmap/settings configured");
-    assert_eq!(patch_content_type(&out), "application/strategic-merge-patch+json", "{}", out.describe());
-    out.stderr_has("fieldManager=kubectl-client-side-apply").stderr_has("fieldValidation=Strict");
+    assert_eq!(
+        patch_content_type(&out),
+        "application/strategic-merge-patch+json",
+        "{}",
+        out.describe()
+    );
+    out.stderr_has("fieldManager=kubectl-client-side-apply")
+        .stderr_has("fieldValidation=Strict");
     let cm = get(&sim, "v1", "ConfigMap", "default", "settings");
     assert_eq!(cm["data"], json!({"a": "1", "c": "3", "other": "kept"}));
 }
@@ -194,14 +256,34 @@ async fn apply_changed_configmap_sends_a_strategic_merge_patch_and_merges_three_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apply_changed_custom_resource_sends_a_merge_patch() {
     let (sim, k) = start_with_widgets().await;
-    k.stdin(&["apply", "-f", "-"], &widget("w1", "{size: 3, color: red}")).await.ok().stdout_has("widget.example.com/w1 created");
-    assert_eq!(get(&sim, "example.com/v1", "Widget", "default", "w1")["metadata"]["generation"], json!(1));
+    k.stdin(
+        &["apply", "-f", "-"],
+        &widget("w1", "{size: 3, color: red}"),
+    )
+    .await
+    .ok()
+    .stdout_has("widget.example.com/w1 created");
+    assert_eq!(
+        get(&sim, "example.com/v1", "Widget", "default", "w1")["metadata"]["generation"],
+        json!(1)
+    );
 
-    let out = k.stdin(&["apply", "-f", "-", "-v=8"], &widget("w1", "{size: 4}")).await;
+    let out = k
+        .stdin(&["apply", "-f", "-", "-v=8"], &widget("w1", "{size: 4}"))
+        .await;
     out.ok().stdout_has("widget.example.com/w1 configured");
-    assert_eq!(patch_content_type(&out), "application/merge-patch+json", "{}", out.describe());
+    assert_eq!(
+        patch_content_type(&out),
+        "application/merge-patch+json",
+        "{}",
+        out.describe()
+    );
     let w = get(&sim, "example.com/v1", "Widget", "default", "w1");
-    assert_eq!(w["spec"], json!({"size": 4}), "color was dropped from the file, so apply removes it");
+    assert_eq!(
+        w["spec"],
+        json!({"size": 4}),
+        "color was dropped from the file, so apply removes it"
+    );
     assert_eq!(w["metadata"]["generation"], json!(2));
 }
 
@@ -214,10 +296,13 @@ async fn apply_changed_custom_resource_sends_a_merge_patch() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_side_apply_creates_and_updates_as_field_manager_kubectl() {
     let (sim, k) = start().await;
-    k.stdin(&["apply", "--server-side", "-f", "-"], &configmap("ssa", "{a: \"1\", b: \"2\"}"))
-        .await
-        .ok()
-        .stdout_has("configmap/ssa serverside-applied");
+    k.stdin(
+        &["apply", "--server-side", "-f", "-"],
+        &configmap("ssa", "{a: \"1\", b: \"2\"}"),
+    )
+    .await
+    .ok()
+    .stdout_has("configmap/ssa serverside-applied");
     let created = get(&sim, "v1", "ConfigMap", "default", "ssa");
     assert_eq!(created["data"], json!({"a": "1", "b": "2"}));
     assert!(
@@ -226,12 +311,19 @@ async fn server_side_apply_creates_and_updates_as_field_manager_kubectl() {
         created["metadata"]
     );
 
-    k.stdin(&["apply", "--server-side", "-f", "-"], &configmap("ssa", "{a: \"10\"}"))
-        .await
-        .ok()
-        .stdout_has("configmap/ssa serverside-applied");
+    k.stdin(
+        &["apply", "--server-side", "-f", "-"],
+        &configmap("ssa", "{a: \"10\"}"),
+    )
+    .await
+    .ok()
+    .stdout_has("configmap/ssa serverside-applied");
     let updated = get(&sim, "v1", "ConfigMap", "default", "ssa");
-    assert_eq!(updated["data"], json!({"a": "10"}), "b was only owned by kubectl and left the configuration");
+    assert_eq!(
+        updated["data"],
+        json!({"a": "10"}),
+        "b was only owned by kubectl and left the configuration"
+    );
     assert_ne!(rv(&updated), rv(&created));
 }
 
@@ -241,21 +333,35 @@ async fn server_side_apply_creates_and_updates_as_field_manager_kubectl() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_side_apply_conflict_fails_without_force_conflicts_and_succeeds_with_it() {
     let (sim, k) = start().await;
-    k.stdin(&["apply", "--server-side", "--field-manager=other", "-f", "-"], &configmap("shared", "{a: \"1\"}"))
-        .await
-        .ok();
+    k.stdin(
+        &["apply", "--server-side", "--field-manager=other", "-f", "-"],
+        &configmap("shared", "{a: \"1\"}"),
+    )
+    .await
+    .ok();
 
-    let conflict = k.stdin(&["apply", "--server-side", "-f", "-"], &configmap("shared", "{a: \"2\"}")).await;
+    let conflict = k
+        .stdin(
+            &["apply", "--server-side", "-f", "-"],
+            &configmap("shared", "{a: \"2\"}"),
+        )
+        .await;
     conflict
         .code_is(1)
         .stderr_has(r#"Apply failed with 1 conflict: conflict with "other": .data.a"#)
         .stderr_has("--force-conflicts");
-    assert_eq!(get(&sim, "v1", "ConfigMap", "default", "shared")["data"]["a"], "1");
+    assert_eq!(
+        get(&sim, "v1", "ConfigMap", "default", "shared")["data"]["a"],
+        "1"
+    );
 
-    k.stdin(&["apply", "--server-side", "--force-conflicts", "-f", "-"], &configmap("shared", "{a: \"2\"}"))
-        .await
-        .ok()
-        .stdout_has("configmap/shared serverside-applied");
+    k.stdin(
+        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+        &configmap("shared", "{a: \"2\"}"),
+    )
+    .await
+    .ok()
+    .stdout_has("configmap/shared serverside-applied");
     let cm = get(&sim, "v1", "ConfigMap", "default", "shared");
     assert_eq!(cm["data"]["a"], "2");
     let kubectl_entry = cm["metadata"]["managedFields"]
@@ -264,7 +370,10 @@ async fn server_side_apply_conflict_fails_without_force_conflicts_and_succeeds_w
         .flatten()
         .find(|e| e["manager"] == "kubectl")
         .unwrap_or_else(|| panic!("no managedFields entry for kubectl: {}", cm["metadata"]));
-    assert!(kubectl_entry["fieldsV1"]["f:data"]["f:a"].is_object(), "kubectl now owns .data.a: {kubectl_entry}");
+    assert!(
+        kubectl_entry["fieldsV1"]["f:data"]["f:a"].is_object(),
+        "kubectl now owns .data.a: {kubectl_entry}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -276,17 +385,37 @@ async fn server_side_apply_conflict_fails_without_force_conflicts_and_succeeds_w
 async fn crd_printer_columns_short_name_and_category_show_in_kubectl_get() {
     let (sim, k) = start().await;
     let crd = k.file("crd.yaml", WIDGET_CRD);
-    k.run(&["apply", "-f", &crd]).await.ok().stdout_has("customresourcedefinition.apiextensions.k8s.io/widgets.example.com created");
-    k.run(&["wait", "--for=condition=established", "crd/widgets.example.com", "--timeout=10s"])
+    k.run(&["apply", "-f", &crd])
         .await
         .ok()
-        .stdout_has("customresourcedefinition.apiextensions.k8s.io/widgets.example.com condition met");
-
-    k.stdin(&["apply", "-f", "-"], &format!("{}---\n{}", widget("w1", "{size: 3, color: red}"), widget("w2", "{size: 12}")))
-        .await
-        .ok();
+        .stdout_has("customresourcedefinition.apiextensions.k8s.io/widgets.example.com created");
     k.run(&[
-        "patch", "widget", "w1", "--subresource=status", "--type=merge", "-p",
+        "wait",
+        "--for=condition=established",
+        "crd/widgets.example.com",
+        "--timeout=10s",
+    ])
+    .await
+    .ok()
+    .stdout_has("customresourcedefinition.apiextensions.k8s.io/widgets.example.com condition met");
+
+    k.stdin(
+        &["apply", "-f", "-"],
+        &format!(
+            "{}---\n{}",
+            widget("w1", "{size: 3, color: red}"),
+            widget("w2", "{size: 12}")
+        ),
+    )
+    .await
+    .ok();
+    k.run(&[
+        "patch",
+        "widget",
+        "w1",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
         r#"{"status":{"conditions":[{"type":"Ready","status":"True"}]}}"#,
     ])
     .await
@@ -294,20 +423,44 @@ async fn crd_printer_columns_short_name_and_category_show_in_kubectl_get() {
 
     let table = k.run(&["get", "wd"]).await;
     table.ok();
-    assert_eq!(table.header(), ["NAME", "READY", "SIZE", "AGE"], "{}", table.describe());
+    assert_eq!(
+        table.header(),
+        ["NAME", "READY", "SIZE", "AGE"],
+        "{}",
+        table.describe()
+    );
     let rows = table.lines();
     assert_eq!(rows.len(), 3, "{}", table.describe());
     let w1: Vec<&str> = rows[1].split_whitespace().collect();
     assert_eq!(&w1[..3], ["w1", "True", "3"], "{}", table.describe());
-    assert!(w1[3].ends_with('s'), "AGE is a HumanDuration like 2s: {}", table.describe());
+    assert!(
+        w1[3].ends_with('s'),
+        "AGE is a HumanDuration like 2s: {}",
+        table.describe()
+    );
     let w2: Vec<&str> = rows[2].split_whitespace().collect();
-    assert_eq!(&w2[..2], ["w2", "12"], "w2 has no Ready condition, so its READY cell is empty: {}", table.describe());
+    assert_eq!(
+        &w2[..2],
+        ["w2", "12"],
+        "w2 has no Ready condition, so its READY cell is empty: {}",
+        table.describe()
+    );
 
     let wide = k.run(&["get", "widgets.example.com", "-o", "wide"]).await;
-    assert_eq!(wide.ok().header(), ["NAME", "READY", "SIZE", "COLOR", "AGE"], "{}", wide.describe());
+    assert_eq!(
+        wide.ok().header(),
+        ["NAME", "READY", "SIZE", "COLOR", "AGE"],
+        "{}",
+        wide.describe()
+    );
 
     let category = k.run(&["get", "gadgets"]).await;
-    assert_eq!(category.ok().header(), ["NAME", "READY", "SIZE", "AGE"], "{}", category.describe());
+    assert_eq!(
+        category.ok().header(),
+        ["NAME", "READY", "SIZE", "AGE"],
+        "{}",
+        category.describe()
+    );
     assert_eq!(category.lines().len(), 3, "{}", category.describe());
 
     let yaml = k.run(&["get", "widget", "w1", "-o", "yaml"]).await;
@@ -318,24 +471,52 @@ async fn crd_printer_columns_short_name_and_category_show_in_kubectl_get() {
     assert_eq!(w["kind"], "Widget");
     assert_eq!(w["spec"], json!({"size": 3, "color": "red"}));
     assert_eq!(w["status"]["conditions"][0]["status"], "True");
-    assert_eq!(w["metadata"]["uid"], get(&sim, "example.com/v1", "Widget", "default", "w1")["metadata"]["uid"]);
-    assert!(w["metadata"].get("managedFields").is_none(), "kubectl hides managedFields unless --show-managed-fields");
+    assert_eq!(
+        w["metadata"]["uid"],
+        get(&sim, "example.com/v1", "Widget", "default", "w1")["metadata"]["uid"]
+    );
+    assert!(
+        w["metadata"].get("managedFields").is_none(),
+        "kubectl hides managedFields unless --show-managed-fields"
+    );
 }
 
 /// `kubectl get --chunk-size=2` lists with limit=2 and follows the continue tokens until all 5 are printed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_chunk_size_follows_continue_tokens_through_all_objects() {
     let (_sim, k) = start_with_widgets().await;
-    let all: Vec<String> = (1..=5).map(|i| widget(&format!("w{i}"), "{size: 1}")).collect();
-    k.stdin(&["apply", "-f", "-"], &all.join("---\n")).await.ok();
+    let all: Vec<String> = (1..=5)
+        .map(|i| widget(&format!("w{i}"), "{size: 1}"))
+        .collect();
+    k.stdin(&["apply", "-f", "-"], &all.join("---\n"))
+        .await
+        .ok();
 
-    let out = k.run(&["get", "widgets", "--chunk-size=2", "-o", "name", "-v=6"]).await;
+    let out = k
+        .run(&["get", "widgets", "--chunk-size=2", "-o", "name", "-v=6"])
+        .await;
     out.ok();
-    let names: Vec<String> = (1..=5).map(|i| format!("widget.example.com/w{i}")).collect();
+    let names: Vec<String> = (1..=5)
+        .map(|i| format!("widget.example.com/w{i}"))
+        .collect();
     assert_eq!(out.lines(), names, "{}", out.describe());
-    let pages = out.stderr.lines().filter(|l| l.contains("/widgets?") && l.contains("limit=2")).count();
-    assert_eq!(pages, 3, "5 objects in chunks of 2 take 3 requests:\n{}", out.describe());
-    assert_eq!(out.stderr.matches("continue=").count(), 2, "{}", out.describe());
+    let pages = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("/widgets?") && l.contains("limit=2"))
+        .count();
+    assert_eq!(
+        pages,
+        3,
+        "5 objects in chunks of 2 take 3 requests:\n{}",
+        out.describe()
+    );
+    assert_eq!(
+        out.stderr.matches("continue=").count(),
+        2,
+        "{}",
+        out.describe()
+    );
 }
 
 /// `kubectl explain` reads the CRD's schema from /openapi/v3: the field types, `-required-`, enums and the
@@ -352,11 +533,17 @@ async fn explain_shows_the_crd_schema_fields_and_descriptions() {
         .stdout_has("Size is how many parts the widget has.")
         .stdout_has("Color of the widget.")
         .stdout_has("enum: red, green, blue");
-    let size = out.lines().into_iter().find(|l| l.trim_start().starts_with("size")).unwrap_or_default();
+    let size = out
+        .lines()
+        .into_iter()
+        .find(|l| l.trim_start().starts_with("size"))
+        .unwrap_or_default();
     assert!(size.contains("<integer> -required-"), "{}", out.describe());
 
     let top = k.run(&["explain", "widgets"]).await;
-    top.ok().stdout_has("A Widget is a test gadget.").stdout_has("spec\t<Object>");
+    top.ok()
+        .stdout_has("A Widget is a test gadget.")
+        .stdout_has("spec\t<Object>");
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -371,7 +558,11 @@ async fn assert_schema_rejects(spec: &str, name: &str, expected: &str) {
     out.code_is(1);
     let first = out.stderr.lines().next().unwrap_or_default().trim_end();
     assert_eq!(first, expected, "{}", out.describe());
-    assert!(sim.get("example.com/v1", "Widget", "default", name).is_none(), "an invalid Widget must not be stored");
+    assert!(
+        sim.get("example.com/v1", "Widget", "default", name)
+            .is_none(),
+        "an invalid Widget must not be stored"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -406,7 +597,12 @@ async fn schema_rejects_a_value_below_the_minimum_with_the_real_invalid_message(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn schema_rejects_a_missing_required_field_with_the_real_required_message() {
-    assert_schema_rejects("{color: red}", "no-size", r#"The Widget "no-size" is invalid: spec.size: Required value"#).await;
+    assert_schema_rejects(
+        "{color: red}",
+        "no-size",
+        r#"The Widget "no-size" is invalid: spec.size: Required value"#,
+    )
+    .await;
 }
 
 /// kubectl apply sends `fieldValidation=Strict`, so an unknown field is a 400 whose message kubectl prefixes
@@ -420,7 +616,10 @@ async fn apply_rejects_an_unknown_field_because_kubectl_asks_for_strict_validati
     out.code_is(1).stderr_has(&format!(
         r#"Error from server (BadRequest): error when creating "{file}": Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field "spec.bogus""#
     ));
-    assert!(sim.get("example.com/v1", "Widget", "default", "bogus").is_none());
+    assert!(
+        sim.get("example.com/v1", "Widget", "default", "bogus")
+            .is_none()
+    );
 }
 
 /// A built-in validation error (a ConfigMap key with a space) prints each cause once:
@@ -428,7 +627,12 @@ async fn apply_rejects_an_unknown_field_because_kubectl_asks_for_strict_validati
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_configmap_key_is_reported_once_per_cause() {
     let (sim, k) = start().await;
-    let out = k.stdin(&["apply", "-f", "-"], &configmap("badkey", "{\"bad key\": v}")).await;
+    let out = k
+        .stdin(
+            &["apply", "-f", "-"],
+            &configmap("badkey", "{\"bad key\": v}"),
+        )
+        .await;
     out.code_is(1).stderr_has(
         r#"The ConfigMap "badkey" is invalid: data[bad key]: Invalid value: "bad key": a valid config key must consist of alphanumeric characters, '-', '_' or '.'"#,
     );
@@ -442,28 +646,56 @@ async fn invalid_configmap_key_is_reported_once_per_cause() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn patch_merge_and_json_patch_update_a_custom_resource() {
     let (sim, k) = start_with_widgets().await;
-    k.stdin(&["apply", "-f", "-"], &widget("w1", "{size: 3, color: red, note: hi}")).await.ok();
+    k.stdin(
+        &["apply", "-f", "-"],
+        &widget("w1", "{size: 3, color: red, note: hi}"),
+    )
+    .await
+    .ok();
 
-    k.run(&["patch", "widget", "w1", "--type=merge", "-p", r#"{"spec":{"size":5,"note":null}}"#])
-        .await
-        .ok()
-        .stdout_has("widget.example.com/w1 patched");
-    assert_eq!(get(&sim, "example.com/v1", "Widget", "default", "w1")["spec"], json!({"size": 5, "color": "red"}));
+    k.run(&[
+        "patch",
+        "widget",
+        "w1",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"size":5,"note":null}}"#,
+    ])
+    .await
+    .ok()
+    .stdout_has("widget.example.com/w1 patched");
+    assert_eq!(
+        get(&sim, "example.com/v1", "Widget", "default", "w1")["spec"],
+        json!({"size": 5, "color": "red"})
+    );
 
     k.run(&["patch", "widget", "w1", "--type=json", "-p", r#"[{"op":"replace","path":"/spec/color","value":"blue"},{"op":"add","path":"/spec/note","value":"json"}]"#])
         .await
         .ok()
         .stdout_has("widget.example.com/w1 patched");
     let w = get(&sim, "example.com/v1", "Widget", "default", "w1");
-    assert_eq!(w["spec"], json!({"size": 5, "color": "blue", "note": "json"}));
+    assert_eq!(
+        w["spec"],
+        json!({"size": 5, "color": "blue", "note": "json"})
+    );
     assert_eq!(w["metadata"]["generation"], json!(3));
 
     // A patch that changes nothing: the server returns the object as it was and kubectl says so.
-    k.run(&["patch", "widget", "w1", "--type=merge", "-p", r#"{"spec":{"size":5}}"#])
-        .await
-        .ok()
-        .stdout_has("widget.example.com/w1 patched (no change)");
-    assert_eq!(rv(&get(&sim, "example.com/v1", "Widget", "default", "w1")), rv(&w));
+    k.run(&[
+        "patch",
+        "widget",
+        "w1",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"size":5}}"#,
+    ])
+    .await
+    .ok()
+    .stdout_has("widget.example.com/w1 patched (no change)");
+    assert_eq!(
+        rv(&get(&sim, "example.com/v1", "Widget", "default", "w1")),
+        rv(&w)
+    );
 }
 
 /// A strategic merge patch on a Deployment merges `containers` by their `name` patch key: the patched
@@ -485,7 +717,10 @@ spec:
       - {name: app, image: "nginx:1.25"}
       - {name: sidecar, image: "busybox:1.36"}
 "#;
-    k.stdin(&["apply", "-f", "-"], deploy).await.ok().stdout_has("deployment.apps/web created");
+    k.stdin(&["apply", "-f", "-"], deploy)
+        .await
+        .ok()
+        .stdout_has("deployment.apps/web created");
     k.run(&[
         "patch", "deployment", "web", "--type=strategic", "-p",
         r#"{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","image":"busybox:1.37"}]}}}}"#,
@@ -507,14 +742,28 @@ spec:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn patch_strategic_on_a_custom_resource_fails_with_unsupported_media_type() {
     let (sim, k) = start_with_widgets().await;
-    k.stdin(&["apply", "-f", "-"], &widget("w1", "{size: 3}")).await.ok();
-    let out = k.run(&["patch", "widget", "w1", "--type=strategic", "-p", r#"{"spec":{"size":4}}"#]).await;
+    k.stdin(&["apply", "-f", "-"], &widget("w1", "{size: 3}"))
+        .await
+        .ok();
+    let out = k
+        .run(&[
+            "patch",
+            "widget",
+            "w1",
+            "--type=strategic",
+            "-p",
+            r#"{"spec":{"size":4}}"#,
+        ])
+        .await;
     out.code_is(1).stderr_has(
         "error: application/strategic-merge-patch+json is not supported by example.com/v1, Kind=Widget: \
          the body of the request was in an unknown format - accepted media types include: \
          application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
     );
-    assert_eq!(get(&sim, "example.com/v1", "Widget", "default", "w1")["spec"]["size"], json!(3));
+    assert_eq!(
+        get(&sim, "example.com/v1", "Widget", "default", "w1")["spec"]["size"],
+        json!(3)
+    );
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -523,17 +772,34 @@ async fn patch_strategic_on_a_custom_resource_fails_with_unsupported_media_type(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn label_annotate_and_overwrite_behave_like_kubectl_against_a_real_server() {
     let (sim, k) = start().await;
-    k.stdin(&["apply", "-f", "-"], &configmap("c1", "{k: v}")).await.ok();
+    k.stdin(&["apply", "-f", "-"], &configmap("c1", "{k: v}"))
+        .await
+        .ok();
 
-    k.run(&["label", "configmap", "c1", "env=prod", "tier=web"]).await.ok().stdout_has("configmap/c1 labeled");
+    k.run(&["label", "configmap", "c1", "env=prod", "tier=web"])
+        .await
+        .ok()
+        .stdout_has("configmap/c1 labeled");
     k.run(&["label", "configmap", "c1", "env=qa"])
         .await
         .code_is(1)
         .stderr_has("error: 'env' already has a value (prod), and --overwrite is false");
-    assert_eq!(get(&sim, "v1", "ConfigMap", "default", "c1")["metadata"]["labels"]["env"], "prod");
-    k.run(&["label", "configmap", "c1", "env=qa", "--overwrite"]).await.ok().stdout_has("configmap/c1 labeled");
-    k.run(&["annotate", "configmap", "c1", "owner=team-a"]).await.ok().stdout_has("configmap/c1 annotated");
-    k.run(&["label", "configmap", "c1", "tier-"]).await.ok().stdout_has("configmap/c1 unlabeled");
+    assert_eq!(
+        get(&sim, "v1", "ConfigMap", "default", "c1")["metadata"]["labels"]["env"],
+        "prod"
+    );
+    k.run(&["label", "configmap", "c1", "env=qa", "--overwrite"])
+        .await
+        .ok()
+        .stdout_has("configmap/c1 labeled");
+    k.run(&["annotate", "configmap", "c1", "owner=team-a"])
+        .await
+        .ok()
+        .stdout_has("configmap/c1 annotated");
+    k.run(&["label", "configmap", "c1", "tier-"])
+        .await
+        .ok()
+        .stdout_has("configmap/c1 unlabeled");
 
     let cm = get(&sim, "v1", "ConfigMap", "default", "c1");
     assert_eq!(cm["metadata"]["labels"], json!({"env": "qa"}));
@@ -551,9 +817,13 @@ async fn get_label_selectors_equality_set_and_existence_operators() {
     ];
     let yaml: Vec<String> = objs
         .iter()
-        .map(|(n, labels)| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {n}\n  labels: {labels}\n"))
+        .map(|(n, labels)| {
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {n}\n  labels: {labels}\n")
+        })
         .collect();
-    k.stdin(&["apply", "-f", "-"], &yaml.join("---\n")).await.ok();
+    k.stdin(&["apply", "-f", "-"], &yaml.join("---\n"))
+        .await
+        .ok();
 
     let cases: &[(&str, &[&str])] = &[
         ("env=prod", &["prod-web"]),
@@ -565,13 +835,21 @@ async fn get_label_selectors_equality_set_and_existence_operators() {
         ("env,tier notin (db)", &["dev", "prod-web"]),
     ];
     for (selector, want) in cases {
-        let out = k.run(&["get", "configmaps", "-l", selector, "-o", "name"]).await;
+        let out = k
+            .run(&["get", "configmaps", "-l", selector, "-o", "name"])
+            .await;
         out.ok();
         let want: Vec<String> = want.iter().map(|n| format!("configmap/{n}")).collect();
-        assert_eq!(out.sorted_lines(), want, "selector {selector:?}:\n{}", out.describe());
+        assert_eq!(
+            out.sorted_lines(),
+            want,
+            "selector {selector:?}:\n{}",
+            out.describe()
+        );
     }
     let none = k.run(&["get", "configmaps", "-l", "env=staging"]).await;
-    none.ok().stderr_has("No resources found in default namespace.");
+    none.ok()
+        .stderr_has("No resources found in default namespace.");
 }
 
 /// `kubectl get --field-selector` on a custom resource: the CRD's `selectableFields` select (Kubernetes 1.31+),
@@ -610,15 +888,47 @@ spec:
         .iter()
         .map(|(n, cluster)| format!("apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: {n}\nspec: {{clusterRef: {{name: {cluster}}}, size: 1}}\n"))
         .collect();
-    k.stdin(&["apply", "-f", "-"], &gadgets.join("---\n")).await.ok();
+    k.stdin(&["apply", "-f", "-"], &gadgets.join("---\n"))
+        .await
+        .ok();
 
-    let out = k.run(&["get", "gadgets", "--field-selector", "spec.clusterRef.name=edge", "-o", "name"]).await;
+    let out = k
+        .run(&[
+            "get",
+            "gadgets",
+            "--field-selector",
+            "spec.clusterRef.name=edge",
+            "-o",
+            "name",
+        ])
+        .await;
     out.ok();
-    assert_eq!(out.sorted_lines(), ["gadget.example.com/a", "gadget.example.com/c"], "{}", out.describe());
-    let out = k.run(&["get", "gadgets", "--field-selector", "spec.clusterRef.name!=edge,metadata.name!=x", "-o", "name"]).await;
-    assert_eq!(out.sorted_lines(), ["gadget.example.com/b"], "{}", out.describe());
+    assert_eq!(
+        out.sorted_lines(),
+        ["gadget.example.com/a", "gadget.example.com/c"],
+        "{}",
+        out.describe()
+    );
+    let out = k
+        .run(&[
+            "get",
+            "gadgets",
+            "--field-selector",
+            "spec.clusterRef.name!=edge,metadata.name!=x",
+            "-o",
+            "name",
+        ])
+        .await;
+    assert_eq!(
+        out.sorted_lines(),
+        ["gadget.example.com/b"],
+        "{}",
+        out.describe()
+    );
 
-    let refused = k.run(&["get", "gadgets", "--field-selector", "spec.size=1"]).await;
+    let refused = k
+        .run(&["get", "gadgets", "--field-selector", "spec.size=1"])
+        .await;
     refused.code_is(1).stderr_has(
         r#"Error from server (BadRequest): Unable to find "example.com/v1, Resource=gadgets" that match label selector "", field selector "spec.size=1": field label not supported: spec.size"#,
     );
@@ -632,27 +942,58 @@ spec:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_for_condition_returns_when_the_status_subresource_sets_it() {
     let (sim, k) = start_with_widgets().await;
-    k.stdin(&["apply", "-f", "-"], &widget("w1", "{size: 1}")).await.ok();
+    k.stdin(&["apply", "-f", "-"], &widget("w1", "{size: 1}"))
+        .await
+        .ok();
     let ready = r#"{"status":{"conditions":[{"type":"Ready","status":"True","reason":"Done"}]}}"#;
     k.run(&["patch", "widget", "w1", "--type=merge", "-p", ready])
         .await
         .ok()
         .stdout_has("widget.example.com/w1 patched (no change)");
-    assert!(get(&sim, "example.com/v1", "Widget", "default", "w1").get("status").is_none());
+    assert!(
+        get(&sim, "example.com/v1", "Widget", "default", "w1")
+            .get("status")
+            .is_none()
+    );
 
     let started = Instant::now();
-    let waiter = k.run(&["wait", "--for=condition=Ready", "widget/w1", "--timeout=10s"]);
+    let waiter = k.run(&[
+        "wait",
+        "--for=condition=Ready",
+        "widget/w1",
+        "--timeout=10s",
+    ]);
     let setter = async {
         tokio::time::sleep(Duration::from_millis(500)).await;
-        k.run(&["patch", "widget", "w1", "--subresource=status", "--type=merge", "-p", ready]).await
+        k.run(&[
+            "patch",
+            "widget",
+            "w1",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            ready,
+        ])
+        .await
     };
     let (waited, set) = tokio::join!(waiter, setter);
     set.ok().stdout_has("widget.example.com/w1 patched");
-    waited.ok().stdout_has("widget.example.com/w1 condition met");
+    waited
+        .ok()
+        .stdout_has("widget.example.com/w1 condition met");
     let elapsed = started.elapsed();
-    assert!(elapsed >= Duration::from_millis(500), "wait returned before the condition was set ({elapsed:?})");
-    assert!(elapsed < Duration::from_secs(8), "wait should return soon after the condition is set ({elapsed:?})");
-    assert_eq!(get(&sim, "example.com/v1", "Widget", "default", "w1")["status"]["conditions"][0]["reason"], "Done");
+    assert!(
+        elapsed >= Duration::from_millis(500),
+        "wait returned before the condition was set ({elapsed:?})"
+    );
+    assert!(
+        elapsed < Duration::from_secs(8),
+        "wait should return soon after the condition is set ({elapsed:?})"
+    );
+    assert_eq!(
+        get(&sim, "example.com/v1", "Widget", "default", "w1")["status"]["conditions"][0]["reason"],
+        "Done"
+    );
 }
 
 /// `kubectl delete --wait=false` on an object with a finalizer returns at once; the object stays with a
@@ -663,18 +1004,52 @@ async fn delete_with_a_finalizer_leaves_the_object_terminating_until_the_finaliz
     let fin = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: fin\n  finalizers: [example.com/hold]\nspec: {size: 1}\n";
     k.stdin(&["apply", "-f", "-"], fin).await.ok();
 
-    k.run(&["delete", "widget", "fin", "--wait=false"]).await.ok().stdout_has(r#"widget.example.com "fin" deleted"#);
-    let terminating = get(&sim, "example.com/v1", "Widget", "default", "fin");
-    assert!(terminating["metadata"]["deletionTimestamp"].is_string(), "{}", terminating["metadata"]);
-    assert_eq!(terminating["metadata"]["finalizers"], json!(["example.com/hold"]));
-    let shown = k.run(&["get", "widget", "fin", "-o", "jsonpath={.metadata.deletionTimestamp}"]).await;
-    assert_eq!(shown.ok().stdout, terminating["metadata"]["deletionTimestamp"].as_str().unwrap_or_default());
-
-    k.run(&["patch", "widget", "fin", "--type=json", "-p", r#"[{"op":"remove","path":"/metadata/finalizers"}]"#])
+    k.run(&["delete", "widget", "fin", "--wait=false"])
         .await
         .ok()
-        .stdout_has("widget.example.com/fin patched");
-    assert!(sim.get("example.com/v1", "Widget", "default", "fin").is_none(), "removing the last finalizer deletes it");
+        .stdout_has(r#"widget.example.com "fin" deleted"#);
+    let terminating = get(&sim, "example.com/v1", "Widget", "default", "fin");
+    assert!(
+        terminating["metadata"]["deletionTimestamp"].is_string(),
+        "{}",
+        terminating["metadata"]
+    );
+    assert_eq!(
+        terminating["metadata"]["finalizers"],
+        json!(["example.com/hold"])
+    );
+    let shown = k
+        .run(&[
+            "get",
+            "widget",
+            "fin",
+            "-o",
+            "jsonpath={.metadata.deletionTimestamp}",
+        ])
+        .await;
+    assert_eq!(
+        shown.ok().stdout,
+        terminating["metadata"]["deletionTimestamp"]
+            .as_str()
+            .unwrap_or_default()
+    );
+
+    k.run(&[
+        "patch",
+        "widget",
+        "fin",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+    ])
+    .await
+    .ok()
+    .stdout_has("widget.example.com/fin patched");
+    assert!(
+        sim.get("example.com/v1", "Widget", "default", "fin")
+            .is_none(),
+        "removing the last finalizer deletes it"
+    );
     k.run(&["get", "widget", "fin"])
         .await
         .code_is(1)
@@ -687,19 +1062,37 @@ async fn wait_for_delete_returns_when_the_finalizer_is_removed() {
     let (sim, k) = start_with_widgets().await;
     let fin = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: fin\n  finalizers: [example.com/hold]\nspec: {size: 1}\n";
     k.stdin(&["apply", "-f", "-"], fin).await.ok();
-    k.run(&["delete", "widget", "fin", "--wait=false"]).await.ok();
+    k.run(&["delete", "widget", "fin", "--wait=false"])
+        .await
+        .ok();
 
     let started = Instant::now();
     let waiter = k.run(&["wait", "--for=delete", "widget/fin", "--timeout=10s"]);
     let release = async {
         tokio::time::sleep(Duration::from_millis(500)).await;
-        k.run(&["patch", "widget", "fin", "--type=merge", "-p", r#"{"metadata":{"finalizers":null}}"#]).await
+        k.run(&[
+            "patch",
+            "widget",
+            "fin",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ])
+        .await
     };
     let (waited, released) = tokio::join!(waiter, release);
     released.ok();
-    waited.ok().stdout_has("widget.example.com/fin condition met");
-    assert!(started.elapsed() >= Duration::from_millis(500), "wait returned while the finalizer was still there");
-    assert!(sim.get("example.com/v1", "Widget", "default", "fin").is_none());
+    waited
+        .ok()
+        .stdout_has("widget.example.com/fin condition met");
+    assert!(
+        started.elapsed() >= Duration::from_millis(500),
+        "wait returned while the finalizer was still there"
+    );
+    assert!(
+        sim.get("example.com/v1", "Widget", "default", "fin")
+            .is_none()
+    );
 }
 
 /// `kubectl delete namespace` waits until the namespace is gone, and its content goes with it.
@@ -711,14 +1104,27 @@ async fn deleting_a_namespace_removes_its_content() {
         configmap("cfg", "{k: v}").replace("  name: cfg\n", "  name: cfg\n  namespace: team\n"),
         widget("w1", "{size: 1}").replace("  name: w1\n", "  name: w1\n  namespace: team\n"),
     );
-    k.stdin(&["apply", "-f", "-"], &yaml).await.ok().stdout_has("namespace/team created").stdout_has("configmap/cfg created");
+    k.stdin(&["apply", "-f", "-"], &yaml)
+        .await
+        .ok()
+        .stdout_has("namespace/team created")
+        .stdout_has("configmap/cfg created");
     assert!(sim.get("example.com/v1", "Widget", "team", "w1").is_some());
 
-    k.run(&["delete", "namespace", "team", "--timeout=20s"]).await.ok().stdout_has(r#"namespace "team" deleted"#);
-    assert!(sim.get("v1", "Namespace", "", "team").is_none(), "kubectl delete waits until the namespace is gone");
+    k.run(&["delete", "namespace", "team", "--timeout=20s"])
+        .await
+        .ok()
+        .stdout_has(r#"namespace "team" deleted"#);
+    assert!(
+        sim.get("v1", "Namespace", "", "team").is_none(),
+        "kubectl delete waits until the namespace is gone"
+    );
     assert!(sim.get("v1", "ConfigMap", "team", "cfg").is_none());
     assert!(sim.get("example.com/v1", "Widget", "team", "w1").is_none());
-    k.run(&["get", "configmaps", "-n", "team"]).await.ok().stderr_has("No resources found in team namespace.");
+    k.run(&["get", "configmaps", "-n", "team"])
+        .await
+        .ok()
+        .stderr_has("No resources found in team namespace.");
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -728,7 +1134,10 @@ async fn deleting_a_namespace_removes_its_content() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auth_can_i_answers_from_role_bindings_with_real_exit_codes() {
     let (sim, admin) = start().await;
-    admin.stdin(&["apply", "-f", "-"], CM_READER_FOR_ALICE).await.ok();
+    admin
+        .stdin(&["apply", "-f", "-"], CM_READER_FOR_ALICE)
+        .await
+        .ok();
     let alice = sim.add_token_user("alice", &["dev"]);
     let k = Kubectl::new(&sim, &alice);
 
@@ -746,7 +1155,9 @@ async fn auth_can_i_answers_from_role_bindings_with_real_exit_codes() {
         assert_eq!(out.code_is(1).stdout.trim(), "no", "{}", out.describe());
     }
     // The admin (system:masters) may do anything.
-    let out = admin.run(&["auth", "can-i", "delete", "secrets", "-n", "kube-system"]).await;
+    let out = admin
+        .run(&["auth", "can-i", "delete", "secrets", "-n", "kube-system"])
+        .await;
     assert_eq!(out.code_is(0).stdout.trim(), "yes", "{}", out.describe());
 }
 
@@ -755,12 +1166,27 @@ async fn auth_can_i_answers_from_role_bindings_with_real_exit_codes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auth_can_i_list_shows_the_rules_of_the_namespace() {
     let (sim, admin) = start().await;
-    admin.stdin(&["apply", "-f", "-"], CM_READER_FOR_ALICE).await.ok();
+    admin
+        .stdin(&["apply", "-f", "-"], CM_READER_FOR_ALICE)
+        .await
+        .ok();
     let k = Kubectl::new(&sim, &sim.add_token_user("alice", &["dev"]));
 
     let out = k.run(&["auth", "can-i", "--list"]).await;
     out.ok();
-    assert_eq!(out.header(), ["Resources", "Non-Resource", "URLs", "Resource", "Names", "Verbs"], "{}", out.describe());
+    assert_eq!(
+        out.header(),
+        [
+            "Resources",
+            "Non-Resource",
+            "URLs",
+            "Resource",
+            "Names",
+            "Verbs"
+        ],
+        "{}",
+        out.describe()
+    );
     let row = |resource: &str| -> Vec<String> {
         out.lines()
             .iter()
@@ -768,20 +1194,45 @@ async fn auth_can_i_list_shows_the_rules_of_the_namespace() {
             .map(|l| l.split_whitespace().map(String::from).collect())
             .unwrap_or_else(|| panic!("no row for {resource}:\n{}", out.describe()))
     };
-    assert_eq!(row("configmaps"), ["configmaps", "[]", "[]", "[get", "list", "watch]"]);
-    assert_eq!(row("selfsubjectaccessreviews.authorization.k8s.io"), ["selfsubjectaccessreviews.authorization.k8s.io", "[]", "[]", "[create]"]);
+    assert_eq!(
+        row("configmaps"),
+        ["configmaps", "[]", "[]", "[get", "list", "watch]"]
+    );
+    assert_eq!(
+        row("selfsubjectaccessreviews.authorization.k8s.io"),
+        [
+            "selfsubjectaccessreviews.authorization.k8s.io",
+            "[]",
+            "[]",
+            "[create]"
+        ]
+    );
     out.stdout_lacks("secrets");
     // system:discovery and system:public-info-viewer (bound to system:authenticated) add the non-resource URLs.
-    let non_resource: Vec<String> = out.lines().into_iter().filter(|l| l.trim_start().starts_with("[/")).collect();
-    for url in ["[/api/*]", "[/apis]", "[/healthz]", "[/openapi/*]", "[/version]"] {
+    let non_resource: Vec<String> = out
+        .lines()
+        .into_iter()
+        .filter(|l| l.trim_start().starts_with("[/"))
+        .collect();
+    for url in [
+        "[/api/*]",
+        "[/apis]",
+        "[/healthz]",
+        "[/openapi/*]",
+        "[/version]",
+    ] {
         assert!(
-            non_resource.iter().any(|l| l.split_whitespace().collect::<Vec<_>>() == [url, "[]", "[get]"]),
+            non_resource
+                .iter()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>() == [url, "[]", "[get]"]),
             "no {url} row:\n{}",
             out.describe()
         );
     }
 
-    let other = k.run(&["auth", "can-i", "--list", "-n", "kube-system"]).await;
+    let other = k
+        .run(&["auth", "can-i", "--list", "-n", "kube-system"])
+        .await;
     other.ok().stdout_lacks("configmaps");
 }
 
@@ -790,15 +1241,24 @@ async fn auth_can_i_list_shows_the_rules_of_the_namespace() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auth_whoami_shows_a_client_certificate_users_groups() {
     let (sim, _admin) = start().await;
-    let bob = sim.add_cert_user("bob", &["ops"]).expect("issuing bob's certificate");
-    assert!(matches!(bob.credential, Credential::ClientCertificate { .. }));
+    let bob = sim
+        .add_cert_user("bob", &["ops"])
+        .expect("issuing bob's certificate");
+    assert!(matches!(
+        bob.credential,
+        Credential::ClientCertificate { .. }
+    ));
     let k = Kubectl::new(&sim, &bob);
 
     let out = k.run(&["auth", "whoami"]).await;
     out.ok();
     assert_eq!(
         out.lines(),
-        ["ATTRIBUTE   VALUE", "Username    bob", "Groups      [ops system:authenticated]"],
+        [
+            "ATTRIBUTE   VALUE",
+            "Username    bob",
+            "Groups      [ops system:authenticated]"
+        ],
         "{}",
         out.describe()
     );
@@ -817,7 +1277,18 @@ async fn auth_can_i_and_whoami_work_without_any_binding_thanks_to_bootstrap_rbac
     let out = k.run(&["auth", "can-i", "list", "pods"]).await;
     assert_eq!(out.code_is(1).stdout.trim(), "no", "{}", out.describe());
     k.run(&["auth", "whoami"]).await.ok().stdout_has("carol");
-    admin.run(&["get", "clusterrole", "view", "edit", "admin", "cluster-admin", "system:basic-user"]).await.ok();
+    admin
+        .run(&[
+            "get",
+            "clusterrole",
+            "view",
+            "edit",
+            "admin",
+            "cluster-admin",
+            "system:basic-user",
+        ])
+        .await
+        .ok();
 }
 
 /// `kubectl --as` sends Impersonate-User; a system:masters user may impersonate, and the request is then
@@ -825,12 +1296,23 @@ async fn auth_can_i_and_whoami_work_without_any_binding_thanks_to_bootstrap_rbac
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn impersonation_with_as_is_honoured() {
     let (_sim, admin) = start().await;
-    admin.stdin(&["apply", "-f", "-"], CM_READER_FOR_ALICE).await.ok();
-    let who = admin.run(&["auth", "whoami", "--as=alice", "--as-group=dev"]).await;
-    who.ok().stdout_has("Username    alice").stdout_lacks("kube-sim-admin");
-    let yes = admin.run(&["auth", "can-i", "list", "configmaps", "--as=alice"]).await;
+    admin
+        .stdin(&["apply", "-f", "-"], CM_READER_FOR_ALICE)
+        .await
+        .ok();
+    let who = admin
+        .run(&["auth", "whoami", "--as=alice", "--as-group=dev"])
+        .await;
+    who.ok()
+        .stdout_has("Username    alice")
+        .stdout_lacks("kube-sim-admin");
+    let yes = admin
+        .run(&["auth", "can-i", "list", "configmaps", "--as=alice"])
+        .await;
     assert_eq!(yes.code_is(0).stdout.trim(), "yes", "{}", yes.describe());
-    let no = admin.run(&["auth", "can-i", "delete", "configmaps", "--as=alice"]).await;
+    let no = admin
+        .run(&["auth", "can-i", "delete", "configmaps", "--as=alice"])
+        .await;
     assert_eq!(no.code_is(1).stdout.trim(), "no", "{}", no.describe());
 }
 
@@ -838,13 +1320,18 @@ async fn impersonation_with_as_is_honoured() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forbidden_list_prints_the_real_rbac_message() {
     let (sim, admin) = start().await;
-    admin.stdin(&["apply", "-f", "-"], &configmap("secret-plans", "{k: v}")).await.ok();
+    admin
+        .stdin(&["apply", "-f", "-"], &configmap("secret-plans", "{k: v}"))
+        .await
+        .ok();
     let k = Kubectl::new(&sim, &sim.add_token_user("alice", &["dev"]));
     let out = k.run(&["get", "configmaps"]).await;
     out.code_is(1).stderr_has(
         r#"Error from server (Forbidden): configmaps is forbidden: User "alice" cannot list resource "configmaps" in API group "" in the namespace "default""#,
     );
-    let one = k.run(&["get", "configmap", "secret-plans", "-n", "default"]).await;
+    let one = k
+        .run(&["get", "configmap", "secret-plans", "-n", "default"])
+        .await;
     one.code_is(1).stderr_has(
         r#"Error from server (Forbidden): configmaps "secret-plans" is forbidden: User "alice" cannot get resource "configmaps" in API group "" in the namespace "default""#,
     );
@@ -860,25 +1347,53 @@ async fn forbidden_list_prints_the_real_rbac_message() {
 /// In plain-HTTP mode kubectl needs no credentials: requests are anonymous and act as the administrator.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_http_mode_serves_kubectl_without_credentials() {
-    let sim = KubeSim::builder().insecure_http(true).start().await.expect("starting kube-sim over http");
+    let sim = KubeSim::builder()
+        .insecure_http(true)
+        .start()
+        .await
+        .expect("starting kube-sim over http");
     assert!(sim.url().starts_with("http://"), "{}", sim.url());
-    let nobody = User { name: "nobody".into(), groups: Vec::new(), credential: Credential::None };
+    let nobody = User {
+        name: "nobody".into(),
+        groups: Vec::new(),
+        credential: Credential::None,
+    };
     let k = Kubectl::new(&sim, &nobody);
     let kubeconfig = std::fs::read_to_string(k.kubeconfig()).expect("kubeconfig");
-    assert!(!kubeconfig.contains("token") && !kubeconfig.contains("client-certificate"), "{kubeconfig}");
+    assert!(
+        !kubeconfig.contains("token") && !kubeconfig.contains("client-certificate"),
+        "{kubeconfig}"
+    );
 
     let ns = k.run(&["get", "namespaces", "-o", "name"]).await;
     assert_eq!(
         ns.ok().sorted_lines(),
-        ["namespace/default", "namespace/kube-node-lease", "namespace/kube-public", "namespace/kube-system"],
+        [
+            "namespace/default",
+            "namespace/kube-node-lease",
+            "namespace/kube-public",
+            "namespace/kube-system"
+        ],
         "{}",
         ns.describe()
     );
-    k.stdin(&["apply", "-f", "-"], &configmap("open", "{k: v}")).await.ok().stdout_has("configmap/open created");
-    assert_eq!(get(&sim, "v1", "ConfigMap", "default", "open")["data"]["k"], "v");
-    k.run(&["delete", "configmap", "open"]).await.ok().stdout_has(r#"configmap "open" deleted"#);
+    k.stdin(&["apply", "-f", "-"], &configmap("open", "{k: v}"))
+        .await
+        .ok()
+        .stdout_has("configmap/open created");
+    assert_eq!(
+        get(&sim, "v1", "ConfigMap", "default", "open")["data"]["k"],
+        "v"
+    );
+    k.run(&["delete", "configmap", "open"])
+        .await
+        .ok()
+        .stdout_has(r#"configmap "open" deleted"#);
     assert!(sim.get("v1", "ConfigMap", "default", "open").is_none());
-    k.run(&["auth", "whoami"]).await.ok().stdout_has("kube-sim-admin");
+    k.run(&["auth", "whoami"])
+        .await
+        .ok()
+        .stdout_has("kube-sim-admin");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -887,7 +1402,13 @@ async fn get_raw_serves_version_healthz_and_openapi_v3() {
     let version = k.run(&["get", "--raw", "/version"]).await.ok().json();
     assert_eq!(version["major"], "1");
     assert_eq!(version["minor"], "32");
-    assert!(version["gitVersion"].as_str().unwrap_or_default().starts_with("v1.32."), "{version}");
+    assert!(
+        version["gitVersion"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("v1.32."),
+        "{version}"
+    );
     let v = k.run(&["version", "-o", "json"]).await.ok().json();
     assert_eq!(v["serverVersion"]["gitVersion"], version["gitVersion"]);
 
@@ -898,17 +1419,30 @@ async fn get_raw_serves_version_healthz_and_openapi_v3() {
 
     let index = k.run(&["get", "--raw", "/openapi/v3"]).await.ok().json();
     for gv in ["api/v1", "apis/apps/v1", "apis/example.com/v1"] {
-        let url = index["paths"][gv]["serverRelativeURL"].as_str().unwrap_or_else(|| panic!("no {gv} in {index}"));
+        let url = index["paths"][gv]["serverRelativeURL"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no {gv} in {index}"));
         assert!(url.starts_with(&format!("/openapi/v3/{gv}?hash=")), "{url}");
     }
-    let widgets_url = index["paths"]["apis/example.com/v1"]["serverRelativeURL"].as_str().unwrap_or_default().to_string();
+    let widgets_url = index["paths"]["apis/example.com/v1"]["serverRelativeURL"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let doc = k.run(&["get", "--raw", &widgets_url]).await.ok().json();
     let schema = &doc["components"]["schemas"]["com.example.v1.Widget"];
-    assert_eq!(schema["x-kubernetes-group-version-kind"], json!([{"group": "example.com", "version": "v1", "kind": "Widget"}]));
-    assert_eq!(schema["properties"]["spec"]["properties"]["size"]["type"], "integer");
+    assert_eq!(
+        schema["x-kubernetes-group-version-kind"],
+        json!([{"group": "example.com", "version": "v1", "kind": "Widget"}])
+    );
+    assert_eq!(
+        schema["properties"]["spec"]["properties"]["size"]["type"],
+        "integer"
+    );
 
     let missing = k.run(&["get", "--raw", "/no/such/path"]).await;
-    missing.code_is(1).stderr_has("Error from server (NotFound): the server could not find the requested resource");
+    missing.code_is(1).stderr_has(
+        "Error from server (NotFound): the server could not find the requested resource",
+    );
 }
 
 /// kube-apiserver writes /version with `responsewriters.WriteRawJSON`, i.e. `json.MarshalIndent(v, "", "  ")`,
@@ -917,7 +1451,11 @@ async fn get_raw_serves_version_healthz_and_openapi_v3() {
 async fn get_raw_version_is_indented_like_kube_apiserver() {
     let (_sim, k) = start().await;
     let out = k.run(&["get", "--raw", "/version"]).await;
-    assert!(out.ok().stdout.starts_with("{\n  \"major\": \"1\",\n"), "{}", out.describe());
+    assert!(
+        out.ok().stdout.starts_with("{\n  \"major\": \"1\",\n"),
+        "{}",
+        out.describe()
+    );
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -929,11 +1467,29 @@ async fn get_raw_version_is_indented_like_kube_apiserver() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_create_sends_protobuf_and_the_object_is_created() {
     let (sim, k) = start().await;
-    k.run(&["create", "configmap", "made", "--from-literal=k=v"]).await.ok().stdout_has("configmap/made created");
-    assert_eq!(get(&sim, "v1", "ConfigMap", "default", "made")["data"], json!({"k": "v"}));
-    k.run(&["create", "secret", "generic", "s", "--from-literal=a=b"]).await.ok().stdout_has("secret/s created");
-    assert_eq!(get(&sim, "v1", "Secret", "default", "s")["data"], json!({"a": "Yg=="}));
-    k.run(&["create", "namespace", "team"]).await.ok().stdout_has("namespace/team created");
-    k.run(&["create", "serviceaccount", "robot", "-n", "team"]).await.ok().stdout_has("serviceaccount/robot created");
+    k.run(&["create", "configmap", "made", "--from-literal=k=v"])
+        .await
+        .ok()
+        .stdout_has("configmap/made created");
+    assert_eq!(
+        get(&sim, "v1", "ConfigMap", "default", "made")["data"],
+        json!({"k": "v"})
+    );
+    k.run(&["create", "secret", "generic", "s", "--from-literal=a=b"])
+        .await
+        .ok()
+        .stdout_has("secret/s created");
+    assert_eq!(
+        get(&sim, "v1", "Secret", "default", "s")["data"],
+        json!({"a": "Yg=="})
+    );
+    k.run(&["create", "namespace", "team"])
+        .await
+        .ok()
+        .stdout_has("namespace/team created");
+    k.run(&["create", "serviceaccount", "robot", "-n", "team"])
+        .await
+        .ok()
+        .stdout_has("serviceaccount/robot created");
     assert!(sim.get("v1", "ServiceAccount", "team", "robot").is_some());
 }

@@ -30,7 +30,11 @@ impl SimClock {
     /// The current simulated time.
     pub fn now(&self) -> SystemTime {
         let n = nanos(SystemTime::now()) + self.offset();
-        if n >= 0 { UNIX_EPOCH + Duration::from_nanos(n as u64) } else { UNIX_EPOCH - Duration::from_nanos((-n) as u64) }
+        if n >= 0 {
+            UNIX_EPOCH + Duration::from_nanos(n as u64)
+        } else {
+            UNIX_EPOCH - Duration::from_nanos((-n) as u64)
+        }
     }
 
     /// Unix seconds of [`SimClock::now`].
@@ -40,7 +44,8 @@ impl SimClock {
 
     /// Makes "now" equal `t`; time keeps flowing from there.
     pub fn set(&self, t: SystemTime) {
-        *self.offset_nanos.lock().unwrap_or_else(|p| p.into_inner()) = nanos(t) - nanos(SystemTime::now());
+        *self.offset_nanos.lock().unwrap_or_else(|p| p.into_inner()) =
+            nanos(t) - nanos(SystemTime::now());
     }
 
     /// Moves the clock forward.
@@ -60,7 +65,10 @@ impl SimClock {
 
     pub(crate) fn timestamp(&self) -> prost_types::Timestamp {
         let n = nanos(self.now());
-        prost_types::Timestamp { seconds: n.div_euclid(1_000_000_000) as i64, nanos: n.rem_euclid(1_000_000_000) as i32 }
+        prost_types::Timestamp {
+            seconds: n.div_euclid(1_000_000_000) as i64,
+            nanos: n.rem_euclid(1_000_000_000) as i32,
+        }
     }
 }
 

@@ -32,7 +32,10 @@ const CLUSTER_MACHINE_STATUS_OWNER: &str = "ClusterMachineStatusController";
 pub(crate) async fn run(shared: Arc<Shared>) {
     let mut changes = shared.store.changes();
     let mut shutdown = shared.shutdown.clone();
-    let mut ctl = Controllers { ready_at: HashMap::new(), seen: None };
+    let mut ctl = Controllers {
+        ready_at: HashMap::new(),
+        seen: None,
+    };
     loop {
         let next = ctl.reconcile(&shared);
         let sleep = async {
@@ -58,7 +61,13 @@ struct Controllers {
 }
 
 fn spec_of<M: prost::Message + Default>(r: &Resource) -> M {
-    M::decode(r.spec.as_ref().map(|s| s.proto_spec.as_slice()).unwrap_or(&[])).unwrap_or_default()
+    M::decode(
+        r.spec
+            .as_ref()
+            .map(|s| s.proto_spec.as_slice())
+            .unwrap_or(&[]),
+    )
+    .unwrap_or_default()
 }
 
 fn label<'a>(r: &'a Resource, k: &str) -> Option<&'a str> {
@@ -71,7 +80,10 @@ fn tearing_down(r: &Resource) -> bool {
 
 /// Creates or updates a controller-owned resource when its labels or spec differ.
 fn ensure(store: &Store, ty: &str, id: &str, owner: &str, labels: &[(&str, &str)], spec: Vec<u8>) {
-    let labels: HashMap<String, String> = labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let labels: HashMap<String, String> = labels
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     match store.get(NS, ty, id) {
         None => {
             let mut r = new_resource(NS, ty, id, spec);
@@ -87,7 +99,8 @@ fn ensure(store: &Store, ty: &str, id: &str, owner: &str, labels: &[(&str, &str)
             if md(&cur).owner != owner {
                 return;
             }
-            let same_spec = cur.spec.as_ref().map(|s| s.proto_spec.as_slice()) == Some(spec.as_slice());
+            let same_spec =
+                cur.spec.as_ref().map(|s| s.proto_spec.as_slice()) == Some(spec.as_slice());
             if same_spec && md(&cur).labels == labels {
                 return;
             }
@@ -149,9 +162,13 @@ impl Dirty {
 
     /// Everything in the store (the first pass, a poke, or a history that no longer reaches back).
     fn everything(store: &Store) -> Dirty {
-        let mut d = Dirty { links: store.ids(NS, LINKS).into_iter().collect(), ..Dirty::default() };
+        let mut d = Dirty {
+            links: store.ids(NS, LINKS).into_iter().collect(),
+            ..Dirty::default()
+        };
         for ty in USER_MANAGED {
-            d.destroy.extend(store.ids(NS, ty).into_iter().map(|id| (ty, id)));
+            d.destroy
+                .extend(store.ids(NS, ty).into_iter().map(|id| (ty, id)));
         }
         for ty in [CLUSTERS, MACHINE_SETS, MACHINE_SET_NODES] {
             for id in store.ids(NS, ty) {
@@ -231,7 +248,14 @@ impl Controllers {
             }
             if *at <= now {
                 *fired = true;
-                dirty.parent(if ty == CLUSTER_STATUSES { CLUSTERS } else { MACHINE_SETS }, id);
+                dirty.parent(
+                    if ty == CLUSTER_STATUSES {
+                        CLUSTERS
+                    } else {
+                        MACHINE_SETS
+                    },
+                    id,
+                );
             } else {
                 next = Some(next.map_or(*at, |n: Instant| n.min(*at)));
             }
@@ -241,8 +265,19 @@ impl Controllers {
     }
 
     /// When a status created now may turn ready, and whether it is ready at `now`.
-    fn ready(&mut self, ty: &str, id: &str, healthy: bool, delay: Duration, now: Instant, wake: &mut impl FnMut(Instant)) -> bool {
-        let (at, fired) = self.ready_at.entry((ty.to_string(), id.to_string())).or_insert((now + delay, false));
+    fn ready(
+        &mut self,
+        ty: &str,
+        id: &str,
+        healthy: bool,
+        delay: Duration,
+        now: Instant,
+        wake: &mut impl FnMut(Instant),
+    ) -> bool {
+        let (at, fired) = self
+            .ready_at
+            .entry((ty.to_string(), id.to_string()))
+            .or_insert((now + delay, false));
         if now >= *at {
             *fired = true;
         } else {
@@ -261,7 +296,10 @@ impl Controllers {
         // Links: tearing one down removes the machine (§4.6); before the destroy
         // controller below removes the Link itself.
         for id in &dirty.links {
-            if store.get(NS, LINKS, id).is_some_and(|link| tearing_down(&link)) {
+            if store
+                .get(NS, LINKS, id)
+                .is_some_and(|link| tearing_down(&link))
+            {
                 store.force_destroy(NS, MACHINE_STATUSES, id);
             }
         }
@@ -292,13 +330,21 @@ impl Controllers {
                     let mut s: specs::MachineSetStatusSpec = spec_of(&st);
                     s.phase = specs::MachineSetPhase::Destroying as i32;
                     s.ready = false;
-                    ensure(store, MACHINE_SET_STATUSES, &m.id, MACHINE_SET_STATUS_OWNER, &labels_of(&st), s.encode_to_vec());
+                    ensure(
+                        store,
+                        MACHINE_SET_STATUSES,
+                        &m.id,
+                        MACHINE_SET_STATUS_OWNER,
+                        &labels_of(&st),
+                        s.encode_to_vec(),
+                    );
                 }
                 if nodes_gone && patches_gone {
                     store.force_destroy(NS, MACHINE_SET_STATUSES, &m.id);
                     store.force_destroy(NS, CONTROL_PLANE_STATUSES, &m.id);
                     store.remove_finalizer(NS, MACHINE_SETS, &m.id, MACHINE_SET_CONTROLLER);
-                    self.ready_at.remove(&(MACHINE_SET_STATUSES.to_string(), m.id.clone()));
+                    self.ready_at
+                        .remove(&(MACHINE_SET_STATUSES.to_string(), m.id.clone()));
                 }
                 continue;
             }
@@ -307,17 +353,44 @@ impl Controllers {
             let spec: specs::MachineSetSpec = spec_of(&ms);
             let n = nodes.len() as u32;
             let status = specs::MachineSetStatusSpec {
-                phase: if ready { specs::MachineSetPhase::Running } else { specs::MachineSetPhase::ScalingUp } as i32,
+                phase: if ready {
+                    specs::MachineSetPhase::Running
+                } else {
+                    specs::MachineSetPhase::ScalingUp
+                } as i32,
                 ready,
-                machines: Some(specs::Machines { total: n, healthy: if ready { n } else { 0 }, connected: n, requested: n }),
+                machines: Some(specs::Machines {
+                    total: n,
+                    healthy: if ready { n } else { 0 },
+                    connected: n,
+                    requested: n,
+                }),
                 machine_allocation: spec.machine_allocation.clone(),
                 ..Default::default()
             };
-            let labels: Vec<(&str, &str)> = m.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            ensure(store, MACHINE_SET_STATUSES, &m.id, MACHINE_SET_STATUS_OWNER, &labels, status.encode_to_vec());
+            let labels: Vec<(&str, &str)> = m
+                .labels
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            ensure(
+                store,
+                MACHINE_SET_STATUSES,
+                &m.id,
+                MACHINE_SET_STATUS_OWNER,
+                &labels,
+                status.encode_to_vec(),
+            );
             if m.labels.contains_key(LABEL_ROLE_CONTROLPLANE) {
                 let cluster = label(&ms, LABEL_CLUSTER).unwrap_or("");
-                ensure(store, CONTROL_PLANE_STATUSES, &m.id, CONTROL_PLANE_STATUS_OWNER, &[(LABEL_CLUSTER, cluster), (LABEL_MACHINE_SET, &m.id)], Vec::new());
+                ensure(
+                    store,
+                    CONTROL_PLANE_STATUSES,
+                    &m.id,
+                    CONTROL_PLANE_STATUS_OWNER,
+                    &[(LABEL_CLUSTER, cluster), (LABEL_MACHINE_SET, &m.id)],
+                    Vec::new(),
+                );
             }
         }
 
@@ -328,12 +401,24 @@ impl Controllers {
                 continue;
             };
             let mut labels: Vec<(&str, &str)> = vec![];
-            for k in [LABEL_CLUSTER, LABEL_MACHINE_SET, LABEL_ROLE_CONTROLPLANE, LABEL_ROLE_WORKER] {
+            for k in [
+                LABEL_CLUSTER,
+                LABEL_MACHINE_SET,
+                LABEL_ROLE_CONTROLPLANE,
+                LABEL_ROLE_WORKER,
+            ] {
                 if let Some(v) = label(&node, k) {
                     labels.push((k, v));
                 }
             }
-            ensure(store, CLUSTER_MACHINE_STATUSES, id, CLUSTER_MACHINE_STATUS_OWNER, &labels, specs::ClusterMachineStatusSpec { ready: true }.encode_to_vec());
+            ensure(
+                store,
+                CLUSTER_MACHINE_STATUSES,
+                id,
+                CLUSTER_MACHINE_STATUS_OWNER,
+                &labels,
+                specs::ClusterMachineStatusSpec { ready: true }.encode_to_vec(),
+            );
         }
 
         // Clusters.
@@ -350,38 +435,89 @@ impl Controllers {
             store.add_finalizer(NS, CLUSTERS, id, CLUSTER_CONTROLLER);
             if store.get(NS, CLUSTER_UUIDS, id).is_none() {
                 let uuid = uuid::Uuid::new_v4().to_string();
-                ensure(store, CLUSTER_UUIDS, id, CLUSTER_UUID_OWNER, &[(LABEL_CLUSTER_UUID, &uuid)], specs::ClusterUuid { uuid: uuid.clone() }.encode_to_vec());
+                ensure(
+                    store,
+                    CLUSTER_UUIDS,
+                    id,
+                    CLUSTER_UUID_OWNER,
+                    &[(LABEL_CLUSTER_UUID, &uuid)],
+                    specs::ClusterUuid { uuid: uuid.clone() }.encode_to_vec(),
+                );
             }
             let ready = self.ready(CLUSTER_STATUSES, id, healthy, delay, now, &mut wake);
             let nodes = store.list_labeled(NS, MACHINE_SET_NODES, LABEL_CLUSTER, id);
             let n = nodes.len() as u32;
             let status = specs::ClusterStatusSpec {
                 available: true,
-                machines: Some(specs::Machines { total: n, healthy: if ready { n } else { 0 }, connected: n, requested: n }),
-                phase: if ready { specs::cluster_status_spec::Phase::Running } else { specs::cluster_status_spec::Phase::ScalingUp } as i32,
+                machines: Some(specs::Machines {
+                    total: n,
+                    healthy: if ready { n } else { 0 },
+                    connected: n,
+                    requested: n,
+                }),
+                phase: if ready {
+                    specs::cluster_status_spec::Phase::Running
+                } else {
+                    specs::cluster_status_spec::Phase::ScalingUp
+                } as i32,
                 ready,
                 kubernetes_api_ready: ready,
                 controlplane_ready: ready,
                 has_connected_control_planes: ready,
-                use_embedded_discovery_service: spec.features.as_ref().is_some_and(|f| f.use_embedded_discovery_service),
+                use_embedded_discovery_service: spec
+                    .features
+                    .as_ref()
+                    .is_some_and(|f| f.use_embedded_discovery_service),
                 talos_version: spec.talos_version.clone(),
                 kubernetes_version: spec.kubernetes_version.clone(),
             };
-            ensure(store, CLUSTER_STATUSES, id, CLUSTER_STATUS_OWNER, &[], status.encode_to_vec());
+            ensure(
+                store,
+                CLUSTER_STATUSES,
+                id,
+                CLUSTER_STATUS_OWNER,
+                &[],
+                status.encode_to_vec(),
+            );
             let k8s = specs::KubernetesUpgradeStatusSpec {
                 phase: specs::kubernetes_upgrade_status_spec::Phase::Done as i32,
                 last_upgrade_version: spec.kubernetes_version.clone(),
                 ..Default::default()
             };
-            ensure(store, KUBERNETES_UPGRADE_STATUSES, id, KUBERNETES_UPGRADE_OWNER, &[(LABEL_CLUSTER, id)], k8s.encode_to_vec());
+            ensure(
+                store,
+                KUBERNETES_UPGRADE_STATUSES,
+                id,
+                KUBERNETES_UPGRADE_OWNER,
+                &[(LABEL_CLUSTER, id)],
+                k8s.encode_to_vec(),
+            );
             let talos = specs::TalosUpgradeStatusSpec {
                 phase: specs::talos_upgrade_status_spec::Phase::Done as i32,
                 last_upgrade_version: spec.talos_version.clone(),
                 ..Default::default()
             };
             // No cluster label: Omni v1.9.3's TalosUpgradeStatus controller sets none (§4.5).
-            ensure(store, TALOS_UPGRADE_STATUSES, id, TALOS_UPGRADE_OWNER, &[], talos.encode_to_vec());
-            ensure(store, LOAD_BALANCER_STATUSES, id, LOAD_BALANCER_OWNER, &[(LABEL_CLUSTER, id)], specs::LoadBalancerStatusSpec { healthy: true, stopped: false }.encode_to_vec());
+            ensure(
+                store,
+                TALOS_UPGRADE_STATUSES,
+                id,
+                TALOS_UPGRADE_OWNER,
+                &[],
+                talos.encode_to_vec(),
+            );
+            ensure(
+                store,
+                LOAD_BALANCER_STATUSES,
+                id,
+                LOAD_BALANCER_OWNER,
+                &[(LABEL_CLUSTER, id)],
+                specs::LoadBalancerStatusSpec {
+                    healthy: true,
+                    stopped: false,
+                }
+                .encode_to_vec(),
+            );
         }
         next
     }
@@ -389,7 +525,10 @@ impl Controllers {
     /// The controller-owned statuses of a parent that is gone go with it.
     fn orphaned(&mut self, store: &Store, parent: &str, id: &str) {
         for (ty, _) in STATUS_PARENTS.iter().filter(|(_, p)| *p == parent) {
-            if store.get(NS, ty, id).is_some_and(|r| !md(&r).owner.is_empty()) {
+            if store
+                .get(NS, ty, id)
+                .is_some_and(|r| !md(&r).owner.is_empty())
+            {
                 store.force_destroy(NS, ty, id);
             }
             self.ready_at.remove(&(ty.to_string(), id.to_string()));
@@ -404,10 +543,19 @@ impl Controllers {
             let mut s: specs::ClusterStatusSpec = spec_of(&st);
             s.phase = specs::cluster_status_spec::Phase::Destroying as i32;
             s.ready = false;
-            ensure(store, CLUSTER_STATUSES, &id, CLUSTER_STATUS_OWNER, &[], s.encode_to_vec());
+            ensure(
+                store,
+                CLUSTER_STATUSES,
+                &id,
+                CLUSTER_STATUS_OWNER,
+                &[],
+                s.encode_to_vec(),
+            );
         }
         let sets = store.list_labeled(NS, MACHINE_SETS, LABEL_CLUSTER, &id);
-        let (cps, workers): (Vec<_>, Vec<_>) = sets.into_iter().partition(|s| md(s).labels.contains_key(LABEL_ROLE_CONTROLPLANE));
+        let (cps, workers): (Vec<_>, Vec<_>) = sets
+            .into_iter()
+            .partition(|s| md(s).labels.contains_key(LABEL_ROLE_CONTROLPLANE));
         if !tear_down_all(store, &workers) {
             return;
         }
@@ -415,20 +563,41 @@ impl Controllers {
             return;
         }
         let mut rest = Vec::new();
-        for ty in [CONFIG_PATCHES, KUBERNETES_MANIFEST_GROUPS, EXTENSIONS_CONFIGURATIONS, KUBERNETES_HEALTH_CHECKS] {
-            rest.extend(store.list_labeled(NS, ty, LABEL_CLUSTER, &id).into_iter().filter(|r| md(r).owner.is_empty()));
+        for ty in [
+            CONFIG_PATCHES,
+            KUBERNETES_MANIFEST_GROUPS,
+            EXTENSIONS_CONFIGURATIONS,
+            KUBERNETES_HEALTH_CHECKS,
+        ] {
+            rest.extend(
+                store
+                    .list_labeled(NS, ty, LABEL_CLUSTER, &id)
+                    .into_iter()
+                    .filter(|r| md(r).owner.is_empty()),
+            );
         }
         if !tear_down_all(store, &rest) {
             return;
         }
-        for ty in [CLUSTER_STATUSES, KUBERNETES_UPGRADE_STATUSES, TALOS_UPGRADE_STATUSES, LOAD_BALANCER_STATUSES, CLUSTER_UUIDS] {
+        for ty in [
+            CLUSTER_STATUSES,
+            KUBERNETES_UPGRADE_STATUSES,
+            TALOS_UPGRADE_STATUSES,
+            LOAD_BALANCER_STATUSES,
+            CLUSTER_UUIDS,
+        ] {
             store.force_destroy(NS, ty, &id);
         }
-        self.ready_at.remove(&(CLUSTER_STATUSES.to_string(), id.clone()));
+        self.ready_at
+            .remove(&(CLUSTER_STATUSES.to_string(), id.clone()));
         store.remove_finalizer(NS, CLUSTERS, &id, CLUSTER_CONTROLLER);
     }
 }
 
 fn labels_of(r: &Resource) -> Vec<(&str, &str)> {
-    md(r).labels.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+    md(r)
+        .labels
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect()
 }

@@ -22,11 +22,17 @@ impl Matcher {
     }
 
     pub fn method(m: &str) -> Self {
-        Matcher { method: Some(m.to_string()), resource_type: None }
+        Matcher {
+            method: Some(m.to_string()),
+            resource_type: None,
+        }
     }
 
     pub fn method_type(m: &str, ty: &str) -> Self {
-        Matcher { method: Some(m.to_string()), resource_type: Some(ty.to_string()) }
+        Matcher {
+            method: Some(m.to_string()),
+            resource_type: Some(ty.to_string()),
+        }
     }
 
     pub fn with_type(mut self, ty: &str) -> Self {
@@ -94,28 +100,54 @@ impl Faults {
 
     /// Adds a fault for the next `times` matching calls (`None` = until cleared).
     pub fn inject(&self, matcher: Matcher, action: FaultAction, times: Option<u32>) {
-        self.lock().push(Rule { matcher, action, remaining: times });
+        self.lock().push(Rule {
+            matcher,
+            action,
+            remaining: times,
+        });
     }
 
     /// The next `n` calls of `method` fail with `code` and `message`.
     pub fn fail_next(&self, method: &str, n: u32, code: Code, message: &str) {
-        self.inject(Matcher::method(method), FaultAction::Error { code, message: message.into() }, Some(n));
+        self.inject(
+            Matcher::method(method),
+            FaultAction::Error {
+                code,
+                message: message.into(),
+            },
+            Some(n),
+        );
     }
 
     /// Every call of `method` fails until cleared.
     pub fn fail_always(&self, method: &str, code: Code, message: &str) {
-        self.inject(Matcher::method(method), FaultAction::Error { code, message: message.into() }, None);
+        self.inject(
+            Matcher::method(method),
+            FaultAction::Error {
+                code,
+                message: message.into(),
+            },
+            None,
+        );
     }
 
     /// Every call of `method` (or every call, for `"*"`) waits `delay` first.
     pub fn latency(&self, method: &str, delay: Duration) {
-        let m = if method == "*" { Matcher::any() } else { Matcher::method(method) };
+        let m = if method == "*" {
+            Matcher::any()
+        } else {
+            Matcher::method(method)
+        };
         self.inject(m, FaultAction::Latency(delay), None);
     }
 
     /// The next `n` calls of `method` drop their connection.
     pub fn close_connection_next(&self, method: &str, n: u32) {
-        self.inject(Matcher::method(method), FaultAction::CloseConnection, Some(n));
+        self.inject(
+            Matcher::method(method),
+            FaultAction::CloseConnection,
+            Some(n),
+        );
     }
 
     /// While on, every RPC answers `Unavailable "omni-sim: unavailable (fault injected)"`.
@@ -159,13 +191,24 @@ mod tests {
     fn counted_faults_run_out_and_match_by_method_and_type() {
         let f = Faults::default();
         f.fail_next("List", 2, Code::Unavailable, "x");
-        f.inject(Matcher::method_type("Get", "A"), FaultAction::CloseConnection, None);
+        f.inject(
+            Matcher::method_type("Get", "A"),
+            FaultAction::CloseConnection,
+            None,
+        );
         assert_eq!(f.take("/cosi.resource.State/List", None).len(), 1);
         assert_eq!(f.take("/cosi.resource.State/List", None).len(), 1);
         assert!(f.take("/cosi.resource.State/List", None).is_empty());
         assert!(f.take("/cosi.resource.State/Get", Some("B")).is_empty());
-        assert_eq!(f.take("/cosi.resource.State/Get", Some("A")), vec![FaultAction::CloseConnection]);
-        assert_eq!(f.take("/cosi.resource.State/Get", Some("A")).len(), 1, "persistent");
+        assert_eq!(
+            f.take("/cosi.resource.State/Get", Some("A")),
+            vec![FaultAction::CloseConnection]
+        );
+        assert_eq!(
+            f.take("/cosi.resource.State/Get", Some("A")).len(),
+            1,
+            "persistent"
+        );
         f.clear();
         assert!(f.take("/cosi.resource.State/Get", Some("A")).is_empty());
     }

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use base64::Engine as _;
+use omni_wire::ServiceAccountKey;
 use pgp::composed::{ArmorOptions, KeyType, SecretKeyParamsBuilder, SignedPublicKey};
 use pgp::packet::{PacketTrait as _, Subpacket, SubpacketData};
 use pgp::types::{Password, Timestamp};
-use omni_wire::ServiceAccountKey;
 
 /// Omni roles, in increasing order of rights.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -52,7 +52,14 @@ pub struct KeyOptions {
 
 impl KeyOptions {
     pub fn new(name: &str, role: Role) -> Self {
-        KeyOptions { name: name.to_string(), role, lifetime: Duration::from_secs(365 * 24 * 3600), registered: true, confirmed: true, expired: false }
+        KeyOptions {
+            name: name.to_string(),
+            role,
+            lifetime: Duration::from_secs(365 * 24 * 3600),
+            registered: true,
+            confirmed: true,
+            expired: false,
+        }
     }
     pub fn lifetime(mut self, d: Duration) -> Self {
         self.lifetime = d;
@@ -160,28 +167,60 @@ pub fn mint(name: &str, lifetime: Duration) -> Result<String> {
         .primary_user_id(uid)
         .build()
         .context("building the key parameters")?;
-    let mut key = params.generate(rand::thread_rng()).context("generating the Ed25519 key")?;
+    let mut key = params
+        .generate(rand::thread_rng())
+        .context("generating the Ed25519 key")?;
     // pgp's builder writes no key expiration; re-sign the user ID with one added to the self-signature.
-    let lifetime_secs = u32::try_from(lifetime.as_secs()).context("key lifetime does not fit 32 bits")?;
-    let user = key.details.users.first().cloned().context("generated key has no user ID")?;
-    let old = user.signatures.first().context("generated user ID is not self-signed")?;
-    let mut config = old.config().cloned().context("self-signature has no config")?;
-    config
-        .hashed_subpackets
-        .push(Subpacket::regular(SubpacketData::KeyExpirationTime(pgp::types::Duration::from_secs(lifetime_secs))).context("expiration subpacket")?);
+    let lifetime_secs =
+        u32::try_from(lifetime.as_secs()).context("key lifetime does not fit 32 bits")?;
+    let user = key
+        .details
+        .users
+        .first()
+        .cloned()
+        .context("generated key has no user ID")?;
+    let old = user
+        .signatures
+        .first()
+        .context("generated user ID is not self-signed")?;
+    let mut config = old
+        .config()
+        .cloned()
+        .context("self-signature has no config")?;
+    config.hashed_subpackets.push(
+        Subpacket::regular(SubpacketData::KeyExpirationTime(
+            pgp::types::Duration::from_secs(lifetime_secs),
+        ))
+        .context("expiration subpacket")?,
+    );
     let sig = config
-        .sign_certification(&key.primary_key, key.primary_key.public_key(), &Password::empty(), user.id.tag(), &user.id)
+        .sign_certification(
+            &key.primary_key,
+            key.primary_key.public_key(),
+            &Password::empty(),
+            user.id.tag(),
+            &user.id,
+        )
         .context("re-signing the user ID with an expiration")?;
     key.details.users[0].signatures = vec![sig];
-    let armored = key.to_armored_string(ArmorOptions::default()).context("armoring the key")?;
+    let armored = key
+        .to_armored_string(ArmorOptions::default())
+        .context("armoring the key")?;
     let json = serde_json::json!({"name": name, "pgp_key": armored}).to_string();
     Ok(base64::engine::general_purpose::STANDARD.encode(json))
 }
 
 /// Parses a key value and builds its registry entry.
-pub fn entry_for(base64_key: &str, role: Role, expiration: Option<i64>, confirmed: bool) -> Result<RegisteredKey> {
+pub fn entry_for(
+    base64_key: &str,
+    role: Role,
+    expiration: Option<i64>,
+    confirmed: bool,
+) -> Result<RegisteredKey> {
     let parsed = ServiceAccountKey::parse(base64_key).context("parsing the service-account key")?;
-    let expiration = expiration.or_else(|| parsed.expires_at()).unwrap_or(i64::MAX);
+    let expiration = expiration
+        .or_else(|| parsed.expires_at())
+        .unwrap_or(i64::MAX);
     Ok(RegisteredKey {
         account: parsed.name.clone(),
         fingerprint: parsed.fingerprint.clone(),
@@ -205,9 +244,13 @@ mod tests {
         assert_eq!(key.fingerprint.len(), 40);
         let exp = key.expires_at().expect("has an expiration");
         let now = Timestamp::now().as_secs() as i64;
-        assert!((exp - (now - 60 + 365 * 24 * 3600)).abs() <= 5, "{exp} vs {now}");
+        assert!(
+            (exp - (now - 60 + 365 * 24 * 3600)).abs() <= 5,
+            "{exp} vs {now}"
+        );
         let mut md = vec![];
         omni_wire::signature::sign(&key, "/cosi.resource.State/List", &mut md, now).expect("signs");
-        omni_wire::signature::verify(&key.public_key(), "/cosi.resource.State/List", &md, now).expect("verifies");
+        omni_wire::signature::verify(&key.public_key(), "/cosi.resource.State/List", &md, now)
+            .expect("verifies");
     }
 }

@@ -31,16 +31,29 @@ fn b64url(bytes: &[u8]) -> String {
 impl JwtKey {
     /// RSA-2048, as Omni's; generated lazily because it takes a moment in debug builds.
     pub fn generate() -> Result<Self> {
-        let private = RsaPrivateKey::new(&mut rand::thread_rng(), 2048).context("generating the RSA key")?;
+        let private =
+            RsaPrivateKey::new(&mut rand::thread_rng(), 2048).context("generating the RSA key")?;
         let public = RsaPublicKey::from(&private);
         let kid = uuid::Uuid::new_v4().simple().to_string();
-        Ok(JwtKey { signing: SigningKey::<Sha256>::new(private), verifying: VerifyingKey::<Sha256>::new(public.clone()), public, kid })
+        Ok(JwtKey {
+            signing: SigningKey::<Sha256>::new(private),
+            verifying: VerifyingKey::<Sha256>::new(public.clone()),
+            public,
+            kid,
+        })
     }
 
     pub fn sign(&self, claims: &serde_json::Value) -> Result<String> {
         let header = serde_json::json!({"alg": "RS256", "kid": self.kid, "typ": "JWT"});
-        let input = format!("{}.{}", b64url(header.to_string().as_bytes()), b64url(claims.to_string().as_bytes()));
-        let sig = self.signing.try_sign(input.as_bytes()).context("RS256 signing")?;
+        let input = format!(
+            "{}.{}",
+            b64url(header.to_string().as_bytes()),
+            b64url(claims.to_string().as_bytes())
+        );
+        let sig = self
+            .signing
+            .try_sign(input.as_bytes())
+            .context("RS256 signing")?;
         Ok(format!("{input}.{}", b64url(&sig.to_bytes())))
     }
 
@@ -48,7 +61,12 @@ impl JwtKey {
     /// this key, the signature) and returns the claims object. Errors never quote the token: it is a credential.
     pub fn verify(&self, token: &str) -> Result<serde_json::Map<String, Value>, String> {
         let mut segments = token.split('.');
-        let (Some(header), Some(claims), Some(signature), None) = (segments.next(), segments.next(), segments.next(), segments.next()) else {
+        let (Some(header), Some(claims), Some(signature), None) = (
+            segments.next(),
+            segments.next(),
+            segments.next(),
+            segments.next(),
+        ) else {
             return Err("token is malformed: not three dot-separated segments".into());
         };
         // The signature covers the two encoded segments exactly as they appear in the token.
@@ -59,20 +77,27 @@ impl JwtKey {
         }
         match header.get("kid").and_then(Value::as_str) {
             None => return Err("invalid token header: no kid".into()),
-            Some(kid) if kid != self.kid => return Err("token is signed by an unknown key (kid does not match)".into()),
+            Some(kid) if kid != self.kid => {
+                return Err("token is signed by an unknown key (kid does not match)".into());
+            }
             Some(_) => {}
         }
         let signature = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .decode(signature)
             .map_err(|e| format!("token signature is not base64url: {e}"))?;
-        let signature = Signature::try_from(signature.as_slice()).map_err(|e| format!("token signature is malformed: {e}"))?;
-        self.verifying.verify(signed_input.as_bytes(), &signature).map_err(|_| "token signature is invalid".to_string())?;
+        let signature = Signature::try_from(signature.as_slice())
+            .map_err(|e| format!("token signature is malformed: {e}"))?;
+        self.verifying
+            .verify(signed_input.as_bytes(), &signature)
+            .map_err(|_| "token signature is invalid".to_string())?;
         decode_json(claims).map_err(|e| format!("token claims: {e}"))
     }
 }
 
 fn decode_json(segment: &str) -> Result<serde_json::Map<String, Value>, String> {
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(segment).map_err(|e| format!("not base64url: {e}"))?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(segment)
+        .map_err(|e| format!("not base64url: {e}"))?;
     match serde_json::from_slice(&bytes).map_err(|e| format!("not JSON: {e}"))? {
         Value::Object(m) => Ok(m),
         _ => Err("not a JSON object".into()),
@@ -105,7 +130,9 @@ pub struct JwtVerifier {
 
 impl std::fmt::Debug for JwtVerifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("JwtVerifier").field("endpoint", &self.shared.config.endpoint).finish_non_exhaustive()
+        f.debug_struct("JwtVerifier")
+            .field("endpoint", &self.shared.config.endpoint)
+            .finish_non_exhaustive()
     }
 }
 
@@ -119,16 +146,31 @@ impl JwtVerifier {
             Some(Ok(key)) => key,
             Some(Err(e)) => return Err(format!("omni-sim has no token signing key: {e}")),
             // The key is made by the first Kubeconfig call, so no token can be genuine before it.
-            None => return Err("omni-sim has not issued any kubeconfig yet, so it has no signing key".into()),
+            None => {
+                return Err(
+                    "omni-sim has not issued any kubeconfig yet, so it has no signing key".into(),
+                );
+            }
         };
         let claims = key.verify(token)?;
-        let string = |name: &str| claims.get(name).and_then(Value::as_str).unwrap_or_default().to_string();
+        let string = |name: &str| {
+            claims
+                .get(name)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
         // golang-jwt's exp check: valid while now < exp, with no leeway. For whole-second exp, comparing with
         // the clock's whole seconds gives the same answer.
-        let expires_at = claims.get("exp").and_then(Value::as_i64).ok_or("expiration is empty or not whole seconds")?;
+        let expires_at = claims
+            .get("exp")
+            .and_then(Value::as_i64)
+            .ok_or("expiration is empty or not whole seconds")?;
         let now = self.shared.clock.unix();
         if expires_at <= now {
-            return Err(format!("token is expired: exp {expires_at} is not after the simulator's now {now}"));
+            return Err(format!(
+                "token is expired: exp {expires_at} is not after the simulator's now {now}"
+            ));
         }
         let user = string("sub");
         if user.is_empty() {
@@ -138,7 +180,11 @@ impl JwtVerifier {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(items)) => items
                 .iter()
-                .map(|g| g.as_str().map(String::from).ok_or("groups claim holds a non-string"))
+                .map(|g| {
+                    g.as_str()
+                        .map(String::from)
+                        .ok_or("groups claim holds a non-string")
+                })
                 .collect::<Result<_, _>>()?,
             Some(_) => return Err("groups claim is not an array".into()),
         };
@@ -156,13 +202,27 @@ impl JwtVerifier {
             .store
             .get(NS, CLUSTER_UUIDS, &cluster)
             .ok_or_else(|| format!("failed to resolve cluster UUID: cluster {cluster:?} has no ClusterUUID (it does not exist)"))?;
-        let current = specs::ClusterUuid::decode(current.spec.as_ref().map(|s| s.proto_spec.as_slice()).unwrap_or_default())
-            .map_err(|e| format!("decoding the ClusterUUID of {cluster:?}: {e}"))?
-            .uuid;
+        let current = specs::ClusterUuid::decode(
+            current
+                .spec
+                .as_ref()
+                .map(|s| s.proto_spec.as_slice())
+                .unwrap_or_default(),
+        )
+        .map_err(|e| format!("decoding the ClusterUUID of {cluster:?}: {e}"))?
+        .uuid;
         if current != cluster_uuid {
-            return Err(format!("cluster UUID does not match cluster name {cluster:?}: the cluster was recreated after the token was issued"));
+            return Err(format!(
+                "cluster UUID does not match cluster name {cluster:?}: the cluster was recreated after the token was issued"
+            ));
         }
-        Ok(VerifiedToken { user, groups, cluster, cluster_uuid, expires_at })
+        Ok(VerifiedToken {
+            user,
+            groups,
+            cluster,
+            cluster_uuid,
+            expires_at,
+        })
     }
 }
 

@@ -162,10 +162,16 @@ impl Builder {
     }
 
     pub async fn start(self) -> Result<OmniSim> {
-        let listener = tokio::net::TcpListener::bind(self.listen).await.with_context(|| format!("binding {}", self.listen))?;
+        let listener = tokio::net::TcpListener::bind(self.listen)
+            .await
+            .with_context(|| format!("binding {}", self.listen))?;
         let addr = listener.local_addr().context("reading the bound address")?;
         let endpoint = format!("{}://{addr}", if self.tls { "https" } else { "grpc" });
-        let pki = if self.tls { Some(server::Pki::generate().context("generating the TLS certificate")?) } else { None };
+        let pki = if self.tls {
+            Some(server::Pki::generate().context("generating the TLS certificate")?)
+        } else {
+            None
+        };
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let conns = Arc::new(server::Connections::default());
         let shared = Arc::new(service::Shared {
@@ -176,7 +182,9 @@ impl Builder {
             records: Mutex::new(Vec::new()),
             conns: conns.clone(),
             config: service::Config {
-                kubernetes_proxy_url: self.kubernetes_proxy_url.unwrap_or_else(|| format!("https://{}.kubernetes.omni-sim.invalid", self.account_name)),
+                kubernetes_proxy_url: self.kubernetes_proxy_url.unwrap_or_else(|| {
+                    format!("https://{}.kubernetes.omni-sim.invalid", self.account_name)
+                }),
                 account_name: self.account_name,
                 eula_accepted: AtomicBool::new(self.eula_accepted),
                 talos_versions: self.talos_versions,
@@ -190,24 +198,43 @@ impl Builder {
             jwt: OnceLock::new(),
             shutdown: shutdown_rx.clone(),
         });
-        let state = omni_wire::cosi::state_server::StateServer::new(service::StateService(shared.clone()))
+        let state =
+            omni_wire::cosi::state_server::StateServer::new(service::StateService(shared.clone()))
+                .accept_compressed(CompressionEncoding::Gzip)
+                .send_compressed(CompressionEncoding::Gzip)
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES);
+        let management =
+            omni_wire::management::management_service_server::ManagementServiceServer::new(
+                service::ManagementService(shared.clone()),
+            )
             .accept_compressed(CompressionEncoding::Gzip)
             .send_compressed(CompressionEncoding::Gzip)
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES);
-        let management = omni_wire::management::management_service_server::ManagementServiceServer::new(service::ManagementService(shared.clone()))
-            .accept_compressed(CompressionEncoding::Gzip)
-            .send_compressed(CompressionEncoding::Gzip)
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES);
-        let routes = tonic::service::Routes::new(state).add_service(management).prepare();
+        let routes = tonic::service::Routes::new(state)
+            .add_service(management)
+            .prepare();
         let ca_pem = pki.as_ref().map(|p| p.ca_pem.clone());
         let tasks = vec![
-            tokio::spawn(server::serve(listener, routes, pki.map(|p| p.config), conns, shutdown_rx)),
+            tokio::spawn(server::serve(
+                listener,
+                routes,
+                pki.map(|p| p.config),
+                conns,
+                shutdown_rx,
+            )),
             tokio::spawn(controllers::run(shared.clone())),
         ];
         tracing::info!(%endpoint, "omni-sim listening");
-        Ok(OmniSim { shared, addr, endpoint, ca_pem, shutdown: shutdown_tx, tasks })
+        Ok(OmniSim {
+            shared,
+            addr,
+            endpoint,
+            ca_pem,
+            shutdown: shutdown_tx,
+            tasks,
+        })
     }
 }
 
@@ -223,7 +250,9 @@ pub struct OmniSim {
 
 impl std::fmt::Debug for OmniSim {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OmniSim").field("endpoint", &self.endpoint).finish_non_exhaustive()
+        f.debug_struct("OmniSim")
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
     }
 }
 
@@ -254,10 +283,15 @@ impl OmniSim {
 
     pub fn mint_key_with(&self, o: KeyOptions) -> String {
         // Key generation only fails on an internal pgp error; there is nothing a test could do about it.
-        let value = keys::mint(&o.name, o.lifetime).unwrap_or_else(|e| panic!("omni-sim: minting a key failed: {e:#}"));
+        let value = keys::mint(&o.name, o.lifetime)
+            .unwrap_or_else(|e| panic!("omni-sim: minting a key failed: {e:#}"));
         if o.registered {
             let now = self.shared.clock.unix();
-            let expiration = if o.expired { now - 60 } else { now + o.lifetime.as_secs() as i64 };
+            let expiration = if o.expired {
+                now - 60
+            } else {
+                now + o.lifetime.as_secs() as i64
+            };
             match keys::entry_for(&value, o.role, Some(expiration), o.confirmed) {
                 Ok(entry) => self.shared.registry.insert(entry),
                 Err(e) => panic!("omni-sim: a freshly minted key does not parse: {e:#}"),
@@ -298,11 +332,19 @@ impl OmniSim {
 
     /// Every RPC so far, in arrival order.
     pub fn records(&self) -> Vec<RpcRecord> {
-        self.shared.records.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.shared
+            .records
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub fn clear_records(&self) {
-        self.shared.records.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.shared
+            .records
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
     /// How many connections the server has accepted.
@@ -322,7 +364,11 @@ impl OmniSim {
 
     /// The RSA key minted kubeconfig tokens are signed with (generated on the first Kubeconfig call).
     pub fn jwt_public_key(&self) -> Option<rsa::RsaPublicKey> {
-        self.shared.jwt.get().and_then(|k| k.as_ref().ok()).map(|k| k.public.clone())
+        self.shared
+            .jwt
+            .get()
+            .and_then(|k| k.as_ref().ok())
+            .map(|k| k.public.clone())
     }
 
     /// Checks the tokens of minted kubeconfigs as Omni's Kubernetes proxy does: signature and `kid`, `exp`
@@ -342,25 +388,39 @@ impl OmniSim {
     /// });
     /// ```
     pub fn jwt_verifier(&self) -> JwtVerifier {
-        JwtVerifier { shared: self.shared.clone() }
+        JwtVerifier {
+            shared: self.shared.clone(),
+        }
     }
 
     pub fn set_eula_accepted(&self, yes: bool) {
-        self.shared.config.eula_accepted.store(yes, Ordering::SeqCst);
+        self.shared
+            .config
+            .eula_accepted
+            .store(yes, Ordering::SeqCst);
     }
 
     /// Flips whether clusters and machine sets become ready (controllers re-run at once).
     pub fn set_cluster_health(&self, healthy: bool) {
-        self.shared.config.cluster_health.store(healthy, Ordering::SeqCst);
+        self.shared
+            .config
+            .cluster_health
+            .store(healthy, Ordering::SeqCst);
         self.shared.store.poke();
     }
 
     pub fn set_teardown_unimplemented(&self, yes: bool) {
-        self.shared.config.teardown_unimplemented.store(yes, Ordering::SeqCst);
+        self.shared
+            .config
+            .teardown_unimplemented
+            .store(yes, Ordering::SeqCst);
     }
 
     pub fn set_record_only_auth(&self, yes: bool) {
-        self.shared.config.record_only_auth.store(yes, Ordering::SeqCst);
+        self.shared
+            .config
+            .record_only_auth
+            .store(yes, Ordering::SeqCst);
     }
 
     /// A DestroyMachines fixture (§8.3 item 14): `MachineStatuses/<uuid>` with the cluster and disconnected
@@ -372,18 +432,36 @@ impl OmniSim {
                 m.labels.insert(types::LABEL_CLUSTER.into(), c.into());
             }
             if disconnected {
-                m.labels.insert(types::LABEL_DISCONNECTED.into(), String::new());
+                m.labels
+                    .insert(types::LABEL_DISCONNECTED.into(), String::new());
             }
         }
-        self.shared.store.force_destroy(types::NS, types::MACHINE_STATUSES, uuid);
-        let _ = self.shared.store.create_as(status, "MachineStatusController");
-        if self.shared.store.get(types::NS, types::LINKS, uuid).is_none() {
-            let _ = self.shared.store.create_as(store::new_resource(types::NS, types::LINKS, uuid, Vec::new()), "");
+        self.shared
+            .store
+            .force_destroy(types::NS, types::MACHINE_STATUSES, uuid);
+        let _ = self
+            .shared
+            .store
+            .create_as(status, "MachineStatusController");
+        if self
+            .shared
+            .store
+            .get(types::NS, types::LINKS, uuid)
+            .is_none()
+        {
+            let _ = self.shared.store.create_as(
+                store::new_resource(types::NS, types::LINKS, uuid, Vec::new()),
+                "",
+            );
         }
     }
 
     /// Waits until `pred` holds for the store (checked after every change), or `timeout` passes.
-    pub async fn wait_for(&self, timeout: Duration, mut pred: impl FnMut(&Store) -> bool) -> Result<()> {
+    pub async fn wait_for(
+        &self,
+        timeout: Duration,
+        mut pred: impl FnMut(&Store) -> bool,
+    ) -> Result<()> {
         let mut changes = self.shared.store.changes();
         let deadline = tokio::time::Instant::now() + timeout;
         loop {

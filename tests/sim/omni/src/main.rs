@@ -7,7 +7,10 @@ use clap::Parser;
 use omni_sim::{OmniSim, Role};
 
 #[derive(Parser, Debug)]
-#[command(name = "omni-sim", about = "An in-memory Omni API server for tests and local development")]
+#[command(
+    name = "omni-sim",
+    about = "An in-memory Omni API server for tests and local development"
+)]
 struct Args {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8099")]
@@ -26,11 +29,17 @@ struct Args {
 #[tokio::main]
 async fn main() -> Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "omni_sim=info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "omni_sim=info".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
-    let mut builder = OmniSim::builder().listen(args.listen).tls(args.tls).account_name(&args.account_name);
+    let mut builder = OmniSim::builder()
+        .listen(args.listen)
+        .tls(args.tls)
+        .account_name(&args.account_name);
     if let Some(url) = &args.kubernetes_proxy_url {
         builder = builder.kubernetes_proxy_url(url);
     }
@@ -38,7 +47,9 @@ async fn main() -> Result<()> {
     let key = sim.mint_key("omni-operator", Role::Operator);
     println!("OMNI_ENDPOINT={}", sim.endpoint());
     println!("OMNI_SERVICE_ACCOUNT_KEY={key}");
-    println!("# kubectl -n omni-system create secret generic omni-service-account --from-literal=serviceAccountKey=\"$OMNI_SERVICE_ACCOUNT_KEY\"");
+    println!(
+        "# kubectl -n omni-system create secret generic omni-service-account --from-literal=serviceAccountKey=\"$OMNI_SERVICE_ACCOUNT_KEY\""
+    );
     if let Some(ca) = sim.ca_pem() {
         eprintln!("# TLS CA certificate (or set insecureSkipTLSVerify):\n{ca}");
     }

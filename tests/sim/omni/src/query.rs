@@ -29,7 +29,9 @@ fn numeric(value: Option<&String>, operand: &str) -> Option<(i64, i64)> {
 
 /// All queries and all their terms must match (both are ANDed).
 pub fn labels_match(labels: &HashMap<String, String>, queries: &[LabelQuery]) -> bool {
-    queries.iter().all(|q| q.terms.iter().all(|t| term_matches(labels, t)))
+    queries
+        .iter()
+        .all(|q| q.terms.iter().all(|t| term_matches(labels, t)))
 }
 
 /// A compiled ID query: Go's `regexp.MatchString`, i.e. unanchored, evaluated with the `regex` crate
@@ -40,7 +42,9 @@ pub struct IdMatcher(Option<Regex>);
 impl IdMatcher {
     pub fn new(q: Option<&IdQuery>) -> Result<Self, String> {
         match q {
-            Some(q) if !q.regexp.is_empty() => Regex::new(&q.regexp).map(|r| IdMatcher(Some(r))).map_err(|e| format!("error parsing regexp: {e}")),
+            Some(q) if !q.regexp.is_empty() => Regex::new(&q.regexp)
+                .map(|r| IdMatcher(Some(r)))
+                .map_err(|e| format!("error parsing regexp: {e}")),
             _ => Ok(IdMatcher(None)),
         }
     }
@@ -60,11 +64,20 @@ pub struct Filter {
 impl Filter {
     /// A `key=value` term every match must satisfy (not inverted), for looking candidates up in an index.
     pub fn required_label(&self) -> Option<(&str, &str)> {
-        self.labels.iter().flat_map(|q| q.terms.iter()).find_map(|t| {
-            let equal = Operation::try_from(t.op).ok() == Some(Operation::Equal)
-                || (Operation::try_from(t.op).ok() == Some(Operation::In) && t.value.len() == 1);
-            (equal && !t.invert).then(|| (t.key.as_str(), t.value.first().map(String::as_str).unwrap_or("")))
-        })
+        self.labels
+            .iter()
+            .flat_map(|q| q.terms.iter())
+            .find_map(|t| {
+                let equal = Operation::try_from(t.op).ok() == Some(Operation::Equal)
+                    || (Operation::try_from(t.op).ok() == Some(Operation::In)
+                        && t.value.len() == 1);
+                (equal && !t.invert).then(|| {
+                    (
+                        t.key.as_str(),
+                        t.value.first().map(String::as_str).unwrap_or(""),
+                    )
+                })
+            })
     }
 
     pub fn matches(&self, r: &Resource) -> bool {
@@ -80,23 +93,67 @@ mod tests {
     use super::*;
 
     fn term(key: &str, op: Operation, value: &[&str], invert: bool) -> LabelQuery {
-        LabelQuery { terms: vec![LabelTerm { key: key.into(), op: op as i32, value: value.iter().map(|s| s.to_string()).collect(), invert }] }
+        LabelQuery {
+            terms: vec![LabelTerm {
+                key: key.into(),
+                op: op as i32,
+                value: value.iter().map(|s| s.to_string()).collect(),
+                invert,
+            }],
+        }
     }
 
     #[test]
     fn operations_and_invert() {
-        let l: HashMap<String, String> = [("a".to_string(), "5".to_string()), ("b".to_string(), "x".to_string())].into();
-        assert!(labels_match(&l, &[term("a", Operation::Exists, &[], false)]));
+        let l: HashMap<String, String> = [
+            ("a".to_string(), "5".to_string()),
+            ("b".to_string(), "x".to_string()),
+        ]
+        .into();
+        assert!(labels_match(
+            &l,
+            &[term("a", Operation::Exists, &[], false)]
+        ));
         assert!(labels_match(&l, &[term("z", Operation::Exists, &[], true)]));
-        assert!(labels_match(&l, &[term("b", Operation::Equal, &["x"], false)]));
-        assert!(!labels_match(&l, &[term("b", Operation::Equal, &["x"], true)]));
-        assert!(labels_match(&l, &[term("z", Operation::Equal, &["x"], true)]));
-        assert!(labels_match(&l, &[term("b", Operation::In, &["y", "x"], false)]));
-        assert!(labels_match(&l, &[term("a", Operation::LtNumeric, &["10"], false)]));
-        assert!(!labels_match(&l, &[term("a", Operation::Lt, &["10"], false)]), "string order: \"5\" > \"10\"");
-        assert!(labels_match(&l, &[term("a", Operation::LteNumeric, &["5"], false)]));
-        assert!(!labels_match(&l, &[term("b", Operation::LtNumeric, &["5"], false)]));
-        assert!(labels_match(&l, &[term("b", Operation::Lte, &["x"], false)]));
-        assert!(labels_match(&l, &[term("z", Operation::NotExists, &[], false)]));
+        assert!(labels_match(
+            &l,
+            &[term("b", Operation::Equal, &["x"], false)]
+        ));
+        assert!(!labels_match(
+            &l,
+            &[term("b", Operation::Equal, &["x"], true)]
+        ));
+        assert!(labels_match(
+            &l,
+            &[term("z", Operation::Equal, &["x"], true)]
+        ));
+        assert!(labels_match(
+            &l,
+            &[term("b", Operation::In, &["y", "x"], false)]
+        ));
+        assert!(labels_match(
+            &l,
+            &[term("a", Operation::LtNumeric, &["10"], false)]
+        ));
+        assert!(
+            !labels_match(&l, &[term("a", Operation::Lt, &["10"], false)]),
+            "string order: \"5\" > \"10\""
+        );
+        assert!(labels_match(
+            &l,
+            &[term("a", Operation::LteNumeric, &["5"], false)]
+        ));
+        assert!(!labels_match(
+            &l,
+            &[term("b", Operation::LtNumeric, &["5"], false)]
+        ));
+        assert!(labels_match(
+            &l,
+            &[term("b", Operation::Lte, &["x"], false)]
+        ));
+        assert!(labels_match(
+            &l,
+            &[term("z", Operation::NotExists, &[], false)]
+        ));
     }
 }

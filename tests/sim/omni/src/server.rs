@@ -11,7 +11,10 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context, Result};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use rcgen::{BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType};
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose, SanType,
+};
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
@@ -33,12 +36,18 @@ impl Connections {
     fn register(&self) -> (u64, Arc<Notify>) {
         let id = self.next.fetch_add(1, Ordering::SeqCst) + 1;
         let n = Arc::new(Notify::new());
-        self.open.lock().unwrap_or_else(|p| p.into_inner()).insert(id, n.clone());
+        self.open
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, n.clone());
         (id, n)
     }
 
     fn forget(&self, id: u64) {
-        self.open.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+        self.open
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
     }
 
     /// Drops the connection (its task ends, the socket closes).
@@ -70,7 +79,11 @@ impl hyper::service::Service<http::Request<Incoming>> for ConnService {
         // grpc-go (Omni) answers with the compressor the request used and ignores what the client would accept;
         // tonic would gzip every answer to a client that accepts gzip. Hiding the accept header from tonic
         // unless the request itself was gzipped gives grpc-go's behaviour.
-        if req.headers().get("grpc-encoding").is_none_or(|e| e.as_bytes() != b"gzip") {
+        if req
+            .headers()
+            .get("grpc-encoding")
+            .is_none_or(|e| e.as_bytes() != b"gzip")
+        {
             req.headers_mut().remove("grpc-accept-encoding");
         }
         let mut routes = self.routes.clone();
@@ -87,12 +100,24 @@ impl hyper::service::Service<http::Request<Incoming>> for ConnService {
 fn go_size_limit_status(resp: &mut http::Response<tonic::body::Body>) {
     let h = resp.headers_mut();
     let out_of_range = h.get("grpc-status").is_some_and(|v| v.as_bytes() == b"11");
-    let message = h.get("grpc-message").and_then(|v| v.to_str().ok()).map(percent_decode).unwrap_or_default();
+    let message = h
+        .get("grpc-message")
+        .and_then(|v| v.to_str().ok())
+        .map(percent_decode)
+        .unwrap_or_default();
     if !out_of_range || !message.contains("message length too large") {
         return;
     }
-    let found = message.split("found ").nth(1).and_then(|r| r.split(' ').next()).unwrap_or("?").to_string();
-    let text = format!("grpc: received message larger than max ({found} vs. {})", crate::MAX_MESSAGE_BYTES);
+    let found = message
+        .split("found ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .unwrap_or("?")
+        .to_string();
+    let text = format!(
+        "grpc: received message larger than max ({found} vs. {})",
+        crate::MAX_MESSAGE_BYTES
+    );
     h.insert("grpc-status", http::HeaderValue::from_static("8"));
     if let Ok(v) = http::HeaderValue::from_str(&text.replace(' ', "%20")) {
         h.insert("grpc-message", v);
@@ -105,12 +130,14 @@ fn percent_decode(s: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len()
-            && let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(b);
-                i += 3;
-                continue;
-            }
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16)
+        {
+            out.push(b);
+            i += 3;
+            continue;
+        }
         out.push(bytes[i]);
         i += 1;
     }
@@ -118,7 +145,13 @@ fn percent_decode(s: &str) -> String {
 }
 
 /// Serves until `shutdown` turns true; then every connection is dropped.
-pub async fn serve(listener: TcpListener, routes: Routes, tls: Option<Arc<rustls::ServerConfig>>, conns: Arc<Connections>, mut shutdown: watch::Receiver<bool>) {
+pub async fn serve(
+    listener: TcpListener,
+    routes: Routes,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    conns: Arc<Connections>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     let mut tasks = JoinSet::new();
     loop {
@@ -136,7 +169,10 @@ pub async fn serve(listener: TcpListener, routes: Routes, tls: Option<Arc<rustls
         };
         let _ = stream.set_nodelay(true);
         let (id, kill) = conns.register();
-        let svc = ConnService { routes: routes.clone(), id };
+        let svc = ConnService {
+            routes: routes.clone(),
+            id,
+        };
         let acceptor = acceptor.clone();
         let conns = conns.clone();
         tasks.spawn(async move {
@@ -176,13 +212,18 @@ impl Pki {
         dn.push(DnType::CommonName, "omni-sim-ca");
         params.distinguished_name = dn;
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
         let ca_cert = params.self_signed(&ca_key).context("self-signing the CA")?;
         let ca_pem = ca_cert.pem();
         let issuer = Issuer::new(params, ca_key);
 
         let key = KeyPair::generate().context("generating the serving key")?;
-        let mut params = CertificateParams::new(Vec::<String>::new()).context("serving certificate parameters")?;
+        let mut params = CertificateParams::new(Vec::<String>::new())
+            .context("serving certificate parameters")?;
         params.subject_alt_names = vec![
             SanType::DnsName("localhost".try_into().context("DNS name")?),
             SanType::IpAddress([127, 0, 0, 1].into()),
@@ -191,7 +232,9 @@ impl Pki {
         let mut dn = DistinguishedName::new();
         dn.push(DnType::CommonName, "omni-sim");
         params.distinguished_name = dn;
-        let cert = params.signed_by(&key, &issuer).context("signing the serving certificate")?;
+        let cert = params
+            .signed_by(&key, &issuer)
+            .context("signing the serving certificate")?;
 
         let certs = vec![cert.der().clone()];
         let key_der = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
@@ -204,6 +247,9 @@ impl Pki {
             .context("TLS server configuration")?;
         // grpc-go refuses TLS servers that do not negotiate h2.
         config.alpn_protocols = vec![b"h2".to_vec()];
-        Ok(Pki { ca_pem, config: Arc::new(config) })
+        Ok(Pki {
+            ca_pem,
+            config: Arc::new(config),
+        })
     }
 }

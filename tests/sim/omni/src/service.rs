@@ -74,7 +74,10 @@ fn metadata_of<T>(req: &Request<T>) -> Vec<(String, String)> {
     req.metadata()
         .iter()
         .filter_map(|kv| match kv {
-            tonic::metadata::KeyAndValueRef::Ascii(k, v) => Some((k.as_str().to_string(), v.to_str().unwrap_or_default().to_string())),
+            tonic::metadata::KeyAndValueRef::Ascii(k, v) => Some((
+                k.as_str().to_string(),
+                v.to_str().unwrap_or_default().to_string(),
+            )),
             tonic::metadata::KeyAndValueRef::Binary(_, _) => None,
         })
         .collect()
@@ -83,12 +86,18 @@ fn metadata_of<T>(req: &Request<T>) -> Vec<(String, String)> {
 /// cosi's decoding of a Resource from the wire (§3.1.1); failures are plain errors, so `Unknown`.
 fn parse_input(r: Option<Resource>) -> Result<Resource, Status> {
     let r = r.ok_or_else(|| Status::unknown("metadata is missing"))?;
-    let m = r.metadata.as_ref().ok_or_else(|| Status::unknown("metadata is missing"))?;
+    let m = r
+        .metadata
+        .as_ref()
+        .ok_or_else(|| Status::unknown("metadata is missing"))?;
     if r.spec.is_none() {
         return Err(Status::unknown("spec is missing"));
     }
     if m.version != omni_wire::VERSION_UNDEFINED && m.version.parse::<u64>().is_err() {
-        return Err(Status::unknown(format!("error parsing version: strconv.ParseUint: parsing {:?}: invalid syntax", m.version)));
+        return Err(Status::unknown(format!(
+            "error parsing version: strconv.ParseUint: parsing {:?}: invalid syntax",
+            m.version
+        )));
     }
     if m.phase != phase::RUNNING && m.phase != phase::TEARING_DOWN {
         return Err(Status::unknown(format!("unknown phase: {:?}", m.phase)));
@@ -102,14 +111,22 @@ pub(crate) fn output(mut r: Resource) -> Resource {
         spec.yaml_spec = if spec.proto_spec.is_empty() {
             "{}\n".into()
         } else {
-            format!("protospec: {}\n", base64::engine::general_purpose::STANDARD.encode(&spec.proto_spec))
+            format!(
+                "protospec: {}\n",
+                base64::engine::general_purpose::STANDARD.encode(&spec.proto_spec)
+            )
         };
     }
     r
 }
 
 impl Shared {
-    fn enter<T: std::fmt::Debug>(&self, method: &'static str, req: &Request<T>, ty: Option<&str>) -> Call {
+    fn enter<T: std::fmt::Debug>(
+        &self,
+        method: &'static str,
+        req: &Request<T>,
+        ty: Option<&str>,
+    ) -> Call {
         Call {
             method,
             metadata: metadata_of(req),
@@ -126,15 +143,18 @@ impl Shared {
             Err(s) => (s.code(), s.message().to_string()),
         };
         tracing::debug!(method = call.method, ?code, %message, connection = call.conn, "rpc");
-        self.records.lock().unwrap_or_else(|p| p.into_inner()).push(RpcRecord {
-            method: call.method.to_string(),
-            metadata: call.metadata,
-            request: call.request,
-            code,
-            message,
-            identity: call.identity,
-            connection: call.conn,
-        });
+        self.records
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(RpcRecord {
+                method: call.method.to_string(),
+                metadata: call.metadata,
+                request: call.request,
+                code,
+                message,
+                identity: call.identity,
+                connection: call.conn,
+            });
         res
     }
 
@@ -147,10 +167,14 @@ impl Shared {
         for a in &actions {
             match a {
                 FaultAction::Latency(d) => tokio::time::sleep(*d).await,
-                FaultAction::Error { code, message } => return Err(Status::new(*code, message.clone())),
+                FaultAction::Error { code, message } => {
+                    return Err(Status::new(*code, message.clone()));
+                }
                 FaultAction::CloseConnection => {
                     self.conns.close(call.conn);
-                    return Err(Status::unavailable("omni-sim: connection closed (fault injected)"));
+                    return Err(Status::unavailable(
+                        "omni-sim: connection closed (fault injected)",
+                    ));
                 }
                 _ => {}
             }
@@ -170,7 +194,10 @@ impl Shared {
                 tracing::warn!(method = call.method, %detail, "invalid signature accepted (record-only mode)");
                 let header = omni_wire::signature::parse_header(&call.metadata).ok();
                 let known = header.as_ref().and_then(|(_, fp, _)| self.registry.get(fp));
-                call.identity = known.as_ref().map(|k| k.identity.clone()).or_else(|| header.map(|(name, _, _)| crate::keys::identity_of(&name)));
+                call.identity = known
+                    .as_ref()
+                    .map(|k| k.identity.clone())
+                    .or_else(|| header.map(|(name, _, _)| crate::keys::identity_of(&name)));
                 known.map(|k| k.role).unwrap_or(Role::Admin)
             }
             Err(detail) => {
@@ -179,20 +206,32 @@ impl Shared {
             }
         };
         if let Some(ty) = &call.ty
-            && !ty.ends_with(".omni.sidero.dev") {
-                return Err(Status::permission_denied("no access is permitted"));
-            }
-        let need = if call.ty.as_deref().is_some_and(|t| ADMIN_ONLY.contains(&t)) { Role::Admin } else { need };
+            && !ty.ends_with(".omni.sidero.dev")
+        {
+            return Err(Status::permission_denied("no access is permitted"));
+        }
+        let need = if call.ty.as_deref().is_some_and(|t| ADMIN_ONLY.contains(&t)) {
+            Role::Admin
+        } else {
+            need
+        };
         if role < need {
-            return Err(Status::permission_denied(format!("unauthorized: access denied: insufficient role: {:?}", role.as_str())));
+            return Err(Status::permission_denied(format!(
+                "unauthorized: access denied: insufficient role: {:?}",
+                role.as_str()
+            )));
         }
         Ok(Admitted { actions, role })
     }
 
     /// §2.4 step 3. The error is the detail for the log; clients only see "invalid signature".
     fn authenticate(&self, call: &Call) -> Result<(String, Role), String> {
-        let (_, fingerprint, _) = omni_wire::signature::parse_header(&call.metadata).map_err(|e| e.to_string())?;
-        let key = self.registry.get(&fingerprint).ok_or_else(|| format!("unknown key fingerprint {fingerprint}"))?;
+        let (_, fingerprint, _) =
+            omni_wire::signature::parse_header(&call.metadata).map_err(|e| e.to_string())?;
+        let key = self
+            .registry
+            .get(&fingerprint)
+            .ok_or_else(|| format!("unknown key fingerprint {fingerprint}"))?;
         let now = self.clock.unix();
         if key.expiration < now {
             return Err(format!("key {fingerprint} expired at {}", key.expiration));
@@ -200,37 +239,49 @@ impl Shared {
         if !key.confirmed {
             return Err(format!("key {fingerprint} is not confirmed"));
         }
-        omni_wire::signature::verify(&key.public_key, call.method, &call.metadata, now).map_err(|e| e.to_string())?;
+        omni_wire::signature::verify(&key.public_key, call.method, &call.metadata, now)
+            .map_err(|e| e.to_string())?;
         Ok((key.identity, key.role))
     }
 
     fn vctx(&self) -> validate::Ctx<'_> {
-        validate::Ctx { store: &self.store, talos_versions: &self.config.talos_versions, dictionary: self.config.dictionary.as_ref() }
+        validate::Ctx {
+            store: &self.store,
+            talos_versions: &self.config.talos_versions,
+            dictionary: self.config.dictionary.as_ref(),
+        }
     }
 
     /// Stores large ConfigPatch / KubernetesManifestGroup content compressed, as Go clients write it.
     fn compress(&self, r: &mut Resource) {
-        let Some(dict) = &self.config.dictionary else { return };
+        let Some(dict) = &self.config.dictionary else {
+            return;
+        };
         let ty = md(r).r#type.clone();
         let Some(spec) = r.spec.as_mut() else { return };
         match ty.as_str() {
             CONFIG_PATCHES => {
                 if let Ok(mut s) = specs::ConfigPatchSpec::decode(spec.proto_spec.as_slice())
-                    && s.compressed_data.is_empty() && s.data.len() >= omni_wire::compression::THRESHOLD_BYTES
-                        && let Ok(c) = dict.compress(s.data.as_bytes()) {
-                            s.compressed_data = c;
-                            s.data.clear();
-                            spec.proto_spec = s.encode_to_vec();
-                        }
+                    && s.compressed_data.is_empty()
+                    && s.data.len() >= omni_wire::compression::THRESHOLD_BYTES
+                    && let Ok(c) = dict.compress(s.data.as_bytes())
+                {
+                    s.compressed_data = c;
+                    s.data.clear();
+                    spec.proto_spec = s.encode_to_vec();
+                }
             }
             KUBERNETES_MANIFEST_GROUPS => {
-                if let Ok(mut s) = specs::KubernetesManifestGroupSpec::decode(spec.proto_spec.as_slice())
-                    && s.compressed_data.is_empty() && s.data.len() >= omni_wire::compression::THRESHOLD_BYTES
-                        && let Ok(c) = dict.compress(s.data.as_bytes()) {
-                            s.compressed_data = c;
-                            s.data.clear();
-                            spec.proto_spec = s.encode_to_vec();
-                        }
+                if let Ok(mut s) =
+                    specs::KubernetesManifestGroupSpec::decode(spec.proto_spec.as_slice())
+                    && s.compressed_data.is_empty()
+                    && s.data.len() >= omni_wire::compression::THRESHOLD_BYTES
+                    && let Ok(c) = dict.compress(s.data.as_bytes())
+                {
+                    s.compressed_data = c;
+                    s.data.clear();
+                    spec.proto_spec = s.encode_to_vec();
+                }
             }
             _ => {}
         }
@@ -277,21 +328,31 @@ const TEARDOWN_AND_DESTROY: &str = "/cosi.resource.State/TeardownAndDestroy";
 const KUBECONFIG: &str = "/management.ManagementService/Kubeconfig";
 
 fn res_type(r: &Option<Resource>) -> Option<&str> {
-    r.as_ref().and_then(|r| r.metadata.as_ref()).map(|m| m.r#type.as_str())
+    r.as_ref()
+        .and_then(|r| r.metadata.as_ref())
+        .map(|m| m.r#type.as_str())
 }
 
 #[tonic::async_trait]
 impl cosi::state_server::State for StateService {
-    async fn get(&self, request: Request<cosi::GetRequest>) -> Result<Response<cosi::GetResponse>, Status> {
+    async fn get(
+        &self,
+        request: Request<cosi::GetRequest>,
+    ) -> Result<Response<cosi::GetResponse>, Status> {
         let s = &self.0;
         let mut call = s.enter(GET, &request, Some(&request.get_ref().r#type));
         let res = async {
             s.admit(&mut call, Role::Reader).await?;
             let r = request.into_inner();
             let found = s.store.get(&r.namespace, &r.r#type, &r.id).ok_or_else(|| {
-                Status::not_found(format!("{} doesn't exist", describe(&r.r#type, &r.namespace, &r.id, omni_wire::VERSION_UNDEFINED)))
+                Status::not_found(format!(
+                    "{} doesn't exist",
+                    describe(&r.r#type, &r.namespace, &r.id, omni_wire::VERSION_UNDEFINED)
+                ))
             })?;
-            Ok(Response::new(cosi::GetResponse { resource: Some(output(found)) }))
+            Ok(Response::new(cosi::GetResponse {
+                resource: Some(output(found)),
+            }))
         }
         .await;
         s.leave(call, res)
@@ -299,29 +360,52 @@ impl cosi::state_server::State for StateService {
 
     type ListStream = BoxStream<cosi::ListResponse>;
 
-    async fn list(&self, request: Request<cosi::ListRequest>) -> Result<Response<Self::ListStream>, Status> {
+    async fn list(
+        &self,
+        request: Request<cosi::ListRequest>,
+    ) -> Result<Response<Self::ListStream>, Status> {
         let s = &self.0;
         let mut call = s.enter(LIST, &request, Some(&request.get_ref().r#type));
         let res = async {
             let admitted = s.admit(&mut call, Role::Reader).await?;
             let r = request.into_inner();
             let opts = r.options.unwrap_or_default();
-            let filter = Filter { labels: opts.label_query, id: IdMatcher::new(opts.id_query.as_ref()).map_err(Status::unknown)? };
-            let mut items: Vec<Result<cosi::ListResponse, Status>> =
-                s.store.list_labeled_matching(&r.namespace, &r.r#type, filter.required_label(), |x| filter.matches(x)).into_iter().map(|x| Ok(cosi::ListResponse { resource: Some(output(x)) })).collect();
+            let filter = Filter {
+                labels: opts.label_query,
+                id: IdMatcher::new(opts.id_query.as_ref()).map_err(Status::unknown)?,
+            };
+            let mut items: Vec<Result<cosi::ListResponse, Status>> = s
+                .store
+                .list_labeled_matching(&r.namespace, &r.r#type, filter.required_label(), |x| {
+                    filter.matches(x)
+                })
+                .into_iter()
+                .map(|x| {
+                    Ok(cosi::ListResponse {
+                        resource: Some(output(x)),
+                    })
+                })
+                .collect();
             for a in &admitted.actions {
                 if let FaultAction::BreakListAfter(n) = a {
                     items.truncate(*n);
-                    items.push(Err(Status::unavailable("omni-sim: stream broken (fault injected)")));
+                    items.push(Err(Status::unavailable(
+                        "omni-sim: stream broken (fault injected)",
+                    )));
                 }
             }
-            Ok(Response::new(Box::pin(tokio_stream::iter(items)) as Self::ListStream))
+            Ok(Response::new(
+                Box::pin(tokio_stream::iter(items)) as Self::ListStream
+            ))
         }
         .await;
         s.leave(call, res)
     }
 
-    async fn create(&self, request: Request<cosi::CreateRequest>) -> Result<Response<cosi::CreateResponse>, Status> {
+    async fn create(
+        &self,
+        request: Request<cosi::CreateRequest>,
+    ) -> Result<Response<cosi::CreateResponse>, Status> {
         let s = &self.0;
         let ty = res_type(&request.get_ref().resource).map(String::from);
         let mut call = s.enter(CREATE, &request, ty.as_deref());
@@ -336,13 +420,18 @@ impl cosi::state_server::State for StateService {
             validate::to_status(errs)?;
             s.compress(&mut r);
             let stored = s.store.create_as(r, &owner)?;
-            Ok(Response::new(cosi::CreateResponse { resource: Some(output(stored)) }))
+            Ok(Response::new(cosi::CreateResponse {
+                resource: Some(output(stored)),
+            }))
         }
         .await;
         s.leave(call, res)
     }
 
-    async fn update(&self, request: Request<cosi::UpdateRequest>) -> Result<Response<cosi::UpdateResponse>, Status> {
+    async fn update(
+        &self,
+        request: Request<cosi::UpdateRequest>,
+    ) -> Result<Response<cosi::UpdateResponse>, Status> {
         let s = &self.0;
         let ty = res_type(&request.get_ref().new_resource).map(String::from);
         let mut call = s.enter(UPDATE, &request, ty.as_deref());
@@ -363,14 +452,21 @@ impl cosi::state_server::State for StateService {
                 validate::to_status(errs)?;
             }
             s.compress(&mut r);
-            let stored = s.store.update_as(r, &opts.owner, opts.expected_phase.as_deref())?;
-            Ok(Response::new(cosi::UpdateResponse { resource: Some(output(stored)) }))
+            let stored = s
+                .store
+                .update_as(r, &opts.owner, opts.expected_phase.as_deref())?;
+            Ok(Response::new(cosi::UpdateResponse {
+                resource: Some(output(stored)),
+            }))
         }
         .await;
         s.leave(call, res)
     }
 
-    async fn destroy(&self, request: Request<cosi::DestroyRequest>) -> Result<Response<cosi::DestroyResponse>, Status> {
+    async fn destroy(
+        &self,
+        request: Request<cosi::DestroyRequest>,
+    ) -> Result<Response<cosi::DestroyResponse>, Status> {
         let s = &self.0;
         let mut call = s.enter(DESTROY, &request, Some(&request.get_ref().r#type));
         let res = async {
@@ -378,7 +474,8 @@ impl cosi::state_server::State for StateService {
             let r = request.into_inner();
             let owner = r.options.map(|o| o.owner).unwrap_or_default();
             s.destroy_checks(&r.namespace, &r.r#type, &r.id)?;
-            s.store.destroy_as(&r.namespace, &r.r#type, &r.id, Some(&owner))?;
+            s.store
+                .destroy_as(&r.namespace, &r.r#type, &r.id, Some(&owner))?;
             s.destroyed(&r.namespace, &r.r#type, &r.id);
             Ok(Response::new(cosi::DestroyResponse {}))
         }
@@ -388,7 +485,10 @@ impl cosi::state_server::State for StateService {
 
     type WatchStream = BoxStream<WatchResponse>;
 
-    async fn watch(&self, request: Request<cosi::WatchRequest>) -> Result<Response<Self::WatchStream>, Status> {
+    async fn watch(
+        &self,
+        request: Request<cosi::WatchRequest>,
+    ) -> Result<Response<Self::WatchStream>, Status> {
         let s = &self.0;
         let mut call = s.enter(WATCH, &request, Some(&request.get_ref().r#type));
         let res = async {
@@ -400,50 +500,74 @@ impl cosi::state_server::State for StateService {
         s.leave(call, res)
     }
 
-    async fn teardown(&self, request: Request<cosi::TeardownRequest>) -> Result<Response<cosi::TeardownResponse>, Status> {
+    async fn teardown(
+        &self,
+        request: Request<cosi::TeardownRequest>,
+    ) -> Result<Response<cosi::TeardownResponse>, Status> {
         let s = &self.0;
         let mut call = s.enter(TEARDOWN, &request, Some(&request.get_ref().r#type));
         let res = async {
             if s.config.teardown_unimplemented.load(Ordering::SeqCst) {
-                return Err(Status::unimplemented("unknown method Teardown for service cosi.resource.State"));
+                return Err(Status::unimplemented(
+                    "unknown method Teardown for service cosi.resource.State",
+                ));
             }
             s.admit(&mut call, Role::Operator).await?;
             let r = request.into_inner();
             let owner = r.options.map(|o| o.owner).unwrap_or_default();
             s.destroy_checks(&r.namespace, &r.r#type, &r.id)?;
-            let ready = s.store.teardown_as(&r.namespace, &r.r#type, &r.id, Some(&owner))?;
-            Ok(Response::new(cosi::TeardownResponse { destroy_ready: ready }))
+            let ready = s
+                .store
+                .teardown_as(&r.namespace, &r.r#type, &r.id, Some(&owner))?;
+            Ok(Response::new(cosi::TeardownResponse {
+                destroy_ready: ready,
+            }))
         }
         .await;
         s.leave(call, res)
     }
 
-    async fn teardown_and_destroy(&self, request: Request<cosi::TeardownAndDestroyRequest>) -> Result<Response<cosi::TeardownAndDestroyResponse>, Status> {
+    async fn teardown_and_destroy(
+        &self,
+        request: Request<cosi::TeardownAndDestroyRequest>,
+    ) -> Result<Response<cosi::TeardownAndDestroyResponse>, Status> {
         let s = &self.0;
-        let mut call = s.enter(TEARDOWN_AND_DESTROY, &request, Some(&request.get_ref().r#type));
+        let mut call = s.enter(
+            TEARDOWN_AND_DESTROY,
+            &request,
+            Some(&request.get_ref().r#type),
+        );
         let res = async {
             if s.config.teardown_unimplemented.load(Ordering::SeqCst) {
-                return Err(Status::unimplemented("unknown method TeardownAndDestroy for service cosi.resource.State"));
+                return Err(Status::unimplemented(
+                    "unknown method TeardownAndDestroy for service cosi.resource.State",
+                ));
             }
             s.admit(&mut call, Role::Operator).await?;
             let r = request.into_inner();
             let owner = r.options.map(|o| o.owner).unwrap_or_default();
             s.destroy_checks(&r.namespace, &r.r#type, &r.id)?;
             let mut changes = s.store.changes();
-            s.store.teardown_as(&r.namespace, &r.r#type, &r.id, Some(&owner))?;
+            s.store
+                .teardown_as(&r.namespace, &r.r#type, &r.id, Some(&owner))?;
             // Blocks until the finalizers are gone (or something else destroyed it), as the server does.
             loop {
                 match s.store.get(&r.namespace, &r.r#type, &r.id) {
                     None => break,
-                    Some(x) if md(&x).finalizers.is_empty() => match s.store.destroy_as(&r.namespace, &r.r#type, &r.id, Some(&owner)) {
-                        Ok(()) => {
-                            s.destroyed(&r.namespace, &r.r#type, &r.id);
-                            break;
+                    Some(x) if md(&x).finalizers.is_empty() => {
+                        match s
+                            .store
+                            .destroy_as(&r.namespace, &r.r#type, &r.id, Some(&owner))
+                        {
+                            Ok(()) => {
+                                s.destroyed(&r.namespace, &r.r#type, &r.id);
+                                break;
+                            }
+                            Err(crate::store::StateError::NotFound(_)) => break,
+                            Err(crate::store::StateError::PendingFinalizers(_)) => {}
+                            Err(e) => return Err(e.into()),
                         }
-                        Err(crate::store::StateError::NotFound(_)) => break,
-                        Err(crate::store::StateError::PendingFinalizers(_)) => {}
-                        Err(e) => return Err(e.into()),
-                    },
+                    }
                     Some(_) => {}
                 }
                 if changes.changed().await.is_err() {
@@ -472,39 +596,91 @@ struct SharedRef {
     shutdown: watch::Receiver<bool>,
 }
 
-fn event(kind: EventType, resource: Resource, old: Option<Resource>, bookmark: Option<Vec<u8>>) -> WatchResponse {
-    WatchResponse { event: vec![Event { resource: Some(output(resource)), event_type: kind as i32, old: old.map(output), error: None, bookmark }] }
+fn event(
+    kind: EventType,
+    resource: Resource,
+    old: Option<Resource>,
+    bookmark: Option<Vec<u8>>,
+) -> WatchResponse {
+    WatchResponse {
+        event: vec![Event {
+            resource: Some(output(resource)),
+            event_type: kind as i32,
+            old: old.map(output),
+            error: None,
+            bookmark,
+        }],
+    }
 }
 
 /// Translates a store change into what this watch sends (label-filter transitions included).
-fn translate(c: &Change, id: Option<&str>, filter: &Filter, bookmark: Vec<u8>) -> Option<WatchResponse> {
+fn translate(
+    c: &Change,
+    id: Option<&str>,
+    filter: &Filter,
+    bookmark: Vec<u8>,
+) -> Option<WatchResponse> {
     if let Some(id) = id
-        && md(&c.resource).id != id {
-            return None;
-        }
+        && md(&c.resource).id != id
+    {
+        return None;
+    }
     let now = filter.matches(&c.resource);
     match c.kind {
-        ChangeKind::Created => now.then(|| event(EventType::Created, c.resource.clone(), None, Some(bookmark))),
-        ChangeKind::Destroyed => now.then(|| event(EventType::Destroyed, c.resource.clone(), None, Some(bookmark))),
+        ChangeKind::Created => {
+            now.then(|| event(EventType::Created, c.resource.clone(), None, Some(bookmark)))
+        }
+        ChangeKind::Destroyed => now.then(|| {
+            event(
+                EventType::Destroyed,
+                c.resource.clone(),
+                None,
+                Some(bookmark),
+            )
+        }),
         ChangeKind::Updated => {
             let before = c.old.as_ref().is_some_and(|o| filter.matches(o));
             match (before, now) {
-                (true, true) => Some(event(EventType::Updated, c.resource.clone(), c.old.clone(), Some(bookmark))),
-                (true, false) => Some(event(EventType::Destroyed, c.resource.clone(), None, Some(bookmark))),
-                (false, true) => Some(event(EventType::Created, c.resource.clone(), None, Some(bookmark))),
+                (true, true) => Some(event(
+                    EventType::Updated,
+                    c.resource.clone(),
+                    c.old.clone(),
+                    Some(bookmark),
+                )),
+                (true, false) => Some(event(
+                    EventType::Destroyed,
+                    c.resource.clone(),
+                    None,
+                    Some(bookmark),
+                )),
+                (false, true) => Some(event(
+                    EventType::Created,
+                    c.resource.clone(),
+                    None,
+                    Some(bookmark),
+                )),
                 (false, false) => None,
             }
         }
     }
 }
 
-fn start_watch(s: SharedRef, r: cosi::WatchRequest, actions: Vec<FaultAction>) -> Result<Response<BoxStream<WatchResponse>>, Status> {
+fn start_watch(
+    s: SharedRef,
+    r: cosi::WatchRequest,
+    actions: Vec<FaultAction>,
+) -> Result<Response<BoxStream<WatchResponse>>, Status> {
     let opts = r.options.unwrap_or_default();
     let single = r.id.clone();
     if single.is_some() && (opts.bootstrap_contents || !opts.label_query.is_empty()) {
-        return Err(Status::unimplemented("bootstrap contents and label queries are not supported for single resource watch"));
+        return Err(Status::unimplemented(
+            "bootstrap contents and label queries are not supported for single resource watch",
+        ));
     }
-    let filter = Filter { labels: opts.label_query.clone(), id: IdMatcher::new(opts.id_query.as_ref()).map_err(Status::unknown)? };
+    let filter = Filter {
+        labels: opts.label_query.clone(),
+        id: IdMatcher::new(opts.id_query.as_ref()).map_err(Status::unknown)?,
+    };
     let sub = s
         .store
         .subscribe(&r.namespace, &r.r#type, opts.start_from_bookmark.as_deref())
@@ -512,7 +688,13 @@ fn start_watch(s: SharedRef, r: cosi::WatchRequest, actions: Vec<FaultAction>) -
     let api1 = r.api_version >= 1;
     let no_bootstrapped = actions.contains(&FaultAction::NoBootstrapped);
     let break_after = actions.contains(&FaultAction::BreakWatchAfterBootstrap);
-    let errored = actions.iter().find_map(|a| if let FaultAction::ErroredEvent(m) = a { Some(m.clone()) } else { None });
+    let errored = actions.iter().find_map(|a| {
+        if let FaultAction::ErroredEvent(m) = a {
+            Some(m.clone())
+        } else {
+            None
+        }
+    });
     let (tx, rx) = mpsc::channel::<Result<WatchResponse, Status>>(256);
     let mut shutdown = s.shutdown.clone();
     tokio::spawn(async move {
@@ -527,7 +709,11 @@ fn start_watch(s: SharedRef, r: cosi::WatchRequest, actions: Vec<FaultAction>) -
                 }
             }
         } else if opts.tail_events > 0 {
-            for c in store.tail(&r.namespace, &r.r#type, opts.tail_events as usize).iter().filter(|c| c.seq <= sub.seq) {
+            for c in store
+                .tail(&r.namespace, &r.r#type, opts.tail_events as usize)
+                .iter()
+                .filter(|c| c.seq <= sub.seq)
+            {
                 if let Some(e) = translate(c, single.as_deref(), &filter, store.bookmark(c.seq)) {
                     first.push(e);
                 }
@@ -535,14 +721,24 @@ fn start_watch(s: SharedRef, r: cosi::WatchRequest, actions: Vec<FaultAction>) -
         } else if let Some(id) = &single {
             match sub.snapshot.iter().find(|x| md(x).id == *id) {
                 Some(x) => first.push(event(EventType::Created, x.clone(), None, None)),
-                None => first.push(event(EventType::Destroyed, tombstone(&r.namespace, &r.r#type, id), None, None)),
+                None => first.push(event(
+                    EventType::Destroyed,
+                    tombstone(&r.namespace, &r.r#type, id),
+                    None,
+                    None,
+                )),
             }
         } else if opts.bootstrap_contents {
             for x in sub.snapshot.iter().filter(|x| filter.matches(x)) {
                 first.push(event(EventType::Created, x.clone(), None, None));
             }
             if api1 && !no_bootstrapped {
-                first.push(event(EventType::Bootstrapped, tombstone(&r.namespace, &r.r#type, ""), None, Some(store.bookmark(sub.seq))));
+                first.push(event(
+                    EventType::Bootstrapped,
+                    tombstone(&r.namespace, &r.r#type, ""),
+                    None,
+                    Some(store.bookmark(sub.seq)),
+                ));
             }
         }
         for m in first {
@@ -551,12 +747,22 @@ fn start_watch(s: SharedRef, r: cosi::WatchRequest, actions: Vec<FaultAction>) -
             }
         }
         if break_after {
-            let _ = tx.send(Err(Status::unavailable("omni-sim: watch stream broken (fault injected)"))).await;
+            let _ = tx
+                .send(Err(Status::unavailable(
+                    "omni-sim: watch stream broken (fault injected)",
+                )))
+                .await;
             return;
         }
         if let Some(msg) = errored {
             if api1 {
-                let e = Event { resource: None, event_type: EventType::Errored as i32, old: None, error: Some(msg), bookmark: None };
+                let e = Event {
+                    resource: None,
+                    event_type: EventType::Errored as i32,
+                    old: None,
+                    error: Some(msg),
+                    bookmark: None,
+                };
                 let _ = tx.send(Ok(WatchResponse { event: vec![e] })).await;
             }
             return;
@@ -569,18 +775,29 @@ fn start_watch(s: SharedRef, r: cosi::WatchRequest, actions: Vec<FaultAction>) -
             };
             match change {
                 Ok(c) => {
-                    if c.seq <= last_seq || md(&c.resource).namespace != r.namespace || md(&c.resource).r#type != r.r#type {
+                    if c.seq <= last_seq
+                        || md(&c.resource).namespace != r.namespace
+                        || md(&c.resource).r#type != r.r#type
+                    {
                         continue;
                     }
                     last_seq = c.seq;
-                    if let Some(e) = translate(&c, single.as_deref(), &filter, store.bookmark(c.seq))
-                        && tx.send(Ok(e)).await.is_err() {
-                            return;
-                        }
+                    if let Some(e) =
+                        translate(&c, single.as_deref(), &filter, store.bookmark(c.seq))
+                        && tx.send(Ok(e)).await.is_err()
+                    {
+                        return;
+                    }
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
                     if api1 {
-                        let e = Event { resource: None, event_type: EventType::Errored as i32, old: None, error: Some(format!("buffer overrun: {n} events lost")), bookmark: None };
+                        let e = Event {
+                            resource: None,
+                            event_type: EventType::Errored as i32,
+                            old: None,
+                            error: Some(format!("buffer overrun: {n} events lost")),
+                            bookmark: None,
+                        };
                         let _ = tx.send(Ok(WatchResponse { event: vec![e] })).await;
                     }
                     return;
@@ -589,12 +806,17 @@ fn start_watch(s: SharedRef, r: cosi::WatchRequest, actions: Vec<FaultAction>) -
             }
         }
     });
-    Ok(Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))))
+    Ok(Response::new(Box::pin(
+        tokio_stream::wrappers::ReceiverStream::new(rx),
+    )))
 }
 
 #[tonic::async_trait]
 impl omni_wire::management::management_service_server::ManagementService for ManagementService {
-    async fn kubeconfig(&self, request: Request<KubeconfigRequest>) -> Result<Response<KubeconfigResponse>, Status> {
+    async fn kubeconfig(
+        &self,
+        request: Request<KubeconfigRequest>,
+    ) -> Result<Response<KubeconfigResponse>, Status> {
         let s = &self.0;
         let mut call = s.enter(KUBECONFIG, &request, None);
         let res = async {

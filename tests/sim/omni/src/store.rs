@@ -59,7 +59,9 @@ impl StateError {
         match self {
             StateError::NotFound(_) => tonic::Code::NotFound,
             StateError::AlreadyExists(_) => tonic::Code::AlreadyExists,
-            StateError::VersionConflict(_) | StateError::PendingFinalizers(_) => tonic::Code::FailedPrecondition,
+            StateError::VersionConflict(_) | StateError::PendingFinalizers(_) => {
+                tonic::Code::FailedPrecondition
+            }
             StateError::OwnerConflict(_) => tonic::Code::PermissionDenied,
             StateError::PhaseConflict(_) => tonic::Code::InvalidArgument,
         }
@@ -75,7 +77,9 @@ impl From<StateError> for tonic::Status {
 /// The metadata of a stored resource (always present in the store).
 pub fn md(r: &Resource) -> &Metadata {
     static EMPTY: std::sync::OnceLock<Metadata> = std::sync::OnceLock::new();
-    r.metadata.as_ref().unwrap_or_else(|| EMPTY.get_or_init(Metadata::default))
+    r.metadata
+        .as_ref()
+        .unwrap_or_else(|| EMPTY.get_or_init(Metadata::default))
 }
 
 fn md_mut(r: &mut Resource) -> &mut Metadata {
@@ -93,16 +97,26 @@ fn describe_r(r: &Resource) -> String {
 }
 
 /// The stored resource at `key`, if `owner` (when checked) owns it: the common first step of destroy and teardown.
-fn owned_by(items: &BTreeMap<Key, Resource>, key: &Key, owner: Option<&str>) -> Result<Resource, StateError> {
+fn owned_by(
+    items: &BTreeMap<Key, Resource>,
+    key: &Key,
+    owner: Option<&str>,
+) -> Result<Resource, StateError> {
     let Some(stored) = items.get(key).cloned() else {
         let (ns, ty, id) = key;
-        return Err(StateError::NotFound(format!("{} doesn't exist", describe(ty, ns, id, omni_wire::VERSION_UNDEFINED))));
+        return Err(StateError::NotFound(format!(
+            "{} doesn't exist",
+            describe(ty, ns, id, omni_wire::VERSION_UNDEFINED)
+        )));
     };
     let current = &md(&stored).owner;
     if let Some(owner) = owner
         && current != owner
     {
-        return Err(StateError::OwnerConflict(format!("{} is owned by {current:?}", describe_r(&stored))));
+        return Err(StateError::OwnerConflict(format!(
+            "{} is owned by {current:?}",
+            describe_r(&stored)
+        )));
     }
     Ok(stored)
 }
@@ -123,7 +137,10 @@ pub fn new_resource(ns: &str, ty: &str, id: &str, proto_spec: Vec<u8>) -> Resour
             phase: phase::RUNNING.into(),
             ..Default::default()
         }),
-        spec: Some(Spec { proto_spec, yaml_spec: String::new() }),
+        spec: Some(Spec {
+            proto_spec,
+            yaml_spec: String::new(),
+        }),
     }
 }
 
@@ -143,8 +160,14 @@ struct Inner {
 
 impl Inner {
     /// The stored resources of one type in one namespace, in ID order.
-    fn of_type<'a>(&'a self, ns: &'a str, ty: &'a str) -> impl Iterator<Item = (&'a Key, &'a Resource)> + 'a {
-        self.items.range((ns.to_string(), ty.to_string(), String::new())..).take_while(move |(k, _)| k.0 == ns && k.1 == ty)
+    fn of_type<'a>(
+        &'a self,
+        ns: &'a str,
+        ty: &'a str,
+    ) -> impl Iterator<Item = (&'a Key, &'a Resource)> + 'a {
+        self.items
+            .range((ns.to_string(), ty.to_string(), String::new())..)
+            .take_while(move |(k, _)| k.0 == ns && k.1 == ty)
     }
 
     fn index(&mut self, r: &Resource, add: bool) {
@@ -185,7 +208,9 @@ pub struct Store {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("seq", &self.lock().seq).finish_non_exhaustive()
+        f.debug_struct("Store")
+            .field("seq", &self.lock().seq)
+            .finish_non_exhaustive()
     }
 }
 
@@ -202,7 +227,19 @@ impl Store {
     pub(crate) fn new(clock: SimClock) -> Self {
         let (events, _) = broadcast::channel(BROADCAST);
         let (changed, _) = watch::channel(0);
-        Store { inner: Mutex::new(Inner { items: BTreeMap::new(), by_label: HashMap::new(), seq: 0, history: VecDeque::new() }), events, changed, clock, instance: rand::random(), poked: Default::default() }
+        Store {
+            inner: Mutex::new(Inner {
+                items: BTreeMap::new(),
+                by_label: HashMap::new(),
+                seq: 0,
+                history: VecDeque::new(),
+            }),
+            events,
+            changed,
+            clock,
+            instance: rand::random(),
+            poked: Default::default(),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -223,7 +260,12 @@ impl Store {
             ChangeKind::Destroyed => inner.index(&resource, false),
         }
         inner.seq += 1;
-        let change = Arc::new(Change { seq: inner.seq, kind, resource, old });
+        let change = Arc::new(Change {
+            seq: inner.seq,
+            kind,
+            resource,
+            old,
+        });
         inner.history.push_back(change.clone());
         if inner.history.len() > HISTORY {
             inner.history.pop_front();
@@ -249,7 +291,10 @@ impl Store {
     }
 
     pub fn get(&self, ns: &str, ty: &str, id: &str) -> Option<Resource> {
-        self.lock().items.get(&(ns.to_string(), ty.to_string(), id.to_string())).cloned()
+        self.lock()
+            .items
+            .get(&(ns.to_string(), ty.to_string(), id.to_string()))
+            .cloned()
     }
 
     /// All resources of a type in a namespace, sorted by ID.
@@ -259,21 +304,44 @@ impl Store {
 
     /// The resources of a type that `keep` accepts, sorted by ID. Filtering happens under the lock, before
     /// anything is cloned: a label query over thousands of resources copies only what it returns.
-    pub fn list_matching(&self, ns: &str, ty: &str, mut keep: impl FnMut(&Resource) -> bool) -> Vec<Resource> {
-        self.lock().of_type(ns, ty).filter(|(_, r)| keep(r)).map(|(_, r)| r.clone()).collect()
+    pub fn list_matching(
+        &self,
+        ns: &str,
+        ty: &str,
+        mut keep: impl FnMut(&Resource) -> bool,
+    ) -> Vec<Resource> {
+        self.lock()
+            .of_type(ns, ty)
+            .filter(|(_, r)| keep(r))
+            .map(|(_, r)| r.clone())
+            .collect()
     }
 
     /// Like [`Store::list_matching`], looking only at the resources carrying `label=value` when a label is given.
-    pub fn list_labeled_matching(&self, ns: &str, ty: &str, label: Option<(&str, &str)>, mut keep: impl FnMut(&Resource) -> bool) -> Vec<Resource> {
+    pub fn list_labeled_matching(
+        &self,
+        ns: &str,
+        ty: &str,
+        label: Option<(&str, &str)>,
+        mut keep: impl FnMut(&Resource) -> bool,
+    ) -> Vec<Resource> {
         let Some((k, v)) = label else {
             return self.list_matching(ns, ty, keep);
         };
         let inner = self.lock();
-        let Some(ids) = inner.by_label.get(&(ns.to_string(), ty.to_string(), k.to_string(), v.to_string())) else {
+        let Some(ids) =
+            inner
+                .by_label
+                .get(&(ns.to_string(), ty.to_string(), k.to_string(), v.to_string()))
+        else {
             return Vec::new();
         };
         ids.iter()
-            .filter_map(|id| inner.items.get(&(ns.to_string(), ty.to_string(), id.clone())))
+            .filter_map(|id| {
+                inner
+                    .items
+                    .get(&(ns.to_string(), ty.to_string(), id.clone()))
+            })
             .filter(|r| keep(r))
             .cloned()
             .collect()
@@ -286,17 +354,31 @@ impl Store {
 
     /// The IDs of a type's resources, sorted.
     pub fn ids(&self, ns: &str, ty: &str) -> Vec<String> {
-        self.lock().of_type(ns, ty).map(|(k, _)| k.2.clone()).collect()
+        self.lock()
+            .of_type(ns, ty)
+            .map(|(k, _)| k.2.clone())
+            .collect()
     }
 
     /// The changes after `seq`, oldest first; `None` when the history no longer reaches back that far.
     pub(crate) fn changes_since(&self, seq: u64) -> Option<Vec<Arc<Change>>> {
         let inner = self.lock();
-        let oldest = inner.history.front().map(|c| c.seq).unwrap_or(inner.seq + 1);
+        let oldest = inner
+            .history
+            .front()
+            .map(|c| c.seq)
+            .unwrap_or(inner.seq + 1);
         if seq < inner.seq && seq + 1 < oldest {
             return None;
         }
-        Some(inner.history.iter().filter(|c| c.seq > seq).cloned().collect())
+        Some(
+            inner
+                .history
+                .iter()
+                .filter(|c| c.seq > seq)
+                .cloned()
+                .collect(),
+        )
     }
 
     /// Every stored resource.
@@ -319,7 +401,10 @@ impl Store {
         let mut inner = self.lock();
         let key = key_of(&r);
         if let Some(existing) = inner.items.get(&key) {
-            return Err(StateError::AlreadyExists(format!("{} already exists", describe_r(existing))));
+            return Err(StateError::AlreadyExists(format!(
+                "{} already exists",
+                describe_r(existing)
+            )));
         }
         let now = self.clock.timestamp();
         {
@@ -342,19 +427,34 @@ impl Store {
 
     /// Updates with version check but without owner or phase check (fixtures).
     pub fn update(&self, r: Resource) -> Result<Resource, StateError> {
-        let owner = self.get(&md(&r).namespace, &md(&r).r#type, &md(&r).id).map(|s| md(&s).owner.clone()).unwrap_or_default();
+        let owner = self
+            .get(&md(&r).namespace, &md(&r).r#type, &md(&r).id)
+            .map(|s| md(&s).owner.clone())
+            .unwrap_or_default();
         self.update_as(r, &owner, None)
     }
 
-    pub fn update_as(&self, mut r: Resource, owner: &str, expected_phase: Option<&str>) -> Result<Resource, StateError> {
+    pub fn update_as(
+        &self,
+        mut r: Resource,
+        owner: &str,
+        expected_phase: Option<&str>,
+    ) -> Result<Resource, StateError> {
         let mut inner = self.lock();
         let key = key_of(&r);
         let Some(stored) = inner.items.get(&key).cloned() else {
-            return Err(StateError::NotFound(format!("{} doesn't exist", describe(&key.1, &key.0, &key.2, &md(&r).version))));
+            return Err(StateError::NotFound(format!(
+                "{} doesn't exist",
+                describe(&key.1, &key.0, &key.2, &md(&r).version)
+            )));
         };
         let sm = md(&stored);
         if sm.owner != owner {
-            return Err(StateError::OwnerConflict(format!("{} is owned by {:?}", describe_r(&stored), sm.owner)));
+            return Err(StateError::OwnerConflict(format!(
+                "{} is owned by {:?}",
+                describe_r(&stored),
+                sm.owner
+            )));
         }
         if md(&r).version != sm.version {
             return Err(StateError::VersionConflict(format!(
@@ -365,9 +465,13 @@ impl Store {
             )));
         }
         if let Some(p) = expected_phase
-            && sm.phase != p {
-                return Err(StateError::PhaseConflict(format!("{} is not in phase {p}", describe_r(&stored))));
-            }
+            && sm.phase != p
+        {
+            return Err(StateError::PhaseConflict(format!(
+                "{} is not in phase {p}",
+                describe_r(&stored)
+            )));
+        }
         {
             let m = md_mut(&mut r);
             m.version = (parse_version(&sm.version) + 1).to_string();
@@ -388,7 +492,13 @@ impl Store {
 
     /// Applies `f` to the stored resource and stores it as a new version, with no checks (fixtures,
     /// controllers, "someone else wrote in between" faults). `None` if absent.
-    pub fn modify(&self, ns: &str, ty: &str, id: &str, f: impl FnOnce(&mut Resource)) -> Option<Resource> {
+    pub fn modify(
+        &self,
+        ns: &str,
+        ty: &str,
+        id: &str,
+        f: impl FnOnce(&mut Resource),
+    ) -> Option<Resource> {
         let mut inner = self.lock();
         let key = (ns.to_string(), ty.to_string(), id.to_string());
         let stored = inner.items.get(&key).cloned()?;
@@ -414,13 +524,23 @@ impl Store {
         self.destroy_as(ns, ty, id, None)
     }
 
-    pub fn destroy_as(&self, ns: &str, ty: &str, id: &str, owner: Option<&str>) -> Result<(), StateError> {
+    pub fn destroy_as(
+        &self,
+        ns: &str,
+        ty: &str,
+        id: &str,
+        owner: Option<&str>,
+    ) -> Result<(), StateError> {
         let mut inner = self.lock();
         let key = (ns.to_string(), ty.to_string(), id.to_string());
         let stored = owned_by(&inner.items, &key, owner)?;
         let sm = md(&stored);
         if !sm.finalizers.is_empty() {
-            return Err(StateError::PendingFinalizers(format!("{} has pending finalizers {}", describe_r(&stored), go_list(&sm.finalizers))));
+            return Err(StateError::PendingFinalizers(format!(
+                "{} has pending finalizers {}",
+                describe_r(&stored),
+                go_list(&sm.finalizers)
+            )));
         }
         inner.items.remove(&key);
         self.emit(&mut inner, ChangeKind::Destroyed, stored, None);
@@ -430,7 +550,9 @@ impl Store {
     /// Removes a resource regardless of owner and finalizers. Returns what was removed.
     pub fn force_destroy(&self, ns: &str, ty: &str, id: &str) -> Option<Resource> {
         let mut inner = self.lock();
-        let stored = inner.items.remove(&(ns.to_string(), ty.to_string(), id.to_string()))?;
+        let stored = inner
+            .items
+            .remove(&(ns.to_string(), ty.to_string(), id.to_string()))?;
         self.emit(&mut inner, ChangeKind::Destroyed, stored.clone(), None);
         Some(stored)
     }
@@ -441,7 +563,13 @@ impl Store {
     }
 
     /// Sets phase `tearingDown` (one UPDATED event unless already so); `destroy_ready` = no finalizers.
-    pub fn teardown_as(&self, ns: &str, ty: &str, id: &str, owner: Option<&str>) -> Result<bool, StateError> {
+    pub fn teardown_as(
+        &self,
+        ns: &str,
+        ty: &str,
+        id: &str,
+        owner: Option<&str>,
+    ) -> Result<bool, StateError> {
         let mut inner = self.lock();
         let key = (ns.to_string(), ty.to_string(), id.to_string());
         let stored = owned_by(&inner.items, &key, owner)?;
@@ -467,12 +595,20 @@ impl Store {
         self.modify(ns, ty, id, |r| md_mut(r).finalizers.push(finalizer.into()))
     }
 
-    pub fn remove_finalizer(&self, ns: &str, ty: &str, id: &str, finalizer: &str) -> Option<Resource> {
+    pub fn remove_finalizer(
+        &self,
+        ns: &str,
+        ty: &str,
+        id: &str,
+        finalizer: &str,
+    ) -> Option<Resource> {
         let r = self.get(ns, ty, id)?;
         if !md(&r).finalizers.iter().any(|f| f == finalizer) {
             return Some(r);
         }
-        self.modify(ns, ty, id, |r| md_mut(r).finalizers.retain(|f| f != finalizer))
+        self.modify(ns, ty, id, |r| {
+            md_mut(r).finalizers.retain(|f| f != finalizer)
+        })
     }
 
     /// Opaque bookmark bytes for a sequence number of this store.
@@ -484,7 +620,12 @@ impl Store {
 
     /// Subscribes to changes of one type in one namespace: the current items and, when resuming from a
     /// bookmark, every change after it. `Err` for a bookmark this store cannot resume from.
-    pub(crate) fn subscribe(&self, ns: &str, ty: &str, bookmark: Option<&[u8]>) -> Result<Subscription, ()> {
+    pub(crate) fn subscribe(
+        &self,
+        ns: &str,
+        ty: &str,
+        bookmark: Option<&[u8]>,
+    ) -> Result<Subscription, ()> {
         let inner = self.lock();
         let backlog = match bookmark {
             None => Vec::new(),
@@ -495,21 +636,46 @@ impl Store {
                 let (inst, seq) = b.split_at(8);
                 let inst = u64::from_be_bytes(inst.try_into().map_err(|_| ())?);
                 let seq = u64::from_be_bytes(seq.try_into().map_err(|_| ())?);
-                let oldest = inner.history.front().map(|c| c.seq).unwrap_or(inner.seq + 1);
-                if inst != self.instance || seq > inner.seq || (seq + 1 < oldest && seq != inner.seq) {
+                let oldest = inner
+                    .history
+                    .front()
+                    .map(|c| c.seq)
+                    .unwrap_or(inner.seq + 1);
+                if inst != self.instance
+                    || seq > inner.seq
+                    || (seq + 1 < oldest && seq != inner.seq)
+                {
                     return Err(());
                 }
-                inner.history.iter().filter(|c| c.seq > seq).filter(|c| md(&c.resource).namespace == ns && md(&c.resource).r#type == ty).cloned().collect()
+                inner
+                    .history
+                    .iter()
+                    .filter(|c| c.seq > seq)
+                    .filter(|c| md(&c.resource).namespace == ns && md(&c.resource).r#type == ty)
+                    .cloned()
+                    .collect()
             }
         };
         let snapshot = inner.of_type(ns, ty).map(|(_, r)| r.clone()).collect();
-        Ok(Subscription { snapshot, backlog, seq: inner.seq, rx: self.events.subscribe() })
+        Ok(Subscription {
+            snapshot,
+            backlog,
+            seq: inner.seq,
+            rx: self.events.subscribe(),
+        })
     }
 
     /// The last `n` changes of a type (for `tail_events`).
     pub(crate) fn tail(&self, ns: &str, ty: &str, n: usize) -> Vec<Arc<Change>> {
         let inner = self.lock();
-        let mut v: Vec<_> = inner.history.iter().rev().filter(|c| md(&c.resource).namespace == ns && md(&c.resource).r#type == ty).take(n).cloned().collect();
+        let mut v: Vec<_> = inner
+            .history
+            .iter()
+            .rev()
+            .filter(|c| md(&c.resource).namespace == ns && md(&c.resource).r#type == ty)
+            .take(n)
+            .cloned()
+            .collect();
         v.reverse();
         v
     }
@@ -526,13 +692,20 @@ mod tests {
     #[test]
     fn versions_owner_phase_and_finalizer_rules() {
         let s = store();
-        let r = s.create(new_resource("default", "T", "a", vec![])).expect("create");
+        let r = s
+            .create(new_resource("default", "T", "a", vec![]))
+            .expect("create");
         assert_eq!(md(&r).version, "1");
-        assert!(matches!(s.create(new_resource("default", "T", "a", vec![])), Err(StateError::AlreadyExists(m)) if m == "resource T(default/a@1) already exists"));
+        assert!(
+            matches!(s.create(new_resource("default", "T", "a", vec![])), Err(StateError::AlreadyExists(m)) if m == "resource T(default/a@1) already exists")
+        );
         let mut stale = r.clone();
         md_mut(&mut stale).version = "7".into();
         let e = s.update_as(stale, "", None).expect_err("stale");
-        assert_eq!(e.to_string(), r#"resource T(default/a@1) update conflict: expected version "7", actual version "1""#);
+        assert_eq!(
+            e.to_string(),
+            r#"resource T(default/a@1) update conflict: expected version "7", actual version "1""#
+        );
         let e = s.update_as(r.clone(), "someone", None).expect_err("owner");
         assert_eq!(e.to_string(), r#"resource T(default/a@1) is owned by """#);
         let mut with_fin = r.clone();
@@ -540,16 +713,34 @@ mod tests {
         let r2 = s.update_as(with_fin, "", Some("running")).expect("update");
         assert_eq!(md(&r2).version, "2");
         assert_eq!(s.teardown_as("default", "T", "a", Some("")), Ok(false));
-        assert_eq!(s.teardown_as("default", "T", "a", Some("")), Ok(false), "teardown twice is fine");
+        assert_eq!(
+            s.teardown_as("default", "T", "a", Some("")),
+            Ok(false),
+            "teardown twice is fine"
+        );
         let cur = s.get("default", "T", "a").expect("exists");
         assert_eq!(md(&cur).version, "3");
         let e = s.update_as(cur, "", Some("running")).expect_err("phase");
-        assert_eq!(e.to_string(), "resource T(default/a@3) is not in phase running");
-        let e = s.destroy_as("default", "T", "a", Some("")).expect_err("finalizers");
-        assert_eq!(e.to_string(), "resource T(default/a@3) has pending finalizers [f1 f2]");
+        assert_eq!(
+            e.to_string(),
+            "resource T(default/a@3) is not in phase running"
+        );
+        let e = s
+            .destroy_as("default", "T", "a", Some(""))
+            .expect_err("finalizers");
+        assert_eq!(
+            e.to_string(),
+            "resource T(default/a@3) has pending finalizers [f1 f2]"
+        );
         s.remove_finalizer("default", "T", "a", "f1");
         s.remove_finalizer("default", "T", "a", "f2");
-        s.destroy_as("default", "T", "a", Some("")).expect("destroy");
-        assert_eq!(s.destroy("default", "T", "a").expect_err("gone").to_string(), "resource T(default/a@undefined) doesn't exist");
+        s.destroy_as("default", "T", "a", Some(""))
+            .expect("destroy");
+        assert_eq!(
+            s.destroy("default", "T", "a")
+                .expect_err("gone")
+                .to_string(),
+            "resource T(default/a@undefined) doesn't exist"
+        );
     }
 }

@@ -23,11 +23,24 @@ pub const LINKS: &str = "Links.omni.sidero.dev";
 
 /// Types Omni's generic destroy controller removes once torn down, owner-less and finalizer-free (§3.1.5);
 /// Links are included because tearing one down is how a machine is removed (§4.6).
-pub const USER_MANAGED: [&str; 9] =
-    [CLUSTERS, CONFIG_PATCHES, MACHINE_SETS, MACHINE_SET_NODES, EXTENSIONS_CONFIGURATIONS, KERNEL_ARGS, KUBERNETES_MANIFEST_GROUPS, KUBERNETES_HEALTH_CHECKS, LINKS];
+pub const USER_MANAGED: [&str; 9] = [
+    CLUSTERS,
+    CONFIG_PATCHES,
+    MACHINE_SETS,
+    MACHINE_SET_NODES,
+    EXTENSIONS_CONFIGURATIONS,
+    KERNEL_ARGS,
+    KUBERNETES_MANIFEST_GROUPS,
+    KUBERNETES_HEALTH_CHECKS,
+    LINKS,
+];
 
 /// Types only an Admin may touch.
-pub const ADMIN_ONLY: [&str; 3] = ["PublicKeys.omni.sidero.dev", "Users.omni.sidero.dev", "Identities.omni.sidero.dev"];
+pub const ADMIN_ONLY: [&str; 3] = [
+    "PublicKeys.omni.sidero.dev",
+    "Users.omni.sidero.dev",
+    "Identities.omni.sidero.dev",
+];
 
 pub const LABEL_CLUSTER: &str = "omni.sidero.dev/cluster";
 pub const LABEL_MACHINE_SET: &str = "omni.sidero.dev/machine-set";

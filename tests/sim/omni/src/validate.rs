@@ -2,8 +2,8 @@
 //! `InvalidArgument` `failed to validate: <hashicorp multierror text>`.
 
 use omni_wire::cosi::{Metadata, Resource};
-use omni_wire::specs;
 use omni_wire::phase;
+use omni_wire::specs;
 use prost::Message as _;
 
 use crate::store::{Store, md};
@@ -19,7 +19,10 @@ pub struct TalosVersion {
 
 impl TalosVersion {
     pub fn new(version: &str, kubernetes: &[&str]) -> Self {
-        TalosVersion { version: version.into(), kubernetes: kubernetes.iter().map(|s| s.to_string()).collect() }
+        TalosVersion {
+            version: version.into(),
+            kubernetes: kubernetes.iter().map(|s| s.to_string()).collect(),
+        }
     }
 
     /// Talos 1.9.0-1.9.6, 1.10.0-1.10.7 and 1.11.0-1.11.5, each with four Kubernetes minors ending at the newest
@@ -27,27 +30,46 @@ impl TalosVersion {
     pub fn defaults() -> Vec<TalosVersion> {
         let mut v = Vec::new();
         for p in 0..=6 {
-            v.push(TalosVersion::new(&format!("1.9.{p}"), &["1.29", "1.30", "1.31", "1.32"]));
+            v.push(TalosVersion::new(
+                &format!("1.9.{p}"),
+                &["1.29", "1.30", "1.31", "1.32"],
+            ));
         }
         for p in 0..=7 {
-            v.push(TalosVersion::new(&format!("1.10.{p}"), &["1.30", "1.31", "1.32", "1.33"]));
+            v.push(TalosVersion::new(
+                &format!("1.10.{p}"),
+                &["1.30", "1.31", "1.32", "1.33"],
+            ));
         }
         for p in 0..=5 {
-            v.push(TalosVersion::new(&format!("1.11.{p}"), &["1.31", "1.32", "1.33", "1.34"]));
+            v.push(TalosVersion::new(
+                &format!("1.11.{p}"),
+                &["1.31", "1.32", "1.33", "1.34"],
+            ));
         }
         // Newer lines, so current manifests (the project's examples use Talos 1.13 with Kubernetes 1.35) sync.
         for p in 0..=4 {
-            v.push(TalosVersion::new(&format!("1.12.{p}"), &["1.32", "1.33", "1.34", "1.35"]));
+            v.push(TalosVersion::new(
+                &format!("1.12.{p}"),
+                &["1.32", "1.33", "1.34", "1.35"],
+            ));
         }
         for p in 0..=3 {
-            v.push(TalosVersion::new(&format!("1.13.{p}"), &["1.33", "1.34", "1.35", "1.36"]));
+            v.push(TalosVersion::new(
+                &format!("1.13.{p}"),
+                &["1.33", "1.34", "1.35", "1.36"],
+            ));
         }
         v
     }
 
     fn admits(&self, k8s: &str) -> bool {
         let k = k8s.trim_start_matches('v');
-        self.kubernetes.iter().any(|c| c == k || k.strip_prefix(c.as_str()).is_some_and(|rest| rest.starts_with('.') && c.matches('.').count() == 1))
+        self.kubernetes.iter().any(|c| {
+            c == k
+                || k.strip_prefix(c.as_str())
+                    .is_some_and(|rest| rest.starts_with('.') && c.matches('.').count() == 1)
+        })
     }
 }
 
@@ -60,23 +82,45 @@ pub struct Ctx<'a> {
 
 /// hashicorp/go-multierror's text.
 pub fn multierror(errs: &[String]) -> String {
-    let head = if errs.len() == 1 { "1 error occurred:".to_string() } else { format!("{} errors occurred:", errs.len()) };
+    let head = if errs.len() == 1 {
+        "1 error occurred:".to_string()
+    } else {
+        format!("{} errors occurred:", errs.len())
+    };
     format!("{head}\n\t* {}\n\n", errs.join("\n\t* "))
 }
 
 pub fn to_status(errs: Vec<String>) -> Result<(), tonic::Status> {
-    if errs.is_empty() { Ok(()) } else { Err(tonic::Status::invalid_argument(format!("failed to validate: {}", multierror(&errs)))) }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(tonic::Status::invalid_argument(format!(
+            "failed to validate: {}",
+            multierror(&errs)
+        )))
+    }
 }
 
 /// Tolerant semver: optional leading `v`, `major.minor[.patch]`, optional `-pre`/`+build`.
 pub fn parse_version(s: &str) -> Result<(u64, u64, u64), String> {
-    let core = s.trim_start_matches('v').split(['-', '+']).next().unwrap_or("");
+    let core = s
+        .trim_start_matches('v')
+        .split(['-', '+'])
+        .next()
+        .unwrap_or("");
     let parts: Vec<&str> = core.split('.').collect();
     if parts.len() < 2 || parts.len() > 3 {
         return Err(format!("Invalid Semantic Version {s:?}"));
     }
-    let n = |p: &str| p.parse::<u64>().map_err(|_| format!("Invalid character(s) found in version {s:?}"));
-    Ok((n(parts[0])?, n(parts[1])?, if parts.len() == 3 { n(parts[2])? } else { 0 }))
+    let n = |p: &str| {
+        p.parse::<u64>()
+            .map_err(|_| format!("Invalid character(s) found in version {s:?}"))
+    };
+    Ok((
+        n(parts[0])?,
+        n(parts[1])?,
+        if parts.len() == 3 { n(parts[2])? } else { 0 },
+    ))
 }
 
 fn has_control(s: &str) -> bool {
@@ -88,11 +132,17 @@ pub fn metadata_limits(new: &Metadata, old: Option<&Metadata>, errs: &mut Vec<St
     if new.id.is_empty() {
         errs.push("resource ID must not be empty".into());
     } else if new.id.len() > 1024 {
-        errs.push(format!("resource ID is too long: {} bytes (max 1024)", new.id.len()));
+        errs.push(format!(
+            "resource ID is too long: {} bytes (max 1024)",
+            new.id.len()
+        ));
     } else if has_control(&new.id) {
         errs.push("resource ID must not contain control characters".into());
     }
-    for (what, map, old_map) in [("label", &new.labels, old.map(|o| &o.labels)), ("annotation", &new.annotations, old.map(|o| &o.annotations))] {
+    for (what, map, old_map) in [
+        ("label", &new.labels, old.map(|o| &o.labels)),
+        ("annotation", &new.annotations, old.map(|o| &o.annotations)),
+    ] {
         if map.len() > 256 {
             errs.push(format!("too many {what}s: {} (max 256)", map.len()));
         }
@@ -106,21 +156,34 @@ pub fn metadata_limits(new: &Metadata, old: Option<&Metadata>, errs: &mut Vec<St
             if k.is_empty() {
                 errs.push(format!("{what} key must not be empty"));
             } else if k.len() > 1024 {
-                errs.push(format!("{what} key {k:?} is too long: {} bytes (max 1024)", k.len()));
+                errs.push(format!(
+                    "{what} key {k:?} is too long: {} bytes (max 1024)",
+                    k.len()
+                ));
             } else if has_control(k) {
-                errs.push(format!("{what} key {k:?} must not contain control characters"));
+                errs.push(format!(
+                    "{what} key {k:?} must not contain control characters"
+                ));
             }
             if v.len() > 16 * 1024 {
-                errs.push(format!("{what} value for key {k:?} is too long: {} bytes (max 16384)", v.len()));
+                errs.push(format!(
+                    "{what} value for key {k:?} is too long: {} bytes (max 16384)",
+                    v.len()
+                ));
             } else if has_control(v) {
-                errs.push(format!("{what} value for key {k:?} must not contain control characters"));
+                errs.push(format!(
+                    "{what} value for key {k:?} must not contain control characters"
+                ));
             }
         }
     }
 }
 
 fn spec_bytes(r: &Resource) -> &[u8] {
-    r.spec.as_ref().map(|s| s.proto_spec.as_slice()).unwrap_or(&[])
+    r.spec
+        .as_ref()
+        .map(|s| s.proto_spec.as_slice())
+        .unwrap_or(&[])
 }
 
 fn label<'a>(r: &'a Resource, k: &str) -> Option<&'a str> {
@@ -132,11 +195,18 @@ fn tearing_down(r: &Resource) -> bool {
 }
 
 fn locked(cluster: &Resource) -> bool {
-    md(cluster).annotations.contains_key(ANNOTATION_CLUSTER_LOCKED)
+    md(cluster)
+        .annotations
+        .contains_key(ANNOTATION_CLUSTER_LOCKED)
 }
 
 /// Validations of a Create (`old` = None) or an Update (`old` = stored) that is not a teardown.
-pub fn validate_write(ctx: &Ctx<'_>, new: &Resource, old: Option<&Resource>, errs: &mut Vec<String>) {
+pub fn validate_write(
+    ctx: &Ctx<'_>,
+    new: &Resource,
+    old: Option<&Resource>,
+    errs: &mut Vec<String>,
+) {
     let ty = md(new).r#type.as_str();
     match ty {
         CLUSTERS => cluster(ctx, new, old, errs),
@@ -155,17 +225,26 @@ pub fn validate_write(ctx: &Ctx<'_>, new: &Resource, old: Option<&Resource>, err
 pub fn validate_destroy(ctx: &Ctx<'_>, stored: &Resource, errs: &mut Vec<String>) {
     let m = md(stored);
     match m.r#type.as_str() {
-        CLUSTERS if locked(stored) => errs.push(format!("deletion is not allowed: the cluster {:?} is locked", m.id)),
+        CLUSTERS if locked(stored) => errs.push(format!(
+            "deletion is not allowed: the cluster {:?} is locked",
+            m.id
+        )),
         MACHINE_SETS => {
-            if let Some(c) = label(stored, LABEL_CLUSTER).and_then(|c| ctx.store.get(&m.namespace, CLUSTERS, c))
-                && locked(&c) && !tearing_down(&c) {
-                    errs.push(format!("removing machine set {:?} from the cluster {:?} is not allowed: the cluster is locked", m.id, md(&c).id));
-                }
+            if let Some(c) =
+                label(stored, LABEL_CLUSTER).and_then(|c| ctx.store.get(&m.namespace, CLUSTERS, c))
+                && locked(&c)
+                && !tearing_down(&c)
+            {
+                errs.push(format!("removing machine set {:?} from the cluster {:?} is not allowed: the cluster is locked", m.id, md(&c).id));
+            }
         }
         MACHINE_SET_NODES => {
-            let ms = label(stored, LABEL_MACHINE_SET).and_then(|s| ctx.store.get(&m.namespace, MACHINE_SETS, s));
-            let cluster = label(stored, LABEL_CLUSTER).and_then(|c| ctx.store.get(&m.namespace, CLUSTERS, c));
-            let parents_alive = ms.as_ref().is_some_and(|s| !tearing_down(s)) && cluster.as_ref().is_some_and(|c| !tearing_down(c));
+            let ms = label(stored, LABEL_MACHINE_SET)
+                .and_then(|s| ctx.store.get(&m.namespace, MACHINE_SETS, s));
+            let cluster =
+                label(stored, LABEL_CLUSTER).and_then(|c| ctx.store.get(&m.namespace, CLUSTERS, c));
+            let parents_alive = ms.as_ref().is_some_and(|s| !tearing_down(s))
+                && cluster.as_ref().is_some_and(|c| !tearing_down(c));
             if parents_alive {
                 let ms_id = ms.as_ref().map(|s| md(s).id.clone()).unwrap_or_default();
                 if m.annotations.contains_key(ANNOTATION_LOCKED) {
@@ -184,15 +263,23 @@ fn version_checks(ctx: &Ctx<'_>, spec: &specs::ClusterSpec, errs: &mut Vec<Strin
     let talos = &spec.talos_version;
     let k8s = &spec.kubernetes_version;
     let talos_ok = if talos.is_empty() {
-        errs.push(format!("invalid talos version {talos:?}: version is required"));
+        errs.push(format!(
+            "invalid talos version {talos:?}: version is required"
+        ));
         None
     } else {
         match parse_version(talos) {
             Err(e) => {
-                errs.push(format!("invalid talos version {talos:?}: version should be in semver format: {e}"));
+                errs.push(format!(
+                    "invalid talos version {talos:?}: version should be in semver format: {e}"
+                ));
                 None
             }
-            Ok(v) => match ctx.talos_versions.iter().find(|t| t.version.trim_start_matches('v') == talos.trim_start_matches('v')) {
+            Ok(v) => match ctx
+                .talos_versions
+                .iter()
+                .find(|t| t.version.trim_start_matches('v') == talos.trim_start_matches('v'))
+            {
                 None => {
                     errs.push(format!("invalid talos version {talos:?}: TalosVersions.omni.sidero.dev(default/{talos}@undefined) doesn't exist"));
                     Some((v, None))
@@ -202,25 +289,39 @@ fn version_checks(ctx: &Ctx<'_>, spec: &specs::ClusterSpec, errs: &mut Vec<Strin
         }
     };
     if k8s.is_empty() {
-        errs.push(format!("invalid kubernetes version {k8s:?}: version is required"));
+        errs.push(format!(
+            "invalid kubernetes version {k8s:?}: version is required"
+        ));
     } else if let Err(e) = parse_version(k8s) {
-        errs.push(format!("invalid kubernetes version {k8s:?}: version should be in semver format: {e}"));
+        errs.push(format!(
+            "invalid kubernetes version {k8s:?}: version should be in semver format: {e}"
+        ));
     } else if let Some((_, Some(t))) = &talos_ok
-        && !t.admits(k8s) {
-            errs.push(format!("invalid kubernetes version {k8s:?}: is not compatible with talos version {talos:?}"));
-        }
+        && !t.admits(k8s)
+    {
+        errs.push(format!(
+            "invalid kubernetes version {k8s:?}: is not compatible with talos version {talos:?}"
+        ));
+    }
     let encryption = spec.features.as_ref().is_some_and(|f| f.disk_encryption);
     if encryption && talos_ok.as_ref().is_some_and(|(v, _)| (v.0, v.1) < (1, 5)) {
         errs.push("disk encryption is supported only for Talos version >= 1.5.0".into());
     }
-    if spec.features.as_ref().is_some_and(|f| f.use_embedded_discovery_service) {
+    if spec
+        .features
+        .as_ref()
+        .is_some_and(|f| f.use_embedded_discovery_service)
+    {
         errs.push("embedded discovery service is not enabled".into());
     }
 }
 
 fn cluster(ctx: &Ctx<'_>, new: &Resource, old: Option<&Resource>, errs: &mut Vec<String>) {
     let id = &md(new).id;
-    if !id.chars().all(|c| c.is_alphanumeric() || c == '-' || c == '_') {
+    if !id
+        .chars()
+        .all(|c| c.is_alphanumeric() || c == '-' || c == '_')
+    {
         errs.push("name should only contain letters, digits, dashes and underscores".into());
     }
     let spec = match specs::ClusterSpec::decode(spec_bytes(new)) {
@@ -232,19 +333,30 @@ fn cluster(ctx: &Ctx<'_>, new: &Resource, old: Option<&Resource>, errs: &mut Vec
     };
     let old_spec = specs::ClusterSpec::decode(spec_bytes(old)).unwrap_or_default();
     if locked(old) && spec != old_spec {
-        errs.push(format!("updating cluster configuration is not allowed: the cluster {id:?} is locked"));
+        errs.push(format!(
+            "updating cluster configuration is not allowed: the cluster {id:?} is locked"
+        ));
     }
-    if spec.talos_version != old_spec.talos_version || spec.kubernetes_version != old_spec.kubernetes_version || spec.features != old_spec.features {
+    if spec.talos_version != old_spec.talos_version
+        || spec.kubernetes_version != old_spec.kubernetes_version
+        || spec.features != old_spec.features
+    {
         version_checks(ctx, &spec, errs);
     }
     let enc = |s: &specs::ClusterSpec| s.features.as_ref().is_some_and(|f| f.disk_encryption);
     if enc(&spec) != enc(&old_spec) {
         errs.push("updating disk encryption settings is not allowed".into());
     }
-    if let (Ok(a), Ok(b)) = (parse_version(&old_spec.talos_version), parse_version(&spec.talos_version))
-        && (b.0, b.1) < (a.0, a.1) {
-            errs.push(format!("downgrading from version {} to {} is not supported", old_spec.talos_version, spec.talos_version));
-        }
+    if let (Ok(a), Ok(b)) = (
+        parse_version(&old_spec.talos_version),
+        parse_version(&spec.talos_version),
+    ) && (b.0, b.1) < (a.0, a.1)
+    {
+        errs.push(format!(
+            "downgrading from version {} to {} is not supported",
+            old_spec.talos_version, spec.talos_version
+        ));
+    }
 }
 
 fn require_label<'a>(r: &'a Resource, k: &str, errs: &mut Vec<String>) -> Option<&'a str> {
@@ -265,7 +377,9 @@ fn immutable_label(new: &Resource, old: Option<&Resource>, k: &str, errs: &mut V
     if let Some(old) = old {
         let (a, b) = (label(old, k).unwrap_or(""), label(new, k).unwrap_or(""));
         if a != b {
-            errs.push(format!("changing value of label {k:?} from {a:?} to {b:?} is not allowed"));
+            errs.push(format!(
+                "changing value of label {k:?} from {a:?} to {b:?} is not allowed"
+            ));
         }
     }
 }
@@ -300,7 +414,10 @@ fn machine_set(ctx: &Ctx<'_>, new: &Resource, old: Option<&Resource>, errs: &mut
             errs.push(format!("machine set must have either {LABEL_ROLE_CONTROLPLANE:?} or {LABEL_ROLE_WORKER:?} label"));
         }
         if !m.id.starts_with(&format!("{c}-")) {
-            errs.push(format!("machine set of cluster {c:?} ID must have {:?} as prefix", format!("{c}-")));
+            errs.push(format!(
+                "machine set of cluster {c:?} ID must have {:?} as prefix",
+                format!("{c}-")
+            ));
         }
         if cp && m.id != cp_id {
             errs.push(format!("control plane machine set must have ID {cp_id:?}"));
@@ -322,7 +439,9 @@ fn machine_set(ctx: &Ctx<'_>, new: &Resource, old: Option<&Resource>, errs: &mut
         if a.name.is_empty() {
             errs.push("machine allocation source name is not set".into());
         }
-        if a.allocation_type != specs::machine_set_spec::machine_allocation::Type::Static as i32 && a.machine_count != 0 {
+        if a.allocation_type != specs::machine_set_spec::machine_allocation::Type::Static as i32
+            && a.machine_count != 0
+        {
             errs.push("machine count can be set only if static allocation type is used".into());
         }
     }
@@ -334,7 +453,9 @@ fn machine_set_node(ctx: &Ctx<'_>, new: &Resource, old: Option<&Resource>, errs:
     let ms_name = require_label(new, LABEL_MACHINE_SET, errs);
     immutable_label(new, old, LABEL_CLUSTER, errs);
     immutable_label(new, old, LABEL_MACHINE_SET, errs);
-    if m.annotations.contains_key(ANNOTATION_LOCKED) && m.labels.contains_key(LABEL_ROLE_CONTROLPLANE) {
+    if m.annotations.contains_key(ANNOTATION_LOCKED)
+        && m.labels.contains_key(LABEL_ROLE_CONTROLPLANE)
+    {
         errs.push("locking controlplanes is not allowed".into());
     }
     if old.is_some() {
@@ -355,8 +476,12 @@ fn machine_set_node(ctx: &Ctx<'_>, new: &Resource, old: Option<&Resource>, errs:
     if let Some(c) = cluster_name {
         match ctx.store.get(&m.namespace, CLUSTERS, c) {
             None => errs.push(format!("the cluster {c:?} does not exist")),
-            Some(cl) if tearing_down(&cl) => errs.push(format!("the cluster {c:?} is tearing down")),
-            Some(cl) if locked(&cl) => errs.push(format!("adding machine set node to the cluster {c:?} is not allowed: the cluster is locked")),
+            Some(cl) if tearing_down(&cl) => {
+                errs.push(format!("the cluster {c:?} is tearing down"))
+            }
+            Some(cl) if locked(&cl) => errs.push(format!(
+                "adding machine set node to the cluster {c:?} is not allowed: the cluster is locked"
+            )),
             Some(_) => {}
         }
     }
@@ -366,18 +491,22 @@ fn machine_set_node(ctx: &Ctx<'_>, new: &Resource, old: Option<&Resource>, errs:
 pub fn content(ctx: &Ctx<'_>, r: &Resource) -> Result<String, String> {
     let (data, compressed) = match md(r).r#type.as_str() {
         CONFIG_PATCHES => {
-            let s = specs::ConfigPatchSpec::decode(spec_bytes(r)).map_err(|e| format!("failed to decode spec: {e}"))?;
+            let s = specs::ConfigPatchSpec::decode(spec_bytes(r))
+                .map_err(|e| format!("failed to decode spec: {e}"))?;
             (s.data, s.compressed_data)
         }
         _ => {
-            let s = specs::KubernetesManifestGroupSpec::decode(spec_bytes(r)).map_err(|e| format!("failed to decode spec: {e}"))?;
+            let s = specs::KubernetesManifestGroupSpec::decode(spec_bytes(r))
+                .map_err(|e| format!("failed to decode spec: {e}"))?;
             (s.data, s.compressed_data)
         }
     };
     if compressed.is_empty() {
         return Ok(data);
     }
-    let dict = ctx.dictionary.ok_or("compressed data cannot be read: omni-sim was started without a zstd dictionary")?;
+    let dict = ctx
+        .dictionary
+        .ok_or("compressed data cannot be read: omni-sim was started without a zstd dictionary")?;
     let plain = dict.decompress(&compressed).map_err(|e| e.to_string())?;
     String::from_utf8(plain).map_err(|_| "decompressed data is not UTF-8".to_string())
 }
@@ -399,7 +528,8 @@ const FORBIDDEN: [&str; 13] = [
 ];
 
 fn lookup<'a>(v: &'a yaml_serde::Value, path: &str) -> Option<&'a yaml_serde::Value> {
-    path.split('.').try_fold(v, |cur, k| cur.as_mapping()?.get(k))
+    path.split('.')
+        .try_fold(v, |cur, k| cur.as_mapping()?.get(k))
 }
 
 /// The forbidden-field rules of a config patch (every YAML document is checked).
@@ -412,28 +542,38 @@ pub fn patch_content(text: &str, errs: &mut Vec<String>) {
         };
         for path in FORBIDDEN {
             if lookup(&value, path).is_some() {
-                errs.push(format!("overriding {path:?} is not allowed in the config patch"));
+                errs.push(format!(
+                    "overriding {path:?} is not allowed in the config patch"
+                ));
             }
         }
         let roles_path = "machine.features.kubernetesTalosAPIAccess.allowedRoles";
         if let Some(roles) = lookup(&value, roles_path).and_then(|v| v.as_sequence())
-            && roles.iter().any(|r| r.as_str() == Some("os:admin")) {
-                errs.push(format!("element {:?} is not allowed in field {roles_path:?}", "os:admin"));
-            }
+            && roles.iter().any(|r| r.as_str() == Some("os:admin"))
+        {
+            errs.push(format!(
+                "element {:?} is not allowed in field {roles_path:?}",
+                "os:admin"
+            ));
+        }
     }
 }
 
 fn config_patch(ctx: &Ctx<'_>, new: &Resource, old: Option<&Resource>, errs: &mut Vec<String>) {
     let m = md(new);
     if old.is_none() {
-        if let Some(c) = label(new, LABEL_CLUSTER).and_then(|c| ctx.store.get(&m.namespace, CLUSTERS, c))
-            && tearing_down(&c) {
-                errs.push(format!("cluster {:?} is tearing down", md(&c).id));
-            }
-        if let Some(s) = label(new, LABEL_MACHINE_SET).and_then(|s| ctx.store.get(&m.namespace, MACHINE_SETS, s))
-            && tearing_down(&s) {
-                errs.push(format!("machine set {:?} is tearing down", md(&s).id));
-            }
+        if let Some(c) =
+            label(new, LABEL_CLUSTER).and_then(|c| ctx.store.get(&m.namespace, CLUSTERS, c))
+            && tearing_down(&c)
+        {
+            errs.push(format!("cluster {:?} is tearing down", md(&c).id));
+        }
+        if let Some(s) =
+            label(new, LABEL_MACHINE_SET).and_then(|s| ctx.store.get(&m.namespace, MACHINE_SETS, s))
+            && tearing_down(&s)
+        {
+            errs.push(format!("machine set {:?} is tearing down", md(&s).id));
+        }
     }
     let text = match content(ctx, new) {
         Ok(t) => t,
@@ -441,9 +581,10 @@ fn config_patch(ctx: &Ctx<'_>, new: &Resource, old: Option<&Resource>, errs: &mu
     };
     // On update only a content change is validated.
     if let Some(old) = old
-        && content(ctx, old).ok().as_deref() == Some(text.as_str()) {
-            return;
-        }
+        && content(ctx, old).ok().as_deref() == Some(text.as_str())
+    {
+        return;
+    }
     patch_content(&text, errs);
 }
 
@@ -454,7 +595,9 @@ fn manifest_group(ctx: &Ctx<'_>, new: &Resource, errs: &mut Vec<String>) {
     }
     require_label(new, LABEL_CLUSTER, errs);
     if md(new).labels.contains_key(LABEL_SYSTEM_MANIFEST) {
-        errs.push(format!("label {LABEL_SYSTEM_MANIFEST:?} is reserved for system manifests"));
+        errs.push(format!(
+            "label {LABEL_SYSTEM_MANIFEST:?} is reserved for system manifests"
+        ));
     }
     match content(ctx, new) {
         Err(e) => errs.push(e),
@@ -477,24 +620,40 @@ fn health_check(new: &Resource, errs: &mut Vec<String>) {
     }
     let name = format!("omni-healthcheck-{}", md(new).id);
     let dns_ok = name.len() <= 253
-        && name.split('.').all(|l| !l.is_empty() && l.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') && !l.starts_with('-') && !l.ends_with('-'));
+        && name.split('.').all(|l| {
+            !l.is_empty()
+                && l.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        });
     if !dns_ok {
-        errs.push(format!("invalid healthcheck name {name:?}: must be a DNS-1123 subdomain"));
+        errs.push(format!(
+            "invalid healthcheck name {name:?}: must be a DNS-1123 subdomain"
+        ));
     }
     if let Some(i) = &spec.interval
-        && i.seconds < 5 && (i.seconds > 0 || i.nanos > 0) {
-            errs.push("healthcheck interval must be at least 5s".into());
-        }
+        && i.seconds < 5
+        && (i.seconds > 0 || i.nanos > 0)
+    {
+        errs.push("healthcheck interval must be at least 5s".into());
+    }
 }
 
 fn kernel_args(new: &Resource, errs: &mut Vec<String>) {
     let spec = specs::KernelArgsSpec::decode(spec_bytes(new)).unwrap_or_default();
     if spec.args.len() > 64 {
-        errs.push(format!("args has too many entries: {} (max 64)", spec.args.len()));
+        errs.push(format!(
+            "args has too many entries: {} (max 64)",
+            spec.args.len()
+        ));
     }
     for (i, a) in spec.args.iter().enumerate() {
         if a.len() > 256 {
-            errs.push(format!("args[{i}] is too long: {} bytes (max 256)", a.len()));
+            errs.push(format!(
+                "args[{i}] is too long: {} bytes (max 256)",
+                a.len()
+            ));
         } else if has_control(a) {
             errs.push(format!("args[{i}] must not contain control characters"));
         }
@@ -507,9 +666,10 @@ fn extensions(ctx: &Ctx<'_>, new: &Resource, errs: &mut Vec<String>) {
         return;
     }
     if let Some(c) = require_label(new, LABEL_CLUSTER, errs)
-        && ctx.store.get(&md(new).namespace, CLUSTERS, c).is_none() {
-            errs.push(format!("the cluster {c:?} does not exist"));
-        }
+        && ctx.store.get(&md(new).namespace, CLUSTERS, c).is_none()
+    {
+        errs.push(format!("the cluster {c:?} does not exist"));
+    }
 }
 
 #[cfg(test)]
@@ -519,7 +679,10 @@ mod tests {
     #[test]
     fn multierror_text_matches_hashicorp() {
         assert_eq!(multierror(&["a".into()]), "1 error occurred:\n\t* a\n\n");
-        assert_eq!(multierror(&["a".into(), "b".into()]), "2 errors occurred:\n\t* a\n\t* b\n\n");
+        assert_eq!(
+            multierror(&["a".into(), "b".into()]),
+            "2 errors occurred:\n\t* a\n\t* b\n\n"
+        );
     }
 
     #[test]
@@ -532,7 +695,10 @@ mod tests {
     #[test]
     fn forbidden_patch_fields() {
         let mut errs = vec![];
-        patch_content("cluster:\n  clusterName: x\nmachine:\n  features:\n    kubernetesTalosAPIAccess:\n      allowedRoles: [os:reader, os:admin]\n", &mut errs);
+        patch_content(
+            "cluster:\n  clusterName: x\nmachine:\n  features:\n    kubernetesTalosAPIAccess:\n      allowedRoles: [os:reader, os:admin]\n",
+            &mut errs,
+        );
         assert_eq!(
             errs,
             vec![

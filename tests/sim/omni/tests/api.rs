@@ -20,13 +20,26 @@ fn assert_status<T: std::fmt::Debug>(r: Result<T, tonic::Status>, code: Code, me
 #[tokio::test]
 async fn ping_list_of_clusters_succeeds_and_records_the_service_account_identity() {
     let (sim, mut c, _) = setup().await;
-    assert!(list(&mut c, CLUSTERS, vec![], None).await.expect("ping").is_empty());
+    assert!(
+        list(&mut c, CLUSTERS, vec![], None)
+            .await
+            .expect("ping")
+            .is_empty()
+    );
     let rec = sim.records();
     assert_eq!(rec.len(), 1);
     assert_eq!(rec[0].method, "/cosi.resource.State/List");
     assert_eq!(rec[0].code, Code::Ok);
-    assert_eq!(rec[0].identity.as_deref(), Some("operator@serviceaccount.omni.sidero.dev"));
-    assert!(rec[0].metadata.iter().any(|(k, _)| k == "x-sidero-signature"));
+    assert_eq!(
+        rec[0].identity.as_deref(),
+        Some("operator@serviceaccount.omni.sidero.dev")
+    );
+    assert!(
+        rec[0]
+            .metadata
+            .iter()
+            .any(|(k, _)| k == "x-sidero-signature")
+    );
     assert!(rec[0].request.contains("Clusters.omni.sidero.dev"));
 }
 
@@ -37,14 +50,24 @@ async fn timestamps_more_than_five_minutes_off_are_an_invalid_signature() {
     let ch = channel(&sim).await;
     for skew in [-360, 360] {
         let mut c = state(ch.clone(), Signer::new(&key).skew(skew));
-        assert_status(list(&mut c, CLUSTERS, vec![], None).await, Code::Unauthenticated, "invalid signature");
+        assert_status(
+            list(&mut c, CLUSTERS, vec![], None).await,
+            Code::Unauthenticated,
+            "invalid signature",
+        );
     }
     let mut c = state(ch.clone(), Signer::new(&key).skew(240));
-    list(&mut c, CLUSTERS, vec![], None).await.expect("4 minutes ahead is within the allowed skew");
+    list(&mut c, CLUSTERS, vec![], None)
+        .await
+        .expect("4 minutes ahead is within the allowed skew");
     // The server's clock is what counts: moving it makes a correct client "skewed".
     sim.clock().advance(Duration::from_secs(400));
     let mut c = state(ch, Signer::new(&key));
-    assert_status(list(&mut c, CLUSTERS, vec![], None).await, Code::Unauthenticated, "invalid signature");
+    assert_status(
+        list(&mut c, CLUSTERS, vec![], None).await,
+        Code::Unauthenticated,
+        "invalid signature",
+    );
 }
 
 #[tokio::test]
@@ -54,13 +77,20 @@ async fn unknown_wrong_expired_and_unconfirmed_keys_are_an_invalid_signature() {
     let good = sim.mint_key("good", Role::Operator);
     let unknown = sim.mint_key_with(KeyOptions::new("unknown", Role::Operator).registered(false));
     let expired = sim.mint_key_with(KeyOptions::new("expired", Role::Operator).expired(true));
-    let unconfirmed = sim.mint_key_with(KeyOptions::new("unconfirmed", Role::Operator).confirmed(false));
+    let unconfirmed =
+        sim.mint_key_with(KeyOptions::new("unconfirmed", Role::Operator).confirmed(false));
     for k in [&unknown, &expired, &unconfirmed] {
         let mut c = state(ch.clone(), Signer::new(k));
-        assert_status(get(&mut c, CLUSTERS, "x").await, Code::Unauthenticated, "invalid signature");
+        assert_status(
+            get(&mut c, CLUSTERS, "x").await,
+            Code::Unauthenticated,
+            "invalid signature",
+        );
     }
     // Signed by `unknown`'s key but claiming `good`'s fingerprint: the signature does not verify.
-    let good_fp = omni_wire::ServiceAccountKey::parse(&good).expect("parses").fingerprint;
+    let good_fp = omni_wire::ServiceAccountKey::parse(&good)
+        .expect("parses")
+        .fingerprint;
     let mut c = state(
         ch.clone(),
         Signer::new(&unknown).mutate(move |md| {
@@ -72,12 +102,24 @@ async fn unknown_wrong_expired_and_unconfirmed_keys_are_an_invalid_signature() {
             }
         }),
     );
-    assert_status(get(&mut c, CLUSTERS, "x").await, Code::Unauthenticated, "invalid signature");
+    assert_status(
+        get(&mut c, CLUSTERS, "x").await,
+        Code::Unauthenticated,
+        "invalid signature",
+    );
     // A revoked account is unknown from then on.
     let mut c = state(ch, Signer::new(&good));
-    assert_status(get(&mut c, CLUSTERS, "x").await, Code::NotFound, "resource Clusters.omni.sidero.dev(default/x@undefined) doesn't exist");
+    assert_status(
+        get(&mut c, CLUSTERS, "x").await,
+        Code::NotFound,
+        "resource Clusters.omni.sidero.dev(default/x@undefined) doesn't exist",
+    );
     sim.revoke("good");
-    assert_status(get(&mut c, CLUSTERS, "x").await, Code::Unauthenticated, "invalid signature");
+    assert_status(
+        get(&mut c, CLUSTERS, "x").await,
+        Code::Unauthenticated,
+        "invalid signature",
+    );
 }
 
 #[tokio::test]
@@ -85,7 +127,11 @@ async fn missing_signature_and_tampered_payload_headers_are_an_invalid_signature
     let (sim, _, key) = setup().await;
     let ch = channel(&sim).await;
     let mut c = state(ch.clone(), Signer::unsigned());
-    assert_status(list(&mut c, CLUSTERS, vec![], None).await, Code::Unauthenticated, "invalid signature");
+    assert_status(
+        list(&mut c, CLUSTERS, vec![], None).await,
+        Code::Unauthenticated,
+        "invalid signature",
+    );
     // JSON null and [] differ: a payload that says "nodes": [] does not match an absent header.
     let mut c = state(
         ch.clone(),
@@ -97,34 +143,73 @@ async fn missing_signature_and_tampered_payload_headers_are_an_invalid_signature
             }
         }),
     );
-    assert_status(list(&mut c, CLUSTERS, vec![], None).await, Code::Unauthenticated, "invalid signature");
+    assert_status(
+        list(&mut c, CLUSTERS, vec![], None).await,
+        Code::Unauthenticated,
+        "invalid signature",
+    );
     // A signed header that is dropped after signing no longer matches the payload.
-    let mut c = state(ch.clone(), Signer::new(&key).header("context", "c1").mutate(|md| md.retain(|(k, _)| k != "context")));
-    assert_status(list(&mut c, CLUSTERS, vec![], None).await, Code::Unauthenticated, "invalid signature");
+    let mut c = state(
+        ch.clone(),
+        Signer::new(&key)
+            .header("context", "c1")
+            .mutate(|md| md.retain(|(k, _)| k != "context")),
+    );
+    assert_status(
+        list(&mut c, CLUSTERS, vec![], None).await,
+        Code::Unauthenticated,
+        "invalid signature",
+    );
     // ...while one that is present and signed is fine.
     let mut c = state(ch, Signer::new(&key).header("context", "c1"));
-    list(&mut c, CLUSTERS, vec![], None).await.expect("signed context header");
-    assert!(sim.records().iter().filter(|r| r.code == Code::Unauthenticated).all(|r| r.identity.is_none()));
+    list(&mut c, CLUSTERS, vec![], None)
+        .await
+        .expect("signed context header");
+    assert!(
+        sim.records()
+            .iter()
+            .filter(|r| r.code == Code::Unauthenticated)
+            .all(|r| r.identity.is_none())
+    );
 }
 
 #[tokio::test]
 async fn the_worked_example_key_registers_and_signs() {
     let sim = OmniSim::start().await.expect("starts");
-    sim.register_key(omni_wire::key::EXAMPLE_KEY_VALUE, Role::Reader).expect("registers");
-    let mut c = state(channel(&sim).await, Signer::new(omni_wire::key::EXAMPLE_KEY_VALUE));
-    list(&mut c, CLUSTERS, vec![], None).await.expect("example key works until 2027-11");
-    assert_eq!(sim.records()[0].identity.as_deref(), Some("example-sa@serviceaccount.omni.sidero.dev"));
+    sim.register_key(omni_wire::key::EXAMPLE_KEY_VALUE, Role::Reader)
+        .expect("registers");
+    let mut c = state(
+        channel(&sim).await,
+        Signer::new(omni_wire::key::EXAMPLE_KEY_VALUE),
+    );
+    list(&mut c, CLUSTERS, vec![], None)
+        .await
+        .expect("example key works until 2027-11");
+    assert_eq!(
+        sim.records()[0].identity.as_deref(),
+        Some("example-sa@serviceaccount.omni.sidero.dev")
+    );
 }
 
 #[tokio::test]
 async fn eula_is_checked_before_the_signature() {
-    let sim = OmniSim::builder().eula_accepted(false).start().await.expect("starts");
+    let sim = OmniSim::builder()
+        .eula_accepted(false)
+        .start()
+        .await
+        .expect("starts");
     let mut c = state(channel(&sim).await, Signer::unsigned());
-    let e = list(&mut c, CLUSTERS, vec![], None).await.expect_err("eula");
+    let e = list(&mut c, CLUSTERS, vec![], None)
+        .await
+        .expect_err("eula");
     assert_eq!(e.code(), Code::FailedPrecondition);
     assert!(e.message().starts_with("EULA has not been accepted; please accept the End User License Agreement before using Omni: ") && e.message().ends_with("/eula"), "{e:?}");
     sim.set_eula_accepted(true);
-    assert_status(list(&mut c, CLUSTERS, vec![], None).await, Code::Unauthenticated, "invalid signature");
+    assert_status(
+        list(&mut c, CLUSTERS, vec![], None).await,
+        Code::Unauthenticated,
+        "invalid signature",
+    );
 }
 
 #[tokio::test]
@@ -133,15 +218,33 @@ async fn readers_cannot_write_and_role_none_cannot_read() {
     let ch = channel(&sim).await;
     let reader = sim.mint_key("reader", Role::Reader);
     let mut c = state(ch.clone(), Signer::new(&reader));
-    list(&mut c, CLUSTERS, vec![], None).await.expect("readers read");
+    list(&mut c, CLUSTERS, vec![], None)
+        .await
+        .expect("readers read");
     let r = res(CLUSTERS, "c1", &[], cluster_spec("1.10.3", "1.33.1"));
-    assert_status(create(&mut c, r).await, Code::PermissionDenied, "unauthorized: access denied: insufficient role: \"Reader\"");
-    assert_status(teardown(&mut c, CLUSTERS, "c1").await, Code::PermissionDenied, "unauthorized: access denied: insufficient role: \"Reader\"");
+    assert_status(
+        create(&mut c, r).await,
+        Code::PermissionDenied,
+        "unauthorized: access denied: insufficient role: \"Reader\"",
+    );
+    assert_status(
+        teardown(&mut c, CLUSTERS, "c1").await,
+        Code::PermissionDenied,
+        "unauthorized: access denied: insufficient role: \"Reader\"",
+    );
     sim.set_role("reader", Role::None);
-    assert_status(list(&mut c, CLUSTERS, vec![], None).await, Code::PermissionDenied, "unauthorized: access denied: insufficient role: \"None\"");
+    assert_status(
+        list(&mut c, CLUSTERS, vec![], None).await,
+        Code::PermissionDenied,
+        "unauthorized: access denied: insufficient role: \"None\"",
+    );
     let admin = sim.mint_key("admin", Role::Admin);
     let mut c = state(ch, Signer::new(&admin));
-    assert_status(list(&mut c, "Secrets.v1", vec![], None).await, Code::PermissionDenied, "no access is permitted");
+    assert_status(
+        list(&mut c, "Secrets.v1", vec![], None).await,
+        Code::PermissionDenied,
+        "no access is permitted",
+    );
 }
 
 /// grpc-go (Omni) answers with the compressor of the request, whatever else the client says it accepts: a gzipped
@@ -149,28 +252,78 @@ async fn readers_cannot_write_and_role_none_cannot_read() {
 #[tokio::test]
 async fn gzip_compressed_requests_are_accepted_and_answered_in_kind() {
     let (sim, _, key) = setup().await;
-    let get = |name: &str| cosi::GetRequest { namespace: "default".into(), r#type: CLUSTERS.into(), id: name.into(), options: None };
-    let encoding = |r: &tonic::Response<cosi::GetResponse>| r.metadata().get("grpc-encoding").and_then(|v| v.to_str().ok()).map(String::from);
+    let get = |name: &str| cosi::GetRequest {
+        namespace: "default".into(),
+        r#type: CLUSTERS.into(),
+        id: name.into(),
+        options: None,
+    };
+    let encoding = |r: &tonic::Response<cosi::GetResponse>| {
+        r.metadata()
+            .get("grpc-encoding")
+            .and_then(|v| v.to_str().ok())
+            .map(String::from)
+    };
 
     let mut gz = state(channel(&sim).await, Signer::new(&key))
         .send_compressed(tonic::codec::CompressionEncoding::Gzip)
         .accept_compressed(tonic::codec::CompressionEncoding::Gzip);
-    create(&mut gz, res(CLUSTERS, "gz", &[], cluster_spec("1.10.3", "1.33.1"))).await.expect("gzip create");
-    assert_eq!(list(&mut gz, CLUSTERS, vec![], None).await.expect("gzip list").len(), 1);
-    assert!(sim.records()[0].metadata.iter().any(|(k, v)| k == "grpc-encoding" && v == "gzip"), "{:?}", sim.records()[0].metadata);
+    create(
+        &mut gz,
+        res(CLUSTERS, "gz", &[], cluster_spec("1.10.3", "1.33.1")),
+    )
+    .await
+    .expect("gzip create");
+    assert_eq!(
+        list(&mut gz, CLUSTERS, vec![], None)
+            .await
+            .expect("gzip list")
+            .len(),
+        1
+    );
+    assert!(
+        sim.records()[0]
+            .metadata
+            .iter()
+            .any(|(k, v)| k == "grpc-encoding" && v == "gzip"),
+        "{:?}",
+        sim.records()[0].metadata
+    );
     let answer = gz.get(get("gz")).await.expect("gzip get");
-    assert_eq!(encoding(&answer).as_deref(), Some("gzip"), "a gzipped request is answered gzipped");
+    assert_eq!(
+        encoding(&answer).as_deref(),
+        Some("gzip"),
+        "a gzipped request is answered gzipped"
+    );
 
-    let mut plain = state(channel(&sim).await, Signer::new(&key)).accept_compressed(tonic::codec::CompressionEncoding::Gzip);
+    let mut plain = state(channel(&sim).await, Signer::new(&key))
+        .accept_compressed(tonic::codec::CompressionEncoding::Gzip);
     let answer = plain.get(get("gz")).await.expect("plain get");
-    assert_eq!(encoding(&answer), None, "a plain request is answered plain although the client accepts gzip");
-    assert_eq!(answer.into_inner().resource.and_then(|r| r.metadata).map(|m| m.id).as_deref(), Some("gz"));
+    assert_eq!(
+        encoding(&answer),
+        None,
+        "a plain request is answered plain although the client accepts gzip"
+    );
+    assert_eq!(
+        answer
+            .into_inner()
+            .resource
+            .and_then(|r| r.metadata)
+            .map(|m| m.id)
+            .as_deref(),
+        Some("gz")
+    );
 }
 
 #[tokio::test]
 async fn messages_over_32_mib_are_resource_exhausted() {
     let (_sim, mut c, _) = setup().await;
-    let r = res("ConfigPatches.omni.sidero.dev", "big", &[], vec![b'x'; 33 * 1024 * 1024]);
+    let r = res(
+        "ConfigPatches.omni.sidero.dev",
+        "big",
+        &[],
+        vec![b'x'; 33 * 1024 * 1024],
+    );
     let e = create(&mut c, r).await.expect_err("too large");
     assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
 }
@@ -194,16 +347,38 @@ async fn calls_on_one_channel_share_a_connection_and_a_new_channel_opens_another
 #[tokio::test]
 async fn injected_errors_hit_the_next_n_calls_then_stop() {
     let (sim, mut c, _) = setup().await;
-    sim.faults().fail_next("List", 2, Code::Unavailable, "try again");
+    sim.faults()
+        .fail_next("List", 2, Code::Unavailable, "try again");
     for _ in 0..2 {
-        assert_status(list(&mut c, CLUSTERS, vec![], None).await, Code::Unavailable, "try again");
+        assert_status(
+            list(&mut c, CLUSTERS, vec![], None).await,
+            Code::Unavailable,
+            "try again",
+        );
     }
-    list(&mut c, CLUSTERS, vec![], None).await.expect("third call passes");
-    sim.faults().inject(Matcher::method_type("Get", CLUSTERS), FaultAction::Error { code: Code::Internal, message: "boom".into() }, None);
+    list(&mut c, CLUSTERS, vec![], None)
+        .await
+        .expect("third call passes");
+    sim.faults().inject(
+        Matcher::method_type("Get", CLUSTERS),
+        FaultAction::Error {
+            code: Code::Internal,
+            message: "boom".into(),
+        },
+        None,
+    );
     assert_status(get(&mut c, CLUSTERS, "a").await, Code::Internal, "boom");
-    assert_status(get(&mut c, "MachineSets.omni.sidero.dev", "a").await, Code::NotFound, "resource MachineSets.omni.sidero.dev(default/a@undefined) doesn't exist");
+    assert_status(
+        get(&mut c, "MachineSets.omni.sidero.dev", "a").await,
+        Code::NotFound,
+        "resource MachineSets.omni.sidero.dev(default/a@undefined) doesn't exist",
+    );
     sim.faults().set_unavailable(true);
-    assert_status(get(&mut c, "MachineSets.omni.sidero.dev", "a").await, Code::Unavailable, "omni-sim: unavailable (fault injected)");
+    assert_status(
+        get(&mut c, "MachineSets.omni.sidero.dev", "a").await,
+        Code::Unavailable,
+        "omni-sim: unavailable (fault injected)",
+    );
     sim.faults().clear();
     list(&mut c, CLUSTERS, vec![], None).await.expect("cleared");
     let calls: Vec<Code> = sim.records().iter().map(|r| r.code).collect();
@@ -215,7 +390,9 @@ async fn latency_delays_calls() {
     let (sim, mut c, _) = setup().await;
     sim.faults().latency("List", Duration::from_millis(300));
     let t = Instant::now();
-    list(&mut c, CLUSTERS, vec![], None).await.expect("slow list");
+    list(&mut c, CLUSTERS, vec![], None)
+        .await
+        .expect("slow list");
     assert!(t.elapsed() >= Duration::from_millis(300));
 }
 
@@ -224,8 +401,13 @@ async fn a_closed_connection_fails_the_call_and_the_channel_reconnects() {
     let (sim, mut c, _) = setup().await;
     list(&mut c, CLUSTERS, vec![], None).await.expect("list");
     sim.faults().close_connection_next("List", 1);
-    let e = list(&mut c, CLUSTERS, vec![], None).await.expect_err("connection dropped");
-    assert!(matches!(e.code(), Code::Unavailable | Code::Unknown | Code::Internal), "{e:?}");
+    let e = list(&mut c, CLUSTERS, vec![], None)
+        .await
+        .expect_err("connection dropped");
+    assert!(
+        matches!(e.code(), Code::Unavailable | Code::Unknown | Code::Internal),
+        "{e:?}"
+    );
     // tonic's channel reconnects on its own.
     let mut ok = false;
     for _ in 0..20 {
@@ -237,24 +419,43 @@ async fn a_closed_connection_fails_the_call_and_the_channel_reconnects() {
     }
     assert!(ok, "channel recovered");
     let rec = sim.records();
-    assert_ne!(rec.first().expect("first").connection, rec.last().expect("last").connection);
+    assert_ne!(
+        rec.first().expect("first").connection,
+        rec.last().expect("last").connection
+    );
 }
 
 #[tokio::test]
 async fn a_list_broken_mid_stream_returns_the_items_so_far_then_unavailable() {
     let (sim, mut c, _) = setup().await;
     for id in ["a", "b", "c"] {
-        create(&mut c, res("ConfigPatches.omni.sidero.dev", id, &[], vec![])).await.expect("create");
+        create(
+            &mut c,
+            res("ConfigPatches.omni.sidero.dev", id, &[], vec![]),
+        )
+        .await
+        .expect("create");
     }
-    sim.faults().inject(Matcher::method("List"), FaultAction::BreakListAfter(2), Some(1));
+    sim.faults().inject(
+        Matcher::method("List"),
+        FaultAction::BreakListAfter(2),
+        Some(1),
+    );
     let mut s = c
-        .list(cosi::ListRequest { namespace: "default".into(), r#type: "ConfigPatches.omni.sidero.dev".into(), options: None })
+        .list(cosi::ListRequest {
+            namespace: "default".into(),
+            r#type: "ConfigPatches.omni.sidero.dev".into(),
+            options: None,
+        })
         .await
         .expect("opens")
         .into_inner();
     assert!(s.message().await.expect("1").is_some());
     assert!(s.message().await.expect("2").is_some());
-    assert_eq!(s.message().await.expect_err("broken").code(), Code::Unavailable);
+    assert_eq!(
+        s.message().await.expect_err("broken").code(),
+        Code::Unavailable
+    );
 }
 
 #[tokio::test]
@@ -264,7 +465,9 @@ async fn tls_mode_serves_h2_with_the_generated_ca() {
     assert!(sim.ca_pem().expect("ca").contains("BEGIN CERTIFICATE"));
     let key = sim.mint_key("tls", Role::Reader);
     let mut c = state(channel(&sim).await, Signer::new(&key));
-    list(&mut c, CLUSTERS, vec![], None).await.expect("list over TLS");
+    list(&mut c, CLUSTERS, vec![], None)
+        .await
+        .expect("list over TLS");
 }
 
 #[tokio::test]
@@ -273,17 +476,31 @@ async fn a_stopped_server_refuses_connections_and_its_address_can_be_reused() {
     let addr = sim.addr();
     let key = sim.mint_key("k", Role::Reader);
     sim.stop().await;
-    assert!(tokio::net::TcpStream::connect(addr).await.is_err(), "connection refused");
-    let sim = OmniSim::builder().listen(addr).start().await.expect("rebinds");
-    sim.register_key(&key, Role::Reader).expect("registers the same key again");
+    assert!(
+        tokio::net::TcpStream::connect(addr).await.is_err(),
+        "connection refused"
+    );
+    let sim = OmniSim::builder()
+        .listen(addr)
+        .start()
+        .await
+        .expect("rebinds");
+    sim.register_key(&key, Role::Reader)
+        .expect("registers the same key again");
     let mut c = state(channel(&sim).await, Signer::new(&key));
     list(&mut c, CLUSTERS, vec![], None).await.expect("list");
 }
 
 #[tokio::test]
 async fn record_only_mode_accepts_bad_signatures() {
-    let sim = OmniSim::builder().record_only_auth(true).start().await.expect("starts");
+    let sim = OmniSim::builder()
+        .record_only_auth(true)
+        .start()
+        .await
+        .expect("starts");
     let mut c = state(channel(&sim).await, Signer::unsigned());
-    list(&mut c, CLUSTERS, vec![], None).await.expect("accepted");
+    list(&mut c, CLUSTERS, vec![], None)
+        .await
+        .expect("accepted");
     assert_eq!(sim.records()[0].code, Code::Ok);
 }

@@ -10,7 +10,8 @@ use super::{Api, Call, Resp, json_ok, json_response};
 use crate::resources::{Registry, ResourceType};
 
 const AGGREGATED_V2: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
-const AGGREGATED_V2BETA1: &str = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
+const AGGREGATED_V2BETA1: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
 
 /// Which aggregated format the client accepts, if any (v2 preferred).
 fn aggregated(accept: &str) -> Option<(&'static str, &'static str)> {
@@ -43,11 +44,21 @@ pub fn handle(api: &Arc<Api>, call: &Call, path: &str) -> Option<Resp> {
         }),
         ["apis"] => Some(match aggregated(accept) {
             Some((av, ct)) => {
-                let items = reg.groups().iter().filter(|g| !g.is_empty()).map(|g| group_discovery(&reg, g)).collect();
+                let items = reg
+                    .groups()
+                    .iter()
+                    .filter(|g| !g.is_empty())
+                    .map(|g| group_discovery(&reg, g))
+                    .collect();
                 aggregated_response(av, ct, items)
             }
             None => {
-                let groups: Vec<Value> = reg.groups().iter().filter(|g| !g.is_empty()).map(|g| api_group(&reg, g)).collect();
+                let groups: Vec<Value> = reg
+                    .groups()
+                    .iter()
+                    .filter(|g| !g.is_empty())
+                    .map(|g| api_group(&reg, g))
+                    .collect();
                 json_ok(&json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}))
             }
         }),
@@ -71,12 +82,17 @@ pub fn handle(api: &Arc<Api>, call: &Call, path: &str) -> Option<Resp> {
 fn aggregated_response(api_version: &str, content_type: &'static str, items: Vec<Value>) -> Resp {
     let body = json!({"kind": "APIGroupDiscoveryList", "apiVersion": api_version, "metadata": {}, "items": items});
     let mut r = json_response(200, &body, &[]);
-    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     r
 }
 
 fn gv(group: &str, version: &str) -> String {
-    if group.is_empty() { version.to_string() } else { format!("{group}/{version}") }
+    if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    }
 }
 
 fn api_group(reg: &Registry, group: &str) -> Value {
@@ -119,7 +135,11 @@ fn group_discovery(reg: &Registry, group: &str) -> Value {
         .versions_of(group)
         .iter()
         .map(|v| {
-            let resources: Vec<Value> = reg.types_in(group, v).iter().map(|t| resource_discovery(t)).collect();
+            let resources: Vec<Value> = reg
+                .types_in(group, v)
+                .iter()
+                .map(|t| resource_discovery(t))
+                .collect();
             json!({"version": v, "resources": resources, "freshness": "Current"})
         })
         .collect();
@@ -162,11 +182,22 @@ mod tests {
     fn resource_lists_show_status_subresources_and_short_names() {
         let reg = Registry::new();
         let l = resource_list(&reg, "apps", "v1");
-        let names: Vec<&str> = l["resources"].as_array().expect("list").iter().filter_map(|r| r["name"].as_str()).collect();
+        let names: Vec<&str> = l["resources"]
+            .as_array()
+            .expect("list")
+            .iter()
+            .filter_map(|r| r["name"].as_str())
+            .collect();
         assert!(names.contains(&"deployments") && names.contains(&"deployments/status"));
         let d = group_discovery(&reg, "");
         assert_eq!(d["metadata"]["name"], "");
-        let ns = d["versions"][0]["resources"].as_array().expect("core").iter().find(|r| r["resource"] == "namespaces").cloned().expect("ns");
+        let ns = d["versions"][0]["resources"]
+            .as_array()
+            .expect("core")
+            .iter()
+            .find(|r| r["resource"] == "namespaces")
+            .cloned()
+            .expect("ns");
         assert_eq!(ns["scope"], "Cluster");
         assert_eq!(ns["shortNames"], json!(["ns"]));
     }

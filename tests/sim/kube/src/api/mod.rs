@@ -54,7 +54,10 @@ pub struct Call {
 
 impl Call {
     pub fn header(&self, name: &str) -> &str {
-        self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
     }
 }
 
@@ -68,7 +71,10 @@ where
     let query = Query::parse(parts.uri.query());
     let method = parts.method.as_str().to_string();
 
-    let authz = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let authz = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
     let user = match api.auth.authenticate(authz, cert.as_ref()) {
         Ok(u) => u,
         Err(e) => return error(&e),
@@ -80,7 +86,10 @@ where
     if path.starts_with("/__sim/") {
         // Fault injection can stall or break the whole server, so only administrators may use it.
         if !auth::is_superuser(&user) {
-            return error(&ApiError::forbidden(format!("forbidden: User {:?} cannot use the simulator endpoint {path:?}", user.name)));
+            return error(&ApiError::forbidden(format!(
+                "forbidden: User {:?} cannot use the simulator endpoint {path:?}",
+                user.name
+            )));
         }
         let body = match read_body(body).await {
             Ok(b) => b,
@@ -108,7 +117,14 @@ where
         Ok(b) => b,
         Err(e) => return error(&e),
     };
-    let call = Call { method, info, query, headers: parts.headers, user, body };
+    let call = Call {
+        method,
+        info,
+        query,
+        headers: parts.headers,
+        user,
+        body,
+    };
     let resp = route(&api, &call).await;
     tracing::debug!(verb = %call.info.verb, path = %call.info.path, status = resp.status().as_u16(), "request");
     resp
@@ -124,9 +140,22 @@ async fn route(api: &Arc<Api>, call: &Call) -> Resp {
             return r;
         }
         "/healthz" | "/livez" | "/readyz" => return text(200, "ok"),
-        p if p.starts_with("/healthz/") || p.starts_with("/livez/") || p.starts_with("/readyz/") => return text(200, "ok"),
-        "/openapi/v2" => return error(&ApiError::new(404, "NotFound", "the server could not find the requested resource")),
-        p if p == "/openapi/v3" || p.starts_with("/openapi/v3/") => return openapi::handle(api, call, p),
+        p if p.starts_with("/healthz/")
+            || p.starts_with("/livez/")
+            || p.starts_with("/readyz/") =>
+        {
+            return text(200, "ok");
+        }
+        "/openapi/v2" => {
+            return error(&ApiError::new(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            ));
+        }
+        p if p == "/openapi/v3" || p.starts_with("/openapi/v3/") => {
+            return openapi::handle(api, call, p);
+        }
         _ => {}
     }
     if call.info.is_resource {
@@ -135,25 +164,47 @@ async fn route(api: &Arc<Api>, call: &Call) -> Resp {
     if let Some(r) = discovery::handle(api, call, path) {
         return r;
     }
-    error(&ApiError::new(404, "NotFound", "the server could not find the requested resource").with_details(json!({})))
+    error(
+        &ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+        .with_details(json!({})),
+    )
 }
 
 /// `Impersonate-User` / `Impersonate-Group` / `Impersonate-Uid` (kubectl `--as`, `--as-group`): the caller
 /// must be allowed the `impersonate` verb on users, groups and uids, as the real impersonation filter checks.
 fn impersonate(api: &Api, user: UserInfo, headers: &http::HeaderMap) -> Result<UserInfo, ApiError> {
-    let Some(name) = headers.get("impersonate-user").and_then(|v| v.to_str().ok()) else {
+    let Some(name) = headers
+        .get("impersonate-user")
+        .and_then(|v| v.to_str().ok())
+    else {
         if headers.contains_key("impersonate-group") {
-            return Err(ApiError::bad_request("impersonating a group (Impersonate-Group) requires impersonating a user (Impersonate-User)"));
+            return Err(ApiError::bad_request(
+                "impersonating a group (Impersonate-Group) requires impersonating a user (Impersonate-User)",
+            ));
         }
         return Ok(user);
     };
-    let groups: Vec<String> =
-        headers.get_all("impersonate-group").iter().filter_map(|v| v.to_str().ok().map(String::from)).collect();
-    let uid = headers.get("impersonate-uid").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    let groups: Vec<String> = headers
+        .get_all("impersonate-group")
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(String::from))
+        .collect();
+    let uid = headers
+        .get("impersonate-uid")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
     // Users, groups and service accounts are in the core group; only uids (and extras) are in
     // authentication.k8s.io, as the real impersonation filter asks.
     let check = |resource: &str, target: &str| -> Result<(), ApiError> {
-        let (group, resource, ns, target) = match name.strip_prefix("system:serviceaccount:").and_then(|r| r.split_once(':')) {
+        let (group, resource, ns, target) = match name
+            .strip_prefix("system:serviceaccount:")
+            .and_then(|r| r.split_once(':'))
+        {
             Some((ns, sa)) if resource == "users" => ("", "serviceaccounts", ns, sa),
             _ if resource == "uids" => ("authentication.k8s.io", resource, "", target),
             _ => ("", resource, "", target),
@@ -179,7 +230,9 @@ fn impersonate(api: &Api, user: UserInfo, headers: &http::HeaderMap) -> Result<U
     let mut groups = groups;
     // A service account's own groups are implied only when no groups were asked for.
     if groups.is_empty()
-        && let Some(ns) = name.strip_prefix("system:serviceaccount:").and_then(|r| r.split(':').next())
+        && let Some(ns) = name
+            .strip_prefix("system:serviceaccount:")
+            .and_then(|r| r.split(':').next())
     {
         groups.push("system:serviceaccounts".into());
         groups.push(format!("system:serviceaccounts:{ns}"));
@@ -187,7 +240,12 @@ fn impersonate(api: &Api, user: UserInfo, headers: &http::HeaderMap) -> Result<U
     if name != "system:anonymous" && !groups.iter().any(|g| g == "system:authenticated") {
         groups.push("system:authenticated".into());
     }
-    Ok(UserInfo { name: name.to_string(), groups, uid, ..Default::default() })
+    Ok(UserInfo {
+        name: name.to_string(),
+        groups,
+        uid,
+        ..Default::default()
+    })
 }
 
 async fn read_body<B>(body: B) -> Result<Bytes, ApiError>
@@ -197,12 +255,19 @@ where
 {
     match Limited::new(body, MAX_REQUEST_BYTES).collect().await {
         Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(ApiError::new(
-            413,
-            "RequestEntityTooLarge",
-            format!("Request entity too large: limit is {MAX_REQUEST_BYTES}"),
-        )),
-        Err(e) => Err(ApiError::bad_request(format!("error reading the request body: {e}"))),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            Err(ApiError::new(
+                413,
+                "RequestEntityTooLarge",
+                format!("Request entity too large: limit is {MAX_REQUEST_BYTES}"),
+            ))
+        }
+        Err(e) => Err(ApiError::bad_request(format!(
+            "error reading the request body: {e}"
+        ))),
     }
 }
 
@@ -227,8 +292,14 @@ pub fn json_response(status: u16, v: &Value, warnings: &[String]) -> Resp {
     let body = serde_json::to_vec(v).unwrap_or_else(|_| b"{}".to_vec());
     let mut r = Response::new(full(body));
     *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
     for w in warnings {
         // The real server's warning header format: 299 - "<text>".
         let escaped = w.replace('\\', "\\\\").replace('"', "\\\"");
@@ -242,7 +313,10 @@ pub fn json_response(status: u16, v: &Value, warnings: &[String]) -> Resp {
 pub fn text(status: u16, s: &'static str) -> Resp {
     let mut r = Response::new(full(s));
     *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     r
 }
 

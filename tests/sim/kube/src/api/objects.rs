@@ -19,20 +19,35 @@ pub async fn handle(api: &Arc<Api>, call: &Call) -> Resp {
 }
 
 fn not_served() -> ApiError {
-    ApiError::new(404, "NotFound", "the server could not find the requested resource").with_details(json!({}))
+    ApiError::new(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+    )
+    .with_details(json!({}))
 }
 
 async fn dispatch(api: &Arc<Api>, call: &Call) -> ApiResult<Resp> {
     let info = &call.info;
     let reg = api.cluster.registry();
-    let rt = reg.get(&info.group, &info.version, &info.resource).ok_or_else(not_served)?;
+    let rt = reg
+        .get(&info.group, &info.version, &info.resource)
+        .ok_or_else(not_served)?;
     // Namespaces are addressed as /api/v1/namespaces/{name}: their "namespace" is the name.
-    let ns = if rt.namespaced { info.namespace.clone() } else { String::new() };
+    let ns = if rt.namespaced {
+        info.namespace.clone()
+    } else {
+        String::new()
+    };
     let is_namespaces = rt.group.is_empty() && rt.plural == "namespaces";
     if !rt.namespaced && !info.namespace.is_empty() && !is_namespaces {
         return Err(not_served());
     }
-    if rt.namespaced && ns.is_empty() && !matches!(info.verb.as_str(), "list" | "watch") && rt.source != Source::Virtual {
+    if rt.namespaced
+        && ns.is_empty()
+        && !matches!(info.verb.as_str(), "list" | "watch")
+        && rt.source != Source::Virtual
+    {
         return Err(not_served());
     }
     match info.subresource.as_str() {
@@ -42,12 +57,16 @@ async fn dispatch(api: &Arc<Api>, call: &Call) -> ApiResult<Resp> {
         _ => return Err(not_served()),
     }
     if !info.subresource.is_empty() && !matches!(info.verb.as_str(), "get" | "update" | "patch") {
-        return Err(ApiError::method_not_allowed("the server does not allow this method on the requested resource"));
+        return Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ));
     }
     // POST is served on collections only.
     let create_on_item = info.verb == "create" && !info.name.is_empty();
     if create_on_item || !rt.verbs.contains(&info.verb.as_str()) {
-        return Err(ApiError::method_not_allowed("the server does not allow this method on the requested resource"));
+        return Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ));
     }
     if rt.source == Source::Virtual {
         return reviews::handle(api, call, &rt);
@@ -61,12 +80,25 @@ async fn dispatch(api: &Arc<Api>, call: &Call) -> ApiResult<Resp> {
         "watch" => watch::serve(api, call, &rt, &ns),
         "create" => {
             let body = decode_body(call, &rt)?;
-            let w = api.cluster.create(&rt, &ns, body, &write_ctx(call)?).await?;
+            let w = api
+                .cluster
+                .create(&rt, &ns, body, &write_ctx(call)?)
+                .await?;
             Ok(single(call, &rt, w.object, w.status, &w.warnings))
         }
         "update" => {
             let body = decode_body(call, &rt)?;
-            let w = api.cluster.update(&rt, &ns, &info.name, &info.subresource, body, &write_ctx(call)?).await?;
+            let w = api
+                .cluster
+                .update(
+                    &rt,
+                    &ns,
+                    &info.name,
+                    &info.subresource,
+                    body,
+                    &write_ctx(call)?,
+                )
+                .await?;
             Ok(single(call, &rt, w.object, w.status, &w.warnings))
         }
         "patch" => {
@@ -74,7 +106,16 @@ async fn dispatch(api: &Arc<Api>, call: &Call) -> ApiResult<Resp> {
             let force = call.query.flag("force");
             let w = api
                 .cluster
-                .patch(&rt, &ns, &info.name, &info.subresource, kind, &call.body, force, &write_ctx(call)?)
+                .patch(
+                    &rt,
+                    &ns,
+                    &info.name,
+                    &info.subresource,
+                    kind,
+                    &call.body,
+                    force,
+                    &write_ctx(call)?,
+                )
                 .await?;
             Ok(single(call, &rt, w.object, w.status, &w.warnings))
         }
@@ -82,25 +123,40 @@ async fn dispatch(api: &Arc<Api>, call: &Call) -> ApiResult<Resp> {
             let opts = delete_options(call)?;
             let mut ctx = write_ctx(call)?;
             ctx.dry_run |= opts.dry_run;
-            let w = api.cluster.delete(&rt, &ns, &info.name, &opts, &ctx).await?;
+            let w = api
+                .cluster
+                .delete(&rt, &ns, &info.name, &opts, &ctx)
+                .await?;
             if w.gone && !returns_deleted_object(&rt) {
-                return Ok(json_response(200, &deleted_status(&rt, &w.object), &w.warnings));
+                return Ok(json_response(
+                    200,
+                    &deleted_status(&rt, &w.object),
+                    &w.warnings,
+                ));
             }
             Ok(single(call, &rt, w.object, w.status, &w.warnings))
         }
         "deletecollection" => delete_collection(api, call, &rt, &ns).await,
-        _ => Err(ApiError::method_not_allowed("the server does not allow this method on the requested resource")),
+        _ => Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )),
     }
 }
 
 /// Stores configured with `ReturnDeletedObject` (pods, service accounts, namespaces, custom resources) answer
 /// an immediate delete with the object; every other store answers with a success Status.
 fn returns_deleted_object(rt: &ResourceType) -> bool {
-    rt.is_crd() || (rt.group.is_empty() && matches!(rt.plural.as_str(), "pods" | "serviceaccounts" | "namespaces"))
+    rt.is_crd()
+        || (rt.group.is_empty()
+            && matches!(
+                rt.plural.as_str(),
+                "pods" | "serviceaccounts" | "namespaces"
+            ))
 }
 
 fn deleted_status(rt: &ResourceType, obj: &Value) -> Value {
-    let mut details = json!({"name": obj["metadata"]["name"], "kind": rt.plural, "uid": obj["metadata"]["uid"]});
+    let mut details =
+        json!({"name": obj["metadata"]["name"], "kind": rt.plural, "uid": obj["metadata"]["uid"]});
     if !rt.group.is_empty() {
         details["group"] = json!(rt.group);
     }
@@ -110,7 +166,12 @@ fn deleted_status(rt: &ResourceType, obj: &Value) -> Value {
 /// One object, or a one-row Table when the client asks for it (`kubectl get x name`).
 fn single(call: &Call, rt: &ResourceType, obj: Value, status: u16, warnings: &[String]) -> Resp {
     if table::wants_table(call.header("accept")) && call.method == "GET" {
-        let t = table::build(rt, &[obj], json!({"resourceVersion": ""}), call.query.get("includeObject"));
+        let t = table::build(
+            rt,
+            &[obj],
+            json!({"resourceVersion": ""}),
+            call.query.get("includeObject"),
+        );
         return json_response(200, &t, warnings);
     }
     json_response(status, &obj, warnings)
@@ -121,7 +182,9 @@ fn write_ctx(call: &Call) -> ApiResult<WriteCtx> {
         None | Some("") => false,
         Some("All") => true,
         Some(other) => {
-            return Err(ApiError::bad_request(format!("Invalid dry run value: \"{other}\": supported values: \"All\"")));
+            return Err(ApiError::bad_request(format!(
+                "Invalid dry run value: \"{other}\": supported values: \"All\""
+            )));
         }
     };
     let field_manager = call.query.get("fieldManager").map(String::from);
@@ -154,7 +217,9 @@ pub fn decode_body(call: &Call, rt: &ResourceType) -> ApiResult<Value> {
     let base = ct.split(';').next().unwrap_or("").trim();
     let v: Value = match base {
         super::protobuf::CONTENT_TYPE => super::protobuf::decode(&call.body, &rt.kind)?,
-        "" | "application/json" | "*/*" => serde_json::from_slice(&call.body).map_err(|e| decode_error(rt, &e.to_string()))?,
+        "" | "application/json" | "*/*" => {
+            serde_json::from_slice(&call.body).map_err(|e| decode_error(rt, &e.to_string()))?
+        }
         "application/yaml" | "application/x-yaml" | "text/yaml" => {
             yaml_serde::from_slice(&call.body).map_err(|e| decode_error(rt, &e.to_string()))?
         }
@@ -171,14 +236,18 @@ pub fn decode_body(call: &Call, rt: &ResourceType) -> ApiResult<Value> {
 }
 
 fn decode_error(rt: &ResourceType, why: &str) -> ApiError {
-    ApiError::bad_request(format!("{} in version \"{}\" cannot be handled as a {}: {why}", rt.kind, rt.version, rt.kind))
+    ApiError::bad_request(format!(
+        "{} in version \"{}\" cannot be handled as a {}: {why}",
+        rt.kind, rt.version, rt.kind
+    ))
 }
 
 fn delete_options(call: &Call) -> ApiResult<DeleteOptions> {
     let mut body = if call.body.is_empty() {
         json!({})
     } else {
-        serde_json::from_slice::<Value>(&call.body).map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
+        serde_json::from_slice::<Value>(&call.body)
+            .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
     };
     if !body.is_object() {
         return DeleteOptions::from_json(&body);
@@ -210,12 +279,19 @@ impl Selectors {
                 for name in f.fields() {
                     if !supported_field(rt, name) {
                         let checked = if rt.is_crd() {
-                            let selectable: Vec<&str> = rt.selectable_fields.iter().map(String::as_str).collect();
-                            crate::selectors::check_custom_resource_field(!rt.namespaced, &selectable, name)
+                            let selectable: Vec<&str> =
+                                rt.selectable_fields.iter().map(String::as_str).collect();
+                            crate::selectors::check_custom_resource_field(
+                                !rt.namespaced,
+                                &selectable,
+                                name,
+                            )
                         } else {
                             crate::selectors::check_builtin_field(&rt.group, &rt.kind, name)
                         };
-                        let message = checked.err().unwrap_or_else(|| crate::selectors::unsupported_field_message(name));
+                        let message = checked
+                            .err()
+                            .unwrap_or_else(|| crate::selectors::unsupported_field_message(name));
                         return Err(ApiError::bad_request(message));
                     }
                 }
@@ -250,18 +326,37 @@ impl Selectors {
 /// Field selectors each resource supports (the real server's field label conversion functions, and a custom
 /// resource version's `selectableFields`).
 fn supported_field(rt: &ResourceType, field: &str) -> bool {
-    if matches!(field, "metadata.name" | "metadata.namespace") || rt.selectable_fields.iter().any(|f| f == field) {
+    if matches!(field, "metadata.name" | "metadata.namespace")
+        || rt.selectable_fields.iter().any(|f| f == field)
+    {
         return true;
     }
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("", "secrets") => field == "type",
         ("", "events") => matches!(
             field,
-            "involvedObject.kind" | "involvedObject.namespace" | "involvedObject.name" | "involvedObject.uid"
-                | "involvedObject.apiVersion" | "involvedObject.resourceVersion" | "involvedObject.fieldPath"
-                | "reason" | "reportingComponent" | "source" | "type"
+            "involvedObject.kind"
+                | "involvedObject.namespace"
+                | "involvedObject.name"
+                | "involvedObject.uid"
+                | "involvedObject.apiVersion"
+                | "involvedObject.resourceVersion"
+                | "involvedObject.fieldPath"
+                | "reason"
+                | "reportingComponent"
+                | "source"
+                | "type"
         ),
-        ("", "pods") => matches!(field, "spec.nodeName" | "spec.restartPolicy" | "spec.schedulerName" | "spec.serviceAccountName" | "status.phase" | "status.podIP" | "status.nominatedNodeName"),
+        ("", "pods") => matches!(
+            field,
+            "spec.nodeName"
+                | "spec.restartPolicy"
+                | "spec.schedulerName"
+                | "spec.serviceAccountName"
+                | "status.phase"
+                | "status.podIP"
+                | "status.nominatedNodeName"
+        ),
         ("", "namespaces") => field == "status.phase",
         _ => false,
     }
@@ -294,9 +389,14 @@ fn decode_continue(token: &str) -> ApiResult<(u64, String)> {
         .decode(token)
         .or_else(|_| base64::engine::general_purpose::STANDARD.decode(token))
         .map_err(|_| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
-    let v: Value = serde_json::from_slice(&raw).map_err(|_| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
-    let rv = v["rv"].as_u64().ok_or_else(|| bad("continue key has no resource version"))?;
-    let start = v["start"].as_str().ok_or_else(|| bad("continue key has no start"))?;
+    let v: Value = serde_json::from_slice(&raw)
+        .map_err(|_| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
+    let rv = v["rv"]
+        .as_u64()
+        .ok_or_else(|| bad("continue key has no resource version"))?;
+    let start = v["start"]
+        .as_str()
+        .ok_or_else(|| bad("continue key has no start"))?;
     Ok((rv, start.trim_end_matches('\u{0}').to_string()))
 }
 
@@ -317,7 +417,10 @@ fn list(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiResult<R
     let q = &call.query;
     let sel = Selectors::parse(call, rt)?;
     let limit: usize = match q.get("limit").filter(|s| !s.is_empty()) {
-        Some(l) => l.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))?.max(0) as usize,
+        Some(l) => l
+            .parse::<i64>()
+            .map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))?
+            .max(0) as usize,
         None => 0,
     };
     let rv_param = q.get("resourceVersion").unwrap_or("");
@@ -339,7 +442,9 @@ fn list(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiResult<R
         return Err(list_options_error(FieldCause::preformatted(
             "FieldValueNotSupported",
             "resourceVersionMatch",
-            format!("resourceVersionMatch: Unsupported value: \"{rv_match}\": supported values: \"Exact\", \"NotOlderThan\", \"\""),
+            format!(
+                "resourceVersionMatch: Unsupported value: \"{rv_match}\": supported values: \"Exact\", \"NotOlderThan\", \"\""
+            ),
         )));
     }
     let parse_rv = |s: &str| -> ApiResult<u64> {
@@ -368,9 +473,12 @@ fn list(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiResult<R
             if rv > store.current_rv() {
                 return Err(too_large_resource_version(rv, store.current_rv()));
             }
-            let items = store
-                .list_at(&key, namespace, rv)
-                .map_err(|t| ApiError::gone(format!("too old resource version: {} ({})", t.requested, t.oldest)))?;
+            let items = store.list_at(&key, namespace, rv).map_err(|t| {
+                ApiError::gone(format!(
+                    "too old resource version: {} ({})",
+                    t.requested, t.oldest
+                ))
+            })?;
             (rv, items, None)
         } else {
             if !rv_param.is_empty() {
@@ -423,13 +531,22 @@ fn list(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiResult<R
         }
     }
     if table::wants_table(call.header("accept")) {
-        return Ok(json_response(200, &table::build(rt, &matched, meta, q.get("includeObject")), &[]));
+        return Ok(json_response(
+            200,
+            &table::build(rt, &matched, meta, q.get("includeObject")),
+            &[],
+        ));
     }
     let list = json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": meta, "items": matched});
     Ok(json_response(200, &list, &[]))
 }
 
-async fn delete_collection(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiResult<Resp> {
+async fn delete_collection(
+    api: &Arc<Api>,
+    call: &Call,
+    rt: &ResourceType,
+    ns: &str,
+) -> ApiResult<Resp> {
     let sel = Selectors::parse(call, rt)?;
     let opts = delete_options(call)?;
     let mut ctx = write_ctx(call)?;
@@ -437,13 +554,22 @@ async fn delete_collection(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &
     let targets: Vec<(String, String)> = {
         let store = api.cluster.store();
         store
-            .list(&rt.storage_key(), if ns.is_empty() { None } else { Some(ns) })
+            .list(
+                &rt.storage_key(),
+                if ns.is_empty() { None } else { Some(ns) },
+            )
             .iter()
             .filter(|o| sel.matches(o))
             .map(|o| {
                 (
-                    o["metadata"]["namespace"].as_str().unwrap_or_default().to_string(),
-                    o["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+                    o["metadata"]["namespace"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    o["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
                 )
             })
             .collect()
@@ -468,8 +594,14 @@ mod tests {
     #[test]
     fn continue_tokens_round_trip_and_reject_garbage() {
         let t = encode_continue(42, "default/b");
-        assert_eq!(decode_continue(&t).expect("valid"), (42, "default/b".to_string()));
-        assert_eq!(decode_continue("not-base64!").expect_err("invalid").code, 400);
+        assert_eq!(
+            decode_continue(&t).expect("valid"),
+            (42, "default/b".to_string())
+        );
+        assert_eq!(
+            decode_continue("not-base64!").expect_err("invalid").code,
+            400
+        );
     }
 
     #[test]

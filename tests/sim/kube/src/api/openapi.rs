@@ -21,11 +21,21 @@ pub fn handle(api: &Arc<Api>, _call: &Call, path: &str) -> Resp {
     let (group, version) = match gv.split('/').collect::<Vec<_>>().as_slice() {
         ["api", "v1"] => (String::new(), "v1".to_string()),
         ["apis", g, v] => (g.to_string(), v.to_string()),
-        _ => return error(&ApiError::new(404, "NotFound", "the server could not find the requested resource")),
+        _ => {
+            return error(&ApiError::new(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            ));
+        }
     };
     let types = reg.types_in(&group, &version);
     if types.is_empty() {
-        return error(&ApiError::new(404, "NotFound", "the server could not find the requested resource"));
+        return error(&ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        ));
     }
     json_ok(&document(&types))
 }
@@ -34,11 +44,18 @@ fn index(reg: &Registry) -> Value {
     let mut paths = Map::new();
     for g in reg.groups() {
         for v in reg.versions_of(&g) {
-            let key = if g.is_empty() { format!("api/{v}") } else { format!("apis/{g}/{v}") };
+            let key = if g.is_empty() {
+                format!("api/{v}")
+            } else {
+                format!("apis/{g}/{v}")
+            };
             let doc = document(&reg.types_in(&g, &v));
             let mut h = DefaultHasher::new();
             doc.to_string().hash(&mut h);
-            paths.insert(key.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={:016X}", h.finish())}));
+            paths.insert(
+                key.clone(),
+                json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={:016X}", h.finish())}),
+            );
         }
     }
     json!({"paths": paths})
@@ -51,7 +68,11 @@ fn schema_name(t: &ResourceType) -> String {
             "" => "core".to_string(),
             g => g.split('.').next().unwrap_or(g).to_string(),
         };
-        let root = if t.group == "apiextensions.k8s.io" { "io.k8s.apiextensions-apiserver.pkg.apis" } else { "io.k8s.api" };
+        let root = if t.group == "apiextensions.k8s.io" {
+            "io.k8s.apiextensions-apiserver.pkg.apis"
+        } else {
+            "io.k8s.api"
+        };
         return format!("{root}.{pkg}.{}.{}", t.version, t.kind);
     }
     let reversed: Vec<&str> = t.group.split('.').rev().collect();
@@ -65,25 +86,40 @@ fn document(types: &[Arc<ResourceType>]) -> Value {
         names.iter().map(|n| json!({"name": n, "in": "query", "schema": {"type": "string", "uniqueItems": true}})).collect()
     };
     for t in types {
-        let prefix = if t.group.is_empty() { format!("/api/{}", t.version) } else { format!("/apis/{}/{}", t.group, t.version) };
-        let collection = if t.namespaced { format!("{prefix}/namespaces/{{namespace}}/{}", t.plural) } else { format!("{prefix}/{}", t.plural) };
+        let prefix = if t.group.is_empty() {
+            format!("/api/{}", t.version)
+        } else {
+            format!("/apis/{}/{}", t.group, t.version)
+        };
+        let collection = if t.namespaced {
+            format!("{prefix}/namespaces/{{namespace}}/{}", t.plural)
+        } else {
+            format!("{prefix}/{}", t.plural)
+        };
         let gvk = json!({"group": t.group, "version": t.version, "kind": t.kind});
         let name = schema_name(t);
         let reference = json!({"$ref": format!("#/components/schemas/{name}")});
         let ok = |r: &Value| json!({"200": {"description": "OK", "content": {"application/json": {"schema": r}}}});
         let write_params = params(&["dryRun", "fieldManager", "fieldValidation", "pretty"]);
-        let op = |action: &str, p: Vec<Value>, r: &Value| {
-            json!({"parameters": p, "responses": ok(r), "x-kubernetes-action": action, "x-kubernetes-group-version-kind": gvk})
-        };
+        let op = |action: &str, p: Vec<Value>, r: &Value| json!({"parameters": p, "responses": ok(r), "x-kubernetes-action": action, "x-kubernetes-group-version-kind": gvk});
         if t.verbs.contains(&"create") && t.source == Source::Virtual {
-            paths.insert(format!("{prefix}/{}", t.plural), json!({"post": op("post", write_params.clone(), &reference)}));
+            paths.insert(
+                format!("{prefix}/{}", t.plural),
+                json!({"post": op("post", write_params.clone(), &reference)}),
+            );
         } else {
             paths.insert(collection.clone(), json!({
                 "get": op("list", params(&["labelSelector", "fieldSelector", "limit", "continue", "resourceVersion", "resourceVersionMatch", "watch", "timeoutSeconds", "allowWatchBookmarks", "sendInitialEvents"]), &json!({"type": "object"})),
                 "post": op("post", write_params.clone(), &reference),
                 "delete": op("deletecollection", params(&["dryRun", "propagationPolicy", "labelSelector", "fieldSelector"]), &json!({"type": "object"})),
             }));
-            let mut patch_params = params(&["dryRun", "fieldManager", "fieldValidation", "force", "pretty"]);
+            let mut patch_params = params(&[
+                "dryRun",
+                "fieldManager",
+                "fieldValidation",
+                "force",
+                "pretty",
+            ]);
             patch_params.push(json!({"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}));
             paths.insert(format!("{collection}/{{name}}"), json!({
                 "get": op("get", params(&["pretty"]), &reference),
@@ -92,16 +128,22 @@ fn document(types: &[Arc<ResourceType>]) -> Value {
                 "delete": op("delete", params(&["dryRun", "gracePeriodSeconds", "propagationPolicy"]), &reference),
             }));
             if t.status_subresource {
-                paths.insert(format!("{collection}/{{name}}/status"), json!({
-                    "get": op("get", params(&["pretty"]), &reference),
-                    "put": op("put", write_params.clone(), &reference),
-                    "patch": op("patch", patch_params, &reference),
-                }));
+                paths.insert(
+                    format!("{collection}/{{name}}/status"),
+                    json!({
+                        "get": op("get", params(&["pretty"]), &reference),
+                        "put": op("put", write_params.clone(), &reference),
+                        "patch": op("patch", patch_params, &reference),
+                    }),
+                );
             }
         }
         schemas.insert(name, component_schema(t));
     }
-    schemas.insert("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta".into(), object_meta_schema());
+    schemas.insert(
+        "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta".into(),
+        object_meta_schema(),
+    );
     json!({
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.32.0"},
@@ -161,10 +203,27 @@ mod tests {
         let reg = Registry::new();
         let doc = document(&reg.types_in("", "v1"));
         let patch = &doc["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]["patch"];
-        assert_eq!(patch["x-kubernetes-group-version-kind"]["kind"], "ConfigMap");
-        assert!(patch["parameters"].as_array().expect("params").iter().any(|p| p["name"] == "fieldValidation" && p["in"] == "query"));
-        assert!(doc["paths"]["/api/v1/namespaces/{name}"].is_object(), "namespaces are cluster-scoped");
+        assert_eq!(
+            patch["x-kubernetes-group-version-kind"]["kind"],
+            "ConfigMap"
+        );
+        assert!(
+            patch["parameters"]
+                .as_array()
+                .expect("params")
+                .iter()
+                .any(|p| p["name"] == "fieldValidation" && p["in"] == "query")
+        );
+        assert!(
+            doc["paths"]["/api/v1/namespaces/{name}"].is_object(),
+            "namespaces are cluster-scoped"
+        );
         let idx = index(&reg);
-        assert!(idx["paths"]["api/v1"]["serverRelativeURL"].as_str().expect("url").starts_with("/openapi/v3/api/v1?hash="));
+        assert!(
+            idx["paths"]["api/v1"]["serverRelativeURL"]
+                .as_str()
+                .expect("url")
+                .starts_with("/openapi/v3/api/v1?hash=")
+        );
     }
 }

@@ -461,7 +461,10 @@ fn put_strings(o: &mut Obj, key: &str, v: Vec<String>) {
 
 fn put_map(o: &mut Obj, key: &str, v: BTreeMap<String, String>) {
     if !v.is_empty() {
-        o.insert(key.into(), Value::Object(v.into_iter().map(|(k, v)| (k, Value::String(v))).collect()));
+        o.insert(
+            key.into(),
+            Value::Object(v.into_iter().map(|(k, v)| (k, Value::String(v))).collect()),
+        );
     }
 }
 
@@ -469,18 +472,27 @@ fn put_map(o: &mut Obj, key: &str, v: BTreeMap<String, String>) {
 fn put_bytes_map(o: &mut Obj, key: &str, v: BTreeMap<String, Vec<u8>>) {
     if !v.is_empty() {
         let b64 = base64::engine::general_purpose::STANDARD;
-        o.insert(key.into(), Value::Object(v.into_iter().map(|(k, v)| (k, Value::String(b64.encode(v)))).collect()));
+        o.insert(
+            key.into(),
+            Value::Object(
+                v.into_iter()
+                    .map(|(k, v)| (k, Value::String(b64.encode(v))))
+                    .collect(),
+            ),
+        );
     }
 }
 
 /// A present but empty Timestamp is Go's zero time, which marshals as `null`: both are left out.
 fn time_parts(t: Option<Time>) -> Option<(i64, i32)> {
-    t.filter(|t| t.seconds.is_some() || t.nanos.is_some()).map(|t| (t.seconds.unwrap_or(0), t.nanos.unwrap_or(0)))
+    t.filter(|t| t.seconds.is_some() || t.nanos.is_some())
+        .map(|t| (t.seconds.unwrap_or(0), t.nanos.unwrap_or(0)))
 }
 
 /// Formats a UTC instant as RFC 3339, with `micros` digits of fraction when given.
 fn rfc3339(seconds: i64, micros: Option<i64>, path: &str) -> Result<String, String> {
-    let ts = jiff::Timestamp::from_second(seconds).map_err(|e| format!("{path}: the time {seconds}s is out of range: {e}"))?;
+    let ts = jiff::Timestamp::from_second(seconds)
+        .map_err(|e| format!("{path}: the time {seconds}s is out of range: {e}"))?;
     let base = ts.strftime("%Y-%m-%dT%H:%M:%S").to_string();
     Ok(match micros {
         Some(us) => format!("{base}.{us:06}Z"),
@@ -500,9 +512,14 @@ fn put_time(o: &mut Obj, key: &str, t: Option<Time>, path: &str) -> Result<(), S
 fn put_micro_time(o: &mut Obj, key: &str, t: Option<Time>, path: &str) -> Result<(), String> {
     if let Some((s, n)) = time_parts(t) {
         let total = i128::from(s) * 1_000_000_000 + i128::from(n);
-        let secs = i64::try_from(total.div_euclid(1_000_000_000)).map_err(|_| format!("{path}: the time is out of range"))?;
-        let micros = i64::try_from(total.rem_euclid(1_000_000_000) / 1000).map_err(|_| format!("{path}: the time is out of range"))?;
-        o.insert(key.into(), Value::String(rfc3339(secs, Some(micros), path)?));
+        let secs = i64::try_from(total.div_euclid(1_000_000_000))
+            .map_err(|_| format!("{path}: the time is out of range"))?;
+        let micros = i64::try_from(total.rem_euclid(1_000_000_000) / 1000)
+            .map_err(|_| format!("{path}: the time is out of range"))?;
+        o.insert(
+            key.into(),
+            Value::String(rfc3339(secs, Some(micros), path)?),
+        );
     }
     Ok(())
 }
@@ -517,9 +534,23 @@ fn meta_json(m: Option<ObjectMeta>) -> Result<Value, String> {
     put_str(&mut o, "uid", m.uid);
     put_str(&mut o, "resourceVersion", m.resource_version);
     put_num(&mut o, "generation", m.generation);
-    put_time(&mut o, "creationTimestamp", m.creation_timestamp, "metadata.creationTimestamp")?;
-    put_time(&mut o, "deletionTimestamp", m.deletion_timestamp, "metadata.deletionTimestamp")?;
-    put_ptr(&mut o, "deletionGracePeriodSeconds", m.deletion_grace_period_seconds);
+    put_time(
+        &mut o,
+        "creationTimestamp",
+        m.creation_timestamp,
+        "metadata.creationTimestamp",
+    )?;
+    put_time(
+        &mut o,
+        "deletionTimestamp",
+        m.deletion_timestamp,
+        "metadata.deletionTimestamp",
+    )?;
+    put_ptr(
+        &mut o,
+        "deletionGracePeriodSeconds",
+        m.deletion_grace_period_seconds,
+    );
     put_map(&mut o, "labels", m.labels);
     put_map(&mut o, "annotations", m.annotations);
     if !m.owner_references.is_empty() {
@@ -547,7 +578,8 @@ fn meta_json(m: Option<ObjectMeta>) -> Result<Value, String> {
             put_time(&mut e, "time", f.time, &format!("{path}.time"))?;
             put_str(&mut e, "fieldsType", f.fields_type);
             if let Some(raw) = f.fields_v1.and_then(|f| f.raw).filter(|r| !r.is_empty()) {
-                let v: Value = serde_json::from_slice(&raw).map_err(|e| format!("{path}.fieldsV1 is not JSON: {e}"))?;
+                let v: Value = serde_json::from_slice(&raw)
+                    .map_err(|e| format!("{path}.fieldsV1 is not JSON: {e}"))?;
                 e.insert("fieldsV1".into(), v);
             }
             put_str(&mut e, "subresource", f.subresource);
@@ -579,7 +611,10 @@ fn event_source(s: EventSource) -> Value {
 }
 
 fn core_event(e: CoreEvent, out: &mut Obj) -> Result<(), String> {
-    out.insert("involvedObject".into(), object_ref(e.involved_object.unwrap_or_default()));
+    out.insert(
+        "involvedObject".into(),
+        object_ref(e.involved_object.unwrap_or_default()),
+    );
     put_str(out, "reason", e.reason);
     put_str(out, "message", e.message);
     if let Some(s) = e.source {
@@ -593,7 +628,12 @@ fn core_event(e: CoreEvent, out: &mut Obj) -> Result<(), String> {
     if let Some(s) = e.series {
         let mut so = Obj::new();
         put_num(&mut so, "count", s.count.map(i64::from));
-        put_micro_time(&mut so, "lastObservedTime", s.last_observed_time, "series.lastObservedTime")?;
+        put_micro_time(
+            &mut so,
+            "lastObservedTime",
+            s.last_observed_time,
+            "series.lastObservedTime",
+        )?;
         out.insert("series".into(), Value::Object(so));
     }
     put_str(out, "action", e.action);
@@ -611,7 +651,12 @@ fn events_event(e: EventsEvent, out: &mut Obj) -> Result<(), String> {
     if let Some(s) = e.series {
         let mut so = Obj::new();
         so.insert("count".into(), json!(s.count.unwrap_or(0)));
-        put_micro_time(&mut so, "lastObservedTime", s.last_observed_time, "series.lastObservedTime")?;
+        put_micro_time(
+            &mut so,
+            "lastObservedTime",
+            s.last_observed_time,
+            "series.lastObservedTime",
+        )?;
         out.insert("series".into(), Value::Object(so));
     }
     put_str(out, "reportingController", e.reporting_controller);
@@ -629,8 +674,18 @@ fn events_event(e: EventsEvent, out: &mut Obj) -> Result<(), String> {
     if let Some(s) = e.deprecated_source {
         out.insert("deprecatedSource".into(), event_source(s));
     }
-    put_time(out, "deprecatedFirstTimestamp", e.deprecated_first_timestamp, "deprecatedFirstTimestamp")?;
-    put_time(out, "deprecatedLastTimestamp", e.deprecated_last_timestamp, "deprecatedLastTimestamp")?;
+    put_time(
+        out,
+        "deprecatedFirstTimestamp",
+        e.deprecated_first_timestamp,
+        "deprecatedFirstTimestamp",
+    )?;
+    put_time(
+        out,
+        "deprecatedLastTimestamp",
+        e.deprecated_last_timestamp,
+        "deprecatedLastTimestamp",
+    )?;
     put_num(out, "deprecatedCount", e.deprecated_count.map(i64::from));
     Ok(())
 }
@@ -663,7 +718,12 @@ fn namespace_json(n: Namespace, out: &mut Obj) -> Result<(), String> {
                 let mut co = Obj::new();
                 put_str_always(&mut co, "type", c.r#type);
                 put_str_always(&mut co, "status", c.status);
-                put_time(&mut co, "lastTransitionTime", c.last_transition_time, &format!("status.conditions[{i}].lastTransitionTime"))?;
+                put_time(
+                    &mut co,
+                    "lastTransitionTime",
+                    c.last_transition_time,
+                    &format!("status.conditions[{i}].lastTransitionTime"),
+                )?;
                 put_str(&mut co, "reason", c.reason);
                 put_str(&mut co, "message", c.message);
                 conds.push(Value::Object(co));
@@ -683,9 +743,16 @@ fn opt(v: &mut Value, key: &str, s: Option<String>) {
 
 /// Decodes a protobuf body of one of the supported kinds into the JSON a JSON client would have sent.
 pub fn decode(body: &[u8], kind: &str) -> Result<Value, ApiError> {
-    let bad = |why: String| ApiError::bad_request(format!("the body of the request could not be decoded as {kind} protobuf: {why}"));
-    let rest = body.strip_prefix(MAGIC).ok_or_else(|| bad("missing the k8s protobuf magic prefix".into()))?;
-    let env = Unknown::decode(rest).map_err(|e| bad(format!("the runtime.Unknown envelope: {e}")))?;
+    let bad = |why: String| {
+        ApiError::bad_request(format!(
+            "the body of the request could not be decoded as {kind} protobuf: {why}"
+        ))
+    };
+    let rest = body
+        .strip_prefix(MAGIC)
+        .ok_or_else(|| bad("missing the k8s protobuf magic prefix".into()))?;
+    let env =
+        Unknown::decode(rest).map_err(|e| bad(format!("the runtime.Unknown envelope: {e}")))?;
     let tm = env.type_meta.unwrap_or_default();
     let raw = env.raw.unwrap_or_default();
     let api_version = tm.api_version.unwrap_or_default();
@@ -695,7 +762,9 @@ pub fn decode(body: &[u8], kind: &str) -> Result<Value, ApiError> {
         return Err(bad(format!("the envelope holds a {k}")));
     }
     if let Some(enc) = env.content_encoding.filter(|e| !e.is_empty()) {
-        return Err(bad(format!("the content encoding {enc:?} is not supported")));
+        return Err(bad(format!(
+            "the content encoding {enc:?} is not supported"
+        )));
     }
     let mut o = Obj::new();
     o.insert("apiVersion".into(), Value::String(api_version.clone()));
@@ -735,7 +804,10 @@ pub fn decode(body: &[u8], kind: &str) -> Result<Value, ApiError> {
         "SelfSubjectRulesReview" => {
             let r = RulesReview::decode(raw.as_slice()).map_err(obj_err)?;
             o.insert("metadata".into(), meta_json(r.metadata).map_err(field_err)?);
-            o.insert("spec".into(), json!({"namespace": r.spec.unwrap_or_default().namespace.unwrap_or_default()}));
+            o.insert(
+                "spec".into(),
+                json!({"namespace": r.spec.unwrap_or_default().namespace.unwrap_or_default()}),
+            );
         }
         "SelfSubjectReview" => {
             o.insert("metadata".into(), json!({}));
@@ -744,7 +816,10 @@ pub fn decode(body: &[u8], kind: &str) -> Result<Value, ApiError> {
             let r = TokenReview::decode(raw.as_slice()).map_err(obj_err)?;
             o.insert("metadata".into(), meta_json(r.metadata).map_err(field_err)?);
             let s = r.spec.unwrap_or_default();
-            o.insert("spec".into(), json!({"token": s.token.unwrap_or_default(), "audiences": s.audiences}));
+            o.insert(
+                "spec".into(),
+                json!({"token": s.token.unwrap_or_default(), "audiences": s.audiences}),
+            );
         }
         "Secret" => {
             let s = Secret::decode(raw.as_slice()).map_err(obj_err)?;
@@ -763,14 +838,20 @@ pub fn decode(body: &[u8], kind: &str) -> Result<Value, ApiError> {
         }
         "Namespace" => {
             let mut n = Namespace::decode(raw.as_slice()).map_err(obj_err)?;
-            o.insert("metadata".into(), meta_json(n.metadata.take()).map_err(field_err)?);
+            o.insert(
+                "metadata".into(),
+                meta_json(n.metadata.take()).map_err(field_err)?,
+            );
             namespace_json(n, &mut o).map_err(field_err)?;
         }
         "ServiceAccount" => {
             let s = ServiceAccount::decode(raw.as_slice()).map_err(obj_err)?;
             o.insert("metadata".into(), meta_json(s.metadata).map_err(field_err)?);
             if !s.secrets.is_empty() {
-                o.insert("secrets".into(), Value::Array(s.secrets.into_iter().map(object_ref).collect()));
+                o.insert(
+                    "secrets".into(),
+                    Value::Array(s.secrets.into_iter().map(object_ref).collect()),
+                );
             }
             if !s.image_pull_secrets.is_empty() {
                 let refs = s.image_pull_secrets.into_iter().map(|r| {
@@ -780,7 +861,11 @@ pub fn decode(body: &[u8], kind: &str) -> Result<Value, ApiError> {
                 });
                 o.insert("imagePullSecrets".into(), Value::Array(refs.collect()));
             }
-            put_ptr(&mut o, "automountServiceAccountToken", s.automount_service_account_token);
+            put_ptr(
+                &mut o,
+                "automountServiceAccountToken",
+                s.automount_service_account_token,
+            );
         }
         "Lease" => {
             let l = Lease::decode(raw.as_slice()).map_err(obj_err)?;
@@ -792,12 +877,18 @@ pub fn decode(body: &[u8], kind: &str) -> Result<Value, ApiError> {
         // core/v1 and events.k8s.io share the kind name; the envelope's apiVersion tells them apart.
         "Event" if api_version.starts_with("events.k8s.io/") => {
             let mut e = EventsEvent::decode(raw.as_slice()).map_err(obj_err)?;
-            o.insert("metadata".into(), meta_json(e.metadata.take()).map_err(field_err)?);
+            o.insert(
+                "metadata".into(),
+                meta_json(e.metadata.take()).map_err(field_err)?,
+            );
             events_event(e, &mut o).map_err(field_err)?;
         }
         "Event" => {
             let mut e = CoreEvent::decode(raw.as_slice()).map_err(obj_err)?;
-            o.insert("metadata".into(), meta_json(e.metadata.take()).map_err(field_err)?);
+            o.insert(
+                "metadata".into(),
+                meta_json(e.metadata.take()).map_err(field_err)?,
+            );
             core_event(e, &mut o).map_err(field_err)?;
         }
         other => {
@@ -818,7 +909,10 @@ mod tests {
 
     fn wrap(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
         let u = Unknown {
-            type_meta: Some(TypeMeta { api_version: Some(api_version.into()), kind: Some(kind.into()) }),
+            type_meta: Some(TypeMeta {
+                api_version: Some(api_version.into()),
+                kind: Some(kind.into()),
+            }),
             raw: Some(raw),
             content_encoding: Some(String::new()),
             content_type: Some(String::new()),
@@ -833,11 +927,17 @@ mod tests {
     }
 
     fn time(seconds: i64, nanos: i32) -> Option<Time> {
-        Some(Time { seconds: Some(seconds), nanos: Some(nanos) })
+        Some(Time {
+            seconds: Some(seconds),
+            nanos: Some(nanos),
+        })
     }
 
     fn strings(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     /// Only the name set, the rest as gogo-protobuf writes non-pointer fields: empty strings and an empty Time.
@@ -869,8 +969,15 @@ mod tests {
                 ..Default::default()
             }),
         };
-        let v = decode(&envelope("SelfSubjectAccessReview", review.encode_to_vec()), "SelfSubjectAccessReview").expect("decodes");
-        assert_eq!(v["spec"]["resourceAttributes"], json!({"namespace": "default", "verb": "create", "resource": "pods"}));
+        let v = decode(
+            &envelope("SelfSubjectAccessReview", review.encode_to_vec()),
+            "SelfSubjectAccessReview",
+        )
+        .expect("decodes");
+        assert_eq!(
+            v["spec"]["resourceAttributes"],
+            json!({"namespace": "default", "verb": "create", "resource": "pods"})
+        );
         assert_eq!(v["kind"], "SelfSubjectAccessReview");
     }
 
@@ -904,11 +1011,16 @@ mod tests {
                 api_version: Some("v1".into()),
                 time: time(NEW_YEAR, 0),
                 fields_type: Some("FieldsV1".into()),
-                fields_v1: Some(FieldsV1 { raw: Some(br#"{"f:data":{".":{},"f:release":{}}}"#.to_vec()) }),
+                fields_v1: Some(FieldsV1 {
+                    raw: Some(br#"{"f:data":{".":{},"f:release":{}}}"#.to_vec()),
+                }),
                 subresource: Some(String::new()),
             }],
         };
-        let cm = ConfigMap { metadata: Some(meta), ..Default::default() };
+        let cm = ConfigMap {
+            metadata: Some(meta),
+            ..Default::default()
+        };
         let v = decode(&wrap("v1", "ConfigMap", cm.encode_to_vec()), "ConfigMap").expect("decodes");
         assert_eq!(
             v,
@@ -945,7 +1057,12 @@ mod tests {
     fn a_secret_decodes_with_base64_data() {
         let s = Secret {
             metadata: plain_meta("s", "default"),
-            data: [("a".to_string(), b"b".to_vec()), ("bin".to_string(), vec![0, 255, 1])].into_iter().collect(),
+            data: [
+                ("a".to_string(), b"b".to_vec()),
+                ("bin".to_string(), vec![0, 255, 1]),
+            ]
+            .into_iter()
+            .collect(),
             r#type: Some("Opaque".into()),
             string_data: strings(&[("plain", "text")]),
             immutable: Some(false),
@@ -969,7 +1086,9 @@ mod tests {
         let c = ConfigMap {
             metadata: plain_meta("made", ""),
             data: strings(&[("k", "v")]),
-            binary_data: [("blob".to_string(), b"\x89PNG".to_vec())].into_iter().collect(),
+            binary_data: [("blob".to_string(), b"\x89PNG".to_vec())]
+                .into_iter()
+                .collect(),
             immutable: None,
         };
         let v = decode(&wrap("v1", "ConfigMap", c.encode_to_vec()), "ConfigMap").expect("decodes");
@@ -988,7 +1107,9 @@ mod tests {
     fn a_namespace_decodes_with_its_spec_and_status() {
         let n = Namespace {
             metadata: plain_meta("n1", ""),
-            spec: Some(NamespaceSpec { finalizers: vec!["kubernetes".into()] }),
+            spec: Some(NamespaceSpec {
+                finalizers: vec!["kubernetes".into()],
+            }),
             status: Some(NamespaceStatus {
                 phase: Some("Active".into()),
                 conditions: vec![NamespaceCondition {
@@ -1014,20 +1135,38 @@ mod tests {
             })
         );
         // kubectl create namespace sends empty spec and status messages, as Go's JSON would send `{}`.
-        let bare = Namespace { metadata: plain_meta("n2", ""), spec: Some(NamespaceSpec::default()), status: Some(NamespaceStatus::default()) };
-        let v = decode(&wrap("v1", "Namespace", bare.encode_to_vec()), "Namespace").expect("decodes");
-        assert_eq!(v, json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n2"}, "spec": {}, "status": {}}));
+        let bare = Namespace {
+            metadata: plain_meta("n2", ""),
+            spec: Some(NamespaceSpec::default()),
+            status: Some(NamespaceStatus::default()),
+        };
+        let v =
+            decode(&wrap("v1", "Namespace", bare.encode_to_vec()), "Namespace").expect("decodes");
+        assert_eq!(
+            v,
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n2"}, "spec": {}, "status": {}})
+        );
     }
 
     #[test]
     fn a_service_account_decodes_with_its_secret_references() {
         let sa = ServiceAccount {
             metadata: plain_meta("sa1", "default"),
-            secrets: vec![ObjectReference { name: Some("sa1-token".into()), namespace: Some(String::new()), ..Default::default() }],
-            image_pull_secrets: vec![LocalObjectReference { name: Some("registry".into()) }],
+            secrets: vec![ObjectReference {
+                name: Some("sa1-token".into()),
+                namespace: Some(String::new()),
+                ..Default::default()
+            }],
+            image_pull_secrets: vec![LocalObjectReference {
+                name: Some("registry".into()),
+            }],
             automount_service_account_token: Some(false),
         };
-        let v = decode(&wrap("v1", "ServiceAccount", sa.encode_to_vec()), "ServiceAccount").expect("decodes");
+        let v = decode(
+            &wrap("v1", "ServiceAccount", sa.encode_to_vec()),
+            "ServiceAccount",
+        )
+        .expect("decodes");
         assert_eq!(
             v,
             json!({
@@ -1054,7 +1193,11 @@ mod tests {
                 preferred_holder: None,
             }),
         };
-        let v = decode(&wrap("coordination.k8s.io/v1", "Lease", l.encode_to_vec()), "Lease").expect("decodes");
+        let v = decode(
+            &wrap("coordination.k8s.io/v1", "Lease", l.encode_to_vec()),
+            "Lease",
+        )
+        .expect("decodes");
         assert_eq!(
             v,
             json!({
@@ -1086,7 +1229,10 @@ mod tests {
             }),
             reason: Some("Pulled".into()),
             message: Some("pulled the image".into()),
-            source: Some(EventSource { component: Some("kubelet".into()), host: Some("node-1".into()) }),
+            source: Some(EventSource {
+                component: Some("kubelet".into()),
+                host: Some("node-1".into()),
+            }),
             first_timestamp: time(NEW_YEAR, 0),
             last_timestamp: time(NEW_YEAR + 5, 500),
             count: Some(2),
@@ -1125,12 +1271,19 @@ mod tests {
         let e = EventsEvent {
             metadata: plain_meta("web.18a", "default"),
             event_time: time(NEW_YEAR, 7_000),
-            series: Some(EventSeries { count: Some(3), last_observed_time: time(NEW_YEAR + 1, 1_500_000_000) }),
+            series: Some(EventSeries {
+                count: Some(3),
+                last_observed_time: time(NEW_YEAR + 1, 1_500_000_000),
+            }),
             reporting_controller: Some("example.com/ctl".into()),
             reporting_instance: Some("ctl-0".into()),
             action: Some("Scale".into()),
             reason: Some("Scaled".into()),
-            regarding: Some(ObjectReference { kind: Some("Deployment".into()), name: Some("web".into()), ..Default::default() }),
+            regarding: Some(ObjectReference {
+                kind: Some("Deployment".into()),
+                name: Some("web".into()),
+                ..Default::default()
+            }),
             related: None,
             note: Some("scaled to 3".into()),
             r#type: Some("Normal".into()),
@@ -1139,7 +1292,11 @@ mod tests {
             deprecated_last_timestamp: Some(Time::default()),
             deprecated_count: Some(0),
         };
-        let v = decode(&wrap("events.k8s.io/v1", "Event", e.encode_to_vec()), "Event").expect("decodes");
+        let v = decode(
+            &wrap("events.k8s.io/v1", "Event", e.encode_to_vec()),
+            "Event",
+        )
+        .expect("decodes");
         assert_eq!(
             v,
             json!({
@@ -1158,39 +1315,88 @@ mod tests {
             })
         );
         // The same bytes under a core/v1 envelope are read with the core layout, where they do not fit.
-        let core = decode(&wrap("v1", "Event", e.encode_to_vec()), "Event").expect_err("core layout");
+        let core =
+            decode(&wrap("v1", "Event", e.encode_to_vec()), "Event").expect_err("core layout");
         assert_eq!(core.code, 400);
         assert!(core.message.contains("involved_object"), "{}", core.message);
     }
 
     #[test]
     fn garbage_is_a_bad_request_not_a_panic() {
-        assert_eq!(decode(b"nope", "SelfSubjectAccessReview").expect_err("no magic").code, 400);
-        assert_eq!(decode(b"k8s\x00\xff\xff\xff", "SelfSubjectAccessReview").expect_err("bad proto").code, 400);
-        assert_eq!(decode(&envelope("Pod", vec![]), "Secret").expect_err("kind mismatch").code, 400);
-        assert_eq!(decode(&wrap("v1", "Secret", vec![0x12, 0x05, 0x0a]), "Secret").expect_err("truncated map entry").code, 400);
+        assert_eq!(
+            decode(b"nope", "SelfSubjectAccessReview")
+                .expect_err("no magic")
+                .code,
+            400
+        );
+        assert_eq!(
+            decode(b"k8s\x00\xff\xff\xff", "SelfSubjectAccessReview")
+                .expect_err("bad proto")
+                .code,
+            400
+        );
+        assert_eq!(
+            decode(&envelope("Pod", vec![]), "Secret")
+                .expect_err("kind mismatch")
+                .code,
+            400
+        );
+        assert_eq!(
+            decode(&wrap("v1", "Secret", vec![0x12, 0x05, 0x0a]), "Secret")
+                .expect_err("truncated map entry")
+                .code,
+            400
+        );
     }
 
     #[test]
     fn bad_field_values_are_named_in_a_bad_request() {
         let meta = ObjectMeta {
-            managed_fields: vec![ManagedFieldsEntry { fields_v1: Some(FieldsV1 { raw: Some(b"{not json".to_vec()) }), ..Default::default() }],
+            managed_fields: vec![ManagedFieldsEntry {
+                fields_v1: Some(FieldsV1 {
+                    raw: Some(b"{not json".to_vec()),
+                }),
+                ..Default::default()
+            }],
             ..Default::default()
         };
-        let s = Secret { metadata: Some(meta), ..Default::default() };
-        let e = decode(&wrap("v1", "Secret", s.encode_to_vec()), "Secret").expect_err("bad fieldsV1");
+        let s = Secret {
+            metadata: Some(meta),
+            ..Default::default()
+        };
+        let e =
+            decode(&wrap("v1", "Secret", s.encode_to_vec()), "Secret").expect_err("bad fieldsV1");
         assert_eq!(e.code, 400);
-        assert!(e.message.contains("metadata.managedFields[0].fieldsV1"), "{}", e.message);
+        assert!(
+            e.message.contains("metadata.managedFields[0].fieldsV1"),
+            "{}",
+            e.message
+        );
 
-        let l = Lease { metadata: None, spec: Some(LeaseSpec { renew_time: time(i64::MAX, 0), ..Default::default() }) };
-        let e = decode(&wrap("coordination.k8s.io/v1", "Lease", l.encode_to_vec()), "Lease").expect_err("time out of range");
+        let l = Lease {
+            metadata: None,
+            spec: Some(LeaseSpec {
+                renew_time: time(i64::MAX, 0),
+                ..Default::default()
+            }),
+        };
+        let e = decode(
+            &wrap("coordination.k8s.io/v1", "Lease", l.encode_to_vec()),
+            "Lease",
+        )
+        .expect_err("time out of range");
         assert_eq!(e.code, 400);
         assert!(e.message.contains("spec.renewTime"), "{}", e.message);
     }
 
     #[test]
     fn unsupported_kinds_stay_unsupported_media_type() {
-        assert_eq!(decode(&wrap("v1", "Pod", vec![]), "Pod").expect_err("no Pod decoder").code, 415);
+        assert_eq!(
+            decode(&wrap("v1", "Pod", vec![]), "Pod")
+                .expect_err("no Pod decoder")
+                .code,
+            415
+        );
     }
 
     mod properties {

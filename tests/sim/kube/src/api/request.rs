@@ -8,11 +8,19 @@ pub struct Query(Vec<(String, String)>);
 impl Query {
     pub fn parse(q: Option<&str>) -> Self {
         let q = q.unwrap_or("");
-        Query(form_urlencoded::parse(q.as_bytes()).filter(|(k, _)| !k.is_empty()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
+        Query(
+            form_urlencoded::parse(q.as_bytes())
+                .filter(|(k, _)| !k.is_empty())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+        )
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     pub fn flag(&self, key: &str) -> bool {
@@ -38,8 +46,16 @@ const NAMESPACE_SUBRESOURCES: &[&str] = &["status", "finalize"];
 
 impl RequestInfo {
     pub fn parse(method: &str, path: &str, query: &Query) -> Self {
-        let mut info = RequestInfo { path: path.to_string(), verb: method.to_lowercase(), ..Default::default() };
-        let parts: Vec<&str> = path.trim_matches('/').split('/').filter(|p| !p.is_empty()).collect();
+        let mut info = RequestInfo {
+            path: path.to_string(),
+            verb: method.to_lowercase(),
+            ..Default::default()
+        };
+        let parts: Vec<&str> = path
+            .trim_matches('/')
+            .split('/')
+            .filter(|p| !p.is_empty())
+            .collect();
         let rest: &[&str] = match parts.as_slice() {
             ["api", version, rest @ ..] => {
                 info.version = version.to_string();
@@ -77,7 +93,9 @@ impl RequestInfo {
             return info;
         }
         info.verb = match method {
-            "GET" | "HEAD" if legacy_watch || (info.name.is_empty() && query.flag("watch")) => "watch",
+            "GET" | "HEAD" if legacy_watch || (info.name.is_empty() && query.flag("watch")) => {
+                "watch"
+            }
             "GET" | "HEAD" if info.name.is_empty() => "list",
             "GET" | "HEAD" => "get",
             "POST" => "create",
@@ -85,7 +103,12 @@ impl RequestInfo {
             "PATCH" => "patch",
             "DELETE" if info.name.is_empty() => "deletecollection",
             "DELETE" => "delete",
-            other => return RequestInfo { verb: other.to_lowercase(), ..info },
+            other => {
+                return RequestInfo {
+                    verb: other.to_lowercase(),
+                    ..info
+                };
+            }
         }
         .to_string();
         // A list or watch pinned to one name by a field selector is authorized as a request for that name,
@@ -125,19 +148,44 @@ mod tests {
     #[test]
     fn paths_parse_like_the_real_request_info_factory() {
         let i = p("GET", "/api/v1/namespaces/default/configmaps/demo", "");
-        assert_eq!((i.verb.as_str(), i.namespace.as_str(), i.resource.as_str(), i.name.as_str()), ("get", "default", "configmaps", "demo"));
+        assert_eq!(
+            (
+                i.verb.as_str(),
+                i.namespace.as_str(),
+                i.resource.as_str(),
+                i.name.as_str()
+            ),
+            ("get", "default", "configmaps", "demo")
+        );
         let i = p("GET", "/apis/example.com/v1/widgets", "&watch=true");
-        assert_eq!((i.verb.as_str(), i.group.as_str(), i.namespace.as_str()), ("watch", "example.com", ""));
+        assert_eq!(
+            (i.verb.as_str(), i.group.as_str(), i.namespace.as_str()),
+            ("watch", "example.com", "")
+        );
         let i = p("PUT", "/api/v1/namespaces/foo/status", "");
-        assert_eq!((i.resource.as_str(), i.name.as_str(), i.subresource.as_str()), ("namespaces", "foo", "status"));
+        assert_eq!(
+            (i.resource.as_str(), i.name.as_str(), i.subresource.as_str()),
+            ("namespaces", "foo", "status")
+        );
         let i = p("GET", "/api/v1/namespaces/foo", "");
-        assert_eq!((i.resource.as_str(), i.name.as_str()), ("namespaces", "foo"));
+        assert_eq!(
+            (i.resource.as_str(), i.name.as_str()),
+            ("namespaces", "foo")
+        );
         let i = p("DELETE", "/apis/apps/v1/namespaces/x/deployments", "");
         assert_eq!(i.verb, "deletecollection");
         let i = p("GET", "/api/v1/watch/namespaces/x/pods", "");
         assert_eq!((i.verb.as_str(), i.resource.as_str()), ("watch", "pods"));
-        let i = p("GET", "/api/v1/namespaces/x/secrets", "watch=1&fieldSelector=metadata.name%3Dtoken");
-        assert_eq!((i.verb.as_str(), i.name.as_str()), ("watch", "token"), "the selector's name authorizes the watch");
+        let i = p(
+            "GET",
+            "/api/v1/namespaces/x/secrets",
+            "watch=1&fieldSelector=metadata.name%3Dtoken",
+        );
+        assert_eq!(
+            (i.verb.as_str(), i.name.as_str()),
+            ("watch", "token"),
+            "the selector's name authorizes the watch"
+        );
         assert!(!p("GET", "/apis", "").is_resource);
         assert!(!p("GET", "/healthz", "").is_resource);
     }

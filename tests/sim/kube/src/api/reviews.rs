@@ -20,7 +20,12 @@ pub fn handle(api: &Arc<Api>, call: &Call, rt: &ResourceType) -> ApiResult<Resp>
             let user = UserInfo {
                 name: spec["user"].as_str().unwrap_or_default().into(),
                 uid: spec["uid"].as_str().unwrap_or_default().into(),
-                groups: spec["groups"].as_array().into_iter().flatten().filter_map(|g| g.as_str().map(String::from)).collect(),
+                groups: spec["groups"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|g| g.as_str().map(String::from))
+                    .collect(),
                 ..Default::default()
             };
             access(api, &user, spec)?
@@ -33,12 +38,23 @@ pub fn handle(api: &Arc<Api>, call: &Call, rt: &ResourceType) -> ApiResult<Resp>
         "selfsubjectreviews" => json!({"userInfo": user_json(&call.user)}),
         "tokenreviews" => {
             let token = body["spec"]["token"].as_str().unwrap_or_default();
-            match api.auth.authenticate(Some(&format!("Bearer {token}")), None) {
-                Ok(u) => json!({"authenticated": true, "user": user_json(&u), "audiences": body["spec"]["audiences"]}),
+            match api
+                .auth
+                .authenticate(Some(&format!("Bearer {token}")), None)
+            {
+                Ok(u) => {
+                    json!({"authenticated": true, "user": user_json(&u), "audiences": body["spec"]["audiences"]})
+                }
                 Err(_) => json!({"authenticated": false, "error": "invalid bearer token"}),
             }
         }
-        other => return Err(ApiError::new(404, "NotFound", format!("no review handler for {other}"))),
+        other => {
+            return Err(ApiError::new(
+                404,
+                "NotFound",
+                format!("no review handler for {other}"),
+            ));
+        }
     };
     body["apiVersion"] = json!(rt.api_version());
     body["kind"] = json!(rt.kind);
@@ -63,7 +79,12 @@ fn user_json(u: &UserInfo) -> Value {
 
 fn access(api: &Arc<Api>, user: &UserInfo, spec: &Value) -> ApiResult<Value> {
     let attrs = if let Some(r) = spec["resourceAttributes"].as_object() {
-        let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        let s = |k: &str| {
+            r.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
         Attributes {
             verb: s("verb"),
             namespace: s("namespace"),
@@ -76,8 +97,16 @@ fn access(api: &Arc<Api>, user: &UserInfo, spec: &Value) -> ApiResult<Value> {
         }
     } else if let Some(n) = spec["nonResourceAttributes"].as_object() {
         Attributes {
-            verb: n.get("verb").and_then(Value::as_str).unwrap_or_default().into(),
-            path: n.get("path").and_then(Value::as_str).unwrap_or_default().into(),
+            verb: n
+                .get("verb")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .into(),
+            path: n
+                .get("path")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .into(),
             resource_request: false,
             ..Default::default()
         }

@@ -39,14 +39,19 @@ struct LatencyRequest {
 }
 
 pub async fn handle(api: &Arc<Api>, method: &str, path: &str, body: &[u8]) -> Resp {
-    let parse_err = |e: serde_json::Error| error(&ApiError::bad_request(format!("invalid fault request body: {e}")));
+    let parse_err = |e: serde_json::Error| {
+        error(&ApiError::bad_request(format!(
+            "invalid fault request body: {e}"
+        )))
+    };
     match (method, path.trim_end_matches('/')) {
         ("POST", "/__sim/faults") => match serde_json::from_slice::<FailRequest>(body) {
             Ok(r) => {
                 if !(400..600).contains(&r.status) {
                     return error(&ApiError::bad_request("status must be between 400 and 599"));
                 }
-                api.faults.fail_next(r.matcher, r.count, r.status, r.retry_after);
+                api.faults
+                    .fail_next(r.matcher, r.count, r.status, r.retry_after);
                 json_ok(&json!({"ok": true}))
             }
             Err(e) => parse_err(e),
@@ -57,7 +62,8 @@ pub async fn handle(api: &Arc<Api>, method: &str, path: &str, body: &[u8]) -> Re
         }
         ("POST", "/__sim/latency") => match serde_json::from_slice::<LatencyRequest>(body) {
             Ok(r) => {
-                api.faults.add_latency(r.matcher, Duration::from_millis(r.millis));
+                api.faults
+                    .add_latency(r.matcher, Duration::from_millis(r.millis));
                 json_ok(&json!({"ok": true}))
             }
             Err(e) => parse_err(e),
@@ -68,7 +74,9 @@ pub async fn handle(api: &Arc<Api>, method: &str, path: &str, body: &[u8]) -> Re
         }
         ("POST", "/__sim/compact") => {
             api.cluster.store().compact();
-            json_ok(&json!({"ok": true, "resourceVersion": api.cluster.store().current_rv().to_string()}))
+            json_ok(
+                &json!({"ok": true, "resourceVersion": api.cluster.store().current_rv().to_string()}),
+            )
         }
         ("POST", "/__sim/pause") => {
             api.faults.pause();
@@ -78,6 +86,10 @@ pub async fn handle(api: &Arc<Api>, method: &str, path: &str, body: &[u8]) -> Re
             api.faults.resume();
             json_ok(&json!({"ok": true}))
         }
-        _ => error(&ApiError::new(404, "NotFound", format!("no simulator endpoint {method} {path}"))),
+        _ => error(&ApiError::new(
+            404,
+            "NotFound",
+            format!("no simulator endpoint {method} {path}"),
+        )),
     }
 }

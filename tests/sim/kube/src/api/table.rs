@@ -7,7 +7,10 @@ use crate::jsonpath;
 use crate::resources::ResourceType;
 
 pub fn wants_table(accept: &str) -> bool {
-    accept.split(',').next().is_some_and(|first| first.contains("as=Table"))
+    accept
+        .split(',')
+        .next()
+        .is_some_and(|first| first.contains("as=Table"))
 }
 
 struct Column {
@@ -20,7 +23,14 @@ struct Column {
 }
 
 fn col(name: &str, kind: &str, path: &str, description: &str) -> Column {
-    Column { name: name.into(), kind: kind.into(), format: String::new(), description: description.into(), priority: 0, path: Some(path.into()) }
+    Column {
+        name: name.into(),
+        kind: kind.into(),
+        format: String::new(),
+        description: description.into(),
+        priority: 0,
+        path: Some(path.into()),
+    }
 }
 
 fn columns(rt: &ResourceType) -> Vec<Column> {
@@ -51,18 +61,52 @@ fn columns(rt: &ResourceType) -> Vec<Column> {
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("", "secrets") => {
             cols.push(col("Type", "string", ".type", "The type of the secret."));
-            cols.push(Column { path: None, ..col("Data", "integer", "", "The number of keys in the secret.") });
+            cols.push(Column {
+                path: None,
+                ..col("Data", "integer", "", "The number of keys in the secret.")
+            });
         }
-        ("", "configmaps") => cols.push(Column { path: None, ..col("Data", "integer", "", "The number of keys.") }),
-        ("", "namespaces") => cols.push(col("Status", "string", ".status.phase", "The status of the namespace.")),
-        ("", "serviceaccounts") => cols.push(Column { path: None, ..col("Secrets", "integer", "", "The number of secrets.") }),
+        ("", "configmaps") => cols.push(Column {
+            path: None,
+            ..col("Data", "integer", "", "The number of keys.")
+        }),
+        ("", "namespaces") => cols.push(col(
+            "Status",
+            "string",
+            ".status.phase",
+            "The status of the namespace.",
+        )),
+        ("", "serviceaccounts") => cols.push(Column {
+            path: None,
+            ..col("Secrets", "integer", "", "The number of secrets.")
+        }),
         ("apps", "deployments") => {
-            cols.push(col("Replicas", "integer", ".spec.replicas", "Desired replicas."));
-            cols.push(col("Available", "integer", ".status.availableReplicas", "Available replicas."));
+            cols.push(col(
+                "Replicas",
+                "integer",
+                ".spec.replicas",
+                "Desired replicas.",
+            ));
+            cols.push(col(
+                "Available",
+                "integer",
+                ".status.availableReplicas",
+                "Available replicas.",
+            ));
         }
-        ("coordination.k8s.io", "leases") => cols.push(col("Holder", "string", ".spec.holderIdentity", "The holder of the lease.")),
+        ("coordination.k8s.io", "leases") => cols.push(col(
+            "Holder",
+            "string",
+            ".spec.holderIdentity",
+            "The holder of the lease.",
+        )),
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
-            cols.push(col("Created At", "date", ".metadata.creationTimestamp", "When the CRD was created."));
+            cols.push(col(
+                "Created At",
+                "date",
+                ".metadata.creationTimestamp",
+                "When the CRD was created.",
+            ));
             return cols;
         }
         _ => {}
@@ -76,7 +120,8 @@ fn cell(rt: &ResourceType, c: &Column, obj: &Value) -> Value {
         // Count columns of built-ins.
         return match (rt.plural.as_str(), c.name.as_str()) {
             ("secrets" | "configmaps", "Data") => {
-                let n = obj["data"].as_object().map_or(0, |m| m.len()) + obj["binaryData"].as_object().map_or(0, |m| m.len());
+                let n = obj["data"].as_object().map_or(0, |m| m.len())
+                    + obj["binaryData"].as_object().map_or(0, |m| m.len());
                 json!(n)
             }
             ("serviceaccounts", "Secrets") => json!(obj["secrets"].as_array().map_or(0, Vec::len)),
@@ -84,11 +129,17 @@ fn cell(rt: &ResourceType, c: &Column, obj: &Value) -> Value {
         };
     };
     let Some(v) = jsonpath::find(obj, path).into_iter().next() else {
-        return if c.kind == "integer" && rt.group == "apps" { json!(0) } else { Value::Null };
+        return if c.kind == "integer" && rt.group == "apps" {
+            json!(0)
+        } else {
+            Value::Null
+        };
     };
     match c.kind.as_str() {
         "date" => match v.as_str().and_then(|s| s.parse::<jiff::Timestamp>().ok()) {
-            Some(t) => json!(human_duration(jiff::Timestamp::now().as_second() - t.as_second())),
+            Some(t) => json!(human_duration(
+                jiff::Timestamp::now().as_second() - t.as_second()
+            )),
             None => Value::Null,
         },
         "integer" => v.as_i64().map(Value::from).unwrap_or(Value::Null),
@@ -102,7 +153,12 @@ fn cell(rt: &ResourceType, c: &Column, obj: &Value) -> Value {
 }
 
 /// `includeObject`: None → PartialObjectMetadata (the default), "Object" → whole object, "None" → nothing.
-pub fn build(rt: &ResourceType, objects: &[Value], list_meta: Value, include: Option<&str>) -> Value {
+pub fn build(
+    rt: &ResourceType,
+    objects: &[Value],
+    list_meta: Value,
+    include: Option<&str>,
+) -> Value {
     let cols = columns(rt);
     let defs: Vec<Value> = cols
         .iter()
@@ -137,7 +193,11 @@ pub fn human_duration(seconds: i64) -> String {
     let minutes = seconds / 60;
     if minutes < 10 {
         let s = seconds % 60;
-        return if s == 0 { format!("{minutes}m") } else { format!("{minutes}m{s}s") };
+        return if s == 0 {
+            format!("{minutes}m")
+        } else {
+            format!("{minutes}m{s}s")
+        };
     }
     if minutes < 180 {
         return format!("{minutes}m");
@@ -145,21 +205,33 @@ pub fn human_duration(seconds: i64) -> String {
     let hours = minutes / 60;
     if hours < 8 {
         let m = minutes % 60;
-        return if m == 0 { format!("{hours}h") } else { format!("{hours}h{m}m") };
+        return if m == 0 {
+            format!("{hours}h")
+        } else {
+            format!("{hours}h{m}m")
+        };
     }
     if hours < 48 {
         return format!("{hours}h");
     }
     if hours < 24 * 8 {
         let h = hours % 24;
-        return if h == 0 { format!("{}d", hours / 24) } else { format!("{}d{h}h", hours / 24) };
+        return if h == 0 {
+            format!("{}d", hours / 24)
+        } else {
+            format!("{}d{h}h", hours / 24)
+        };
     }
     if hours < 24 * 365 * 2 {
         return format!("{}d", hours / 24);
     }
     if hours < 24 * 365 * 8 {
         let d = (hours / 24) % 365;
-        return if d == 0 { format!("{}y", hours / 24 / 365) } else { format!("{}y{d}d", hours / 24 / 365) };
+        return if d == 0 {
+            format!("{}y", hours / 24 / 365)
+        } else {
+            format!("{}y{d}d", hours / 24 / 365)
+        };
     }
     format!("{}y", hours / 24 / 365)
 }
@@ -171,7 +243,17 @@ mod tests {
 
     #[test]
     fn human_duration_matches_the_apimachinery_table() {
-        let cases = [(5, "5s"), (119, "119s"), (125, "2m5s"), (600, "10m"), (3 * 3600 + 60, "3h1m"), (8 * 3600, "8h"), (50 * 3600, "2d2h"), (10 * 86400, "10d"), (3 * 365 * 86400, "3y")];
+        let cases = [
+            (5, "5s"),
+            (119, "119s"),
+            (125, "2m5s"),
+            (600, "10m"),
+            (3 * 3600 + 60, "3h1m"),
+            (8 * 3600, "8h"),
+            (50 * 3600, "2d2h"),
+            (10 * 86400, "10d"),
+            (3 * 365 * 86400, "3y"),
+        ];
         for (s, want) in cases {
             assert_eq!(human_duration(s), want, "{s}s");
         }
@@ -196,7 +278,9 @@ mod tests {
 
     #[test]
     fn table_is_only_chosen_when_first_preference() {
-        assert!(wants_table("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"));
+        assert!(wants_table(
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+        ));
         assert!(!wants_table("application/json"));
     }
 }

@@ -54,7 +54,11 @@ impl Filter {
 pub fn serve(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiResult<Resp> {
     let q = &call.query;
     let filter = Filter {
-        namespace: if ns.is_empty() { None } else { Some(ns.to_string()) },
+        namespace: if ns.is_empty() {
+            None
+        } else {
+            Some(ns.to_string())
+        },
         selectors: super::objects::Selectors::parse(call, rt)?,
     };
     let bookmarks = q.flag("allowWatchBookmarks");
@@ -66,7 +70,10 @@ pub fn serve(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiRes
             "ListOptions",
             "meta.k8s.io",
             "",
-            &[FieldCause::forbidden("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")],
+            &[FieldCause::forbidden(
+                "resourceVersionMatch",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            )],
         ));
     }
     if send_initial == Some(true) && !bookmarks {
@@ -74,10 +81,17 @@ pub fn serve(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiRes
             "ListOptions",
             "meta.k8s.io",
             "",
-            &[FieldCause::forbidden("allowWatchBookmarks", "allowWatchBookmarks must be set to true when sendInitialEvents is true")],
+            &[FieldCause::forbidden(
+                "allowWatchBookmarks",
+                "allowWatchBookmarks must be set to true when sendInitialEvents is true",
+            )],
         ));
     }
-    let timeout = match q.get("timeoutSeconds").and_then(|s| s.parse::<u64>().ok()).filter(|s| *s > 0) {
+    let timeout = match q
+        .get("timeoutSeconds")
+        .and_then(|s| s.parse::<u64>().ok())
+        .filter(|s| *s > 0)
+    {
         Some(s) => Duration::from_secs(s),
         // With no (or a zero) timeout the real server picks one between 30 and 60 minutes.
         None => Duration::from_secs(1800 + u64::from(uuid::Uuid::new_v4().as_bytes()[0]) * 7),
@@ -107,7 +121,10 @@ pub fn serve(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiRes
                 ApiError::bad_request(format!("resourceVersion: Invalid value: \"{rv_param}\": strconv.ParseUint: parsing \"{rv_param}\": invalid syntax"))
             })?;
             if rv > store.current_rv() {
-                return Err(super::objects::too_large_resource_version(rv, store.current_rv()));
+                return Err(super::objects::too_large_resource_version(
+                    rv,
+                    store.current_rv(),
+                ));
             }
             match store.watch_from(rv) {
                 Ok((backlog, rx)) => (Vec::new(), backlog, Some(rx), rv, None),
@@ -128,7 +145,16 @@ pub fn serve(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiRes
     tokio::spawn(async move {
         let render = |o: &Value| -> Value {
             let obj = cluster.render(&rt, o);
-            if as_table { super::table::build(&rt, &[obj], json!({"resourceVersion": ""}), include.as_deref()) } else { obj }
+            if as_table {
+                super::table::build(
+                    &rt,
+                    &[obj],
+                    json!({"resourceVersion": ""}),
+                    include.as_deref(),
+                )
+            } else {
+                obj
+            }
         };
         let send = |v: Value| {
             let mut line = serde_json::to_vec(&v).unwrap_or_default();
@@ -137,12 +163,22 @@ pub fn serve(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiRes
         };
         if let Some(t) = too_old {
             // The real server answers 200 and then a single ERROR event carrying a 410 Status.
-            let e = ApiError::gone(format!("too old resource version: {} ({})", t.requested, t.oldest));
-            let _ = tx.send(send(json!({"type": "ERROR", "object": e.to_status()}))).await;
+            let e = ApiError::gone(format!(
+                "too old resource version: {} ({})",
+                t.requested, t.oldest
+            ));
+            let _ = tx
+                .send(send(json!({"type": "ERROR", "object": e.to_status()})))
+                .await;
             return;
         }
         for o in &initial {
-            if filter.matches(o) && tx.send(send(json!({"type": "ADDED", "object": render(o)}))).await.is_err() {
+            if filter.matches(o)
+                && tx
+                    .send(send(json!({"type": "ADDED", "object": render(o)})))
+                    .await
+                    .is_err()
+            {
                 return;
             }
         }
@@ -159,7 +195,10 @@ pub fn serve(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiRes
                 continue;
             }
             if let Some(t) = filter.event_for(c)
-                && tx.send(send(json!({"type": t, "object": render(&c.object)}))).await.is_err()
+                && tx
+                    .send(send(json!({"type": t, "object": render(&c.object)})))
+                    .await
+                    .is_err()
             {
                 return;
             }
@@ -167,7 +206,8 @@ pub fn serve(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiRes
         let Some(mut rx) = rx else { return };
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
-        let mut ticker = tokio::time::interval(Duration::from_secs(if bookmarks { 10 } else { 3600 }));
+        let mut ticker =
+            tokio::time::interval(Duration::from_secs(if bookmarks { 10 } else { 3600 }));
         ticker.tick().await;
         loop {
             tokio::select! {
@@ -196,11 +236,19 @@ pub fn serve(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiRes
     });
 
     let stream = futures::stream::unfold(out, |mut out| async move {
-        out.recv().await.map(|b| (Ok::<_, std::convert::Infallible>(Frame::data(b)), out))
+        out.recv()
+            .await
+            .map(|b| (Ok::<_, std::convert::Infallible>(Frame::data(b)), out))
     });
     let mut r = Response::new(StreamBody::new(stream).boxed_unsync());
-    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
     Ok(r)
 }
 

@@ -23,19 +23,37 @@ impl Reply {
 }
 
 /// Sends one request with the client's credentials and TLS, returning whatever the server answered.
-pub async fn raw(client: &kube::Client, method: &str, path: &str, content_type: Option<&str>, body: Vec<u8>) -> Reply {
+pub async fn raw(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    content_type: Option<&str>,
+    body: Vec<u8>,
+) -> Reply {
     let mut b = http::Request::builder().method(method).uri(path);
     if let Some(ct) = content_type {
         b = b.header("content-type", ct);
     }
-    let req = b.body(kube::client::Body::from(body)).expect("request builds");
+    let req = b
+        .body(kube::client::Body::from(body))
+        .expect("request builds");
     let resp = client.send(req).await.expect("server answers");
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
-    let bytes = resp.into_body().collect().await.expect("body reads").to_bytes();
+    let bytes = resp
+        .into_body()
+        .collect()
+        .await
+        .expect("body reads")
+        .to_bytes();
     let text = String::from_utf8_lossy(&bytes).to_string();
     let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    Reply { status, headers, json, text }
+    Reply {
+        status,
+        headers,
+        json,
+        text,
+    }
 }
 
 pub async fn get(client: &kube::Client, path: &str) -> Reply {
@@ -43,11 +61,25 @@ pub async fn get(client: &kube::Client, path: &str) -> Reply {
 }
 
 pub async fn send_json(client: &kube::Client, method: &str, path: &str, body: &Value) -> Reply {
-    raw(client, method, path, Some("application/json"), serde_json::to_vec(body).expect("json")).await
+    raw(
+        client,
+        method,
+        path,
+        Some("application/json"),
+        serde_json::to_vec(body).expect("json"),
+    )
+    .await
 }
 
 pub async fn patch(client: &kube::Client, path: &str, content_type: &str, body: &Value) -> Reply {
-    raw(client, "PATCH", path, Some(content_type), serde_json::to_vec(body).expect("json")).await
+    raw(
+        client,
+        "PATCH",
+        path,
+        Some(content_type),
+        serde_json::to_vec(body).expect("json"),
+    )
+    .await
 }
 
 pub const WIDGET_CRD: &str = r#"
@@ -101,8 +133,12 @@ pub const SECRETS: &str = "/api/v1/namespaces/default/secrets";
 
 /// An admin client without kube-rs's retry layer (it retries 429/503/504 by itself), to see raw answers.
 pub async fn client_without_retries(sim: &KubeSim) -> kube::Client {
-    let kc = kube::config::Kubeconfig::from_yaml(&sim.kubeconfig(&sim.admin())).expect("kubeconfig");
-    let mut cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await.expect("config");
+    let kc =
+        kube::config::Kubeconfig::from_yaml(&sim.kubeconfig(&sim.admin())).expect("kubeconfig");
+    let mut cfg =
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await
+            .expect("config");
     cfg.default_retry = false;
     kube::Client::try_from(cfg).expect("client")
 }

@@ -19,7 +19,11 @@ const INVOCATION_LIMIT: Duration = Duration::from_secs(30);
 pub fn kubectl_binary() -> PathBuf {
     if let Some(p) = std::env::var_os("KUBECTL").filter(|p| !p.is_empty()) {
         let p = PathBuf::from(p);
-        assert!(p.is_file(), "KUBECTL={} does not name a file: these tests need the real kubectl binary", p.display());
+        assert!(
+            p.is_file(),
+            "KUBECTL={} does not name a file: these tests need the real kubectl binary",
+            p.display()
+        );
         return p;
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
@@ -63,50 +67,85 @@ impl Out {
     /// Asserts exit code 0 and returns self.
     #[track_caller]
     pub fn ok(&self) -> &Self {
-        assert_eq!(self.code, 0, "kubectl was expected to succeed:\n{}", self.describe());
+        assert_eq!(
+            self.code,
+            0,
+            "kubectl was expected to succeed:\n{}",
+            self.describe()
+        );
         self
     }
 
     /// Asserts a non-zero exit code and returns self.
     #[track_caller]
     pub fn failed(&self) -> &Self {
-        assert_ne!(self.code, 0, "kubectl was expected to fail:\n{}", self.describe());
+        assert_ne!(
+            self.code,
+            0,
+            "kubectl was expected to fail:\n{}",
+            self.describe()
+        );
         self
     }
 
     #[track_caller]
     pub fn code_is(&self, code: i32) -> &Self {
-        assert_eq!(self.code, code, "unexpected kubectl exit code:\n{}", self.describe());
+        assert_eq!(
+            self.code,
+            code,
+            "unexpected kubectl exit code:\n{}",
+            self.describe()
+        );
         self
     }
 
     #[track_caller]
     pub fn stdout_has(&self, needle: &str) -> &Self {
-        assert!(self.stdout.contains(needle), "kubectl stdout lacks {needle:?}:\n{}", self.describe());
+        assert!(
+            self.stdout.contains(needle),
+            "kubectl stdout lacks {needle:?}:\n{}",
+            self.describe()
+        );
         self
     }
 
     #[track_caller]
     pub fn stderr_has(&self, needle: &str) -> &Self {
-        assert!(self.stderr.contains(needle), "kubectl stderr lacks {needle:?}:\n{}", self.describe());
+        assert!(
+            self.stderr.contains(needle),
+            "kubectl stderr lacks {needle:?}:\n{}",
+            self.describe()
+        );
         self
     }
 
     #[track_caller]
     pub fn stdout_lacks(&self, needle: &str) -> &Self {
-        assert!(!self.stdout.contains(needle), "kubectl stdout unexpectedly has {needle:?}:\n{}", self.describe());
+        assert!(
+            !self.stdout.contains(needle),
+            "kubectl stdout unexpectedly has {needle:?}:\n{}",
+            self.describe()
+        );
         self
     }
 
     #[track_caller]
     pub fn stderr_lacks(&self, needle: &str) -> &Self {
-        assert!(!self.stderr.contains(needle), "kubectl stderr unexpectedly has {needle:?}:\n{}", self.describe());
+        assert!(
+            !self.stderr.contains(needle),
+            "kubectl stderr unexpectedly has {needle:?}:\n{}",
+            self.describe()
+        );
         self
     }
 
     /// The non-empty stdout lines, trimmed at the end.
     pub fn lines(&self) -> Vec<String> {
-        self.stdout.lines().map(|l| l.trim_end().to_string()).filter(|l| !l.is_empty()).collect()
+        self.stdout
+            .lines()
+            .map(|l| l.trim_end().to_string())
+            .filter(|l| !l.is_empty())
+            .collect()
     }
 
     /// Sorted stdout lines (for `-o name` lists whose order is not the point).
@@ -119,12 +158,19 @@ impl Out {
     /// stdout parsed as JSON (`-o json`, `get --raw`).
     #[track_caller]
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("kubectl stdout is not JSON ({e}):\n{}", self.describe()))
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("kubectl stdout is not JSON ({e}):\n{}", self.describe()))
     }
 
     /// The table columns of the first stdout line (the header of `kubectl get`).
     pub fn header(&self) -> Vec<String> {
-        self.stdout.lines().next().unwrap_or_default().split_whitespace().map(String::from).collect()
+        self.stdout
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(String::from)
+            .collect()
     }
 }
 
@@ -142,10 +188,16 @@ impl Kubectl {
         let bin = kubectl_binary();
         let dir = tempfile::tempdir().expect("creating a temporary directory for kubectl");
         let kubeconfig = dir.path().join("kubeconfig");
-        sim.write_kubeconfig(&kubeconfig, user).expect("writing the kubeconfig");
+        sim.write_kubeconfig(&kubeconfig, user)
+            .expect("writing the kubeconfig");
         let cache = dir.path().join("cache");
         std::fs::create_dir_all(&cache).expect("creating the kubectl cache directory");
-        Kubectl { bin, dir, kubeconfig, cache }
+        Kubectl {
+            bin,
+            dir,
+            kubeconfig,
+            cache,
+        }
     }
 
     /// kubectl acting as the cluster administrator.
@@ -188,21 +240,34 @@ impl Kubectl {
             .env("HOME", self.dir.path())
             .env_remove("KUBECTL_EXTERNAL_DIFF")
             .env("KUBECTL_INTERACTIVE_DELETE", "false")
-            .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let mut child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("could not run kubectl at {}: {e} (the real kubectl binary is required)", self.bin.display()));
+        let mut child = cmd.spawn().unwrap_or_else(|e| {
+            panic!(
+                "could not run kubectl at {}: {e} (the real kubectl binary is required)",
+                self.bin.display()
+            )
+        });
         if let Some(text) = input {
             let mut stdin = child.stdin.take().expect("kubectl stdin");
-            stdin.write_all(text.as_bytes()).await.expect("writing kubectl stdin");
+            stdin
+                .write_all(text.as_bytes())
+                .await
+                .expect("writing kubectl stdin");
             drop(stdin);
         }
         let output = match tokio::time::timeout(INVOCATION_LIMIT, child.wait_with_output()).await {
             Ok(r) => r.expect("waiting for kubectl"),
-            Err(_) => panic!("kubectl {} did not finish within {INVOCATION_LIMIT:?}", full[4..].join(" ")),
+            Err(_) => panic!(
+                "kubectl {} did not finish within {INVOCATION_LIMIT:?}",
+                full[4..].join(" ")
+            ),
         };
         Out {
             args: full[4..].to_vec(),
