@@ -25,12 +25,65 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
     let interval = sync_interval_ms(&object);
     let now = host.now();
 
-    // Render and validate first, with no Omni call: even a suspended or disconnected cluster reports whether its
-    // template is valid and which objects it is made of.
-    let (rendered, files) = match template(host, &cluster) {
+    // §2.2 orders the reasons `Ready` and `Synced` give: suspended (step 4), then the connection (step 5), then the
+    // template (steps 6–8). The template is still rendered and validated on every path first — it reads only
+    // Kubernetes and the template root, never Omni — so that `Validated` always says whether the current spec's
+    // template is valid: all three conditions are written on every path (§10.18), and a `Validated` left from an
+    // older generation would be stamped with the new one.
+    let template = template(host, &cluster);
+    // Until the rename check below has passed, `status.clusterName` keeps the name Omni has the cluster under, if
+    // it has one: a suspended or disconnected cluster whose `spec.clusterName` changed must not lose it, or the
+    // check (and deletion, which uses it) would no longer know the old cluster (§10.16).
+    let recorded = remote_name(&object);
+    let (mut status, validated) = match &template {
+        Ok((rendered, _)) => {
+            let mut status = rendered_status(rendered, &encode::to_yaml(&rendered.template));
+            if let Some(old) = &recorded {
+                status["clusterName"] = json!(old);
+            }
+            (status, Validated::Valid)
+        }
+        // Go's "mark failed" writes only the name (steps 5–7).
+        Err((reason, message)) => (
+            json!({"clusterName": recorded.unwrap_or_else(|| render::cluster_name(&cluster))}),
+            Validated::Invalid(reason, message),
+        ),
+    };
+
+    if cluster.spec.suspend == Some(true) {
+        // §2.2 step 4, before anything else is checked: no connection lookup and no Omni call while suspended, and
+        // `Ready` says `Suspended` whatever the template's state. The Go operator wrote only `Ready` here and left
+        // `Validated`, `Synced`, `templateHash` and the child refs as they were (§10.18); we also write `Synced` with
+        // the same reason, and `Validated`, `templateHash` and the refs for the current spec. That extra does not
+        // change `Ready` or `Synced`.
+        let message = "remote Omni sync is suspended";
+        host.set_status(status);
+        validated.report(host);
+        condition(host, "Synced", false, "Suspended", message);
+        condition(host, "Ready", false, "Suspended", message);
+        host.requeue_after(interval);
+        return Ok(());
+    }
+
+    // §2.2 step 5, before the template's steps 6–8: a missing connection is what `Ready` and `Synced` report even
+    // when the template is broken too (`Validated` says that).
+    let connection_name = cluster.spec.connection_ref.name.as_str();
+    let connection = match inputs::connection(host, connection_name) {
+        Ok(c) => c,
+        Err(message) => {
+            host.set_status(status);
+            validated.report(host);
+            condition(host, "Synced", false, "MissingConnection", &message);
+            condition(host, "Ready", false, "MissingConnection", &message);
+            host.requeue_after(interval);
+            return Ok(());
+        }
+    };
+
+    let (rendered, files) = match template {
         Ok(r) => r,
         Err((reason, message)) => {
-            host.set_status(json!({"clusterName": remote_name(&object).unwrap_or_else(|| render::cluster_name(&cluster))}));
+            host.set_status(status);
             condition(host, "Validated", false, reason, &message);
             condition(
                 host,
@@ -44,32 +97,6 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
             return Ok(());
         }
     };
-    let yaml = encode::to_yaml(&rendered.template);
-    let mut status = rendered_status(&rendered, &yaml);
-
-    if cluster.spec.suspend == Some(true) {
-        // §2.2 step 4: no connection lookup and no Omni call while suspended.
-        let message = "remote Omni sync is suspended";
-        host.set_status(status);
-        condition(host, "Validated", true, "Validated", VALIDATED_MESSAGE);
-        condition(host, "Synced", false, "Suspended", message);
-        condition(host, "Ready", false, "Suspended", message);
-        host.requeue_after(interval);
-        return Ok(());
-    }
-
-    let connection_name = cluster.spec.connection_ref.name.as_str();
-    let connection = match inputs::connection(host, connection_name) {
-        Ok(c) => c,
-        Err(message) => {
-            host.set_status(status);
-            condition(host, "Validated", true, "Validated", VALIDATED_MESSAGE);
-            condition(host, "Synced", false, "MissingConnection", &message);
-            condition(host, "Ready", false, "MissingConnection", &message);
-            host.requeue_after(interval);
-            return Ok(());
-        }
-    };
     status["connectionRef"] = json!(connection.name());
     status["endpoint"] = json!(connection.spec.endpoint);
 
@@ -77,7 +104,7 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
     if let Some(old) = remote_name(&object).filter(|old| *old != rendered.cluster_name)
         && let Err(message) = rename_allowed(host, connection_name, &old, &rendered.cluster_name)
     {
-        status["clusterName"] = json!(old);
+        // `status.clusterName` still names `old`.
         host.set_status(status);
         condition(host, "Validated", false, "ValidationFailed", &message);
         condition(
@@ -91,6 +118,8 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
         host.requeue_after(interval);
         return Ok(());
     }
+
+    status["clusterName"] = json!(rendered.cluster_name);
 
     // §2.2 step 9.
     let sync_result = translate::translate(&rendered.template, files.as_ref())
@@ -181,11 +210,31 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
     Ok(())
 }
 
+/// What `Validated` says on the paths that stop before the template's own (suspended, no connection).
+enum Validated<'a> {
+    Valid,
+    Invalid(&'static str, &'a str),
+}
+
+impl Validated<'_> {
+    fn report<H: Host>(&self, host: &H) {
+        match self {
+            Validated::Valid => condition(host, "Validated", true, "Validated", VALIDATED_MESSAGE),
+            Validated::Invalid(reason, message) => {
+                condition(host, "Validated", false, reason, message)
+            }
+        }
+    }
+}
+
+/// Why there is no valid template: the `(reason, message)` of §2.2 steps 6–8.
+type TemplateError = (&'static str, String);
+
 /// Renders and validates; the error is `(reason, message)` as §2.2 steps 6–8 report it.
 fn template<H: Host>(
     host: &H,
     cluster: &OmniCluster,
-) -> Result<(Rendered, Box<dyn FileSource>), (&'static str, String)> {
+) -> Result<(Rendered, Box<dyn FileSource>), TemplateError> {
     let children = inputs::children(host, cluster).map_err(|m| ("MissingTemplate", m))?;
     let rendered = render::render(
         cluster,

@@ -315,6 +315,160 @@ fn suspend_renders_and_validates_but_never_calls_omni() {
     assert!(host.outputs().status["templateHash"].is_string());
 }
 
+/// §2.2 step 4 comes before the connection (step 5) and the template (steps 6–8): whatever those say, a suspended
+/// cluster reports `Ready` and `Synced` as `Suspended`, calls no Omni, and `Validated` tells the template's state.
+#[test]
+fn suspend_is_reported_before_any_template_or_connection_problem() {
+    let suspended = || {
+        let mut spec = cluster_spec();
+        spec["suspend"] = json!(true);
+        obj("OmniCluster", "edge", spec)
+    };
+    let invalid = || {
+        let mut c = suspended();
+        c["spec"]["patches"] = json!([{"inline": {"machine": {}}}]);
+        c
+    };
+    let missing_template = MockHost::new(suspended()).with_object(connection());
+    let mut no_connection = MockHost::new(invalid());
+    for child in children() {
+        no_connection = no_connection.with_object(child);
+    }
+    let cases: [(&str, MockHost, ConditionStatus, &str, &str); 4] = [
+        (
+            "missing template",
+            missing_template,
+            ConditionStatus::False,
+            "MissingTemplate",
+            "expected exactly one OmniControlPlane referencing omni-system/edge, found 0",
+        ),
+        (
+            "invalid template",
+            host_with(invalid(), vec![], &[]),
+            ConditionStatus::False,
+            "ValidationFailed",
+            "either name or idOverride is required for inline patches",
+        ),
+        (
+            "valid template",
+            host_with(suspended(), vec![], &[]),
+            ConditionStatus::True,
+            "Validated",
+            "rendered Omni cluster template is valid",
+        ),
+        (
+            "invalid template and no connection",
+            no_connection,
+            ConditionStatus::False,
+            "ValidationFailed",
+            "either name or idOverride is required for inline patches",
+        ),
+    ];
+    let suspended_condition = (
+        ConditionStatus::False,
+        "Suspended".to_string(),
+        "remote Omni sync is suspended".to_string(),
+    );
+    for (case, host, validated, reason, message) in cases {
+        OmniClusterPlugin::reconcile(&host).expect("reconcile");
+        assert_eq!(cond(&host, "Ready"), suspended_condition, "{case}: Ready");
+        assert_eq!(cond(&host, "Synced"), suspended_condition, "{case}: Synced");
+        let (status, got_reason, got_message) = cond(&host, "Validated");
+        assert_eq!(
+            (status, got_reason.as_str()),
+            (validated, reason),
+            "{case}: Validated"
+        );
+        assert!(
+            got_message.contains(message),
+            "{case}: Validated: {got_message}"
+        );
+        assert_eq!(
+            host.omni_calls(),
+            Vec::<String>::new(),
+            "{case}: no Omni call"
+        );
+        assert_eq!(
+            host.outputs().requeue_after,
+            Some(5 * 60 * 1000),
+            "{case}: syncInterval"
+        );
+    }
+}
+
+/// §2.2 step 5 comes before the template's steps 6–8: `Ready` and `Synced` name the missing connection even when
+/// the template is broken too; `Validated` says what is wrong with the template.
+#[test]
+fn a_missing_connection_is_reported_before_template_problems() {
+    let mut spec = cluster_spec();
+    spec["patches"] = json!([{"inline": {"machine": {}}}]);
+    let missing_template = MockHost::new(edge());
+    let mut invalid = MockHost::new(obj("OmniCluster", "edge", spec));
+    for child in children() {
+        invalid = invalid.with_object(child);
+    }
+    let expected = "failed to get OmniConnection \"omni\": omniconnections.omni.texashpc.com \"omni\" not found";
+    for (case, host, reason) in [
+        ("missing template", missing_template, "MissingTemplate"),
+        ("invalid template", invalid, "ValidationFailed"),
+    ] {
+        OmniClusterPlugin::reconcile(&host).expect("reconcile");
+        let missing = (
+            ConditionStatus::False,
+            "MissingConnection".to_string(),
+            expected.to_string(),
+        );
+        assert_eq!(cond(&host, "Ready"), missing, "{case}: Ready");
+        assert_eq!(cond(&host, "Synced"), missing, "{case}: Synced");
+        assert_eq!(
+            (cond(&host, "Validated").0, cond(&host, "Validated").1),
+            (ConditionStatus::False, reason.to_string()),
+            "{case}: Validated"
+        );
+        assert_eq!(
+            host.omni_calls(),
+            Vec::<String>::new(),
+            "{case}: no Omni call"
+        );
+    }
+}
+
+/// A `spec.clusterName` changed while the cluster is suspended or its connection is missing: the status keeps the
+/// name Omni has, so the rename check on resume (and deletion) still know the old cluster (§10.16).
+#[test]
+fn a_rename_while_suspended_or_disconnected_keeps_the_omni_name_recorded() {
+    let renamed = |suspend: bool| {
+        let mut spec = cluster_spec();
+        spec["clusterName"] = json!("renamed");
+        spec["suspend"] = json!(suspend);
+        let mut c = obj("OmniCluster", "edge", spec);
+        c["status"] = json!({"clusterName": "edge", "lastSyncTime": "2025-12-31T00:00:00Z"});
+        c
+    };
+    let mut disconnected = MockHost::new(renamed(false));
+    for child in children() {
+        disconnected = disconnected.with_object(child);
+    }
+    for (case, host, reason) in [
+        (
+            "suspended",
+            host_with(renamed(true), vec![], &synced_omni()),
+            "Suspended",
+        ),
+        ("disconnected", disconnected, "MissingConnection"),
+    ] {
+        OmniClusterPlugin::reconcile(&host).expect("reconcile");
+        assert_eq!(cond(&host, "Ready").1, reason, "{case}");
+        assert_eq!(
+            host.outputs().status["clusterName"],
+            "edge",
+            "{case}: the Omni name stays recorded"
+        );
+        assert!(host.outputs().status["templateHash"].is_string(), "{case}");
+        assert_eq!(host.omni_calls(), Vec::<String>::new(), "{case}");
+    }
+}
+
 #[test]
 fn a_missing_connection_is_reported_with_the_go_message() {
     let mut host = MockHost::new(edge());
