@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use omni_operator::capabilities::{
-    BoxFuture, CallObject, FixedClock, GetRequest, Grants, HostError, HostServices, KubeReader,
-    ListRequest,
+    BoxFuture, CallObject, FixedClock, GetRequest, Grants, HostError, HostServices, KindScope,
+    KubeReader, ListRequest,
 };
 use omni_operator::runtime::{Allocator, LoadedPlugin, PluginSpec, Runtime, RuntimeConfig};
 use serde_json::{Value, json};
@@ -24,6 +24,20 @@ const ITERATIONS: usize = 5_000;
 struct OneConfigMap(Value);
 
 impl KubeReader for OneConfigMap {
+    fn kind_scope<'a>(
+        &'a self,
+        _api_version: &'a str,
+        kind: &'a str,
+    ) -> BoxFuture<'a, Result<KindScope, HostError>> {
+        Box::pin(async move {
+            Ok(KindScope {
+                group: String::new(),
+                kind: kind.to_string(),
+                namespaced: true,
+            })
+        })
+    }
+
     fn get(&self, _request: GetRequest) -> BoxFuture<'_, Result<Option<Value>, HostError>> {
         Box::pin(async { Ok(Some(self.0.clone())) })
     }

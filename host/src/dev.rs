@@ -115,6 +115,9 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
         ..RuntimeConfig::default()
     })?;
     let operator = Operator::load(runtime, opts.sources.clone()).await?;
+    for (name, reason) in operator.refused() {
+        println!("plugin {name} refused: {reason}");
+    }
     let mut kinds: BTreeMap<(String, String), String> = BTreeMap::new();
     for p in operator.plugins() {
         for k in &p.info().kinds {
@@ -314,7 +317,7 @@ fn point_at_simulator(
         said.push(format!("OmniConnection {DEV_NAMESPACE}/{DEV_CONNECTION} -> {endpoint} (added: the manifests have none)"));
     }
     // Later connections first, so the indexes of earlier ones stay valid while Secrets are inserted.
-    secrets.sort_by(|a, b| b.3.cmp(&a.3));
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.3));
     for (ns, name, secret_key, connection_at) in secrets {
         let found = objects.iter_mut().find(|(_, o)| {
             o["apiVersion"] == "v1"

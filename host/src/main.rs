@@ -6,7 +6,8 @@
 //! * `plugin inspect|reconcile` — what a plugin author needs first: does my component load under these grants,
 //!   and what does it return?
 
-use std::collections::HashMap;
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -76,30 +77,72 @@ impl OmniArgs {
 
 #[derive(clap::Args, Clone)]
 struct SourceArgs {
-    /// Plugins (`<name>.wasm`) that replace built-in ones by name or add new ones; watched while running.
+    /// Plugins (`<name>.wasm`) that replace built-in ones by name or add new ones; watched while running. A file
+    /// gets only the grants `--grant` gives its name, never a built-in's.
     #[arg(long)]
     plugin_dir: Option<PathBuf>,
-    /// Capabilities for a plugin that is not built in, as NAME=CAP[,CAP...] (repeatable).
-    #[arg(long = "grant", value_name = "NAME=CAPS")]
+    /// Grants for a plugin from --plugin-dir, as NAME=GRANT[,GRANT...] (repeatable), e.g.
+    /// `mine=kube-read:omni.texashpc.com/OmniCluster,clock`. `NAME@sha256:<hex>=…` pins the grants to the
+    /// plugin's digest: a file with other bytes is refused.
+    #[arg(long = "grant", value_name = "NAME[@DIGEST]=GRANTS")]
     grants: Vec<String>,
+    /// A kind besides the eight omni.texashpc.com kinds that plugins may reconcile, as GROUP/KIND (repeatable).
+    /// Core kinds are never allowed.
+    #[arg(long = "allow-kind", value_name = "GROUP/KIND")]
+    allow_kinds: Vec<String>,
 }
 
 impl SourceArgs {
     fn sources(&self) -> anyhow::Result<PluginSources> {
-        let mut extra_grants: HashMap<String, Vec<String>> = HashMap::new();
+        let mut sources = PluginSources {
+            plugin_dir: self.plugin_dir.clone(),
+            ..PluginSources::default()
+        };
         for g in &self.grants {
-            let Some((name, caps)) = g.split_once('=') else {
-                bail!("--grant {g:?}: expected NAME=CAP[,CAP...]");
+            let Some((who, grants)) = g.split_once('=') else {
+                bail!("--grant {g:?}: expected NAME=GRANT[,GRANT...]");
             };
-            extra_grants
+            let name = match who.split_once('@') {
+                Some((name, digest)) => {
+                    let hex = digest.strip_prefix("sha256:").unwrap_or_default();
+                    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                        bail!("--grant {g:?}: the digest must be sha256:<64 hex digits>");
+                    }
+                    sources
+                        .pinned_digests
+                        .insert(name.to_string(), digest.to_ascii_lowercase());
+                    name
+                }
+                None => who,
+            };
+            let grants: Vec<String> = grants
+                .split(',')
+                .filter(|c| !c.is_empty())
+                .map(String::from)
+                .collect();
+            // Checked here so a typo stops start-up with the grant named, instead of a plugin refused later.
+            Grants::parse(&grants).with_context(|| format!("--grant {g:?}"))?;
+            sources
+                .extra_grants
                 .entry(name.to_string())
                 .or_default()
-                .extend(caps.split(',').filter(|c| !c.is_empty()).map(String::from));
+                .extend(grants);
         }
-        Ok(PluginSources {
-            plugin_dir: self.plugin_dir.clone(),
-            extra_grants,
-        })
+        for k in &self.allow_kinds {
+            let Some((group, kind)) = k
+                .split_once('/')
+                .filter(|(g, k)| !g.is_empty() && !k.is_empty())
+            else {
+                bail!("--allow-kind {k:?}: expected GROUP/KIND, e.g. example.com/Widget");
+            };
+            if group == "core" {
+                bail!("--allow-kind {k:?}: core kinds are never reconciled by plugins");
+            }
+            sources
+                .allowed_kinds
+                .push((group.to_string(), kind.to_string()));
+        }
+        Ok(sources)
     }
 }
 
@@ -168,7 +211,8 @@ enum PluginCommand {
 struct PluginArgs {
     /// The plugin component (`.wasm`, built for wasm32-wasip2).
     wasm: PathBuf,
-    /// A capability to grant (repeatable): kube-read, kube-write, secrets, omni, workload, helm, files, clock, …
+    /// A grant (repeatable): kube-read:GROUP/KIND, kube-read-cluster:GROUP/KIND, namespace:NS, secrets,
+    /// secrets-read-values, secrets-write, secrets-namespace:NS, omni, workload, helm, files, clock, …
     #[arg(long = "grant", value_name = "CAPABILITY")]
     grants: Vec<String>,
     /// The name to load it under; defaults to the file name.

@@ -14,25 +14,93 @@ use crate::controllers::{self, Settings};
 use crate::defaults;
 use crate::runtime::{LoadedPlugin, PluginRegistry, PluginSpec, Runtime};
 
+/// The API group whose kinds plugins reconcile, and its kinds (original-operator.md §1).
+pub const SERVED_GROUP: &str = "omni.texashpc.com";
+pub const SERVED_KINDS: [&str; 8] = [
+    "OmniConnection",
+    "OmniCluster",
+    "OmniControlPlane",
+    "OmniWorkers",
+    "OmniMachine",
+    "OmniHelmRelease",
+    "OmniKubeconfigExport",
+    "OmniSecretSync",
+];
+
 /// Where plugins come from and what they may do.
 #[derive(Debug, Clone, Default)]
 pub struct PluginSources {
-    /// `<name>.wasm` files: a name of a built-in plugin replaces it (keeping its grants); other names are added
-    /// with the grants `extra_grants` gives them (none by default: deny by default).
+    /// `<name>.wasm` files: a name of a built-in plugin replaces it, other names are added. Either way a file
+    /// gets only the grants `extra_grants` gives its name (none by default: deny by default); the built-ins'
+    /// grants belong to the built-in bytes.
     pub plugin_dir: Option<PathBuf>,
-    /// Grants for plugins that are not built in, by plugin name.
+    /// Grants for plugins from the plugin directory, by plugin name (`--grant NAME=GRANT,…`).
     pub extra_grants: HashMap<String, Vec<String>>,
+    /// Digests (`sha256:<hex>`) a plugin must have for its grants to apply (`--grant NAME@sha256:<hex>=…`): a
+    /// file of that name with other bytes is refused, not run with the grants.
+    pub pinned_digests: HashMap<String, String>,
+    /// Kinds besides the eight `omni.texashpc.com` kinds that plugins may reconcile (`--allow-kind GROUP/KIND`).
+    /// Core kinds never.
+    pub allowed_kinds: Vec<(String, String)>,
 }
 
 impl PluginSources {
     fn grants_for(&self, name: &str) -> Result<Grants> {
-        if let Some(d) = defaults::PLUGINS.iter().find(|d| d.name == name) {
-            return d
-                .grants()
-                .with_context(|| format!("grants of built-in plugin {name:?}"));
+        let grants = self.extra_grants.get(name).cloned().unwrap_or_default();
+        Grants::parse(&grants).with_context(|| format!("grants for plugin {name:?}"))
+    }
+
+    /// Whether a plugin may reconcile `group`/`kind`: one of the operator's kinds, or one an administrator
+    /// allowed; never a core kind, whatever the configuration says.
+    fn serves(&self, group: &str, kind: &str) -> bool {
+        if group.is_empty() {
+            return false;
         }
-        let caps = self.extra_grants.get(name).cloned().unwrap_or_default();
-        Grants::parse(&caps).with_context(|| format!("grants for plugin {name:?}"))
+        (group == SERVED_GROUP && SERVED_KINDS.contains(&kind))
+            || self
+                .allowed_kinds
+                .iter()
+                .any(|(g, k)| g == group && k == kind)
+    }
+
+    /// Refuses a plugin that reconciles a kind the operator does not serve, or one another plugin (by another
+    /// name) already reconciles.
+    fn admit(&self, registry: &PluginRegistry, plugin: &LoadedPlugin) -> Result<()> {
+        for gvk in &plugin.info().kinds {
+            if !self.serves(&gvk.group, &gvk.kind) {
+                let group = if gvk.group.is_empty() {
+                    "core"
+                } else {
+                    &gvk.group
+                };
+                bail!(
+                    "plugin {:?} reconciles {group}/{}, which this operator does not serve: plugins reconcile the \
+                     {SERVED_GROUP} kinds and kinds an administrator allows with --allow-kind (never core kinds)",
+                    plugin.name(),
+                    gvk.kind
+                );
+            }
+            for other in registry.names().iter().filter(|n| *n != plugin.name()) {
+                let Some(other) = registry.get(other) else {
+                    continue;
+                };
+                if other
+                    .info()
+                    .kinds
+                    .iter()
+                    .any(|k| k.group == gvk.group && k.kind == gvk.kind)
+                {
+                    bail!(
+                        "plugins {:?} and {:?} both reconcile {}/{}; one plugin per kind: remove one of them",
+                        other.name(),
+                        plugin.name(),
+                        gvk.group,
+                        gvk.kind
+                    );
+                }
+            }
+        }
+        Ok(())
     }
 
     /// `(name, path, modified)` of every component in the plugin directory.
@@ -66,29 +134,43 @@ pub struct Operator {
     runtime: Runtime,
     registry: Arc<PluginRegistry>,
     sources: PluginSources,
+    refused: Vec<(String, String)>,
 }
 
 impl Operator {
     /// Loads every plugin: built-ins first, then the plugin directory's files over them. A plugin that fails to
-    /// load (bad component, ungranted imports) stops start-up with the reason.
+    /// load (not a component, ungranted imports, a `describe` that never answers, a kind it may not reconcile) is
+    /// reported and skipped; the others serve. A built-in replaced by a file that fails keeps serving.
     pub async fn load(runtime: Runtime, sources: PluginSources) -> Result<Self> {
         let registry = Arc::new(PluginRegistry::new());
-        let files = sources.scan()?;
+        let mut refused = Vec::new();
         for d in defaults::PLUGINS {
-            if files.iter().any(|(name, _, _)| name == d.name) {
-                continue;
-            }
             let spec = d.spec()?;
-            registry.install(
-                runtime
-                    .load(spec)
-                    .await
-                    .with_context(|| format!("loading built-in plugin {:?}", d.name))?,
-            );
+            match runtime.load(spec).await {
+                Ok(plugin) => {
+                    registry.install(plugin);
+                }
+                Err(e) => {
+                    tracing::error!(plugin = d.name, error = %e, "built-in plugin refused; the others serve");
+                    refused.push((d.name.to_string(), format!("{e}")));
+                }
+            }
         }
+        let files = match sources.scan() {
+            Ok(files) => files,
+            Err(e) => {
+                tracing::error!(error = %format!("{e:#}"), "cannot read the plugin directory; serving the built-in plugins");
+                Vec::new()
+            }
+        };
         for (name, path, _) in files {
-            let plugin = load_file(&runtime, &sources, &name, &path).await?;
-            registry.install(plugin);
+            match load_file(&runtime, &sources, &registry, &name, &path).await {
+                Ok(plugin) => install(&registry, plugin),
+                Err(e) => {
+                    tracing::error!(plugin = %name, error = %format!("{e:#}"), "plugin refused; the others serve");
+                    refused.push((name, format!("{e:#}")));
+                }
+            }
         }
         if registry.names().is_empty() {
             bail!("no plugins to run");
@@ -97,7 +179,13 @@ impl Operator {
             runtime,
             registry,
             sources,
+            refused,
         })
+    }
+
+    /// Plugins that were refused at start-up, with the reason.
+    pub fn refused(&self) -> &[(String, String)] {
+        &self.refused
     }
 
     pub fn registry(&self) -> &Arc<PluginRegistry> {
@@ -177,19 +265,54 @@ impl Operator {
     }
 }
 
+/// Loads a plugin file with the grants configured for its name, checks a pinned digest and the kinds it
+/// reconciles.
 async fn load_file(
     runtime: &Runtime,
     sources: &PluginSources,
+    registry: &PluginRegistry,
     name: &str,
     path: &Path,
 ) -> Result<Arc<LoadedPlugin>> {
     let spec = PluginSpec::from_file(name, path)
         .with_context(|| format!("reading plugin {}", path.display()))?;
     let grants = sources.grants_for(name)?;
-    runtime
+    let plugin = runtime
         .load(spec.grants(grants))
         .await
-        .with_context(|| format!("loading plugin {}", path.display()))
+        .with_context(|| format!("loading plugin {}", path.display()))?;
+    if let Some(pinned) = sources.pinned_digests.get(name) {
+        let digest = plugin.digest().to_string();
+        if !pinned.eq_ignore_ascii_case(&digest) {
+            bail!(
+                "plugin {} has digest {digest}, but its grants are pinned to {pinned}; it was not started",
+                path.display()
+            );
+        }
+    }
+    sources.admit(registry, &plugin)?;
+    Ok(plugin)
+}
+
+/// Serves `plugin` under its name; replacing a built-in (or any running version) is said at WARN with both
+/// digests, since the new bytes now act on every object of its kinds.
+fn install(registry: &PluginRegistry, plugin: Arc<LoadedPlugin>) {
+    let name = plugin.name().to_owned();
+    let digest = plugin.digest().to_string();
+    let grants = plugin.grants().describe().join(",");
+    if let Some(previous) = registry.install(plugin) {
+        let built_in = defaults::PLUGINS.iter().any(|d| d.name == name);
+        tracing::warn!(
+            plugin = %name,
+            from = %previous.digest(),
+            to = %digest,
+            built_in,
+            grants = %grants,
+            "plugin replaced by a file from the plugin directory"
+        );
+    } else {
+        tracing::info!(plugin = %name, %digest, grants = %grants, "plugin added from the plugin directory");
+    }
 }
 
 /// Polls the plugin directory; a changed file is loaded and, if it loads, replaces the running version (calls in
@@ -220,12 +343,11 @@ async fn watch_plugin_dir(
                 continue;
             }
             seen.insert(name.clone(), modified);
-            match load_file(&runtime, &sources, &name, &path).await {
+            match load_file(&runtime, &sources, &registry, &name, &path).await {
                 Ok(plugin) => {
-                    let digest = plugin.digest().to_string();
-                    let replaced = registry.install(plugin);
-                    tracing::info!(plugin = %name, %digest, "plugin swapped in from the plugin directory");
-                    if replaced.is_none() {
+                    let new = registry.get(&name).is_none();
+                    install(&registry, plugin);
+                    if new {
                         start(name.clone());
                     }
                 }

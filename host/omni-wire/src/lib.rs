@@ -5,6 +5,7 @@
 //! * [`key`]: the service-account key (`OMNI_SERVICE_ACCOUNT_KEY`);
 //! * [`signature`]: the "siderov1" request signature, signing and verification;
 //! * [`compression`]: zstd content with Omni's dictionary.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod compression;
 pub mod key;

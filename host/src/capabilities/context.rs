@@ -2,10 +2,11 @@
 //! plugin; through it the plugin reads its object and buffers outputs.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
+use serde_json::Value;
 use wasmtime::component::Resource;
 
 use super::outputs::{
@@ -75,6 +76,8 @@ pub struct CallContext {
     outputs: Outputs,
     /// Omni clients this call resolved, by connection name: the connection and its Secret are read once per call.
     omni_clients: HashMap<String, Arc<OmniClient>>,
+    /// The object parsed, on first use by a capability that looks into it (Secret references, the owner UID).
+    parsed: OnceLock<Value>,
 }
 
 impl CallContext {
@@ -85,7 +88,14 @@ impl CallContext {
             bounds,
             outputs: Outputs::default(),
             omni_clients: HashMap::new(),
+            parsed: OnceLock::new(),
         }
+    }
+
+    /// The reconciled object as JSON (`null` if it does not parse, which a controller never hands over).
+    pub(crate) fn object_value(&self) -> &Value {
+        self.parsed
+            .get_or_init(|| serde_json::from_str(self.object.json()).unwrap_or(Value::Null))
     }
 
     pub(crate) fn omni_client(&self, connection: &str) -> Option<Arc<OmniClient>> {

@@ -1,8 +1,18 @@
-//! Grants: the capabilities a plugin's configuration gives it. Deny by default.
+//! Grants: what a plugin's configuration lets it touch. Deny by default.
 //!
-//! A capability is named after the contract interface it unlocks (`kube-read` unlocks
-//! `omni:operator/kube-read`), plus finer grants checked inside an interface (`secrets-read-values`,
-//! `secrets-write`). `types` and `context` carry no authority and are always allowed.
+//! A grant is one string, as an operator admin writes it (`--grant NAME=GRANT,GRANT`):
+//!
+//! | grant | gives |
+//! |---|---|
+//! | `kube-read`, `kube-write`, `secrets`, `omni`, `workload`, `helm`, `files`, `clock` | the contract interface of that name (imports are checked against these at load) |
+//! | `secrets-read-values`, `secrets-write` | finer grants inside `secrets` (and the Secret writes of `omni`) |
+//! | `kube-read:GROUP/KIND` | `kube-read` of that namespaced kind (`core/ConfigMap`; `GROUP/*` or `*`: every kind of a group, or every kind) |
+//! | `kube-read-cluster:GROUP/KIND` | `kube-read` of that cluster-scoped kind (Namespaces, CRDs, ClusterRoles: never by a namespaced grant) |
+//! | `namespace:NS` | `kube-read` in namespace NS besides the reconciled object's own (`namespace:*`: every namespace) |
+//! | `secrets-namespace:NS` | Secrets named by the reconciled object in namespace NS besides its own (`*`: any) |
+//!
+//! Secrets are never readable through `kube-read`, whatever the grant: no pattern matches them and
+//! `kube-read:core/Secret` is refused. Reads never authorise writes: writes are grants of their own.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -17,7 +27,7 @@ pub enum Capability {
     Secrets,
     /// Secret values themselves (`secrets.read`), beyond metadata and digests.
     SecretsReadValues,
-    /// Writing Secrets host to host (`omni.export-kubeconfig`).
+    /// Writing and deleting Secrets host to host (`secrets.delete-owned`, `omni.export-kubeconfig`).
     SecretsWrite,
     Omni,
     Workload,
@@ -25,6 +35,7 @@ pub enum Capability {
     /// Reading files under the template roots the operator admin allows (`HostServices::template_roots`); the
     /// grant gives no other filesystem access, and with no roots configured it reads nothing.
     Files,
+    /// The current time, through `clock.now` and WASI's clocks. Without it a plugin's clocks stand still.
     Clock,
 }
 
@@ -94,12 +105,27 @@ impl FromStr for Capability {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GrantError {
-    #[error("unknown capability {0:?}; known capabilities: {known}", known = known_names())]
+    #[error(
+        "unknown grant {0:?}; known capabilities: {known}, and the scoped forms kube-read:GROUP/KIND, \
+         kube-read-cluster:GROUP/KIND, namespace:NS, secrets-namespace:NS",
+        known = known_names()
+    )]
     UnknownCapability(String),
     #[error(
-        "invalid namespace {0:?} in a kube-read grant: use a namespace name or \"*\" for every namespace"
+        "invalid namespace {0:?} in a grant: use a namespace name (lowercase letters, digits and '-', at most 63) \
+         or \"*\" for every namespace"
     )]
     InvalidNamespace(String),
+    #[error(
+        "invalid kind {0:?} in a kube-read grant: write GROUP/KIND (`core/ConfigMap`, \
+         `omni.texashpc.com/OmniCluster`), GROUP/* or *"
+    )]
+    InvalidKind(String),
+    #[error(
+        "{0:?} would let a plugin read Secrets through kube-read, which no grant allows: grant `secrets` and name \
+         the Secrets in the object instead"
+    )]
+    SecretsNotReadable(String),
 }
 
 fn known_names() -> String {
@@ -110,12 +136,80 @@ fn known_names() -> String {
         .join(", ")
 }
 
+/// A kind `kube-read` may reach: one kind, every kind of a group, or every kind.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KindPattern {
+    /// `None`: any group.
+    group: Option<String>,
+    /// `None`: any kind.
+    kind: Option<String>,
+}
+
+impl KindPattern {
+    /// Parses `GROUP/KIND`, `GROUP/*` or `*`; the core group is `core` (or empty).
+    fn parse(text: &str) -> Result<Self, GrantError> {
+        let invalid = || GrantError::InvalidKind(text.into());
+        if text == "*" {
+            return Ok(KindPattern {
+                group: None,
+                kind: None,
+            });
+        }
+        let (group, kind) = text.split_once('/').ok_or_else(invalid)?;
+        let group = if group == "core" { "" } else { group };
+        let valid_group = group
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+        let valid_kind =
+            kind == "*" || (!kind.is_empty() && kind.bytes().all(|b| b.is_ascii_alphanumeric()));
+        if group == "*" || !valid_group || !valid_kind {
+            return Err(invalid());
+        }
+        if group.is_empty() && kind == "Secret" {
+            return Err(GrantError::SecretsNotReadable(text.into()));
+        }
+        Ok(KindPattern {
+            group: Some(group.into()),
+            kind: (kind != "*").then(|| kind.into()),
+        })
+    }
+
+    fn matches(&self, group: &str, kind: &str) -> bool {
+        self.group.as_deref().is_none_or(|g| g == group)
+            && self.kind.as_deref().is_none_or(|k| k == kind)
+    }
+}
+
+impl fmt::Display for KindPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.group, &self.kind) {
+            (None, _) => f.write_str("*"),
+            (Some(g), k) => {
+                let g = if g.is_empty() { "core" } else { g };
+                write!(f, "{g}/{}", k.as_deref().unwrap_or("*"))
+            }
+        }
+    }
+}
+
+/// Whether `group`/`kind` is a Secret, which `kube-read` never returns. Kinds are case-sensitive in the
+/// Kubernetes API, and the host compares the kind discovery resolved, never the plugin's spelling.
+pub fn is_secret(group: &str, kind: &str) -> bool {
+    group.is_empty() && kind == "Secret"
+}
+
 /// What one plugin may do. Empty by default: a plugin with no grants can only use its call context.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Grants {
     capabilities: BTreeSet<Capability>,
+    /// Namespaced kinds `kube-read` may reach.
+    read_kinds: BTreeSet<KindPattern>,
+    /// Cluster-scoped kinds `kube-read` may reach.
+    cluster_kinds: BTreeSet<KindPattern>,
     /// Namespaces `kube-read` may reach besides the reconciled object's own; `"*"` means all of them.
     read_namespaces: BTreeSet<String>,
+    /// Namespaces whose Secrets (named by the object) the plugin may reach besides the object's own.
+    secret_namespaces: BTreeSet<String>,
 }
 
 impl Grants {
@@ -124,20 +218,33 @@ impl Grants {
         Grants::default()
     }
 
-    /// Grants from capability names, as a plugin's configuration spells them.
-    pub fn parse<I, S>(names: I) -> Result<Self, GrantError>
+    /// Grants as an operator admin spells them (see the module documentation).
+    pub fn parse<I, S>(grants: I) -> Result<Self, GrantError>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        let capabilities = names
+        grants
             .into_iter()
-            .map(|n| n.as_ref().trim().parse())
-            .collect::<Result<_, _>>()?;
-        Ok(Grants {
-            capabilities,
-            read_namespaces: BTreeSet::new(),
-        })
+            .try_fold(Grants::none(), |g, text| g.grant(text.as_ref().trim()))
+    }
+
+    /// Adds one grant string.
+    pub fn grant(self, text: &str) -> Result<Self, GrantError> {
+        let Some((scope, value)) = text.split_once(':') else {
+            return Ok(self.with(text.parse()?));
+        };
+        match scope {
+            "kube-read" => self.read_kind_pattern(value),
+            "kube-read-cluster" => {
+                let mut g = self.with(Capability::KubeRead);
+                g.cluster_kinds.insert(KindPattern::parse(value)?);
+                Ok(g)
+            }
+            "namespace" => self.read_namespace(value),
+            "secrets-namespace" => self.secret_namespace(value),
+            _ => Err(GrantError::UnknownCapability(text.into())),
+        }
     }
 
     pub fn with(mut self, capability: Capability) -> Self {
@@ -145,20 +252,29 @@ impl Grants {
         self
     }
 
+    /// Lets `kube-read` reach namespaced objects of `GROUP/KIND` (`core/ConfigMap`, `GROUP/*`, `*`).
+    pub fn read_kind_pattern(self, pattern: &str) -> Result<Self, GrantError> {
+        let mut g = self.with(Capability::KubeRead);
+        g.read_kinds.insert(KindPattern::parse(pattern)?);
+        Ok(g)
+    }
+
+    /// Lets `kube-read` reach namespaced objects of one kind; `group` is empty for the core group.
+    pub fn read_kind(self, group: &str, kind: &str) -> Result<Self, GrantError> {
+        let group = if group.is_empty() { "core" } else { group };
+        self.read_kind_pattern(&format!("{group}/{kind}"))
+    }
+
     /// Lets `kube-read` reach `namespace` too (`"*"`: every namespace, and cluster-wide lists).
     pub fn read_namespace(mut self, namespace: &str) -> Result<Self, GrantError> {
-        let valid = namespace == "*"
-            || (!namespace.is_empty()
-                && namespace.len() <= 63
-                && namespace
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !namespace.starts_with('-')
-                && !namespace.ends_with('-'));
-        if !valid {
-            return Err(GrantError::InvalidNamespace(namespace.into()));
-        }
-        self.read_namespaces.insert(namespace.into());
+        self.read_namespaces.insert(valid_namespace(namespace)?);
+        Ok(self)
+    }
+
+    /// Lets `secrets`, `workload` and `omni.export-kubeconfig` reach Secrets the object names in `namespace`
+    /// (`"*"`: any namespace).
+    pub fn secret_namespace(mut self, namespace: &str) -> Result<Self, GrantError> {
+        self.secret_namespaces.insert(valid_namespace(namespace)?);
         Ok(self)
     }
 
@@ -170,14 +286,73 @@ impl Grants {
         self.capabilities.iter().copied()
     }
 
-    /// Whether `kube-read` may reach `namespace` (`None`: cluster-scoped or across all namespaces) from a call
-    /// on an object in `own`.
-    pub fn may_read(&self, own: Option<&str>, namespace: Option<&str>) -> bool {
-        if namespace.is_some() && namespace == own {
-            return true;
+    /// Whether `kube-read` may reach objects of this kind, as discovery resolved it. Never a Secret.
+    pub fn may_read_kind(&self, group: &str, kind: &str, namespaced: bool) -> bool {
+        if is_secret(group, kind) || !self.allows(Capability::KubeRead) {
+            return false;
         }
-        self.read_namespaces.contains("*")
-            || namespace.is_some_and(|ns| self.read_namespaces.contains(ns))
+        let patterns = if namespaced {
+            &self.read_kinds
+        } else {
+            &self.cluster_kinds
+        };
+        patterns.iter().any(|p| p.matches(group, kind))
+    }
+
+    /// Whether `kube-read` may reach `namespace` (`None`: across all namespaces) from a call on an object in
+    /// `own`.
+    pub fn may_read(&self, own: Option<&str>, namespace: Option<&str>) -> bool {
+        in_scope(&self.read_namespaces, own, namespace)
+    }
+
+    /// Whether a Secret the object names in `namespace` is in reach from a call on an object in `own`.
+    pub fn may_reach_secrets_in(&self, own: Option<&str>, namespace: &str) -> bool {
+        in_scope(&self.secret_namespaces, own, Some(namespace))
+    }
+
+    /// Every grant, spelled as [`Grants::parse`] takes it: for messages, `plugin inspect` and the docs.
+    pub fn describe(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.capabilities.iter().map(|c| c.name().into()).collect();
+        out.extend(self.read_kinds.iter().map(|k| format!("kube-read:{k}")));
+        out.extend(
+            self.cluster_kinds
+                .iter()
+                .map(|k| format!("kube-read-cluster:{k}")),
+        );
+        out.extend(
+            self.read_namespaces
+                .iter()
+                .map(|n| format!("namespace:{n}")),
+        );
+        out.extend(
+            self.secret_namespaces
+                .iter()
+                .map(|n| format!("secrets-namespace:{n}")),
+        );
+        out
+    }
+}
+
+fn in_scope(granted: &BTreeSet<String>, own: Option<&str>, namespace: Option<&str>) -> bool {
+    if namespace.is_some() && namespace == own {
+        return true;
+    }
+    granted.contains("*") || namespace.is_some_and(|ns| granted.contains(ns))
+}
+
+fn valid_namespace(namespace: &str) -> Result<String, GrantError> {
+    let valid = namespace == "*"
+        || (!namespace.is_empty()
+            && namespace.len() <= 63
+            && namespace
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !namespace.starts_with('-')
+            && !namespace.ends_with('-'));
+    if valid {
+        Ok(namespace.into())
+    } else {
+        Err(GrantError::InvalidNamespace(namespace.into()))
     }
 }
 
@@ -201,6 +376,7 @@ mod tests {
                 .contains("known capabilities: kube-read, kube-write"),
             "{err}"
         );
+        assert!(Grants::parse(["kube-write:core/ConfigMap"]).is_err());
     }
 
     #[test]
@@ -222,6 +398,70 @@ mod tests {
     }
 
     #[test]
+    fn kube_read_reaches_only_the_kinds_it_names() {
+        let grants = Grants::parse(["kube-read:omni.texashpc.com/OmniCluster"]).unwrap();
+        assert!(grants.allows(Capability::KubeRead));
+        assert!(grants.may_read_kind("omni.texashpc.com", "OmniCluster", true));
+        assert!(!grants.may_read_kind("omni.texashpc.com", "OmniConnection", true));
+        assert!(!grants.may_read_kind("", "ConfigMap", true));
+        // The interface alone reaches no kind at all.
+        let bare = Grants::parse(["kube-read"]).unwrap();
+        assert!(!bare.may_read_kind("", "ConfigMap", true));
+    }
+
+    #[test]
+    fn no_grant_ever_reaches_secrets_through_kube_read() {
+        let everything =
+            Grants::parse(["kube-read:*", "kube-read:core/*", "kube-read-cluster:*"]).unwrap();
+        assert!(everything.may_read_kind("", "ConfigMap", true));
+        assert!(!everything.may_read_kind("", "Secret", true));
+        assert!(!everything.may_read_kind("", "Secret", false));
+        for spelled in [
+            "kube-read:core/Secret",
+            "kube-read:/Secret",
+            "kube-read-cluster:core/Secret",
+        ] {
+            assert_eq!(
+                Grants::parse([spelled]),
+                Err(GrantError::SecretsNotReadable(
+                    spelled.split_once(':').unwrap().1.into()
+                )),
+                "{spelled}"
+            );
+        }
+    }
+
+    #[test]
+    fn cluster_scoped_kinds_need_their_own_grant() {
+        let namespaced = Grants::parse(["kube-read:*", "namespace:*"]).unwrap();
+        assert!(!namespaced.may_read_kind("", "Namespace", false));
+        assert!(!namespaced.may_read_kind(
+            "apiextensions.k8s.io",
+            "CustomResourceDefinition",
+            false
+        ));
+        let cluster = Grants::parse(["kube-read-cluster:core/Namespace"]).unwrap();
+        assert!(cluster.may_read_kind("", "Namespace", false));
+        assert!(!cluster.may_read_kind("", "Namespace", true));
+        assert!(!cluster.may_read_kind("rbac.authorization.k8s.io", "ClusterRole", false));
+    }
+
+    #[test]
+    fn malformed_kinds_are_refused() {
+        for bad in [
+            "kube-read:OmniCluster",
+            "kube-read:*/OmniCluster",
+            "kube-read:g/",
+            "kube-read:G/K",
+        ] {
+            assert!(
+                matches!(Grants::parse([bad]), Err(GrantError::InvalidKind(_))),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
     fn reads_stay_in_the_objects_namespace_unless_granted() {
         let grants = Grants::none();
         assert!(grants.may_read(Some("team-a"), Some("team-a")));
@@ -239,11 +479,37 @@ mod tests {
     }
 
     #[test]
+    fn secret_namespaces_are_a_grant_of_their_own() {
+        let reads = Grants::parse(["namespace:*"]).unwrap();
+        assert!(reads.may_reach_secrets_in(Some("a"), "a"));
+        assert!(!reads.may_reach_secrets_in(Some("a"), "b"));
+        let secrets = Grants::parse(["secrets-namespace:b"]).unwrap();
+        assert!(secrets.may_reach_secrets_in(Some("a"), "b"));
+        assert!(!secrets.may_read(Some("a"), Some("b")));
+    }
+
+    #[test]
     fn namespace_grants_are_validated() {
         assert_eq!(
             Grants::none().read_namespace("Team_A"),
             Err(GrantError::InvalidNamespace("Team_A".into()))
         );
         assert!(Grants::none().read_namespace("").is_err());
+        assert!(Grants::parse(["secrets-namespace:-x"]).is_err());
+    }
+
+    #[test]
+    fn grants_describe_themselves_as_they_parse() {
+        let text = [
+            "clock",
+            "kube-read",
+            "kube-read:core/ConfigMap",
+            "kube-read:omni.texashpc.com/*",
+            "kube-read-cluster:core/Namespace",
+            "namespace:shared",
+            "secrets-namespace:*",
+        ];
+        let grants = Grants::parse(text).unwrap();
+        assert_eq!(Grants::parse(grants.describe()).unwrap(), grants);
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use wasmtime::component::Resource;
 
+use super::grants::is_secret;
 use super::{CallContext, Capability, FieldSelector, HostError};
 use crate::runtime::HostState;
 use crate::runtime::bindings::omni::operator::kube_read as wit;
@@ -36,9 +37,24 @@ pub struct ListRequest {
     pub field_selector: Option<FieldSelector>,
 }
 
+/// A kind as the API server serves it: the canonical group and kind discovery resolved (never the plugin's
+/// spelling, so a grant check cannot be dodged by writing a kind differently) and its scope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KindScope {
+    pub group: String,
+    pub kind: String,
+    pub namespaced: bool,
+}
+
 /// The Kubernetes reads behind `kube-read`. Implementations answer from caches where they can; the host
 /// bounds each call by the plugin's remaining time.
 pub trait KubeReader: Send + Sync {
+    /// The served kind for an `apiVersion` and kind; `not-found` when no such kind is served.
+    fn kind_scope<'a>(
+        &'a self,
+        api_version: &'a str,
+        kind: &'a str,
+    ) -> BoxFuture<'a, Result<KindScope, HostError>>;
     /// `Ok(None)` when the object does not exist.
     fn get(&self, request: GetRequest) -> BoxFuture<'_, Result<Option<Value>, HostError>>;
     fn list(&self, request: ListRequest) -> BoxFuture<'_, Result<Vec<Value>, HostError>>;
@@ -48,6 +64,18 @@ pub trait KubeReader: Send + Sync {
 pub struct NoKubeReader;
 
 impl KubeReader for NoKubeReader {
+    fn kind_scope<'a>(
+        &'a self,
+        _api_version: &'a str,
+        _kind: &'a str,
+    ) -> BoxFuture<'a, Result<KindScope, HostError>> {
+        Box::pin(async {
+            Err(HostError::Unavailable(
+                "this host has no Kubernetes reader configured".into(),
+            ))
+        })
+    }
+
     fn get(&self, _request: GetRequest) -> BoxFuture<'_, Result<Option<Value>, HostError>> {
         Box::pin(async {
             Err(HostError::Unavailable(
@@ -69,23 +97,76 @@ impl KubeReader for NoKubeReader {
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl HostState {
-    /// Resolves the namespace a read targets and checks it against the call's scope.
-    fn read_scope(
-        &self,
+    /// Checks a read against the grants: the kind (as discovery resolved it; never a Secret, cluster-scoped
+    /// kinds only by their own grant) and the namespace. Returns the namespace to read in (`None`: a
+    /// cluster-scoped object, or every namespace) and the time the read may take.
+    async fn read_scope(
+        &mut self,
         ctx: &Resource<CallContext>,
+        api_version: &str,
+        kind: &str,
         requested: Option<String>,
         what: &str,
     ) -> wasmtime::Result<Result<(Option<String>, Duration), HostError>> {
         let call = self.table.get(ctx)?;
         if !self.grants.allows(Capability::KubeRead) {
-            return Ok(Err(HostError::Denied(format!(
-                "plugin {:?} is not granted \"kube-read\"",
-                self.plugin
-            ))));
+            return Ok(Err(self.denied(
+                Capability::KubeRead,
+                what,
+                "the plugin is not granted \"kube-read\"",
+            )));
         }
-        let own = call.namespace();
-        let target = requested.or_else(|| own.map(str::to_owned));
-        if !self.grants.may_read(own, target.as_deref()) {
+        let own = call.namespace().map(str::to_owned);
+        let budget = io_budget(call);
+        let reader = self.services.kube.clone();
+        let scope = match tokio::time::timeout(budget, reader.kind_scope(api_version, kind)).await {
+            Err(_) => {
+                return Ok(Err(HostError::Timeout(format!(
+                    "{what}: resolving the kind did not answer within {} ms",
+                    budget.as_millis()
+                ))));
+            }
+            Ok(Err(e)) => return Ok(Err(e)),
+            Ok(Ok(scope)) => scope,
+        };
+        if is_secret(&scope.group, &scope.kind) {
+            return Ok(Err(self.denied(
+                Capability::KubeRead,
+                what,
+                "Secrets are never readable through kube-read; the `secrets` capability reaches the Secrets the object names",
+            )));
+        }
+        if !self
+            .grants
+            .may_read_kind(&scope.group, &scope.kind, scope.namespaced)
+        {
+            let grant = if scope.namespaced {
+                "kube-read"
+            } else {
+                "kube-read-cluster"
+            };
+            let group = if scope.group.is_empty() {
+                "core"
+            } else {
+                &scope.group
+            };
+            return Ok(Err(self.denied(
+                Capability::KubeRead,
+                what,
+                &format!("the plugin is not granted `{grant}:{group}/{}`", scope.kind),
+            )));
+        }
+        if !scope.namespaced {
+            if requested.as_deref().is_some_and(|ns| !ns.is_empty()) {
+                return Ok(Err(HostError::Invalid(format!(
+                    "{what}: {} is cluster-scoped; ask without a namespace",
+                    scope.kind
+                ))));
+            }
+            return Ok(Ok((None, budget)));
+        }
+        let target = requested.or_else(|| own.clone());
+        if !self.grants.may_read(own.as_deref(), target.as_deref()) {
             let target = target.map_or_else(
                 || "all namespaces".to_owned(),
                 |ns| format!("namespace {ns:?}"),
@@ -94,13 +175,13 @@ impl HostState {
                 || "a cluster-scoped object".to_owned(),
                 |ns| format!("namespace {ns:?}"),
             );
-            return Ok(Err(HostError::Denied(format!(
-                "{what} in {target}: plugin {:?} reconciling an object in {own} may read only there unless its \
-                 grants name more namespaces",
-                self.plugin
-            ))));
+            return Ok(Err(self.denied(
+                Capability::KubeRead,
+                what,
+                &format!("reads in {target} are not granted to a plugin reconciling an object in {own} (grant `namespace:NS`)"),
+            )));
         }
-        Ok(Ok((target, io_budget(call))))
+        Ok(Ok((target, budget)))
     }
 }
 
@@ -125,8 +206,11 @@ impl wit::Host for HostState {
         ctx: Resource<CallContext>,
         obj: wit::ObjectRef,
     ) -> wasmtime::Result<Result<Option<String>, WitHostError>> {
-        let what = format!("get {} {}", obj.kind, obj.name);
-        let (namespace, budget) = match self.read_scope(&ctx, obj.namespace, &what)? {
+        let what = format!("kube-read get {} {:?}", obj.kind, obj.name);
+        let (namespace, budget) = match self
+            .read_scope(&ctx, &obj.api_version, &obj.kind, obj.namespace, &what)
+            .await?
+        {
             Ok(scope) => scope,
             Err(denied) => return Ok(Err(denied.into())),
         };
@@ -151,8 +235,17 @@ impl wit::Host for HostState {
         ctx: Resource<CallContext>,
         query: wit::ListQuery,
     ) -> wasmtime::Result<Result<Vec<String>, WitHostError>> {
-        let what = format!("list {}", query.kind);
-        let (namespace, budget) = match self.read_scope(&ctx, query.namespace, &what)? {
+        let what = format!("kube-read list {}", query.kind);
+        let (namespace, budget) = match self
+            .read_scope(
+                &ctx,
+                &query.api_version,
+                &query.kind,
+                query.namespace.clone(),
+                &what,
+            )
+            .await?
+        {
             Ok(scope) => scope,
             Err(denied) => return Ok(Err(denied.into())),
         };

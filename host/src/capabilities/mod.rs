@@ -7,6 +7,7 @@
 
 mod clock;
 mod context;
+mod denial;
 mod field_selector;
 mod files;
 mod grants;
@@ -27,14 +28,14 @@ pub use clock::{Clock, FixedClock, SystemClock, rfc3339_seconds};
 pub use context::{CallContext, CallObject};
 pub use field_selector::{FieldSelector, FieldSelectorError};
 pub use files::{MAX_FILE_BYTES, TemplateRoots};
-pub use grants::{Capability, GrantError, Grants};
+pub use grants::{Capability, GrantError, Grants, is_secret};
 pub use host_error::HostError;
-pub use kube_read::{BoxFuture, GetRequest, KubeReader, ListRequest, NoKubeReader};
+pub use kube_read::{BoxFuture, GetRequest, KindScope, KubeReader, ListRequest, NoKubeReader};
 pub(crate) use outputs::OutputViolation;
 pub use outputs::PLUGIN_LOG_TARGET;
 pub use outputs::{
-    Condition, ConditionStatus, Event, EventType, LogLevel, LogLine, LogSource, OutputBounds,
-    Outputs,
+    Condition, ConditionStatus, Denial, Event, EventType, LogLevel, LogLine, LogSource,
+    MAX_DENIALS, OutputBounds, Outputs, truncate,
 };
 
 /// The host's side of the capabilities, supplied by the caller for each call: the controllers pass their watch

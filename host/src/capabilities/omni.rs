@@ -10,7 +10,7 @@ use std::time::Duration;
 use omni_wire::cosi;
 use wasmtime::component::Resource;
 
-use super::secrets::{bounded, owner, string_map};
+use super::secrets::{Reach, bounded, string_map};
 use super::{CallContext, Capability, HostError};
 use crate::omni::client::{Key, ReadResource};
 use crate::omni::{OmniClient, SetupError};
@@ -254,11 +254,17 @@ impl wit::Host for HostState {
             Capability::Secrets,
             Capability::SecretsWrite,
         ];
-        let scope =
-            match self.secret_scope(&ctx, &needed, request.target.namespace.clone(), &what)? {
-                Ok(s) => s,
-                Err(e) => return Ok(Err(e.into())),
-            };
+        let scope = match self.secret_scope(
+            &ctx,
+            &needed,
+            Reach::Owned,
+            request.target.namespace.clone(),
+            &name,
+            &what,
+        )? {
+            Ok(s) => s,
+            Err(e) => return Ok(Err(e.into())),
+        };
         let (labels, mut annotations) = match (
             string_map(&request.labels, "labels"),
             string_map(&request.annotations, "annotations"),
@@ -266,7 +272,10 @@ impl wit::Host for HostState {
             (Ok(l), Ok(a)) => (l, a),
             (Err(e), _) | (_, Err(e)) => return Ok(Err(e.into())),
         };
-        let owner = owner(request.owner);
+        let owner = match self.own_label(&ctx, Capability::SecretsWrite, request.owner, &what)? {
+            Ok(o) => o,
+            Err(e) => return Ok(Err(e.into())),
+        };
         let target = quoted(&scope.namespace, &name);
         // Ownership is checked before Omni mints a token: a Secret someone else owns costs no credential. The
         // version read here is the precondition of the write below.

@@ -39,6 +39,12 @@ const MAX_CONDITION_MESSAGE: usize = 32 * 1024;
 const MAX_EVENT_REASON: usize = 128;
 const MAX_EVENT_MESSAGE: usize = 1024;
 const MAX_LOG_MESSAGE: usize = 4096;
+/// Structured fields of one log line: how many, and how long a key and a value may be.
+const MAX_LOG_FIELDS: usize = 32;
+const MAX_LOG_FIELD_KEY: usize = 128;
+const MAX_LOG_FIELD_VALUE: usize = 1024;
+/// Denials recorded per call; further ones are only counted (each one was still logged).
+pub const MAX_DENIALS: usize = 16;
 
 /// Status fields the host owns: plugins report conditions through `set-condition`, and the host writes
 /// `observedGeneration` itself.
@@ -55,6 +61,29 @@ pub struct Outputs {
     /// The plugin's log lines and captured stdout/stderr; they were also emitted to tracing.
     pub logs: Vec<LogLine>,
     pub logs_dropped: usize,
+    /// Capability calls the host refused for lack of a grant, in order; the caller reports them on the object.
+    pub denials: Vec<Denial>,
+    /// Denials beyond [`MAX_DENIALS`].
+    pub denials_dropped: usize,
+}
+
+/// A capability call the host refused: which capability, on what, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    pub capability: &'static str,
+    /// What the plugin tried, naming the target (`kube-read get Secret "omni-key"`).
+    pub target: String,
+    pub reason: String,
+}
+
+impl Denial {
+    /// The sentence logs, Events and conditions carry, naming the plugin, the capability and the target.
+    pub fn message(&self, plugin: &str) -> String {
+        format!(
+            "plugin {plugin:?} was denied {}: {}: {}",
+            self.capability, self.target, self.reason
+        )
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -273,12 +302,27 @@ impl Outputs {
 
     /// Keeps a log line unless the call already logged its share; returns whether it was kept (and should be
     /// emitted).
+    /// Records a denial (the first [`MAX_DENIALS`] of a call).
+    pub(crate) fn deny(&mut self, denial: Denial) {
+        if self.denials.len() < MAX_DENIALS {
+            self.denials.push(denial);
+        } else {
+            self.denials_dropped += 1;
+        }
+    }
+
     pub(crate) fn log(&mut self, mut line: LogLine, bounds: &OutputBounds) -> bool {
         if self.logs.len() >= bounds.max_log_lines {
             self.logs_dropped += 1;
             return false;
         }
         truncate(&mut line.message, MAX_LOG_MESSAGE);
+        line.fields.truncate(MAX_LOG_FIELDS);
+        line.fields.shrink_to_fit();
+        for (key, value) in &mut line.fields {
+            truncate(key, MAX_LOG_FIELD_KEY);
+            truncate(value, MAX_LOG_FIELD_VALUE);
+        }
         self.logs.push(line);
         true
     }
@@ -307,7 +351,7 @@ fn is_valid_reason(reason: &str, max: usize) -> bool {
 }
 
 /// Cuts `text` to at most `max` bytes on a character boundary, marking the cut.
-fn truncate(text: &mut String, max: usize) {
+pub fn truncate(text: &mut String, max: usize) {
     if text.len() <= max {
         return;
     }
@@ -317,6 +361,8 @@ fn truncate(text: &mut String, max: usize) {
     }
     text.truncate(end);
     text.push('…');
+    // A plugin's megabyte string cut to a kilobyte must not keep its megabyte of capacity.
+    text.shrink_to_fit();
 }
 
 fn json_kind(value: &Value) -> &'static str {

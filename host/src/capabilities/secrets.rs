@@ -7,8 +7,11 @@ use std::time::Duration;
 
 use wasmtime::component::Resource;
 
+use serde_json::Value;
+
 use super::{CallContext, Capability, HostError};
 use crate::runtime::HostState;
+use crate::runtime::SecretField;
 use crate::runtime::bindings::omni::operator::secrets as wit;
 use crate::runtime::bindings::omni::operator::types::{
     HostError as WitHostError, OwnerLabel, Removal, SecretKeyRef,
@@ -20,6 +23,16 @@ type Answer<T> = wasmtime::Result<Result<T, WitHostError>>;
 /// The longest one Secret operation may take (a copy is a few requests), even when the call has more time.
 const SECRET_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// What an access reveals of a Secret, which decides the fields of the object that may name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reach {
+    /// Metadata, digests or values: only a Secret the object's spec names.
+    Contents,
+    /// An owner-checked write or delete, or a kubeconfig the host uses without handing anything over: a
+    /// Secret the spec or the plugin's own status names.
+    Owned,
+}
+
 /// Where a Secret access goes: the namespace, the management-cluster client and the time it may take.
 pub(super) struct SecretScope {
     pub namespace: String,
@@ -27,48 +40,163 @@ pub(super) struct SecretScope {
     pub budget: Duration,
 }
 
+/// The text at a dotted path of `object` (`spec.targetSecretRef.name`), if it is a string.
+fn text_at<'a>(object: &'a Value, path: &str) -> Option<&'a str> {
+    path.split('.')
+        .try_fold(object, |v, part| v.get(part))
+        .and_then(Value::as_str)
+}
+
+/// Whether the object names Secret `namespace/name` at one of the plugin's declared fields. An empty or absent
+/// namespace field means the object's own namespace. With `spec_only`, only fields under `spec` count: the
+/// status is the plugin's own output, so a name it wrote there reaches only owner-checked writes and deletes
+/// and a workload kubeconfig the host uses itself; never a Secret's metadata, digest or values.
+fn names_secret(
+    object: &Value,
+    fields: &[SecretField],
+    spec_only: bool,
+    own: &str,
+    namespace: &str,
+    name: &str,
+) -> bool {
+    fields
+        .iter()
+        .filter(|f| !spec_only || f.name.starts_with("spec."))
+        .any(|f| {
+            let named_ns = f
+                .namespace
+                .as_deref()
+                .and_then(|p| text_at(object, p))
+                .filter(|ns| !ns.is_empty())
+                .unwrap_or(own);
+            text_at(object, &f.name).is_some_and(|n| !n.is_empty() && n == name)
+                && named_ns == namespace
+        })
+}
+
 impl HostState {
-    /// Checks `needed` and the namespace (`None`: the object's own; another needs a grant naming it, as reads
-    /// do) and resolves where the access goes.
+    /// Checks a Secret access: `needed` granted, the Secret named by the reconciled object at a field the
+    /// plugin declared, and its namespace (`None`: the object's own) the object's own or granted by
+    /// `secrets-namespace:NS`. Resolves where the access goes.
     pub(super) fn secret_scope(
-        &self,
+        &mut self,
         ctx: &Resource<CallContext>,
         needed: &[Capability],
+        reach: Reach,
         namespace: Option<String>,
+        name: &str,
         what: &str,
     ) -> wasmtime::Result<Result<SecretScope, HostError>> {
-        let call = self.table.get(ctx)?;
         if let Some(missing) = needed.iter().find(|c| !self.grants.allows(**c)) {
-            return Ok(Err(HostError::Denied(format!(
-                "{what}: plugin {:?} is not granted {:?}",
-                self.plugin,
-                missing.name()
-            ))));
+            let reason = format!("the plugin is not granted {:?}", missing.name());
+            return Ok(Err(self.denied(*missing, what, &reason)));
         }
-        let own = call.namespace();
-        let Some(target) = namespace.or_else(|| own.map(str::to_owned)) else {
+        let capability = needed.first().copied().unwrap_or(Capability::Secrets);
+        let call = self.table.get(ctx)?;
+        let Some(own) = call.namespace().map(str::to_owned) else {
             return Ok(Err(HostError::Invalid(format!(
                 "{what}: Secrets are namespaced; this object is cluster-scoped"
             ))));
         };
-        if !self.grants.may_read(own, Some(&target)) {
-            return Ok(Err(HostError::Denied(format!(
-                "{what}: plugin {:?} reconciling an object in namespace {:?} may reach Secrets only there unless its grants name namespace {target:?}",
-                self.plugin,
-                own.unwrap_or_default()
-            ))));
+        let target = namespace
+            .filter(|ns| !ns.is_empty())
+            .unwrap_or_else(|| own.clone());
+        if !names_secret(
+            call.object_value(),
+            &self.secret_fields,
+            reach == Reach::Contents,
+            &own,
+            &target,
+            name,
+        ) {
+            let reason = format!(
+                "Secret {} is not named by the reconciled object at a field the plugin declares (describe's \
+                 secret-fields)",
+                quoted(&target, name)
+            );
+            return Ok(Err(self.denied(capability, what, &reason)));
         }
+        if !self.grants.may_reach_secrets_in(Some(&own), &target) {
+            let reason = format!(
+                "Secrets in namespace {target:?} are not granted to a plugin reconciling an object in namespace \
+                 {own:?} (grant `secrets-namespace:{target}`)"
+            );
+            return Ok(Err(self.denied(capability, what, &reason)));
+        }
+        let budget = self
+            .table
+            .get(ctx)?
+            .remaining()
+            .mul_f64(0.9)
+            .min(SECRET_TIMEOUT);
         let Some(management) = self.services.management.clone() else {
             return Ok(Err(HostError::Unavailable(format!(
                 "{what}: this host has no Kubernetes client for Secrets"
             ))));
         };
-        let budget = call.remaining().mul_f64(0.9).min(SECRET_TIMEOUT);
         Ok(Ok(SecretScope {
             namespace: target,
             management,
             budget,
         }))
+    }
+
+    /// Checks the owner label a write or delete is conditioned on: it must mark the reconciled object itself
+    /// (its value is the object's UID), so a plugin can never claim, overwrite or delete Secrets that belong to
+    /// another object by naming that object's label.
+    pub(super) fn own_label(
+        &mut self,
+        ctx: &Resource<CallContext>,
+        capability: Capability,
+        label: OwnerLabel,
+        what: &str,
+    ) -> wasmtime::Result<Result<store::OwnerLabel, HostError>> {
+        let call = self.table.get(ctx)?;
+        let uid = call.object_value()["metadata"]["uid"]
+            .as_str()
+            .unwrap_or_default();
+        if uid.is_empty() || label.value != uid || label.key.is_empty() {
+            let reason = format!(
+                "the owner label {:?} does not carry the reconciled object's UID; the host writes and deletes only \
+                 what marks the object it reconciles",
+                label.key
+            );
+            return Ok(Err(self.denied(capability, what, &reason)));
+        }
+        Ok(Ok(owner(label)))
+    }
+
+    /// Checks that the object names Secret `name` in its own namespace (for a source the host reads itself).
+    pub(super) fn named_local_secret(
+        &mut self,
+        ctx: &Resource<CallContext>,
+        capability: Capability,
+        name: &str,
+        what: &str,
+    ) -> wasmtime::Result<Result<String, HostError>> {
+        let call = self.table.get(ctx)?;
+        let Some(own) = call.namespace().map(str::to_owned) else {
+            return Ok(Err(HostError::Invalid(format!(
+                "{what}: this object is cluster-scoped"
+            ))));
+        };
+        // The source's values go host to host, never to the plugin, but into a cluster the plugin chooses: the
+        // object's spec must name it, as for a read of its values.
+        if names_secret(
+            call.object_value(),
+            &self.secret_fields,
+            true,
+            &own,
+            &own,
+            name,
+        ) {
+            return Ok(Ok(own));
+        }
+        let reason = format!(
+            "Secret {} is not named by the reconciled object at a field the plugin declares",
+            quoted(&own, name)
+        );
+        Ok(Err(self.denied(capability, what, &reason)))
     }
 }
 
@@ -116,6 +244,17 @@ fn labels_json(m: Option<BTreeMap<String, String>>) -> String {
     serde_json::to_string(&m.unwrap_or_default()).unwrap_or_else(|_| "{}".into())
 }
 
+/// Annotations that hold a copy of the Secret's content: `kubectl apply` keeps the whole applied object,
+/// values included, in `last-applied-configuration`. They never leave the host.
+const VALUE_ANNOTATIONS: [&str; 1] = ["kubectl.kubernetes.io/last-applied-configuration"];
+
+/// A Secret's annotations without those that carry values.
+fn safe_annotations(annotations: Option<BTreeMap<String, String>>) -> String {
+    let mut annotations = annotations.unwrap_or_default();
+    annotations.retain(|k, _| !VALUE_ANNOTATIONS.contains(&k.as_str()));
+    labels_json(Some(annotations))
+}
+
 impl wit::Host for HostState {
     async fn info(
         &mut self,
@@ -124,7 +263,14 @@ impl wit::Host for HostState {
         name: String,
     ) -> Answer<Option<wit::SecretInfo>> {
         let what = format!("secrets.info {name:?}");
-        let scope = match self.secret_scope(&ctx, &[Capability::Secrets], namespace, &what)? {
+        let scope = match self.secret_scope(
+            &ctx,
+            &[Capability::Secrets],
+            Reach::Contents,
+            namespace,
+            &name,
+            &what,
+        )? {
             Ok(s) => s,
             Err(e) => return Ok(Err(e.into())),
         };
@@ -135,7 +281,7 @@ impl wit::Host for HostState {
                 keys: s.data.map(|d| d.into_keys().collect()).unwrap_or_default(),
                 resource_version: s.metadata.resource_version.unwrap_or_default(),
                 labels: labels_json(s.metadata.labels),
-                annotations: labels_json(s.metadata.annotations),
+                annotations: safe_annotations(s.metadata.annotations),
             })
         }))
     }
@@ -146,7 +292,14 @@ impl wit::Host for HostState {
         key: SecretKeyRef,
     ) -> Answer<Option<String>> {
         let what = format!("secrets.digest {:?} key {:?}", key.name, key.key);
-        let scope = match self.secret_scope(&ctx, &[Capability::Secrets], key.namespace, &what)? {
+        let scope = match self.secret_scope(
+            &ctx,
+            &[Capability::Secrets],
+            Reach::Contents,
+            key.namespace,
+            &key.name,
+            &what,
+        )? {
             Ok(s) => s,
             Err(e) => return Ok(Err(e.into())),
         };
@@ -168,7 +321,9 @@ impl wit::Host for HostState {
         let scope = match self.secret_scope(
             &ctx,
             &[Capability::Secrets, Capability::SecretsReadValues],
+            Reach::Contents,
             key.namespace,
+            &key.name,
             &what,
         )? {
             Ok(s) => s,
@@ -194,13 +349,18 @@ impl wit::Host for HostState {
         let scope = match self.secret_scope(
             &ctx,
             &[Capability::Secrets, Capability::SecretsWrite],
+            Reach::Owned,
             namespace,
+            &name,
             &what,
         )? {
             Ok(s) => s,
             Err(e) => return Ok(Err(e.into())),
         };
-        let owner = owner(owner_label);
+        let owner = match self.own_label(&ctx, Capability::SecretsWrite, owner_label, &what)? {
+            Ok(o) => o,
+            Err(e) => return Ok(Err(e.into())),
+        };
         let target = quoted(&scope.namespace, &name);
         let op = store::delete_owned(&scope.management, "", &scope.namespace, &name, &owner);
         let result = bounded(&what, scope.budget, op).await.map(removal);

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use wasmtime::component::Resource;
 
-use super::secrets::{SecretScope, bounded, owner, removal, string_map};
+use super::secrets::{Reach, SecretScope, bounded, removal, string_map};
 use super::{CallContext, Capability, HostError};
 use crate::runtime::HostState;
 use crate::runtime::bindings::omni::operator::types::{
@@ -33,7 +33,9 @@ impl HostState {
         let scope = match self.secret_scope(
             ctx,
             &[Capability::Workload],
+            Reach::Owned,
             kubeconfig.namespace.clone(),
+            &kubeconfig.name,
             what,
         )? {
             Ok(s) => s,
@@ -103,15 +105,20 @@ impl wit::Host for HostState {
             Ok(c) => c,
             Err(e) => return Ok(Err(e.into())),
         };
-        let source_ns = match self.table.get(&ctx)?.namespace() {
-            Some(ns) => ns.to_string(),
-            None => {
-                return Ok(Err(HostError::Invalid(format!(
-                    "{what}: this object is cluster-scoped"
-                ))
-                .into()));
-            }
+        let source_ns = match self.named_local_secret(
+            &ctx,
+            Capability::Workload,
+            &request.source_name,
+            &what,
+        )? {
+            Ok(ns) => ns,
+            Err(e) => return Ok(Err(e.into())),
         };
+        let owner_label =
+            match self.own_label(&ctx, Capability::Workload, request.owner.clone(), &what)? {
+                Ok(o) => o,
+                Err(e) => return Ok(Err(e.into())),
+            };
         let (plugin, budget) = (self.plugin.clone(), scope.budget);
         let op = async move {
             let source = store::get(&scope.management, "", &source_ns, &request.source_name)
@@ -131,7 +138,7 @@ impl wit::Host for HostState {
                 labels,
                 annotations,
                 create_namespace: request.create_namespace,
-                owner: owner(request.owner),
+                owner: owner_label,
                 digest_annotation: request.digest_annotation,
             };
             let (digest, secret_type, outcome) = store::copy(&client, copy).await?;
@@ -166,7 +173,10 @@ impl wit::Host for HostState {
             Ok(c) => c,
             Err(e) => return Ok(Err(e.into())),
         };
-        let owner = owner(owner_label);
+        let owner = match self.own_label(&ctx, Capability::Workload, owner_label, &what)? {
+            Ok(o) => o,
+            Err(e) => return Ok(Err(e.into())),
+        };
         let op = async move {
             store::delete_owned(&client, "workload ", &namespace, &name, &owner).await
         };

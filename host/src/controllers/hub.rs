@@ -26,10 +26,13 @@ const SUBSCRIBER_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 /// A watch event as subscribers receive it (shared, never copied per subscriber).
 pub type SharedEvent = Arc<watcher::Event<DynamicObject>>;
 
+/// A watch's key: the resource's apiVersion and plural, and the namespace it covers (None: all).
+type WatchKey = (String, String, Option<String>);
+
 /// The shared watches of one operator, keyed by resource and namespace scope.
 #[derive(Default)]
 pub struct WatchHub {
-    watches: Mutex<HashMap<(String, String, Option<String>), Arc<SharedWatch>>>,
+    watches: Mutex<HashMap<WatchKey, Arc<SharedWatch>>>,
 }
 
 impl std::fmt::Debug for WatchHub {

@@ -7,6 +7,7 @@ pub mod finalizers;
 pub mod hub;
 pub mod reader;
 pub mod status;
+pub mod throttle;
 pub mod trigger;
 
 use std::collections::HashMap;
@@ -80,7 +81,21 @@ pub struct Stats {
     pub calls: std::sync::atomic::AtomicU64,
     /// Calls that failed (plugin error, trap, deadline, API error).
     pub failures: std::sync::atomic::AtomicU64,
+    /// Capability calls refused for lack of a grant.
+    pub denials: std::sync::atomic::AtomicU64,
+    /// Events a plugin asked for that the per-object rate limit dropped.
+    pub events_dropped: std::sync::atomic::AtomicU64,
+    /// Status writes the per-object rate limit deferred to a later reconcile.
+    pub status_writes_deferred: std::sync::atomic::AtomicU64,
+    /// Requeues a plugin asked for sooner than the floor, raised to it.
+    pub requeues_raised: std::sync::atomic::AtomicU64,
 }
+
+/// The soonest a plugin may ask to be called again: `requeue-after 0` must not become a busy loop.
+pub const MIN_REQUEUE: Duration = Duration::from_secs(1);
+
+/// The condition that reports capability calls the plugin's grants refused.
+const DENIED_CONDITION: &str = "CapabilityDenied";
 
 /// What every reconcile of one kind shares.
 struct Shared {
@@ -93,6 +108,9 @@ struct Shared {
     recorder: Recorder,
     /// Consecutive failures per object, for exponential backoff.
     failures: Mutex<HashMap<ObjectRef<DynamicObject>, u32>>,
+    /// Per-object rate limits on status writes and Events.
+    status_writes: throttle::Throttle,
+    events: throttle::Throttle,
 }
 
 /// Runs controllers for every kind the named plugin declares until `shutdown` resolves.
@@ -130,6 +148,8 @@ pub async fn run_plugin(
                 },
             ),
             failures: Mutex::new(HashMap::new()),
+            status_writes: throttle::Throttle::status_writes(),
+            events: throttle::Throttle::events(),
         });
         let related = loaded.info().related.clone();
         tasks.push(tokio::spawn(run_kind(shared, related, shutdown.clone())));
@@ -343,7 +363,7 @@ async fn reconcile_inner(obj: &DynamicObject, shared: &Shared) -> Result<Action,
             return Ok(Action::await_change());
         }
         let done = plugin.finalize(&call_obj, &services).await?;
-        commit(obj, shared, &json, &done.outputs).await?;
+        let deferred = commit(obj, shared, &json, &done.outputs).await?;
         if done.value {
             let kept = finalizers::after_cleanup(&current, finalizer, legacy);
             let patch = json!({"metadata": {"finalizers": kept, "resourceVersion": obj.resource_version()}});
@@ -355,11 +375,8 @@ async fn reconcile_inner(obj: &DynamicObject, shared: &Shared) -> Result<Action,
             .await?;
             return Ok(Action::await_change());
         }
-        return Ok(done
-            .outputs
-            .requeue_after
-            .map(Action::requeue)
-            .unwrap_or_else(|| Action::requeue(Duration::from_secs(10))));
+        let asked = done.outputs.requeue_after.or(Some(Duration::from_secs(10)));
+        return Ok(requeue(shared, asked, deferred));
     }
 
     if let Some(next) = finalizers::to_add(&current, finalizer, legacy) {
@@ -375,36 +392,100 @@ async fn reconcile_inner(obj: &DynamicObject, shared: &Shared) -> Result<Action,
     }
 
     let done = plugin.reconcile(&call_obj, &services).await?;
-    commit(obj, shared, &json, &done.outputs).await?;
-    Ok(done
-        .outputs
-        .requeue_after
-        .map(Action::requeue)
-        .unwrap_or_else(Action::await_change))
+    let deferred = commit(obj, shared, &json, &done.outputs).await?;
+    Ok(requeue(shared, done.outputs.requeue_after, deferred))
+}
+
+/// The next reconcile: what the plugin asked for, never sooner than [`MIN_REQUEUE`], and no later than a
+/// status write the rate limit deferred.
+fn requeue(shared: &Shared, asked: Option<Duration>, deferred: Option<Duration>) -> Action {
+    let asked = asked.map(|d| {
+        if d < MIN_REQUEUE {
+            shared
+                .settings
+                .stats
+                .requeues_raised
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        d.max(MIN_REQUEUE)
+    });
+    match (asked, deferred.map(|d| d.max(MIN_REQUEUE))) {
+        (Some(a), Some(d)) => Action::requeue(a.min(d)),
+        (Some(t), None) | (None, Some(t)) => Action::requeue(t),
+        (None, None) => Action::await_change(),
+    }
 }
 
 /// Writes what a successful call produced: status (only when changed) and Events.
+/// Writes what a successful call produced: status (only when changed) and Events, each within the object's
+/// rate limit, plus the report of any capability the plugin was denied. Returns how long until a status write
+/// the rate limit deferred may happen.
 async fn commit(
     obj: &DynamicObject,
     shared: &Shared,
     json: &Value,
     outputs: &crate::capabilities::Outputs,
-) -> Result<(), Failure> {
+) -> Result<Option<Duration>, Failure> {
     let now = rfc3339_seconds(std::time::SystemTime::now());
-    if let Some(next) = status::next_status(json, &outputs.status, &outputs.conditions, &now) {
-        write_status(obj, shared, next).await?;
-    }
-    for e in &outputs.events {
-        let ev = Event {
-            type_: match e.type_ {
-                EventType::Warning => KubeEventType::Warning,
-                EventType::Normal => KubeEventType::Normal,
-            },
-            reason: e.reason.clone(),
-            note: Some(e.message.clone()),
+    let key = object_key(obj);
+    let stats = &shared.settings.stats;
+    let mut conditions = outputs.conditions.clone();
+    let mut events: Vec<Event> = outputs.events.iter().map(kube_event).collect();
+    let denied = outputs.denials.len() + outputs.denials_dropped;
+    if let Some(first) = outputs.denials.first() {
+        stats
+            .denials
+            .fetch_add(denied as u64, std::sync::atomic::Ordering::Relaxed);
+        let message = first.message(&shared.plugin);
+        let more = if denied > 1 {
+            format!(" (and {} more in the same call)", denied - 1)
+        } else {
+            String::new()
+        };
+        conditions.push(status::host_condition(
+            DENIED_CONDITION,
+            true,
+            "CapabilityDenied",
+            format!("{message}{more}"),
+        ));
+        events.push(Event {
+            type_: KubeEventType::Warning,
+            reason: "CapabilityDenied".into(),
+            note: Some(format!("{message}{more}")),
             action: "Reconcile".into(),
             secondary: None,
-        };
+        });
+    } else if status::condition_is(json, DENIED_CONDITION, "True") {
+        conditions.push(status::host_condition(
+            DENIED_CONDITION,
+            false,
+            "NoDenials",
+            format!(
+                "plugin {:?} made no denied capability call in its last reconcile",
+                shared.plugin
+            ),
+        ));
+    }
+    let mut deferred = None;
+    if let Some(next) = status::next_status(json, &outputs.status, &conditions, &now) {
+        match shared.status_writes.take(&key, std::time::Instant::now()) {
+            Ok(()) => write_status(obj, shared, next).await?,
+            Err(wait) => {
+                stats
+                    .status_writes_deferred
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tracing::debug!(plugin = %shared.plugin, object = %key, "status write deferred by the per-object rate limit");
+                deferred = Some(wait);
+            }
+        }
+    }
+    for ev in events {
+        if shared.events.take(&key, std::time::Instant::now()).is_err() {
+            stats
+                .events_dropped
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            continue;
+        }
         if let Err(err) = shared
             .recorder
             .publish(&ev, &obj.object_ref(&shared.resource))
@@ -413,7 +494,25 @@ async fn commit(
             tracing::warn!(error = %err, "could not publish an event");
         }
     }
-    Ok(())
+    Ok(deferred)
+}
+
+fn kube_event(e: &crate::capabilities::Event) -> Event {
+    Event {
+        type_: match e.type_ {
+            EventType::Warning => KubeEventType::Warning,
+            EventType::Normal => KubeEventType::Normal,
+        },
+        reason: e.reason.clone(),
+        note: Some(e.message.clone()),
+        action: "Reconcile".into(),
+        secondary: None,
+    }
+}
+
+/// `namespace/name`, the key of an object's rate limits.
+fn object_key(obj: &DynamicObject) -> String {
+    format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any())
 }
 
 async fn write_status(
@@ -462,10 +561,26 @@ async fn report_failure(obj: &DynamicObject, shared: &Shared, failure: &Failure)
     let json = serde_json::to_value(obj).unwrap_or(Value::Null);
     let cond = status::host_condition("Ready", false, reason, message.clone());
     let now = rfc3339_seconds(std::time::SystemTime::now());
-    if let Some(next) = status::next_status(&json, &serde_json::Map::new(), &[cond], &now)
-        && let Err(e) = write_status(obj, shared, next).await
-    {
-        tracing::warn!(error = %e, "could not record the failure in status");
+    let key = object_key(obj);
+    let stats = &shared.settings.stats;
+    if let Some(next) = status::next_status(&json, &serde_json::Map::new(), &[cond], &now) {
+        if shared
+            .status_writes
+            .take(&key, std::time::Instant::now())
+            .is_err()
+        {
+            stats
+                .status_writes_deferred
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        } else if let Err(e) = write_status(obj, shared, next).await {
+            tracing::warn!(error = %e, "could not record the failure in status");
+        }
+    }
+    if shared.events.take(&key, std::time::Instant::now()).is_err() {
+        stats
+            .events_dropped
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        return;
     }
     let ev = Event {
         type_: KubeEventType::Warning,

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::hub::{WatchHandle, field_text};
 use crate::capabilities::{
-    BoxFuture, FieldSelector, GetRequest, HostError, KubeReader, ListRequest,
+    BoxFuture, FieldSelector, GetRequest, HostError, KindScope, KubeReader, ListRequest,
 };
 
 /// A resolved kind: its resource and whether it is namespaced.
@@ -160,6 +160,22 @@ fn unsupported_field(e: &kube::Error) -> bool {
 }
 
 impl KubeReader for ApiReader {
+    fn kind_scope<'a>(
+        &'a self,
+        api_version: &'a str,
+        kind: &'a str,
+    ) -> BoxFuture<'a, Result<KindScope, HostError>> {
+        Box::pin(async move {
+            let resolved = self.resolve(api_version, kind).await?;
+            let (resource, namespaced) = &*resolved;
+            Ok(KindScope {
+                group: resource.group.clone(),
+                kind: resource.kind.clone(),
+                namespaced: *namespaced,
+            })
+        })
+    }
+
     fn get(&self, request: GetRequest) -> BoxFuture<'_, Result<Option<Value>, HostError>> {
         Box::pin(async move {
             if let Some(cache) = self

@@ -69,6 +69,16 @@ pub fn upsert_condition(list: &mut Vec<Value>, c: &Condition, generation: i64, n
 }
 
 /// A condition the host itself reports (plugin failures), in the runtime's type.
+/// Whether the object's status has condition `type_` with `status` (`"True"`, `"False"`).
+pub fn condition_is(object: &Value, type_: &str, status: &str) -> bool {
+    object["status"]["conditions"]
+        .as_array()
+        .is_some_and(|list| {
+            list.iter()
+                .any(|c| c["type"] == type_ && c["status"] == status)
+        })
+}
+
 pub fn host_condition(type_: &str, ok: bool, reason: &str, message: String) -> Condition {
     Condition {
         type_: type_.into(),

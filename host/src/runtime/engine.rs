@@ -7,6 +7,7 @@ use anyhow::Context;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::RuntimeConfig;
+use super::limits::{MAX_MEMORIES, MAX_TABLES};
 
 /// How often the ticker advances the engine's epoch: the granularity of deadlines and of yields to tokio.
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -53,11 +54,18 @@ fn pooling(config: &RuntimeConfig) -> PoolingAllocationConfig {
     // A Rust wasm32-wasip2 component instantiates a handful of core modules (the program, wit-component shims
     // and fix-ups); 16 per component leaves room for bigger guests.
     let core_per_component = 16;
+    let memories = u32::try_from(MAX_MEMORIES).unwrap_or(u32::MAX);
+    let tables = u32::try_from(MAX_TABLES).unwrap_or(u32::MAX);
     let mut pool = PoolingAllocationConfig::new();
+    // Per-component maxima keep one component from taking the slots of others: a component with more
+    // memories than a call may have fails to instantiate on its own account, and the pool never runs dry.
     pool.total_component_instances(calls)
         .total_core_instances(calls.saturating_mul(core_per_component))
-        .total_memories(calls.saturating_mul(4))
-        .total_tables(calls.saturating_mul(core_per_component))
+        .max_core_instances_per_component(core_per_component)
+        .total_memories(calls.saturating_mul(memories))
+        .max_memories_per_component(memories)
+        .total_tables(calls.saturating_mul(tables))
+        .max_tables_per_component(tables)
         .total_stacks(calls)
         .max_memory_size(config.memory_ceiling)
         // Keeping a little of each slot's memory resident avoids re-faulting the same pages on every call.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use wasmtime::Trap;
 use wasmtime_wasi::I32Exit;
 
-use super::limits::MemoryCapExceeded;
+use super::limits::{HostCallsExceeded, MemoryCapExceeded};
 use crate::capabilities::OutputViolation;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -25,6 +25,8 @@ pub enum ErrorKind {
     OutputTooLarge,
     /// The call's outputs or the plugin's answers are malformed.
     InvalidOutput,
+    /// The call entered the host more often than its limit allows.
+    TooManyHostCalls,
     Other,
 }
 
@@ -38,6 +40,7 @@ impl ErrorKind {
             ErrorKind::DeniedCapability => "PluginCapabilityDenied",
             ErrorKind::OutputTooLarge => "PluginOutputTooLarge",
             ErrorKind::InvalidOutput => "PluginInvalidOutput",
+            ErrorKind::TooManyHostCalls => "PluginTooManyHostCalls",
             ErrorKind::Other => "PluginFailed",
         }
     }
@@ -126,6 +129,13 @@ pub(crate) fn classify(error: &wasmtime::Error, failure: Failure<'_>) -> PluginE
                 mib(refused.desired),
                 mib(refused.cap)
             ),
+        );
+    }
+    if let Some(exceeded) = error.downcast_ref::<HostCallsExceeded>() {
+        return PluginError::new(
+            plugin,
+            ErrorKind::TooManyHostCalls,
+            format!("was stopped: it {exceeded} during one call"),
         );
     }
     if let Some(exit) = error.downcast_ref::<I32Exit>() {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use wasmtime::{ResourceLimiter, StoreLimits, StoreLimitsBuilder};
+use wasmtime::ResourceLimiter;
 
 use crate::capabilities::OutputBounds;
 
@@ -11,12 +11,14 @@ use crate::capabilities::OutputBounds;
 pub struct CallLimits {
     /// Wall-clock time for instantiation plus the call, including time spent in host capabilities.
     pub timeout: Duration,
-    /// Bytes of linear memory, per memory (a Rust plugin has one).
+    /// Bytes of linear memory and table space, counted across every memory and table of the call's instance.
     pub memory_bytes: usize,
     /// Calls of this plugin running at once; more wait.
     pub max_concurrent: usize,
     /// Bytes of stdout and of stderr kept per call; the rest is dropped.
     pub stdio_bytes: usize,
+    /// Entries into the host (contract functions and WASI alike) one call may make.
+    pub max_host_calls: u64,
     pub outputs: OutputBounds,
 }
 
@@ -27,34 +29,70 @@ impl Default for CallLimits {
             memory_bytes: 128 << 20,
             max_concurrent: 32,
             stdio_bytes: 64 * 1024,
+            max_host_calls: 10_000,
             outputs: OutputBounds::default(),
         }
     }
 }
 
-/// A memory growth past the cap. A typed error (rather than `StoreLimits`' message) so the call is classified
-/// as out-of-memory without matching on text.
+/// Linear memories one call's instance may have (a Rust component has one). Each memory is a separate
+/// reservation, so a component with many would multiply what it costs the host.
+pub(crate) const MAX_MEMORIES: usize = 2;
+/// Tables and core instances one call's instance may have; generous for wit-component's shims.
+pub(crate) const MAX_TABLES: usize = 32;
+pub(crate) const MAX_INSTANCES: usize = 32;
+/// What one table element is counted as against the memory cap (a function reference in the host).
+const TABLE_ELEMENT_BYTES: usize = 16;
+
+/// A memory or table growth past the cap. A typed error (rather than `StoreLimits`' message) so the call is
+/// classified as out-of-memory without matching on text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("memory growth to {desired} bytes refused: the cap is {cap} bytes")]
+#[error("growth to {desired} bytes in total refused: the cap is {cap} bytes")]
 pub(crate) struct MemoryCapExceeded {
+    /// The call's total (every memory and table) had the growth been allowed.
     pub(crate) desired: usize,
     pub(crate) cap: usize,
 }
 
-/// `StoreLimits` with `trap_on_grow_failure`, whose refusals carry [`MemoryCapExceeded`]. Trapping (rather than
-/// letting `memory.grow` return -1) stops a guest at the allocation that crossed the cap, with a clear cause.
+/// A call that entered the host more often than its limits allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("made more than {cap} calls into the host")]
+pub(crate) struct HostCallsExceeded {
+    pub(crate) cap: u64,
+}
+
+/// Counts every memory and table of the call against one cap. Trapping (rather than letting `memory.grow`
+/// return -1) stops a guest at the allocation that crossed the cap, with a clear cause.
 pub(crate) struct MemoryLimiter {
-    limits: StoreLimits,
     cap: usize,
+    /// Bytes of every memory and table so far.
+    used: usize,
 }
 
 impl MemoryLimiter {
     pub(crate) fn new(cap: usize) -> Self {
-        let limits = StoreLimitsBuilder::new()
-            .memory_size(cap)
-            .trap_on_grow_failure(true)
-            .build();
-        MemoryLimiter { limits, cap }
+        MemoryLimiter { cap, used: 0 }
+    }
+
+    /// Admits a growth of one memory or table from `current` to `desired` bytes against the call's total.
+    fn grow(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if maximum.is_some_and(|max| desired > max) {
+            return Ok(false);
+        }
+        let total = self.used.saturating_sub(current).saturating_add(desired);
+        if total > self.cap {
+            return Err(wasmtime::Error::new(MemoryCapExceeded {
+                desired: total,
+                cap: self.cap,
+            }));
+        }
+        self.used = total;
+        Ok(true)
     }
 }
 
@@ -65,17 +103,7 @@ impl ResourceLimiter for MemoryLimiter {
         desired: usize,
         maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        match self.limits.memory_growing(current, desired, maximum) {
-            Ok(allowed) => Ok(allowed),
-            Err(_) => Err(wasmtime::Error::new(MemoryCapExceeded {
-                desired,
-                cap: self.cap,
-            })),
-        }
-    }
-
-    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
-        self.limits.memory_grow_failed(error)
+        self.grow(current, desired, maximum)
     }
 
     fn table_growing(
@@ -84,23 +112,23 @@ impl ResourceLimiter for MemoryLimiter {
         desired: usize,
         maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        self.limits.table_growing(current, desired, maximum)
-    }
-
-    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
-        self.limits.table_grow_failed(error)
+        self.grow(
+            current.saturating_mul(TABLE_ELEMENT_BYTES),
+            desired.saturating_mul(TABLE_ELEMENT_BYTES),
+            maximum.map(|m| m.saturating_mul(TABLE_ELEMENT_BYTES)),
+        )
     }
 
     fn instances(&self) -> usize {
-        self.limits.instances()
+        MAX_INSTANCES
     }
 
     fn tables(&self) -> usize {
-        self.limits.tables()
+        MAX_TABLES
     }
 
     fn memories(&self) -> usize {
-        self.limits.memories()
+        MAX_MEMORIES
     }
 }
 
@@ -120,5 +148,29 @@ mod tests {
                 cap: 1 << 20
             })
         );
+    }
+
+    #[test]
+    fn the_cap_counts_every_memory_and_table_of_the_call() {
+        let mut limiter = MemoryLimiter::new(4 << 20);
+        // Two memories of 2 MiB each fill the cap together; a third byte anywhere is refused.
+        assert!(limiter.memory_growing(0, 2 << 20, None).unwrap());
+        assert!(limiter.memory_growing(0, 2 << 20, None).unwrap());
+        let err = limiter.memory_growing(0, 64 << 10, None).unwrap_err();
+        assert_eq!(
+            err.downcast_ref::<MemoryCapExceeded>().map(|e| e.desired),
+            Some((4 << 20) + (64 << 10))
+        );
+        assert!(limiter.table_growing(0, 1, None).is_err());
+        // Growth within a memory counts only the difference.
+        let mut limiter = MemoryLimiter::new(4 << 20);
+        assert!(limiter.memory_growing(0, 1 << 20, None).unwrap());
+        assert!(limiter.memory_growing(1 << 20, 4 << 20, None).unwrap());
+    }
+
+    #[test]
+    fn a_growth_past_the_declared_maximum_fails_without_trapping() {
+        let mut limiter = MemoryLimiter::new(4 << 20);
+        assert!(!limiter.memory_growing(0, 2 << 20, Some(1 << 20)).unwrap());
     }
 }

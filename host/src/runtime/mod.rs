@@ -41,7 +41,8 @@ pub use plugin::{CallError, CallResult, Completed, LoadedPlugin, PluginSpec};
 pub use registry::PluginRegistry;
 pub(crate) use store::HostState;
 pub use types::{
-    FieldError, FieldErrorType, Gvk, Info, ReconcileError, RelatedKind, RelatedMapping, Verdict,
+    FieldError, FieldErrorType, Gvk, Info, ReconcileError, RelatedKind, RelatedMapping,
+    SecretField, Verdict,
 };
 
 #[derive(Debug, Clone)]

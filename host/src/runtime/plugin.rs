@@ -20,11 +20,16 @@ use super::bindings::{ReconcilePlugin, ReconcilePluginPre};
 use super::cache::{CompiledFrom, Digest};
 use super::error::{self, ErrorKind, Failure, PluginError};
 use super::imports;
-use super::limits::CallLimits;
+use super::limits::{CallLimits, MAX_MEMORIES, MAX_TABLES};
 use super::native::NativePlugin;
 use super::store::HostState;
-use super::types::{Info, ReconcileError, Verdict};
-use crate::capabilities::{CallContext, CallObject, Capability, Grants, HostServices, Outputs};
+use super::types::{Info, ReconcileError, SecretField, Verdict};
+use crate::capabilities::{
+    CallContext, CallObject, Capability, Grants, HostServices, Outputs, truncate,
+};
+
+/// How much of a plugin's own error text is kept (a condition message holds 32 KiB).
+const MAX_ERROR_MESSAGE: usize = 4096;
 
 /// What to load: a name (what the registry and every message use), the component's bytes, and what it may do.
 #[derive(Debug, Clone)]
@@ -107,6 +112,8 @@ pub(super) struct Executor {
     code: Code,
     shared: Arc<Shared>,
     pub(super) grants: Arc<Grants>,
+    /// Where the reconciled object names the Secrets the plugin may reach (from `describe`).
+    pub(super) secret_fields: Arc<[SecretField]>,
     pub(super) limits: CallLimits,
     /// Per-plugin concurrency, so one busy plugin cannot take every global permit.
     permits: Semaphore,
@@ -165,6 +172,21 @@ impl LoadedPlugin {
                 format!("is not a loadable component: {e:#}"),
             )
         })?;
+        // A component with more memories or tables than a call may have is refused once, here, with the reason,
+        // rather than failing every call (or, with on-demand allocation, reserving memory per memory).
+        if let Some(required) = component.resources_required() {
+            let (memories, tables) = (required.num_memories as usize, required.num_tables as usize);
+            if memories > MAX_MEMORIES || tables > MAX_TABLES {
+                return Err(PluginError::new(
+                    &name,
+                    ErrorKind::Other,
+                    format!(
+                        "defines {memories} linear memories and {tables} tables; this host allows at most \
+                         {MAX_MEMORIES} memories and {MAX_TABLES} tables per plugin"
+                    ),
+                ));
+            }
+        }
         let imports = imports::check(&name, &shared.engine, &component, &grants)?;
         let pre = shared
             .linker
@@ -200,13 +222,14 @@ impl LoadedPlugin {
 
     /// Asks the plugin what it is and checks its declared needs against its grants.
     async fn ready(
-        exec: Executor,
+        mut exec: Executor,
         digest: Digest,
         imports: Vec<String>,
         compiled_from: CompiledFrom,
     ) -> Result<LoadedPlugin, PluginError> {
         let info = exec.describe().await?;
         check_declared(&exec.name, &info, &exec.grants)?;
+        exec.secret_fields = Arc::from(info.secret_fields.clone());
         tracing::info!(plugin = %exec.name, %digest, version = %info.version, ?compiled_from, "plugin loaded");
         Ok(LoadedPlugin {
             exec,
@@ -311,9 +334,18 @@ impl LoadedPlugin {
     }
 
     fn failed(&self, error: wit::ReconcileError) -> CallError {
+        // The plugin's text becomes a condition message and an Event: bounded as those are.
+        let bounded = |mut m: String| {
+            truncate(&mut m, MAX_ERROR_MESSAGE);
+            m
+        };
+        let error = match error {
+            wit::ReconcileError::Transient(m) => ReconcileError::Transient(bounded(m)),
+            wit::ReconcileError::Permanent(m) => ReconcileError::Permanent(bounded(m)),
+        };
         CallError::Failed {
             plugin: self.name().to_owned(),
-            error: error.into(),
+            error,
         }
     }
 }
@@ -330,6 +362,7 @@ impl Executor {
             name: Arc::from(name),
             code,
             grants: Arc::new(grants),
+            secret_fields: Arc::from([]),
             permits: Semaphore::new(limits.max_concurrent.max(1)),
             limits,
             shared,
@@ -387,6 +420,7 @@ impl Executor {
             services.clone(),
             limits,
         );
+        store.data_mut().secret_fields = self.secret_fields.clone();
         let context = self.open_context(store.data_mut(), object, deadline)?;
         // The plugin gets a borrow; the host keeps the owning handle and takes the outputs back through it.
         let lent = context.as_ref().map(|c| Resource::new_borrow(c.rep()));
@@ -450,14 +484,18 @@ pub(super) fn close_context(
     state: &mut HostState,
     context: Option<Resource<CallContext>>,
 ) -> Outputs {
-    match context {
+    let mut outputs = match context {
         Some(handle) => state
             .table
             .delete(handle)
             .map(CallContext::into_outputs)
             .unwrap_or_default(),
         None => Outputs::default(),
+    };
+    for denial in state.denials.drain(..) {
+        outputs.deny(denial);
     }
+    outputs
 }
 
 async fn call_export(
@@ -536,6 +574,7 @@ mod tests {
             finalizer: None,
             legacy_finalizers: Vec::new(),
             capabilities: capabilities.iter().map(|c| c.to_string()).collect(),
+            secret_fields: Vec::new(),
         }
     }
 

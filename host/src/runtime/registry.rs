@@ -48,7 +48,7 @@ impl PluginRegistry {
             .insert(name.clone(), plugin);
         self.generation.send_modify(|g| *g += 1);
         if let Some(previous) = &previous {
-            tracing::info!(plugin = %name, from = %previous.digest(), "plugin replaced");
+            tracing::debug!(plugin = %name, from = %previous.digest(), "plugin replaced");
         }
         previous
     }

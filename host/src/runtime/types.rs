@@ -56,6 +56,15 @@ pub struct Info {
     pub legacy_finalizers: Vec<String>,
     /// Capability names the plugin declares it needs.
     pub capabilities: Vec<String>,
+    /// The fields of the reconciled object that name the Secrets the plugin may reach.
+    pub secret_fields: Vec<SecretField>,
+}
+
+/// Dotted paths to a Secret's name and (optionally) namespace in the reconciled object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretField {
+    pub name: String,
+    pub namespace: Option<String>,
 }
 
 /// A reconcile or finalize the plugin itself declined.
@@ -137,6 +146,14 @@ impl From<wit_plugin::Info> for Info {
             finalizer: info.finalizer,
             legacy_finalizers: info.legacy_finalizers,
             capabilities: info.capabilities,
+            secret_fields: info
+                .secret_fields
+                .into_iter()
+                .map(|f| SecretField {
+                    name: f.name,
+                    namespace: f.namespace,
+                })
+                .collect(),
         }
     }
 }

@@ -225,7 +225,7 @@ async fn a_swapped_plugin_re_evaluates_every_object_without_a_change() {
     // The echo test plugin replaces omni-controlplane under the same name; its `Ready: Echoed` condition shows
     // who answered (its own status fields are pruned: they are not in the OmniControlPlane schema).
     let echo = PluginSpec::new("omni-controlplane", guests::wasm("echo"))
-        .grants(Grants::parse(["kube-read", "clock"]).expect("grants"));
+        .grants(Grants::parse(["kube-read:core/ConfigMap", "clock"]).expect("grants"));
     let replaced = env
         .registry
         .install(support::runtime().load(echo).await.expect("echo loads"));
@@ -448,7 +448,7 @@ spec:
     .expect("crd");
     let registry = Arc::new(PluginRegistry::new());
     let spec = PluginSpec::new("echo", guests::wasm("echo"))
-        .grants(Grants::parse(["kube-read", "clock"]).expect("grants"));
+        .grants(Grants::parse(["kube-read:core/ConfigMap", "clock"]).expect("grants"));
     registry.install(support::runtime().load(spec).await.expect("echo loads"));
     let client = sim.client().await.expect("client");
     let (stop, mut rx) = tokio::sync::watch::channel(false);

@@ -67,7 +67,7 @@ async fn cluster_children() -> kube_sim::KubeSim {
 async fn list(reader: Arc<ApiReader>, queries: &[(&str, &str, &str)]) -> Vec<Value> {
     let probe = support::load(
         "read_probe",
-        Grants::parse(["files", "kube-read"]).expect("grants"),
+        Grants::parse(["files", "kube-read:*"]).expect("grants"),
     )
     .await;
     let lists: Vec<Value> =
@@ -209,12 +209,12 @@ async fn a_malformed_field_selector_is_invalid_and_says_why() {
     .await;
     assert_eq!(
         results[0],
-        json!({"error": "invalid", "message": "invalid: list OmniWorkers: invalid field selector \"spec.clusterRef.name\": \
+        json!({"error": "invalid", "message": "invalid: kube-read list OmniWorkers: invalid field selector \"spec.clusterRef.name\": \
             \"spec.clusterRef.name\" is not of the form path=value, path==value or path!=value"})
     );
     assert_eq!(
         results[1],
-        json!({"error": "invalid", "message": "invalid: list OmniWorkers: invalid field selector \"spec.clusterRef.name=a=b\": \
+        json!({"error": "invalid", "message": "invalid: kube-read list OmniWorkers: invalid field selector \"spec.clusterRef.name=a=b\": \
             '=' in the value \"a=b\" must be escaped as \\="})
     );
 }

@@ -42,7 +42,7 @@ fn templates() -> Templates {
 }
 
 fn grants() -> Grants {
-    Grants::parse(["files", "kube-read"]).expect("grants")
+    Grants::parse(["files", "kube-read:*"]).expect("grants")
 }
 
 /// What the probe got for one read of `path` under `root`.

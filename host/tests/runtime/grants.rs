@@ -88,9 +88,12 @@ async fn reads_in_another_namespace_are_denied_unless_granted() {
         .unwrap();
     assert_eq!(
         done.outputs.status["readError"],
-        "denied: get ConfigMap settings in namespace \"team-b\": plugin \"echo\" reconciling an object in namespace \
-         \"team-a\" may read only there unless its grants name more namespaces"
+        "denied: plugin \"echo\" was denied kube-read: kube-read get ConfigMap \"settings\": reads in namespace \
+         \"team-b\" are not granted to a plugin reconciling an object in namespace \"team-a\" (grant `namespace:NS`)"
     );
+    // The denial is reported with the outputs, for the controller to put on the object.
+    assert_eq!(done.outputs.denials.len(), 1);
+    assert_eq!(done.outputs.denials[0].capability, "kube-read");
     assert!(
         !done.outputs.status.contains_key("config"),
         "no data crosses a denied read"

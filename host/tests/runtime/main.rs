@@ -4,6 +4,7 @@
 mod guests;
 mod support;
 
+mod adversarial;
 mod cache;
 mod calls;
 mod controllers;

@@ -2,7 +2,7 @@
 //! against kube-sim and omni-sim, covering spec/original-operator.md §2.1 and §3.5. omni-sim verifies every
 //! signature as Omni does, so a Ready connection proves the host's signing too.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -33,39 +33,8 @@ impl Drop for Env {
     }
 }
 
-/// Every log line of this test process, to scan for key material.
-fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
-    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let buffer = Arc::new(Mutex::new(Vec::new()));
-        let writer = buffer.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_env_filter("debug")
-            .with_ansi(false)
-            .with_writer(move || LogWriter(writer.clone()))
-            .finish();
-        // Another test module may have installed one first; then its output is not captured here, and the scan
-        // below still checks Events, conditions and errors.
-        let _ = tracing::subscriber::set_global_default(subscriber);
-        buffer
-    })
-    .clone()
-}
-
-struct LogWriter(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for LogWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 async fn start_with(omni: OmniSim) -> Env {
-    captured_logs();
+    support::logs();
     let kube = kube_sim::KubeSim::start().await.expect("kube-sim");
     for crd in omni_api::crds::all() {
         kube.apply(&crd).await.expect("CRD applies");
@@ -177,7 +146,7 @@ impl Env {
 
     /// Every Event and condition message in the namespace, and every captured log line.
     async fn everything_said(&self) -> String {
-        let mut said = String::from_utf8_lossy(&captured_logs().lock().unwrap()).into_owned();
+        let mut said = String::from_utf8_lossy(&support::logs().lock().unwrap()).into_owned();
         for event in self.kube.list("v1", "Event", Some(NS)) {
             said.push_str(&event.to_string());
         }
@@ -277,7 +246,7 @@ async fn a_connection_with_a_registered_key_is_ready_reachable_and_not_stalled()
         "every call carries a deadline"
     );
     assert!(
-        !captured_logs().lock().unwrap().is_empty(),
+        !support::logs().lock().unwrap().is_empty(),
         "the scan below reads the process's log lines"
     );
     assert_no_key_material(&env.everything_said().await, &key);

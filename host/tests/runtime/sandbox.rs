@@ -222,7 +222,7 @@ async fn a_read_that_never_answers_times_out_within_the_call() {
         .expect("the plugin handles the timeout answer");
     let error = done.outputs.status["readError"].as_str().unwrap();
     assert!(
-        error.starts_with("timeout: get ConfigMap settings did not answer within 3"),
+        error.starts_with("timeout: kube-read get ConfigMap \"settings\" did not answer within 3"),
         "{error}"
     );
 }

@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use omni_operator::capabilities::{
-    BoxFuture, CallObject, FixedClock, GetRequest, Grants, HostError, HostServices, KubeReader,
-    ListRequest,
+    BoxFuture, CallObject, FixedClock, GetRequest, Grants, HostError, HostServices, KindScope,
+    KubeReader, ListRequest,
 };
 use omni_operator::runtime::{
     CallLimits, LoadedPlugin, PluginError, PluginSpec, Runtime, RuntimeConfig,
@@ -49,7 +49,7 @@ pub async fn load(name: &str, grants: Grants) -> Arc<LoadedPlugin> {
 }
 
 pub fn echo_grants() -> Grants {
-    Grants::parse(["kube-read", "clock"]).unwrap()
+    Grants::parse(["kube-read:core/ConfigMap", "clock"]).unwrap()
 }
 
 pub fn object(name: &str, namespace: &str, spec: Value) -> CallObject {
@@ -107,6 +107,28 @@ impl FakeKube {
 }
 
 impl KubeReader for FakeKube {
+    /// Namespaced, except the cluster-scoped kinds the tests use.
+    fn kind_scope<'a>(
+        &'a self,
+        api_version: &'a str,
+        kind: &'a str,
+    ) -> BoxFuture<'a, Result<KindScope, HostError>> {
+        Box::pin(async move {
+            let group = api_version
+                .rsplit_once('/')
+                .map(|(g, _)| g)
+                .unwrap_or_default();
+            Ok(KindScope {
+                group: group.to_string(),
+                kind: kind.to_string(),
+                namespaced: !matches!(
+                    kind,
+                    "Namespace" | "ClusterRole" | "CustomResourceDefinition"
+                ),
+            })
+        })
+    }
+
     fn get(&self, request: GetRequest) -> BoxFuture<'_, Result<Option<Value>, HostError>> {
         Box::pin(async move {
             self.pass_gate().await;
@@ -168,4 +190,43 @@ pub async fn echo_still_serves() {
         done.outputs.status["config"],
         json!({ "greeting": "hello" })
     );
+}
+
+/// Everything the host logged in this test process, at every level our crates log at.
+pub fn logs() -> &'static Mutex<Vec<u8>> {
+    static LOGS: OnceLock<Mutex<Vec<u8>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        #[derive(Clone, Copy)]
+        struct Sink;
+        impl std::io::Write for Sink {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                logs()
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(
+                "debug,hyper=info,h2=info,tower=info,rustls=info,cranelift=info,wasmtime=info",
+            )
+            .with_ansi(false)
+            .with_writer(move || Sink)
+            .finish();
+        // The only subscriber of this test binary: every secret-leak scan reads real log lines, in any test order.
+        let _ = tracing::subscriber::set_global_default(subscriber);
+        Mutex::new(Vec::new())
+    })
+}
+
+/// The last lines the host logged, for failure messages.
+pub fn log_tail(lines: usize) -> String {
+    let text =
+        String::from_utf8_lossy(&logs().lock().unwrap_or_else(|p| p.into_inner())).into_owned();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
 }

@@ -8,7 +8,7 @@
 //! real time, as the real one would (it refuses request signatures more than five minutes off its own clock).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use base64::Engine as _;
@@ -19,16 +19,16 @@ use omni_operator::capabilities::Clock;
 use omni_operator::controllers::{self, Settings};
 use omni_operator::defaults;
 use omni_operator::omni::OmniConnections;
-use omni_operator::runtime::PluginRegistry;
+use omni_operator::runtime::{PluginRegistry, PluginSpec};
 use omni_sim::{OmniSim, Role, SimClock};
 use serde_json::{Value, json};
 use sha2::Digest as _;
 
 use super::support;
 
-const API: &str = "omni.texashpc.com/v1alpha1";
-const NS: &str = "platform";
-const CLUSTER: &str = "edge";
+pub(super) const API: &str = "omni.texashpc.com/v1alpha1";
+pub(super) const NS: &str = "platform";
+pub(super) const CLUSTER: &str = "edge";
 const CLUSTER_UUIDS: &str = "ClusterUUIDs.omni.sidero.dev";
 const WAIT: Duration = Duration::from_secs(20);
 /// The user and group the exports ask Omni for; the workload cluster's RBAC names them.
@@ -37,46 +37,6 @@ const GROUP: &str = "secret-syncers";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Logs, captured for the secret-leak scan.
-
-/// Everything the host logged in this test process, at every level our crates log at.
-fn logs() -> &'static Mutex<Vec<u8>> {
-    static LOGS: OnceLock<Mutex<Vec<u8>>> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        #[derive(Clone, Copy)]
-        struct Sink;
-        impl std::io::Write for Sink {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                logs()
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .extend_from_slice(buf);
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let subscriber = tracing_subscriber::fmt()
-            .with_env_filter(
-                "debug,hyper=info,h2=info,tower=info,rustls=info,cranelift=info,wasmtime=info",
-            )
-            .with_writer(move || Sink)
-            .finish();
-        // Another test may have installed one first; then that one sees the lines, and the scan below reads what
-        // reached ours (possibly nothing, which still cannot make it pass falsely for leaks it cannot see: the
-        // object and Event scans stand on their own).
-        let _ = tracing::subscriber::set_global_default(subscriber);
-        Mutex::new(Vec::new())
-    })
-}
-
-/// The last lines the host logged, for failure messages.
-fn log_tail(lines: usize) -> String {
-    let text =
-        String::from_utf8_lossy(&logs().lock().unwrap_or_else(|p| p.into_inner())).into_owned();
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // The environment.
@@ -104,18 +64,25 @@ impl Drop for Host {
 }
 
 /// Declared so the host stops before the simulators it talks to.
-struct Env {
+pub(super) struct Env {
     _host: Host,
     /// What the plugins read as now.
     clock: SimClock,
-    omni: OmniSim,
-    kube: kube_sim::KubeSim,
-    workload: kube_sim::KubeSim,
+    pub(super) omni: OmniSim,
+    pub(super) kube: kube_sim::KubeSim,
+    pub(super) workload: kube_sim::KubeSim,
+    /// The host's counters.
+    pub(super) stats: Arc<controllers::Stats>,
 }
 
 impl Env {
     async fn start() -> Env {
-        let _ = logs();
+        Env::start_with(Vec::new()).await
+    }
+
+    /// The environment with `extra` plugins served beside the two built-ins under test.
+    pub(super) async fn start_with(extra: Vec<PluginSpec>) -> Env {
+        let _ = support::logs();
         // The workload cluster: plain http (as Omni's proxy URL is reached by kube-rs) and no anonymous access, so
         // only a verified token gets in.
         let workload = kube_sim::KubeSim::builder()
@@ -177,17 +144,24 @@ impl Env {
             .await
             .expect("cluster");
         let clock = SimClock::new();
-        let host = start_host(kube.kubeconfig(&kube.admin()), clock.clone());
+        let stats = Arc::new(controllers::Stats::default());
+        let host = start_host(
+            kube.kubeconfig(&kube.admin()),
+            clock.clone(),
+            extra,
+            stats.clone(),
+        );
         Env {
             _host: host,
             clock,
             omni,
             kube,
             workload,
+            stats,
         }
     }
 
-    async fn apply(&self, obj: &Value) {
+    pub(super) async fn apply(&self, obj: &Value) {
         self.kube.apply(obj).await.expect("apply");
     }
 
@@ -195,7 +169,7 @@ impl Env {
         self.kube.get(API, kind, NS, name).unwrap_or(Value::Null)
     }
 
-    fn secret(&self, namespace: &str, name: &str) -> Option<Value> {
+    pub(super) fn secret(&self, namespace: &str, name: &str) -> Option<Value> {
         self.kube.get("v1", "Secret", namespace, name)
     }
 
@@ -225,7 +199,7 @@ impl Env {
     }
 
     /// Polls until `done` holds for the object; on timeout fails with its status.
-    async fn wait(
+    pub(super) async fn wait(
         &self,
         kind: &str,
         name: &str,
@@ -242,7 +216,7 @@ impl Env {
                 Instant::now() < deadline,
                 "timed out waiting for {kind} {name}: {what}\nstatus: {:#}\nlast log lines:\n{}",
                 obj["status"],
-                log_tail(60)
+                support::log_tail(60)
             );
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
@@ -265,8 +239,13 @@ impl Env {
     }
 }
 
-/// The host runs only the two plugins under test, on a runtime of its own.
-fn start_host(kubeconfig: String, clock: SimClock) -> Host {
+/// The host runs only the two plugins under test (and `extra`), on a runtime of its own.
+fn start_host(
+    kubeconfig: String,
+    clock: SimClock,
+    extra: Vec<PluginSpec>,
+    stats: Arc<controllers::Stats>,
+) -> Host {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -283,8 +262,14 @@ fn start_host(kubeconfig: String, clock: SimClock) -> Host {
         .expect("client config");
         let client = kube::Client::try_from(config).expect("client");
         let registry = Arc::new(PluginRegistry::new());
-        let names = ["omni-kubeconfig-export", "omni-secret-sync"];
-        for p in defaults::PLUGINS.iter().filter(|p| names.contains(&p.name)) {
+        let mut names = vec![
+            "omni-kubeconfig-export".to_string(),
+            "omni-secret-sync".to_string(),
+        ];
+        for p in defaults::PLUGINS
+            .iter()
+            .filter(|p| names.iter().any(|n| n == p.name))
+        {
             registry.install(
                 support::runtime()
                     .load(p.spec().expect("the default grants parse"))
@@ -292,9 +277,19 @@ fn start_host(kubeconfig: String, clock: SimClock) -> Host {
                     .expect("a built-in plugin loads"),
             );
         }
+        for spec in extra {
+            names.push(spec.name.clone());
+            registry.install(
+                support::runtime()
+                    .load(spec)
+                    .await
+                    .expect("an extra plugin loads"),
+            );
+        }
         let settings = Settings {
             omni: Arc::new(OmniConnections::default()),
             clock: Arc::new(SharedClock(clock)),
+            stats,
             ..Settings::default()
         };
         for name in names {
@@ -303,7 +298,7 @@ fn start_host(kubeconfig: String, clock: SimClock) -> Host {
                 if let Err(e) = controllers::run_plugin(
                     client,
                     registry,
-                    name,
+                    &name,
                     settings,
                     std::future::pending::<()>(),
                 )
@@ -343,7 +338,7 @@ async fn grant_syncers(workload: &kube_sim::KubeSim) {
 // ---------------------------------------------------------------------------------------------------------------
 // Objects and what to read off them.
 
-fn export(name: &str, target: Value, policy: &str) -> Value {
+pub(super) fn export(name: &str, target: Value, policy: &str) -> Value {
     json!({"apiVersion": API, "kind": "OmniKubeconfigExport", "metadata": {"name": name, "namespace": NS},
         "spec": {"clusterRef": {"name": CLUSTER}, "targetSecretRef": target,
             "serviceAccount": {"user": USER, "groups": [GROUP]}, "ttl": "24h", "renewBefore": "4h", "deletionPolicy": policy}})
@@ -363,18 +358,18 @@ fn cond<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
         .find(|c| c["type"] == type_)
 }
 
-fn is(obj: &Value, type_: &str, status: &str, reason: &str) -> bool {
+pub(super) fn is(obj: &Value, type_: &str, status: &str, reason: &str) -> bool {
     cond(obj, type_).is_some_and(|c| c["status"] == status && c["reason"] == reason)
 }
 
-fn message(obj: &Value, type_: &str) -> String {
+pub(super) fn message(obj: &Value, type_: &str) -> String {
     cond(obj, type_)
         .and_then(|c| c["message"].as_str())
         .unwrap_or_default()
         .to_string()
 }
 
-fn data(secret: &Value, key: &str) -> Vec<u8> {
+pub(super) fn data(secret: &Value, key: &str) -> Vec<u8> {
     let text = secret["data"][key].as_str().unwrap_or_default();
     base64::engine::general_purpose::STANDARD
         .decode(text)
@@ -962,7 +957,7 @@ async fn deleting_a_sync_whose_kubeconfig_is_gone_waits_a_bounded_time_and_orpha
 
 /// No kubeconfig, token or Secret value appears in any object's status or conditions, in Events, or in what the
 /// host logged.
-async fn scan_for_leaks(env: &Env, values: &[&[u8]]) {
+pub(super) async fn scan_for_leaks(env: &Env, values: &[&[u8]]) {
     let mut needles: Vec<String> = values
         .iter()
         .map(|v| String::from_utf8_lossy(v).into_owned())
@@ -982,6 +977,7 @@ async fn scan_for_leaks(env: &Env, values: &[&[u8]]) {
         "OmniSecretSync",
         "OmniCluster",
         "OmniConnection",
+        "OmniHelmRelease",
     ] {
         for o in env.kube.list(API, kind, Some(NS)) {
             haystacks.insert(
@@ -1000,7 +996,8 @@ async fn scan_for_leaks(env: &Env, values: &[&[u8]]) {
     }
     haystacks.insert(
         "logs".into(),
-        String::from_utf8_lossy(&logs().lock().unwrap_or_else(|p| p.into_inner())).into_owned(),
+        String::from_utf8_lossy(&support::logs().lock().unwrap_or_else(|p| p.into_inner()))
+            .into_owned(),
     );
     for needle in &needles {
         for (what, text) in &haystacks {

@@ -12,6 +12,7 @@
 //!   `KubernetesManifest.mode`), which decode a missing value as the server would default it;
 //! * durations are Go duration strings (`5m`, `1h30m`), times are RFC 3339 strings;
 //! * free-form JSON (`Patch.inline`, manifest `inline`, Helm `values`) is kept as [`serde_json::Value`].
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod common;
 pub mod conditions;

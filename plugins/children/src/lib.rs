@@ -1,6 +1,7 @@
 //! The three kinds that attach to an OmniCluster — OmniControlPlane, OmniWorkers and OmniMachine — share their
 //! reconcile (report whether the cluster exists, spec/original-operator.md §2.3) and most admission rules
 //! (§7.3). Each plugin crate is one line: `omni_children::child_plugin!(ControlPlane, Child::ControlPlane);`.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod rules;
 
@@ -54,6 +55,7 @@ pub fn describe(child: Child) -> Info {
         finalizer: None,
         legacy_finalizers: Vec::new(),
         capabilities: vec!["kube-read".into()],
+        secret_fields: Vec::new(),
     }
 }
 

@@ -73,6 +73,7 @@ impl Plugin for OmniClusterPlugin {
                 "files".into(),
                 "clock".into(),
             ],
+            secret_fields: Vec::new(),
         }
     }
 

@@ -10,6 +10,7 @@
 //! error, so controller-runtime silently replaced the minute with its own exponential backoff. Here a failure is
 //! a reported state, not an error: the outputs are committed and the requeue backs off by itself, growing with
 //! how long the connection has been failing (2 s to 60 s).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 use omni_plugin_sdk::{
     Condition, Gvk, Host, HostError, Info, ListQuery, Plugin, ReconcileError, Related,
@@ -51,6 +52,8 @@ impl Plugin for OmniConnectionPlugin {
             legacy_finalizers: vec![LEGACY_FINALIZER.into()],
             // kube-read lists the clusters during deletion; omni is the reachability check; clock stamps lastCheckTime.
             capabilities: vec!["kube-read".into(), "omni".into(), "clock".into()],
+            // The service-account key Secret is read by the host, never through the plugin.
+            secret_fields: Vec::new(),
         }
     }
 

@@ -13,6 +13,7 @@
 //! reuse check and the write always use the spec's target (§10.10); failures leave the rotation data in the status
 //! (§10.11). Go's "error + RequeueAfter 1m" paths, where controller-runtime dropped the minute for its own backoff
 //! (§10.14), are reported states retried after a minute.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 mod admission;
 mod deletion;
@@ -27,7 +28,7 @@ mod target;
 mod validation;
 
 use omni_plugin_sdk::{
-    Gvk, Host, Info, Plugin, ReconcileError, Related, RelatedMapping, Value, Verdict,
+    Gvk, Host, Info, Plugin, ReconcileError, Related, RelatedMapping, SecretField, Value, Verdict,
 };
 
 pub use spec_hash::{spec_hash, spec_json};
@@ -97,6 +98,17 @@ impl Plugin for OmniKubeconfigExportPlugin {
             ]
             .map(String::from)
             .to_vec(),
+            // The target the spec names, and the one the status records (cleaned up after a rename, §10.9).
+            secret_fields: vec![
+                SecretField::with_namespace(
+                    "spec.targetSecretRef.name",
+                    "spec.targetSecretRef.namespace",
+                ),
+                SecretField::with_namespace(
+                    "status.targetSecretRef",
+                    "status.targetSecretNamespace",
+                ),
+            ],
         }
     }
 

@@ -22,6 +22,7 @@
 //!   interval is the one chosen (Go returned both, and controller-runtime replaced the minute with its backoff).
 //! * Drift repair: a synced object is looked at again every [`RESYNC_MS`], because the workload
 //!   cluster is not watched (Go never re-synced on its own).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 mod admission;
 mod deletion;
@@ -33,7 +34,7 @@ mod target;
 mod validation;
 
 use omni_plugin_sdk::{
-    Gvk, Host, Info, Plugin, ReconcileError, Related, RelatedMapping, Value, Verdict,
+    Gvk, Host, Info, Plugin, ReconcileError, Related, RelatedMapping, SecretField, Value, Verdict,
 };
 
 pub use deletion::{DELETE_RETRY_MS, GIVE_UP_AFTER_S};
@@ -78,6 +79,12 @@ impl Plugin for OmniSecretSyncPlugin {
                 "secrets".into(),
                 "workload".into(),
                 "clock".into(),
+            ],
+            // The source and the kubeconfig the spec names, and the kubeconfig the first success pinned (§10.1).
+            secret_fields: vec![
+                SecretField::local("spec.sourceSecretRef.name"),
+                SecretField::local("spec.kubeconfigSecretRef.name"),
+                SecretField::local("status.kubeconfigSecretRef"),
             ],
         }
     }

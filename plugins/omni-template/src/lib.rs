@@ -9,6 +9,7 @@
 //!
 //! Everything here is plain logic over the SDK's [`omni_plugin_sdk::Host`], so it runs in a plugin, natively in
 //! unit tests against the mock host, and natively in the benchmark that compares the two.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod encode;
 pub mod model;

@@ -50,6 +50,7 @@
 //! assert_eq!(host.condition("Accepted").unwrap().status, ConditionStatus::False);
 //! assert_eq!(Mine::validate(&json!({"spec": {}}), None).messages(), ["spec.clusterRef.name: Required value: clusterRef.name is required"]);
 //! ```
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod go;
 pub mod mock;

@@ -220,6 +220,34 @@ pub struct Info {
     /// Capability names: `kube-read`, `kube-write`, `secrets`, `secrets-read-values`, `omni`, `workload`,
     /// `helm`, `files`.
     pub capabilities: Vec<String>,
+    /// The fields of the reconciled object that name Secrets; the host lets the plugin reach no other Secret.
+    pub secret_fields: Vec<SecretField>,
+}
+
+/// Where the reconciled object names a Secret: dotted paths to its name and, optionally, its namespace (absent
+/// or empty: the object's own namespace).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SecretField {
+    pub name: String,
+    pub namespace: Option<String>,
+}
+
+impl SecretField {
+    /// A Secret in the object's own namespace, named at `name`.
+    pub fn local(name: impl Into<String>) -> Self {
+        SecretField {
+            name: name.into(),
+            namespace: None,
+        }
+    }
+
+    /// A Secret named at `name`, in the namespace at `namespace` (the object's own when that is empty).
+    pub fn with_namespace(name: impl Into<String>, namespace: impl Into<String>) -> Self {
+        SecretField {
+            name: name.into(),
+            namespace: Some(namespace.into()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

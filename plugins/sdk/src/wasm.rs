@@ -426,6 +426,7 @@ pub fn describe<P: Plugin>() -> wplugin::Info {
         finalizer,
         legacy_finalizers,
         capabilities,
+        secret_fields,
     } = P::describe();
     wplugin::Info {
         name,
@@ -452,6 +453,13 @@ pub fn describe<P: Plugin>() -> wplugin::Info {
         finalizer,
         legacy_finalizers,
         capabilities,
+        secret_fields: secret_fields
+            .into_iter()
+            .map(|f| wplugin::SecretField {
+                name: f.name,
+                namespace: f.namespace,
+            })
+            .collect(),
     }
 }
 

@@ -23,6 +23,7 @@ pub(super) fn info(info: sdk::Info) -> wit_plugin::Info {
         finalizer,
         legacy_finalizers,
         capabilities,
+        secret_fields,
     } = info;
     wit_plugin::Info {
         name,
@@ -51,6 +52,13 @@ pub(super) fn info(info: sdk::Info) -> wit_plugin::Info {
         finalizer,
         legacy_finalizers,
         capabilities,
+        secret_fields: secret_fields
+            .into_iter()
+            .map(|f| wit_plugin::SecretField {
+                name: f.name,
+                namespace: f.namespace,
+            })
+            .collect(),
     }
 }
 

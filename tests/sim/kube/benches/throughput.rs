@@ -3,6 +3,7 @@
 //! p99 delivery ≤ 5 ms on a 2-core machine).
 //!
 //! Run: `cargo bench -p kube-sim --bench throughput` (add `-- --quick` for a short run).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -12,6 +12,7 @@
 //! let client = sim.client().await?; // a kube::Client with cluster-admin rights
 //! # let _ = client; Ok(()) }
 //! ```
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod admission;
 pub mod api;

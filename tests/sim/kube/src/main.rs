@@ -1,4 +1,5 @@
 //! `kube-sim`: run the in-memory Kubernetes API server and write a kubeconfig for kubectl.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -3896,7 +3896,9 @@ mod tests {
                 "xs": {"type": "array", "items": {"type": "string", "x-kubernetes-validations": [{"rule": "self.startsWith('a')"}]}},
             }})
         };
-        let cases: Vec<(&str, Value, Value, Option<Value>, Vec<&str>)> = vec![
+        // (name, schema, object, old object, expected errors)
+        type Case = (&'static str, Value, Value, Option<Value>, Vec<&'static str>);
+        let cases: Vec<Case> = vec![
             (
                 "message",
                 rules(

@@ -12,6 +12,7 @@
 //! println!("{} {}", sim.endpoint(), key);
 //! # Ok(()) }
 //! ```
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod clock;
 mod controllers;
@@ -281,10 +282,17 @@ impl OmniSim {
         self.mint_key_with(KeyOptions::new(name, role))
     }
 
+    /// [`OmniSim::try_mint_key_with`] for tests: panics on its error.
     pub fn mint_key_with(&self, o: KeyOptions) -> String {
         // Key generation only fails on an internal pgp error; there is nothing a test could do about it.
-        let value = keys::mint(&o.name, o.lifetime)
-            .unwrap_or_else(|e| panic!("omni-sim: minting a key failed: {e:#}"));
+        self.try_mint_key_with(o)
+            .unwrap_or_else(|e| panic!("omni-sim: {e:#}"))
+    }
+
+    /// Mints a key as `o` says and, unless `o.registered` is false, registers it; returns the base64
+    /// `OMNI_SERVICE_ACCOUNT_KEY` value. Fails only on an internal pgp error.
+    pub fn try_mint_key_with(&self, o: KeyOptions) -> Result<String> {
+        let value = keys::mint(&o.name, o.lifetime).context("minting a key failed")?;
         if o.registered {
             let now = self.shared.clock.unix();
             let expiration = if o.expired {
@@ -292,12 +300,11 @@ impl OmniSim {
             } else {
                 now + o.lifetime.as_secs() as i64
             };
-            match keys::entry_for(&value, o.role, Some(expiration), o.confirmed) {
-                Ok(entry) => self.shared.registry.insert(entry),
-                Err(e) => panic!("omni-sim: a freshly minted key does not parse: {e:#}"),
-            }
+            let entry = keys::entry_for(&value, o.role, Some(expiration), o.confirmed)
+                .context("a freshly minted key does not parse")?;
+            self.shared.registry.insert(entry);
         }
-        value
+        Ok(value)
     }
 
     /// Registers an existing key (e.g. `omni_wire::key::EXAMPLE_KEY_VALUE`) with its own expiration.

@@ -1,10 +1,11 @@
 //! `omni-sim`: runs the Omni simulator, mints an Operator key for `omni-operator` and prints how to use it.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 use std::net::SocketAddr;
 
 use anyhow::Result;
 use clap::Parser;
-use omni_sim::{OmniSim, Role};
+use omni_sim::{KeyOptions, OmniSim, Role};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -44,7 +45,7 @@ async fn main() -> Result<()> {
         builder = builder.kubernetes_proxy_url(url);
     }
     let sim = builder.start().await?;
-    let key = sim.mint_key("omni-operator", Role::Operator);
+    let key = sim.try_mint_key_with(KeyOptions::new("omni-operator", Role::Operator))?;
     println!("OMNI_ENDPOINT={}", sim.endpoint());
     println!("OMNI_SERVICE_ACCOUNT_KEY={key}");
     println!(

@@ -17,6 +17,7 @@ impl plugin::Guest for Noop {
             finalizer: None,
             legacy_finalizers: Vec::new(),
             capabilities: Vec::new(),
+            secret_fields: Vec::new(),
         }
     }
 }

@@ -19,6 +19,7 @@ impl plugin::Guest for Sneaky {
             finalizer: None,
             legacy_finalizers: Vec::new(),
             capabilities: Vec::new(),
+            secret_fields: Vec::new(),
         }
     }
 }

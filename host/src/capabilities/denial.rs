@@ -1,0 +1,35 @@
+//! Refusals: a capability call outside the plugin's grants answers `host-error::denied` with a message naming
+//! the plugin, the capability and the target, is logged, and is recorded for the controller to report on the
+//! object (an Event and a condition), as the contract promises.
+
+use super::outputs::{MAX_DENIALS, truncate};
+use super::{Capability, Denial, HostError};
+use crate::runtime::HostState;
+
+/// How much of a plugin-supplied target a denial quotes: a name a plugin made up can be as long as its memory.
+const MAX_TARGET: usize = 512;
+
+impl HostState {
+    /// Refuses a call: returns the plugin's answer and reports the refusal. Only the first few refusals of a
+    /// call are logged and recorded, so a plugin looping on denied calls cannot flood the logs.
+    pub(crate) fn denied(
+        &mut self,
+        capability: Capability,
+        target: &str,
+        reason: &str,
+    ) -> HostError {
+        let mut target = target.to_owned();
+        truncate(&mut target, MAX_TARGET);
+        let denial = Denial {
+            capability: capability.name(),
+            target,
+            reason: reason.to_owned(),
+        };
+        let message = denial.message(&self.plugin);
+        if self.denials.len() < MAX_DENIALS {
+            tracing::warn!(plugin = %self.plugin, capability = capability.name(), "{message}");
+            self.denials.push(denial);
+        }
+        HostError::Denied(message)
+    }
+}

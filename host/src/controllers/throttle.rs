@@ -1,0 +1,112 @@
+//! Per-object rate limits on what plugins make the host write: status writes and Events. A plugin that asks to
+//! be called back at once, or emits an Event on every call, must not turn the host into a flood of API writes.
+//! Token buckets per object, as Kubernetes' own event spam filter (`EventSourceObjectSpamFilter`: a burst of 25,
+//! then one every five minutes per source and object).
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// Buckets kept before full ones are forgotten (a full bucket is the same as no bucket).
+const PRUNE_AT: usize = 4096;
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+/// Token buckets keyed by object.
+#[derive(Debug)]
+pub struct Throttle {
+    burst: f64,
+    /// Seconds per token.
+    refill: Duration,
+    buckets: Mutex<HashMap<String, Bucket>>,
+}
+
+impl Throttle {
+    /// `burst` at once, then one per `refill`.
+    pub fn new(burst: u32, refill: Duration) -> Self {
+        Throttle {
+            burst: f64::from(burst.max(1)),
+            refill: refill.max(Duration::from_millis(1)),
+            buckets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The event spam filter's numbers: 25 at once, then one per five minutes.
+    pub fn events() -> Self {
+        Throttle::new(25, Duration::from_secs(300))
+    }
+
+    /// Status writes: 20 at once, then one per second.
+    pub fn status_writes() -> Self {
+        Throttle::new(20, Duration::from_secs(1))
+    }
+
+    /// Takes a token for `key`, or says how long until one is free.
+    pub fn take(&self, key: &str, now: Instant) -> Result<(), Duration> {
+        let mut buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
+        if buckets.len() >= PRUNE_AT {
+            let (burst, refill) = (self.burst, self.refill);
+            buckets.retain(|_, b| refilled(*b, now, burst, refill) < burst);
+        }
+        let bucket = buckets.entry(key.to_owned()).or_insert(Bucket {
+            tokens: self.burst,
+            at: now,
+        });
+        let tokens = refilled(*bucket, now, self.burst, self.refill);
+        if tokens >= 1.0 {
+            *bucket = Bucket {
+                tokens: tokens - 1.0,
+                at: now,
+            };
+            Ok(())
+        } else {
+            *bucket = Bucket { tokens, at: now };
+            Err(self.refill.mul_f64(1.0 - tokens))
+        }
+    }
+}
+
+fn refilled(bucket: Bucket, now: Instant, burst: f64, refill: Duration) -> f64 {
+    let earned = now.saturating_duration_since(bucket.at).as_secs_f64() / refill.as_secs_f64();
+    (bucket.tokens + earned).min(burst)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_burst_then_one_per_refill() {
+        let throttle = Throttle::new(3, Duration::from_secs(10));
+        let t0 = Instant::now();
+        for _ in 0..3 {
+            assert_eq!(throttle.take("a", t0), Ok(()));
+        }
+        let wait = throttle.take("a", t0).unwrap_err();
+        assert_eq!(wait, Duration::from_secs(10));
+        // Another object has its own bucket.
+        assert_eq!(throttle.take("b", t0), Ok(()));
+        // Half a refill later, still half a token short.
+        assert_eq!(
+            throttle.take("a", t0 + Duration::from_secs(5)).unwrap_err(),
+            Duration::from_secs(5)
+        );
+        assert_eq!(throttle.take("a", t0 + Duration::from_secs(10)), Ok(()));
+        assert!(throttle.take("a", t0 + Duration::from_secs(10)).is_err());
+    }
+
+    #[test]
+    fn full_buckets_are_forgotten_when_there_are_many() {
+        let throttle = Throttle::new(1, Duration::from_millis(1));
+        let t0 = Instant::now();
+        for i in 0..PRUNE_AT {
+            assert_eq!(throttle.take(&i.to_string(), t0), Ok(()));
+        }
+        assert_eq!(throttle.take("late", t0 + Duration::from_secs(1)), Ok(()));
+        assert_eq!(throttle.buckets.lock().unwrap().len(), 1);
+    }
+}

@@ -1,0 +1,255 @@
+//! An attacker's plugin: it tries, through the raw contract bindings, everything a plugin must not get away
+//! with, one attack per entry of `spec.attacks`, and reports what the host answered in `status.results`.
+//! Secret bytes it obtains are reported base64-encoded, so a test can search for them.
+//!
+//! It reconciles OmniHelmRelease (a kind no built-in plugin serves; its free-form `spec.chart.values` carries the
+//! attacks) and declares that the object names Secrets at `spec.chart.values.secretRef.name` (namespace
+//! `….namespace`) and at `status.releaseName`, a status field it writes itself. Results go into the message of
+//! an `Attacks` condition (the status schema would prune other fields), each cut to 900 characters.
+
+use omni_plugin_sdk::bindings::exports::omni::operator::{plugin, reconciler, validator};
+use omni_plugin_sdk::bindings::omni::operator::context::{
+    CallContext, Condition, ConditionStatus, EventType,
+};
+use omni_plugin_sdk::bindings::omni::operator::types::{
+    HostError, LogLevel, ObjectRef, OwnerLabel, ReconcileError, SecretKeyRef,
+};
+use omni_plugin_sdk::bindings::omni::operator::{kube_read, omni, secrets, workload};
+use omni_plugin_sdk::{Value, json};
+
+struct Hostile;
+
+fn text(v: &Value, k: &str) -> String {
+    v[k].as_str().unwrap_or_default().to_string()
+}
+
+fn opt(v: &Value, k: &str) -> Option<String> {
+    v[k].as_str().map(str::to_string)
+}
+
+fn err(e: HostError) -> Value {
+    json!({ "error": format!("{e:?}") })
+}
+
+fn key_ref(a: &Value) -> SecretKeyRef {
+    SecretKeyRef {
+        namespace: opt(a, "namespace"),
+        name: text(a, "name"),
+        key: text(a, "key"),
+    }
+}
+
+fn owner(a: &Value) -> OwnerLabel {
+    OwnerLabel {
+        key: text(a, "ownerKey"),
+        value: text(a, "ownerValue"),
+    }
+}
+
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+fn base64(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(B64[(n >> (18 - 6 * i)) as usize & 63] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn attack(ctx: &CallContext, a: &Value) -> Value {
+    match a["do"].as_str().unwrap_or_default() {
+        "get" => {
+            let target = ObjectRef {
+                api_version: text(a, "apiVersion"),
+                kind: text(a, "kind"),
+                namespace: opt(a, "namespace"),
+                name: text(a, "name"),
+            };
+            match kube_read::get(ctx, &target) {
+                Ok(found) => json!({ "ok": found }),
+                Err(e) => err(e),
+            }
+        }
+        "list" => {
+            let query = kube_read::ListQuery {
+                api_version: text(a, "apiVersion"),
+                kind: text(a, "kind"),
+                namespace: opt(a, "namespace"),
+                label_selector: None,
+                field_selector: None,
+            };
+            match kube_read::list(ctx, &query) {
+                Ok(items) => json!({ "ok": items }),
+                Err(e) => err(e),
+            }
+        }
+        "secretInfo" => match secrets::info(ctx, opt(a, "namespace").as_deref(), &text(a, "name")) {
+            Ok(info) => json!({ "ok": info.map(|i| json!({"keys": i.keys, "labels": i.labels, "annotations": i.annotations})) }),
+            Err(e) => err(e),
+        },
+        "secretDigest" => match secrets::digest(ctx, &key_ref(a)) {
+            Ok(d) => json!({ "ok": d }),
+            Err(e) => err(e),
+        },
+        "secretRead" => match secrets::read(ctx, &key_ref(a)) {
+            Ok(v) => json!({ "ok": v.map(|b| base64(&b)) }),
+            Err(e) => err(e),
+        },
+        "secretDelete" => {
+            match secrets::delete_owned(ctx, opt(a, "namespace").as_deref(), &text(a, "name"), &owner(a)) {
+                Ok(r) => json!({ "ok": format!("{r:?}") }),
+                Err(e) => err(e),
+            }
+        }
+        "probe" => match workload::probe(ctx, &key_ref(a)) {
+            Ok(v) => json!({ "ok": v }),
+            Err(e) => err(e),
+        },
+        "copy" => {
+            let request = workload::SecretCopy {
+                source_name: text(a, "source"),
+                target_namespace: text(a, "targetNamespace"),
+                target_name: text(a, "targetName"),
+                secret_type: None,
+                labels: "{}".into(),
+                annotations: "{}".into(),
+                create_namespace: true,
+                owner: owner(a),
+                digest_annotation: None,
+            };
+            match workload::copy_secret(ctx, &key_ref(&a["kubeconfig"]), &request) {
+                Ok(c) => json!({ "ok": c.digest }),
+                Err(e) => err(e),
+            }
+        }
+        "export" => {
+            let request = omni::KubeconfigExport {
+                cluster: text(a, "cluster"),
+                user: "hostile".into(),
+                groups: vec!["system:masters".into()],
+                ttl_ns: 3_600_000_000_000,
+                target: key_ref(a),
+                remove_key: None,
+                context_namespace: None,
+                labels: "{}".into(),
+                annotations: "{}".into(),
+                owner: owner(a),
+                digest_annotation: None,
+            };
+            match omni::export_kubeconfig(ctx, &text(a, "connection"), &request) {
+                Ok(e) => json!({ "ok": e.digest }),
+                Err(e) => err(e),
+            }
+        }
+        "claim" => {
+            // Points the object's own status at a Secret, for the next call to reach through `status.claimed`.
+            ctx.set_status(&json!({ "releaseName": text(a, "name") }).to_string());
+            json!({ "ok": "claimed" })
+        }
+        "logHuge" => {
+            let size = a["bytes"].as_u64().unwrap_or(0) as usize;
+            let big = "x".repeat(size);
+            for _ in 0..a["times"].as_u64().unwrap_or(1) {
+                ctx.log(LogLevel::Info, &big, &[("field".to_string(), big.clone())]);
+            }
+            json!({ "ok": size })
+        }
+        "events" => {
+            for i in 0..a["count"].as_u64().unwrap_or(0) {
+                ctx.event(EventType::Warning, "Spam", &format!("event {i}"));
+            }
+            json!({ "ok": true })
+        }
+        "requeue" => {
+            ctx.requeue_after(a["ms"].as_u64().unwrap_or(0));
+            json!({ "ok": true })
+        }
+        "spin" => {
+            let mut n = 0u64;
+            for _ in 0..a["calls"].as_u64().unwrap_or(0) {
+                n = n.wrapping_add(ctx.remaining_ms());
+            }
+            json!({ "ok": n > 0 })
+        }
+        "now" => {
+            let since = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            json!({ "ok": since })
+        }
+        other => json!({ "error": format!("unknown attack {other:?}") }),
+    }
+}
+
+impl plugin::Guest for Hostile {
+    fn describe() -> plugin::Info {
+        plugin::Info {
+            name: "hostile".into(),
+            version: "1.0.0".into(),
+            kinds: vec![omni_plugin_sdk::bindings::omni::operator::types::Gvk {
+                group: "omni.texashpc.com".into(),
+                version: "v1alpha1".into(),
+                kind: "OmniHelmRelease".into(),
+            }],
+            related: Vec::new(),
+            finalizer: None,
+            legacy_finalizers: Vec::new(),
+            capabilities: Vec::new(),
+            secret_fields: vec![
+                plugin::SecretField {
+                    name: "spec.chart.values.secretRef.name".into(),
+                    namespace: Some("spec.chart.values.secretRef.namespace".into()),
+                },
+                plugin::SecretField {
+                    name: "status.releaseName".into(),
+                    namespace: None,
+                },
+            ],
+        }
+    }
+}
+
+impl reconciler::Guest for Hostile {
+    fn reconcile(ctx: &CallContext) -> Result<(), ReconcileError> {
+        let object: Value = omni_plugin_sdk::serde_json::from_str(&ctx.object()).unwrap_or_default();
+        let attacks = object["spec"]["chart"]["values"]["attacks"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let results: Vec<String> = attacks
+            .iter()
+            .map(|a| attack(ctx, a).to_string().chars().take(900).collect())
+            .collect();
+        ctx.set_condition(&Condition {
+            type_: "Attacks".into(),
+            status: ConditionStatus::True,
+            reason: "Reported".into(),
+            message: json!(results).to_string(),
+        });
+        Ok(())
+    }
+
+    fn finalize(_ctx: &CallContext) -> Result<bool, ReconcileError> {
+        Ok(true)
+    }
+}
+
+impl validator::Guest for Hostile {
+    fn validate(_object: String, _old_object: Option<String>) -> validator::Verdict {
+        validator::Verdict {
+            errors: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+}
+
+omni_plugin_sdk::bindings::export!(Hostile with_types_in omni_plugin_sdk::bindings);

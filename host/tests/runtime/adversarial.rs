@@ -1,0 +1,601 @@
+//! The sandbox under attack: hostile components, built as real plugins (`tests/guests/hostile`, `squatter`,
+//! `stall`, and hand-written WebAssembly), run in the real host. Each attack must be contained, reported with the
+//! plugin's name, and leave every other object reconciling. The first tests run the attacker through the
+//! controllers against kube-sim, omni-sim and a workload kube-sim, beside the built-in export plugin whose
+//! credentials are the prize.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use omni_operator::capabilities::{Grants, HostServices};
+use omni_operator::operator::{Operator, PluginSources};
+use omni_operator::runtime::{CallError, ErrorKind, PluginSpec};
+use serde_json::{Value, json};
+
+use super::guests;
+use super::support::{self, FakeKube, NOW, echo_still_serves, load, try_load};
+use super::workload_access::{API, CLUSTER, Env, NS, data, export, is, scan_for_leaks};
+
+/// Every grant a plugin can be given, scoped as wide as the grammar allows.
+const EVERYTHING: [&str; 10] = [
+    "kube-read:*",
+    "kube-read-cluster:*",
+    "namespace:*",
+    "secrets",
+    "secrets-read-values",
+    "secrets-write",
+    "secrets-namespace:*",
+    "workload",
+    "omni",
+    "clock",
+];
+
+/// The interfaces the hostile plugin imports: without them it does not load at all.
+const IMPORTS: [&str; 4] = ["kube-read", "secrets", "workload", "omni"];
+
+/// The hostile plugin with its imports granted, plus `grants`.
+fn hostile_grants(grants: &[&str]) -> Grants {
+    Grants::parse(IMPORTS.iter().chain(grants)).expect("grants parse")
+}
+
+fn hostile(grants: &[&str]) -> PluginSpec {
+    PluginSpec::new("hostile", guests::wasm("hostile")).grants(hostile_grants(grants))
+}
+
+/// An OmniHelmRelease carrying `attacks` (and naming Secret `named`) for the hostile plugin.
+fn release(name: &str, named: &str, attacks: Value) -> Value {
+    json!({"apiVersion": API, "kind": "OmniHelmRelease", "metadata": {"name": name, "namespace": NS},
+        "spec": {"clusterRef": {"name": CLUSTER}, "kubeconfigSecretRef": {"name": "edge-kubeconfig"},
+            "chart": {"repository": "https://charts.example.com", "chart": "demo", "version": "1.0.0",
+                "values": {"secretRef": {"name": named}, "attacks": attacks}}}})
+}
+
+/// The hostile plugin's report: one JSON value per attack.
+fn results(obj: &Value) -> Vec<Value> {
+    let message = super::workload_access::message(obj, "Attacks");
+    let texts: Vec<String> = serde_json::from_str(&message).unwrap_or_default();
+    texts
+        .iter()
+        .map(|t| serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.clone())))
+        .collect()
+}
+
+fn denied(result: &Value) -> bool {
+    result["error"]
+        .as_str()
+        .is_some_and(|e| e.starts_with("HostError::Denied(\"plugin \\\"hostile\\\" was denied"))
+}
+
+/// The exported kubeconfig the built-in export wrote, once it is Ready.
+async fn exported_kubeconfig(env: &Env) -> Vec<u8> {
+    env.apply(&export("ops", json!({"name": "edge-kubeconfig"}), "Delete"))
+        .await;
+    env.wait("OmniKubeconfigExport", "ops", "Ready=True", |o| {
+        is(o, "Ready", "True", "Exported")
+    })
+    .await;
+    data(
+        &env.secret(NS, "edge-kubeconfig")
+            .expect("the export wrote its Secret"),
+        "kubeconfig",
+    )
+}
+
+/// A Secret created as `kubectl apply` creates it: the whole object, values included, in an annotation.
+fn applied_secret(name: &str, value: &str) -> Value {
+    let encoded = base64::engine::general_purpose::STANDARD.encode(value);
+    let last = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": NS},
+        "data": {"password": encoded}});
+    json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": name, "namespace": NS, "labels": {"stolen-by": "hostile"},
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": last.to_string(), "team": "a"}},
+        "type": "Opaque", "data": {"password": encoded}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_with_every_grant_obtains_no_credential_and_every_denial_is_reported() {
+    let env = Env::start_with(vec![hostile(&EVERYTHING)]).await;
+    let kubeconfig = exported_kubeconfig(&env).await;
+    let key = data(
+        &env.secret(NS, "omni-service-account").expect("key Secret"),
+        "serviceAccountKey",
+    );
+    env.apply(&applied_secret("app-config", "app-value-7f3"))
+        .await;
+    env.apply(&applied_secret("applied", "applied-value-91c"))
+        .await;
+
+    let sa = |what: &str| json!({"do": what, "name": "omni-service-account", "key": "serviceAccountKey"});
+    let attacks = json!([
+        // 0-3: Secrets through kube-read, however spelled.
+        {"do": "get", "apiVersion": "v1", "kind": "Secret", "name": "omni-service-account"},
+        {"do": "list", "apiVersion": "v1", "kind": "Secret"},
+        {"do": "get", "apiVersion": "/v1", "kind": "Secret", "name": "edge-kubeconfig"},
+        {"do": "list", "apiVersion": "v1", "kind": "Secret", "namespace": "kube-system"},
+        // 4-7: Secrets the object does not name.
+        sa("secretRead"),
+        {"do": "secretRead", "name": "edge-kubeconfig", "key": "kubeconfig"},
+        {"do": "secretInfo", "name": "applied"},
+        sa("secretDigest"),
+        // 8-9: the Secret the object names: metadata without the value-bearing annotation; its value, granted.
+        {"do": "secretInfo", "name": "app-config"},
+        {"do": "secretRead", "name": "app-config", "key": "password"},
+        // 10-11: deletes with an owner label the plugin made up.
+        {"do": "secretDelete", "name": "app-config", "ownerKey": "stolen-by", "ownerValue": "hostile"},
+        {"do": "secretDelete", "name": "omni-service-account", "ownerKey": "stolen-by", "ownerValue": "hostile"},
+        // 12-14: the workload cluster and Omni with credentials the object does not name.
+        {"do": "probe", "name": "edge-kubeconfig", "key": "kubeconfig"},
+        {"do": "copy", "kubeconfig": {"name": "edge-kubeconfig", "key": "kubeconfig"}, "source": "omni-service-account",
+            "targetNamespace": "apps", "targetName": "loot", "ownerKey": "k", "ownerValue": "v"},
+        {"do": "export", "connection": "omni", "cluster": CLUSTER, "name": "omni-service-account",
+            "key": "serviceAccountKey", "ownerKey": "k", "ownerValue": "v"},
+        // 15: points its own status at the key Secret, for the next call.
+        {"do": "claim", "name": "omni-service-account"},
+    ]);
+    env.apply(&release("h", "app-config", attacks)).await;
+    let obj = env
+        .wait("OmniHelmRelease", "h", "the attacks' report", |o| {
+            results(o).len() == 16
+        })
+        .await;
+    let r = results(&obj);
+    for (i, result) in r.iter().enumerate() {
+        if ![8, 9, 15].contains(&i) {
+            assert!(denied(result), "attack {i} was not denied: {result}");
+        }
+    }
+    assert!(
+        r[0]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Secrets are never readable through kube-read"),
+        "{}",
+        r[0]
+    );
+    let info = &r[8]["ok"];
+    assert_eq!(info["keys"], json!(["password"]));
+    assert!(
+        !info["annotations"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("last-applied"),
+        "secrets.info hands over kubectl's copy of the values: {info}"
+    );
+    assert!(
+        info["annotations"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("team")
+    );
+    assert_eq!(
+        r[9]["ok"],
+        json!(base64::engine::general_purpose::STANDARD.encode("app-value-7f3")),
+        "the named Secret's value is readable under secrets-read-values"
+    );
+    assert!(
+        env.secret(NS, "app-config").is_some(),
+        "a made-up owner label deletes nothing"
+    );
+    assert!(env.secret(NS, "omni-service-account").is_some());
+
+    // The next call reaches the key Secret through the status it wrote: only for owner-checked operations,
+    // never its contents.
+    let again = json!([sa("secretRead"), sa("secretDigest"), {"do": "secretInfo", "name": "omni-service-account"}]);
+    env.apply(&release("h", "app-config", again)).await;
+    let obj = env
+        .wait("OmniHelmRelease", "h", "the second report", |o| {
+            let r = results(o);
+            r.len() == 3
+                && r.iter()
+                    .all(|x| x.get("error").is_some() || x.get("ok").is_some())
+        })
+        .await;
+    assert_eq!(
+        obj["status"]["releaseName"], "omni-service-account",
+        "the claim was written"
+    );
+    for (i, result) in results(&obj).iter().enumerate() {
+        assert!(
+            denied(result),
+            "status-named attack {i} was not denied: {result}"
+        );
+    }
+
+    // Reported as the contract promises: a condition and an Event naming plugin, capability and target, and a
+    // log line; counted.
+    assert!(
+        is(&obj, "CapabilityDenied", "True", "CapabilityDenied"),
+        "{:#}",
+        obj["status"]
+    );
+    let condition = super::workload_access::message(&obj, "CapabilityDenied");
+    assert!(
+        condition.starts_with(
+            "plugin \"hostile\" was denied secrets: secrets.read \"omni-service-account\""
+        ),
+        "{condition}"
+    );
+    let events = env.kube.list("events.k8s.io/v1", "Event", Some(NS));
+    assert!(
+        events.iter().any(|e| e["reason"] == "CapabilityDenied"
+            && e["regarding"]["name"] == "h"
+            && e["note"]
+                .as_str()
+                .is_some_and(|n| n.contains("plugin \"hostile\" was denied"))),
+        "no CapabilityDenied Event on h"
+    );
+    let logged = String::from_utf8_lossy(&support::logs().lock().unwrap()).into_owned();
+    assert!(
+        logged.contains("plugin \"hostile\" was denied kube-read"),
+        "no denial was logged"
+    );
+    // 13 refusals in the first call, 3 in the second.
+    assert!(env.stats.denials.load(Ordering::Relaxed) >= 16);
+
+    // No byte of the key, the kubeconfig (or its token) or a value-bearing annotation reached the plugin's
+    // report, any status, Event or log line.
+    scan_for_leaks(&env, &[&key, &kubeconfig, b"applied-value-91c"]).await;
+
+    // The built-in export kept serving throughout: a new one reaches Ready.
+    env.apply(&export(
+        "ops2",
+        json!({"name": "edge-kubeconfig-2"}),
+        "Delete",
+    ))
+    .await;
+    env.wait("OmniKubeconfigExport", "ops2", "Ready=True", |o| {
+        is(o, "Ready", "True", "Exported")
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn floods_of_calls_events_requeues_and_log_bytes_are_bounded_by_the_host() {
+    let env = Env::start_with(vec![hostile(&["clock"])]).await;
+    // 60 Events a call (just under the per-call bound), a requeue of 0 ms and 8 MiB log fields, every call.
+    let flood = json!([
+        {"do": "events", "count": 60},
+        {"do": "requeue", "ms": 0},
+        {"do": "logHuge", "bytes": 8 << 20, "times": 4},
+    ]);
+    let started = Instant::now();
+    let calls_before = env.stats.calls.load(Ordering::Relaxed);
+    env.apply(&release("flood", "none", flood)).await;
+    env.wait("OmniHelmRelease", "flood", "reported", |o| {
+        results(o).len() == 3
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let seconds = started.elapsed().as_secs_f64();
+    let calls = env.stats.calls.load(Ordering::Relaxed) - calls_before;
+    // The requeue floor is 1 s; allow the first call, the status write's own trigger and slack for a slow machine.
+    assert!(
+        (calls as f64) <= seconds + 4.0,
+        "{calls} reconciles in {seconds:.1} s despite the 1 s requeue floor"
+    );
+    assert!(env.stats.requeues_raised.load(Ordering::Relaxed) >= 1);
+    let spam = env
+        .kube
+        .list("events.k8s.io/v1", "Event", Some(NS))
+        .into_iter()
+        .filter(|e| e["regarding"]["name"] == "flood" && e["reason"] == "Spam")
+        .count();
+    assert!(
+        (1..=25).contains(&spam),
+        "{spam} Events recorded for one object; the spam filter allows a burst of 25"
+    );
+    assert!(env.stats.events_dropped.load(Ordering::Relaxed) >= 35);
+    // Log lines keep at most 4 KiB of message and 1 KiB per field.
+    let logged = String::from_utf8_lossy(&support::logs().lock().unwrap()).into_owned();
+    assert!(
+        logged.lines().all(|l| l.len() < 64 * 1024),
+        "a log line of {} bytes reached the logs",
+        logged.lines().map(str::len).max().unwrap_or(0)
+    );
+
+    // A loop of cheap host calls is stopped at the per-call cap and reported.
+    env.apply(&release(
+        "spinner",
+        "none",
+        json!([{"do": "spin", "calls": 50_000}]),
+    ))
+    .await;
+    let spinner = env
+        .wait("OmniHelmRelease", "spinner", "stopped", |o| {
+            is(o, "Ready", "False", "PluginTooManyHostCalls")
+        })
+        .await;
+    let why = super::workload_access::message(&spinner, "Ready");
+    assert!(
+        why.starts_with(
+            "plugin \"hostile\" was stopped: it made more than 10000 calls into the host"
+        ),
+        "{why}"
+    );
+
+    // The others keep serving: the built-in export reaches Ready meanwhile.
+    env.apply(&export("ops", json!({"name": "edge-kubeconfig"}), "Delete"))
+        .await;
+    env.wait("OmniKubeconfigExport", "ops", "Ready=True", |o| {
+        is(o, "Ready", "True", "Exported")
+    })
+    .await;
+}
+
+/// Reconciles one attack in the runtime alone (no controllers) and returns its result and the call's outputs.
+async fn attack_once(
+    grants: &[&str],
+    services: &HostServices,
+    attack: Value,
+) -> (Value, omni_operator::capabilities::Outputs) {
+    let plugin = load("hostile", hostile_grants(grants)).await;
+    let object = release("x", "none", json!([attack]));
+    let object =
+        omni_operator::capabilities::CallObject::parse(object.to_string()).expect("object");
+    let done = plugin
+        .reconcile(&object, services)
+        .await
+        .expect("the call completes");
+    let report = done
+        .outputs
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Attacks")
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    let texts: Vec<String> = serde_json::from_str(&report).expect("the report");
+    let result = serde_json::from_str(&texts[0]).expect("one result");
+    (result, done.outputs)
+}
+
+#[tokio::test]
+async fn cluster_scoped_kinds_need_a_cluster_grant_and_kinds_must_be_named() {
+    let services = || {
+        support::services(
+            FakeKube::default()
+                .with_object(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system"}}))
+                .with_config_map(NS, "settings", json!({"a": "b"})),
+        )
+    };
+    let ns = json!({"do": "get", "apiVersion": "v1", "kind": "Namespace", "name": "kube-system"});
+    let (r, out) = attack_once(&["kube-read:*", "namespace:*"], &services(), ns.clone()).await;
+    assert!(denied(&r), "a namespaced grant reached a Namespace: {r}");
+    assert!(
+        r["error"]
+            .as_str()
+            .unwrap()
+            .contains("`kube-read-cluster:core/Namespace`"),
+        "{r}"
+    );
+    assert_eq!(out.denials[0].capability, "kube-read");
+    let (r, _) = attack_once(&["kube-read-cluster:core/Namespace"], &services(), ns).await;
+    let got: Value = serde_json::from_str(r["ok"].as_str().unwrap_or_default()).unwrap_or_default();
+    assert_eq!(got["metadata"]["name"], "kube-system", "{r}");
+
+    // A kind not named is denied even in the object's own namespace.
+    let cm = json!({"do": "get", "apiVersion": "v1", "kind": "ConfigMap", "name": "settings"});
+    let (r, _) = attack_once(
+        &["kube-read:omni.texashpc.com/OmniCluster"],
+        &services(),
+        cm.clone(),
+    )
+    .await;
+    assert!(denied(&r), "{r}");
+    let (r, _) = attack_once(&["kube-read:core/ConfigMap"], &services(), cm).await;
+    let got: Value = serde_json::from_str(r["ok"].as_str().unwrap_or_default()).unwrap_or_default();
+    assert_eq!(got["data"], json!({"a": "b"}), "{r}");
+}
+
+#[tokio::test]
+async fn a_plugins_clocks_show_the_hosts_time_only_under_the_clock_grant() {
+    let services = support::default_services();
+    let now = json!({"do": "now"});
+    let (r, _) = attack_once(&["kube-read:core/ConfigMap"], &services, now.clone()).await;
+    assert_eq!(
+        r["ok"], 0,
+        "without the clock grant WASI's wall clock must stand still: {r}"
+    );
+    let (r, _) = attack_once(&["clock"], &services, now).await;
+    assert_eq!(
+        r["ok"], NOW,
+        "WASI's wall clock must be the host's injectable clock: {r}"
+    );
+}
+
+#[tokio::test]
+async fn huge_log_lines_are_cut_before_they_are_kept() {
+    let huge = json!({"do": "logHuge", "bytes": 4 << 20, "times": 2});
+    let (_, out) = attack_once(&["clock"], &support::default_services(), huge).await;
+    assert_eq!(out.logs.len(), 2);
+    for line in &out.logs {
+        assert!(line.message.len() <= 4096, "{}", line.message.len());
+        assert!(
+            line.message.capacity() <= 8192,
+            "the cut message keeps its capacity"
+        );
+        assert_eq!(line.fields.len(), 1);
+        assert!(line.fields[0].1.len() <= 1024, "{}", line.fields[0].1.len());
+        assert!(line.fields[0].1.capacity() <= 2048);
+    }
+}
+
+/// A component of `modules` core modules, each with `memories` memories of one page, all instantiated.
+fn greedy(modules: usize, memories: usize) -> Vec<u8> {
+    let memories: String = (0..memories).map(|_| "(memory 1)").collect();
+    let body: String = (0..modules)
+        .map(|i| format!("(core module $m{i} {memories}) (core instance (instantiate $m{i}))"))
+        .collect();
+    wat::parse_str(format!("(component {body})")).expect("the component assembles")
+}
+
+#[tokio::test]
+async fn components_with_many_memories_are_refused_at_load() {
+    // Sixteen modules of one memory each (every module within bounds, the component not), and one module of
+    // sixteen: refused by the pooling allocator's per-component limits at compile time, so the pool's slots are
+    // never taken.
+    for (modules, memories) in [(16, 1), (1, 16)] {
+        let e = support::runtime()
+            .load(PluginSpec::new("greedy", greedy(modules, memories)))
+            .await
+            .expect_err("16 memories");
+        assert!(e.to_string().starts_with("plugin \"greedy\""), "{e}");
+        assert!(
+            e.to_string().contains("16") && e.to_string().contains("memories"),
+            "{e}"
+        );
+    }
+    // With the on-demand allocator (where the pool cannot be reserved) the host's own check refuses it.
+    let on_demand = omni_operator::runtime::Runtime::new(omni_operator::runtime::RuntimeConfig {
+        allocator: omni_operator::runtime::Allocator::OnDemand,
+        ..Default::default()
+    })
+    .expect("runtime");
+    let e = on_demand
+        .load(PluginSpec::new("greedy", greedy(16, 1)))
+        .await
+        .expect_err("16 memories");
+    assert_eq!(
+        e.to_string(),
+        "plugin \"greedy\" defines 16 linear memories and 0 tables; this host allows at most 2 memories and 32 \
+         tables per plugin"
+    );
+    echo_still_serves().await;
+}
+
+#[tokio::test]
+async fn a_call_is_capped_across_all_its_memories() {
+    // bomb allocates until refused: the cap holds and is classified, and the runtime serves on.
+    let bomb = load("bomb", Grants::none()).await;
+    let e = bomb
+        .reconcile(
+            &support::object("b", "default", json!({})),
+            &support::default_services(),
+        )
+        .await
+        .expect_err("the bomb is stopped");
+    let CallError::Aborted(e) = e else {
+        panic!("{e}")
+    };
+    assert_eq!(e.kind(), ErrorKind::OutOfMemory);
+    echo_still_serves().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_up_survives_bad_plugins_and_refuses_squatters_impostors_and_rivals() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let put = |name: &str, bytes: &[u8]| {
+        std::fs::write(dir.path().join(format!("{name}.wasm")), bytes).expect("write")
+    };
+    put("broken", b"not a component");
+    put("stall", &guests::wasm("stall"));
+    put("squatter", &guests::wasm("squatter"));
+    // An impostor under a built-in's name: it gets no grants of the built-in, so its imports are refused.
+    put("omni-kubeconfig-export", &guests::wasm("hostile"));
+    // Two plugins claiming one kind.
+    put("hostile", &guests::wasm("hostile"));
+    put("rival", &guests::wasm("hostile"));
+    let mut sources = PluginSources {
+        plugin_dir: Some(dir.path().to_path_buf()),
+        ..PluginSources::default()
+    };
+    for name in ["hostile", "rival", "squatter"] {
+        sources.extra_grants.insert(
+            name.into(),
+            EVERYTHING.iter().map(|g| g.to_string()).collect(),
+        );
+    }
+    let operator = Operator::load(support::runtime().clone(), sources)
+        .await
+        .expect("start-up survives every bad plugin");
+    let refused: std::collections::BTreeMap<&str, &str> = operator
+        .refused()
+        .iter()
+        .map(|(n, r)| (n.as_str(), r.as_str()))
+        .collect();
+    assert_eq!(
+        refused.keys().copied().collect::<Vec<_>>(),
+        [
+            "broken",
+            "omni-kubeconfig-export",
+            "rival",
+            "squatter",
+            "stall"
+        ],
+        "{refused:#?}"
+    );
+    assert!(
+        refused["broken"].contains("is not a loadable component"),
+        "{}",
+        refused["broken"]
+    );
+    assert!(
+        refused["stall"].contains("timed out"),
+        "{}",
+        refused["stall"]
+    );
+    assert!(
+        refused["squatter"].contains("reconciles core/Secret, which this operator does not serve"),
+        "{}",
+        refused["squatter"]
+    );
+    assert!(
+        refused["omni-kubeconfig-export"].contains("which its grants do not include"),
+        "{}",
+        refused["omni-kubeconfig-export"]
+    );
+    assert!(
+        refused["rival"].contains(
+            "plugins \"hostile\" and \"rival\" both reconcile omni.texashpc.com/OmniHelmRelease"
+        ),
+        "{}",
+        refused["rival"]
+    );
+    // Every built-in serves, the export as the built-in bytes.
+    let names = operator.registry().names();
+    for d in omni_operator::defaults::PLUGINS {
+        assert!(
+            names.contains(&d.name.to_string()),
+            "{} is not serving",
+            d.name
+        );
+    }
+    let export = operator
+        .registry()
+        .get("omni-kubeconfig-export")
+        .expect("export");
+    let built_in = omni_operator::runtime::Digest::of(omni_operator::defaults::PLUGINS[5].wasm);
+    assert_eq!(export.digest(), built_in);
+    assert!(names.contains(&"hostile".to_string()));
+}
+
+#[tokio::test]
+async fn a_plugin_dir_file_does_not_inherit_a_built_ins_grants() {
+    // The echo plugin needs kube-read and clock. Under a built-in's name, without a --grant of its own, it gets
+    // nothing: its imports are refused even though the built-in omni-kubeconfig-export holds both.
+    let e = try_load("echo", Grants::none(), None)
+        .await
+        .expect_err("no grants");
+    assert_eq!(e.kind(), ErrorKind::DeniedCapability);
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("omni-kubeconfig-export.wasm"),
+        guests::wasm("echo"),
+    )
+    .expect("write");
+    let operator = Operator::load(
+        support::runtime().clone(),
+        PluginSources {
+            plugin_dir: Some(dir.path().to_path_buf()),
+            ..PluginSources::default()
+        },
+    )
+    .await
+    .expect("start-up");
+    assert_eq!(operator.refused().len(), 1, "{:?}", operator.refused());
+    assert!(
+        operator.refused()[0]
+            .1
+            .contains("which its grants do not include")
+    );
+}
