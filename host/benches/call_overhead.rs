@@ -106,6 +106,64 @@ fn report(label: &str, samples: &[Duration]) {
     );
 }
 
+/// The floor our overhead is compared with: plain wasmtime, same engine settings (async, epoch interruption, the
+/// same allocator), instantiating an empty component in a fresh store and calling its one export.
+async fn bare(allocator: Allocator) -> anyhow::Result<Vec<Duration>> {
+    let mut config = wasmtime::Config::new();
+    config.epoch_interruption(true);
+    if allocator == Allocator::Pooling {
+        config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(
+            wasmtime::PoolingAllocationConfig::new(),
+        ));
+    }
+    let engine = wasmtime::Engine::new(&config).map_err(anyhow::Error::from)?;
+    let component = wasmtime::component::Component::new(
+        &engine,
+        wat::parse_str(
+            r#"(component
+                (core module $m (func (export "f")))
+                (core instance $i (instantiate $m))
+                (func (export "run") (canon lift (core func $i "f"))))"#,
+        )?,
+    )
+    .map_err(anyhow::Error::from)?;
+    let linker = wasmtime::component::Linker::<()>::new(&engine);
+    let pre = linker
+        .instantiate_pre(&component)
+        .map_err(anyhow::Error::from)?;
+    let call = async || -> anyhow::Result<()> {
+        let mut store = wasmtime::Store::new(&engine, ());
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_async_yield_and_update(1);
+        let instance = pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(anyhow::Error::from)?;
+        let run = instance
+            .get_typed_func::<(), ()>(&mut store, "run")
+            .map_err(anyhow::Error::from)?;
+        run.call_async(&mut store, ())
+            .await
+            .map_err(anyhow::Error::from)?;
+        Ok(())
+    };
+    for _ in 0..WARMUP {
+        call().await?;
+    }
+    let mut samples = Vec::with_capacity(ITERATIONS);
+    for _ in 0..ITERATIONS {
+        let started = Instant::now();
+        call().await?;
+        samples.push(started.elapsed());
+    }
+    samples.sort();
+    Ok(samples)
+}
+
+fn median(samples: &[Duration]) -> f64 {
+    samples[samples.len() / 2].as_secs_f64()
+}
+
 async fn bench(allocator: Allocator) -> anyhow::Result<()> {
     let cache_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-plugin-cache");
     let runtime = Runtime::new(RuntimeConfig {
@@ -125,7 +183,7 @@ async fn bench(allocator: Allocator) -> anyhow::Result<()> {
     let echo = runtime
         .load(
             PluginSpec::new("echo", guests::wasm("echo"))
-                .grants(Grants::parse(["kube-read", "clock"])?),
+                .grants(Grants::parse(["kube-read:core/ConfigMap", "clock"])?),
         )
         .await?;
 
@@ -134,9 +192,20 @@ async fn bench(allocator: Allocator) -> anyhow::Result<()> {
         "allocator: {allocator}; object: {} bytes; {ITERATIONS} calls after {WARMUP} warm-up",
         object.json().len()
     );
+    let floor = bare(runtime.allocator()).await?;
+    report(
+        "bare wasmtime: instantiate + call an empty component",
+        &floor,
+    );
+    let overhead = measure(&noop, &object, &services).await;
     report(
         "overhead: noop reconcile (object copied in, 1 output)",
-        &measure(&noop, &object, &services).await,
+        &overhead,
+    );
+    println!(
+        "{:<58} {:.2}× (target ≤ 1.5×)",
+        "overhead / bare wasmtime (medians)",
+        median(&overhead) / median(&floor)
     );
     report(
         "echo reconcile (parses the object, kube-read, clock, 5 outputs)",

@@ -753,6 +753,18 @@ async fn load_native(
                 .load_native::<omni_machine::Machine>(name, grants, None)
                 .await
         }
+        "omni-kubeconfig-export" => {
+            runtime
+                .load_native::<omni_kubeconfig_export::OmniKubeconfigExportPlugin>(
+                    name, grants, None,
+                )
+                .await
+        }
+        "omni-secret-sync" => {
+            runtime
+                .load_native::<omni_secret_sync::OmniSecretSyncPlugin>(name, grants, None)
+                .await
+        }
         other => bail!("the built-in plugin {other:?} has no native build in this bench"),
     })
 }

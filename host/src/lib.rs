@@ -2,11 +2,14 @@
 //! The omni-operator host.
 //!
 //! Each kind's reconcile logic is a WebAssembly component (a *plugin*) behind the WIT contract in `wit/`. This
-//! crate runs them: [`runtime`] compiles, sandboxes and calls plugins; [`capabilities`] is what a plugin may ask
-//! of the host during a call; [`controllers`] watch Kubernetes, call plugins and commit what they return; [`secrets`] holds the rules
-//! for touching Secrets in the management and workload clusters.
+//! crate runs them: [`contract`] holds the bindings and the types every layer shares; [`omni`] and [`secrets`]
+//! are the clients for Omni and for Secrets in the management and workload clusters; [`capabilities`] is what a
+//! plugin may ask of the host during a call; [`runtime`] compiles, sandboxes and calls plugins; [`controllers`]
+//! watch Kubernetes, call plugins and commit what they return. Each layer uses only those before it
+//! (`layering.rs` tests that).
 
 pub mod capabilities;
+pub mod contract;
 pub mod controllers;
 pub mod defaults;
 pub mod dev;
@@ -14,3 +17,6 @@ pub mod omni;
 pub mod operator;
 pub mod runtime;
 pub mod secrets;
+
+#[cfg(test)]
+mod layering;

@@ -5,8 +5,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use wasmtime::component::Resource;
 
 use super::CallContext;
-use crate::runtime::HostState;
-use crate::runtime::bindings::omni::operator::clock;
+use super::CallScope;
+use crate::contract::bindings::omni::operator::clock;
 
 /// Where `clock.now` reads the time. `Debug` so the settings that hold one can print themselves.
 pub trait Clock: Send + Sync + std::fmt::Debug {
@@ -39,7 +39,7 @@ impl Clock for FixedClock {
     }
 }
 
-impl clock::Host for HostState {
+impl clock::Host for CallScope {
     async fn now(&mut self, _ctx: Resource<CallContext>) -> wasmtime::Result<String> {
         Ok(rfc3339_seconds(self.services.clock.now()))
     }

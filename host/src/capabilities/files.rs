@@ -5,21 +5,22 @@
 //! this host never touches its working directory. A plugin names the object's template root and a path; the
 //! host serves the file only when the root is one the operator admin allowed (`--template-root DIR`, kept in
 //! [`TemplateRoots`]) or lies inside one, and the path stays inside the root after `..` and symlinks are
-//! resolved. With no allowed roots every read is denied.
+//! resolved: it is opened through cap-std beneath the root's directory, so the kernel (or cap-std) does the
+//! resolving and nothing here re-checks paths. Only regular files are served. With no allowed roots every read is
+//! denied.
 
 use std::fmt::Write as _;
-use std::fs::File;
 use std::io::{self, Read as _};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, File, FileTypeExt as _, Metadata, OpenOptions, OpenOptionsExt as _};
 use wasmtime::component::Resource;
 
-use super::kube_read::io_budget;
-use super::{CallContext, Capability, HostError};
-use crate::runtime::HostState;
-use crate::runtime::bindings::omni::operator::files as wit;
-use crate::runtime::bindings::omni::operator::types::HostError as WitHostError;
+use super::budget::{self, within};
+use super::{CallContext, CallScope, Capability, HostError, HostFailure};
+use crate::contract::bindings::omni::operator::files as wit;
 
 /// The largest file a plugin may read: template patches and manifests are small, and the bytes are copied into
 /// the plugin's (capped) memory.
@@ -60,14 +61,16 @@ impl TemplateRoots {
                  admin must start it with --template-root DIR to let plugins read files under DIR"
             )));
         }
-        let root_dir = self.allowed_root(root)?;
-        let relative = relative_path(root, &root_dir, path)?;
+        let root_dir = self.open_root(root)?;
+        let relative = relative_path(root, path)?;
         read_beneath(&root_dir, &relative, root, path)
     }
 
-    /// The canonical directory of `root` once it is known to be (inside) an allowed root. The lexical check comes
-    /// first, so a plugin cannot probe which paths exist elsewhere; the canonical check catches symlinks.
-    fn allowed_root(&self, root: &str) -> Result<PathBuf, HostError> {
+    /// The directory `root` names, once it is known to be an allowed root or inside one. The lexical check comes
+    /// first, so a plugin cannot probe which paths exist elsewhere. Then the allowed root is opened (the only
+    /// use of ambient authority here: the admin named it) and the rest of `root` is opened beneath it by
+    /// cap-std, so a symlink in the root's own path cannot lead anywhere the admin never allowed.
+    fn open_root(&self, root: &str) -> Result<Dir, HostError> {
         if root.is_empty() {
             return Err(HostError::Invalid(
                 "no templateRoot given: files can only be read under a template root".into(),
@@ -81,37 +84,33 @@ impl TemplateRoots {
             )));
         }
         let lexical = normalize_absolute(requested);
-        let allowed: Vec<(PathBuf, Option<PathBuf>)> = self
+        let below = |base: &Path| lexical.strip_prefix(base).ok().map(Path::to_path_buf);
+        // The request may spell an allowed root as the admin did or as it resolves; which spelling matched only
+        // picks the allowed root to open, containment is cap-std's.
+        let (allowed, rest) = self
             .iter()
-            .map(|r| (normalize_absolute(r), std::fs::canonicalize(r).ok()))
-            .collect();
-        let inside = |dir: &Path| {
-            allowed.iter().any(|(given, canonical)| {
-                dir.starts_with(given) || canonical.as_deref().is_some_and(|c| dir.starts_with(c))
+            .find_map(|allowed| below(&normalize_absolute(allowed)).map(|rest| (allowed, rest)))
+            .or_else(|| {
+                self.iter().find_map(|allowed| {
+                    let canonical = std::fs::canonicalize(allowed).ok()?;
+                    below(&canonical).map(|rest| (allowed, rest))
+                })
             })
+            .ok_or_else(|| self.not_allowed(root))?;
+        let failed = |e: io::Error| {
+            if is_escape(&e) {
+                self.not_allowed(root)
+            } else if e.kind() == io::ErrorKind::NotADirectory {
+                HostError::Invalid(format!("open template root {root:?}: not a directory"))
+            } else {
+                io_error(&format!("open template root {root:?}"), &e)
+            }
         };
-        if !inside(&lexical) {
-            return Err(self.not_allowed(root));
+        let allowed_dir = Dir::open_ambient_dir(allowed, ambient_authority()).map_err(failed)?;
+        if rest.as_os_str().is_empty() {
+            return Ok(allowed_dir);
         }
-        let canonical = std::fs::canonicalize(&lexical).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => HostError::NotFound(format!(
-                "open template root {root:?}: no such file or directory"
-            )),
-            _ => io_error(&format!("open template root {root:?}"), &e),
-        })?;
-        // A symlink in the root's own path may lead somewhere the admin never allowed.
-        if !allowed
-            .iter()
-            .any(|(_, c)| c.as_deref().is_some_and(|c| canonical.starts_with(c)))
-        {
-            return Err(self.not_allowed(root));
-        }
-        if !canonical.is_dir() {
-            return Err(HostError::Invalid(format!(
-                "open template root {root:?}: not a directory"
-            )));
-        }
-        Ok(canonical)
+        allowed_dir.open_dir(&rest).map_err(failed)
     }
 
     fn not_allowed(&self, root: &str) -> HostError {
@@ -133,8 +132,10 @@ impl TemplateRoots {
 }
 
 /// `path` as a relative path inside the root, checked lexically: an absolute path must start with the root (as
-/// the object spells it, or canonical), and `..` may not climb above the root.
-fn relative_path(root: &str, canonical_root: &Path, path: &str) -> Result<PathBuf, HostError> {
+/// the object spells it, or canonical), and `..` may not climb above the root. `..` is resolved lexically, as Go's
+/// `filepath.Join` did for the Go operator. This only gives a path written outside the root its own message:
+/// containment is cap-std's, when the path is opened beneath the root.
+fn relative_path(root: &str, path: &str) -> Result<PathBuf, HostError> {
     if path.is_empty() {
         return Err(HostError::Invalid(format!(
             "no file path given under templateRoot {root:?}"
@@ -145,8 +146,15 @@ fn relative_path(root: &str, canonical_root: &Path, path: &str) -> Result<PathBu
     let relative = if requested.is_absolute() {
         let absolute = normalize_absolute(requested);
         let under = |base: &Path| absolute.strip_prefix(base).ok().map(Path::to_path_buf);
-        under(&normalize_absolute(Path::new(root)))
-            .or_else(|| under(canonical_root))
+        let lexical_root = normalize_absolute(Path::new(root));
+        // The canonical spelling only translates the path into one relative to the root; what is opened is still
+        // resolved beneath the root's directory.
+        under(&lexical_root)
+            .or_else(|| {
+                std::fs::canonicalize(&lexical_root)
+                    .ok()
+                    .and_then(|c| under(&c))
+            })
             .ok_or_else(outside)?
     } else {
         requested.to_path_buf()
@@ -172,41 +180,26 @@ fn relative_path(root: &str, canonical_root: &Path, path: &str) -> Result<PathBu
     Ok(kept)
 }
 
-/// Reads `relative` under `root` (canonical) without following anything out of it; errors show the root and
-/// path as the plugin gave them.
+/// Reads the regular file `relative` beneath `root`; errors show the root and path as the plugin gave them.
 ///
-/// cap-std's `Dir::open_ambient_dir(root)?.open(relative)` is the intended implementation (the kernel then
-/// resolves beneath the root); until the host depends on cap-std this resolves the path, checks it is beneath
-/// the root, opens it, and checks again where the opened file really is, so a symlink swapped in between the
-/// check and the open cannot lead out either.
+/// cap-std resolves `relative` beneath `root` (on Linux ≥ 5.6 the kernel, with `openat2` and `RESOLVE_BENEATH`;
+/// elsewhere cap-std's own walk, one component at a time): a symlink leading out of the root, or any absolute
+/// symlink, fails instead of being followed, and no symlink swapped in meanwhile can change that.
 fn read_beneath(
-    root: &Path,
+    root: &Dir,
     relative: &Path,
     shown_root: &str,
     shown: &str,
 ) -> Result<Vec<u8>, HostError> {
-    let leads_out = || {
-        HostError::Denied(format!(
-            "{shown} leads outside templateRoot {shown_root:?} through a symlink"
-        ))
-    };
-    let target = std::fs::canonicalize(root.join(relative))
-        .map_err(|e| io_error(&format!("open {shown}"), &e))?;
-    if !target.starts_with(root) {
-        return Err(leads_out());
-    }
-    let file = File::open(&target).map_err(|e| io_error(&format!("open {shown}"), &e))?;
-    if let Some(opened) = opened_path(&file)
-        && !opened.starts_with(root)
-    {
-        return Err(leads_out());
-    }
+    // Checked before opening, since opening some devices has effects of its own; `open_file` checks again.
+    let metadata = root
+        .metadata(relative)
+        .map_err(|e| beneath_error(&e, "open", shown, shown_root))?;
+    regular_file(&metadata, shown)?;
+    let file = open_file(root, relative, shown_root, shown)?;
     let metadata = file
         .metadata()
-        .map_err(|e| io_error(&format!("read {shown}"), &e))?;
-    if metadata.is_dir() {
-        return Err(HostError::Invalid(format!("read {shown}: is a directory")));
-    }
+        .map_err(|e| beneath_error(&e, "read", shown, shown_root))?;
     let too_large = |size: u64| {
         HostError::Invalid(format!(
             "{shown} is {size} bytes, over the {MAX_FILE_BYTES}-byte (1 MiB) limit for files read by plugins"
@@ -219,7 +212,7 @@ fn read_beneath(
     let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
     file.take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| io_error(&format!("read {shown}"), &e))?;
+        .map_err(|e| beneath_error(&e, "read", shown, shown_root))?;
     let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
     if read > MAX_FILE_BYTES {
         return Err(too_large(read));
@@ -227,17 +220,72 @@ fn read_beneath(
     Ok(bytes)
 }
 
-/// Where an open file really is, from the kernel (Linux); `None` where that cannot be asked.
-fn opened_path(file: &File) -> Option<PathBuf> {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()
+/// Opens `relative` beneath `root` for reading, refusing anything but a regular file. The open is non-blocking,
+/// so a FIFO (or device) swapped in after `read_beneath`'s check cannot block the host's thread in `open`, and
+/// `O_NOCTTY` keeps a terminal from becoming the operator's; what was opened is checked again on the descriptor.
+fn open_file(
+    root: &Dir,
+    relative: &Path,
+    shown_root: &str,
+    shown: &str,
+) -> Result<File, HostError> {
+    let mut options = OpenOptions::new();
+    options
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    let file = root
+        .open_with(relative, &options)
+        .map_err(|e| beneath_error(&e, "open", shown, shown_root))?;
+    let metadata = file
+        .metadata()
+        .map_err(|e| beneath_error(&e, "read", shown, shown_root))?;
+    regular_file(&metadata, shown)?;
+    Ok(file)
+}
+
+/// Only regular files are read. Anything else is `Invalid`, like a directory: the path is inside the root (so not
+/// `Denied`, which this module keeps for containment, permissions and grants), but it names nothing a plugin can
+/// read as a file.
+fn regular_file(metadata: &Metadata, shown: &str) -> Result<(), HostError> {
+    let kind = metadata.file_type();
+    if kind.is_file() {
+        return Ok(());
     }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = file;
-        None
+    if kind.is_dir() {
+        return Err(HostError::Invalid(format!("read {shown}: is a directory")));
+    }
+    let what = if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else {
+        "a special file"
+    };
+    Err(HostError::Invalid(format!(
+        "read {shown}: not a regular file ({what}); plugins may read only regular files"
+    )))
+}
+
+/// cap-std reports a path that would resolve outside its directory as `PermissionDenied` with no OS error code
+/// (its own error; a `..` or symlink out, or `EXDEV` from `openat2`), where the kernel's `EACCES` carries
+/// its errno.
+fn is_escape(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::PermissionDenied && e.raw_os_error().is_none()
+}
+
+/// An error from a call beneath the root: an escape (the lexical check already refused `..` above the root, so
+/// only a symlink can lead out) is `Denied`, anything else as `io_error` says.
+fn beneath_error(e: &io::Error, what: &str, shown: &str, shown_root: &str) -> HostError {
+    if is_escape(e) {
+        HostError::Denied(format!(
+            "{shown} leads outside templateRoot {shown_root:?} through a symlink"
+        ))
+    } else {
+        io_error(&format!("{what} {shown}"), e)
     }
 }
 
@@ -272,42 +320,38 @@ fn normalize_absolute(path: &Path) -> PathBuf {
     out
 }
 
-impl wit::Host for HostState {
+impl wit::Host for CallScope {
     async fn read(
         &mut self,
         ctx: Resource<CallContext>,
         root: String,
         path: String,
-    ) -> wasmtime::Result<Result<Vec<u8>, WitHostError>> {
-        let call = self.table.get(&ctx)?;
-        if !self.grants.allows(Capability::Files) {
-            return Ok(Err(HostError::Denied(format!(
-                "plugin {:?} is not granted \"files\"",
-                self.plugin
-            ))
-            .into()));
-        }
-        let budget = io_budget(call);
+    ) -> Result<Vec<u8>, HostFailure> {
         let what = format!("files.read {path:?} under {root:?}");
+        if !self.grants.allows(Capability::Files) {
+            let reason = "the plugin is not granted \"files\"";
+            return Err(self.denied(Capability::Files, &what, reason).into());
+        }
+        let budget = self.budget(&ctx, budget::READ)?;
         let roots = self.services.template_roots.clone();
         // Filesystem calls block; on tokio's blocking pool a slow disk (or network mount) never stalls the
         // threads that run other plugins' calls.
-        let reading = tokio::task::spawn_blocking(move || roots.read(&root, &path));
-        Ok(match tokio::time::timeout(budget, reading).await {
-            Err(_) => Err(HostError::Timeout(format!(
-                "{what} did not answer within {} ms",
-                budget.as_millis()
-            ))
-            .into()),
-            Ok(Err(failed)) => Err(HostError::Other(format!("{what} failed: {failed}")).into()),
-            Ok(Ok(read)) => read.map_err(Into::into),
-        })
+        let reading = async move {
+            tokio::task::spawn_blocking(move || roots.read(&root, &path))
+                .await
+                .map_err(|failed| HostError::Other(format!("the read failed: {failed}")))?
+        };
+        Ok(within(&what, budget, reading).await?)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::ffi::OsStrExt as _;
     use std::os::unix::fs::symlink;
+    use std::os::unix::net::UnixListener;
+    use std::sync::mpsc;
+    use std::time::Duration;
 
     use super::*;
 
@@ -445,6 +489,96 @@ mod tests {
         let root = format!("{}/escape", l.templates.display());
         assert!(
             matches!(roots.read(&root, "secret"), Err(HostError::Denied(m)) if m.contains("is not an allowed template root"))
+        );
+    }
+
+    /// A FIFO at `path`.
+    fn mkfifo(path: &Path) {
+        let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: `c_path` is a NUL-terminated string that outlives the call.
+        let made = unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) };
+        assert_eq!(made, 0, "mkfifo {path:?}: {}", io::Error::last_os_error());
+    }
+
+    /// `f`'s result, or a failure if it takes over 10 s (a blocked `open` would otherwise hang the test run; the
+    /// stuck thread is left behind).
+    fn promptly<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (done, result) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done.send(f());
+        });
+        result
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the read must not block")
+    }
+
+    #[test]
+    fn fifos_sockets_and_devices_are_refused_without_blocking() {
+        let l = layout();
+        let site = Path::new(&l.site);
+        mkfifo(&site.join("pipe"));
+        symlink("pipe", site.join("to-pipe")).unwrap();
+        let _socket = UnixListener::bind(site.join("sock")).unwrap();
+        let roots = TemplateRoots::new([&l.templates]);
+        let root = l.site.clone();
+        let results = promptly(move || ["pipe", "to-pipe", "sock"].map(|p| roots.read(&root, p)));
+        assert_eq!(
+            results,
+            [
+                Err(HostError::Invalid(
+                    "read pipe: not a regular file (a FIFO); plugins may read only regular files".into()
+                )),
+                Err(HostError::Invalid(
+                    "read to-pipe: not a regular file (a FIFO); plugins may read only regular files".into()
+                )),
+                Err(HostError::Invalid(
+                    "read sock: not a regular file (a socket); plugins may read only regular files".into()
+                )),
+            ]
+        );
+        // A device inside an allowed root (the admin allowed `/dev`, say) is refused the same way.
+        let devices = TemplateRoots::new(["/dev"]);
+        assert_eq!(
+            promptly(move || devices.read("/dev", "null")),
+            Err(HostError::Invalid(
+                "read null: not a regular file (a character device); plugins may read only regular files".into()
+            ))
+        );
+    }
+
+    /// The check before opening can be raced (a FIFO swapped in for a checked file): the open itself must not
+    /// block either, and what was opened is refused.
+    #[test]
+    fn opening_a_fifo_never_blocks() {
+        let l = layout();
+        mkfifo(&Path::new(&l.site).join("pipe"));
+        let site = l.site.clone();
+        let opened = promptly(move || {
+            let dir = Dir::open_ambient_dir(&site, ambient_authority()).unwrap();
+            open_file(&dir, Path::new("pipe"), &site, "pipe").map(|_| ())
+        });
+        assert_eq!(
+            opened,
+            Err(HostError::Invalid(
+                "read pipe: not a regular file (a FIFO); plugins may read only regular files"
+                    .into()
+            ))
+        );
+    }
+
+    #[test]
+    fn a_symlink_inside_the_root_is_followed() {
+        let l = layout();
+        let site = Path::new(&l.site);
+        symlink("nested/m.yaml", site.join("alias")).unwrap();
+        let roots = TemplateRoots::new([&l.templates]);
+        assert_eq!(roots.read(&l.site, "alias").unwrap(), b"kind: ConfigMap\n");
+        // A root reached through a symlink that stays inside the allowed directory.
+        symlink("site", l.templates.join("current")).unwrap();
+        let current = format!("{}/current", l.templates.display());
+        assert_eq!(
+            roots.read(&current, "patch.yaml").unwrap(),
+            b"machine: {}\n"
         );
     }
 

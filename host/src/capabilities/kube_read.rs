@@ -1,102 +1,19 @@
 //! `kube-read`: gets and lists through a [`KubeReader`] the caller supplies (the controllers' watch caches),
 //! scoped to the reconciled object's namespace unless the plugin's grants name more.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::time::Duration;
 
 use serde_json::Value;
 use wasmtime::component::Resource;
 
-use super::grants::is_secret;
-use super::{CallContext, Capability, FieldSelector, HostError};
-use crate::runtime::HostState;
-use crate::runtime::bindings::omni::operator::kube_read as wit;
-use crate::runtime::bindings::omni::operator::types::HostError as WitHostError;
+use super::budget::{self, within};
+use super::{
+    CallContext, CallScope, Capability, FieldSelector, GetRequest, HostError, HostFailure,
+    ListRequest, is_secret,
+};
+use crate::contract::bindings::omni::operator::kube_read as wit;
 
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// A read of one object. `namespace` is already resolved and allowed; `None` means a cluster-scoped object.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GetRequest {
-    pub api_version: String,
-    pub kind: String,
-    pub namespace: Option<String>,
-    pub name: String,
-}
-
-/// A list. `namespace` is already resolved and allowed; `None` means every namespace (or a cluster-scoped kind).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListRequest {
-    pub api_version: String,
-    pub kind: String,
-    pub namespace: Option<String>,
-    pub label_selector: Option<String>,
-    /// Already parsed (a malformed one never reaches a reader) and never empty. Readers return only the objects
-    /// it selects, so a plugin listing one cluster's children does not pull every object of the kind.
-    pub field_selector: Option<FieldSelector>,
-}
-
-/// A kind as the API server serves it: the canonical group and kind discovery resolved (never the plugin's
-/// spelling, so a grant check cannot be dodged by writing a kind differently) and its scope.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KindScope {
-    pub group: String,
-    pub kind: String,
-    pub namespaced: bool,
-}
-
-/// The Kubernetes reads behind `kube-read`. Implementations answer from caches where they can; the host
-/// bounds each call by the plugin's remaining time.
-pub trait KubeReader: Send + Sync {
-    /// The served kind for an `apiVersion` and kind; `not-found` when no such kind is served.
-    fn kind_scope<'a>(
-        &'a self,
-        api_version: &'a str,
-        kind: &'a str,
-    ) -> BoxFuture<'a, Result<KindScope, HostError>>;
-    /// `Ok(None)` when the object does not exist.
-    fn get(&self, request: GetRequest) -> BoxFuture<'_, Result<Option<Value>, HostError>>;
-    fn list(&self, request: ListRequest) -> BoxFuture<'_, Result<Vec<Value>, HostError>>;
-}
-
-/// No Kubernetes at all: every read is `unavailable`.
-pub struct NoKubeReader;
-
-impl KubeReader for NoKubeReader {
-    fn kind_scope<'a>(
-        &'a self,
-        _api_version: &'a str,
-        _kind: &'a str,
-    ) -> BoxFuture<'a, Result<KindScope, HostError>> {
-        Box::pin(async {
-            Err(HostError::Unavailable(
-                "this host has no Kubernetes reader configured".into(),
-            ))
-        })
-    }
-
-    fn get(&self, _request: GetRequest) -> BoxFuture<'_, Result<Option<Value>, HostError>> {
-        Box::pin(async {
-            Err(HostError::Unavailable(
-                "this host has no Kubernetes reader configured".into(),
-            ))
-        })
-    }
-
-    fn list(&self, _request: ListRequest) -> BoxFuture<'_, Result<Vec<Value>, HostError>> {
-        Box::pin(async {
-            Err(HostError::Unavailable(
-                "this host has no Kubernetes reader configured".into(),
-            ))
-        })
-    }
-}
-
-/// The longest one read may take, even when the call has more time left.
-const READ_TIMEOUT: Duration = Duration::from_secs(10);
-
-impl HostState {
+impl CallScope {
     /// Checks a read against the grants: the kind (as discovery resolved it; never a Secret, cluster-scoped
     /// kinds only by their own grant) and the namespace. Returns the namespace to read in (`None`: a
     /// cluster-scoped object, or every namespace) and the time the read may take.
@@ -107,34 +24,20 @@ impl HostState {
         kind: &str,
         requested: Option<String>,
         what: &str,
-    ) -> wasmtime::Result<Result<(Option<String>, Duration), HostError>> {
-        let call = self.table.get(ctx)?;
+    ) -> Result<(Option<String>, Duration), HostFailure> {
         if !self.grants.allows(Capability::KubeRead) {
-            return Ok(Err(self.denied(
-                Capability::KubeRead,
-                what,
-                "the plugin is not granted \"kube-read\"",
-            )));
+            let reason = "the plugin is not granted \"kube-read\"";
+            return Err(self.denied(Capability::KubeRead, what, reason).into());
         }
-        let own = call.namespace().map(str::to_owned);
-        let budget = io_budget(call);
+        let own = self.table.get(ctx)?.namespace().map(str::to_owned);
+        let budget = self.budget(ctx, budget::READ)?;
         let reader = self.services.kube.clone();
-        let scope = match tokio::time::timeout(budget, reader.kind_scope(api_version, kind)).await {
-            Err(_) => {
-                return Ok(Err(HostError::Timeout(format!(
-                    "{what}: resolving the kind did not answer within {} ms",
-                    budget.as_millis()
-                ))));
-            }
-            Ok(Err(e)) => return Ok(Err(e)),
-            Ok(Ok(scope)) => scope,
-        };
+        let resolving = format!("{what}: resolving the kind");
+        let scope = within(&resolving, budget, reader.kind_scope(api_version, kind)).await?;
         if is_secret(&scope.group, &scope.kind) {
-            return Ok(Err(self.denied(
-                Capability::KubeRead,
-                what,
-                "Secrets are never readable through kube-read; the `secrets` capability reaches the Secrets the object names",
-            )));
+            let reason = "Secrets are never readable through kube-read; the `secrets` capability reaches the \
+                          Secrets the object names";
+            return Err(self.denied(Capability::KubeRead, what, reason).into());
         }
         if !self
             .grants
@@ -150,22 +53,23 @@ impl HostState {
             } else {
                 &scope.group
             };
-            return Ok(Err(self.denied(
-                Capability::KubeRead,
-                what,
-                &format!("the plugin is not granted `{grant}:{group}/{}`", scope.kind),
-            )));
+            let reason = format!("the plugin is not granted `{grant}:{group}/{}`", scope.kind);
+            return Err(self.denied(Capability::KubeRead, what, &reason).into());
         }
         if !scope.namespaced {
             if requested.as_deref().is_some_and(|ns| !ns.is_empty()) {
-                return Ok(Err(HostError::Invalid(format!(
+                return Err(HostError::Invalid(format!(
                     "{what}: {} is cluster-scoped; ask without a namespace",
                     scope.kind
-                ))));
+                ))
+                .into());
             }
-            return Ok(Ok((None, budget)));
+            return Ok((None, budget));
         }
-        let target = requested.or_else(|| own.clone());
+        // An empty namespace is the object's own, as for Secrets (never "every namespace").
+        let target = requested
+            .filter(|ns| !ns.is_empty())
+            .or_else(|| own.clone());
         if !self.grants.may_read(own.as_deref(), target.as_deref()) {
             let target = target.map_or_else(
                 || "all namespaces".to_owned(),
@@ -175,45 +79,26 @@ impl HostState {
                 || "a cluster-scoped object".to_owned(),
                 |ns| format!("namespace {ns:?}"),
             );
-            return Ok(Err(self.denied(
-                Capability::KubeRead,
-                what,
-                &format!("reads in {target} are not granted to a plugin reconciling an object in {own} (grant `namespace:NS`)"),
-            )));
+            let reason = format!(
+                "reads in {target} are not granted to a plugin reconciling an object in {own} (grant \
+                 `namespace:NS`)"
+            );
+            return Err(self.denied(Capability::KubeRead, what, &reason).into());
         }
-        Ok(Ok((target, budget)))
+        Ok((target, budget))
     }
 }
 
-/// How long one host read on behalf of `call` may take: at most nine tenths of what the call has left, so the
-/// plugin still has time to handle a `timeout` answer before the call's own deadline, and never more than
-/// [`READ_TIMEOUT`]. Shared by every capability that reads (`kube-read`, `files`).
-pub(super) fn io_budget(call: &CallContext) -> Duration {
-    call.remaining().mul_f64(0.9).min(READ_TIMEOUT)
-}
-
-fn timeout_error(what: &str, budget: Duration) -> WitHostError {
-    HostError::Timeout(format!(
-        "{what} did not answer within {} ms",
-        budget.as_millis()
-    ))
-    .into()
-}
-
-impl wit::Host for HostState {
+impl wit::Host for CallScope {
     async fn get(
         &mut self,
         ctx: Resource<CallContext>,
         obj: wit::ObjectRef,
-    ) -> wasmtime::Result<Result<Option<String>, WitHostError>> {
+    ) -> Result<Option<String>, HostFailure> {
         let what = format!("kube-read get {} {:?}", obj.kind, obj.name);
-        let (namespace, budget) = match self
+        let (namespace, budget) = self
             .read_scope(&ctx, &obj.api_version, &obj.kind, obj.namespace, &what)
-            .await?
-        {
-            Ok(scope) => scope,
-            Err(denied) => return Ok(Err(denied.into())),
-        };
+            .await?;
         let request = GetRequest {
             api_version: obj.api_version,
             kind: obj.kind,
@@ -221,22 +106,17 @@ impl wit::Host for HostState {
             name: obj.name,
         };
         let reader = self.services.kube.clone();
-        Ok(
-            match tokio::time::timeout(budget, reader.get(request)).await {
-                Err(_) => Err(timeout_error(&what, budget)),
-                Ok(Ok(found)) => Ok(found.map(|object| object.to_string())),
-                Ok(Err(e)) => Err(e.into()),
-            },
-        )
+        let found = within(&what, budget, reader.get(request)).await?;
+        Ok(found.map(|object| object.to_string()))
     }
 
     async fn list(
         &mut self,
         ctx: Resource<CallContext>,
         query: wit::ListQuery,
-    ) -> wasmtime::Result<Result<Vec<String>, WitHostError>> {
+    ) -> Result<Vec<String>, HostFailure> {
         let what = format!("kube-read list {}", query.kind);
-        let (namespace, budget) = match self
+        let (namespace, budget) = self
             .read_scope(
                 &ctx,
                 &query.api_version,
@@ -244,19 +124,13 @@ impl wit::Host for HostState {
                 query.namespace.clone(),
                 &what,
             )
-            .await?
-        {
-            Ok(scope) => scope,
-            Err(denied) => return Ok(Err(denied.into())),
-        };
+            .await?;
         // Parsed here, once, so every reader (watch cache or API server) gets the same verdict on a bad selector.
         let field_selector = match query.field_selector.as_deref().map(FieldSelector::parse) {
             None => None,
             Some(Ok(selector)) if selector.is_empty() => None,
             Some(Ok(selector)) => Some(selector),
-            Some(Err(e)) => {
-                return Ok(Err(HostError::Invalid(format!("{what}: {e}")).into()));
-            }
+            Some(Err(e)) => return Err(HostError::Invalid(format!("{what}: {e}")).into()),
         };
         let request = ListRequest {
             api_version: query.api_version,
@@ -266,12 +140,7 @@ impl wit::Host for HostState {
             field_selector,
         };
         let reader = self.services.kube.clone();
-        Ok(
-            match tokio::time::timeout(budget, reader.list(request)).await {
-                Err(_) => Err(timeout_error(&what, budget)),
-                Ok(Ok(items)) => Ok(items.iter().map(Value::to_string).collect()),
-                Ok(Err(e)) => Err(e.into()),
-            },
-        )
+        let items = within(&what, budget, reader.list(request)).await?;
+        Ok(items.iter().map(Value::to_string).collect())
     }
 }

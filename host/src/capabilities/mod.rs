@@ -1,42 +1,83 @@
-//! What a plugin may ask of the host during a call: one module per WIT interface, plus the grants that decide
-//! which interfaces a plugin may import at all.
+//! What a plugin may ask of the host during a call: one module per WIT interface, each with its grant check at
+//! the top, all implemented on [`CallScope`], the capability side of one call's store.
 //!
 //! Every host function takes the per-call `call-context` handle, so it knows the object, namespace, deadline
 //! and grants of the call it serves. Interfaces whose real implementation comes later are linked anyway and
 //! answer `host-error::unavailable`, so a plugin built against the full contract degrades instead of trapping.
+//!
+//! Layering: capabilities use [`crate::contract`] and the Omni and Secret clients; the runtime uses the
+//! capabilities; nothing here uses the runtime.
 
+mod budget;
 mod clock;
 mod context;
 mod denial;
-mod field_selector;
 mod files;
-mod grants;
-mod host_error;
 mod kube_read;
 mod omni;
-mod outputs;
 mod secrets;
 mod unavailable;
 mod workload;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::omni::OmniConnections;
+use wasmtime::component::ResourceTable;
+
+use crate::contract::bindings::omni::operator::types as wit_types;
+use crate::omni::{OmniClient, OmniConnections};
 use crate::secrets::WorkloadClients;
 
-pub use clock::{Clock, FixedClock, SystemClock, rfc3339_seconds};
-pub use context::{CallContext, CallObject};
-pub use field_selector::{FieldSelector, FieldSelectorError};
-pub use files::{MAX_FILE_BYTES, TemplateRoots};
-pub use grants::{Capability, GrantError, Grants, is_secret};
-pub use host_error::HostError;
-pub use kube_read::{BoxFuture, GetRequest, KindScope, KubeReader, ListRequest, NoKubeReader};
-pub(crate) use outputs::OutputViolation;
-pub use outputs::PLUGIN_LOG_TARGET;
-pub use outputs::{
-    Condition, ConditionStatus, Denial, Event, EventType, LogLevel, LogLine, LogSource,
-    MAX_DENIALS, OutputBounds, Outputs, truncate,
+pub use crate::contract::{
+    BoxFuture, CallContext, CallObject, Capability, Condition, ConditionStatus, Denial, Event,
+    EventType, FieldSelector, FieldSelectorError, GetRequest, GrantError, Grants, HostError,
+    HostFailure, KindScope, KubeReader, ListRequest, LogLevel, LogLine, LogSource, MAX_DENIALS,
+    NoKubeReader, OutputBounds, Outputs, PLUGIN_LOG_TARGET, SecretField, is_secret, truncate,
 };
+pub use clock::{Clock, FixedClock, SystemClock, rfc3339_seconds};
+pub use files::{MAX_FILE_BYTES, TemplateRoots};
+
+/// The capability side of one call's store: who is calling with what grants, the services that answer, the
+/// resource table holding the call's `call-context`, and what the call was refused. Made fresh for every call
+/// and dropped with it.
+pub struct CallScope {
+    pub(crate) plugin: Arc<str>,
+    pub(crate) grants: Arc<Grants>,
+    pub(crate) services: HostServices,
+    /// The fields of the reconciled object that name the Secrets this plugin may reach (from `describe`).
+    pub(crate) secret_fields: Arc<[SecretField]>,
+    pub(crate) table: ResourceTable,
+    /// Capability calls refused during this call; the caller reports them.
+    pub(crate) denials: Vec<Denial>,
+    /// Omni clients this call resolved, by connection name: the connection and its Secret are read once per call.
+    omni_clients: HashMap<String, Arc<OmniClient>>,
+}
+
+impl CallScope {
+    pub(crate) fn new(
+        plugin: Arc<str>,
+        grants: Arc<Grants>,
+        services: HostServices,
+        secret_fields: Arc<[SecretField]>,
+    ) -> Self {
+        CallScope {
+            plugin,
+            grants,
+            services,
+            secret_fields,
+            table: ResourceTable::new(),
+            denials: Vec::new(),
+            omni_clients: HashMap::new(),
+        }
+    }
+}
+
+/// `types` has no functions; its host trait turns a capability's failure into the plugin's answer or a trap.
+impl wit_types::Host for CallScope {
+    fn convert_host_error(&mut self, err: HostFailure) -> wasmtime::Result<wit_types::HostError> {
+        err.into_answer()
+    }
+}
 
 /// The host's side of the capabilities, supplied by the caller for each call: the controllers pass their watch
 /// caches and the real clock, tests pass fakes.

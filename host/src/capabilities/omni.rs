@@ -10,49 +10,36 @@ use std::time::Duration;
 use omni_wire::cosi;
 use wasmtime::component::Resource;
 
-use super::secrets::{Reach, bounded, string_map};
-use super::{CallContext, Capability, HostError};
+use super::budget::{self, within};
+use super::secrets::{Reach, string_map};
+use super::{CallContext, CallScope, Capability, HostError, HostFailure};
+use crate::contract::bindings::omni::operator::omni as wit;
 use crate::omni::client::{Key, ReadResource};
 use crate::omni::{OmniClient, SetupError};
-use crate::runtime::HostState;
-use crate::runtime::bindings::omni::operator::omni as wit;
-use crate::runtime::bindings::omni::operator::types::HostError as WitHostError;
 use crate::secrets::{self as store, quoted};
 
-/// The longest one Omni call may take, even when the plugin call has more time left.
-const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+type Answer<T> = Result<T, HostFailure>;
 
-type Answer<T> = wasmtime::Result<Result<T, WitHostError>>;
-
-impl HostState {
-    /// The time an Omni call may take: most of what the plugin call has left, so the plugin can still handle
-    /// a `timeout` answer.
-    fn omni_budget(&self, ctx: &Resource<CallContext>) -> wasmtime::Result<Duration> {
-        Ok(self
-            .table
-            .get(ctx)?
-            .remaining()
-            .mul_f64(0.9)
-            .min(CALL_TIMEOUT))
-    }
-
+impl CallScope {
     /// The client for `connection`, resolved at most once per plugin call.
     async fn omni_client(
         &mut self,
         ctx: &Resource<CallContext>,
         connection: &str,
-    ) -> wasmtime::Result<Result<Arc<OmniClient>, SetupError>> {
+    ) -> Answer<Result<Arc<OmniClient>, SetupError>> {
         if !self.grants.allows(Capability::Omni) {
-            return Ok(Err(SetupError::Connection(HostError::Denied(format!(
-                "plugin {:?} is not granted \"omni\"",
-                self.plugin
-            )))));
+            let denied = self.denied(
+                Capability::Omni,
+                &format!("omni connection {connection:?}"),
+                "the plugin is not granted \"omni\"",
+            );
+            return Ok(Err(SetupError::Connection(denied)));
         }
-        let budget = self.omni_budget(ctx)?;
+        let budget = self.budget(ctx, budget::OMNI)?;
+        if let Some(client) = self.omni_clients.get(connection) {
+            return Ok(Ok(client.clone()));
+        }
         let call = self.table.get(ctx)?;
-        if let Some(client) = call.omni_client(connection) {
-            return Ok(Ok(client));
-        }
         let Some(namespace) = call.namespace().map(str::to_owned) else {
             return Ok(Err(SetupError::Connection(HostError::Invalid(
                 "Omni connections are namespaced; this object is cluster-scoped".into(),
@@ -65,16 +52,15 @@ impl HostState {
         let client = match tokio::time::timeout(budget, resolving).await {
             Err(_) => {
                 return Ok(Err(SetupError::Connection(HostError::Timeout(format!(
-                    "reading OmniConnection {connection:?} and its Secret took longer than {} ms",
+                    "reading OmniConnection {connection:?} and its Secret did not answer within {} ms",
                     budget.as_millis()
                 )))));
             }
             Ok(Err(e)) => return Ok(Err(e)),
             Ok(Ok(client)) => client,
         };
-        self.table
-            .get_mut(ctx)?
-            .remember_omni_client(connection, client.clone());
+        self.omni_clients
+            .insert(connection.to_owned(), client.clone());
         Ok(Ok(client))
     }
 
@@ -89,27 +75,19 @@ impl HostState {
         F: FnOnce(Arc<OmniClient>, Duration) -> Fut,
         Fut: Future<Output = Result<T, HostError>>,
     {
-        let client = match self.omni_client(ctx, connection).await? {
-            Ok(client) => client,
-            Err(e) => return Ok(Err(e.into_host_error().into())),
-        };
-        let budget = self.omni_budget(ctx)?;
+        let client = self
+            .omni_client(ctx, connection)
+            .await?
+            .map_err(SetupError::into_host_error)?;
+        let budget = self.budget(ctx, budget::OMNI)?;
         // Operations of several requests (cluster status, the teardown fallback) share one budget, so the plugin
         // always gets a `timeout` answer before its own call deadline.
-        Ok(
-            match tokio::time::timeout(budget, op(client, budget)).await {
-                Ok(result) => result.map_err(Into::into),
-                Err(_) => Err(HostError::Timeout(format!(
-                    "Omni did not finish the call on connection {connection:?} within {} ms",
-                    budget.as_millis()
-                ))
-                .into()),
-            },
-        )
+        let what = format!("the call on Omni connection {connection:?}");
+        Ok(within(&what, budget, op(client, budget)).await?)
     }
 }
 
-impl wit::Host for HostState {
+impl wit::Host for CallScope {
     async fn ping(
         &mut self,
         ctx: Resource<CallContext>,
@@ -120,19 +98,14 @@ impl wit::Host for HostState {
         let client = match self.omni_client(&ctx, &connection).await? {
             Ok(client) => client,
             Err(SetupError::Key(m)) => {
-                return Ok(Err(HostError::Unauthenticated(format!(
-                    "list Omni clusters: {m}"
-                ))
-                .into()));
+                return Err(HostError::Unauthenticated(format!("list Omni clusters: {m}")).into());
             }
-            Err(e) => return Ok(Err(e.into_host_error().into())),
+            Err(e) => return Err(e.into_host_error().into()),
         };
-        let budget = self.omni_budget(&ctx)?;
-        Ok(match client.ping(budget).await {
-            Ok(()) => Ok(wit::EndpointInfo {
-                endpoint: client.endpoint().normalized.clone(),
-            }),
-            Err(e) => Err(e.into()),
+        let budget = self.budget(&ctx, budget::OMNI)?;
+        client.ping(budget).await?;
+        Ok(wit::EndpointInfo {
+            endpoint: client.endpoint().normalized.clone(),
         })
     }
 
@@ -254,44 +227,19 @@ impl wit::Host for HostState {
             Capability::Secrets,
             Capability::SecretsWrite,
         ];
-        let scope = match self.secret_scope(
-            &ctx,
-            &needed,
-            Reach::Owned,
-            request.target.namespace.clone(),
-            &name,
-            &what,
-        )? {
-            Ok(s) => s,
-            Err(e) => return Ok(Err(e.into())),
-        };
-        let (labels, mut annotations) = match (
-            string_map(&request.labels, "labels"),
-            string_map(&request.annotations, "annotations"),
-        ) {
-            (Ok(l), Ok(a)) => (l, a),
-            (Err(e), _) | (_, Err(e)) => return Ok(Err(e.into())),
-        };
-        let owner = match self.own_label(&ctx, Capability::SecretsWrite, request.owner, &what)? {
-            Ok(o) => o,
-            Err(e) => return Ok(Err(e.into())),
-        };
+        let namespace = request.target.namespace.clone();
+        let scope = self.secret_scope(&ctx, &needed, Reach::Owned, namespace, &name, &what)?;
+        let labels = string_map(&request.labels, "labels")?;
+        let mut annotations = string_map(&request.annotations, "annotations")?;
+        let owner = self.own_label(&ctx, Capability::SecretsWrite, request.owner, &what)?;
         let target = quoted(&scope.namespace, &name);
         // Ownership is checked before Omni mints a token: a Secret someone else owns costs no credential. The
         // version read here is the precondition of the write below.
-        let existing = match bounded(
-            &what,
-            scope.budget,
-            store::get(&scope.management, "", &scope.namespace, &name),
-        )
-        .await
-        {
-            Ok(found) => found,
-            Err(e) => return Ok(Err(e)),
-        };
+        let reading = store::get(&scope.management, "", &scope.namespace, &name);
+        let existing = within(&what, scope.budget, reading).await?;
         if existing.as_ref().is_some_and(|s| !owner.marks(s)) {
             tracing::info!(plugin = %self.plugin, secret = %target, "left a Secret alone: it lacks the owner label");
-            return Ok(Err(store::not_owned(&target, &owner).into()));
+            return Err(store::not_owned(&target, &owner).into());
         }
         let (cluster, user, groups) = (
             request.cluster.clone(),
@@ -299,25 +247,16 @@ impl wit::Host for HostState {
             request.groups.clone(),
         );
         let ttl = Duration::from_nanos(request.ttl_ns);
-        let minted = self
+        let mut bytes = self
             .with_omni(&ctx, &connection, |client, budget| async move {
                 client
                     .kubeconfig(&cluster, &user, &groups, ttl, budget)
                     .await
             })
             .await?;
-        let mut bytes = match minted {
-            Ok(bytes) => bytes,
-            Err(e) => return Ok(Err(e)),
-        };
-        if let Err(m) = store::check_generated(&bytes) {
-            return Ok(Err(HostError::Invalid(m).into()));
-        }
+        store::check_generated(&bytes).map_err(HostError::Invalid)?;
         if let Some(ns) = &request.context_namespace {
-            bytes = match store::set_context_namespace(&bytes, ns) {
-                Ok(b) => b,
-                Err(m) => return Ok(Err(HostError::Invalid(m).into())),
-            };
+            bytes = store::set_context_namespace(&bytes, ns).map_err(HostError::Invalid)?;
         }
         let digest = store::sha256_hex(&bytes);
         if let Some(key) = request.digest_annotation {
@@ -331,12 +270,11 @@ impl wit::Host for HostState {
             annotations,
             owner,
         };
-        let budget = self.omni_budget(&ctx)?.min(scope.budget);
+        let budget = self.budget(&ctx, budget::OMNI)?.min(scope.budget);
         let op =
             store::write_kubeconfig(&scope.management, &scope.namespace, &name, existing, write);
-        Ok(bounded(&what, budget, op)
-            .await
-            .map(|()| wit::Exported { digest }))
+        within(&what, budget, op).await?;
+        Ok(wit::Exported { digest })
     }
 }
 

@@ -5,23 +5,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use serde_json::Value;
 use wasmtime::component::Resource;
 
-use serde_json::Value;
-
-use super::{CallContext, Capability, HostError};
-use crate::runtime::HostState;
-use crate::runtime::SecretField;
-use crate::runtime::bindings::omni::operator::secrets as wit;
-use crate::runtime::bindings::omni::operator::types::{
-    HostError as WitHostError, OwnerLabel, Removal, SecretKeyRef,
-};
+use super::budget::{self, within};
+use super::{CallContext, CallScope, Capability, HostError, HostFailure, SecretField};
+use crate::contract::bindings::omni::operator::secrets as wit;
+use crate::contract::bindings::omni::operator::types::{OwnerLabel, Removal, SecretKeyRef};
 use crate::secrets::{self as store, quoted};
-
-type Answer<T> = wasmtime::Result<Result<T, WitHostError>>;
-
-/// The longest one Secret operation may take (a copy is a few requests), even when the call has more time.
-const SECRET_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// What an access reveals of a Secret, which decides the fields of the object that may name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +65,7 @@ fn names_secret(
         })
 }
 
-impl HostState {
+impl CallScope {
     /// Checks a Secret access: `needed` granted, the Secret named by the reconciled object at a field the
     /// plugin declared, and its namespace (`None`: the object's own) the object's own or granted by
     /// `secrets-namespace:NS`. Resolves where the access goes.
@@ -86,17 +77,18 @@ impl HostState {
         namespace: Option<String>,
         name: &str,
         what: &str,
-    ) -> wasmtime::Result<Result<SecretScope, HostError>> {
+    ) -> Result<SecretScope, HostFailure> {
         if let Some(missing) = needed.iter().find(|c| !self.grants.allows(**c)) {
             let reason = format!("the plugin is not granted {:?}", missing.name());
-            return Ok(Err(self.denied(*missing, what, &reason)));
+            return Err(self.denied(*missing, what, &reason).into());
         }
         let capability = needed.first().copied().unwrap_or(Capability::Secrets);
         let call = self.table.get(ctx)?;
         let Some(own) = call.namespace().map(str::to_owned) else {
-            return Ok(Err(HostError::Invalid(format!(
+            return Err(HostError::Invalid(format!(
                 "{what}: Secrets are namespaced; this object is cluster-scoped"
-            ))));
+            ))
+            .into());
         };
         let target = namespace
             .filter(|ns| !ns.is_empty())
@@ -114,31 +106,27 @@ impl HostState {
                  secret-fields)",
                 quoted(&target, name)
             );
-            return Ok(Err(self.denied(capability, what, &reason)));
+            return Err(self.denied(capability, what, &reason).into());
         }
         if !self.grants.may_reach_secrets_in(Some(&own), &target) {
             let reason = format!(
                 "Secrets in namespace {target:?} are not granted to a plugin reconciling an object in namespace \
                  {own:?} (grant `secrets-namespace:{target}`)"
             );
-            return Ok(Err(self.denied(capability, what, &reason)));
+            return Err(self.denied(capability, what, &reason).into());
         }
-        let budget = self
-            .table
-            .get(ctx)?
-            .remaining()
-            .mul_f64(0.9)
-            .min(SECRET_TIMEOUT);
+        let budget = self.budget(ctx, budget::SECRET)?;
         let Some(management) = self.services.management.clone() else {
-            return Ok(Err(HostError::Unavailable(format!(
+            return Err(HostError::Unavailable(format!(
                 "{what}: this host has no Kubernetes client for Secrets"
-            ))));
+            ))
+            .into());
         };
-        Ok(Ok(SecretScope {
+        Ok(SecretScope {
             namespace: target,
             management,
             budget,
-        }))
+        })
     }
 
     /// Checks the owner label a write or delete is conditioned on: it must mark the reconciled object itself
@@ -150,7 +138,7 @@ impl HostState {
         capability: Capability,
         label: OwnerLabel,
         what: &str,
-    ) -> wasmtime::Result<Result<store::OwnerLabel, HostError>> {
+    ) -> Result<store::OwnerLabel, HostFailure> {
         let call = self.table.get(ctx)?;
         let uid = call.object_value()["metadata"]["uid"]
             .as_str()
@@ -161,9 +149,9 @@ impl HostState {
                  what marks the object it reconciles",
                 label.key
             );
-            return Ok(Err(self.denied(capability, what, &reason)));
+            return Err(self.denied(capability, what, &reason).into());
         }
-        Ok(Ok(owner(label)))
+        Ok(owner(label))
     }
 
     /// Checks that the object names Secret `name` in its own namespace (for a source the host reads itself).
@@ -173,12 +161,12 @@ impl HostState {
         capability: Capability,
         name: &str,
         what: &str,
-    ) -> wasmtime::Result<Result<String, HostError>> {
+    ) -> Result<String, HostFailure> {
         let call = self.table.get(ctx)?;
         let Some(own) = call.namespace().map(str::to_owned) else {
-            return Ok(Err(HostError::Invalid(format!(
-                "{what}: this object is cluster-scoped"
-            ))));
+            return Err(
+                HostError::Invalid(format!("{what}: this object is cluster-scoped")).into(),
+            );
         };
         // The source's values go host to host, never to the plugin, but into a cluster the plugin chooses: the
         // object's spec must name it, as for a read of its values.
@@ -190,29 +178,13 @@ impl HostState {
             &own,
             name,
         ) {
-            return Ok(Ok(own));
+            return Ok(own);
         }
         let reason = format!(
             "Secret {} is not named by the reconciled object at a field the plugin declares",
             quoted(&own, name)
         );
-        Ok(Err(self.denied(capability, what, &reason)))
-    }
-}
-
-/// Runs `op` within `budget`; running out is a `timeout` naming `what`.
-pub(super) async fn bounded<T>(
-    what: &str,
-    budget: Duration,
-    op: impl Future<Output = Result<T, HostError>>,
-) -> Result<T, WitHostError> {
-    match tokio::time::timeout(budget, op).await {
-        Ok(result) => result.map_err(Into::into),
-        Err(_) => Err(HostError::Timeout(format!(
-            "{what} did not finish within {} ms",
-            budget.as_millis()
-        ))
-        .into()),
+        Err(self.denied(capability, what, &reason).into())
     }
 }
 
@@ -255,34 +227,24 @@ fn safe_annotations(annotations: Option<BTreeMap<String, String>>) -> String {
     labels_json(Some(annotations))
 }
 
-impl wit::Host for HostState {
+impl wit::Host for CallScope {
     async fn info(
         &mut self,
         ctx: Resource<CallContext>,
         namespace: Option<String>,
         name: String,
-    ) -> Answer<Option<wit::SecretInfo>> {
+    ) -> Result<Option<wit::SecretInfo>, HostFailure> {
         let what = format!("secrets.info {name:?}");
-        let scope = match self.secret_scope(
-            &ctx,
-            &[Capability::Secrets],
-            Reach::Contents,
-            namespace,
-            &name,
-            &what,
-        )? {
-            Ok(s) => s,
-            Err(e) => return Ok(Err(e.into())),
-        };
+        let needed = [Capability::Secrets];
+        let scope = self.secret_scope(&ctx, &needed, Reach::Contents, namespace, &name, &what)?;
         let read = store::get(&scope.management, "", &scope.namespace, &name);
-        Ok(bounded(&what, scope.budget, read).await.map(|found| {
-            found.map(|s| wit::SecretInfo {
-                secret_type: s.type_.unwrap_or_else(|| "Opaque".into()),
-                keys: s.data.map(|d| d.into_keys().collect()).unwrap_or_default(),
-                resource_version: s.metadata.resource_version.unwrap_or_default(),
-                labels: labels_json(s.metadata.labels),
-                annotations: safe_annotations(s.metadata.annotations),
-            })
+        let found = within(&what, scope.budget, read).await?;
+        Ok(found.map(|s| wit::SecretInfo {
+            secret_type: s.type_.unwrap_or_else(|| "Opaque".into()),
+            keys: s.data.map(|d| d.into_keys().collect()).unwrap_or_default(),
+            resource_version: s.metadata.resource_version.unwrap_or_default(),
+            labels: labels_json(s.metadata.labels),
+            annotations: safe_annotations(s.metadata.annotations),
         }))
     }
 
@@ -290,52 +252,46 @@ impl wit::Host for HostState {
         &mut self,
         ctx: Resource<CallContext>,
         key: SecretKeyRef,
-    ) -> Answer<Option<String>> {
+    ) -> Result<Option<String>, HostFailure> {
         let what = format!("secrets.digest {:?} key {:?}", key.name, key.key);
-        let scope = match self.secret_scope(
+        let needed = [Capability::Secrets];
+        let scope = self.secret_scope(
             &ctx,
-            &[Capability::Secrets],
+            &needed,
             Reach::Contents,
             key.namespace,
             &key.name,
             &what,
-        )? {
-            Ok(s) => s,
-            Err(e) => return Ok(Err(e.into())),
-        };
+        )?;
         let read = store::get(&scope.management, "", &scope.namespace, &key.name);
-        Ok(bounded(&what, scope.budget, read).await.map(|found| {
-            let value = found
-                .and_then(|s| s.data)
-                .and_then(|mut d| d.remove(&key.key))?;
-            Some(store::sha256_hex(&value.0))
-        }))
+        let found = within(&what, scope.budget, read).await?;
+        let value = found
+            .and_then(|s| s.data)
+            .and_then(|mut d| d.remove(&key.key));
+        Ok(value.map(|v| store::sha256_hex(&v.0)))
     }
 
     async fn read(
         &mut self,
         ctx: Resource<CallContext>,
         key: SecretKeyRef,
-    ) -> Answer<Option<Vec<u8>>> {
+    ) -> Result<Option<Vec<u8>>, HostFailure> {
         let what = format!("secrets.read {:?} key {:?}", key.name, key.key);
-        let scope = match self.secret_scope(
+        let needed = [Capability::Secrets, Capability::SecretsReadValues];
+        let scope = self.secret_scope(
             &ctx,
-            &[Capability::Secrets, Capability::SecretsReadValues],
+            &needed,
             Reach::Contents,
             key.namespace,
             &key.name,
             &what,
-        )? {
-            Ok(s) => s,
-            Err(e) => return Ok(Err(e.into())),
-        };
+        )?;
         let read = store::get(&scope.management, "", &scope.namespace, &key.name);
-        Ok(bounded(&what, scope.budget, read).await.map(|found| {
-            found
-                .and_then(|s| s.data)
-                .and_then(|mut d| d.remove(&key.key))
-                .map(|v| v.0)
-        }))
+        let found = within(&what, scope.budget, read).await?;
+        Ok(found
+            .and_then(|s| s.data)
+            .and_then(|mut d| d.remove(&key.key))
+            .map(|v| v.0))
     }
 
     async fn delete_owned(
@@ -344,27 +300,15 @@ impl wit::Host for HostState {
         namespace: Option<String>,
         name: String,
         owner_label: OwnerLabel,
-    ) -> Answer<Removal> {
+    ) -> Result<Removal, HostFailure> {
         let what = format!("secrets.delete-owned {name:?}");
-        let scope = match self.secret_scope(
-            &ctx,
-            &[Capability::Secrets, Capability::SecretsWrite],
-            Reach::Owned,
-            namespace,
-            &name,
-            &what,
-        )? {
-            Ok(s) => s,
-            Err(e) => return Ok(Err(e.into())),
-        };
-        let owner = match self.own_label(&ctx, Capability::SecretsWrite, owner_label, &what)? {
-            Ok(o) => o,
-            Err(e) => return Ok(Err(e.into())),
-        };
+        let needed = [Capability::Secrets, Capability::SecretsWrite];
+        let scope = self.secret_scope(&ctx, &needed, Reach::Owned, namespace, &name, &what)?;
+        let owner = self.own_label(&ctx, Capability::SecretsWrite, owner_label, &what)?;
         let target = quoted(&scope.namespace, &name);
         let op = store::delete_owned(&scope.management, "", &scope.namespace, &name, &owner);
-        let result = bounded(&what, scope.budget, op).await.map(removal);
-        if let Ok(Removal::NotOwned) = &result {
+        let result = removal(within(&what, scope.budget, op).await?);
+        if result == Removal::NotOwned {
             tracing::info!(plugin = %self.plugin, secret = %target, "left a Secret alone: it lacks the owner label");
         }
         Ok(result)

@@ -4,21 +4,17 @@
 
 use wasmtime::component::Resource;
 
-use super::{CallContext, HostError};
-use crate::runtime::HostState;
-use crate::runtime::bindings::omni::operator::types::{HostError as WitHostError, SecretKeyRef};
-use crate::runtime::bindings::omni::operator::{helm, kube_write};
+use super::{CallContext, CallScope, HostError, HostFailure};
+use crate::contract::bindings::omni::operator::types::SecretKeyRef;
+use crate::contract::bindings::omni::operator::{helm, kube_write};
 
-type Answer<T> = wasmtime::Result<Result<T, WitHostError>>;
+type Answer<T> = Result<T, HostFailure>;
 
 fn unavailable<T>(function: &str) -> Answer<T> {
-    Ok(Err(HostError::Unavailable(format!(
-        "{function} lands in a later version of the host"
-    ))
-    .into()))
+    Err(HostError::Unavailable(format!("{function} lands in a later version of the host")).into())
 }
 
-impl kube_write::Host for HostState {
+impl kube_write::Host for CallScope {
     async fn apply(
         &mut self,
         _ctx: Resource<CallContext>,
@@ -37,7 +33,7 @@ impl kube_write::Host for HostState {
     }
 }
 
-impl helm::Host for HostState {
+impl helm::Host for CallScope {
     async fn ensure(
         &mut self,
         _ctx: Resource<CallContext>,

@@ -8,39 +8,34 @@ use std::time::Duration;
 
 use wasmtime::component::Resource;
 
-use super::secrets::{Reach, SecretScope, bounded, removal, string_map};
-use super::{CallContext, Capability, HostError};
-use crate::runtime::HostState;
-use crate::runtime::bindings::omni::operator::types::{
-    HostError as WitHostError, OwnerLabel, Removal, SecretKeyRef,
-};
-use crate::runtime::bindings::omni::operator::workload as wit;
+use super::budget::within;
+use super::secrets::{Reach, SecretScope, removal, string_map};
+use super::{CallContext, CallScope, Capability, HostError, HostFailure};
+use crate::contract::bindings::omni::operator::types::{OwnerLabel, Removal, SecretKeyRef};
+use crate::contract::bindings::omni::operator::workload as wit;
 use crate::secrets::{self as store, CopyOutcome, CopyRequest, quoted};
-
-type Answer<T> = wasmtime::Result<Result<T, WitHostError>>;
 
 /// The Go operator's probe timeout (original-operator.md §4.5 step 10).
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
-impl HostState {
+impl CallScope {
     /// The scope of a workload call and the client for its kubeconfig.
     async fn workload_client(
         &mut self,
         ctx: &Resource<CallContext>,
         kubeconfig: SecretKeyRef,
         what: &str,
-    ) -> wasmtime::Result<Result<(SecretScope, kube::Client), HostError>> {
-        let scope = match self.secret_scope(
+    ) -> Result<(SecretScope, kube::Client), HostFailure> {
+        let needed = [Capability::Workload];
+        let namespace = kubeconfig.namespace.clone();
+        let scope = self.secret_scope(
             ctx,
-            &[Capability::Workload],
+            &needed,
             Reach::Owned,
-            kubeconfig.namespace.clone(),
+            namespace,
             &kubeconfig.name,
             what,
-        )? {
-            Ok(s) => s,
-            Err(e) => return Ok(Err(e)),
-        };
+        )?;
         let clients = self.services.workloads.clone();
         let building = clients.client(
             &scope.management,
@@ -48,39 +43,31 @@ impl HostState {
             &kubeconfig.name,
             &kubeconfig.key,
         );
-        Ok(match tokio::time::timeout(scope.budget, building).await {
-            Ok(Ok(client)) => Ok((scope, client)),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(HostError::Timeout(format!(
-                "{what}: reading the kubeconfig Secret took longer than {} ms",
-                scope.budget.as_millis()
-            ))),
-        })
+        let reading = format!("{what}: reading the kubeconfig Secret");
+        let client = within(&reading, scope.budget, building).await?;
+        Ok((scope, client))
     }
 }
 
-impl wit::Host for HostState {
+impl wit::Host for CallScope {
     async fn probe(
         &mut self,
         ctx: Resource<CallContext>,
         kubeconfig: SecretKeyRef,
-    ) -> Answer<String> {
+    ) -> Result<String, HostFailure> {
         let what = format!(
             "probe the workload cluster of kubeconfig Secret {:?}",
             kubeconfig.name
         );
-        let (scope, client) = match self.workload_client(&ctx, kubeconfig, &what).await? {
-            Ok(c) => c,
-            Err(e) => return Ok(Err(e.into())),
-        };
+        let (scope, client) = self.workload_client(&ctx, kubeconfig, &what).await?;
         let op = async move {
             client
                 .apiserver_version()
                 .await
                 .map(|v| v.git_version)
-                .map_err(|e| store::kube_error("GET /version", e))
+                .map_err(|e| HostError::from_kube("GET /version", e))
         };
-        Ok(bounded(&what, scope.budget.min(PROBE_TIMEOUT), op).await)
+        Ok(within(&what, scope.budget.min(PROBE_TIMEOUT), op).await?)
     }
 
     async fn copy_secret(
@@ -88,37 +75,18 @@ impl wit::Host for HostState {
         ctx: Resource<CallContext>,
         kubeconfig: SecretKeyRef,
         request: wit::SecretCopy,
-    ) -> Answer<wit::Copied> {
+    ) -> Result<wit::Copied, HostFailure> {
         let what = format!(
             "copy Secret {:?} to workload Secret {}",
             request.source_name,
             quoted(&request.target_namespace, &request.target_name)
         );
-        let (labels, annotations) = match (
-            string_map(&request.labels, "labels"),
-            string_map(&request.annotations, "annotations"),
-        ) {
-            (Ok(l), Ok(a)) => (l, a),
-            (Err(e), _) | (_, Err(e)) => return Ok(Err(e.into())),
-        };
-        let (scope, client) = match self.workload_client(&ctx, kubeconfig, &what).await? {
-            Ok(c) => c,
-            Err(e) => return Ok(Err(e.into())),
-        };
-        let source_ns = match self.named_local_secret(
-            &ctx,
-            Capability::Workload,
-            &request.source_name,
-            &what,
-        )? {
-            Ok(ns) => ns,
-            Err(e) => return Ok(Err(e.into())),
-        };
-        let owner_label =
-            match self.own_label(&ctx, Capability::Workload, request.owner.clone(), &what)? {
-                Ok(o) => o,
-                Err(e) => return Ok(Err(e.into())),
-            };
+        let labels = string_map(&request.labels, "labels")?;
+        let annotations = string_map(&request.annotations, "annotations")?;
+        let (scope, client) = self.workload_client(&ctx, kubeconfig, &what).await?;
+        let source_ns =
+            self.named_local_secret(&ctx, Capability::Workload, &request.source_name, &what)?;
+        let owner = self.own_label(&ctx, Capability::Workload, request.owner.clone(), &what)?;
         let (plugin, budget) = (self.plugin.clone(), scope.budget);
         let op = async move {
             let source = store::get(&scope.management, "", &source_ns, &request.source_name)
@@ -138,7 +106,7 @@ impl wit::Host for HostState {
                 labels,
                 annotations,
                 create_namespace: request.create_namespace,
-                owner: owner_label,
+                owner,
                 digest_annotation: request.digest_annotation,
             };
             let (digest, secret_type, outcome) = store::copy(&client, copy).await?;
@@ -157,7 +125,7 @@ impl wit::Host for HostState {
                 },
             })
         };
-        Ok(bounded(&what, budget, op).await)
+        Ok(within(&what, budget, op).await?)
     }
 
     async fn delete_secret(
@@ -167,19 +135,13 @@ impl wit::Host for HostState {
         namespace: String,
         name: String,
         owner_label: OwnerLabel,
-    ) -> Answer<Removal> {
+    ) -> Result<Removal, HostFailure> {
         let what = format!("delete workload Secret {}", quoted(&namespace, &name));
-        let (scope, client) = match self.workload_client(&ctx, kubeconfig, &what).await? {
-            Ok(c) => c,
-            Err(e) => return Ok(Err(e.into())),
-        };
-        let owner = match self.own_label(&ctx, Capability::Workload, owner_label, &what)? {
-            Ok(o) => o,
-            Err(e) => return Ok(Err(e.into())),
-        };
+        let (scope, client) = self.workload_client(&ctx, kubeconfig, &what).await?;
+        let owner = self.own_label(&ctx, Capability::Workload, owner_label, &what)?;
         let op = async move {
             store::delete_owned(&client, "workload ", &namespace, &name, &owner).await
         };
-        Ok(bounded(&what, scope.budget, op).await.map(removal))
+        Ok(removal(within(&what, scope.budget, op).await?))
     }
 }

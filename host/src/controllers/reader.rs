@@ -131,17 +131,6 @@ impl ApiReader {
     }
 }
 
-fn api_error(e: kube::Error) -> HostError {
-    match e {
-        kube::Error::Api(s) if s.code == 400 => HostError::Invalid(s.message),
-        kube::Error::Api(s) if s.code == 403 => HostError::Denied(s.message),
-        kube::Error::Api(s) if s.code == 409 => HostError::Conflict(s.message),
-        kube::Error::Api(s) if s.code == 429 || s.code >= 500 => HostError::Unavailable(s.message),
-        kube::Error::Api(s) => HostError::Other(s.message),
-        other => HostError::Unavailable(other.to_string()),
-    }
-}
-
 fn to_json(o: DynamicObject) -> Result<Value, HostError> {
     serde_json::to_value(o).map_err(|e| HostError::Other(format!("encoding an object: {e}")))
 }
@@ -202,7 +191,10 @@ impl KubeReader for ApiReader {
             match api.get_opt(&request.name).await {
                 Ok(Some(o)) => to_json(o).map(Some),
                 Ok(None) => Ok(None),
-                Err(e) => Err(api_error(e)),
+                Err(e) => Err(HostError::from_kube(
+                    &format!("get {} {:?}", request.kind, request.name),
+                    e,
+                )),
             }
         })
     }
@@ -239,12 +231,13 @@ impl KubeReader for ApiReader {
             }
             let kind = self.resolve(&request.api_version, &request.kind).await?;
             let api = self.api(&kind.0, kind.1, request.namespace.as_deref());
+            let failed = |e| HostError::from_kube(&format!("list {}", request.kind), e);
             let mut params = ListParams::default();
             if let Some(sel) = &request.label_selector {
                 params = params.labels(sel);
             }
             let Some(fields) = &request.field_selector else {
-                let list = api.list(&params).await.map_err(api_error)?;
+                let list = api.list(&params).await.map_err(failed)?;
                 return list.items.into_iter().map(to_json).collect();
             };
             match api.list(&params.clone().fields(&fields.to_string())).await {
@@ -252,14 +245,14 @@ impl KubeReader for ApiReader {
                 // The kind's CRD does not declare the field selectable (or the server predates selectable
                 // fields): the selector still holds, applied here instead of by the server.
                 Err(e) if unsupported_field(&e) => {
-                    let list = api.list(&params).await.map_err(api_error)?;
+                    let list = api.list(&params).await.map_err(failed)?;
                     list.items
                         .into_iter()
                         .filter(|o| selected(fields, o))
                         .map(to_json)
                         .collect()
                 }
-                Err(e) => Err(api_error(e)),
+                Err(e) => Err(failed(e)),
             }
         })
     }

@@ -1,6 +1,7 @@
-//! One Omni endpoint and service-account key: signed, gzip-compressed calls with a deadline each, over one
-//! long-lived channel (the Go operator dialled and signed anew for every operation, §10.23). Replies are mapped
-//! onto the contract's typed errors with Go's `rpc error: code = … desc = …` text, so messages read as they did.
+//! One Omni endpoint and service-account key: signed calls (sent uncompressed; gzip answers accepted) with a
+//! deadline each, over one long-lived channel (the Go operator dialled and signed anew for every operation,
+//! §10.23). Replies are mapped onto the contract's typed errors with Go's `rpc error: code = … desc = …` text,
+//! so messages read as they did.
 
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -16,7 +17,7 @@ use tonic::{Code, Request, Status};
 
 use super::endpoint::Endpoint;
 use super::transport::{self, MAX_MESSAGE_BYTES};
-use crate::capabilities::HostError;
+use crate::contract::HostError;
 
 pub const CLUSTERS: &str = "Clusters.omni.sidero.dev";
 pub const CONFIG_PATCHES: &str = "ConfigPatches.omni.sidero.dev";

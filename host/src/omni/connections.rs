@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use super::client::OmniClient;
 use super::endpoint::Endpoint;
 use super::service_account::{SecretKeyRef, check_secret_value};
-use crate::capabilities::{GetRequest, HostError, KubeReader};
+use crate::contract::{GetRequest, HostError, KubeReader};
 
 /// Clients unused for this long are closed.
 const IDLE: Duration = Duration::from_secs(15 * 60);

@@ -8,7 +8,7 @@ use wasmtime::Trap;
 use wasmtime_wasi::I32Exit;
 
 use super::limits::{HostCallsExceeded, MemoryCapExceeded};
-use crate::capabilities::OutputViolation;
+use crate::contract::OutputViolation;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]

@@ -6,7 +6,7 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use super::error::{ErrorKind, PluginError};
-use crate::capabilities::{Capability, Grants};
+use crate::contract::{Capability, Grants};
 
 /// The contract package and the major line this host serves.
 const CONTRACT_PACKAGE: &str = "omni:operator";

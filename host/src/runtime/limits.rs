@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use wasmtime::ResourceLimiter;
 
-use crate::capabilities::OutputBounds;
+use crate::contract::OutputBounds;
 
 /// What one plugin call may use. Defaults follow DESIGN.md §5.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,10 +12,10 @@
 //! `Runtime::load_native::<P>` serves a plugin's logic compiled into the host through the same path, for
 //! measuring what WebAssembly costs (`native.rs` says what the sandbox then no longer gives).
 
-pub(crate) mod bindings;
 mod cache;
 mod engine;
 mod error;
+mod guest_strings;
 mod imports;
 mod limits;
 mod native;
@@ -33,6 +33,10 @@ use tokio::sync::Semaphore;
 use wasmtime::Engine;
 use wasmtime::component::{HasSelf, Linker};
 
+use crate::capabilities::CallScope;
+use crate::contract::bindings;
+
+pub use crate::contract::SecretField;
 pub use cache::{CompiledFrom, Digest};
 pub use engine::Allocator;
 pub use error::{ErrorKind, PluginError};
@@ -41,8 +45,7 @@ pub use plugin::{CallError, CallResult, Completed, LoadedPlugin, PluginSpec};
 pub use registry::PluginRegistry;
 pub(crate) use store::HostState;
 pub use types::{
-    FieldError, FieldErrorType, Gvk, Info, ReconcileError, RelatedKind, RelatedMapping,
-    SecretField, Verdict,
+    FieldError, FieldErrorType, Gvk, Info, ReconcileError, RelatedKind, RelatedMapping, Verdict,
 };
 
 #[derive(Debug, Clone)]
@@ -107,11 +110,13 @@ impl Runtime {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(anyhow::Error::from)
             .context("linking WASI")?;
-        bindings::ReconcilePlugin::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |state| {
-            state
-        })
+        bindings::ReconcilePlugin::add_to_linker::<_, HasSelf<CallScope>>(
+            &mut linker,
+            |state: &mut HostState| &mut state.scope,
+        )
         .map_err(anyhow::Error::from)
         .context("linking the plugin contract")?;
+        guest_strings::link(&mut linker).context("bounding the plugin's text outputs")?;
 
         let cache = cache::ComponentCache::new(&engine, config.cache_dir.clone());
         let permits = Semaphore::new(config.max_concurrent_calls);

@@ -29,13 +29,13 @@ use tokio::task::JoinError;
 
 use self::host::NativeHost;
 use super::Runtime;
-use super::bindings::exports::omni::operator::validator as wit_validator;
 use super::cache::Digest;
 use super::error::{ErrorKind, PluginError};
 use super::limits::CallLimits;
 use super::plugin::{Executor, Export, LoadedPlugin, Returned, close_context};
 use super::store::HostState;
 use crate::capabilities::{CallObject, Grants, HostServices, Outputs};
+use crate::contract::bindings::exports::omni::operator::validator as wit_validator;
 
 impl Runtime {
     /// Serves `P`'s logic, compiled into this host, under `name` with `grants` and `limits` (`None`: the runtime's
@@ -100,7 +100,7 @@ impl NativePlugin {
             services.clone(),
             &exec.limits,
         );
-        state.secret_fields = exec.secret_fields.clone();
+        state.scope.secret_fields = exec.secret_fields.clone();
         let context = exec.open_context(&mut state, object, Instant::now() + timeout)?;
         let lent = context.as_ref().map(|c| c.rep());
         let runtime = Handle::current();

@@ -14,19 +14,22 @@ use wasmtime::Store;
 use wasmtime::component::Resource;
 
 use super::Shared;
-use super::bindings::exports::omni::operator::{plugin as wit_plugin, validator as wit_validator};
-use super::bindings::omni::operator::types as wit;
-use super::bindings::{ReconcilePlugin, ReconcilePluginPre};
 use super::cache::{CompiledFrom, Digest};
 use super::error::{self, ErrorKind, Failure, PluginError};
 use super::imports;
 use super::limits::{CallLimits, MAX_MEMORIES, MAX_TABLES};
 use super::native::NativePlugin;
 use super::store::HostState;
-use super::types::{Info, ReconcileError, SecretField, Verdict};
+use super::types::{Info, ReconcileError, Verdict};
 use crate::capabilities::{
     CallContext, CallObject, Capability, Grants, HostServices, Outputs, truncate,
 };
+use crate::contract::SecretField;
+use crate::contract::bindings::exports::omni::operator::{
+    plugin as wit_plugin, validator as wit_validator,
+};
+use crate::contract::bindings::omni::operator::types as wit;
+use crate::contract::bindings::{ReconcilePlugin, ReconcilePluginPre};
 
 /// How much of a plugin's own error text is kept (a condition message holds 32 KiB).
 const MAX_ERROR_MESSAGE: usize = 4096;
@@ -420,7 +423,7 @@ impl Executor {
             services.clone(),
             limits,
         );
-        store.data_mut().secret_fields = self.secret_fields.clone();
+        store.data_mut().scope.secret_fields = self.secret_fields.clone();
         let context = self.open_context(store.data_mut(), object, deadline)?;
         // The plugin gets a borrow; the host keeps the owning handle and takes the outputs back through it.
         let lent = context.as_ref().map(|c| Resource::new_borrow(c.rep()));
@@ -461,7 +464,7 @@ impl Executor {
             return Ok(None);
         };
         let context = CallContext::new(object.clone(), deadline, self.limits.outputs);
-        state.table.push(context).map(Some).map_err(|e| {
+        state.scope.table.push(context).map(Some).map_err(|e| {
             PluginError::new(
                 &self.name,
                 ErrorKind::Other,
@@ -486,13 +489,14 @@ pub(super) fn close_context(
 ) -> Outputs {
     let mut outputs = match context {
         Some(handle) => state
+            .scope
             .table
             .delete(handle)
             .map(CallContext::into_outputs)
             .unwrap_or_default(),
         None => Outputs::default(),
     };
-    for denial in state.denials.drain(..) {
+    for denial in state.scope.denials.drain(..) {
         outputs.deny(denial);
     }
     outputs

@@ -14,7 +14,7 @@ use tokio::io::AsyncWrite;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
-use crate::capabilities::{LogLevel, LogLine, LogSource};
+use crate::contract::{LogLevel, LogLine, LogSource};
 
 /// How much the guest may write per `write` call; it is always ready for more.
 const WRITE_BUDGET: usize = 64 * 1024;

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
-use wasmtime::component::ResourceTable;
 use wasmtime::{CallHook, Engine, Store};
 use wasmtime_wasi::{
     HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
@@ -12,23 +11,17 @@ use wasmtime_wasi::{
 
 use super::limits::{CallLimits, HostCallsExceeded, MemoryLimiter};
 use super::stdio::CapturePipe;
-use super::types::SecretField;
-use crate::capabilities::{Capability, Clock, Denial, Grants, HostServices, LogLine, LogSource};
+use crate::capabilities::{CallScope, Capability, Clock, Grants, HostServices, LogLine, LogSource};
 
 /// The most random bytes one WASI call may ask for (wasmtime's default is 64 MiB, which a plugin could make the
 /// host allocate on every call).
 const MAX_RANDOM_BYTES: u64 = 64 * 1024;
 
-/// The data of one call's store. Public only because the runtime's linker is typed by it.
+/// The data of one call's store: the capabilities' side of the call ([`CallScope`], which the contract's
+/// imports are linked to) and the sandbox's (WASI, the memory limiter, captured stdio, the host-call count).
+/// Public only because the runtime's linker is typed by it.
 pub struct HostState {
-    pub(crate) plugin: Arc<str>,
-    pub(crate) grants: Arc<Grants>,
-    pub(crate) services: HostServices,
-    /// The fields of the reconciled object that name the Secrets this plugin may reach (from `describe`).
-    pub(crate) secret_fields: Arc<[SecretField]>,
-    pub(crate) table: ResourceTable,
-    /// Capability calls refused during this call; the caller reports them.
-    pub(crate) denials: Vec<Denial>,
+    pub(crate) scope: CallScope,
     /// Calls into the host so far (contract and WASI alike), and the most this call may make.
     host_calls: u64,
     max_host_calls: u64,
@@ -99,12 +92,7 @@ impl HostState {
         }
         let wasi = wasi.build();
         HostState {
-            plugin,
-            grants,
-            services,
-            secret_fields: Arc::from([]),
-            table: ResourceTable::new(),
-            denials: Vec::new(),
+            scope: CallScope::new(plugin, grants, services, Arc::from([])),
             host_calls: 0,
             max_host_calls: limits.max_host_calls,
             wasi,
@@ -123,10 +111,10 @@ impl HostState {
         ] {
             let (captured, dropped) = pipe.lines(source);
             for line in &captured {
-                line.emit(&self.plugin);
+                line.emit(&self.scope.plugin);
             }
             if dropped > 0 {
-                tracing::warn!(target: "omni_operator::plugin", plugin = %self.plugin, ?source, dropped, "plugin output beyond the capture limit was dropped");
+                tracing::warn!(target: "omni_operator::plugin", plugin = %self.scope.plugin, ?source, dropped, "plugin output beyond the capture limit was dropped");
             }
             lines.extend(captured);
         }
@@ -191,7 +179,7 @@ impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
             ctx: &mut self.wasi,
-            table: &mut self.table,
+            table: &mut self.scope.table,
         }
     }
 }

@@ -1,8 +1,11 @@
 //! What plugins answer, in host types: the controllers use these, never the generated binding types, so a
 //! second contract version can feed the same controllers.
 
-use super::bindings::exports::omni::operator::{plugin as wit_plugin, validator as wit_validator};
-use super::bindings::omni::operator::types as wit;
+use crate::contract::SecretField;
+use crate::contract::bindings::exports::omni::operator::{
+    plugin as wit_plugin, validator as wit_validator,
+};
+use crate::contract::bindings::omni::operator::types as wit;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Gvk {
@@ -58,13 +61,6 @@ pub struct Info {
     pub capabilities: Vec<String>,
     /// The fields of the reconciled object that name the Secrets the plugin may reach.
     pub secret_fields: Vec<SecretField>,
-}
-
-/// Dotted paths to a Secret's name and (optionally) namespace in the reconciled object.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SecretField {
-    pub name: String,
-    pub namespace: Option<String>,
 }
 
 /// A reconcile or finalize the plugin itself declined.

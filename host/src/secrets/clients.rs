@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::{client_config, get, quoted};
-use crate::capabilities::HostError;
+use crate::contract::HostError;
 
 /// Beyond this many cached clients the cache starts over, so Secrets that come and go cannot grow it forever.
 const MAX_CLIENTS: usize = 1024;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 
-use crate::capabilities::HostError;
+use crate::contract::HostError;
 
 /// How long connecting to a workload cluster may take; each call has its own, shorter deadline on top.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -18,30 +18,6 @@ pub use owned::{
     not_owned, write_kubeconfig,
 };
 
-use crate::capabilities::HostError;
-
-/// A Kubernetes API failure as the contract's `host-error`, prefixed with what was being done, the way the Go
-/// operator wraps them (`get workload Secret "ns/name": …`). 401 and 403 stay apart from other failures: they
-/// say the credentials are no longer usable, which callers act on (a kubeconfig export rotates).
-pub fn kube_error(what: &str, e: kube::Error) -> HostError {
-    match e {
-        kube::Error::Api(s) => {
-            let text = format!("{what}: {}", s.message);
-            match s.code {
-                401 => HostError::Unauthenticated(text),
-                403 => HostError::Forbidden(text),
-                404 => HostError::NotFound(text),
-                409 => HostError::Conflict(text),
-                400 | 422 => HostError::Invalid(text),
-                429 | 500.. => HostError::Unavailable(text),
-                _ => HostError::Other(text),
-            }
-        }
-        // Connection refused, DNS, TLS, a closed connection: the cluster did not answer.
-        other => HostError::Unavailable(format!("{what}: {other}")),
-    }
-}
-
 /// Lowercase hex SHA-256, the form of every digest in the contract.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest as _;

@@ -8,8 +8,8 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams, Preconditions};
 
-use super::{content_hash, kube_error, quoted};
-use crate::capabilities::HostError;
+use super::{content_hash, quoted};
+use crate::contract::HostError;
 
 /// The label that marks a Secret as the reconciled object's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,7 +47,9 @@ pub async fn get(
     Api::<Secret>::namespaced(client.clone(), namespace)
         .get_opt(name)
         .await
-        .map_err(|e| kube_error(&format!("get {scope}Secret {}", quoted(namespace, name)), e))
+        .map_err(|e| {
+            HostError::from_kube(&format!("get {scope}Secret {}", quoted(namespace, name)), e)
+        })
 }
 
 /// Only the version that was checked is deleted: a precondition on UID and resourceVersion.
@@ -80,7 +82,7 @@ pub async fn delete_owned(
     {
         Ok(_) => Ok(Removal::Deleted),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(Removal::Absent),
-        Err(e) => Err(kube_error(
+        Err(e) => Err(HostError::from_kube(
             &format!("delete {scope}Secret {}", quoted(namespace, name)),
             e,
         )),
@@ -129,7 +131,7 @@ pub async fn write_kubeconfig(
             Err(kube::Error::Api(s)) if s.code == 409 => Err(HostError::Conflict(format!(
                 "Secret {target} was created by someone else while the kubeconfig was requested; nothing was written"
             ))),
-            Err(e) => Err(kube_error(&format!("create Secret {target}"), e)),
+            Err(e) => Err(HostError::from_kube(&format!("create Secret {target}"), e)),
         };
     };
     if !w.owner.marks(&secret) {
@@ -154,7 +156,7 @@ pub async fn write_kubeconfig(
     api.replace(name, &PostParams::default(), &secret)
         .await
         .map(|_| ())
-        .map_err(|e| kube_error(&format!("update Secret {target}"), e))
+        .map_err(|e| HostError::from_kube(&format!("update Secret {target}"), e))
 }
 
 pub fn not_owned(target: &str, owner: &OwnerLabel) -> HostError {
@@ -242,7 +244,10 @@ pub async fn copy(
                 Err(kube::Error::Api(s)) if s.code == 409 => Err(HostError::Conflict(format!(
                     "workload Secret {target} was created by someone else meanwhile; nothing was written"
                 ))),
-                Err(e) => Err(kube_error(&format!("create workload Secret {target}"), e)),
+                Err(e) => Err(HostError::from_kube(
+                    &format!("create workload Secret {target}"),
+                    e,
+                )),
             }
         }
     };
@@ -268,7 +273,12 @@ pub async fn copy(
         match api.delete(&r.name, &exactly(&existing)).await {
             Ok(_) => {}
             Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(e) => return Err(kube_error(&format!("delete workload Secret {target}"), e)),
+            Err(e) => {
+                return Err(HostError::from_kube(
+                    &format!("delete workload Secret {target}"),
+                    e,
+                ));
+            }
         }
         return Ok((digest, secret_type, create(CopyOutcome::Recreated).await?));
     }
@@ -278,7 +288,7 @@ pub async fn copy(
     existing.string_data = None;
     api.replace(&r.name, &PostParams::default(), &existing)
         .await
-        .map_err(|e| kube_error(&format!("update workload Secret {target}"), e))?;
+        .map_err(|e| HostError::from_kube(&format!("update workload Secret {target}"), e))?;
     Ok((digest, secret_type, CopyOutcome::Updated))
 }
 
@@ -290,7 +300,7 @@ async fn ensure_namespace(client: &kube::Client, namespace: &str) -> Result<(), 
         Ok(Some(_)) => return Ok(()),
         Ok(None) => {}
         Err(e) => {
-            return Err(kube_error(
+            return Err(HostError::from_kube(
                 &format!("get workload namespace {quoted_ns}"),
                 e,
             ));
@@ -306,7 +316,7 @@ async fn ensure_namespace(client: &kube::Client, namespace: &str) -> Result<(), 
     match api.create(&PostParams::default(), &ns).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-        Err(e) => Err(kube_error(
+        Err(e) => Err(HostError::from_kube(
             &format!("create workload namespace {quoted_ns}"),
             e,
         )),

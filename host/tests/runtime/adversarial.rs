@@ -404,6 +404,22 @@ async fn a_plugins_clocks_show_the_hosts_time_only_under_the_clock_grant() {
 }
 
 #[tokio::test]
+async fn huge_strings_are_measured_in_guest_memory_and_never_copied_whole() {
+    // 48 MiB of log message and 48 MiB of field, well within the guest's 128 MiB cap: the host copies the 4 KiB and
+    // 1 KiB it keeps, never the whole strings (the generated bindings would allocate 48 MiB twice).
+    let huge = json!({"do": "logHuge", "bytes": 48 << 20, "times": 1});
+    let (_, out) = attack_once(&["clock"], &support::default_services(), huge).await;
+    assert_eq!(out.logs.len(), 1);
+    assert!(out.logs[0].message.len() <= 4096);
+    let largest = support::LargestAllocation::largest();
+    assert!(
+        largest < 40 << 20,
+        "the host made a {} MiB allocation while serving the plugin's strings",
+        largest >> 20
+    );
+}
+
+#[tokio::test]
 async fn huge_log_lines_are_cut_before_they_are_kept() {
     let huge = json!({"do": "logHuge", "bytes": 4 << 20, "times": 2});
     let (_, out) = attack_once(&["clock"], &support::default_services(), huge).await;
@@ -492,6 +508,8 @@ async fn start_up_survives_bad_plugins_and_refuses_squatters_impostors_and_rival
     put("squatter", &guests::wasm("squatter"));
     // An impostor under a built-in's name: it gets no grants of the built-in, so its imports are refused.
     put("omni-kubeconfig-export", &guests::wasm("hostile"));
+    // A built-in replaced on purpose, with grants configured for it: served, and said at WARN with both digests.
+    put("omni-machine", omni_operator::defaults::PLUGINS[4].wasm);
     // Two plugins claiming one kind.
     put("hostile", &guests::wasm("hostile"));
     put("rival", &guests::wasm("hostile"));
@@ -505,6 +523,10 @@ async fn start_up_survives_bad_plugins_and_refuses_squatters_impostors_and_rival
             EVERYTHING.iter().map(|g| g.to_string()).collect(),
         );
     }
+    sources.extra_grants.insert(
+        "omni-machine".into(),
+        vec!["kube-read:omni.texashpc.com/OmniCluster".into()],
+    );
     let operator = Operator::load(support::runtime().clone(), sources)
         .await
         .expect("start-up survives every bad plugin");
@@ -567,6 +589,16 @@ async fn start_up_survives_bad_plugins_and_refuses_squatters_impostors_and_rival
     let built_in = omni_operator::runtime::Digest::of(omni_operator::defaults::PLUGINS[5].wasm);
     assert_eq!(export.digest(), built_in);
     assert!(names.contains(&"hostile".to_string()));
+    let logged = String::from_utf8_lossy(&support::logs().lock().unwrap()).into_owned();
+    let machine =
+        omni_operator::runtime::Digest::of(omni_operator::defaults::PLUGINS[4].wasm).to_string();
+    assert!(
+        logged.lines().any(|l| l.contains("WARN")
+            && l.contains("plugin replaced by a file from the plugin directory")
+            && l.contains("plugin=omni-machine")
+            && l.matches(machine.as_str()).count() == 2),
+        "the replacement of a built-in was not logged at WARN with both digests"
+    );
 }
 
 #[tokio::test]

@@ -132,6 +132,30 @@ async fn a_missing_file_is_not_found_and_an_oversized_one_invalid() {
     );
 }
 
+/// A FIFO under the root is refused, not opened for a read that could wait for a writer forever.
+#[tokio::test]
+async fn a_fifo_or_socket_under_the_root_is_invalid() {
+    use std::os::unix::ffi::OsStrExt as _;
+
+    let t = templates();
+    let site = Path::new(&t.site);
+    let fifo = std::ffi::CString::new(site.join("pipe").as_os_str().as_bytes()).expect("path");
+    // SAFETY: `fifo` is a NUL-terminated string that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0, "mkfifo");
+    let _socket = std::os::unix::net::UnixListener::bind(site.join("sock")).expect("bind");
+    let services = allowing(&t.allowed);
+    assert_eq!(
+        read(&services, &t.site, "pipe").await,
+        json!({"error": "invalid", "message":
+            "invalid: read pipe: not a regular file (a FIFO); plugins may read only regular files"})
+    );
+    assert_eq!(
+        read(&services, &t.site, "sock").await,
+        json!({"error": "invalid", "message":
+            "invalid: read sock: not a regular file (a socket); plugins may read only regular files"})
+    );
+}
+
 #[tokio::test]
 async fn a_root_the_operator_does_not_allow_is_denied_naming_the_allowed_ones() {
     let t = templates();

@@ -4,6 +4,11 @@
 mod guests;
 mod support;
 
+/// The process's allocator, counting the largest single allocation the host makes: the sandbox tests show that a
+/// plugin's huge strings are never copied into host memory whole.
+#[global_allocator]
+static ALLOCATOR: support::LargestAllocation = support::LargestAllocation;
+
 mod adversarial;
 mod cache;
 mod calls;

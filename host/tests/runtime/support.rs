@@ -23,6 +23,8 @@ pub const NOW: u64 = 1_795_331_823;
 pub fn runtime() -> &'static Runtime {
     static RUNTIME: OnceLock<Runtime> = OnceLock::new();
     RUNTIME.get_or_init(|| {
+        // Every test that runs a plugin captures the host's log lines from its first one.
+        let _ = logs();
         let cache_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plugin-cache");
         Runtime::new(RuntimeConfig {
             cache_dir: Some(cache_dir),
@@ -229,4 +231,36 @@ pub fn log_tail(lines: usize) -> String {
         String::from_utf8_lossy(&logs().lock().unwrap_or_else(|p| p.into_inner())).into_owned();
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// The system allocator, remembering the largest single allocation of the process.
+pub struct LargestAllocation;
+
+static LARGEST: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+impl LargestAllocation {
+    /// The largest allocation so far, in bytes.
+    pub fn largest() -> usize {
+        LARGEST.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+// SAFETY: every call is forwarded unchanged to the system allocator; the counter is only an atomic max.
+unsafe impl std::alloc::GlobalAlloc for LargestAllocation {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        LARGEST.fetch_max(layout.size(), std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: the caller's contract is the system allocator's.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: `ptr` came from the system allocator with this layout.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        LARGEST.fetch_max(new_size, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: as for `dealloc`, and `new_size` is the caller's.
+        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+    }
 }

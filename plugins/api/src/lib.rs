@@ -17,6 +17,7 @@
 pub mod common;
 pub mod conditions;
 pub mod kinds;
+pub mod labels;
 pub mod meta;
 pub mod patterns;
 

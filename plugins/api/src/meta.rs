@@ -7,13 +7,21 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+// The API's names, defined once here (the Go operator's `api/v1alpha1` package, spec §0.1, §0.2); plugins take
+// them from this crate rather than spelling them. Kind names are each kind's `OmniKind::KIND`.
+
+/// The API group of all eight kinds (spec §0.1).
 pub const GROUP: &str = "omni.texashpc.com";
+/// The only version of the API, served and stored (spec §0.1).
 pub const VERSION: &str = "v1alpha1";
+/// `apiVersion` of every object of the API: [`GROUP`]`/`[`VERSION`] (spec §0.1).
 pub const API_VERSION: &str = "omni.texashpc.com/v1alpha1";
 
-/// The finalizer the operator adds to objects that own remote state (spec §0.2).
+/// The finalizer the operator adds to objects that own remote state (spec §0.2; Go `Finalizer` in
+/// `api/v1alpha1/common_types.go`).
 pub const FINALIZER: &str = "omni.texashpc.com/finalizer";
-/// The finalizer from before the API group rename; still honoured and removed on deletion (spec §0.2).
+/// The finalizer from before the API group rename; still honoured and removed on deletion (spec §0.2; Go
+/// `LegacyFinalizer` in `api/v1alpha1/common_types.go`). Only OmniCluster and OmniConnection know it.
 pub const LEGACY_FINALIZER: &str = "omni.texas-hpc.org/finalizer";
 
 /// Implemented by each kind's spec type: it names the kind and its status type, which is all
@@ -126,4 +134,15 @@ pub struct OwnerReference {
     pub controller: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_owner_deletion: Option<bool>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `API_VERSION` is a literal so it can be used in `const` contexts; it must still be the two parts joined.
+    #[test]
+    fn api_version_is_group_slash_version() {
+        assert_eq!(API_VERSION, format!("{GROUP}/{VERSION}"));
+    }
 }

@@ -5,6 +5,7 @@
 
 pub mod rules;
 
+use omni_api::{OmniClusterSpec, OmniControlPlaneSpec, OmniKind, OmniMachineSpec, OmniWorkersSpec};
 use omni_plugin_sdk::{
     Condition, Gvk, Host, Info, ObjectRef, ReconcileError, Related, RelatedMapping, Value, Verdict,
     json,
@@ -12,9 +13,8 @@ use omni_plugin_sdk::{
 
 pub use omni_plugin_sdk;
 
-pub const GROUP: &str = "omni.texashpc.com";
-pub const VERSION: &str = "v1alpha1";
-pub const API_VERSION: &str = "omni.texashpc.com/v1alpha1";
+/// The API's names, defined once in omni-api.
+pub use omni_api::{API_VERSION, GROUP, VERSION};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Child {
@@ -26,9 +26,9 @@ pub enum Child {
 impl Child {
     pub fn kind(self) -> &'static str {
         match self {
-            Child::ControlPlane => "OmniControlPlane",
-            Child::Workers => "OmniWorkers",
-            Child::Machine => "OmniMachine",
+            Child::ControlPlane => OmniControlPlaneSpec::KIND,
+            Child::Workers => OmniWorkersSpec::KIND,
+            Child::Machine => OmniMachineSpec::KIND,
         }
     }
 
@@ -48,7 +48,7 @@ pub fn describe(child: Child) -> Info {
         kinds: vec![Gvk::new(GROUP, VERSION, child.kind())],
         // A cluster appearing or changing re-evaluates every child that names it.
         related: vec![Related {
-            kind: Gvk::new(GROUP, VERSION, "OmniCluster"),
+            kind: Gvk::new(GROUP, VERSION, OmniClusterSpec::KIND),
             mapping: RelatedMapping::NameField("spec.clusterRef.name".into()),
         }],
         // These kinds have no finalizer in the original operator: deleting one has no remote effect.
@@ -78,7 +78,11 @@ pub fn reconcile<H: Host>(child: Child, host: &H) -> Result<(), ReconcileError> 
     let cluster = str_at(&obj, &["spec", "clusterRef", "name"]).to_string();
     let name = str_at(&obj, &["metadata", "name"]).to_string();
     let exists = host
-        .kube_get(&ObjectRef::local(API_VERSION, "OmniCluster", &cluster))?
+        .kube_get(&ObjectRef::local(
+            API_VERSION,
+            OmniClusterSpec::KIND,
+            &cluster,
+        ))?
         .is_some();
 
     let mut status = json!({"clusterRef": cluster});

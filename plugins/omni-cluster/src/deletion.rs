@@ -7,20 +7,29 @@
 //! `spec.suspend` is set (§10.15): suspend stops syncing, not cleanup.
 
 use omni_api::OmniCluster;
-use omni_plugin_sdk::{Condition, Host, ReconcileError, json};
+use omni_api::conditions::{reasons, types};
+use omni_plugin_sdk::{Host, ReconcileError};
 use omni_template::render;
 use omni_template::sync::{self, Progress};
 
 use crate::inputs;
+use crate::outcome::{State, Teardown};
 use crate::reconcile::remote_name;
 use crate::timing::{TEARDOWN_RECHECK_MS, failure_backoff_ms, trim_status};
 
 pub fn finalize<H: Host>(host: &H) -> Result<bool, ReconcileError> {
+    teardown(host)?.write(host)
+}
+
+/// What this finalize call reports. Nothing is written here: every path returns its [`Teardown`], written once.
+fn teardown<H: Host>(host: &H) -> Result<Teardown, ReconcileError> {
     let object = host.object();
     let cluster: OmniCluster = host.object_as()?;
     let policy = cluster.spec.delete_policy.clone().unwrap_or_default();
     if policy.orphan == Some(true) {
-        return Ok(true);
+        return Ok(Teardown::Done {
+            output: String::new(),
+        });
     }
     let now = host.now();
     let connection_name = cluster.spec.connection_ref.name.as_str();
@@ -31,9 +40,11 @@ pub fn finalize<H: Host>(host: &H) -> Result<bool, ReconcileError> {
             "cannot delete remote Omni cluster without OmniConnection {connection_name:?}: {why}; restore the connection, \
              or set spec.deletePolicy.orphan: true to leave the Omni cluster in place"
         );
-        host.set_condition(Condition::new("Ready", false, "DeleteFailed", message));
-        host.requeue_after(failure_backoff_ms(&object, "Ready", &now));
-        return Ok(false);
+        return Ok(Teardown::Blocked {
+            ready: State::failed(reasons::DELETE_FAILED, message),
+            output: String::new(),
+            requeue_ms: failure_backoff_ms(&object, types::READY, &now),
+        });
     }
     // The name Omni has the cluster under: the recorded one, which differs from the spec only if a rename was
     // refused (§10.16 — the Go controller deleted the spec's name and left the synced cluster behind).
@@ -45,20 +56,17 @@ pub fn finalize<H: Host>(host: &H) -> Result<bool, ReconcileError> {
         policy.destroy_machines == Some(true),
     );
     let output = trim_status(&report.lines.join("\n"));
-    if !output.is_empty() {
-        host.set_status(json!({"lastSyncOutput": output}));
-    }
-    match report.result {
-        Ok(Progress::Done) => Ok(true),
-        Ok(Progress::Waiting(why)) => {
-            host.set_condition(Condition::new("Ready", false, "Deleting", why));
-            host.requeue_after(TEARDOWN_RECHECK_MS);
-            Ok(false)
-        }
-        Err(e) => {
-            host.set_condition(Condition::new("Ready", false, "DeleteFailed", e));
-            host.requeue_after(failure_backoff_ms(&object, "Ready", &now));
-            Ok(false)
-        }
-    }
+    Ok(match report.result {
+        Ok(Progress::Done) => Teardown::Done { output },
+        Ok(Progress::Waiting(why)) => Teardown::Blocked {
+            ready: State::failed(reasons::DELETING, why),
+            output,
+            requeue_ms: TEARDOWN_RECHECK_MS,
+        },
+        Err(e) => Teardown::Blocked {
+            ready: State::failed(reasons::DELETE_FAILED, e),
+            output,
+            requeue_ms: failure_backoff_ms(&object, types::READY, &now),
+        },
+    })
 }

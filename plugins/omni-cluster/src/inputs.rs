@@ -3,19 +3,25 @@
 
 use std::collections::BTreeMap;
 
-use omni_api::{OmniCluster, OmniConnection, OmniControlPlane, OmniMachine, OmniWorkers};
+use omni_api::{
+    API_VERSION, GROUP, OmniCluster, OmniConnection, OmniConnectionSpec, OmniControlPlane,
+    OmniControlPlaneSpec, OmniKind, OmniMachine, OmniMachineSpec, OmniWorkers, OmniWorkersSpec,
+};
 use omni_plugin_sdk::{Host, HostError, ListQuery, ObjectRef, Value};
 use omni_template::model::{FileSource, NoFiles, Template};
-
-use crate::API_VERSION;
 
 /// The OmniConnection the cluster names, or the §2.2 step 5 message when it cannot be read.
 pub fn connection<H: Host>(host: &H, name: &str) -> Result<OmniConnection, String> {
     let failed = |why: String| format!("failed to get OmniConnection {name:?}: {why}");
-    match host.kube_get(&ObjectRef::local(API_VERSION, "OmniConnection", name)) {
-        // The API server's own NotFound text, as the Go client printed it.
+    match host.kube_get(&ObjectRef::local(
+        API_VERSION,
+        OmniConnectionSpec::KIND,
+        name,
+    )) {
+        // The API server's own NotFound text (`<plural>.<group> "<name>" not found`), as the Go client printed it.
         Ok(None) => Err(failed(format!(
-            "omniconnections.omni.texashpc.com {name:?} not found"
+            "{}.{GROUP} {name:?} not found",
+            OmniConnectionSpec::PLURAL
         ))),
         Ok(Some(obj)) => serde_json::from_value(obj)
             .map_err(|e| failed(format!("it does not have the expected shape: {e}"))),
@@ -34,7 +40,7 @@ pub struct Children {
 pub fn children<H: Host>(host: &H, cluster: &OmniCluster) -> Result<Children, String> {
     let namespace = cluster.metadata.namespace.as_deref().unwrap_or_default();
     let name = cluster.name();
-    let mut control_planes: Vec<OmniControlPlane> = list(host, "OmniControlPlane", name)?;
+    let mut control_planes: Vec<OmniControlPlane> = list(host, OmniControlPlaneSpec::KIND, name)?;
     if control_planes.len() != 1 {
         return Err(format!(
             "expected exactly one OmniControlPlane referencing {namespace}/{name}, found {}",
@@ -43,8 +49,8 @@ pub fn children<H: Host>(host: &H, cluster: &OmniCluster) -> Result<Children, St
     }
     Ok(Children {
         control_plane: control_planes.remove(0),
-        workers: list(host, "OmniWorkers", name)?,
-        machines: list(host, "OmniMachine", name)?,
+        workers: list(host, OmniWorkersSpec::KIND, name)?,
+        machines: list(host, OmniMachineSpec::KIND, name)?,
     })
 }
 

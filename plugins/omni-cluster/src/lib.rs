@@ -16,18 +16,20 @@
 mod admission;
 mod deletion;
 mod inputs;
+mod outcome;
 mod reconcile;
 mod timing;
 
+use omni_api::{
+    OmniClusterSpec, OmniConnectionSpec, OmniControlPlaneSpec, OmniKind, OmniMachineSpec,
+    OmniWorkersSpec,
+};
 use omni_plugin_sdk::{
     Gvk, Host, Info, Plugin, ReconcileError, Related, RelatedMapping, Value, Verdict,
 };
 
-pub const GROUP: &str = "omni.texashpc.com";
-pub const VERSION: &str = "v1alpha1";
-pub const API_VERSION: &str = "omni.texashpc.com/v1alpha1";
-pub const FINALIZER: &str = "omni.texashpc.com/finalizer";
-pub const LEGACY_FINALIZER: &str = "omni.texas-hpc.org/finalizer";
+/// The API's names, defined once in omni-api.
+pub use omni_api::{API_VERSION, FINALIZER, GROUP, LEGACY_FINALIZER, VERSION};
 
 pub use timing::{DEFAULT_SYNC_INTERVAL_MS, sync_interval_ms};
 
@@ -42,24 +44,24 @@ impl Plugin for OmniClusterPlugin {
         Info {
             name: "omni-cluster".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            kinds: vec![Gvk::new(GROUP, VERSION, "OmniCluster")],
+            kinds: vec![Gvk::new(GROUP, VERSION, OmniClusterSpec::KIND)],
             related: vec![
                 // A connection's spec changing re-syncs every cluster that names it (§2.2 triggers).
                 related(
-                    "OmniConnection",
+                    OmniConnectionSpec::KIND,
                     RelatedMapping::NameField("spec.connectionRef.name".into()),
                 ),
                 // A child appearing, changing or going re-renders the cluster it names.
                 related(
-                    "OmniControlPlane",
+                    OmniControlPlaneSpec::KIND,
                     RelatedMapping::NamedBy("spec.clusterRef.name".into()),
                 ),
                 related(
-                    "OmniWorkers",
+                    OmniWorkersSpec::KIND,
                     RelatedMapping::NamedBy("spec.clusterRef.name".into()),
                 ),
                 related(
-                    "OmniMachine",
+                    OmniMachineSpec::KIND,
                     RelatedMapping::NamedBy("spec.clusterRef.name".into()),
                 ),
             ],

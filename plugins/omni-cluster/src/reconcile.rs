@@ -1,11 +1,12 @@
 //! One reconcile of an OmniCluster that is not being deleted (spec/original-operator.md §2.2 steps 4–10).
 //!
-//! Every path writes all three conditions (`Validated`, `Synced`, `Ready`), because the host stamps each written
-//! condition with the current generation: a `Synced=True` left over from an older spec would claim the new one is
-//! in Omni (§10.18). `Ready` keeps the Go controller's reason for the first failing step.
+//! Every path ends in one [`Outcome`], which carries all three conditions (`Validated`, `Synced`, `Ready`), so no
+//! path can leave one from an older generation (§10.18; see `outcome`). `Ready` keeps the Go controller's reason
+//! for the first failing step.
 
-use omni_api::OmniCluster;
-use omni_plugin_sdk::{Condition, Host, ReconcileError, Value, json};
+use omni_api::conditions::{self, reasons};
+use omni_api::{OmniCluster, OmniClusterStatus, SyncStatusFields};
+use omni_plugin_sdk::{Host, ReconcileError, Value};
 use omni_template::model::FileSource;
 use omni_template::render::{self, Rendered};
 use omni_template::sync::{self, Progress};
@@ -13,13 +14,22 @@ use omni_template::translate::{self, types};
 use omni_template::{encode, validate};
 
 use crate::inputs;
+use crate::outcome::{Outcome, State};
 use crate::timing::{
     NOT_READY_RECHECK_MS, TEARDOWN_RECHECK_MS, failure_backoff_ms, sync_interval_ms, trim_status,
 };
 
 const VALIDATED_MESSAGE: &str = "rendered Omni cluster template is valid";
+/// `Synced`/`Ready` while Omni is still tearing down what the template no longer names. Not one of Go's reasons:
+/// the Go controller waited inside the call instead of reporting it.
+const SYNCING: &str = "Syncing";
 
 pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
+    outcome(host)?.write(host)
+}
+
+/// What this reconcile reports. Nothing is written here: every path returns its [`Outcome`], written once.
+fn outcome<H: Host>(host: &H) -> Result<Outcome, ReconcileError> {
     let object = host.object();
     let cluster: OmniCluster = host.object_as()?;
     let interval = sync_interval_ms(&object);
@@ -36,17 +46,14 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
     // check (and deletion, which uses it) would no longer know the old cluster (§10.16).
     let recorded = remote_name(&object);
     let (mut status, validated) = match &template {
-        Ok((rendered, _)) => {
-            let mut status = rendered_status(rendered, &encode::to_yaml(&rendered.template));
-            if let Some(old) = &recorded {
-                status["clusterName"] = json!(old);
-            }
-            (status, Validated::Valid)
-        }
+        Ok((rendered, _)) => (
+            rendered_status(rendered, &encode::to_yaml(&rendered.template), recorded),
+            State::ok(reasons::VALIDATED, VALIDATED_MESSAGE),
+        ),
         // Go's "mark failed" writes only the name (steps 5–7).
         Err((reason, message)) => (
-            json!({"clusterName": recorded.unwrap_or_else(|| render::cluster_name(&cluster))}),
-            Validated::Invalid(reason, message),
+            name_only_status(recorded.unwrap_or_else(|| render::cluster_name(&cluster))),
+            State::failed(reason, message.as_str()),
         ),
     };
 
@@ -56,13 +63,8 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
         // `Validated`, `Synced`, `templateHash` and the child refs as they were (§10.18); we also write `Synced` with
         // the same reason, and `Validated`, `templateHash` and the refs for the current spec. That extra does not
         // change `Ready` or `Synced`.
-        let message = "remote Omni sync is suspended";
-        host.set_status(status);
-        validated.report(host);
-        condition(host, "Synced", false, "Suspended", message);
-        condition(host, "Ready", false, "Suspended", message);
-        host.requeue_after(interval);
-        return Ok(());
+        let suspended = State::failed(reasons::SUSPENDED, "remote Omni sync is suspended");
+        return Ok(Outcome::stopped(validated, suspended, status, interval));
     }
 
     // §2.2 step 5, before the template's steps 6–8: a missing connection is what `Ready` and `Synced` report even
@@ -71,55 +73,34 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
     let connection = match inputs::connection(host, connection_name) {
         Ok(c) => c,
         Err(message) => {
-            host.set_status(status);
-            validated.report(host);
-            condition(host, "Synced", false, "MissingConnection", &message);
-            condition(host, "Ready", false, "MissingConnection", &message);
-            host.requeue_after(interval);
-            return Ok(());
+            let missing = State::failed(reasons::MISSING_CONNECTION, message);
+            return Ok(Outcome::stopped(validated, missing, status, interval));
         }
     };
 
     let (rendered, files) = match template {
         Ok(r) => r,
         Err((reason, message)) => {
-            host.set_status(status);
-            condition(host, "Validated", false, reason, &message);
-            condition(
-                host,
-                "Synced",
-                false,
-                reason,
-                &format!("not synced: {message}"),
-            );
-            condition(host, "Ready", false, reason, &message);
-            host.requeue_after(interval);
-            return Ok(());
+            return Ok(Outcome::invalid(reason, &message, status, interval));
         }
     };
-    status["connectionRef"] = json!(connection.name());
-    status["endpoint"] = json!(connection.spec.endpoint);
+    status.connection.connection_ref = Some(connection.name().to_string());
+    status.connection.endpoint = Some(connection.spec.endpoint.clone());
 
     // §10.16: Omni already has the cluster under its old name; syncing the new one would orphan it.
     if let Some(old) = remote_name(&object).filter(|old| *old != rendered.cluster_name)
         && let Err(message) = rename_allowed(host, connection_name, &old, &rendered.cluster_name)
     {
         // `status.clusterName` still names `old`.
-        host.set_status(status);
-        condition(host, "Validated", false, "ValidationFailed", &message);
-        condition(
-            host,
-            "Synced",
-            false,
-            "ValidationFailed",
-            &format!("not synced: {message}"),
-        );
-        condition(host, "Ready", false, "ValidationFailed", &message);
-        host.requeue_after(interval);
-        return Ok(());
+        return Ok(Outcome::invalid(
+            reasons::VALIDATION_FAILED,
+            &message,
+            status,
+            interval,
+        ));
     }
 
-    status["clusterName"] = json!(rendered.cluster_name);
+    status.sync.cluster_name = Some(rendered.cluster_name.clone());
 
     // §2.2 step 9.
     let sync_result = translate::translate(&rendered.template, files.as_ref())
@@ -135,9 +116,9 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
         Err(e) => (Vec::new(), Err(e)),
     };
     let output = trim_status(&lines.join("\n"));
-    status["lastAttemptTime"] = json!(now);
-    status["lastSyncOutput"] = json!(output);
-    condition(host, "Validated", true, "Validated", VALIDATED_MESSAGE);
+    status.sync.last_attempt_time = Some(now.clone());
+    status.sync.last_sync_output = Some(output.clone());
+    // From here on the template is valid, and `validated` says so.
 
     match result {
         Err(e) => {
@@ -145,84 +126,61 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
             if !output.is_empty() {
                 message = format!("{message}\n{output}");
             }
-            host.set_status(status);
-            condition(host, "Synced", false, "SyncFailed", &message);
-            condition(host, "Ready", false, "SyncFailed", &message);
-            host.requeue_after(failure_backoff_ms(&object, "Synced", &now));
+            let failed = State::failed(reasons::SYNC_FAILED, message);
+            let backoff = failure_backoff_ms(&object, conditions::types::SYNCED, &now);
+            Ok(Outcome::stopped(validated, failed, status, backoff))
         }
-        Ok(Progress::Waiting(why)) => {
-            host.set_status(status);
-            condition(host, "Synced", false, "Syncing", &why);
-            condition(host, "Ready", false, "Syncing", &why);
-            host.requeue_after(TEARDOWN_RECHECK_MS.min(interval));
-        }
+        Ok(Progress::Waiting(why)) => Ok(Outcome::stopped(
+            validated,
+            State::failed(SYNCING, why),
+            status,
+            TEARDOWN_RECHECK_MS.min(interval),
+        )),
         Ok(Progress::Done) => {
-            status["lastSyncTime"] = json!(now);
-            condition(host, "Synced", true, "Synced", "template synced to Omni");
+            status.sync.last_sync_time = Some(now);
             // §2.2 step 10, with a deadline (the host's) instead of waiting for a ClusterStatus forever (§10.6).
-            let ready = match host.omni_cluster_status(connection_name, &rendered.cluster_name) {
-                Ok(Some(health)) if health.healthy => {
-                    status["lastStatusOutput"] = json!("");
-                    condition(
-                        host,
-                        "Ready",
-                        true,
-                        "Synced",
-                        "cluster template is synced and status was read from Omni",
-                    );
-                    true
-                }
-                Ok(Some(health)) => {
+            let not_ready = NOT_READY_RECHECK_MS.min(interval);
+            let (ready, status_output, requeue_ms) =
+                match host.omni_cluster_status(connection_name, &rendered.cluster_name) {
+                    Ok(Some(health)) if health.healthy => (
+                        State::ok(
+                            reasons::SYNCED,
+                            "cluster template is synced and status was read from Omni",
+                        ),
+                        String::new(),
+                        interval,
+                    ),
                     // §10.5: the Go operator's status output was always empty; the findings say why.
-                    status["lastStatusOutput"] = json!(trim_status(&health.findings.join("\n")));
-                    condition(
-                        host,
-                        "Ready",
-                        false,
-                        "StatusFailed",
-                        "cluster is not healthy",
-                    );
-                    false
-                }
-                Ok(None) => {
-                    let message = format!(
-                        "Omni has no status for cluster {:?} yet",
-                        rendered.cluster_name
-                    );
-                    status["lastStatusOutput"] = json!("");
-                    condition(host, "Ready", false, "StatusFailed", &message);
-                    false
-                }
-                Err(e) => {
-                    status["lastStatusOutput"] = json!("");
-                    condition(host, "Ready", false, "StatusFailed", e.message());
-                    false
-                }
-            };
-            host.set_status(status);
-            host.requeue_after(if ready {
-                interval
-            } else {
-                NOT_READY_RECHECK_MS.min(interval)
-            });
-        }
-    }
-    Ok(())
-}
-
-/// What `Validated` says on the paths that stop before the template's own (suspended, no connection).
-enum Validated<'a> {
-    Valid,
-    Invalid(&'static str, &'a str),
-}
-
-impl Validated<'_> {
-    fn report<H: Host>(&self, host: &H) {
-        match self {
-            Validated::Valid => condition(host, "Validated", true, "Validated", VALIDATED_MESSAGE),
-            Validated::Invalid(reason, message) => {
-                condition(host, "Validated", false, reason, message)
-            }
+                    Ok(Some(health)) => (
+                        State::failed(reasons::STATUS_FAILED, "cluster is not healthy"),
+                        trim_status(&health.findings.join("\n")),
+                        not_ready,
+                    ),
+                    Ok(None) => (
+                        State::failed(
+                            reasons::STATUS_FAILED,
+                            format!(
+                                "Omni has no status for cluster {:?} yet",
+                                rendered.cluster_name
+                            ),
+                        ),
+                        String::new(),
+                        not_ready,
+                    ),
+                    Err(e) => (
+                        State::failed(reasons::STATUS_FAILED, e.message()),
+                        String::new(),
+                        not_ready,
+                    ),
+                };
+            status.sync.last_status_output = Some(status_output);
+            Ok(Outcome {
+                validated,
+                synced: State::ok(reasons::SYNCED, "template synced to Omni"),
+                ready,
+                status,
+                requeue_ms,
+            })
         }
     }
 }
@@ -235,29 +193,44 @@ fn template<H: Host>(
     host: &H,
     cluster: &OmniCluster,
 ) -> Result<(Rendered, Box<dyn FileSource>), TemplateError> {
-    let children = inputs::children(host, cluster).map_err(|m| ("MissingTemplate", m))?;
+    let children = inputs::children(host, cluster).map_err(|m| (reasons::MISSING_TEMPLATE, m))?;
     let rendered = render::render(
         cluster,
         &children.control_plane,
         &children.workers,
         &children.machines,
     )
-    .map_err(|m| ("ValidationFailed", m))?;
+    .map_err(|m| (reasons::VALIDATION_FAILED, m))?;
     let files = inputs::files(host, cluster, &rendered.template);
     validate::validate(&rendered.template, files.as_ref())
-        .map_err(|e| ("ValidationFailed", e.to_string()))?;
+        .map_err(|e| (reasons::VALIDATION_FAILED, e.to_string()))?;
     Ok((rendered, files))
 }
 
-/// The §2.2 "rendered status".
-fn rendered_status(r: &Rendered, yaml: &str) -> Value {
-    json!({
-        "clusterName": r.cluster_name,
-        "templateHash": encode::template_hash(yaml),
-        "controlPlaneRef": r.control_plane_ref,
-        "workersRefs": r.workers_refs,
-        "machineRefs": r.machine_refs,
-    })
+/// The §2.2 "rendered status", with `clusterName` the name Omni has the cluster under when one is `recorded`.
+fn rendered_status(r: &Rendered, yaml: &str, recorded: Option<String>) -> OmniClusterStatus {
+    OmniClusterStatus {
+        sync: SyncStatusFields {
+            cluster_name: Some(recorded.unwrap_or_else(|| r.cluster_name.clone())),
+            template_hash: Some(encode::template_hash(yaml)),
+            ..SyncStatusFields::default()
+        },
+        control_plane_ref: Some(r.control_plane_ref.clone()),
+        workers_refs: Some(r.workers_refs.clone()),
+        machine_refs: Some(r.machine_refs.clone()),
+        ..OmniClusterStatus::default()
+    }
+}
+
+/// The status of Go's "mark failed": only `clusterName`.
+fn name_only_status(cluster_name: String) -> OmniClusterStatus {
+    OmniClusterStatus {
+        sync: SyncStatusFields {
+            cluster_name: Some(cluster_name),
+            ..SyncStatusFields::default()
+        },
+        ..OmniClusterStatus::default()
+    }
 }
 
 /// The cluster name Omni may already have: the recorded `status.clusterName` once a sync was attempted.
@@ -285,8 +258,4 @@ fn rename_allowed<H: Host>(host: &H, connection: &str, old: &str, new: &str) -> 
             e.message()
         )),
     }
-}
-
-fn condition<H: Host>(host: &H, type_: &str, ok: bool, reason: &str, message: &str) {
-    host.set_condition(Condition::new(type_, ok, reason, message));
 }

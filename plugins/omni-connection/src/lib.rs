@@ -12,17 +12,16 @@
 //! how long the connection has been failing (2 s to 60 s).
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+use omni_api::{OmniClusterSpec, OmniConnectionSpec, OmniKind};
 use omni_plugin_sdk::{
     Condition, Gvk, Host, HostError, Info, ListQuery, Plugin, ReconcileError, Related,
     RelatedMapping, Value, Verdict, json,
 };
 
-pub const GROUP: &str = "omni.texashpc.com";
-pub const VERSION: &str = "v1alpha1";
-pub const API_VERSION: &str = "omni.texashpc.com/v1alpha1";
-pub const KIND: &str = "OmniConnection";
-pub const FINALIZER: &str = "omni.texashpc.com/finalizer";
-pub const LEGACY_FINALIZER: &str = "omni.texas-hpc.org/finalizer";
+/// The API's names, defined once in omni-api.
+pub use omni_api::{API_VERSION, FINALIZER, GROUP, LEGACY_FINALIZER, VERSION};
+/// The kind this plugin reconciles.
+pub const KIND: &str = OmniConnectionSpec::KIND;
 
 /// How often a healthy connection is checked again (Go: `RequeueAfter: 5m`).
 pub const HEALTHY_RECHECK_MS: u64 = 5 * 60 * 1000;
@@ -45,7 +44,7 @@ impl Plugin for OmniConnectionPlugin {
             // A cluster appearing, switching connection or going away re-triggers the connection it names: that is
             // what releases a connection whose deletion waits for its clusters.
             related: vec![Related {
-                kind: Gvk::new(GROUP, VERSION, "OmniCluster"),
+                kind: Gvk::new(GROUP, VERSION, OmniClusterSpec::KIND),
                 mapping: RelatedMapping::NamedBy("spec.connectionRef.name".into()),
             }],
             finalizer: Some(FINALIZER.into()),
@@ -91,7 +90,7 @@ impl Plugin for OmniConnectionPlugin {
         let namespace = str_at(&obj, &["metadata", "namespace"]);
         let clusters = host.kube_list(&ListQuery {
             api_version: API_VERSION.into(),
-            kind: "OmniCluster".into(),
+            kind: OmniClusterSpec::KIND.into(),
             namespace: None,
             label_selector: None,
             field_selector: None,

@@ -164,6 +164,61 @@ impl Host for Recording {
         self.connections.borrow_mut().push(connection.into());
         self.inner.omni_cluster_status(connection, cluster)
     }
+    // The connection plugin never calls these; they forward so the wrapper stays a faithful host.
+    fn read_file(&self, root: &str, path: &str) -> Result<Vec<u8>, HostError> {
+        self.inner.read_file(root, path)
+    }
+    fn secret_info(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<omni_plugin_sdk::secrets::SecretInfo>, HostError> {
+        self.inner.secret_info(namespace, name)
+    }
+    fn secret_digest(
+        &self,
+        key: &omni_plugin_sdk::secrets::SecretKeyRef,
+    ) -> Result<Option<String>, HostError> {
+        self.inner.secret_digest(key)
+    }
+    fn secret_delete_owned(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        owner: &omni_plugin_sdk::secrets::OwnerLabel,
+    ) -> Result<omni_plugin_sdk::secrets::Removal, HostError> {
+        self.inner.secret_delete_owned(namespace, name, owner)
+    }
+    fn omni_export_kubeconfig(
+        &self,
+        connection: &str,
+        request: &omni_plugin_sdk::secrets::KubeconfigExport,
+    ) -> Result<String, HostError> {
+        self.inner.omni_export_kubeconfig(connection, request)
+    }
+    fn workload_probe(
+        &self,
+        kubeconfig: &omni_plugin_sdk::secrets::SecretKeyRef,
+    ) -> Result<String, HostError> {
+        self.inner.workload_probe(kubeconfig)
+    }
+    fn workload_copy_secret(
+        &self,
+        kubeconfig: &omni_plugin_sdk::secrets::SecretKeyRef,
+        request: &omni_plugin_sdk::secrets::SecretCopy,
+    ) -> Result<omni_plugin_sdk::secrets::Copied, HostError> {
+        self.inner.workload_copy_secret(kubeconfig, request)
+    }
+    fn workload_delete_secret(
+        &self,
+        kubeconfig: &omni_plugin_sdk::secrets::SecretKeyRef,
+        namespace: &str,
+        name: &str,
+        owner: &omni_plugin_sdk::secrets::OwnerLabel,
+    ) -> Result<omni_plugin_sdk::secrets::Removal, HostError> {
+        self.inner
+            .workload_delete_secret(kubeconfig, namespace, name, owner)
+    }
 }
 
 impl ConditionOf for Recording {

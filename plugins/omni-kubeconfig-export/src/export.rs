@@ -2,6 +2,11 @@
 //! metadata the operator writes it. The kubeconfig goes from Omni to the Secret host to host; the plugin gets back
 //! only its SHA-256.
 
+use omni_api::labels::kubeconfig_export::{
+    EXPIRATION_ANNOTATION, HASH_ANNOTATION, LAST_ROTATION_ANNOTATION, NAME_ANNOTATION,
+    NAMESPACE_ANNOTATION, SPEC_HASH_ANNOTATION,
+};
+use omni_api::labels::{CLUSTER_LABEL, MANAGED_BY, MANAGED_BY_LABEL};
 use omni_plugin_sdk::HostError;
 use omni_plugin_sdk::json;
 use omni_plugin_sdk::secrets::{KubeconfigExport, OwnerLabel};
@@ -9,10 +14,6 @@ use omni_plugin_sdk::secrets::{KubeconfigExport, OwnerLabel};
 use crate::rotation::{self, Schedule};
 use crate::spec::{ExportSpec, Identity};
 use crate::target::Target;
-use crate::{
-    CLUSTER_LABEL, EXPIRATION_ANNOTATION, HASH_ANNOTATION, LAST_ROTATION_ANNOTATION, MANAGED_BY,
-    MANAGED_BY_LABEL, NAME_ANNOTATION, NAMESPACE_ANNOTATION, SPEC_HASH_ANNOTATION,
-};
 
 /// Everything the request is built from.
 pub struct Inputs<'a> {

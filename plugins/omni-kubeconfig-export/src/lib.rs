@@ -27,30 +27,24 @@ mod spec_hash;
 mod target;
 mod validation;
 
+use omni_api::{OmniClusterSpec, OmniKind, OmniKubeconfigExportSpec};
 use omni_plugin_sdk::{
     Gvk, Host, Info, Plugin, ReconcileError, Related, RelatedMapping, SecretField, Value, Verdict,
 };
 
 pub use spec_hash::{spec_hash, spec_json};
 
-pub const GROUP: &str = "omni.texashpc.com";
-pub const VERSION: &str = "v1alpha1";
-pub const API_VERSION: &str = "omni.texashpc.com/v1alpha1";
-pub const KIND: &str = "OmniKubeconfigExport";
-pub const FINALIZER: &str = "omni.texashpc.com/finalizer";
+/// The API's names, defined once in omni-api.
+pub use omni_api::{API_VERSION, FINALIZER, GROUP, VERSION};
+/// The kind this plugin reconciles.
+pub const KIND: &str = OmniKubeconfigExportSpec::KIND;
 
-/// The label that marks a Secret as this export's (value: the export's `metadata.uid`).
-pub const OWNER_LABEL: &str = "omni.texashpc.com/kubeconfig-export-uid";
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
-pub const MANAGED_BY: &str = "omni-cluster-operator";
-pub const CLUSTER_LABEL: &str = "omni.texashpc.com/cluster";
-
-pub const NAME_ANNOTATION: &str = "omni.texashpc.com/kubeconfig-export-name";
-pub const NAMESPACE_ANNOTATION: &str = "omni.texashpc.com/kubeconfig-export-namespace";
-pub const SPEC_HASH_ANNOTATION: &str = "omni.texashpc.com/kubeconfig-export-spec-hash";
-pub const HASH_ANNOTATION: &str = "omni.texashpc.com/kubeconfig-hash";
-pub const EXPIRATION_ANNOTATION: &str = "omni.texashpc.com/kubeconfig-expiration-time";
-pub const LAST_ROTATION_ANNOTATION: &str = "omni.texashpc.com/kubeconfig-last-rotation-time";
+/// The labels and annotations of the Secrets this plugin has written (spec §4.2), defined once in omni-api.
+pub use omni_api::labels::kubeconfig_export::{
+    EXPIRATION_ANNOTATION, HASH_ANNOTATION, LAST_ROTATION_ANNOTATION, NAME_ANNOTATION,
+    NAMESPACE_ANNOTATION, OWNER_LABEL, SPEC_HASH_ANNOTATION,
+};
+pub use omni_api::labels::{CLUSTER_LABEL, MANAGED_BY, MANAGED_BY_LABEL};
 
 /// The key a kubeconfig goes under when `spec.targetSecretRef.key` is not set (the CRD default too).
 pub const DEFAULT_TARGET_KEY: &str = "kubeconfig";
@@ -69,7 +63,7 @@ impl Plugin for OmniKubeconfigExportPlugin {
             related: vec![
                 // The cluster appearing or changing (its Omni name, its connection) re-exports (§2 triggers).
                 Related {
-                    kind: Gvk::new(GROUP, VERSION, "OmniCluster"),
+                    kind: Gvk::new(GROUP, VERSION, OmniClusterSpec::KIND),
                     mapping: RelatedMapping::NameField("spec.clusterRef.name".into()),
                 },
                 // A written Secret names its export: an edited or deleted kubeconfig is repaired at once, not at

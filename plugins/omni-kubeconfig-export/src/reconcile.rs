@@ -1,6 +1,7 @@
 //! One reconcile of an export that is not being deleted (§4.5 steps 4-13), in Go's order: validate, find the
 //! cluster and its connection, clean up a renamed-away target, keep a current kubeconfig or export a new one.
 
+use omni_api::{API_VERSION, GROUP, OmniClusterSpec, OmniConnectionSpec, OmniKind};
 use omni_plugin_sdk::time::{failure_retry_ms, parse_rfc3339};
 use omni_plugin_sdk::{EventType, Host, HostError, ObjectRef, ReconcileError, Value};
 
@@ -10,7 +11,7 @@ use crate::reuse::{self, Existing, Expected};
 use crate::rotation::{self, Schedule};
 use crate::spec::{ExportSpec, Identity};
 use crate::target::{self, Target};
-use crate::{API_VERSION, RETRY_MS, spec_hash, validation};
+use crate::{RETRY_MS, spec_hash, validation};
 
 const CLUSTER_ADMIN_EVENT: &str =
     "system:masters exports a cluster-admin kubeconfig into the management cluster";
@@ -32,7 +33,7 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
     // A read error other than absence is the host's trouble, retried with backoff (Go returned it).
     let Some(cluster) = host.kube_get(&ObjectRef::local(
         API_VERSION,
-        "OmniCluster",
+        OmniClusterSpec::KIND,
         &spec.cluster_ref,
     ))?
     else {
@@ -159,14 +160,20 @@ fn omni_cluster_name(cluster: &Value) -> String {
 /// The connection's `spec.endpoint`, or the `MissingConnection` message (§4.5 step 6). Only the two fields are
 /// read, so a connection the plugin's schema version would not fully decode still serves.
 fn connection_endpoint<H: Host>(host: &H, name: &str) -> Result<String, String> {
-    match host.kube_get(&ObjectRef::local(API_VERSION, "OmniConnection", name)) {
+    match host.kube_get(&ObjectRef::local(
+        API_VERSION,
+        OmniConnectionSpec::KIND,
+        name,
+    )) {
         Ok(Some(connection)) => Ok(connection["spec"]["endpoint"]
             .as_str()
             .unwrap_or_default()
             .to_string()),
-        // The Go client's NotFound text, as the OmniCluster plugin reports it too.
+        // The Go client's NotFound text (`<plural>.<group> "<name>" not found`), as the OmniCluster plugin reports
+        // it too.
         Ok(None) => Err(format!(
-            "failed to get OmniConnection {name:?}: omniconnections.omni.texashpc.com {name:?} not found"
+            "failed to get OmniConnection {name:?}: {}.{GROUP} {name:?} not found",
+            OmniConnectionSpec::PLURAL
         )),
         Err(e) => Err(format!(
             "failed to get OmniConnection {name:?}: {}",

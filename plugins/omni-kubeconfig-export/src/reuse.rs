@@ -2,15 +2,15 @@
 //! export for the current spec, unmodified, not due for rotation, and still accepted by the workload cluster.
 //! The plugin sees only the Secret's metadata and the digest of the key, never the kubeconfig.
 
+use omni_api::labels::kubeconfig_export::{
+    EXPIRATION_ANNOTATION, HASH_ANNOTATION, LAST_ROTATION_ANNOTATION, SPEC_HASH_ANNOTATION,
+};
 use omni_plugin_sdk::secrets::OwnerLabel;
 use omni_plugin_sdk::time::parse_rfc3339;
 use omni_plugin_sdk::{Host, HostError, LogLevel};
 
 use crate::rotation::{self, Instant};
 use crate::target::Target;
-use crate::{
-    EXPIRATION_ANNOTATION, HASH_ANNOTATION, LAST_ROTATION_ANNOTATION, SPEC_HASH_ANNOTATION,
-};
 
 /// SHA-256 of no bytes: the digest of an empty key, which holds no kubeconfig.
 pub const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";

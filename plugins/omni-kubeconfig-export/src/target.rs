@@ -2,10 +2,10 @@
 //! relate (previous-target cleanup, key rename) and what marks a Secret as this export's.
 
 use omni_api::OmniKubeconfigExportStatus;
+use omni_api::labels::kubeconfig_export::OWNER_LABEL;
 use omni_plugin_sdk::secrets::{OwnerLabel, SecretKeyRef};
 use omni_plugin_sdk::{ReconcileError, Value};
 
-use crate::OWNER_LABEL;
 use crate::spec::{ExportSpec, Identity};
 
 /// A key of a management-cluster Secret, namespace resolved.

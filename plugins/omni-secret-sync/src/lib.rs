@@ -33,6 +33,7 @@ mod report;
 mod target;
 mod validation;
 
+use omni_api::{OmniClusterSpec, OmniKind, OmniSecretSyncSpec};
 use omni_plugin_sdk::{
     Gvk, Host, Info, Plugin, ReconcileError, Related, RelatedMapping, SecretField, Value, Verdict,
 };
@@ -40,11 +41,10 @@ use omni_plugin_sdk::{
 pub use deletion::{DELETE_RETRY_MS, GIVE_UP_AFTER_S};
 pub use reconcile::{RESYNC_MS, RETRY_MS};
 
-pub const GROUP: &str = "omni.texashpc.com";
-pub const VERSION: &str = "v1alpha1";
-pub const API_VERSION: &str = "omni.texashpc.com/v1alpha1";
-pub const KIND: &str = "OmniSecretSync";
-pub const FINALIZER: &str = "omni.texashpc.com/finalizer";
+/// The API's names, defined once in omni-api.
+pub use omni_api::{API_VERSION, FINALIZER, GROUP, VERSION};
+/// The kind this plugin reconciles.
+pub const KIND: &str = OmniSecretSyncSpec::KIND;
 
 pub struct OmniSecretSyncPlugin;
 
@@ -62,7 +62,7 @@ impl Plugin for OmniSecretSyncPlugin {
                 // §5.6 triggers: the cluster appearing or changing (its name is a target label), and every change
                 // of the source or kubeconfig Secret (Go watched Secrets without a predicate).
                 Related {
-                    kind: Gvk::new(GROUP, VERSION, "OmniCluster"),
+                    kind: Gvk::new(GROUP, VERSION, OmniClusterSpec::KIND),
                     mapping: RelatedMapping::NameField("spec.clusterRef.name".into()),
                 },
                 secret("spec.sourceSecretRef.name"),

@@ -6,10 +6,10 @@
 //! known to report, and the host retries with backoff.
 
 use omni_api::conditions::reasons;
+use omni_api::{API_VERSION, OmniClusterSpec, OmniKind};
 use omni_plugin_sdk::secrets::{CopyOutcome, Removal, SecretKeyRef};
 use omni_plugin_sdk::{Host, HostError, LogLevel, ObjectRef, ReconcileError};
 
-use crate::API_VERSION;
 use crate::messages;
 use crate::object::{SyncObject, Target};
 use crate::report::Report;
@@ -52,8 +52,11 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
 
     // Step 3.
     let cluster_ref = sync.cluster_ref();
-    let Some(cluster) =
-        host.kube_get(&ObjectRef::local(API_VERSION, "OmniCluster", cluster_ref))?
+    let Some(cluster) = host.kube_get(&ObjectRef::local(
+        API_VERSION,
+        OmniClusterSpec::KIND,
+        cluster_ref,
+    ))?
     else {
         report.cluster_missing(cluster_ref);
         host.requeue_after(RETRY_MS);

@@ -2,24 +2,19 @@
 //! sync's, and the labels and annotations that replace whatever it had. The data and the content hash are the
 //! host's part: it copies the values host to host and stamps the hash in [`HASH_ANNOTATION`].
 
+use omni_api::labels::secret_sync::{
+    CONTENT_ANNOTATION, CONTENT_VERSION, HASH_ANNOTATION, NAME_ANNOTATION, SOURCE_ANNOTATION,
+};
+use omni_api::labels::{CLUSTER_LABEL, MANAGED_BY, MANAGED_BY_LABEL};
 use omni_plugin_sdk::Value;
 use omni_plugin_sdk::secrets::{OwnerLabel, SecretCopy};
 use omni_plugin_sdk::serde_json::Map;
 
 use crate::object::SyncObject;
 
-/// Owner of a workload Secret (§5.5): only a Secret carrying this sync's UID here is changed or deleted.
-pub const OWNER_LABEL: &str = "omni.texashpc.com/secret-sync-uid";
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
-pub const MANAGED_BY: &str = "omni-cluster-operator";
-pub const CLUSTER_LABEL: &str = "omni.texashpc.com/cluster";
-pub const NAME_ANNOTATION: &str = "omni.texashpc.com/secret-sync-name";
-pub const SOURCE_ANNOTATION: &str = "omni.texashpc.com/secret-sync-source";
-/// Filled by the host with the content hash of what it wrote.
-pub const HASH_ANNOTATION: &str = "omni.texashpc.com/secret-sync-hash";
-pub const CONTENT_ANNOTATION: &str = "omni.texashpc.com/secret-sync-content";
-/// The version of the target layout and hash format, as the Go operator wrote it.
-pub const CONTENT_VERSION: &str = "v1";
+/// Owner of a workload Secret (§5.5): only a Secret carrying this sync's UID here is changed or deleted. Defined,
+/// with the other keys, in omni-api.
+pub use omni_api::labels::secret_sync::OWNER_LABEL;
 
 pub fn owner(sync: &SyncObject) -> OwnerLabel {
     OwnerLabel::new(OWNER_LABEL, sync.uid())

@@ -125,15 +125,7 @@ pub trait Host {
     /// absolute template root; `path` is relative to it or absolute inside it. Capability `files`; the operator
     /// admin decides which roots are allowed (`Denied` otherwise), a missing file is `NotFound`, a path leading
     /// out of the root `Denied`, an oversized file `Invalid`.
-    ///
-    /// The default answers `Unavailable`, as an operator without the capability does: test doubles written
-    /// before files could be read keep compiling, and plugins that read no files need not implement it.
-    fn read_file(&self, root: &str, path: &str) -> Result<Vec<u8>, HostError> {
-        let _ = (root, path);
-        Err(HostError::Unavailable(
-            "this host does not serve files".into(),
-        ))
-    }
+    fn read_file(&self, root: &str, path: &str) -> Result<Vec<u8>, HostError>;
 
     /// Authenticates against the Omni endpoint an OmniConnection (in the object's namespace) names; returns the
     /// normalised endpoint. Capability `omni`, as are the other `omni_*` calls.
@@ -171,29 +163,16 @@ pub trait Host {
         cluster: &str,
     ) -> Result<Option<omni::ClusterHealth>, HostError>;
 
-    // The calls below default to `Unavailable`, as an operator without the capability answers, so test doubles
-    // of plugins that use none of them need not implement them.
-
     /// A management-cluster Secret's metadata and keys, never its values; `Ok(None)` when it does not exist.
     /// `namespace: None` is the object's own. Capability `secrets`.
     fn secret_info(
         &self,
         namespace: Option<&str>,
         name: &str,
-    ) -> Result<Option<secrets::SecretInfo>, HostError> {
-        let _ = (namespace, name);
-        Err(HostError::Unavailable(
-            "this host does not serve secrets".into(),
-        ))
-    }
+    ) -> Result<Option<secrets::SecretInfo>, HostError>;
 
     /// SHA-256 (hex) of one key's value; `Ok(None)` when the Secret or key does not exist. Capability `secrets`.
-    fn secret_digest(&self, key: &secrets::SecretKeyRef) -> Result<Option<String>, HostError> {
-        let _ = key;
-        Err(HostError::Unavailable(
-            "this host does not serve secrets".into(),
-        ))
-    }
+    fn secret_digest(&self, key: &secrets::SecretKeyRef) -> Result<Option<String>, HostError>;
 
     /// Deletes a management-cluster Secret only if it carries `owner`. Capability `secrets-write`.
     fn secret_delete_owned(
@@ -201,12 +180,7 @@ pub trait Host {
         namespace: Option<&str>,
         name: &str,
         owner: &secrets::OwnerLabel,
-    ) -> Result<secrets::Removal, HostError> {
-        let _ = (namespace, name, owner);
-        Err(HostError::Unavailable(
-            "this host does not write secrets".into(),
-        ))
-    }
+    ) -> Result<secrets::Removal, HostError>;
 
     /// Requests a service-account kubeconfig from Omni and writes it into a Secret host to host; returns the
     /// SHA-256 of the bytes written. `Conflict` when the target exists without the owner label (left alone).
@@ -215,34 +189,19 @@ pub trait Host {
         &self,
         connection: &str,
         request: &secrets::KubeconfigExport,
-    ) -> Result<String, HostError> {
-        let _ = (connection, request);
-        Err(HostError::Unavailable(
-            "this host does not export kubeconfigs".into(),
-        ))
-    }
+    ) -> Result<String, HostError>;
 
     /// `GET /version` on the workload cluster with the kubeconfig in `kubeconfig`: the server's version, or
     /// `Unauthenticated` (401) / `Forbidden` (403) when the credentials are no longer usable. Capability
     /// `workload`, as are the other `workload_*` calls.
-    fn workload_probe(&self, kubeconfig: &secrets::SecretKeyRef) -> Result<String, HostError> {
-        let _ = kubeconfig;
-        Err(HostError::Unavailable(
-            "this host does not reach workload clusters".into(),
-        ))
-    }
+    fn workload_probe(&self, kubeconfig: &secrets::SecretKeyRef) -> Result<String, HostError>;
 
     /// Mirrors a Secret into the workload cluster host to host.
     fn workload_copy_secret(
         &self,
         kubeconfig: &secrets::SecretKeyRef,
         request: &secrets::SecretCopy,
-    ) -> Result<secrets::Copied, HostError> {
-        let _ = (kubeconfig, request);
-        Err(HostError::Unavailable(
-            "this host does not reach workload clusters".into(),
-        ))
-    }
+    ) -> Result<secrets::Copied, HostError>;
 
     /// Deletes a workload-cluster Secret only if it carries `owner`.
     fn workload_delete_secret(
@@ -251,12 +210,7 @@ pub trait Host {
         namespace: &str,
         name: &str,
         owner: &secrets::OwnerLabel,
-    ) -> Result<secrets::Removal, HostError> {
-        let _ = (kubeconfig, namespace, name, owner);
-        Err(HostError::Unavailable(
-            "this host does not reach workload clusters".into(),
-        ))
-    }
+    ) -> Result<secrets::Removal, HostError>;
 }
 
 /// A kind's reconcile logic.

@@ -4,15 +4,18 @@
 
 use omni_plugin_sdk as sdk;
 use omni_plugin_sdk::omni as sdk_omni;
+use omni_plugin_sdk::secrets as sdk_secrets;
 use serde_json::Value;
 
-use crate::runtime::bindings::exports::omni::operator::{
+use crate::contract::bindings::exports::omni::operator::{
     plugin as wit_plugin, validator as wit_validator,
 };
-use crate::runtime::bindings::omni::operator::context as wit_context;
-use crate::runtime::bindings::omni::operator::kube_read as wit_kube_read;
-use crate::runtime::bindings::omni::operator::omni as wit_omni;
-use crate::runtime::bindings::omni::operator::types as wit;
+use crate::contract::bindings::omni::operator::context as wit_context;
+use crate::contract::bindings::omni::operator::kube_read as wit_kube_read;
+use crate::contract::bindings::omni::operator::omni as wit_omni;
+use crate::contract::bindings::omni::operator::secrets as wit_secrets;
+use crate::contract::bindings::omni::operator::types as wit;
+use crate::contract::bindings::omni::operator::workload as wit_workload;
 
 pub(super) fn info(info: sdk::Info) -> wit_plugin::Info {
     let sdk::Info {
@@ -252,5 +255,87 @@ pub(super) fn cluster_health(h: wit_omni::ClusterHealth) -> sdk_omni::ClusterHea
         ready: h.ready,
         healthy: h.healthy,
         findings: h.findings,
+    }
+}
+
+pub(super) fn secret_key(key: &sdk_secrets::SecretKeyRef) -> wit::SecretKeyRef {
+    wit::SecretKeyRef {
+        namespace: key.namespace.clone(),
+        name: key.name.clone(),
+        key: key.key.clone(),
+    }
+}
+
+pub(super) fn owner(owner: &sdk_secrets::OwnerLabel) -> wit::OwnerLabel {
+    wit::OwnerLabel {
+        key: owner.key.clone(),
+        value: owner.value.clone(),
+    }
+}
+
+pub(super) fn removal(r: wit::Removal) -> sdk_secrets::Removal {
+    match r {
+        wit::Removal::Deleted => sdk_secrets::Removal::Deleted,
+        wit::Removal::Absent => sdk_secrets::Removal::Absent,
+        wit::Removal::NotOwned => sdk_secrets::Removal::NotOwned,
+    }
+}
+
+/// Labels and annotations cross as JSON objects; the host always sends objects.
+fn json_object(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::Object(Default::default()))
+}
+
+pub(super) fn secret_info(i: wit_secrets::SecretInfo) -> sdk_secrets::SecretInfo {
+    sdk_secrets::SecretInfo {
+        secret_type: i.secret_type,
+        keys: i.keys,
+        resource_version: i.resource_version,
+        labels: json_object(&i.labels),
+        annotations: json_object(&i.annotations),
+    }
+}
+
+pub(super) fn kubeconfig_export(r: &sdk_secrets::KubeconfigExport) -> wit_omni::KubeconfigExport {
+    wit_omni::KubeconfigExport {
+        cluster: r.cluster.clone(),
+        user: r.user.clone(),
+        groups: r.groups.clone(),
+        ttl_ns: r.ttl_ns,
+        target: secret_key(&r.target),
+        remove_key: r.remove_key.clone(),
+        context_namespace: r.context_namespace.clone(),
+        labels: r.labels.to_string(),
+        annotations: r.annotations.to_string(),
+        owner: owner(&r.owner),
+        digest_annotation: r.digest_annotation.clone(),
+    }
+}
+
+pub(super) fn secret_copy(r: &sdk_secrets::SecretCopy) -> wit_workload::SecretCopy {
+    wit_workload::SecretCopy {
+        source_name: r.source_name.clone(),
+        target_namespace: r.target_namespace.clone(),
+        target_name: r.target_name.clone(),
+        secret_type: r.secret_type.clone(),
+        labels: r.labels.to_string(),
+        annotations: r.annotations.to_string(),
+        create_namespace: r.create_namespace,
+        owner: owner(&r.owner),
+        digest_annotation: r.digest_annotation.clone(),
+    }
+}
+
+pub(super) fn copied(c: wit_workload::Copied) -> sdk_secrets::Copied {
+    sdk_secrets::Copied {
+        digest: c.digest,
+        secret_type: c.secret_type,
+        outcome: match c.outcome {
+            wit_workload::CopyOutcome::Created => sdk_secrets::CopyOutcome::Created,
+            wit_workload::CopyOutcome::Updated => sdk_secrets::CopyOutcome::Updated,
+            wit_workload::CopyOutcome::Unchanged => sdk_secrets::CopyOutcome::Unchanged,
+            wit_workload::CopyOutcome::Recreated => sdk_secrets::CopyOutcome::Recreated,
+            wit_workload::CopyOutcome::NotOwned => sdk_secrets::CopyOutcome::NotOwned,
+        },
     }
 }

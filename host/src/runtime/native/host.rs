@@ -10,14 +10,16 @@ use std::time::Duration;
 
 use omni_plugin_sdk as sdk;
 use omni_plugin_sdk::omni as sdk_omni;
+use omni_plugin_sdk::secrets as sdk_secrets;
 use serde_json::Value;
 use tokio::runtime::Handle;
 use wasmtime::component::Resource;
 
 use super::convert;
-use crate::capabilities::{CallContext, Capability};
-use crate::runtime::bindings::omni::operator::types::HostError as WitHostError;
-use crate::runtime::bindings::omni::operator::{clock, context, files, kube_read, omni};
+use crate::capabilities::{CallContext, CallScope, Capability, HostFailure};
+use crate::contract::bindings::omni::operator::{
+    clock, context, files, kube_read, omni, secrets, workload,
+};
 use crate::runtime::error::{self, ErrorKind, Failure, PluginError};
 use crate::runtime::store::HostState;
 
@@ -57,18 +59,18 @@ impl NativeHost {
     /// and every later host call of the plugin is refused, as a trapped instance makes none.
     fn forward<T>(
         &self,
-        function: impl AsyncFnOnce(&mut HostState, Resource<CallContext>) -> wasmtime::Result<T>,
+        function: impl AsyncFnOnce(&mut CallScope, Resource<CallContext>) -> wasmtime::Result<T>,
     ) -> Option<T> {
         if self.aborted.borrow().is_some() {
             return None;
         }
         let mut state = self.state.borrow_mut();
         let context = Resource::new_borrow(self.context);
-        match self.runtime.block_on(function(&mut *state, context)) {
+        match self.runtime.block_on(function(&mut state.scope, context)) {
             Ok(value) => Some(value),
             Err(trap) => {
                 let failure = Failure {
-                    plugin: &state.plugin,
+                    plugin: &state.scope.plugin,
                     timeout: self.timeout,
                     stderr_tail: String::new(),
                 };
@@ -78,21 +80,39 @@ impl NativeHost {
         }
     }
 
-    /// A capability call: the host's answer, or an error telling the plugin the call is already lost.
+    /// A capability call: the host's answer, or an error telling the plugin the call is already lost. A trap
+    /// aborts the call, as it ends a component's.
     fn capability<T>(
         &self,
-        function: impl AsyncFnOnce(
-            &mut HostState,
-            Resource<CallContext>,
-        ) -> wasmtime::Result<Result<T, WitHostError>>,
+        function: impl AsyncFnOnce(&mut CallScope, Resource<CallContext>) -> Result<T, HostFailure>,
     ) -> Result<T, sdk::HostError> {
-        match self.forward(function) {
-            Some(answer) => answer.map_err(convert::host_error),
-            None => Err(sdk::HostError::Other(match &*self.aborted.borrow() {
+        let lost = || {
+            sdk::HostError::Other(match &*self.aborted.borrow() {
                 Some(why) => format!("the host aborted this call: {why}"),
                 None => "the host aborted this call".into(),
-            })),
+            })
+        };
+        if self.aborted.borrow().is_some() {
+            return Err(lost());
         }
+        let answer = {
+            let mut state = self.state.borrow_mut();
+            let context = Resource::new_borrow(self.context);
+            match self.runtime.block_on(function(&mut state.scope, context)) {
+                Ok(value) => Ok(value),
+                Err(HostFailure::Host(e)) => Err(Some(convert::host_error(e.into()))),
+                Err(HostFailure::Trap(trap)) => {
+                    let failure = Failure {
+                        plugin: &state.scope.plugin,
+                        timeout: self.timeout,
+                        stderr_tail: String::new(),
+                    };
+                    self.abort(error::classify(&trap, failure));
+                    Err(None)
+                }
+            }
+        };
+        answer.map_err(|e| e.unwrap_or_else(lost))
     }
 
     /// The import check, at the call: a component importing an interface outside its grants is refused at load,
@@ -100,13 +120,13 @@ impl NativeHost {
     /// own (finer) checks, with the reason.
     fn imported(&self, capability: Capability, function: &str) -> Result<(), String> {
         let state = self.state.borrow();
-        if state.grants.allows(capability) {
+        if state.scope.grants.allows(capability) {
             return Ok(());
         }
         Err(format!(
             "plugin {:?} called {function}, but its grants do not include \"{capability}\" (a component importing it \
              would have been refused at load)",
-            state.plugin
+            state.scope.plugin
         ))
     }
 
@@ -115,10 +135,7 @@ impl NativeHost {
         &self,
         capability: Capability,
         function: &str,
-        call: impl AsyncFnOnce(
-            &mut HostState,
-            Resource<CallContext>,
-        ) -> wasmtime::Result<Result<T, WitHostError>>,
+        call: impl AsyncFnOnce(&mut CallScope, Resource<CallContext>) -> Result<T, HostFailure>,
     ) -> Result<T, sdk::HostError> {
         self.imported(capability, function)
             .map_err(sdk::HostError::Denied)?;
@@ -187,7 +204,7 @@ impl sdk::Host for NativeHost {
     fn now(&self) -> String {
         // `now` has no error to answer with, so a refusal aborts the call, with the reason.
         if let Err(refusal) = self.imported(Capability::Clock, "clock.now") {
-            let plugin = self.state.borrow().plugin.clone();
+            let plugin = self.state.borrow().scope.plugin.clone();
             self.abort(PluginError::new(
                 &plugin,
                 ErrorKind::DeniedCapability,
@@ -327,5 +344,122 @@ impl sdk::Host for NativeHost {
             },
         )?;
         Ok(health.map(convert::cluster_health))
+    }
+
+    fn secret_info(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<sdk_secrets::SecretInfo>, sdk::HostError> {
+        let (namespace, name) = (namespace.map(str::to_owned), name.to_owned());
+        let info = self.granted(
+            Capability::Secrets,
+            "secrets.info",
+            async move |state, ctx| secrets::Host::info(state, ctx, namespace, name).await,
+        )?;
+        Ok(info.map(convert::secret_info))
+    }
+
+    fn secret_digest(
+        &self,
+        key: &sdk_secrets::SecretKeyRef,
+    ) -> Result<Option<String>, sdk::HostError> {
+        let key = convert::secret_key(key);
+        self.granted(
+            Capability::Secrets,
+            "secrets.digest",
+            async move |state, ctx| secrets::Host::digest(state, ctx, key).await,
+        )
+    }
+
+    fn secret_delete_owned(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        owner: &sdk_secrets::OwnerLabel,
+    ) -> Result<sdk_secrets::Removal, sdk::HostError> {
+        let (namespace, name, owner) = (
+            namespace.map(str::to_owned),
+            name.to_owned(),
+            convert::owner(owner),
+        );
+        let removal = self.granted(
+            Capability::Secrets,
+            "secrets.delete-owned",
+            async move |state, ctx| {
+                secrets::Host::delete_owned(state, ctx, namespace, name, owner).await
+            },
+        )?;
+        Ok(convert::removal(removal))
+    }
+
+    fn omni_export_kubeconfig(
+        &self,
+        connection: &str,
+        request: &sdk_secrets::KubeconfigExport,
+    ) -> Result<String, sdk::HostError> {
+        let (connection, request) = (connection.to_owned(), convert::kubeconfig_export(request));
+        let exported = self.granted(
+            Capability::Omni,
+            "omni.export-kubeconfig",
+            async move |state, ctx| {
+                omni::Host::export_kubeconfig(state, ctx, connection, request).await
+            },
+        )?;
+        Ok(exported.digest)
+    }
+
+    fn workload_probe(
+        &self,
+        kubeconfig: &sdk_secrets::SecretKeyRef,
+    ) -> Result<String, sdk::HostError> {
+        let kubeconfig = convert::secret_key(kubeconfig);
+        self.granted(
+            Capability::Workload,
+            "workload.probe",
+            async move |state, ctx| workload::Host::probe(state, ctx, kubeconfig).await,
+        )
+    }
+
+    fn workload_copy_secret(
+        &self,
+        kubeconfig: &sdk_secrets::SecretKeyRef,
+        request: &sdk_secrets::SecretCopy,
+    ) -> Result<sdk_secrets::Copied, sdk::HostError> {
+        let (kubeconfig, request) = (
+            convert::secret_key(kubeconfig),
+            convert::secret_copy(request),
+        );
+        let copied = self.granted(
+            Capability::Workload,
+            "workload.copy-secret",
+            async move |state, ctx| {
+                workload::Host::copy_secret(state, ctx, kubeconfig, request).await
+            },
+        )?;
+        Ok(convert::copied(copied))
+    }
+
+    fn workload_delete_secret(
+        &self,
+        kubeconfig: &sdk_secrets::SecretKeyRef,
+        namespace: &str,
+        name: &str,
+        owner: &sdk_secrets::OwnerLabel,
+    ) -> Result<sdk_secrets::Removal, sdk::HostError> {
+        let (kubeconfig, namespace, name, owner) = (
+            convert::secret_key(kubeconfig),
+            namespace.to_owned(),
+            name.to_owned(),
+            convert::owner(owner),
+        );
+        let removal = self.granted(
+            Capability::Workload,
+            "workload.delete-secret",
+            async move |state, ctx| {
+                workload::Host::delete_secret(state, ctx, kubeconfig, namespace, name, owner).await
+            },
+        )?;
+        Ok(convert::removal(removal))
     }
 }

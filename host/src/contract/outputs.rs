@@ -33,16 +33,16 @@ impl Default for OutputBounds {
 }
 
 /// Kubernetes' limits for `metav1.Condition` and event notes.
-const MAX_CONDITION_TYPE: usize = 316;
-const MAX_REASON: usize = 1024;
-const MAX_CONDITION_MESSAGE: usize = 32 * 1024;
-const MAX_EVENT_REASON: usize = 128;
-const MAX_EVENT_MESSAGE: usize = 1024;
-const MAX_LOG_MESSAGE: usize = 4096;
+pub(crate) const MAX_CONDITION_TYPE: usize = 316;
+pub(crate) const MAX_REASON: usize = 1024;
+pub(crate) const MAX_CONDITION_MESSAGE: usize = 32 * 1024;
+pub(crate) const MAX_EVENT_REASON: usize = 128;
+pub(crate) const MAX_EVENT_MESSAGE: usize = 1024;
+pub(crate) const MAX_LOG_MESSAGE: usize = 4096;
 /// Structured fields of one log line: how many, and how long a key and a value may be.
-const MAX_LOG_FIELDS: usize = 32;
-const MAX_LOG_FIELD_KEY: usize = 128;
-const MAX_LOG_FIELD_VALUE: usize = 1024;
+pub(crate) const MAX_LOG_FIELDS: usize = 32;
+pub(crate) const MAX_LOG_FIELD_KEY: usize = 128;
+pub(crate) const MAX_LOG_FIELD_VALUE: usize = 1024;
 /// Denials recorded per call; further ones are only counted (each one was still logged).
 pub const MAX_DENIALS: usize = 16;
 
@@ -328,7 +328,7 @@ impl Outputs {
     }
 }
 
-fn too_large_status(size: usize, bounds: &OutputBounds) -> OutputViolation {
+pub(crate) fn too_large_status(size: usize, bounds: &OutputBounds) -> OutputViolation {
     OutputViolation::TooLarge(format!(
         "set a status of {size} bytes, more than the limit of {} bytes",
         bounds.max_status_bytes

@@ -1,0 +1,42 @@
+//! Time for host I/O inside a call: every capability bounds its I/O by the same rule, so a plugin always gets a
+//! `timeout` answer (and time to handle it) before its call's own deadline.
+
+use std::future::Future;
+use std::time::Duration;
+
+use wasmtime::component::Resource;
+
+use super::{CallContext, CallScope, HostError, HostFailure};
+
+/// The longest a Kubernetes read or a file read may take, even when the call has more time left.
+pub(super) const READ: Duration = Duration::from_secs(10);
+/// The longest one Secret operation may take (a copy is a few requests).
+pub(super) const SECRET: Duration = Duration::from_secs(20);
+/// The longest one Omni operation may take.
+pub(super) const OMNI: Duration = Duration::from_secs(30);
+
+impl CallScope {
+    /// Nine tenths of what the call has left, and at most `most`.
+    pub(super) fn budget(
+        &self,
+        ctx: &Resource<CallContext>,
+        most: Duration,
+    ) -> Result<Duration, HostFailure> {
+        Ok(self.table.get(ctx)?.remaining().mul_f64(0.9).min(most))
+    }
+}
+
+/// Runs `op` within `budget`; running out is a `timeout` naming `what`.
+pub(super) async fn within<T>(
+    what: &str,
+    budget: Duration,
+    op: impl Future<Output = Result<T, HostError>>,
+) -> Result<T, HostError> {
+    match tokio::time::timeout(budget, op).await {
+        Ok(result) => result,
+        Err(_) => Err(HostError::Timeout(format!(
+            "{what} did not answer within {} ms",
+            budget.as_millis()
+        ))),
+    }
+}
