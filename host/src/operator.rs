@@ -14,19 +14,6 @@ use crate::controllers::{self, Settings};
 use crate::defaults;
 use crate::runtime::{LoadedPlugin, PluginRegistry, PluginSpec, Runtime};
 
-/// The API group whose kinds plugins reconcile, and its kinds (original-operator.md §1).
-pub const SERVED_GROUP: &str = "omni.texashpc.com";
-pub const SERVED_KINDS: [&str; 8] = [
-    "OmniConnection",
-    "OmniCluster",
-    "OmniControlPlane",
-    "OmniWorkers",
-    "OmniMachine",
-    "OmniHelmRelease",
-    "OmniKubeconfigExport",
-    "OmniSecretSync",
-];
-
 /// Where plugins come from and what they may do.
 #[derive(Debug, Clone, Default)]
 pub struct PluginSources {
@@ -56,7 +43,7 @@ impl PluginSources {
         if group.is_empty() {
             return false;
         }
-        (group == SERVED_GROUP && SERVED_KINDS.contains(&kind))
+        (group == omni_api::GROUP && omni_api::KINDS.contains(&kind))
             || self
                 .allowed_kinds
                 .iter()
@@ -75,9 +62,10 @@ impl PluginSources {
                 };
                 bail!(
                     "plugin {:?} reconciles {group}/{}, which this operator does not serve: plugins reconcile the \
-                     {SERVED_GROUP} kinds and kinds an administrator allows with --allow-kind (never core kinds)",
+                     {} kinds and kinds an administrator allows with --allow-kind (never core kinds)",
                     plugin.name(),
-                    gvk.kind
+                    gvk.kind,
+                    omni_api::GROUP
                 );
             }
             for other in registry.names().iter().filter(|n| *n != plugin.name()) {

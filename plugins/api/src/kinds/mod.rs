@@ -34,3 +34,15 @@ macro_rules! omni_kind {
     };
 }
 use omni_kind;
+
+/// The eight kinds of the API (spec §0.1), in the order the Go operator's `api/v1alpha1` registers them.
+pub const KINDS: [&str; 8] = [
+    <OmniConnectionSpec as crate::OmniKind>::KIND,
+    <OmniClusterSpec as crate::OmniKind>::KIND,
+    <OmniControlPlaneSpec as crate::OmniKind>::KIND,
+    <OmniWorkersSpec as crate::OmniKind>::KIND,
+    <OmniMachineSpec as crate::OmniKind>::KIND,
+    <OmniHelmReleaseSpec as crate::OmniKind>::KIND,
+    <OmniKubeconfigExportSpec as crate::OmniKind>::KIND,
+    <OmniSecretSyncSpec as crate::OmniKind>::KIND,
+];

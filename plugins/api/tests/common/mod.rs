@@ -10,16 +10,7 @@ use serde_json::{Value, json};
 /// Every fixture lives in this namespace, as the Go operator's CRs live in the operator's namespace.
 pub const NAMESPACE: &str = "platform";
 
-pub const KINDS: [&str; 8] = [
-    "OmniConnection",
-    "OmniCluster",
-    "OmniControlPlane",
-    "OmniWorkers",
-    "OmniMachine",
-    "OmniHelmRelease",
-    "OmniKubeconfigExport",
-    "OmniSecretSync",
-];
+pub use omni_api::KINDS;
 
 /// A fresh API server with all eight CRDs from `omni_api::crds::all()` and the fixtures' namespace.
 pub async fn cluster_with_crds() -> KubeSim {
