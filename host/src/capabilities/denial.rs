@@ -27,6 +27,8 @@ impl CallScope {
         if self.denials.len() < MAX_DENIALS {
             tracing::warn!(plugin = %self.plugin, capability = capability.name(), "{message}");
             self.denials.push(denial);
+        } else {
+            self.denials_dropped += 1;
         }
         HostError::Denied(message)
     }

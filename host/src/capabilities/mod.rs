@@ -47,8 +47,10 @@ pub struct CallScope {
     /// The fields of the reconciled object that name the Secrets this plugin may reach (from `describe`).
     pub(crate) secret_fields: Arc<[SecretField]>,
     pub(crate) table: ResourceTable,
-    /// Capability calls refused during this call; the caller reports them.
+    /// Capability calls refused during this call (the first [`MAX_DENIALS`]); the caller reports them.
     pub(crate) denials: Vec<Denial>,
+    /// Refusals beyond those, counted.
+    pub(crate) denials_dropped: usize,
     /// Omni clients this call resolved, by connection name: the connection and its Secret are read once per call.
     omni_clients: HashMap<String, Arc<OmniClient>>,
 }
@@ -67,6 +69,7 @@ impl CallScope {
             secret_fields,
             table: ResourceTable::new(),
             denials: Vec::new(),
+            denials_dropped: 0,
             omni_clients: HashMap::new(),
         }
     }

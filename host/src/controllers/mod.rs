@@ -416,7 +416,6 @@ fn requeue(shared: &Shared, asked: Option<Duration>, deferred: Option<Duration>)
     }
 }
 
-/// Writes what a successful call produced: status (only when changed) and Events.
 /// Writes what a successful call produced: status (only when changed) and Events, each within the object's
 /// rate limit, plus the report of any capability the plugin was denied. Returns how long until a status write
 /// the rate limit deferred may happen.

@@ -22,7 +22,15 @@ pub struct Throttle {
     burst: f64,
     /// Seconds per token.
     refill: Duration,
-    buckets: Mutex<HashMap<String, Bucket>>,
+    buckets: Mutex<Buckets>,
+}
+
+#[derive(Debug, Default)]
+struct Buckets {
+    by_key: HashMap<String, Bucket>,
+    /// The size at which full buckets are next forgotten: doubled past what a prune keeps, so a large number of
+    /// busy objects costs one sweep per doubling, not one per call.
+    prune_at: usize,
 }
 
 impl Throttle {
@@ -31,7 +39,10 @@ impl Throttle {
         Throttle {
             burst: f64::from(burst.max(1)),
             refill: refill.max(Duration::from_millis(1)),
-            buckets: Mutex::new(HashMap::new()),
+            buckets: Mutex::new(Buckets {
+                by_key: HashMap::new(),
+                prune_at: PRUNE_AT,
+            }),
         }
     }
 
@@ -47,12 +58,16 @@ impl Throttle {
 
     /// Takes a token for `key`, or says how long until one is free.
     pub fn take(&self, key: &str, now: Instant) -> Result<(), Duration> {
-        let mut buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
-        if buckets.len() >= PRUNE_AT {
+        let mut guard = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
+        let buckets = &mut *guard;
+        if buckets.by_key.len() >= buckets.prune_at {
             let (burst, refill) = (self.burst, self.refill);
-            buckets.retain(|_, b| refilled(*b, now, burst, refill) < burst);
+            buckets
+                .by_key
+                .retain(|_, b| refilled(*b, now, burst, refill) < burst);
+            buckets.prune_at = (buckets.by_key.len() * 2).max(PRUNE_AT);
         }
-        let bucket = buckets.entry(key.to_owned()).or_insert(Bucket {
+        let bucket = buckets.by_key.entry(key.to_owned()).or_insert(Bucket {
             tokens: self.burst,
             at: now,
         });
@@ -107,6 +122,24 @@ mod tests {
             assert_eq!(throttle.take(&i.to_string(), t0), Ok(()));
         }
         assert_eq!(throttle.take("late", t0 + Duration::from_secs(1)), Ok(()));
-        assert_eq!(throttle.buckets.lock().unwrap().len(), 1);
+        assert_eq!(throttle.buckets.lock().unwrap().by_key.len(), 1);
+    }
+}
+
+#[cfg(test)]
+mod busy {
+    use super::*;
+
+    #[test]
+    fn many_busy_objects_are_swept_once_per_doubling_not_on_every_call() {
+        let throttle = Throttle::new(5, Duration::from_secs(3600));
+        let t0 = Instant::now();
+        for i in 0..PRUNE_AT + 10 {
+            assert_eq!(throttle.take(&i.to_string(), t0), Ok(()));
+        }
+        // None of the buckets is full, so none is forgotten; the next sweep waits for twice as many.
+        let buckets = throttle.buckets.lock().unwrap();
+        assert_eq!(buckets.by_key.len(), PRUNE_AT + 10);
+        assert_eq!(buckets.prune_at, 2 * PRUNE_AT);
     }
 }

@@ -499,6 +499,7 @@ pub(super) fn close_context(
     for denial in state.scope.denials.drain(..) {
         outputs.deny(denial);
     }
+    outputs.denials_dropped += std::mem::take(&mut state.scope.denials_dropped);
     outputs
 }
 

@@ -631,3 +631,25 @@ async fn a_plugin_dir_file_does_not_inherit_a_built_ins_grants() {
             .contains("which its grants do not include")
     );
 }
+
+#[tokio::test]
+async fn denials_beyond_the_recorded_ones_are_counted() {
+    let plugin = load("hostile", hostile_grants(&[])).await;
+    let get = json!({"do": "get", "apiVersion": "v1", "kind": "ConfigMap", "name": "settings"});
+    let object = release("x", "none", Value::Array(vec![get; 20]));
+    let object =
+        omni_operator::capabilities::CallObject::parse(object.to_string()).expect("object");
+    let done = plugin
+        .reconcile(&object, &support::default_services())
+        .await
+        .expect("the call completes");
+    assert_eq!(
+        done.outputs.denials.len(),
+        omni_operator::capabilities::MAX_DENIALS
+    );
+    assert_eq!(
+        done.outputs.denials.len() + done.outputs.denials_dropped,
+        20,
+        "every refusal is recorded or counted"
+    );
+}
