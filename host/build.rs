@@ -42,7 +42,12 @@ fn main() {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_else(|_| "target".into()));
-    let target_dir = out.join("plugins-target");
+    // `OMNI_PLUGINS_TARGET_DIR` lets builds that run this script separately (CI's clippy pass and its test build
+    // have different OUT_DIRs) share one guest build instead of compiling every plugin twice.
+    println!("cargo:rerun-if-env-changed=OMNI_PLUGINS_TARGET_DIR");
+    let target_dir = std::env::var_os("OMNI_PLUGINS_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| out.join("plugins-target"));
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.args([
