@@ -18,7 +18,7 @@ pub struct DefaultPlugin {
     pub timeout: Option<Duration>,
 }
 
-/// The defaults, in load order. README.md's grant table lists the same; a test keeps the two in step.
+/// The defaults, in load order. README.md's grant table lists the same grants: change both together.
 pub const PLUGINS: &[DefaultPlugin] = &[
     DefaultPlugin {
         name: "omni-connection",

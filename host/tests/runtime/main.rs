@@ -4,7 +4,7 @@
 mod guests;
 mod support;
 
-/// The process's allocator, counting the largest single allocation the host makes: the sandbox tests show that a
+/// The process's allocator, remembering each thread's largest single allocation: the sandbox tests show that a
 /// plugin's huge strings are never copied into host memory whole.
 #[global_allocator]
 static ALLOCATOR: support::LargestAllocation = support::LargestAllocation;

@@ -233,22 +233,39 @@ pub fn log_tail(lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-/// The system allocator, remembering the largest single allocation of the process.
+/// The system allocator, remembering the largest single allocation each thread makes.
 pub struct LargestAllocation;
 
-static LARGEST: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+thread_local! {
+    // Const-initialised and without a destructor, so touching it never allocates (this runs inside `alloc`).
+    static THREAD_LARGEST: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
 
 impl LargestAllocation {
-    /// The largest allocation so far, in bytes.
-    pub fn largest() -> usize {
-        LARGEST.load(std::sync::atomic::Ordering::Relaxed)
+    /// Forgets what this thread allocated so far.
+    pub fn reset_thread() {
+        THREAD_LARGEST.with(|m| m.set(0));
+    }
+
+    /// The largest allocation this thread made since [`Self::reset_thread`], in bytes.
+    pub fn thread_largest() -> usize {
+        THREAD_LARGEST.with(std::cell::Cell::get)
+    }
+
+    fn note(size: usize) {
+        // `try_with`: a thread being torn down may still free and allocate.
+        let _ = THREAD_LARGEST.try_with(|m| {
+            if size > m.get() {
+                m.set(size);
+            }
+        });
     }
 }
 
-// SAFETY: every call is forwarded unchanged to the system allocator; the counter is only an atomic max.
+// SAFETY: every call is forwarded unchanged to the system allocator; the counter is a plain thread-local.
 unsafe impl std::alloc::GlobalAlloc for LargestAllocation {
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        LARGEST.fetch_max(layout.size(), std::sync::atomic::Ordering::Relaxed);
+        LargestAllocation::note(layout.size());
         // SAFETY: the caller's contract is the system allocator's.
         unsafe { std::alloc::System.alloc(layout) }
     }
@@ -259,7 +276,7 @@ unsafe impl std::alloc::GlobalAlloc for LargestAllocation {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
-        LARGEST.fetch_max(new_size, std::sync::atomic::Ordering::Relaxed);
+        LargestAllocation::note(new_size);
         // SAFETY: as for `dealloc`, and `new_size` is the caller's.
         unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
     }

@@ -162,6 +162,11 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
             }
             json!({ "ok": size })
         }
+        "eventHuge" => {
+            let size = a["bytes"].as_u64().unwrap_or(0) as usize;
+            ctx.event(EventType::Warning, "Huge", &"x".repeat(size));
+            json!({ "ok": size })
+        }
         "events" => {
             for i in 0..a["count"].as_u64().unwrap_or(0) {
                 ctx.event(EventType::Warning, "Spam", &format!("event {i}"));
