@@ -65,7 +65,8 @@ fn main() {
     for (package, _) in PLUGINS {
         cmd.args(["-p", package]);
     }
-    // The outer build's flags are for the host target, not for the guests.
+    // The outer build's flags are for the host target, not for the guests; and a clippy pass over the host must
+    // build the same guests as a test build (no clippy-driver wrapper), so the two share one guest build.
     for var in [
         "RUSTFLAGS",
         "CARGO_ENCODED_RUSTFLAGS",
@@ -74,6 +75,9 @@ fn main() {
         "CARGO_MAKEFLAGS",
         "MAKEFLAGS",
         "MFLAGS",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CLIPPY_ARGS",
+        "CLIPPY_CONF_DIR",
     ] {
         cmd.env_remove(var);
     }
