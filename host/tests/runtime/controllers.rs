@@ -88,8 +88,9 @@ fn accepted(obj: &Value) -> Option<(String, String)> {
         })
 }
 
+/// Waits for `f` with a generous bound (30 s): a loaded machine may take seconds to start the controllers.
 async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    for _ in 0..250 {
+    for _ in 0..1500 {
         if f() {
             return;
         }
