@@ -227,6 +227,27 @@ fn safe_annotations(annotations: Option<BTreeMap<String, String>>) -> String {
     labels_json(Some(annotations))
 }
 
+impl CallScope {
+    /// One key's value of a Secret the object names, after the checks for `needed`; stays in the host unless the
+    /// caller hands it over.
+    async fn key_value(
+        &mut self,
+        ctx: &Resource<CallContext>,
+        needed: &[Capability],
+        key: SecretKeyRef,
+        what: &str,
+    ) -> Result<Option<Vec<u8>>, HostFailure> {
+        let scope =
+            self.secret_scope(ctx, needed, Reach::Contents, key.namespace, &key.name, what)?;
+        let read = store::get(&scope.management, "", &scope.namespace, &key.name);
+        let found = within(what, scope.budget, read).await?;
+        Ok(found
+            .and_then(|s| s.data)
+            .and_then(|mut d| d.remove(&key.key))
+            .map(|v| v.0))
+    }
+}
+
 impl wit::Host for CallScope {
     async fn info(
         &mut self,
@@ -254,21 +275,10 @@ impl wit::Host for CallScope {
         key: SecretKeyRef,
     ) -> Result<Option<String>, HostFailure> {
         let what = format!("secrets.digest {:?} key {:?}", key.name, key.key);
-        let needed = [Capability::Secrets];
-        let scope = self.secret_scope(
-            &ctx,
-            &needed,
-            Reach::Contents,
-            key.namespace,
-            &key.name,
-            &what,
-        )?;
-        let read = store::get(&scope.management, "", &scope.namespace, &key.name);
-        let found = within(&what, scope.budget, read).await?;
-        let value = found
-            .and_then(|s| s.data)
-            .and_then(|mut d| d.remove(&key.key));
-        Ok(value.map(|v| store::sha256_hex(&v.0)))
+        let value = self
+            .key_value(&ctx, &[Capability::Secrets], key, &what)
+            .await?;
+        Ok(value.map(|v| store::sha256_hex(&v)))
     }
 
     async fn read(
@@ -278,20 +288,7 @@ impl wit::Host for CallScope {
     ) -> Result<Option<Vec<u8>>, HostFailure> {
         let what = format!("secrets.read {:?} key {:?}", key.name, key.key);
         let needed = [Capability::Secrets, Capability::SecretsReadValues];
-        let scope = self.secret_scope(
-            &ctx,
-            &needed,
-            Reach::Contents,
-            key.namespace,
-            &key.name,
-            &what,
-        )?;
-        let read = store::get(&scope.management, "", &scope.namespace, &key.name);
-        let found = within(&what, scope.budget, read).await?;
-        Ok(found
-            .and_then(|s| s.data)
-            .and_then(|mut d| d.remove(&key.key))
-            .map(|v| v.0))
+        self.key_value(&ctx, &needed, key, &what).await
     }
 
     async fn delete_owned(
