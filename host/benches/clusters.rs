@@ -40,12 +40,11 @@ use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::watcher;
 use omni_operator::capabilities::Grants;
-use omni_operator::controllers::{self, Settings};
+use omni_operator::controllers::Settings;
 use omni_operator::defaults;
 use omni_operator::omni::OmniConnections;
-use omni_operator::runtime::{
-    LoadedPlugin, PluginError, PluginRegistry, PluginSpec, Runtime, RuntimeConfig,
-};
+use omni_operator::runtime::{LoadedPlugin, PluginError, PluginSpec, Runtime, RuntimeConfig};
+use omni_operator::stack::{self, HostBuilder};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
@@ -638,14 +637,7 @@ async fn ready_then_answer(words: &[String], mut answer: impl FnMut(&str) -> Str
 async fn kube_sim_role(args: &[String]) -> Result<()> {
     let kubeconfig =
         PathBuf::from(value(args, "--kubeconfig").context("--kubeconfig is required")?);
-    let sim = kube_sim::KubeSim::builder()
-        .listen(([127, 0, 0, 1], 0).into())
-        .start()
-        .await
-        .context("starting kube-sim")?;
-    for crd in omni_api::crds::all() {
-        sim.apply(&crd).await.context("installing the CRDs")?;
-    }
+    let sim = stack::management_cluster(kube_sim::KubeSim::builder()).await?;
     sim.write_kubeconfig(&kubeconfig, &sim.admin())?;
     ready_then_answer(&[sim.url()], |line| format!("{line} unknown")).await
 }
@@ -672,39 +664,31 @@ async fn host_role(args: &[String]) -> Result<()> {
         cache_dir: Some(cache_dir()),
         ..RuntimeConfig::default()
     })?;
-    let registry = Arc::new(PluginRegistry::new());
+    let mut host = HostBuilder::new(runtime.clone());
     for p in defaults::PLUGINS {
         let grants = p.grants()?;
-        let loaded = match mode {
-            Mode::Wasm => {
-                runtime
-                    .load(PluginSpec::new(p.name, p.wasm.to_vec()).grants(grants))
-                    .await
-            }
-            Mode::Native => load_native(&runtime, p.name, grants).await?,
+        host = match mode {
+            Mode::Wasm => host.plugin(PluginSpec::new(p.name, p.wasm.to_vec()).grants(grants)),
+            Mode::Native => host.loaded(
+                load_native(&runtime, p.name, grants)
+                    .await?
+                    .with_context(|| format!("loading built-in plugin {:?}", p.name))?,
+            ),
         };
-        registry.install(loaded.with_context(|| format!("loading built-in plugin {:?}", p.name))?);
     }
-
-    let client = client(&kubeconfig).await?;
     let settings = Settings {
         concurrency,
         omni: Arc::new(OmniConnections::new(None)),
         ..Settings::default()
     };
     let stats = settings.stats.clone();
-    for name in registry.names() {
-        let (client, registry, settings) = (client.clone(), registry.clone(), settings.clone());
-        tokio::spawn(async move {
-            if let Err(e) =
-                controllers::run_plugin(client, registry, &name, settings, std::future::pending())
-                    .await
-            {
-                eprintln!("the controllers of {name} stopped: {e:#}");
-            }
-        });
-    }
-
+    let host = host.settings(settings).load().await?;
+    let client = client(&kubeconfig).await?;
+    tokio::spawn(async move {
+        if let Err(e) = host.run(client, std::future::pending()).await {
+            eprintln!("the host's controllers stopped: {e:#}");
+        }
+    });
     ready_then_answer(
         &[proc_status_kib("VmRSS").to_string(), cpu_ms().to_string()],
         |line| match line {

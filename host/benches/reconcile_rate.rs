@@ -3,12 +3,11 @@
 //!
 //! Run: `cargo bench -p omni-operator --bench reconcile_rate` (`-- --quick` for 200 objects).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use omni_operator::controllers::{self, Settings};
-use omni_operator::defaults;
-use omni_operator::runtime::{PluginRegistry, PluginSpec, Runtime, RuntimeConfig};
+use omni_operator::controllers::Settings;
+use omni_operator::runtime::{Runtime, RuntimeConfig};
+use omni_operator::stack::{self, HostBuilder};
 use serde_json::json;
 
 const API: &str = "omni.texashpc.com/v1alpha1";
@@ -22,28 +21,18 @@ fn main() {
         .build()
         .expect("tokio");
     rt.block_on(async move {
-        let sim = kube_sim::KubeSim::start().await.expect("kube-sim");
-        for crd in omni_api::crds::all() {
-            sim.apply(&crd).await.expect("crd");
-        }
+        let sim = stack::management_cluster(kube_sim::KubeSim::builder()).await.expect("kube-sim");
         sim.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}})).await.expect("ns");
         sim.apply(&json!({"apiVersion": API, "kind": "OmniCluster", "metadata": {"name": "edge", "namespace": "bench"},
             "spec": {"connectionRef": {"name": "c"}, "kubernetes": {"version": "v1.35.0"}, "talos": {"version": "v1.13.2"}}}))
             .await
             .expect("cluster");
         let runtime = Runtime::new(RuntimeConfig::default()).expect("runtime");
-        let registry = Arc::new(PluginRegistry::new());
-        for p in defaults::PLUGINS {
-            let spec = PluginSpec::new(p.name, p.wasm.to_vec()).grants(p.grants().expect("grants"));
-            registry.install(runtime.load(spec).await.expect("load"));
-        }
-        let client = sim.client().await.expect("client");
         let settings = Settings { concurrency: 8, ..Settings::default() };
         let stats = settings.stats.clone();
-        for p in defaults::PLUGINS {
-            let (client, registry, settings) = (client.clone(), registry.clone(), settings.clone());
-            tokio::spawn(async move { controllers::run_plugin(client, registry, p.name, settings, std::future::pending()).await });
-        }
+        let host = HostBuilder::new(runtime).built_ins().expect("the built-in plugins").settings(settings);
+        let client = sim.client().await.expect("client");
+        tokio::spawn(host.run(client, std::future::pending()));
         tokio::time::sleep(Duration::from_millis(300)).await;
 
         let start = Instant::now();

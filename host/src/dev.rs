@@ -18,6 +18,7 @@ use crate::omni::OmniConnections;
 use crate::omni::connections::DEFAULT_SECRET_KEY;
 use crate::operator::{Operator, PluginSources};
 use crate::runtime::{Runtime, RuntimeConfig};
+use crate::stack::Stack;
 
 pub struct DevOptions {
     pub apply: Vec<PathBuf>,
@@ -55,11 +56,18 @@ enum Progress {
 /// Runs until settled (with `exit_when_settled`), or until Ctrl-C. Ok(false) means it gave up at the timeout.
 pub async fn run(opts: DevOptions) -> Result<bool> {
     let started = Instant::now();
-    let sim = kube_sim::KubeSim::builder()
-        .listen(opts.listen)
+    let mut omni = omni_sim::OmniSim::builder().listen(opts.omni_listen);
+    if let Some(dictionary) = &opts.omni_dictionary {
+        omni = omni.zstd_dictionary(dictionary.clone());
+    }
+    let stack = Stack::builder()
+        .kube(kube_sim::KubeSim::builder().listen(opts.listen))
+        .omni(omni)
+        .workload_cluster(workload_rbac())
+        .service_account(DEV_SERVICE_ACCOUNT, omni_sim::Role::Operator)
         .start()
-        .await
-        .context("starting the Kubernetes simulator")?;
+        .await?;
+    let (sim, omni, key) = (&stack.kube, &stack.omni, stack.key.clone());
     let kubeconfig = opts
         .kubeconfig_out
         .clone()
@@ -74,38 +82,17 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
         "  try: kubectl --kubeconfig {} get omni -A",
         kubeconfig.display()
     );
-
-    let workload = start_workload_cluster().await?;
-    let mut omni = omni_sim::OmniSim::builder()
-        .listen(opts.omni_listen)
-        .kubernetes_proxy_url(&workload.url());
-    if let Some(dictionary) = &opts.omni_dictionary {
-        omni = omni.zstd_dictionary(dictionary.clone());
-    }
-    let omni = omni.start().await.context("starting the Omni simulator")?;
-    let key = omni.mint_key(DEV_SERVICE_ACCOUNT, omni_sim::Role::Operator);
     println!(
         "Omni simulator at {} (service account {DEV_SERVICE_ACCOUNT}, role Operator)",
         omni.endpoint()
     );
-    // The workload cluster stands behind Omni's Kubernetes proxy: it accepts exactly the tokens in the
-    // kubeconfigs Omni issues, while they are unexpired and their cluster still exists.
-    let jwt = omni.jwt_verifier();
-    workload.set_token_verifier(move |token: &str| {
-        jwt.verify(token).ok().map(|t| kube_sim::UserInfo {
-            name: t.user,
-            groups: t.groups,
-            ..kube_sim::UserInfo::default()
-        })
-    });
-    println!(
-        "Workload cluster (behind Omni's Kubernetes proxy) at {}: group {DEV_WORKLOAD_GROUP} may manage Secrets and create namespaces",
-        workload.url()
-    );
-
-    for crd in omni_api::crds::all() {
-        sim.apply(&crd).await.context("installing the CRDs")?;
+    if let Some(workload) = &stack.workload {
+        println!(
+            "Workload cluster (behind Omni's Kubernetes proxy) at {}: group {DEV_WORKLOAD_GROUP} may manage Secrets and create namespaces",
+            workload.url()
+        );
     }
+
     let cache_dir = opts
         .cache_dir
         .clone()
@@ -220,9 +207,7 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     }
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(2), controllers).await;
-    sim.stop().await;
-    omni.stop().await;
-    workload.stop().await;
+    stack.stop().await;
     Ok(settled)
 }
 
@@ -230,30 +215,16 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
 /// examples' OmniKubeconfigExport asks for, and no more.
 const DEV_WORKLOAD_GROUP: &str = "omni-automation";
 
-/// A second kube-sim as every cluster's workload cluster, on plain http as Omni's proxy is reached in dev, with
-/// anonymous requests refused.
-async fn start_workload_cluster() -> Result<kube_sim::KubeSim> {
-    let workload = kube_sim::KubeSim::builder()
-        .insecure_http(true)
-        .anonymous(kube_sim::Anonymous::Reject)
-        .start()
-        .await
-        .context("starting the workload-cluster simulator")?;
-    let rbac = [
+/// The workload cluster's RBAC: the group may manage Secrets everywhere and create namespaces.
+fn workload_rbac() -> Vec<Value> {
+    vec![
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": DEV_WORKLOAD_GROUP},
             "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch", "create", "update", "delete"]},
                       {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "create"]}]}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": DEV_WORKLOAD_GROUP},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": DEV_WORKLOAD_GROUP},
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": DEV_WORKLOAD_GROUP}]}),
-    ];
-    for obj in rbac {
-        workload
-            .apply(&obj)
-            .await
-            .context("granting the dev workload group")?;
-    }
-    Ok(workload)
+    ]
 }
 
 /// Points the manifests at the embedded Omni simulator: every OmniConnection's endpoint becomes the simulator's,

@@ -2,7 +2,7 @@
 //! new edge has to be added here on purpose. Run it with `cargo test -p omni-operator --lib layering`.
 //!
 //! ```text
-//! contract ◄── omni, secrets ◄── capabilities ◄── runtime ◄── controllers ◄── defaults, operator ◄── dev
+//! contract ◄── omni, secrets ◄── capabilities ◄── runtime ◄── controllers, defaults ◄── operator, stack ◄── dev
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,6 +24,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "operator",
         &["capabilities", "controllers", "defaults", "runtime"],
     ),
+    ("stack", &["controllers", "defaults", "omni", "runtime"]),
     (
         "dev",
         &[
@@ -34,6 +35,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "operator",
             "runtime",
             "secrets",
+            "stack",
         ],
     ),
 ];

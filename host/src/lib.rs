@@ -5,7 +5,8 @@
 //! crate runs them: [`contract`] holds the bindings and the types every layer shares; [`omni`] and [`secrets`]
 //! are the clients for Omni and for Secrets in the management and workload clusters; [`capabilities`] is what a
 //! plugin may ask of the host during a call; [`runtime`] compiles, sandboxes and calls plugins; [`controllers`]
-//! watch Kubernetes, call plugins and commit what they return. Each layer uses only those before it
+//! watch Kubernetes, call plugins and commit what they return; [`operator`] loads the plugins and runs their
+//! controllers; [`stack`] builds the simulated world that `dev`, the tests and the benchmarks run in. Each layer uses only those before it
 //! (`layering.rs` tests that).
 
 pub mod capabilities;
@@ -17,6 +18,7 @@ pub mod omni;
 pub mod operator;
 pub mod runtime;
 pub mod secrets;
+pub mod stack;
 
 #[cfg(test)]
 mod layering;

@@ -196,18 +196,7 @@ impl Operator {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<()> {
         let shutdown = shutdown.boxed().shared();
-        let mut tasks = Vec::new();
-        for name in self.registry.names() {
-            let (client, registry, settings, stop) = (
-                client.clone(),
-                self.registry.clone(),
-                settings.clone(),
-                shutdown.clone(),
-            );
-            tasks.push(tokio::spawn(async move {
-                controllers::run_plugin(client, registry, &name, settings, stop).await
-            }));
-        }
+        let tasks = controllers::spawn_all(&client, &self.registry, &settings, shutdown.clone());
         if self.sources.plugin_dir.is_some() {
             let (runtime, sources, registry, stop) = (
                 self.runtime.clone(),

@@ -113,6 +113,33 @@ struct Shared {
     events: throttle::Throttle,
 }
 
+/// Starts the controllers of every plugin in the registry on the current Tokio runtime, one task per plugin,
+/// each running until `shutdown` resolves. A task's error names its plugin.
+pub fn spawn_all(
+    client: &kube::Client,
+    registry: &Arc<PluginRegistry>,
+    settings: &Settings,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + Clone + 'static,
+) -> Vec<tokio::task::JoinHandle<Result<()>>> {
+    registry
+        .names()
+        .into_iter()
+        .map(|name| {
+            let (client, registry, settings, stop) = (
+                client.clone(),
+                registry.clone(),
+                settings.clone(),
+                shutdown.clone(),
+            );
+            tokio::spawn(async move {
+                run_plugin(client, registry, &name, settings, stop)
+                    .await
+                    .with_context(|| format!("the controllers of plugin {name:?}"))
+            })
+        })
+        .collect()
+}
+
 /// Runs controllers for every kind the named plugin declares until `shutdown` resolves.
 pub async fn run_plugin(
     client: kube::Client,

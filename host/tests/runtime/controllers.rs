@@ -1,75 +1,47 @@
 //! The controllers end to end: the built-in plugins (real components) in the real runtime, reconciling objects
 //! in kube-sim with the generated CRDs installed.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use omni_operator::capabilities::Grants;
-use omni_operator::controllers::{self, Settings};
-use omni_operator::defaults;
-use omni_operator::runtime::{PluginRegistry, PluginSpec};
+use omni_operator::controllers::Settings;
+use omni_operator::runtime::PluginSpec;
+use omni_operator::stack::{self, Host, HostBuilder};
 use serde_json::{Value, json};
 
 use super::{guests, support};
 
+/// Declared so the host stops before the simulator it talks to.
 struct Env {
+    host: Host,
     sim: kube_sim::KubeSim,
-    registry: Arc<PluginRegistry>,
     settings: Settings,
-    stop: tokio::sync::watch::Sender<bool>,
 }
 
-impl Drop for Env {
-    fn drop(&mut self) {
-        let _ = self.stop.send(true);
-    }
-}
-
+/// kube-sim with the CRDs and namespace `team`, and a host running every built-in plugin.
 async fn start() -> Env {
-    let sim = kube_sim::KubeSim::start().await.expect("kube-sim");
-    for crd in omni_api::crds::all() {
-        sim.apply(&crd).await.expect("CRD applies");
-    }
+    let sim = stack::management_cluster(kube_sim::KubeSim::builder())
+        .await
+        .expect("kube-sim");
     sim.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}))
         .await
         .expect("namespace");
-    let registry = Arc::new(PluginRegistry::new());
-    for p in defaults::PLUGINS {
-        let spec = PluginSpec::new(p.name, p.wasm.to_vec()).grants(p.grants().expect("grants"));
-        registry.install(
-            support::runtime()
-                .load(spec)
-                .await
-                .expect("a default plugin loads"),
-        );
-    }
     let settings = Settings {
         reconcile_timeout: Duration::from_secs(5),
         ..Settings::default()
     };
-    let (stop, _) = tokio::sync::watch::channel(false);
-    let client = sim.client().await.expect("client");
-    for p in defaults::PLUGINS {
-        let mut rx = stop.subscribe();
-        let shutdown = async move {
-            let _ = rx.wait_for(|s| *s).await;
-        };
-        let (client, registry, settings) = (client.clone(), registry.clone(), settings.clone());
-        let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
-        tokio::spawn(async move {
-            if let Err(e) =
-                controllers::run_plugin(client, registry, p.name, settings, shutdown).await
-            {
-                panic!("controller for {} failed: {e:#}", p.name);
-            }
-        });
-    }
+    let host = HostBuilder::new(support::runtime().clone())
+        .built_ins()
+        .expect("the built-in plugins")
+        .settings(settings.clone())
+        .start(sim.kubeconfig(&sim.admin()))
+        .await
+        .expect("the host starts");
     Env {
+        host,
         sim,
-        registry,
         settings,
-        stop,
     }
 }
 
@@ -228,7 +200,8 @@ async fn a_swapped_plugin_re_evaluates_every_object_without_a_change() {
     let echo = PluginSpec::new("omni-controlplane", guests::wasm("echo"))
         .grants(Grants::parse(["kube-read:core/ConfigMap", "clock"]).expect("grants"));
     let replaced = env
-        .registry
+        .host
+        .registry()
         .install(support::runtime().load(echo).await.expect("echo loads"));
     assert!(replaced.is_some());
     // No change to the object: a swap re-evaluates every object of the kind.
@@ -245,10 +218,9 @@ async fn a_swapped_plugin_re_evaluates_every_object_without_a_change() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plugin_dropped_into_the_plugin_dir_takes_over() {
     use omni_operator::operator::{Operator, PluginSources};
-    let sim = kube_sim::KubeSim::start().await.expect("kube-sim");
-    for crd in omni_api::crds::all() {
-        sim.apply(&crd).await.expect("CRD applies");
-    }
+    let sim = stack::management_cluster(kube_sim::KubeSim::builder())
+        .await
+        .expect("kube-sim");
     sim.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}))
         .await
         .expect("ns");
@@ -353,7 +325,7 @@ async fn misbehaving_plugins_are_reported_on_their_objects_and_the_rest_keeps_wo
             ..CallLimits::default()
         };
         let spec = PluginSpec::new("omni-machine", guests::wasm(guest)).limits(limits);
-        env.registry.install(
+        env.host.registry().install(
             support::runtime()
                 .load(spec)
                 .await
@@ -447,18 +419,13 @@ spec:
     )
     .await
     .expect("crd");
-    let registry = Arc::new(PluginRegistry::new());
     let spec = PluginSpec::new("echo", guests::wasm("echo"))
         .grants(Grants::parse(["kube-read:core/ConfigMap", "clock"]).expect("grants"));
-    registry.install(support::runtime().load(spec).await.expect("echo loads"));
-    let client = sim.client().await.expect("client");
-    let (stop, mut rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        let shutdown = futures::FutureExt::shared(Box::pin(async move {
-            let _ = rx.wait_for(|s| *s).await;
-        }));
-        controllers::run_plugin(client, registry, "echo", Settings::default(), shutdown).await
-    });
+    let host = HostBuilder::new(support::runtime().clone())
+        .plugin(spec)
+        .start(sim.kubeconfig(&sim.admin()))
+        .await
+        .expect("the host starts");
     let echo = |done: bool| json!({"apiVersion": "test.omni.texashpc.com/v1", "kind": "Echo", "metadata": {"name": "e1", "namespace": "default"}, "spec": {"cleanupDone": done}});
     sim.apply(&echo(false)).await.expect("echo");
     let get = || sim.get("test.omni.texashpc.com/v1", "Echo", "default", "e1");
@@ -487,7 +454,7 @@ spec:
         get().is_none()
     })
     .await;
-    let _ = stop.send(true);
+    host.kill();
 }
 
 /// `kube-read` of a kind the controller watches is served from its watch cache: with every direct GET of

@@ -40,10 +40,9 @@ spec:
 /// kube-sim with the operator's CRDs and the Gadget CRD, and in namespace `team` the OmniWorkers and Gadgets
 /// `a` and `c` of cluster `edge` and `b` of cluster `core`.
 async fn cluster_children() -> kube_sim::KubeSim {
-    let sim = kube_sim::KubeSim::start().await.expect("kube-sim");
-    for crd in omni_api::crds::all() {
-        sim.apply(&crd).await.expect("CRD applies");
-    }
+    let sim = omni_operator::stack::management_cluster(kube_sim::KubeSim::builder())
+        .await
+        .expect("kube-sim");
     sim.apply_yaml(GADGET_CRD)
         .await
         .expect("Gadget CRD applies");

@@ -6,13 +6,14 @@ use std::time::Duration;
 
 use omni_connection::OmniConnectionPlugin;
 use omni_operator::capabilities::{CallObject, FixedClock, Grants, HostServices, KubeReader};
+use omni_operator::controllers::Settings;
 use omni_operator::controllers::reader::ApiReader;
-use omni_operator::controllers::{self, Settings};
 use omni_operator::defaults;
 use omni_operator::omni::OmniConnections;
 use omni_operator::runtime::{
-    CallError, CallLimits, CompiledFrom, ErrorKind, LoadedPlugin, PluginRegistry, PluginSpec,
+    CallError, CallLimits, CompiledFrom, ErrorKind, LoadedPlugin, PluginSpec,
 };
+use omni_operator::stack::{HostBuilder, Stack};
 use omni_plugin_sdk::{Gvk, Host, Info, ObjectRef, Plugin, ReconcileError, json};
 use omni_sim::{OmniSim, Role};
 use serde_json::Value;
@@ -57,15 +58,14 @@ struct Sims {
 }
 
 async fn sims() -> Sims {
-    let kube = kube_sim::KubeSim::start().await.expect("kube-sim");
-    for crd in omni_api::crds::all() {
-        kube.apply(&crd).await.expect("CRD applies");
-    }
-    kube.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}))
+    let Stack {
+        kube, omni, key, ..
+    } = Stack::builder()
+        .service_account("operator-sa", Role::Operator)
+        .namespace(NS)
+        .start()
         .await
-        .expect("namespace");
-    let omni = OmniSim::start().await.expect("omni-sim");
-    let key = omni.mint_key("operator-sa", Role::Operator);
+        .expect("the simulators start");
     Sims { kube, omni, key }
 }
 
@@ -177,24 +177,16 @@ async fn the_native_omni_connection_answers_what_its_component_answers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_controllers_serve_a_native_plugin_as_they_serve_a_component() {
     let sims = sims().await;
-    let registry = Arc::new(PluginRegistry::new());
-    registry.install(native().await);
     let settings = Settings {
         reconcile_timeout: Duration::from_secs(5),
         ..Settings::default()
     };
-    let client = sims.kube.client().await.expect("client");
-    let (stop, mut stopped) = tokio::sync::watch::channel(false);
-    let shutdown = futures::FutureExt::shared(Box::pin(async move {
-        let _ = stopped.wait_for(|s| *s).await;
-    }));
-    let controllers = tokio::spawn(controllers::run_plugin(
-        client,
-        registry,
-        "omni-connection",
-        settings,
-        shutdown,
-    ));
+    let host = HostBuilder::new(support::runtime().clone())
+        .loaded(native().await)
+        .settings(settings)
+        .start(sims.kube.kubeconfig(&sims.kube.admin()))
+        .await
+        .expect("the host starts");
 
     sims.apply(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sa", "namespace": NS}, "type": "Opaque",
         "stringData": {"serviceAccountKey": sims.key}}))
@@ -224,8 +216,7 @@ async fn the_controllers_serve_a_native_plugin_as_they_serve_a_component() {
         ready["message"],
         format!("connected to {}", sims.omni.endpoint())
     );
-    let _ = stop.send(true);
-    let _ = tokio::time::timeout(Duration::from_secs(5), controllers).await;
+    host.kill();
 }
 
 /// A plugin that declares no capabilities and does what its object's `spec.action` says.

@@ -8,21 +8,19 @@
 //! at its next await) and start a fresh one against the same Kubernetes and Omni.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube::api::{Api, DeleteParams, DynamicObject};
 use kube::core::{ApiResource, GroupVersionKind};
-use omni_operator::controllers::{self, Settings};
 use omni_operator::defaults;
-use omni_operator::omni::OmniConnections;
-use omni_operator::runtime::{CallLimits, PluginRegistry};
+use omni_operator::runtime::CallLimits;
+use omni_operator::stack::{Host, HostBuilder, Stack};
 use omni_sim::store::md;
 use omni_sim::types::{
     CLUSTERS, CONFIG_PATCHES, KUBERNETES_MANIFEST_GROUPS, LINKS, MACHINE_SET_NODES, MACHINE_SETS,
     MACHINE_STATUSES,
 };
-use omni_sim::{FaultAction, Matcher, OmniSim, Role, RpcRecord, Store};
+use omni_sim::{FaultAction, Matcher, OmniSim, RpcRecord, Store};
 use omni_wire::specs;
 use prost::Message as _;
 use serde_json::{Value, json};
@@ -181,88 +179,6 @@ fn is_ping(r: &RpcRecord) -> bool {
 // ---------------------------------------------------------------------------------------------------------------
 // The host, Kubernetes and Omni.
 
-/// One operator process: every built-in plugin and its controller, on a runtime of its own.
-struct Host {
-    runtime: Option<tokio::runtime::Runtime>,
-}
-
-impl Host {
-    /// `cluster_limits` replaces the omni-cluster plugin's call limits (default: its built-in 20 s deadline).
-    fn start(kubeconfig: String, cluster_limits: Option<CallLimits>) -> Host {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("omni-operator")
-            .enable_all()
-            .build()
-            .expect("the host's runtime");
-        runtime.spawn(async move {
-            let config =
-                kube::config::Kubeconfig::from_yaml(&kubeconfig).expect("kube-sim's kubeconfig");
-            let config = kube::Config::from_custom_kubeconfig(
-                config,
-                &kube::config::KubeConfigOptions::default(),
-            )
-            .await
-            .expect("client config");
-            let client = kube::Client::try_from(config).expect("client");
-            let registry = Arc::new(PluginRegistry::new());
-            for p in defaults::PLUGINS {
-                let mut spec = p.spec().expect("the default grants parse");
-                if p.name == "omni-cluster"
-                    && let Some(limits) = cluster_limits
-                {
-                    spec = spec.limits(limits);
-                }
-                registry.install(
-                    support::runtime()
-                        .load(spec)
-                        .await
-                        .expect("a built-in plugin loads"),
-                );
-            }
-            let settings = Settings {
-                omni: Arc::new(OmniConnections::default()),
-                ..Settings::default()
-            };
-            for p in defaults::PLUGINS {
-                let (client, registry, settings) =
-                    (client.clone(), registry.clone(), settings.clone());
-                tokio::spawn(async move {
-                    if let Err(e) = controllers::run_plugin(
-                        client,
-                        registry,
-                        p.name,
-                        settings,
-                        std::future::pending::<()>(),
-                    )
-                    .await
-                    {
-                        eprintln!("the {} controller failed: {e:#}", p.name);
-                    }
-                });
-            }
-        });
-        Host {
-            runtime: Some(runtime),
-        }
-    }
-
-    /// Ends the process as a crash would: no graceful shutdown, in-flight calls dropped where they stand.
-    fn kill(mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
-    }
-}
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
-    }
-}
-
 /// Declared so the host stops before the simulators it talks to.
 struct Env {
     host: Option<Host>,
@@ -309,35 +225,35 @@ fn synced_at(obj: &Value, generation: i64) -> bool {
 impl Env {
     /// kube-sim with the CRDs, omni-sim with an Operator key in a Secret and an OmniConnection to it, and a host.
     async fn start(omni: omni_sim::Builder, cluster_limits: Option<CallLimits>) -> Env {
-        let kube = kube_sim::KubeSim::start().await.expect("kube-sim");
-        for crd in omni_api::crds::all() {
-            kube.apply(&crd).await.expect("CRD applies");
-        }
-        let omni = omni.start().await.expect("omni-sim");
-        let key = omni.mint_key("omni-operator", Role::Operator);
-        kube.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}))
+        let Stack { kube, omni, .. } = Stack::builder()
+            .omni(omni)
+            .connection(NS, "omni-sample", "omni-service-account")
+            .start()
             .await
-            .expect("namespace");
-        kube.apply(&json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "omni-service-account", "namespace": NS},
-            "type": "Opaque", "stringData": {"serviceAccountKey": key}}))
-            .await
-            .expect("secret");
-        kube.apply(&json!({"apiVersion": API, "kind": "OmniConnection", "metadata": {"name": "omni-sample", "namespace": NS},
-            "spec": {"endpoint": omni.endpoint(), "auth": {"serviceAccountSecretRef": {"name": "omni-service-account"}}}}))
-            .await
-            .expect("connection");
+            .expect("the simulators start");
         let mut env = Env {
             host: None,
             omni,
             kube,
         };
-        env.restart_host(cluster_limits);
+        env.restart_host(cluster_limits).await;
         env
     }
 
-    fn restart_host(&mut self, cluster_limits: Option<CallLimits>) {
-        let kubeconfig = self.kube.kubeconfig(&self.kube.admin());
-        self.host = Some(Host::start(kubeconfig, cluster_limits));
+    /// One operator process: every built-in plugin and its controllers, on a runtime of its own.
+    /// `cluster_limits` replaces the omni-cluster plugin's call limits (default: its built-in 20 s deadline).
+    async fn restart_host(&mut self, cluster_limits: Option<CallLimits>) {
+        let names: Vec<&str> = defaults::PLUGINS.iter().map(|p| p.name).collect();
+        let host = HostBuilder::new(support::runtime().clone())
+            .built_in_with(&names, |spec| match cluster_limits {
+                Some(limits) if spec.name == "omni-cluster" => spec.limits(limits),
+                _ => spec,
+            })
+            .expect("the built-in plugins")
+            .start(self.kube.kubeconfig(&self.kube.admin()))
+            .await
+            .expect("the host starts");
+        self.host = Some(host);
     }
 
     async fn apply(&self, obj: &Value) {
@@ -1134,7 +1050,7 @@ async fn a_host_killed_mid_sync_is_completed_by_the_next_one() {
 
     env.omni.faults().clear();
     let mark = env.omni.records().len();
-    env.restart_host(None);
+    env.restart_host(None).await;
     env.wait_synced(1).await;
 
     // The new host creates exactly what is missing, and nothing is left over or twice in Omni.

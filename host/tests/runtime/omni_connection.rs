@@ -8,10 +8,11 @@ use std::time::Duration;
 use base64::Engine as _;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use omni_operator::controllers::{self, Settings};
+use omni_operator::controllers::Settings;
 use omni_operator::defaults;
 use omni_operator::omni::OmniConnections;
-use omni_operator::runtime::{PluginRegistry, PluginSpec};
+use omni_operator::runtime::PluginSpec;
+use omni_operator::stack::{Host, HostBuilder, Stack};
 use omni_sim::{KeyOptions, OmniSim, Role};
 use serde_json::{Value, json};
 
@@ -20,69 +21,47 @@ use super::support;
 const API: &str = "omni.texashpc.com/v1alpha1";
 const NS: &str = "team";
 
+/// Declared so the host stops before the simulators it talks to.
 struct Env {
+    _host: Host,
     kube: kube_sim::KubeSim,
     omni: OmniSim,
     pool: Arc<OmniConnections>,
-    stop: tokio::sync::watch::Sender<bool>,
 }
 
-impl Drop for Env {
-    fn drop(&mut self) {
-        let _ = self.stop.send(true);
-    }
-}
-
-async fn start_with(omni: OmniSim) -> Env {
+/// kube-sim with the CRDs and the namespace, Omni as `omni` builds it, and a host running only `omni-connection`.
+/// The tests mint their own keys and write their own Secrets and connections.
+async fn start_with(omni: omni_sim::Builder) -> Env {
     support::logs();
-    let kube = kube_sim::KubeSim::start().await.expect("kube-sim");
-    for crd in omni_api::crds::all() {
-        kube.apply(&crd).await.expect("CRD applies");
-    }
-    kube.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}))
+    let Stack { kube, omni, .. } = Stack::builder()
+        .omni(omni)
+        .namespace(NS)
+        .start()
         .await
-        .expect("namespace");
-    let registry = Arc::new(PluginRegistry::new());
-    let plugin = defaults::PLUGINS
-        .iter()
-        .find(|p| p.name == "omni-connection")
-        .expect("built in");
-    let spec =
-        PluginSpec::new(plugin.name, plugin.wasm.to_vec()).grants(plugin.grants().expect("grants"));
-    registry.install(
-        support::runtime()
-            .load(spec)
-            .await
-            .expect("omni-connection loads"),
-    );
+        .expect("the simulators start");
     let pool = Arc::new(OmniConnections::default());
     let settings = Settings {
         reconcile_timeout: Duration::from_secs(5),
         omni: pool.clone(),
         ..Settings::default()
     };
-    let (stop, mut rx) = tokio::sync::watch::channel(false);
-    let client = kube.client().await.expect("client");
-    let shutdown = futures::FutureExt::shared(Box::pin(async move {
-        let _ = rx.wait_for(|s| *s).await;
-    }));
-    tokio::spawn(async move {
-        if let Err(e) =
-            controllers::run_plugin(client, registry, "omni-connection", settings, shutdown).await
-        {
-            panic!("the omni-connection controller failed: {e:#}");
-        }
-    });
+    let host = HostBuilder::new(support::runtime().clone())
+        .built_in(&["omni-connection"])
+        .expect("built in")
+        .settings(settings)
+        .start(kube.kubeconfig(&kube.admin()))
+        .await
+        .expect("the host starts");
     Env {
+        _host: host,
         kube,
         omni,
         pool,
-        stop,
     }
 }
 
 async fn start() -> Env {
-    start_with(OmniSim::start().await.expect("omni-sim")).await
+    start_with(OmniSim::builder()).await
 }
 
 fn secret(name: &str, key: &str, value: &str) -> Value {
@@ -488,14 +467,7 @@ async fn one_channel_serves_every_check_and_a_new_key_gets_a_new_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_endpoints_verify_certificates_unless_insecure_skip_tls_verify() {
-    let env = start_with(
-        OmniSim::builder()
-            .tls(true)
-            .start()
-            .await
-            .expect("omni-sim with TLS"),
-    )
-    .await;
+    let env = start_with(OmniSim::builder().tls(true)).await;
     assert!(env.omni.endpoint().starts_with("https://"));
     let key = env.omni.mint_key("operator-sa", Role::Operator);
     env.apply(&secret("sa", "serviceAccountKey", &key)).await;

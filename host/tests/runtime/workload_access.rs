@@ -14,13 +14,12 @@ use std::time::{Duration, Instant, SystemTime};
 use base64::Engine as _;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use kube_sim::UserInfo;
 use omni_operator::capabilities::Clock;
 use omni_operator::controllers::{self, Settings};
-use omni_operator::defaults;
 use omni_operator::omni::OmniConnections;
-use omni_operator::runtime::{PluginRegistry, PluginSpec};
-use omni_sim::{OmniSim, Role, SimClock};
+use omni_operator::runtime::PluginSpec;
+use omni_operator::stack::{Host, HostBuilder, Stack};
+use omni_sim::{OmniSim, SimClock};
 use serde_json::{Value, json};
 use sha2::Digest as _;
 
@@ -51,18 +50,6 @@ impl Clock for SharedClock {
     }
 }
 
-struct Host {
-    runtime: Option<tokio::runtime::Runtime>,
-}
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
-    }
-}
-
 /// Declared so the host stops before the simulators it talks to.
 pub(super) struct Env {
     _host: Host,
@@ -83,28 +70,20 @@ impl Env {
     /// The environment with `extra` plugins served beside the two built-ins under test.
     pub(super) async fn start_with(extra: Vec<PluginSpec>) -> Env {
         let _ = support::logs();
-        // The workload cluster: plain http (as Omni's proxy URL is reached by kube-rs) and no anonymous access, so
-        // only a verified token gets in.
-        let workload = kube_sim::KubeSim::builder()
-            .insecure_http(true)
-            .anonymous(kube_sim::Anonymous::Reject)
+        let Stack {
+            kube,
+            omni,
+            workload,
+            ..
+        } = Stack::builder()
+            .omni(OmniSim::builder().account_name("acme"))
+            .workload_cluster(syncer_rbac())
+            .namespace("automation")
+            .connection(NS, "omni", "omni-service-account")
             .start()
             .await
-            .expect("workload kube-sim");
-        let omni = OmniSim::builder()
-            .account_name("acme")
-            .kubernetes_proxy_url(&workload.url())
-            .start()
-            .await
-            .expect("omni-sim");
-        let jwt = omni.jwt_verifier();
-        workload.set_token_verifier(move |token: &str| {
-            jwt.verify(token).ok().map(|t| UserInfo {
-                name: t.user,
-                groups: t.groups,
-                ..UserInfo::default()
-            })
-        });
+            .expect("the simulators start");
+        let workload = workload.expect("a workload cluster");
         let cluster = omni_sim::store::new_resource(
             "default",
             "Clusters.omni.sidero.dev",
@@ -117,40 +96,29 @@ impl Env {
         })
         .await
         .expect("the cluster gets its UUID");
-        grant_syncers(&workload).await;
-
-        let kube = kube_sim::KubeSim::start()
-            .await
-            .expect("management kube-sim");
-        for crd in omni_api::crds::all() {
-            kube.apply(&crd).await.expect("CRD applies");
-        }
-        let key = omni.mint_key("omni-operator", Role::Operator);
-        for ns in [NS, "automation"] {
-            kube.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
-                .await
-                .expect("namespace");
-        }
-        kube.apply(&json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "omni-service-account", "namespace": NS},
-            "type": "Opaque", "stringData": {"serviceAccountKey": key}}))
-            .await
-            .expect("secret");
-        kube.apply(&json!({"apiVersion": API, "kind": "OmniConnection", "metadata": {"name": "omni", "namespace": NS},
-            "spec": {"endpoint": omni.endpoint(), "auth": {"serviceAccountSecretRef": {"name": "omni-service-account"}}}}))
-            .await
-            .expect("connection");
         kube.apply(&json!({"apiVersion": API, "kind": "OmniCluster", "metadata": {"name": CLUSTER, "namespace": NS},
             "spec": {"connectionRef": {"name": "omni"}, "kubernetes": {"version": "v1.35.0"}, "talos": {"version": "v1.13.2"}}}))
             .await
             .expect("cluster");
         let clock = SimClock::new();
         let stats = Arc::new(controllers::Stats::default());
-        let host = start_host(
-            kube.kubeconfig(&kube.admin()),
-            clock.clone(),
-            extra,
-            stats.clone(),
-        );
+        let settings = Settings {
+            omni: Arc::new(OmniConnections::default()),
+            clock: Arc::new(SharedClock(clock.clone())),
+            stats: stats.clone(),
+            ..Settings::default()
+        };
+        let mut host = HostBuilder::new(support::runtime().clone())
+            .built_in(&["omni-kubeconfig-export", "omni-secret-sync"])
+            .expect("built-in plugins")
+            .settings(settings);
+        for spec in extra {
+            host = host.plugin(spec);
+        }
+        let host = host
+            .start(kube.kubeconfig(&kube.admin()))
+            .await
+            .expect("the host starts");
         Env {
             _host: host,
             clock,
@@ -239,85 +207,10 @@ impl Env {
     }
 }
 
-/// The host runs only the two plugins under test (and `extra`), on a runtime of its own.
-fn start_host(
-    kubeconfig: String,
-    clock: SimClock,
-    extra: Vec<PluginSpec>,
-    stats: Arc<controllers::Stats>,
-) -> Host {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("the host's runtime");
-    runtime.spawn(async move {
-        let config =
-            kube::config::Kubeconfig::from_yaml(&kubeconfig).expect("kube-sim's kubeconfig");
-        let config = kube::Config::from_custom_kubeconfig(
-            config,
-            &kube::config::KubeConfigOptions::default(),
-        )
-        .await
-        .expect("client config");
-        let client = kube::Client::try_from(config).expect("client");
-        let registry = Arc::new(PluginRegistry::new());
-        let mut names = vec![
-            "omni-kubeconfig-export".to_string(),
-            "omni-secret-sync".to_string(),
-        ];
-        for p in defaults::PLUGINS
-            .iter()
-            .filter(|p| names.iter().any(|n| n == p.name))
-        {
-            registry.install(
-                support::runtime()
-                    .load(p.spec().expect("the default grants parse"))
-                    .await
-                    .expect("a built-in plugin loads"),
-            );
-        }
-        for spec in extra {
-            names.push(spec.name.clone());
-            registry.install(
-                support::runtime()
-                    .load(spec)
-                    .await
-                    .expect("an extra plugin loads"),
-            );
-        }
-        let settings = Settings {
-            omni: Arc::new(OmniConnections::default()),
-            clock: Arc::new(SharedClock(clock)),
-            stats,
-            ..Settings::default()
-        };
-        for name in names {
-            let (client, registry, settings) = (client.clone(), registry.clone(), settings.clone());
-            tokio::spawn(async move {
-                if let Err(e) = controllers::run_plugin(
-                    client,
-                    registry,
-                    &name,
-                    settings,
-                    std::future::pending::<()>(),
-                )
-                .await
-                {
-                    eprintln!("the {name} controller failed: {e:#}");
-                }
-            });
-        }
-    });
-    Host {
-        runtime: Some(runtime),
-    }
-}
-
 /// The exported group may read, write and delete Secrets in `apps` and create namespaces, nothing else: a sync
 /// into `locked` is a real 403.
-async fn grant_syncers(workload: &kube_sim::KubeSim) {
-    for obj in [
+fn syncer_rbac() -> Vec<Value> {
+    vec![
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps"}}),
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "locked"}}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "secret-sync", "namespace": "apps"},
@@ -330,9 +223,7 @@ async fn grant_syncers(workload: &kube_sim::KubeSim) {
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "namespace-maker"},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "namespace-maker"},
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": GROUP}]}),
-    ] {
-        workload.apply(&obj).await.expect("workload RBAC");
-    }
+    ]
 }
 
 // ---------------------------------------------------------------------------------------------------------------
