@@ -274,7 +274,8 @@ impl HostBuilder {
                 .iter()
                 .find(|p| p.name == *name)
                 .with_context(|| format!("{name:?} is not a built-in plugin"))?;
-            self.plugins.push(Source::Spec(Box::new(adjust(plugin.spec()?))));
+            self.plugins
+                .push(Source::Spec(Box::new(adjust(plugin.spec()?))));
         }
         Ok(self)
     }

@@ -5,7 +5,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use wasmtime::component::Resource;
 
 use super::CallContext;
-use super::CallScope;
 use crate::contract::bindings::omni::operator::clock;
 
 /// Where `clock.now` reads the time. `Debug` so the settings that hold one can print themselves.
@@ -39,7 +38,13 @@ impl Clock for FixedClock {
     }
 }
 
-impl clock::Host for CallScope {
+super::capability_view!(
+    /// The `clock` capability's view of a call.
+    ClockCap,
+    clock
+);
+
+impl clock::Host for ClockCap<'_> {
     async fn now(&mut self, _ctx: Resource<CallContext>) -> wasmtime::Result<String> {
         Ok(rfc3339_seconds(self.services.clock.now()))
     }

@@ -7,15 +7,20 @@ use std::time::Duration;
 use wasmtime::component::Resource;
 
 use super::{
-    CallContext, CallScope, Condition, ConditionStatus, Event, EventType, LogLevel, LogLine,
-    LogSource,
+    CallContext, Condition, ConditionStatus, Event, EventType, LogLevel, LogLine, LogSource,
 };
 use crate::contract::bindings::omni::operator::context as wit;
 use crate::contract::bindings::omni::operator::types::LogLevel as WitLogLevel;
 
-impl wit::Host for CallScope {}
+super::capability_view!(
+    /// The `context` interface's view of a call: the call-context resource every plugin uses.
+    ContextCap,
+    wit
+);
 
-impl wit::HostCallContext for CallScope {
+impl wit::Host for ContextCap<'_> {}
+
+impl wit::HostCallContext for ContextCap<'_> {
     async fn object(&mut self, ctx: Resource<CallContext>) -> wasmtime::Result<String> {
         Ok(self.table.get(&ctx)?.object().json().to_owned())
     }

@@ -19,7 +19,7 @@ use cap_std::fs::{Dir, File, FileTypeExt as _, Metadata, OpenOptions, OpenOption
 use wasmtime::component::Resource;
 
 use super::budget::{self, within};
-use super::{CallContext, CallScope, Capability, HostError, HostFailure};
+use super::{CallContext, Capability, HostError, HostFailure};
 use crate::contract::bindings::omni::operator::files as wit;
 
 /// The largest file a plugin may read: template patches and manifests are small, and the bytes are copied into
@@ -320,7 +320,13 @@ fn normalize_absolute(path: &Path) -> PathBuf {
     out
 }
 
-impl wit::Host for CallScope {
+super::capability_view!(
+    /// The `files` capability's view of a call.
+    FilesCap,
+    wit
+);
+
+impl wit::Host for FilesCap<'_> {
     async fn read(
         &mut self,
         ctx: Resource<CallContext>,

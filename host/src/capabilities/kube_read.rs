@@ -89,7 +89,13 @@ impl CallScope {
     }
 }
 
-impl wit::Host for CallScope {
+super::capability_view!(
+    /// The `kube-read` capability's view of a call.
+    KubeReadCap,
+    wit
+);
+
+impl wit::Host for KubeReadCap<'_> {
     async fn get(
         &mut self,
         ctx: Resource<CallContext>,

@@ -1,5 +1,8 @@
 //! What a plugin may ask of the host during a call: one module per WIT interface, each with its grant check at
-//! the top, all implemented on [`CallScope`], the capability side of one call's store.
+//! the top. A module implements its interface's host trait on a view of its own (`OmniCap`, `KubeReadCap`, …)
+//! over [`CallScope`], the capability side of one call's store, and links it with bindgen's per-interface
+//! `add_to_linker` ([`link`] lists them). State a capability keeps for one call (the Omni clients it resolved)
+//! is a type of its module, held in the scope.
 //!
 //! Every host function takes the per-call `call-context` handle, so it knows the object, namespace, deadline
 //! and grants of the call it serves. Interfaces whose real implementation comes later are linked anyway and
@@ -13,19 +16,19 @@ mod clock;
 mod context;
 mod denial;
 mod files;
+mod helm;
 mod kube_read;
+mod kube_write;
 mod omni;
 mod secrets;
-mod unavailable;
 mod workload;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use wasmtime::component::ResourceTable;
+use wasmtime::component::{Linker, ResourceTable};
 
 use crate::contract::bindings::omni::operator::types as wit_types;
-use crate::omni::{OmniClient, OmniConnections};
+use crate::omni::OmniConnections;
 use crate::secrets::WorkloadClients;
 
 pub use crate::contract::{
@@ -36,6 +39,97 @@ pub use crate::contract::{
 };
 pub use clock::{Clock, FixedClock, SystemClock, rfc3339_seconds};
 pub use files::{MAX_FILE_BYTES, TemplateRoots};
+
+pub(crate) use clock::ClockCap;
+pub(crate) use context::ContextCap;
+pub(crate) use files::FilesCap;
+pub(crate) use kube_read::KubeReadCap;
+pub(crate) use omni::OmniCap;
+pub(crate) use secrets::SecretsCap;
+pub(crate) use workload::WorkloadCap;
+
+/// A store's data that carries a call's [`CallScope`]: what the capabilities are linked against.
+pub trait HasCallScope: Send + 'static {
+    fn call_scope(&mut self) -> &mut CallScope;
+}
+
+/// Links every contract interface into `linker`, each through its own `add_to_linker` and view. Which of them a
+/// plugin may use is decided by its imports and grants at load, and by each function's grant check.
+pub fn link<T: HasCallScope>(linker: &mut Linker<T>) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    type Link<T> = fn(&mut Linker<T>) -> wasmtime::Result<()>;
+    let interfaces: [(&str, Link<T>); 10] = [
+        ("types", link_types),
+        ("context", context::link),
+        ("kube-read", kube_read::link),
+        ("kube-write", kube_write::link),
+        ("secrets", secrets::link),
+        ("omni", omni::link),
+        ("workload", workload::link),
+        ("helm", helm::link),
+        ("files", files::link),
+        ("clock", clock::link),
+    ];
+    for (name, link) in interfaces {
+        link(linker)
+            .map_err(anyhow::Error::from)
+            .with_context(|| format!("linking the {name} interface"))?;
+    }
+    Ok(())
+}
+
+/// `types` has no functions, only the types the others share; it is linked as the world's bindings link it.
+fn link_types<T: HasCallScope>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    wit_types::add_to_linker::<T, ContextCap<'static>>(linker, |state: &mut T| {
+        ContextCap(state.call_scope())
+    })
+}
+
+/// Declares a capability's view of the call: a type of the capability's own that derefs to the [`CallScope`],
+/// answers the contract's `host-error` conversion, and is linked by the interface's own `add_to_linker`.
+macro_rules! capability_view {
+    ($(#[$doc:meta])* $view:ident, $interface:path) => {
+        $(#[$doc])*
+        pub(crate) struct $view<'a>(pub(crate) &'a mut $crate::capabilities::CallScope);
+
+        impl std::ops::Deref for $view<'_> {
+            type Target = $crate::capabilities::CallScope;
+            fn deref(&self) -> &Self::Target {
+                self.0
+            }
+        }
+
+        impl std::ops::DerefMut for $view<'_> {
+            fn deref_mut(&mut self) -> &mut Self::Target {
+                self.0
+            }
+        }
+
+        impl wasmtime::component::HasData for $view<'static> {
+            type Data<'a> = $view<'a>;
+        }
+
+        impl $crate::contract::bindings::omni::operator::types::Host for $view<'_> {
+            fn convert_host_error(
+                &mut self,
+                err: $crate::contract::HostFailure,
+            ) -> wasmtime::Result<$crate::contract::bindings::omni::operator::types::HostError> {
+                err.into_answer()
+            }
+        }
+
+        /// Links this interface's host functions to the view of each call's scope.
+        pub(super) fn link<T: $crate::capabilities::HasCallScope>(
+            linker: &mut wasmtime::component::Linker<T>,
+        ) -> wasmtime::Result<()> {
+            use $interface as interface;
+            interface::add_to_linker::<T, $view<'static>>(linker, |state: &mut T| {
+                $view(state.call_scope())
+            })
+        }
+    };
+}
+use capability_view;
 
 /// The capability side of one call's store: who is calling with what grants, the services that answer, the
 /// resource table holding the call's `call-context`, and what the call was refused. Made fresh for every call
@@ -51,8 +145,8 @@ pub struct CallScope {
     pub(crate) denials: Vec<Denial>,
     /// Refusals beyond those, counted.
     pub(crate) denials_dropped: usize,
-    /// Omni clients this call resolved, by connection name: the connection and its Secret are read once per call.
-    omni_clients: HashMap<String, Arc<OmniClient>>,
+    /// The `omni` capability's state for this call.
+    omni: omni::CallState,
 }
 
 impl CallScope {
@@ -70,15 +164,8 @@ impl CallScope {
             table: ResourceTable::new(),
             denials: Vec::new(),
             denials_dropped: 0,
-            omni_clients: HashMap::new(),
+            omni: omni::CallState::default(),
         }
-    }
-}
-
-/// `types` has no functions; its host trait turns a capability's failure into the plugin's answer or a trap.
-impl wit_types::Host for CallScope {
-    fn convert_host_error(&mut self, err: HostFailure) -> wasmtime::Result<wit_types::HostError> {
-        err.into_answer()
     }
 }
 

@@ -3,7 +3,7 @@
 //! [`OmniConnections`](crate::omni::OmniConnections). Keys never leave the host: errors carry Secret names and
 //! gRPC statuses, never values.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,7 +36,7 @@ impl CallScope {
             return Ok(Err(SetupError::Connection(denied)));
         }
         let budget = self.budget(ctx, budget::OMNI)?;
-        if let Some(client) = self.omni_clients.get(connection) {
+        if let Some(client) = self.omni.clients.get(connection) {
             return Ok(Ok(client.clone()));
         }
         let call = self.table.get(ctx)?;
@@ -59,7 +59,8 @@ impl CallScope {
             Ok(Err(e)) => return Ok(Err(e)),
             Ok(Ok(client)) => client,
         };
-        self.omni_clients
+        self.omni
+            .clients
             .insert(connection.to_owned(), client.clone());
         Ok(Ok(client))
     }
@@ -87,7 +88,20 @@ impl CallScope {
     }
 }
 
-impl wit::Host for CallScope {
+super::capability_view!(
+    /// The `omni` capability's view of a call.
+    OmniCap,
+    wit
+);
+
+/// What `omni` keeps for one call: the clients it resolved, by connection name, so a connection and its Secret
+/// are read once per call.
+#[derive(Default)]
+pub(crate) struct CallState {
+    clients: HashMap<String, Arc<OmniClient>>,
+}
+
+impl wit::Host for OmniCap<'_> {
     async fn ping(
         &mut self,
         ctx: Resource<CallContext>,

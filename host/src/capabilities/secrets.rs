@@ -248,7 +248,13 @@ impl CallScope {
     }
 }
 
-impl wit::Host for CallScope {
+super::capability_view!(
+    /// The `secrets` capability's view of a call.
+    SecretsCap,
+    wit
+);
+
+impl wit::Host for SecretsCap<'_> {
     async fn info(
         &mut self,
         ctx: Resource<CallContext>,

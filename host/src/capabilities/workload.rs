@@ -49,7 +49,13 @@ impl CallScope {
     }
 }
 
-impl wit::Host for CallScope {
+super::capability_view!(
+    /// The `workload` capability's view of a call.
+    WorkloadCap,
+    wit
+);
+
+impl wit::Host for WorkloadCap<'_> {
     async fn probe(
         &mut self,
         ctx: Resource<CallContext>,

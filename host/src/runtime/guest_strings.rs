@@ -13,6 +13,7 @@ use wasmtime::StoreContextMut;
 use wasmtime::component::{ComponentType, Lift, Linker, Resource, WasmList, WasmStr};
 
 use super::store::HostState;
+use crate::capabilities::ContextCap;
 use crate::contract::bindings::omni::operator::context as wit;
 use crate::contract::bindings::omni::operator::types::LogLevel;
 use crate::contract::{
@@ -90,7 +91,8 @@ pub(super) fn link(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
                         ));
                     }
                     let scope = &mut store.data_mut().scope;
-                    wit::HostCallContext::log(scope, ctx, level, message, kept).await?;
+                    wit::HostCallContext::log(&mut ContextCap(scope), ctx, level, message, kept)
+                        .await?;
                     Ok(())
                 })
             },
@@ -113,7 +115,14 @@ pub(super) fn link(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
                     let message = prefix(&message, &store, MAX_EVENT_MESSAGE, true)?;
                     let mut store = store;
                     let scope = &mut store.data_mut().scope;
-                    wit::HostCallContext::event(scope, ctx, type_, reason, message).await?;
+                    wit::HostCallContext::event(
+                        &mut ContextCap(scope),
+                        ctx,
+                        type_,
+                        reason,
+                        message,
+                    )
+                    .await?;
                     Ok(())
                 })
             },
@@ -133,7 +142,8 @@ pub(super) fn link(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
                         message: prefix(&condition.message, &store, MAX_CONDITION_MESSAGE, true)?,
                     };
                     let scope = &mut store.data_mut().scope;
-                    wit::HostCallContext::set_condition(scope, ctx, condition).await?;
+                    wit::HostCallContext::set_condition(&mut ContextCap(scope), ctx, condition)
+                        .await?;
                     Ok(())
                 })
             },
@@ -153,7 +163,7 @@ pub(super) fn link(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
                     }
                     let fields = fields.to_str(&store)?.into_owned();
                     let scope = &mut store.data_mut().scope;
-                    wit::HostCallContext::set_status(scope, ctx, fields).await?;
+                    wit::HostCallContext::set_status(&mut ContextCap(scope), ctx, fields).await?;
                     Ok(())
                 })
             },

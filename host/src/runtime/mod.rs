@@ -31,10 +31,9 @@ use std::sync::Arc;
 use anyhow::Context;
 use tokio::sync::Semaphore;
 use wasmtime::Engine;
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::Linker;
 
-use crate::capabilities::CallScope;
-use crate::contract::bindings;
+use crate::capabilities;
 
 pub use crate::contract::SecretField;
 pub use cache::{CompiledFrom, Digest};
@@ -110,12 +109,7 @@ impl Runtime {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(anyhow::Error::from)
             .context("linking WASI")?;
-        bindings::ReconcilePlugin::add_to_linker::<_, HasSelf<CallScope>>(
-            &mut linker,
-            |state: &mut HostState| &mut state.scope,
-        )
-        .map_err(anyhow::Error::from)
-        .context("linking the plugin contract")?;
+        capabilities::link(&mut linker).context("linking the plugin contract")?;
         guest_strings::link(&mut linker).context("bounding the plugin's text outputs")?;
 
         let cache = cache::ComponentCache::new(&engine, config.cache_dir.clone());

@@ -11,7 +11,9 @@ use wasmtime_wasi::{
 
 use super::limits::{CallLimits, HostCallsExceeded, MemoryLimiter};
 use super::stdio::CapturePipe;
-use crate::capabilities::{CallScope, Capability, Clock, Grants, HostServices, LogLine, LogSource};
+use crate::capabilities::{
+    CallScope, Capability, Clock, Grants, HasCallScope, HostServices, LogLine, LogSource,
+};
 
 /// The most random bytes one WASI call may ask for (wasmtime's default is 64 MiB, which a plugin could make the
 /// host allocate on every call).
@@ -172,6 +174,12 @@ impl HostMonotonicClock for StandingClock {
 
     fn now(&self) -> u64 {
         0
+    }
+}
+
+impl HasCallScope for HostState {
+    fn call_scope(&mut self) -> &mut CallScope {
+        &mut self.scope
     }
 }
 

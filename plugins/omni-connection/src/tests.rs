@@ -75,34 +75,47 @@ fn recording(inner: MockHost) -> Recording {
     }
 }
 
-impl Host for Recording {
+impl omni_plugin_sdk::Context for Recording {
     fn object(&self) -> Value {
         self.inner.object()
     }
+
     fn remaining_ms(&self) -> u64 {
         self.inner.remaining_ms()
     }
+
     fn set_status(&self, fields: Value) {
         self.inner.set_status(fields)
     }
+
     fn set_condition(&self, condition: Condition) {
         self.inner.set_condition(condition)
     }
+
     fn requeue_after(&self, ms: u64) {
         self.inner.requeue_after(ms)
     }
+
     fn event(&self, kind: EventType, reason: &str, message: &str) {
         self.inner.event(kind, reason, message)
     }
+
     fn log(&self, level: LogLevel, message: &str, fields: &[(&str, &str)]) {
         self.inner.log(level, message, fields)
     }
+}
+
+impl omni_plugin_sdk::Clock for Recording {
     fn now(&self) -> String {
         self.inner.now()
     }
+}
+
+impl omni_plugin_sdk::KubeRead for Recording {
     fn kube_get(&self, target: &ObjectRef) -> Result<Option<Value>, HostError> {
         self.inner.kube_get(target)
     }
+
     fn kube_list(&self, query: &ListQuery) -> Result<Vec<Value>, HostError> {
         self.queries.borrow_mut().push(query.clone());
         match &self.listed {
@@ -110,10 +123,21 @@ impl Host for Recording {
             None => self.inner.kube_list(query),
         }
     }
+}
+
+impl omni_plugin_sdk::Files for Recording {
+    // The connection plugin never calls these; they forward so the wrapper stays a faithful host.
+    fn read_file(&self, root: &str, path: &str) -> Result<Vec<u8>, HostError> {
+        self.inner.read_file(root, path)
+    }
+}
+
+impl omni_plugin_sdk::Omni for Recording {
     fn omni_ping(&self, connection: &str) -> Result<String, HostError> {
         self.connections.borrow_mut().push(connection.into());
         self.inner.omni_ping(connection)
     }
+
     fn omni_get(
         &self,
         connection: &str,
@@ -122,6 +146,7 @@ impl Host for Recording {
         self.connections.borrow_mut().push(connection.into());
         self.inner.omni_get(connection, key)
     }
+
     fn omni_list(
         &self,
         connection: &str,
@@ -132,6 +157,7 @@ impl Host for Recording {
         self.connections.borrow_mut().push(connection.into());
         self.inner.omni_list(connection, namespace, type_, labels)
     }
+
     fn omni_create(
         &self,
         connection: &str,
@@ -140,6 +166,7 @@ impl Host for Recording {
         self.connections.borrow_mut().push(connection.into());
         self.inner.omni_create(connection, resource)
     }
+
     fn omni_update(
         &self,
         connection: &str,
@@ -148,14 +175,17 @@ impl Host for Recording {
         self.connections.borrow_mut().push(connection.into());
         self.inner.omni_update(connection, resource)
     }
+
     fn omni_teardown(&self, connection: &str, key: &ResourceKey) -> Result<bool, HostError> {
         self.connections.borrow_mut().push(connection.into());
         self.inner.omni_teardown(connection, key)
     }
+
     fn omni_destroy(&self, connection: &str, key: &ResourceKey) -> Result<(), HostError> {
         self.connections.borrow_mut().push(connection.into());
         self.inner.omni_destroy(connection, key)
     }
+
     fn omni_cluster_status(
         &self,
         connection: &str,
@@ -164,10 +194,17 @@ impl Host for Recording {
         self.connections.borrow_mut().push(connection.into());
         self.inner.omni_cluster_status(connection, cluster)
     }
-    // The connection plugin never calls these; they forward so the wrapper stays a faithful host.
-    fn read_file(&self, root: &str, path: &str) -> Result<Vec<u8>, HostError> {
-        self.inner.read_file(root, path)
+
+    fn omni_export_kubeconfig(
+        &self,
+        connection: &str,
+        request: &omni_plugin_sdk::secrets::KubeconfigExport,
+    ) -> Result<String, HostError> {
+        self.inner.omni_export_kubeconfig(connection, request)
     }
+}
+
+impl omni_plugin_sdk::Secrets for Recording {
     fn secret_info(
         &self,
         namespace: Option<&str>,
@@ -175,12 +212,21 @@ impl Host for Recording {
     ) -> Result<Option<omni_plugin_sdk::secrets::SecretInfo>, HostError> {
         self.inner.secret_info(namespace, name)
     }
+
     fn secret_digest(
         &self,
         key: &omni_plugin_sdk::secrets::SecretKeyRef,
     ) -> Result<Option<String>, HostError> {
         self.inner.secret_digest(key)
     }
+
+    fn secret_read(
+        &self,
+        key: &omni_plugin_sdk::secrets::SecretKeyRef,
+    ) -> Result<Option<Vec<u8>>, HostError> {
+        self.inner.secret_read(key)
+    }
+
     fn secret_delete_owned(
         &self,
         namespace: Option<&str>,
@@ -189,19 +235,16 @@ impl Host for Recording {
     ) -> Result<omni_plugin_sdk::secrets::Removal, HostError> {
         self.inner.secret_delete_owned(namespace, name, owner)
     }
-    fn omni_export_kubeconfig(
-        &self,
-        connection: &str,
-        request: &omni_plugin_sdk::secrets::KubeconfigExport,
-    ) -> Result<String, HostError> {
-        self.inner.omni_export_kubeconfig(connection, request)
-    }
+}
+
+impl omni_plugin_sdk::Workload for Recording {
     fn workload_probe(
         &self,
         kubeconfig: &omni_plugin_sdk::secrets::SecretKeyRef,
     ) -> Result<String, HostError> {
         self.inner.workload_probe(kubeconfig)
     }
+
     fn workload_copy_secret(
         &self,
         kubeconfig: &omni_plugin_sdk::secrets::SecretKeyRef,
@@ -209,6 +252,7 @@ impl Host for Recording {
     ) -> Result<omni_plugin_sdk::secrets::Copied, HostError> {
         self.inner.workload_copy_secret(kubeconfig, request)
     }
+
     fn workload_delete_secret(
         &self,
         kubeconfig: &omni_plugin_sdk::secrets::SecretKeyRef,

@@ -86,9 +86,18 @@ pub mod bindings {
     });
 }
 
-/// What a plugin can ask of the operator during a call. Outputs (`set_status`, `set_condition`,
-/// `requeue_after`, `event`) are buffered and take effect only when the call returns `Ok`.
-pub trait Host {
+/// What a plugin can ask of the operator during a call: one trait per WIT interface, so a plugin's needs read
+/// as capabilities and a test double implements each one on its own. Outputs ([`Context::set_status`],
+/// [`Context::set_condition`], [`Context::requeue_after`], [`Context::event`]) are buffered and take effect only
+/// when the call returns `Ok`. Every call outside the plugin's grants answers [`HostError::Denied`].
+///
+/// The contract's `kube-write` and `helm` interfaces have no SDK calls yet: the host does not implement them.
+pub trait Host: Context + Clock + KubeRead + Files + Omni + Secrets + Workload {}
+
+impl<T: Context + Clock + KubeRead + Files + Omni + Secrets + Workload> Host for T {}
+
+/// `context`: the call's object and outputs. Every plugin has it.
+pub trait Context {
     /// The object being reconciled, as the operator last observed it.
     fn object(&self) -> Value;
 
@@ -114,19 +123,33 @@ pub trait Host {
     fn requeue_after(&self, ms: u64);
     fn event(&self, kind: EventType, reason: &str, message: &str);
     fn log(&self, level: LogLevel, message: &str, fields: &[(&str, &str)]);
+}
+
+/// `clock`: the operator's clock. Capability `clock`.
+pub trait Clock {
     /// RFC 3339, seconds precision, UTC.
     fn now(&self) -> String;
+}
+
+/// `kube-read`: cached reads of the management cluster.
+pub trait KubeRead {
     /// A cached read of one object; `Ok(None)` when it does not exist. Capability `kube-read`.
     fn kube_get(&self, target: &ObjectRef) -> Result<Option<Value>, HostError>;
     /// A cached list, filtered by the query's label and field selectors. Capability `kube-read`.
     fn kube_list(&self, query: &ListQuery) -> Result<Vec<Value>, HostError>;
+}
 
+/// `files`: files under the template roots the operator allows.
+pub trait Files {
     /// The bytes of a file under a template root (`file:` patches and manifests). `root` is the object's
     /// absolute template root; `path` is relative to it or absolute inside it. Capability `files`; the operator
     /// admin decides which roots are allowed (`Denied` otherwise), a missing file is `NotFound`, a path leading
     /// out of the root `Denied`, an oversized file `Invalid`.
     fn read_file(&self, root: &str, path: &str) -> Result<Vec<u8>, HostError>;
+}
 
+/// `omni`: Omni resources through an OmniConnection.
+pub trait Omni {
     /// Authenticates against the Omni endpoint an OmniConnection (in the object's namespace) names; returns the
     /// normalised endpoint. Capability `omni`, as are the other `omni_*` calls.
     fn omni_ping(&self, connection: &str) -> Result<String, HostError>;
@@ -163,6 +186,18 @@ pub trait Host {
         cluster: &str,
     ) -> Result<Option<omni::ClusterHealth>, HostError>;
 
+    /// Requests a service-account kubeconfig from Omni and writes it into a Secret host to host; returns the
+    /// SHA-256 of the bytes written. `Conflict` when the target exists without the owner label (left alone).
+    /// Capabilities `omni`, `secrets`, `secrets-write`.
+    fn omni_export_kubeconfig(
+        &self,
+        connection: &str,
+        request: &secrets::KubeconfigExport,
+    ) -> Result<String, HostError>;
+}
+
+/// `secrets`: management-cluster Secrets the reconciled object names.
+pub trait Secrets {
     /// A management-cluster Secret's metadata and keys, never its values; `Ok(None)` when it does not exist.
     /// `namespace: None` is the object's own. Capability `secrets`.
     fn secret_info(
@@ -174,6 +209,10 @@ pub trait Host {
     /// SHA-256 (hex) of one key's value; `Ok(None)` when the Secret or key does not exist. Capability `secrets`.
     fn secret_digest(&self, key: &secrets::SecretKeyRef) -> Result<Option<String>, HostError>;
 
+    /// One key's value; `Ok(None)` when the Secret or key does not exist. Capability `secrets-read-values`, and
+    /// only for a Secret the object names at a field the plugin declares (`Info::secret_fields`).
+    fn secret_read(&self, key: &secrets::SecretKeyRef) -> Result<Option<Vec<u8>>, HostError>;
+
     /// Deletes a management-cluster Secret only if it carries `owner`. Capability `secrets-write`.
     fn secret_delete_owned(
         &self,
@@ -181,16 +220,10 @@ pub trait Host {
         name: &str,
         owner: &secrets::OwnerLabel,
     ) -> Result<secrets::Removal, HostError>;
+}
 
-    /// Requests a service-account kubeconfig from Omni and writes it into a Secret host to host; returns the
-    /// SHA-256 of the bytes written. `Conflict` when the target exists without the owner label (left alone).
-    /// Capabilities `omni`, `secrets`, `secrets-write`.
-    fn omni_export_kubeconfig(
-        &self,
-        connection: &str,
-        request: &secrets::KubeconfigExport,
-    ) -> Result<String, HostError>;
-
+/// `workload`: the workload cluster, through a kubeconfig Secret the reconciled object names.
+pub trait Workload {
     /// `GET /version` on the workload cluster with the kubeconfig in `kubeconfig`: the server's version, or
     /// `Unauthenticated` (401) / `Forbidden` (403) when the credentials are no longer usable. Capability
     /// `workload`, as are the other `workload_*` calls.
@@ -211,6 +244,15 @@ pub trait Host {
         name: &str,
         owner: &secrets::OwnerLabel,
     ) -> Result<secrets::Removal, HostError>;
+}
+
+/// The capability traits, imported anonymously: `use omni_plugin_sdk::prelude::*;` makes every host call
+/// available on a concrete host (a `MockHost` in tests) without the trait names clashing with the plugin's own.
+pub mod prelude {
+    pub use crate::{
+        Clock as _, Context as _, Files as _, Host, KubeRead as _, Omni as _, Plugin, Secrets as _,
+        Workload as _,
+    };
 }
 
 /// A kind's reconcile logic.

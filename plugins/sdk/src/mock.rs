@@ -339,7 +339,7 @@ impl MockHost {
     }
 }
 
-impl crate::Host for MockHost {
+impl crate::Context for MockHost {
     fn object(&self) -> Value {
         self.object.clone()
     }
@@ -374,11 +374,15 @@ impl crate::Host for MockHost {
     fn log(&self, level: LogLevel, message: &str, _fields: &[(&str, &str)]) {
         self.outputs.borrow_mut().logs.push((level, message.into()));
     }
+}
 
+impl crate::Clock for MockHost {
     fn now(&self) -> String {
         self.now.clone()
     }
+}
 
+impl crate::KubeRead for MockHost {
     fn kube_get(&self, target: &ObjectRef) -> Result<Option<Value>, HostError> {
         self.check("kube-read")?;
         let ns = target
@@ -414,7 +418,9 @@ impl crate::Host for MockHost {
             .map(|(_, v)| v.clone())
             .collect())
     }
+}
 
+impl crate::Files for MockHost {
     fn read_file(&self, root: &str, path: &str) -> Result<Vec<u8>, HostError> {
         self.check("files")?;
         self.files
@@ -422,7 +428,9 @@ impl crate::Host for MockHost {
             .cloned()
             .ok_or_else(|| HostError::NotFound(format!("open {path}: no such file or directory")))
     }
+}
 
+impl crate::Omni for MockHost {
     fn omni_ping(&self, _connection: &str) -> Result<String, HostError> {
         self.omni_call("ping".into())?.ping.clone()
     }
@@ -549,43 +557,6 @@ impl crate::Host for MockHost {
             .cloned())
     }
 
-    fn secret_info(
-        &self,
-        namespace: Option<&str>,
-        name: &str,
-    ) -> Result<Option<SecretInfo>, HostError> {
-        if self.hide_secret_info {
-            return Ok(None);
-        }
-        self.check("secrets")?;
-        Ok(self.secret(namespace, name).map(|s| s.info()))
-    }
-
-    fn secret_digest(&self, key: &SecretKeyRef) -> Result<Option<String>, HostError> {
-        self.check("secrets")?;
-        Ok(self
-            .secret(key.namespace.as_deref(), &key.name)
-            .and_then(|s| s.data.get(&key.key).map(|v| crate::sha256_hex(v))))
-    }
-
-    fn secret_delete_owned(
-        &self,
-        namespace: Option<&str>,
-        name: &str,
-        owner: &OwnerLabel,
-    ) -> Result<Removal, HostError> {
-        self.requests
-            .borrow_mut()
-            .secret_deletions
-            .push((namespace.map(String::from), name.to_string()));
-        self.check("secrets-write")?;
-        Ok(secrets::delete_owned(
-            &mut self.secrets.borrow_mut(),
-            (self.resolve_ns(namespace), name.into()),
-            owner,
-        ))
-    }
-
     fn omni_export_kubeconfig(
         &self,
         connection: &str,
@@ -609,7 +580,56 @@ impl crate::Host for MockHost {
         };
         secrets::export(&mut self.secrets.borrow_mut(), ns, request, serial)
     }
+}
 
+impl crate::Secrets for MockHost {
+    fn secret_info(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<SecretInfo>, HostError> {
+        if self.hide_secret_info {
+            return Ok(None);
+        }
+        self.check("secrets")?;
+        Ok(self.secret(namespace, name).map(|s| s.info()))
+    }
+
+    fn secret_digest(&self, key: &SecretKeyRef) -> Result<Option<String>, HostError> {
+        self.check("secrets")?;
+        Ok(self
+            .secret(key.namespace.as_deref(), &key.name)
+            .and_then(|s| s.data.get(&key.key).map(|v| crate::sha256_hex(v))))
+    }
+
+    fn secret_read(&self, key: &SecretKeyRef) -> Result<Option<Vec<u8>>, HostError> {
+        self.check("secrets")?;
+        self.check("secrets-read-values")?;
+        Ok(self
+            .secret(key.namespace.as_deref(), &key.name)
+            .and_then(|s| s.data.get(&key.key).cloned()))
+    }
+
+    fn secret_delete_owned(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        owner: &OwnerLabel,
+    ) -> Result<Removal, HostError> {
+        self.requests
+            .borrow_mut()
+            .secret_deletions
+            .push((namespace.map(String::from), name.to_string()));
+        self.check("secrets-write")?;
+        Ok(secrets::delete_owned(
+            &mut self.secrets.borrow_mut(),
+            (self.resolve_ns(namespace), name.into()),
+            owner,
+        ))
+    }
+}
+
+impl crate::Workload for MockHost {
     fn workload_probe(&self, kubeconfig: &SecretKeyRef) -> Result<String, HostError> {
         self.requests.borrow_mut().probes.push(kubeconfig.clone());
         self.workload_access(kubeconfig)?.probe.clone()
@@ -715,7 +735,8 @@ fn field_terms(selector: &str) -> Result<Vec<FieldTerm>, HostError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Host, ReconcileError};
+    use crate::ReconcileError;
+    use crate::prelude::*;
 
     #[derive(serde::Deserialize, Debug, PartialEq)]
     struct Thing {
@@ -740,6 +761,34 @@ mod tests {
         assert!(
             matches!(host.object_as::<Thing>(), Err(ReconcileError::Permanent(m)) if m.contains("invalid type"))
         );
+    }
+
+    #[test]
+    fn secret_values_need_the_read_values_grant_as_well_as_secrets() {
+        let key = crate::secrets::SecretKeyRef {
+            namespace: None,
+            name: "s".into(),
+            key: "k".into(),
+        };
+        let host = || {
+            MockHost::new(serde_json::json!({"metadata": {"namespace": "t"}})).with_secret(
+                None,
+                "s",
+                FakeSecret::opaque(&[("k", "value")]),
+            )
+        };
+        assert_eq!(
+            host().secret_read(&key).expect("granted"),
+            Some(b"value".to_vec())
+        );
+        assert!(matches!(
+            host().deny("secrets-read-values").secret_read(&key),
+            Err(HostError::Denied(m)) if m.contains("secrets-read-values")
+        ));
+        assert!(matches!(
+            host().deny("secrets").secret_read(&key),
+            Err(HostError::Denied(_))
+        ));
     }
 
     #[test]

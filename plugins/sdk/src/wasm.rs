@@ -22,7 +22,7 @@ use crate::{
 /// [`Host`](crate::Host) over the operator's per-call context.
 pub struct WasmHost<'a>(&'a wctx::CallContext);
 
-impl crate::Host for WasmHost<'_> {
+impl crate::Context for WasmHost<'_> {
     fn object(&self) -> Value {
         // The operator hands over what its watch decoded; it is valid JSON.
         serde_json::from_str(&self.0.object()).unwrap_or(Value::Null)
@@ -76,11 +76,15 @@ impl crate::Host for WasmHost<'_> {
             .collect();
         self.0.log(level, message, &fields);
     }
+}
 
+impl crate::Clock for WasmHost<'_> {
     fn now(&self) -> String {
         wclock::now(self.0)
     }
+}
 
+impl crate::KubeRead for WasmHost<'_> {
     fn kube_get(&self, target: &ObjectRef) -> Result<Option<Value>, HostError> {
         let r = wtypes::ObjectRef {
             api_version: target.api_version.clone(),
@@ -106,11 +110,15 @@ impl crate::Host for WasmHost<'_> {
         let items = wread::list(self.0, &q).map_err(host_error)?;
         items.iter().map(|s| parse(s)).collect()
     }
+}
 
+impl crate::Files for WasmHost<'_> {
     fn read_file(&self, root: &str, path: &str) -> Result<Vec<u8>, HostError> {
         wfiles::read(self.0, root, path).map_err(host_error)
     }
+}
 
+impl crate::Omni for WasmHost<'_> {
     fn omni_ping(&self, connection: &str) -> Result<String, HostError> {
         womni::ping(self.0, connection)
             .map(|info| info.endpoint)
@@ -185,36 +193,6 @@ impl crate::Host for WasmHost<'_> {
             }))
     }
 
-    fn secret_info(
-        &self,
-        namespace: Option<&str>,
-        name: &str,
-    ) -> Result<Option<SecretInfo>, HostError> {
-        let info = wsecrets::info(self.0, namespace, name).map_err(host_error)?;
-        Ok(info.map(|i| SecretInfo {
-            secret_type: i.secret_type,
-            keys: i.keys,
-            resource_version: i.resource_version,
-            labels: json_object(&i.labels),
-            annotations: json_object(&i.annotations),
-        }))
-    }
-
-    fn secret_digest(&self, key: &SecretKeyRef) -> Result<Option<String>, HostError> {
-        wsecrets::digest(self.0, &to_secret_key(key)).map_err(host_error)
-    }
-
-    fn secret_delete_owned(
-        &self,
-        namespace: Option<&str>,
-        name: &str,
-        owner: &OwnerLabel,
-    ) -> Result<Removal, HostError> {
-        wsecrets::delete_owned(self.0, namespace, name, &to_owner(owner))
-            .map(from_removal)
-            .map_err(host_error)
-    }
-
     fn omni_export_kubeconfig(
         &self,
         connection: &str,
@@ -237,7 +215,45 @@ impl crate::Host for WasmHost<'_> {
             .map(|e| e.digest)
             .map_err(host_error)
     }
+}
 
+impl crate::Secrets for WasmHost<'_> {
+    fn secret_info(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<SecretInfo>, HostError> {
+        let info = wsecrets::info(self.0, namespace, name).map_err(host_error)?;
+        Ok(info.map(|i| SecretInfo {
+            secret_type: i.secret_type,
+            keys: i.keys,
+            resource_version: i.resource_version,
+            labels: json_object(&i.labels),
+            annotations: json_object(&i.annotations),
+        }))
+    }
+
+    fn secret_digest(&self, key: &SecretKeyRef) -> Result<Option<String>, HostError> {
+        wsecrets::digest(self.0, &to_secret_key(key)).map_err(host_error)
+    }
+
+    fn secret_read(&self, key: &SecretKeyRef) -> Result<Option<Vec<u8>>, HostError> {
+        wsecrets::read(self.0, &to_secret_key(key)).map_err(host_error)
+    }
+
+    fn secret_delete_owned(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        owner: &OwnerLabel,
+    ) -> Result<Removal, HostError> {
+        wsecrets::delete_owned(self.0, namespace, name, &to_owner(owner))
+            .map(from_removal)
+            .map_err(host_error)
+    }
+}
+
+impl crate::Workload for WasmHost<'_> {
     fn workload_probe(&self, kubeconfig: &SecretKeyRef) -> Result<String, HostError> {
         wworkload::probe(self.0, &to_secret_key(kubeconfig)).map_err(host_error)
     }

@@ -16,7 +16,10 @@ use tokio::runtime::Handle;
 use wasmtime::component::Resource;
 
 use super::convert;
-use crate::capabilities::{CallContext, CallScope, Capability, HostFailure};
+use crate::capabilities::{
+    CallContext, CallScope, Capability, ClockCap, ContextCap, FilesCap, HostFailure, KubeReadCap,
+    OmniCap, SecretsCap, WorkloadCap,
+};
 use crate::contract::bindings::omni::operator::{
     clock, context, files, kube_read, omni, secrets, workload,
 };
@@ -147,35 +150,40 @@ impl NativeHost {
     }
 }
 
-impl sdk::Host for NativeHost {
+impl sdk::Context for NativeHost {
     fn object(&self) -> Value {
         // The host hands over what its watch decoded; it is valid JSON (the SDK's glue assumes the same).
-        self.forward(async |state, ctx| context::HostCallContext::object(state, ctx).await)
-            .and_then(|json| serde_json::from_str(&json).ok())
-            .unwrap_or(Value::Null)
+        self.forward(async |state, ctx| {
+            context::HostCallContext::object(&mut ContextCap(state), ctx).await
+        })
+        .and_then(|json| serde_json::from_str(&json).ok())
+        .unwrap_or(Value::Null)
     }
 
     fn remaining_ms(&self) -> u64 {
-        self.forward(async |state, ctx| context::HostCallContext::remaining_ms(state, ctx).await)
-            .unwrap_or(0)
+        self.forward(async |state, ctx| {
+            context::HostCallContext::remaining_ms(&mut ContextCap(state), ctx).await
+        })
+        .unwrap_or(0)
     }
 
     fn set_status(&self, fields: Value) {
         self.forward(async move |state, ctx| {
-            context::HostCallContext::set_status(state, ctx, fields.to_string()).await
+            context::HostCallContext::set_status(&mut ContextCap(state), ctx, fields.to_string())
+                .await
         });
     }
 
     fn set_condition(&self, condition: sdk::Condition) {
         let condition = convert::condition(condition);
         self.forward(async move |state, ctx| {
-            context::HostCallContext::set_condition(state, ctx, condition).await
+            context::HostCallContext::set_condition(&mut ContextCap(state), ctx, condition).await
         });
     }
 
     fn requeue_after(&self, ms: u64) {
         self.forward(async move |state, ctx| {
-            context::HostCallContext::requeue_after(state, ctx, ms).await
+            context::HostCallContext::requeue_after(&mut ContextCap(state), ctx, ms).await
         });
     }
 
@@ -186,7 +194,8 @@ impl sdk::Host for NativeHost {
             message.to_owned(),
         );
         self.forward(async move |state, ctx| {
-            context::HostCallContext::event(state, ctx, kind, reason, message).await
+            context::HostCallContext::event(&mut ContextCap(state), ctx, kind, reason, message)
+                .await
         });
     }
 
@@ -197,10 +206,12 @@ impl sdk::Host for NativeHost {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         self.forward(async move |state, ctx| {
-            context::HostCallContext::log(state, ctx, level, message, fields).await
+            context::HostCallContext::log(&mut ContextCap(state), ctx, level, message, fields).await
         });
     }
+}
 
+impl sdk::Clock for NativeHost {
     fn now(&self) -> String {
         // `now` has no error to answer with, so a refusal aborts the call, with the reason.
         if let Err(refusal) = self.imported(Capability::Clock, "clock.now") {
@@ -212,16 +223,20 @@ impl sdk::Host for NativeHost {
             ));
             return String::new();
         }
-        self.forward(async |state, ctx| clock::Host::now(state, ctx).await)
+        self.forward(async |state, ctx| clock::Host::now(&mut ClockCap(state), ctx).await)
             .unwrap_or_default()
     }
+}
 
+impl sdk::KubeRead for NativeHost {
     fn kube_get(&self, target: &sdk::ObjectRef) -> Result<Option<Value>, sdk::HostError> {
         let target = convert::object_ref(target);
         let found = self.granted(
             Capability::KubeRead,
             "kube-read.get",
-            async move |state, ctx| kube_read::Host::get(state, ctx, target).await,
+            async move |state, ctx| {
+                kube_read::Host::get(&mut KubeReadCap(state), ctx, target).await
+            },
         )?;
         found.as_deref().map(convert::parse).transpose()
     }
@@ -231,22 +246,28 @@ impl sdk::Host for NativeHost {
         let items = self.granted(
             Capability::KubeRead,
             "kube-read.list",
-            async move |state, ctx| kube_read::Host::list(state, ctx, query).await,
+            async move |state, ctx| {
+                kube_read::Host::list(&mut KubeReadCap(state), ctx, query).await
+            },
         )?;
         items.iter().map(|json| convert::parse(json)).collect()
     }
+}
 
+impl sdk::Files for NativeHost {
     fn read_file(&self, root: &str, path: &str) -> Result<Vec<u8>, sdk::HostError> {
         let (root, path) = (root.to_owned(), path.to_owned());
         self.granted(Capability::Files, "files.read", async move |state, ctx| {
-            files::Host::read(state, ctx, root, path).await
+            files::Host::read(&mut FilesCap(state), ctx, root, path).await
         })
     }
+}
 
+impl sdk::Omni for NativeHost {
     fn omni_ping(&self, connection: &str) -> Result<String, sdk::HostError> {
         let connection = connection.to_owned();
         let info = self.granted(Capability::Omni, "omni.ping", async move |state, ctx| {
-            omni::Host::ping(state, ctx, connection).await
+            omni::Host::ping(&mut OmniCap(state), ctx, connection).await
         })?;
         Ok(info.endpoint)
     }
@@ -258,7 +279,7 @@ impl sdk::Host for NativeHost {
     ) -> Result<Option<sdk_omni::OmniResource>, sdk::HostError> {
         let (connection, key) = (connection.to_owned(), convert::resource_key(key));
         let found = self.granted(Capability::Omni, "omni.get", async move |state, ctx| {
-            omni::Host::get(state, ctx, connection, key).await
+            omni::Host::get(&mut OmniCap(state), ctx, connection, key).await
         })?;
         Ok(found.map(convert::from_resource))
     }
@@ -277,7 +298,15 @@ impl sdk::Host for NativeHost {
         );
         let labels = labels.iter().map(convert::label_term).collect();
         let items = self.granted(Capability::Omni, "omni.list", async move |state, ctx| {
-            omni::Host::list(state, ctx, connection, namespace, type_, labels).await
+            omni::Host::list(
+                &mut OmniCap(state),
+                ctx,
+                connection,
+                namespace,
+                type_,
+                labels,
+            )
+            .await
         })?;
         Ok(items.into_iter().map(convert::from_resource).collect())
     }
@@ -289,7 +318,7 @@ impl sdk::Host for NativeHost {
     ) -> Result<sdk_omni::OmniResource, sdk::HostError> {
         let (connection, resource) = (connection.to_owned(), convert::to_resource(resource));
         let created = self.granted(Capability::Omni, "omni.create", async move |state, ctx| {
-            omni::Host::create(state, ctx, connection, resource).await
+            omni::Host::create(&mut OmniCap(state), ctx, connection, resource).await
         })?;
         Ok(convert::from_resource(created))
     }
@@ -301,7 +330,7 @@ impl sdk::Host for NativeHost {
     ) -> Result<sdk_omni::OmniResource, sdk::HostError> {
         let (connection, resource) = (connection.to_owned(), convert::to_resource(resource));
         let updated = self.granted(Capability::Omni, "omni.update", async move |state, ctx| {
-            omni::Host::update(state, ctx, connection, resource).await
+            omni::Host::update(&mut OmniCap(state), ctx, connection, resource).await
         })?;
         Ok(convert::from_resource(updated))
     }
@@ -315,7 +344,9 @@ impl sdk::Host for NativeHost {
         self.granted(
             Capability::Omni,
             "omni.teardown",
-            async move |state, ctx| omni::Host::teardown(state, ctx, connection, key).await,
+            async move |state, ctx| {
+                omni::Host::teardown(&mut OmniCap(state), ctx, connection, key).await
+            },
         )
     }
 
@@ -326,7 +357,7 @@ impl sdk::Host for NativeHost {
     ) -> Result<(), sdk::HostError> {
         let (connection, key) = (connection.to_owned(), convert::resource_key(key));
         self.granted(Capability::Omni, "omni.destroy", async move |state, ctx| {
-            omni::Host::destroy(state, ctx, connection, key).await
+            omni::Host::destroy(&mut OmniCap(state), ctx, connection, key).await
         })
     }
 
@@ -340,12 +371,30 @@ impl sdk::Host for NativeHost {
             Capability::Omni,
             "omni.cluster-status",
             async move |state, ctx| {
-                omni::Host::cluster_status(state, ctx, connection, cluster).await
+                omni::Host::cluster_status(&mut OmniCap(state), ctx, connection, cluster).await
             },
         )?;
         Ok(health.map(convert::cluster_health))
     }
 
+    fn omni_export_kubeconfig(
+        &self,
+        connection: &str,
+        request: &sdk_secrets::KubeconfigExport,
+    ) -> Result<String, sdk::HostError> {
+        let (connection, request) = (connection.to_owned(), convert::kubeconfig_export(request));
+        let exported = self.granted(
+            Capability::Omni,
+            "omni.export-kubeconfig",
+            async move |state, ctx| {
+                omni::Host::export_kubeconfig(&mut OmniCap(state), ctx, connection, request).await
+            },
+        )?;
+        Ok(exported.digest)
+    }
+}
+
+impl sdk::Secrets for NativeHost {
     fn secret_info(
         &self,
         namespace: Option<&str>,
@@ -355,7 +404,9 @@ impl sdk::Host for NativeHost {
         let info = self.granted(
             Capability::Secrets,
             "secrets.info",
-            async move |state, ctx| secrets::Host::info(state, ctx, namespace, name).await,
+            async move |state, ctx| {
+                secrets::Host::info(&mut SecretsCap(state), ctx, namespace, name).await
+            },
         )?;
         Ok(info.map(convert::secret_info))
     }
@@ -368,7 +419,19 @@ impl sdk::Host for NativeHost {
         self.granted(
             Capability::Secrets,
             "secrets.digest",
-            async move |state, ctx| secrets::Host::digest(state, ctx, key).await,
+            async move |state, ctx| secrets::Host::digest(&mut SecretsCap(state), ctx, key).await,
+        )
+    }
+
+    fn secret_read(
+        &self,
+        key: &sdk_secrets::SecretKeyRef,
+    ) -> Result<Option<Vec<u8>>, sdk::HostError> {
+        let key = convert::secret_key(key);
+        self.granted(
+            Capability::Secrets,
+            "secrets.read",
+            async move |state, ctx| secrets::Host::read(&mut SecretsCap(state), ctx, key).await,
         )
     }
 
@@ -387,28 +450,15 @@ impl sdk::Host for NativeHost {
             Capability::Secrets,
             "secrets.delete-owned",
             async move |state, ctx| {
-                secrets::Host::delete_owned(state, ctx, namespace, name, owner).await
+                secrets::Host::delete_owned(&mut SecretsCap(state), ctx, namespace, name, owner)
+                    .await
             },
         )?;
         Ok(convert::removal(removal))
     }
+}
 
-    fn omni_export_kubeconfig(
-        &self,
-        connection: &str,
-        request: &sdk_secrets::KubeconfigExport,
-    ) -> Result<String, sdk::HostError> {
-        let (connection, request) = (connection.to_owned(), convert::kubeconfig_export(request));
-        let exported = self.granted(
-            Capability::Omni,
-            "omni.export-kubeconfig",
-            async move |state, ctx| {
-                omni::Host::export_kubeconfig(state, ctx, connection, request).await
-            },
-        )?;
-        Ok(exported.digest)
-    }
-
+impl sdk::Workload for NativeHost {
     fn workload_probe(
         &self,
         kubeconfig: &sdk_secrets::SecretKeyRef,
@@ -417,7 +467,9 @@ impl sdk::Host for NativeHost {
         self.granted(
             Capability::Workload,
             "workload.probe",
-            async move |state, ctx| workload::Host::probe(state, ctx, kubeconfig).await,
+            async move |state, ctx| {
+                workload::Host::probe(&mut WorkloadCap(state), ctx, kubeconfig).await
+            },
         )
     }
 
@@ -434,7 +486,7 @@ impl sdk::Host for NativeHost {
             Capability::Workload,
             "workload.copy-secret",
             async move |state, ctx| {
-                workload::Host::copy_secret(state, ctx, kubeconfig, request).await
+                workload::Host::copy_secret(&mut WorkloadCap(state), ctx, kubeconfig, request).await
             },
         )?;
         Ok(convert::copied(copied))
@@ -457,7 +509,15 @@ impl sdk::Host for NativeHost {
             Capability::Workload,
             "workload.delete-secret",
             async move |state, ctx| {
-                workload::Host::delete_secret(state, ctx, kubeconfig, namespace, name, owner).await
+                workload::Host::delete_secret(
+                    &mut WorkloadCap(state),
+                    ctx,
+                    kubeconfig,
+                    namespace,
+                    name,
+                    owner,
+                )
+                .await
             },
         )?;
         Ok(convert::removal(removal))

@@ -11,9 +11,10 @@ mod targets;
 mod validation;
 
 use omni_plugin_sdk::mock::{FakeSecret, MockHost};
+use omni_plugin_sdk::prelude::*;
 use omni_plugin_sdk::secrets::{KubeconfigExport, OwnerLabel, SecretKeyRef};
 use omni_plugin_sdk::serde_json::Map;
-use omni_plugin_sdk::{ConditionStatus, EventType, Host, HostError, LogLevel, Plugin, Value, json};
+use omni_plugin_sdk::{ConditionStatus, EventType, HostError, LogLevel, Value, json};
 
 use super::*;
 
