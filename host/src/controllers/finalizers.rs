@@ -42,8 +42,8 @@ pub fn after_cleanup(
 mod tests {
     use super::*;
 
-    const NEW: &str = "omni.texashpc.com/finalizer";
-    const OLD: &str = "omni.texas-hpc.org/finalizer";
+    const NEW: &str = omni_api::FINALIZER;
+    const OLD: &str = omni_api::LEGACY_FINALIZER;
 
     fn v(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| s.to_string()).collect()

@@ -25,7 +25,7 @@ use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::capabilities::{
-    CallObject, Clock, EventType, HostServices, KubeReader, SystemClock, TemplateRoots,
+    CallObject, Clock, Denial, EventType, HostServices, KubeReader, SystemClock, TemplateRoots,
     rfc3339_seconds,
 };
 use crate::omni::OmniConnections;
@@ -457,30 +457,11 @@ async fn commit(
     let stats = &shared.settings.stats;
     let mut conditions = outputs.conditions.clone();
     let mut events: Vec<Event> = outputs.events.iter().map(kube_event).collect();
-    let denied = outputs.denials.len() + outputs.denials_dropped;
-    if let Some(first) = outputs.denials.first() {
-        stats
-            .denials
-            .fetch_add(denied as u64, std::sync::atomic::Ordering::Relaxed);
-        let message = first.message(&shared.plugin);
-        let more = if denied > 1 {
-            format!(" (and {} more in the same call)", denied - 1)
-        } else {
-            String::new()
-        };
-        conditions.push(status::host_condition(
-            DENIED_CONDITION,
-            true,
-            "CapabilityDenied",
-            format!("{message}{more}"),
-        ));
-        events.push(Event {
-            type_: KubeEventType::Warning,
-            reason: "CapabilityDenied".into(),
-            note: Some(format!("{message}{more}")),
-            action: "Reconcile".into(),
-            secondary: None,
-        });
+    if let Some((condition, event)) =
+        denial_report(shared, &outputs.denials, outputs.denials_dropped)
+    {
+        conditions.push(condition);
+        events.push(event);
     } else if status::condition_is(json, DENIED_CONDITION, "True") {
         conditions.push(status::host_condition(
             DENIED_CONDITION,
@@ -505,9 +486,17 @@ async fn commit(
             }
         }
     }
+    publish(obj, shared, &key, events).await;
+    Ok(deferred)
+}
+
+/// Publishes Events on the object, each within its rate limit (the rest are counted as dropped).
+async fn publish(obj: &DynamicObject, shared: &Shared, key: &str, events: Vec<Event>) {
     for ev in events {
-        if shared.events.take(&key, std::time::Instant::now()).is_err() {
-            stats
+        if shared.events.take(key, std::time::Instant::now()).is_err() {
+            shared
+                .settings
+                .stats
                 .events_dropped
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             continue;
@@ -520,7 +509,38 @@ async fn commit(
             tracing::warn!(error = %err, "could not publish an event");
         }
     }
-    Ok(deferred)
+}
+
+/// The report of the capability calls one call was denied (a `CapabilityDenied` condition and a Warning Event,
+/// naming the first and counting the rest), counted in the stats; None when there were none.
+fn denial_report(
+    shared: &Shared,
+    denials: &[Denial],
+    dropped: usize,
+) -> Option<(crate::capabilities::Condition, Event)> {
+    let first = denials.first()?;
+    let denied = denials.len() + dropped;
+    shared
+        .settings
+        .stats
+        .denials
+        .fetch_add(denied as u64, std::sync::atomic::Ordering::Relaxed);
+    let more = if denied > 1 {
+        format!(" (and {} more in the same call)", denied - 1)
+    } else {
+        String::new()
+    };
+    let message = format!("{}{more}", first.message(&shared.plugin));
+    let condition =
+        status::host_condition(DENIED_CONDITION, true, "CapabilityDenied", message.clone());
+    let event = Event {
+        type_: KubeEventType::Warning,
+        reason: "CapabilityDenied".into(),
+        note: Some(message),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    Some((condition, event))
 }
 
 fn kube_event(e: &crate::capabilities::Event) -> Event {
@@ -567,11 +587,8 @@ async fn report_failure(obj: &DynamicObject, shared: &Shared, failure: &Failure)
     let (reason, message) = match failure {
         Failure::Call(CallError::Failed {
             plugin,
-            error: ReconcileError::Transient(m),
-        }) => ("ReconcileFailed", format!("plugin {plugin:?}: {m}")),
-        Failure::Call(CallError::Failed {
-            plugin,
-            error: ReconcileError::Permanent(m),
+            error: ReconcileError::Transient(m) | ReconcileError::Permanent(m),
+            ..
         }) => ("ReconcileFailed", format!("plugin {plugin:?}: {m}")),
         Failure::Call(CallError::Aborted(e)) => (plugin_reason(e.kind()), e.to_string()),
         Failure::Deadline(_) => (
@@ -585,11 +602,34 @@ async fn report_failure(obj: &DynamicObject, shared: &Shared, failure: &Failure)
     };
     tracing::warn!(plugin = %shared.plugin, object = %format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any()), reason, "{message}");
     let json = serde_json::to_value(obj).unwrap_or(Value::Null);
-    let cond = status::host_condition("Ready", false, reason, message.clone());
+    let mut conditions = vec![status::host_condition(
+        "Ready",
+        false,
+        reason,
+        message.clone(),
+    )];
+    let mut events = vec![Event {
+        type_: KubeEventType::Warning,
+        reason: reason.into(),
+        note: Some(message),
+        action: "Reconcile".into(),
+        secondary: None,
+    }];
+    // A plugin that fails because a capability was denied gets the same report as one that succeeds anyway.
+    if let Failure::Call(CallError::Failed {
+        denials,
+        denials_dropped,
+        ..
+    }) = failure
+        && let Some((condition, event)) = denial_report(shared, denials, *denials_dropped)
+    {
+        conditions.push(condition);
+        events.push(event);
+    }
     let now = rfc3339_seconds(std::time::SystemTime::now());
     let key = object_key(obj);
     let stats = &shared.settings.stats;
-    if let Some(next) = status::next_status(&json, &serde_json::Map::new(), &[cond], &now) {
+    if let Some(next) = status::next_status(&json, &serde_json::Map::new(), &conditions, &now) {
         if shared
             .status_writes
             .take(&key, std::time::Instant::now())
@@ -602,26 +642,7 @@ async fn report_failure(obj: &DynamicObject, shared: &Shared, failure: &Failure)
             tracing::warn!(error = %e, "could not record the failure in status");
         }
     }
-    if shared.events.take(&key, std::time::Instant::now()).is_err() {
-        stats
-            .events_dropped
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        return;
-    }
-    let ev = Event {
-        type_: KubeEventType::Warning,
-        reason: reason.into(),
-        note: Some(message),
-        action: "Reconcile".into(),
-        secondary: None,
-    };
-    if let Err(e) = shared
-        .recorder
-        .publish(&ev, &obj.object_ref(&shared.resource))
-        .await
-    {
-        tracing::warn!(error = %e, "could not publish an event");
-    }
+    publish(obj, shared, &key, events).await;
 }
 
 fn plugin_reason(kind: ErrorKind) -> &'static str {

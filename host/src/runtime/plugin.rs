@@ -22,7 +22,7 @@ use super::native::NativePlugin;
 use super::store::HostState;
 use super::types::{Info, ReconcileError, Verdict};
 use crate::capabilities::{
-    CallContext, CallObject, Capability, Grants, HostServices, Outputs, truncate,
+    CallContext, CallObject, Capability, Denial, Grants, HostServices, Outputs, truncate,
 };
 use crate::contract::SecretField;
 use crate::contract::bindings::exports::omni::operator::{
@@ -79,11 +79,16 @@ pub struct Completed<T> {
 /// Why a reconcile or finalize did not complete. Outputs of such a call are never returned.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CallError {
-    /// The plugin returned `reconcile-error`.
+    /// The plugin returned `reconcile-error`. The capability calls it was denied on the way are reported
+    /// with the failure, as after a successful call.
     #[error("plugin {plugin:?} failed: {error}")]
     Failed {
         plugin: String,
         error: ReconcileError,
+        /// The first [`crate::capabilities::MAX_DENIALS`] refusals of the call.
+        denials: Vec<Denial>,
+        /// Refusals beyond those, counted.
+        denials_dropped: usize,
     },
     /// The runtime stopped the call: trap, timeout, memory or output limit.
     #[error(transparent)]
@@ -294,7 +299,7 @@ impl LoadedPlugin {
             .await?;
         match returned {
             Returned::Reconcile(Ok(())) => Ok(Completed { value: (), outputs }),
-            Returned::Reconcile(Err(e)) => Err(self.failed(e)),
+            Returned::Reconcile(Err(e)) => Err(self.failed(e, outputs)),
             _ => Err(self.exec.mismatch("reconcile").into()),
         }
     }
@@ -310,7 +315,7 @@ impl LoadedPlugin {
                 value: done,
                 outputs,
             }),
-            Returned::Finalize(Err(e)) => Err(self.failed(e)),
+            Returned::Finalize(Err(e)) => Err(self.failed(e, outputs)),
             _ => Err(self.exec.mismatch("finalize").into()),
         }
     }
@@ -336,7 +341,8 @@ impl LoadedPlugin {
         }
     }
 
-    fn failed(&self, error: wit::ReconcileError) -> CallError {
+    /// A failed call's error; of its outputs only the denials are kept.
+    fn failed(&self, error: wit::ReconcileError, outputs: Outputs) -> CallError {
         // The plugin's text becomes a condition message and an Event: bounded as those are.
         let bounded = |mut m: String| {
             truncate(&mut m, MAX_ERROR_MESSAGE);
@@ -349,6 +355,8 @@ impl LoadedPlugin {
         CallError::Failed {
             plugin: self.name().to_owned(),
             error,
+            denials: outputs.denials,
+            denials_dropped: outputs.denials_dropped,
         }
     }
 }

@@ -240,6 +240,34 @@ async fn a_plugin_with_every_grant_obtains_no_credential_and_every_denial_is_rep
     })
     .await;
 
+    // A call that fails after a denial reports the denial too, beside the failure.
+    let mut failing = release("h", "app-config", json!([sa("secretRead")]));
+    failing["spec"]["chart"]["values"]["fail"] = json!(true);
+    env.apply(&failing).await;
+    let obj = env
+        .wait(
+            "OmniHelmRelease",
+            "h",
+            "Ready=False and CapabilityDenied=True",
+            |o| {
+                is(o, "Ready", "False", "ReconcileFailed")
+                    && is(o, "CapabilityDenied", "True", "CapabilityDenied")
+            },
+        )
+        .await;
+    assert!(
+        super::workload_access::message(&obj, "CapabilityDenied").starts_with(
+            "plugin \"hostile\" was denied secrets: secrets.read \"omni-service-account\""
+        ),
+        "{:#}",
+        obj["status"]
+    );
+    assert!(
+        super::workload_access::message(&obj, "Ready").contains("gave up after the attacks"),
+        "{:#}",
+        obj["status"]
+    );
+
     // No byte of the key, the kubeconfig (or its token) or a value-bearing annotation reached the plugin's
     // report, any status, Event or log line.
     scan_for_leaks(&env, &[&key, &kubeconfig, b"applied-value-91c"]).await;

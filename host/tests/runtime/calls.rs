@@ -115,7 +115,9 @@ async fn a_failed_reconcile_returns_its_error_and_no_outputs() {
         result,
         Err(CallError::Failed {
             plugin: "echo".into(),
-            error: ReconcileError::Transient("not today".into())
+            error: ReconcileError::Transient("not today".into()),
+            denials: Vec::new(),
+            denials_dropped: 0,
         })
     );
 }

@@ -361,7 +361,9 @@ async fn native_failures_are_classified_as_component_failures_are() {
             plugin: "probe".into(),
             error: omni_operator::runtime::ReconcileError::Permanent(
                 "unknown action \"dance\"".into()
-            )
+            ),
+            denials: Vec::new(),
+            denials_dropped: 0,
         }
     );
     // And the host keeps serving.

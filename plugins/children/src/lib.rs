@@ -5,6 +5,7 @@
 
 pub mod rules;
 
+use omni_api::conditions::{reasons, types};
 use omni_api::{OmniClusterSpec, OmniControlPlaneSpec, OmniKind, OmniMachineSpec, OmniWorkersSpec};
 use omni_plugin_sdk::{
     Condition, Gvk, Host, Info, ObjectRef, ReconcileError, Related, RelatedMapping, Value, Verdict,
@@ -100,16 +101,16 @@ pub fn reconcile<H: Host>(child: Child, host: &H) -> Result<(), ReconcileError> 
     host.set_status(status);
     host.set_condition(if exists {
         Condition::new(
-            "Accepted",
+            types::ACCEPTED,
             true,
-            "Accepted",
+            reasons::ACCEPTED,
             format!("attached to OmniCluster {}", quoted(&cluster)),
         )
     } else {
         Condition::new(
-            "Accepted",
+            types::ACCEPTED,
             false,
-            "MissingCluster",
+            reasons::MISSING_CLUSTER,
             format!("OmniCluster {} does not exist", quoted(&cluster)),
         )
     });

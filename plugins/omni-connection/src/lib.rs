@@ -12,6 +12,7 @@
 //! how long the connection has been failing (2 s to 60 s).
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+use omni_api::conditions::{reasons, types};
 use omni_api::{OmniClusterSpec, OmniConnectionSpec, OmniKind};
 use omni_plugin_sdk::{
     Condition, Gvk, Host, HostError, Info, ListQuery, Plugin, ReconcileError, Related,
@@ -70,14 +71,14 @@ impl Plugin for OmniConnectionPlugin {
         match ping {
             Ok(normalised) => {
                 let message = format!("connected to {normalised}");
-                set_all(host, true, "ConnectionReady", &message);
+                set_all(host, true, reasons::CONNECTION_READY, &message);
                 host.requeue_after(HEALTHY_RECHECK_MS);
             }
             // Every failure, a denied capability included, is a state of the connection to report, not an error
             // of this call: returning Err would drop the conditions (outputs are committed only on Ok).
             Err(e) => {
                 let message = format!("{FAILURE_PREFIX}{}", host_error_text(&e));
-                set_all(host, false, "ConnectionFailed", &message);
+                set_all(host, false, reasons::CONNECTION_FAILED, &message);
                 host.requeue_after(failure_backoff_ms(&obj, &now));
             }
         }
@@ -120,8 +121,18 @@ impl Plugin for OmniConnectionPlugin {
         );
         let endpoint = str_at(&obj, &["spec", "endpoint"]);
         host.set_status(json!({"connectionRef": name, "endpoint": endpoint}));
-        host.set_condition(Condition::new("Ready", false, "Deleting", message.as_str()));
-        host.set_condition(Condition::new("Stalled", true, "Deleting", message));
+        host.set_condition(Condition::new(
+            types::READY,
+            false,
+            reasons::DELETING,
+            message.as_str(),
+        ));
+        host.set_condition(Condition::new(
+            types::STALLED,
+            true,
+            reasons::DELETING,
+            message,
+        ));
         host.requeue_after(DELETION_RECHECK_MS);
         Ok(false)
     }
@@ -171,9 +182,9 @@ impl Plugin for OmniConnectionPlugin {
 
 /// `Reachable` and `Ready` follow the check; `Stalled` is its opposite. All three share reason and message.
 fn set_all<H: Host>(host: &H, ok: bool, reason: &str, message: &str) {
-    host.set_condition(Condition::new("Reachable", ok, reason, message));
-    host.set_condition(Condition::new("Ready", ok, reason, message));
-    host.set_condition(Condition::new("Stalled", !ok, reason, message));
+    host.set_condition(Condition::new(types::REACHABLE, ok, reason, message));
+    host.set_condition(Condition::new(types::READY, ok, reason, message));
+    host.set_condition(Condition::new(types::STALLED, !ok, reason, message));
 }
 
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
@@ -200,7 +211,7 @@ pub fn host_error_text(e: &HostError) -> String {
 /// the `lastTransitionTime` of a `Reachable=False` condition already in the status, within
 /// [`MIN_BACKOFF_MS`, `MAX_BACKOFF_MS`]. A first failure, or times that do not parse, give the minimum.
 pub fn failure_backoff_ms(object: &Value, now: &str) -> u64 {
-    let failing_s = omni_plugin_sdk::time::condition_age_s(object, "Reachable", "False", now)
+    let failing_s = omni_plugin_sdk::time::condition_age_s(object, types::REACHABLE, "False", now)
         .unwrap_or(0)
         .max(0);
     (failing_s as u64)

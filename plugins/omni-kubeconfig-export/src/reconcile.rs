@@ -1,6 +1,7 @@
 //! One reconcile of an export that is not being deleted (§4.5 steps 4-13), in Go's order: validate, find the
 //! cluster and its connection, clean up a renamed-away target, keep a current kubeconfig or export a new one.
 
+use omni_api::conditions::{reasons, types};
 use omni_api::{API_VERSION, GROUP, OmniClusterSpec, OmniConnectionSpec, OmniKind};
 use omni_plugin_sdk::time::{failure_retry_ms, parse_rfc3339};
 use omni_plugin_sdk::{EventType, Host, HostError, ObjectRef, ReconcileError, Value};
@@ -49,7 +50,7 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
     let endpoint = match connection_endpoint(host, connection_name) {
         Ok(e) => e,
         Err(message) => {
-            report.failed("MissingConnection", &message, RETRY_MS);
+            report.failed(reasons::MISSING_CONNECTION, &message, RETRY_MS);
             return Ok(());
         }
     };
@@ -79,7 +80,7 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
             previous.display(),
             e.message()
         );
-        report.failed("ExportFailed", &message, RETRY_MS);
+        report.failed(reasons::EXPORT_FAILED, &message, RETRY_MS);
         return Ok(());
     }
 
@@ -93,7 +94,7 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
     match reuse::inspect(host, &target, &owner, &expected)? {
         Existing::NotOwned => {
             report.failed(
-                "ExportFailed",
+                reasons::EXPORT_FAILED,
                 &target::not_managed_message(&target, &owner),
                 RETRY_MS,
             );
@@ -131,16 +132,16 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
         }
         // The target appeared without our label between the look and the write: the host left it alone.
         Err(HostError::Conflict(_)) => report.failed(
-            "ExportFailed",
+            reasons::EXPORT_FAILED,
             &target::not_managed_message(&target, &owner),
             RETRY_MS,
         ),
         // Omni's failures are often passing (a cluster not created there yet has no UUID): retried within seconds
         // at first, then once a minute, each retry committing the condition.
         Err(e) => report.failed(
-            "ExportFailed",
+            reasons::EXPORT_FAILED,
             &export::failure_message(&e),
-            failure_retry_ms(&object, "Ready", &host.now()),
+            failure_retry_ms(&object, types::READY, &host.now()),
         ),
     }
     Ok(())

@@ -5,6 +5,7 @@
 //! therefore send neither the rotation data (§10.11: the Secret still holds a valid kubeconfig) nor the target
 //! fields (§10.9: they keep naming the Secret that holds it, so a renamed-away Secret stays recorded for cleanup).
 
+use omni_api::conditions::{reasons, types};
 use omni_plugin_sdk::serde_json::Map;
 use omni_plugin_sdk::{Condition, Host, Value, json};
 
@@ -96,23 +97,23 @@ impl<'a, H: Host> Report<'a, H> {
 
     fn exported_pair(&self, ok: bool, reason: &str, message: &str) {
         self.host
-            .set_condition(Condition::new("Exported", ok, reason, message));
+            .set_condition(Condition::new(types::EXPORTED, ok, reason, message));
         self.host
-            .set_condition(Condition::new("Ready", ok, reason, message));
+            .set_condition(Condition::new(types::READY, ok, reason, message));
     }
 
     fn accepted(&self) {
         self.host.set_condition(Condition::new(
-            "Accepted",
+            types::ACCEPTED,
             true,
-            "Accepted",
+            reasons::ACCEPTED,
             format!("attached to OmniCluster {:?}", self.cluster_ref),
         ));
     }
 
     /// The spec is refused (§4.5 step 4): no `Accepted`, no requeue; a spec change triggers the next look.
     pub fn invalid(self, message: &str) {
-        self.exported_pair(false, "ValidationFailed", message);
+        self.exported_pair(false, reasons::VALIDATION_FAILED, message);
         self.commit(Map::new());
     }
 
@@ -120,12 +121,12 @@ impl<'a, H: Host> Report<'a, H> {
     pub fn missing_cluster(self, retry_ms: u64) {
         let message = format!("OmniCluster {:?} does not exist", self.cluster_ref);
         self.host.set_condition(Condition::new(
-            "Accepted",
+            types::ACCEPTED,
             false,
-            "MissingCluster",
+            reasons::MISSING_CLUSTER,
             message.as_str(),
         ));
-        self.exported_pair(false, "MissingCluster", &message);
+        self.exported_pair(false, reasons::MISSING_CLUSTER, &message);
         self.host.requeue_after(retry_ms);
         self.commit(Map::new());
     }
@@ -147,7 +148,7 @@ impl<'a, H: Host> Report<'a, H> {
             e.target.display(),
             e.target.key
         );
-        self.exported_pair(true, "Exported", &message);
+        self.exported_pair(true, reasons::EXPORTED, &message);
         self.host.requeue_after(rotation::requeue_ms(now, e.next));
         let mut extra = Map::new();
         extra.insert("targetSecretRef".into(), text(&e.target.name));
