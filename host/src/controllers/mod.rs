@@ -457,22 +457,9 @@ async fn commit(
     let stats = &shared.settings.stats;
     let mut conditions = outputs.conditions.clone();
     let mut events: Vec<Event> = outputs.events.iter().map(kube_event).collect();
-    if let Some((condition, event)) =
-        denial_report(shared, &outputs.denials, outputs.denials_dropped)
-    {
-        conditions.push(condition);
-        events.push(event);
-    } else if status::condition_is(json, DENIED_CONDITION, "True") {
-        conditions.push(status::host_condition(
-            DENIED_CONDITION,
-            false,
-            "NoDenials",
-            format!(
-                "plugin {:?} made no denied capability call in its last reconcile",
-                shared.plugin
-            ),
-        ));
-    }
+    let (condition, event) = denial_report(shared, json, &outputs.denials, outputs.denials_dropped);
+    conditions.extend(condition);
+    events.extend(event);
     let mut deferred = None;
     if let Some(next) = status::next_status(json, &outputs.status, &conditions, &now) {
         match shared.status_writes.take(&key, std::time::Instant::now()) {
@@ -511,14 +498,29 @@ async fn publish(obj: &DynamicObject, shared: &Shared, key: &str, events: Vec<Ev
     }
 }
 
-/// The report of the capability calls one call was denied (a `CapabilityDenied` condition and a Warning Event,
-/// naming the first and counting the rest), counted in the stats; None when there were none.
+/// The report of the capability calls one completed call was denied: a `CapabilityDenied=True` condition and a
+/// Warning Event naming the first and counting the rest (counted in the stats too), or, with none, the
+/// condition turned False if it was True.
 fn denial_report(
     shared: &Shared,
+    object: &Value,
     denials: &[Denial],
     dropped: usize,
-) -> Option<(crate::capabilities::Condition, Event)> {
-    let first = denials.first()?;
+) -> (Option<crate::capabilities::Condition>, Option<Event>) {
+    let Some(first) = denials.first() else {
+        let cleared = status::condition_is(object, DENIED_CONDITION, "True").then(|| {
+            status::host_condition(
+                DENIED_CONDITION,
+                false,
+                "NoDenials",
+                format!(
+                    "plugin {:?} made no denied capability call in its last reconcile",
+                    shared.plugin
+                ),
+            )
+        });
+        return (cleared, None);
+    };
     let denied = denials.len() + dropped;
     shared
         .settings
@@ -540,7 +542,7 @@ fn denial_report(
         action: "Reconcile".into(),
         secondary: None,
     };
-    Some((condition, event))
+    (Some(condition), Some(event))
 }
 
 fn kube_event(e: &crate::capabilities::Event) -> Event {
@@ -616,15 +618,16 @@ async fn report_failure(obj: &DynamicObject, shared: &Shared, failure: &Failure)
         secondary: None,
     }];
     // A plugin that fails because a capability was denied gets the same report as one that succeeds anyway.
+    // (An aborted call's denials are only logged: the runtime drops everything a trapped call buffered.)
     if let Failure::Call(CallError::Failed {
         denials,
         denials_dropped,
         ..
     }) = failure
-        && let Some((condition, event)) = denial_report(shared, denials, *denials_dropped)
     {
-        conditions.push(condition);
-        events.push(event);
+        let (condition, event) = denial_report(shared, &json, denials, *denials_dropped);
+        conditions.extend(condition);
+        events.extend(event);
     }
     let now = rfc3339_seconds(std::time::SystemTime::now());
     let key = object_key(obj);

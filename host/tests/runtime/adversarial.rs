@@ -267,6 +267,17 @@ async fn a_plugin_with_every_grant_obtains_no_credential_and_every_denial_is_rep
         "{:#}",
         obj["status"]
     );
+    // And a failing call without denials clears the report.
+    let mut failing = release("h", "app-config", json!([]));
+    failing["spec"]["chart"]["values"]["fail"] = json!(true);
+    env.apply(&failing).await;
+    env.wait(
+        "OmniHelmRelease",
+        "h",
+        "CapabilityDenied=False after a failure without denials",
+        |o| is(o, "CapabilityDenied", "False", "NoDenials"),
+    )
+    .await;
 
     // No byte of the key, the kubeconfig (or its token) or a value-bearing annotation reached the plugin's
     // report, any status, Event or log line.
