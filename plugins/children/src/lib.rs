@@ -6,7 +6,10 @@
 pub mod rules;
 
 use omni_api::conditions::{reasons, types};
-use omni_api::{OmniClusterSpec, OmniControlPlaneSpec, OmniKind, OmniMachineSpec, OmniWorkersSpec};
+use omni_api::{
+    OmniClusterSpec, OmniControlPlaneSpec, OmniControlPlaneStatus, OmniKind, OmniMachineSpec,
+    OmniMachineStatus, OmniWorkersSpec, OmniWorkersStatus,
+};
 use omni_plugin_sdk::{
     Condition, Gvk, Host, Info, ObjectRef, ReconcileError, Related, RelatedMapping, Value, Verdict,
     json,
@@ -86,19 +89,32 @@ pub fn reconcile<H: Host>(child: Child, host: &H) -> Result<(), ReconcileError> 
         ))?
         .is_some();
 
-    let mut status = json!({"clusterRef": cluster});
+    // The spec's name when set, else the object's: the identity the child has in Omni.
+    let effective = |field: &str| {
+        let set = str_at(&obj, &["spec", field]);
+        Some(if set.is_empty() {
+            name.clone()
+        } else {
+            set.to_string()
+        })
+    };
+    let cluster_ref = Some(cluster.clone());
     match child {
-        Child::Workers => {
-            let set = str_at(&obj, &["spec", "workerSetName"]);
-            status["workerSetName"] = json!(if set.is_empty() { name.as_str() } else { set });
-        }
-        Child::Machine => {
-            let id = str_at(&obj, &["spec", "machineID"]);
-            status["machineID"] = json!(if id.is_empty() { name.as_str() } else { id });
-        }
-        Child::ControlPlane => {}
+        Child::ControlPlane => host.set_status_as(&OmniControlPlaneStatus {
+            cluster_ref,
+            ..Default::default()
+        })?,
+        Child::Workers => host.set_status_as(&OmniWorkersStatus {
+            cluster_ref,
+            worker_set_name: effective("workerSetName"),
+            ..Default::default()
+        })?,
+        Child::Machine => host.set_status_as(&OmniMachineStatus {
+            cluster_ref,
+            machine_id: effective("machineID"),
+            ..Default::default()
+        })?,
     }
-    host.set_status(status);
     host.set_condition(if exists {
         Condition::new(
             types::ACCEPTED,

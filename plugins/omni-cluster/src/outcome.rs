@@ -10,7 +10,7 @@
 
 use omni_api::conditions::types;
 use omni_api::{OmniClusterStatus, SyncStatusFields};
-use omni_plugin_sdk::{Condition, Host, ReconcileError, Value};
+use omni_plugin_sdk::{Condition, Host, ReconcileError};
 
 /// What one condition says; its type is the [`Outcome`] field it is in.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,7 +93,9 @@ impl Outcome {
     /// Writes all of it: the status, `Validated`, `Synced` and `Ready`, and the requeue. The conditions go in that
     /// order because a new status lists its conditions in the order they were first written.
     pub fn write<H: Host>(self, host: &H) -> Result<(), ReconcileError> {
-        host.set_status(status_fields(&self.status)?);
+        // Every field of the status is omitted when `None`, so only what the outcome set is sent; `conditions`
+        // and `observedGeneration` are the host's and stay `None` here.
+        host.set_status_as(&self.status)?;
         for (type_, state) in [
             (types::VALIDATED, self.validated),
             (types::SYNCED, self.synced),
@@ -142,7 +144,7 @@ impl Teardown {
                 },
                 ..OmniClusterStatus::default()
             };
-            host.set_status(status_fields(&status)?);
+            host.set_status_as(&status)?;
         }
         let Some((ready, requeue_ms)) = blocked else {
             return Ok(true);
@@ -153,23 +155,14 @@ impl Teardown {
     }
 }
 
-/// The status as the top-level fields the host merges. Every field of [`OmniClusterStatus`] is omitted when
-/// `None`, so only what the outcome set is sent; `conditions` and `observedGeneration` are the host's and stay
-/// `None` here.
-fn status_fields(status: &OmniClusterStatus) -> Result<Value, ReconcileError> {
-    // Strings, lists of strings and integers always encode; an error here would be a bug in the status type, and it
-    // is reported rather than committing a status without the fields.
-    serde_json::to_value(status).map_err(|e| {
-        ReconcileError::Permanent(format!("cannot encode the OmniCluster status: {e}"))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use omni_plugin_sdk::json;
     use omni_plugin_sdk::mock::MockHost;
+    use omni_plugin_sdk::prelude::*;
 
     use super::*;
+    use omni_plugin_sdk::Value;
 
     /// The typed status sends exactly the fields a path set, as the `json!` maps it replaced did: nothing unset
     /// (the host would merge it over the stored value), and empty strings and lists as values.
@@ -184,9 +177,11 @@ mod tests {
             workers_refs: Some(Vec::new()),
             ..OmniClusterStatus::default()
         };
+        let host = MockHost::new(json!({"metadata": {"name": "edge"}}));
+        host.set_status_as(&status).expect("encodes");
         assert_eq!(
-            status_fields(&status),
-            Ok(json!({"clusterName": "edge", "lastStatusOutput": "", "workersRefs": []}))
+            Value::Object(host.outputs().status),
+            json!({"clusterName": "edge", "lastStatusOutput": "", "workersRefs": []})
         );
     }
 

@@ -13,10 +13,12 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 use omni_api::conditions::{reasons, types};
-use omni_api::{OmniClusterSpec, OmniConnectionSpec, OmniKind};
+use omni_api::{
+    ConnectionStatusFields, OmniClusterSpec, OmniConnectionSpec, OmniConnectionStatus, OmniKind,
+};
 use omni_plugin_sdk::{
     Condition, Gvk, Host, HostError, Info, ListQuery, Plugin, ReconcileError, Related,
-    RelatedMapping, Value, Verdict, json,
+    RelatedMapping, Value, Verdict,
 };
 
 /// The API's names, defined once in omni-api.
@@ -67,7 +69,7 @@ impl Plugin for OmniConnectionPlugin {
         // so the plugin needs no `secrets` capability.
         let ping = host.omni_ping(name);
 
-        host.set_status(json!({"connectionRef": name, "endpoint": endpoint, "lastCheckTime": now}));
+        host.set_status_as(&status(name, endpoint, Some(now.clone())))?;
         match ping {
             Ok(normalised) => {
                 let message = format!("connected to {normalised}");
@@ -120,7 +122,7 @@ impl Plugin for OmniConnectionPlugin {
             users.join(", ")
         );
         let endpoint = str_at(&obj, &["spec", "endpoint"]);
-        host.set_status(json!({"connectionRef": name, "endpoint": endpoint}));
+        host.set_status_as(&status(name, endpoint, None))?;
         host.set_condition(Condition::new(
             types::READY,
             false,
@@ -177,6 +179,18 @@ impl Plugin for OmniConnectionPlugin {
             v.warn("insecureSkipTLSVerify disables Omni endpoint TLS certificate verification");
         }
         v
+    }
+}
+
+/// What every path reports: the connection's own name and endpoint, and when it was last checked.
+fn status(name: &str, endpoint: &str, last_check_time: Option<String>) -> OmniConnectionStatus {
+    OmniConnectionStatus {
+        connection: ConnectionStatusFields {
+            connection_ref: Some(name.to_string()),
+            endpoint: Some(endpoint.to_string()),
+        },
+        last_check_time,
+        ..Default::default()
     }
 }
 

@@ -118,6 +118,26 @@ pub trait Context {
     fn remaining_ms(&self) -> u64;
     /// Merge these top-level fields into `.status` (the operator owns `conditions` and `observedGeneration`).
     fn set_status(&self, fields: Value);
+    /// [`Context::set_status`] from a typed status (such as `omni_api::OmniMachineStatus`): exactly the fields
+    /// it serializes. A status that does not encode as a JSON object is a permanent error, reported rather than
+    /// committing a status without its fields.
+    fn set_status_as<T: serde::Serialize>(&self, status: &T) -> Result<(), ReconcileError>
+    where
+        Self: Sized,
+    {
+        match serde_json::to_value(status) {
+            Ok(fields @ Value::Object(_)) => {
+                self.set_status(fields);
+                Ok(())
+            }
+            Ok(other) => Err(ReconcileError::Permanent(format!(
+                "a status must encode as a JSON object, not {other}"
+            ))),
+            Err(e) => Err(ReconcileError::Permanent(format!(
+                "cannot encode the status: {e}"
+            ))),
+        }
+    }
     /// Upsert a condition; the operator keeps `lastTransitionTime` unless the status changes.
     fn set_condition(&self, condition: Condition);
     fn requeue_after(&self, ms: u64);
