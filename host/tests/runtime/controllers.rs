@@ -68,7 +68,10 @@ async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    panic!("timed out waiting for {what}");
+    panic!(
+        "timed out waiting for {what}\nlast log lines:\n{}",
+        support::log_tail(60)
+    );
 }
 
 fn control_plane(cluster: &str) -> Value {

@@ -379,17 +379,19 @@ impl Cluster {
             .as_str()
             .unwrap_or_default()
             .is_empty();
+        // The handler checks the body against the URL before storage looks the object up (apiserver's
+        // checkName), so a body naming another object is 400 even when the URL's object does not exist.
+        let body_name = body["metadata"]["name"].as_str().unwrap_or_default();
+        if body_name != url_name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({url_name})"
+            )));
+        }
+        check_body_namespace(rt, &body, &url_ns)?;
         self.write_loop(rt, ns, name, sub, ctx, unconditional, move |old, rt| {
             if old.is_none() {
                 return Err(ApiError::not_found(&rt.group_resource(), &url_name));
             }
-            let body_name = body["metadata"]["name"].as_str().unwrap_or_default();
-            if body_name != url_name {
-                return Err(ApiError::bad_request(format!(
-                    "the name of the object ({body_name}) does not match the name on the URL ({url_name})"
-                )));
-            }
-            check_body_namespace(rt, &body, &url_ns)?;
             let rv = body["metadata"]["resourceVersion"].as_str().unwrap_or_default();
             if rv.is_empty() && rt.is_crd() {
                 // Custom resources do not allow unconditional updates.
@@ -428,8 +430,7 @@ impl Cluster {
             ));
         }
         let patch_doc: Value = match kind {
-            PatchKind::Apply => yaml_serde::from_slice(body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?,
+            PatchKind::Apply => decode_apply_body(body)?,
             _ => serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
         };
@@ -1525,6 +1526,70 @@ fn not_an_object() -> ApiError {
     ApiError::bad_request("the body must be a JSON or YAML object")
 }
 
+/// The deepest flow nesting (`[`, `{`) an apply body may have: go-yaml's limit, which kube-apiserver's YAML
+/// decoder inherits.
+const MAX_YAML_FLOW_DEPTH: usize = 10_000;
+
+/// An apply body (YAML, of which JSON is a subset) as JSON. Nesting is measured before the YAML parser runs:
+/// it takes time quadratic in the depth, so a 200 KB body of brackets would hold the server for many seconds.
+/// A JSON body is decoded as JSON, whose decoder refuses deep nesting as it reads.
+fn decode_apply_body(body: &[u8]) -> ApiResult<Value> {
+    let bad = |e: String| ApiError::bad_request(format!("error decoding YAML: {e}"));
+    if body.trim_ascii_start().first() == Some(&b'{') {
+        return serde_json::from_slice(body).map_err(|e| bad(e.to_string()));
+    }
+    if flow_depth(body) > MAX_YAML_FLOW_DEPTH {
+        return Err(bad(format!("exceeded max depth of {MAX_YAML_FLOW_DEPTH}")));
+    }
+    yaml_serde::from_slice(body).map_err(|e| bad(e.to_string()))
+}
+
+/// The deepest nesting of `[`/`{` in a YAML text, outside quoted scalars and comments. A quote opens a scalar,
+/// and `#` a comment, only after whitespace, a flow indicator or the start of the text, as in YAML; elsewhere
+/// they are part of a plain scalar, so text cannot hide brackets from this count that the parser would nest.
+fn flow_depth(text: &[u8]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let mut quote: Option<u8> = None;
+    let mut comment = false;
+    let mut escaped = false;
+    let mut prev: Option<u8> = None;
+    for &b in text {
+        let boundary = matches!(
+            prev,
+            None | Some(b' ' | b'\t' | b'\n' | b'\r' | b'[' | b'{' | b',')
+        );
+        prev = Some(b);
+        if comment {
+            comment = b != b'\n';
+            continue;
+        }
+        match quote {
+            Some(q) => {
+                if escaped {
+                    escaped = false;
+                } else if q == b'"' && b == b'\\' {
+                    escaped = true;
+                } else if b == q {
+                    quote = None;
+                    // A closing quote is never the start of the next scalar.
+                    prev = Some(b'x');
+                }
+            }
+            None => match b {
+                b'"' | b'\'' if boundary => quote = Some(b),
+                b'#' if boundary => comment = true,
+                b'[' | b'{' => {
+                    depth += 1;
+                    deepest = deepest.max(depth);
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            },
+        }
+    }
+    deepest
+}
+
 fn check_body_namespace(rt: &ResourceType, body: &Value, url_ns: &str) -> ApiResult<()> {
     if rt.namespaced {
         let body_ns = body["metadata"]["namespace"].as_str().unwrap_or_default();
@@ -1928,6 +1993,21 @@ fn schema_at_json_path<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flow_depth_counts_brackets_outside_quoted_scalars_and_comments() {
+        assert_eq!(flow_depth(b"a: [1, {b: [2]}]"), 3);
+        assert_eq!(flow_depth(b"a: '[[[['\nb: \"[[\\\"[\"\n# [[[[\n"), 0);
+        // Quotes and `#` inside a plain scalar are literal, so they cannot hide brackets the parser nests.
+        assert_eq!(flow_depth(b"a: don't [[x]]"), 2);
+        assert_eq!(flow_depth(b"a: b#c [[x]]"), 2);
+        assert_eq!(flow_depth(b"a: 'it''s' [[x]]"), 2);
+        let deep = format!("a: {}{}", "[".repeat(20_000), "]".repeat(20_000));
+        assert_eq!(flow_depth(deep.as_bytes()), 20_000);
+        assert!(
+            matches!(decode_apply_body(deep.as_bytes()), Err(e) if e.code == 400 && e.message.contains("exceeded max depth of 10000"))
+        );
+    }
 
     #[test]
     fn selectable_fields_must_be_simple_paths_to_scalar_fields() {

@@ -12,6 +12,9 @@ pub struct ApiError {
     pub details: Option<Box<Value>>,
     /// Seconds for a `Retry-After` header (429/503), as the real server sends with throttling.
     pub retry_after: Option<u32>,
+    /// A `metadata.continue` token in the Status: the real server hands one out with the 410 for an expired
+    /// continue token, to resume the list (inconsistently) at the latest revision.
+    pub continue_token: Option<String>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -24,6 +27,7 @@ impl ApiError {
             message: message.into(),
             details: None,
             retry_after: None,
+            continue_token: None,
         }
     }
 
@@ -151,6 +155,9 @@ impl ApiError {
         });
         if let Some(d) = &self.details {
             s["details"] = (**d).clone();
+        }
+        if let Some(token) = &self.continue_token {
+            s["metadata"]["continue"] = json!(token);
         }
         if let Some(secs) = self.retry_after {
             let d = s["details"].as_object_mut().map(|_| ()).is_some();

@@ -34,6 +34,11 @@ pub const GENERIC_INVALID_MESSAGE: &str =
 pub const APISERVER_PANIC_MESSAGE: &str =
     "This request caused apiserver to panic. Look in the logs for details.";
 
+/// The most bytes a JSON patch's `copy` operations may add in total: kube-apiserver sets evanphx's
+/// `AccumulatedCopySizeLimit` to its `JSONPatchMaxCopyBytes`, 3 MiB by default. Without it a patch of a few
+/// dozen copies doubles the object each time.
+pub const MAX_JSON_PATCH_COPY_BYTES: u64 = 3 * 1024 * 1024;
+
 /// `maxJSONPatchOperations` in the apiserver's patch handler.
 pub const MAX_JSON_PATCH_OPERATIONS: usize = 10000;
 
@@ -403,6 +408,7 @@ fn apply_ops(target: &Value, ops: &[Value]) -> Result<Value, ApplyFailure> {
             )));
         }
     };
+    let mut copied = 0u64;
     for raw in ops {
         let op = Op {
             fields: raw.as_object(),
@@ -413,7 +419,7 @@ fn apply_ops(target: &Value, ops: &[Value]) -> Result<Value, ApplyFailure> {
             "replace" => op_replace(&mut doc, &op)?,
             "move" => op_move(&mut doc, &op)?,
             "test" => op_test(&doc, &op)?,
-            "copy" => op_copy(&mut doc, &op)?,
+            "copy" => op_copy(&mut doc, &op, &mut copied)?,
             other => return Err(ApplyFailure::Error(format!("Unexpected kind: {other}"))),
         }
     }
@@ -529,7 +535,7 @@ fn op_test(doc: &Value, op: &Op<'_>) -> Result<(), ApplyFailure> {
     }
 }
 
-fn op_copy(doc: &mut Value, op: &Op<'_>) -> Result<(), ApplyFailure> {
+fn op_copy(doc: &mut Value, op: &Op<'_>, copied: &mut u64) -> Result<(), ApplyFailure> {
     let from = op
         .from()
         .map_err(|e| format!("copy operation failed to decode from: {e}"))?;
@@ -538,10 +544,17 @@ fn op_copy(doc: &mut Value, op: &Op<'_>) -> Result<(), ApplyFailure> {
     })?;
     let con = resolve(doc, &steps)?;
     // Copying a missing object key copies evanphx's nil node, i.e. adds null.
-    let val = container_get_ref(con, &key)
-        .map_err(|e| format!("error in copy for from: '{from}': {e}"))?
-        .cloned()
-        .unwrap_or(Value::Null);
+    let source = container_get_ref(con, &key)
+        .map_err(|e| format!("error in copy for from: '{from}': {e}"))?;
+    // evanphx counts the copied value's encoded size against the limit before it copies; so does this, so an
+    // over-limit copy never allocates.
+    *copied = copied.saturating_add(source.map_or(4, encoded_len));
+    if *copied > MAX_JSON_PATCH_COPY_BYTES {
+        return Err(ApplyFailure::Error(format!(
+            "Unable to complete the copy, the accumulated size increase of copy is {copied}, exceeding the limit {MAX_JSON_PATCH_COPY_BYTES}"
+        )));
+    }
+    let val = source.cloned().unwrap_or(Value::Null);
     let path = op
         .path()
         .map_err(|_| "copy operation failed to decode path: missing value".to_string())?;
@@ -554,6 +567,24 @@ fn op_copy(doc: &mut Value, op: &Op<'_>) -> Result<(), ApplyFailure> {
     container_add(con, &key, val)
         .map_err(|e| format!("error while adding value during copy: {e}"))?;
     Ok(())
+}
+
+/// The length of `v` encoded as compact JSON, counted without building the text.
+fn encoded_len(v: &Value) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` to a sink that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut count, v);
+    count.0
 }
 
 /// evanphx `findObject`: walks every segment but the last and returns the

@@ -632,6 +632,47 @@ mod bad_input {
         assert_eq!(r.status, 400);
     }
 
+    /// kube-apiserver's update handler compares the body's name with the URL's before storage looks the object
+    /// up (handlers.checkName), so the 400 wins over a 404 for a missing object.
+    #[tokio::test]
+    async fn a_put_whose_body_names_another_object_is_400_even_when_the_url_object_is_missing() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        send_json(&c, "POST", CONFIGMAPS, &configmap("a", json!({}))).await;
+        for target in ["a", "b"] {
+            let r = send_json(
+                &c,
+                "PUT",
+                &format!("{CONFIGMAPS}/{target}"),
+                &configmap("other", json!({})),
+            )
+            .await;
+            assert_eq!(
+                (r.status, r.reason()),
+                (400, "BadRequest"),
+                "{target}: {}",
+                r.json
+            );
+            assert_eq!(
+                r.message(),
+                format!(
+                    "the name of the object (other) does not match the name on the URL ({target})"
+                )
+            );
+        }
+        let r = send_json(
+            &c,
+            "PUT",
+            &format!("{CONFIGMAPS}/b"),
+            &configmap("b", json!({})),
+        )
+        .await;
+        assert_eq!(
+            r.status, 404,
+            "a matching body for a missing object is still 404"
+        );
+    }
+
     #[tokio::test]
     async fn mismatched_namespace_and_kind_are_400() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
@@ -940,6 +981,15 @@ spec:
             "{}",
             r.message()
         );
+        // As the real server, the 410 carries a token that continues after the same key at the latest revision:
+        // the rest of the list, including what was created since.
+        let fresh = r.json["metadata"]["continue"]
+            .as_str()
+            .expect("a fresh continue token in the 410")
+            .to_string();
+        let rest = get(&c, &format!("{CONFIGMAPS}?continue={fresh}")).await;
+        assert_eq!(rest.status, 200, "{}", rest.json);
+        assert_eq!(names(&rest), vec!["c", "d", "e", "later"]);
         let bad = get(&c, &format!("{CONFIGMAPS}?limit=2&continue=garbage")).await;
         assert_eq!(bad.status, 400);
     }
@@ -962,6 +1012,19 @@ spec:
         assert_eq!(names(&r), vec!["a"]);
         let r = get(&c, &format!("{CONFIGMAPS}?resourceVersionMatch=Exact")).await;
         assert_eq!(r.status, 422, "resourceVersionMatch needs resourceVersion");
+
+        // A compacted revision: the real server's list wording (storage's interpretListError), not a watch's.
+        sim.compact();
+        let r = get(
+            &c,
+            &format!("{CONFIGMAPS}?resourceVersion={rv}&resourceVersionMatch=Exact"),
+        )
+        .await;
+        assert_eq!((r.status, r.reason()), (410, "Expired"));
+        assert_eq!(
+            r.message(),
+            "The resourceVersion for the provided list is too old."
+        );
     }
 
     async fn watch_lines(c: &kube::Client, path: &str, n: usize) -> Vec<Value> {

@@ -377,13 +377,15 @@ fn field_value(obj: &Value, field: &str) -> Option<String> {
     }
 }
 
-/// Continue tokens carry the snapshot revision and the last key served, like the real server's.
-fn encode_continue(rv: u64, last_key: &str) -> String {
+/// Continue tokens carry the snapshot revision and the last key served, like the real server's. `None` is the
+/// real server's revision -1: continue at the latest revision (the token it hands out when the snapshot is gone).
+fn encode_continue(rv: Option<u64>, last_key: &str) -> String {
+    let rv = rv.map_or(-1, |rv| i64::try_from(rv).unwrap_or(i64::MAX));
     let raw = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": format!("{last_key}\u{0}")});
     base64::engine::general_purpose::URL_SAFE.encode(raw.to_string())
 }
 
-fn decode_continue(token: &str) -> ApiResult<(u64, String)> {
+fn decode_continue(token: &str) -> ApiResult<(Option<u64>, String)> {
     let bad = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
     let raw = base64::engine::general_purpose::URL_SAFE
         .decode(token)
@@ -391,9 +393,16 @@ fn decode_continue(token: &str) -> ApiResult<(u64, String)> {
         .map_err(|_| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
     let v: Value = serde_json::from_slice(&raw)
         .map_err(|_| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
-    let rv = v["rv"]
-        .as_u64()
-        .ok_or_else(|| bad("continue key has no resource version"))?;
+    let rv = match v["rv"].as_i64() {
+        Some(-1) => None,
+        Some(rv) if rv > 0 => Some(rv as u64),
+        Some(_) => {
+            return Err(bad(
+                "incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+            ));
+        }
+        None => return Err(bad("continue key has no resource version")),
+    };
     let start = v["start"]
         .as_str()
         .ok_or_else(|| bad("continue key has no start"))?;
@@ -463,21 +472,28 @@ fn list(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiResult<R
     let (snapshot_rv, items, start_after) = {
         let store = api.cluster.store();
         if !cont.is_empty() {
-            let (rv, start) = decode_continue(cont)?;
-            let items = store.list_at(&key, namespace, rv).map_err(|_| {
-                ApiError::gone("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
-            })?;
-            (rv, items, Some(start))
+            match decode_continue(cont)? {
+                (Some(rv), start) => {
+                    let items = store.list_at(&key, namespace, rv).map_err(|_| {
+                        // As the real server: the 410 carries a token that continues after the same key at the
+                        // latest revision.
+                        let mut e = ApiError::gone("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.");
+                        e.continue_token = Some(encode_continue(None, &start));
+                        e
+                    })?;
+                    (rv, items, Some(start))
+                }
+                (None, start) => (store.current_rv(), store.list(&key, namespace), Some(start)),
+            }
         } else if rv_match == "Exact" {
             let rv = parse_rv(rv_param)?;
             if rv > store.current_rv() {
                 return Err(too_large_resource_version(rv, store.current_rv()));
             }
-            let items = store.list_at(&key, namespace, rv).map_err(|t| {
-                ApiError::gone(format!(
-                    "too old resource version: {} ({})",
-                    t.requested, t.oldest
-                ))
+            // The real server's words for a list at a compacted revision (a watch says "too old resource
+            // version: …" instead).
+            let items = store.list_at(&key, namespace, rv).map_err(|_| {
+                ApiError::gone("The resourceVersion for the provided list is too old.")
             })?;
             (rv, items, None)
         } else {
@@ -525,7 +541,7 @@ fn list(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiResult<R
     }
     let mut meta = json!({"resourceVersion": snapshot_rv.to_string()});
     if more && let Some(last) = matched.last() {
-        meta["continue"] = json!(encode_continue(snapshot_rv, &obj_key(last)));
+        meta["continue"] = json!(encode_continue(Some(snapshot_rv), &obj_key(last)));
         if sel.is_empty() {
             meta["remainingItemCount"] = json!(remaining);
         }
@@ -593,10 +609,15 @@ mod tests {
 
     #[test]
     fn continue_tokens_round_trip_and_reject_garbage() {
-        let t = encode_continue(42, "default/b");
+        let t = encode_continue(Some(42), "default/b");
         assert_eq!(
             decode_continue(&t).expect("valid"),
-            (42, "default/b".to_string())
+            (Some(42), "default/b".to_string())
+        );
+        let latest = encode_continue(None, "default/b");
+        assert_eq!(
+            decode_continue(&latest).expect("valid"),
+            (None, "default/b".to_string())
         );
         assert_eq!(
             decode_continue("not-base64!").expect_err("invalid").code,
