@@ -319,7 +319,11 @@ impl Cluster {
     /// An object as served at `rt`'s version: objects are stored once per group-resource, and converted
     /// between CRD versions with the `None` strategy (apiVersion rewritten), as the real server does by default.
     pub fn render(&self, rt: &ResourceType, obj: &Value) -> Value {
-        let mut o = obj.clone();
+        let mut o = if crate::events::is_view(rt) {
+            crate::events::to_view(obj)
+        } else {
+            obj.clone()
+        };
         if let Some(m) = o.as_object_mut() {
             m.insert("apiVersion".into(), Value::String(rt.api_version()));
         }
@@ -531,10 +535,16 @@ impl Cluster {
     {
         let key = rt.storage_key();
         for _attempt in 0..16 {
-            let current = if name.is_empty() {
+            let stored = if name.is_empty() {
                 None
             } else {
                 self.store().get(&key, ns, name)
+            };
+            // Every stage sees the object in the form this resource serves; it is stored in the storage form.
+            let view = crate::events::is_view(rt);
+            let current: Option<std::sync::Arc<Value>> = match &stored {
+                Some(o) if view => Some(std::sync::Arc::new(crate::events::to_view(o))),
+                other => other.clone(),
             };
             let (candidate, managed) = mutate(current.as_deref(), rt)?;
             let op = if current.is_some() {
@@ -562,6 +572,11 @@ impl Cluster {
                 .validate(self, rt, op, sub, &new, current.as_deref(), ctx)
                 .await
                 .map(|w| warnings.extend(w))?;
+            let (new, current) = if view {
+                (crate::events::to_core(&new), stored)
+            } else {
+                (new, current)
+            };
             let obj_name = new["metadata"]["name"]
                 .as_str()
                 .unwrap_or_default()
@@ -1056,6 +1071,9 @@ impl Cluster {
         old: Option<&Value>,
     ) -> Vec<FieldCause> {
         let mut out = Vec::new();
+        if crate::events::is_event(rt) {
+            out.extend(crate::events::validate(rt, new, old));
+        }
         match (rt.group.as_str(), rt.plural.as_str()) {
             ("", "secrets") | ("", "configmaps") => {
                 for field in ["data", "binaryData"] {

@@ -150,7 +150,7 @@ pub async fn collect(cluster: &Cluster) -> bool {
 /// The type objects are stored at (so writes validate against the storage version's schema).
 fn storage_type(reg: &crate::resources::Registry, key: &StorageKey) -> Option<Arc<ResourceType>> {
     reg.all()
-        .find(|t| t.storage_key() == *key && t.version == t.storage_version)
+        .find(|t| t.storage_key() == *key && t.is_storage_type())
         .cloned()
 }
 

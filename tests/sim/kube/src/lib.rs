@@ -19,6 +19,7 @@ pub mod api;
 pub mod auth;
 pub mod cluster;
 pub mod error;
+pub mod events;
 pub mod faults;
 pub mod gc;
 pub mod gofmt;

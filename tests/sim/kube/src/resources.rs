@@ -59,11 +59,24 @@ impl ResourceType {
         }
     }
 
+    /// Where this resource's objects live. events.k8s.io Events are a view of the core Events.
     pub fn storage_key(&self) -> StorageKey {
+        if crate::events::is_view(self) {
+            return StorageKey {
+                group: String::new(),
+                resource: "events".into(),
+            };
+        }
         StorageKey {
             group: self.group.clone(),
             resource: self.plural.clone(),
         }
+    }
+
+    /// Whether objects are stored in this type's form: its storage version, and not a view of another group's
+    /// objects.
+    pub fn is_storage_type(&self) -> bool {
+        self.version == self.storage_version && !crate::events::is_view(self)
     }
 
     pub fn is_crd(&self) -> bool {
@@ -588,7 +601,7 @@ impl Registry {
                 continue;
             }
             let key = t.storage_key();
-            let is_storage = t.version == t.storage_version;
+            let is_storage = t.is_storage_type();
             match seen.get(&key) {
                 Some((_, true)) => {}
                 _ => {

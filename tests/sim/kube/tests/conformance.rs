@@ -713,7 +713,7 @@ mod reads {
         }
     }
 
-    fn names(r: &Reply) -> Vec<String> {
+    pub(super) fn names(r: &Reply) -> Vec<String> {
         r.json["items"]
             .as_array()
             .expect("items")
@@ -1027,7 +1027,7 @@ spec:
         );
     }
 
-    async fn watch_lines(c: &kube::Client, path: &str, n: usize) -> Vec<Value> {
+    pub(super) async fn watch_lines(c: &kube::Client, path: &str, n: usize) -> Vec<Value> {
         use futures::{AsyncBufReadExt, TryStreamExt};
         let req = http::Request::get(path).body(Vec::new()).expect("request");
         let stream = c.request_stream(req).await.expect("watch opens");
@@ -2463,5 +2463,185 @@ spec:
             .is_none()
         })
         .await;
+    }
+}
+
+/// core/v1 and events.k8s.io/v1 Events are one store with two field mappings (kube-apiserver serves both from the
+/// core `events` registry and converts), and events.k8s.io/v1 creates get the strict validation.
+mod events {
+    use super::reads::{names, watch_lines};
+    use super::*;
+
+    const CORE: &str = "/api/v1/namespaces/default/events";
+    const NEW: &str = "/apis/events.k8s.io/v1/namespaces/default/events";
+
+    fn new_style(name: &str) -> Value {
+        json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": name, "namespace": "default"},
+            "eventTime": "2026-11-26T10:00:00.000000Z", "reportingController": "omni.texashpc.com/operator",
+            "reportingInstance": "operator-0", "action": "Reconcile", "reason": "Synced", "type": "Normal",
+            "regarding": {"apiVersion": "omni.texashpc.com/v1alpha1", "kind": "OmniCluster", "namespace": "default", "name": "edge"},
+            "note": "template synced"})
+    }
+
+    #[tokio::test]
+    async fn an_event_written_through_either_api_is_read_through_both_with_their_field_names() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let r = send_json(&c, "POST", NEW, &new_style("a")).await;
+        assert_eq!(r.status, 201, "{}", r.json);
+        assert_eq!(r.json["note"], "template synced");
+
+        let core = get(&c, &format!("{CORE}/a")).await;
+        assert_eq!(core.status, 200, "{}", core.json);
+        assert_eq!(core.json["apiVersion"], "v1");
+        assert_eq!(core.json["involvedObject"]["name"], "edge");
+        assert_eq!(core.json["message"], "template synced");
+        assert_eq!(
+            core.json["reportingComponent"],
+            "omni.texashpc.com/operator"
+        );
+        assert!(core.json.get("regarding").is_none() && core.json.get("note").is_none());
+
+        let old_style = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "b", "namespace": "default"},
+            "involvedObject": {"kind": "Pod", "namespace": "default", "name": "p"}, "reason": "Pulled",
+            "message": "pulled", "type": "Normal", "count": 2, "source": {"component": "kubelet"},
+            "firstTimestamp": "2026-11-26T10:00:00Z", "lastTimestamp": "2026-11-26T10:00:05Z"});
+        assert_eq!(send_json(&c, "POST", CORE, &old_style).await.status, 201);
+        let listed = get(&c, NEW).await;
+        let b = listed.json["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .find(|e| e["metadata"]["name"] == "b")
+            .cloned()
+            .expect("the core Event is listed through events.k8s.io");
+        assert_eq!(b["apiVersion"], "events.k8s.io/v1");
+        assert_eq!(b["regarding"]["name"], "p");
+        assert_eq!(b["note"], "pulled");
+        assert_eq!(b["deprecatedCount"], 2);
+        assert_eq!(b["deprecatedSource"]["component"], "kubelet");
+        assert_eq!(b["deprecatedLastTimestamp"], "2026-11-26T10:00:05Z");
+        assert_eq!(
+            get(&c, CORE).await.json["items"].as_array().map(Vec::len),
+            Some(2)
+        );
+    }
+
+    #[tokio::test]
+    async fn field_selectors_use_each_apis_names_and_a_watch_sees_the_other_apis_writes() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let rv = get(&c, CORE).await.json["metadata"]["resourceVersion"]
+            .as_str()
+            .expect("rv")
+            .to_string();
+        assert_eq!(
+            send_json(&c, "POST", NEW, &new_style("a")).await.status,
+            201
+        );
+        let by_new = get(&c, &format!("{NEW}?fieldSelector=regarding.name%3Dedge")).await;
+        assert_eq!(names(&by_new), vec!["a"]);
+        let none = get(&c, &format!("{NEW}?fieldSelector=regarding.name%3Dother")).await;
+        assert!(names(&none).is_empty());
+        let by_core = get(&c, &format!("{CORE}?fieldSelector=involvedObject.name%3Dedge,reportingComponent%3Domni.texashpc.com%2Foperator")).await;
+        assert_eq!(names(&by_core), vec!["a"]);
+        // Each API has its own field labels: the other's names are not supported.
+        let wrong = get(
+            &c,
+            &format!("{NEW}?fieldSelector=involvedObject.name%3Dedge"),
+        )
+        .await;
+        assert_eq!(wrong.status, 400);
+        assert_eq!(
+            wrong.message(),
+            "field label not supported: involvedObject.name"
+        );
+
+        let ev = watch_lines(&c, &format!("{CORE}?watch=true&resourceVersion={rv}"), 1).await;
+        assert_eq!(ev[0]["type"], "ADDED");
+        assert_eq!(ev[0]["object"]["apiVersion"], "v1");
+        assert_eq!(ev[0]["object"]["message"], "template synced");
+    }
+
+    #[tokio::test]
+    async fn a_series_update_through_events_k8s_io_patches_the_one_stored_event() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        assert_eq!(
+            send_json(&c, "POST", NEW, &new_style("a")).await.status,
+            201
+        );
+        // What kube-rs's and client-go's recorders send for a repeated Event.
+        let r = patch(
+            &c,
+            &format!("{NEW}/a"),
+            "application/merge-patch+json",
+            &json!({"series": {"count": 2, "lastObservedTime": "2026-11-26T10:01:00.000000Z"}}),
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", r.json);
+        assert_eq!(r.json["series"]["count"], 2);
+        assert_eq!(r.json["note"], "template synced");
+        let core = get(&c, &format!("{CORE}/a")).await;
+        assert_eq!(core.json["series"]["count"], 2);
+        assert_eq!(core.json["message"], "template synced");
+    }
+
+    /// pkg/apis/core/validation/events.go: the legacy rules apply to every Event (named with core/v1 fields,
+    /// except reportingController), the strict ones to Events created through events.k8s.io/v1.
+    #[tokio::test]
+    async fn an_invalid_events_k8s_io_event_is_422_naming_every_field() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let bad = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "x", "namespace": "default"},
+            "eventTime": "2026-11-26T10:00:00.000000Z", "type": "Loud", "deprecatedCount": 3,
+            "series": {"count": 1}, "regarding": {"kind": "Pod", "name": "p"}});
+        let r = send_json(&c, "POST", NEW, &bad).await;
+        assert_eq!((r.status, r.reason()), (422, "Invalid"), "{}", r.json);
+        let fields: Vec<&str> = r.json["details"]["causes"]
+            .as_array()
+            .expect("causes")
+            .iter()
+            .filter_map(|c| c["field"].as_str())
+            .collect();
+        for field in [
+            "reportingController",
+            "reportingInstance",
+            "action",
+            "reason",
+            "series.count",
+            "series.lastObservedTime",
+            "type",
+            "deprecatedCount",
+        ] {
+            assert!(fields.contains(&field), "{field} in {fields:?}");
+        }
+        assert!(
+            r.message()
+                .contains("type: Invalid value: \"\": has invalid value: Loud"),
+            "{}",
+            r.message()
+        );
+        // Without eventTime: required through events.k8s.io, while core/v1 keeps accepting old-style Events.
+        let mut no_time = new_style("y");
+        no_time.as_object_mut().expect("object").remove("eventTime");
+        let r = send_json(&c, "POST", NEW, &no_time).await;
+        assert_eq!(r.status, 422, "{}", r.json);
+        assert!(
+            r.message().contains("eventTime: Required value"),
+            "{}",
+            r.message()
+        );
+        // Legacy rule for every Event: the involved object's namespace must be the Event's.
+        let r = send_json(&c, "POST", CORE, &json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "z", "namespace": "default"},
+            "involvedObject": {"kind": "Pod", "namespace": "other", "name": "p"}, "reason": "R", "message": "m"})).await;
+        assert_eq!(r.status, 422, "{}", r.json);
+        assert!(
+            r.message().contains(
+                "involvedObject.namespace: Invalid value: \"other\": does not match event.namespace"
+            ),
+            "{}",
+            r.message()
+        );
     }
 }

@@ -1493,3 +1493,108 @@ async fn kubectl_create_sends_protobuf_and_the_object_is_created() {
         .stdout_has("serviceaccount/robot created");
     assert!(sim.get("v1", "ServiceAccount", "team", "robot").is_some());
 }
+
+/// Events written through events.k8s.io/v1 (as kube-rs's recorder writes them) show in `kubectl get events`,
+/// `kubectl events` and `kubectl describe`, which read core/v1; the columns are the server printer's
+/// (pkg/printers/internalversion: LAST SEEN, TYPE, REASON, OBJECT, MESSAGE; the rest at priority 1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_written_through_events_k8s_io_show_in_get_events_and_describe() {
+    let (sim, k) = start().await;
+    k.stdin(&["apply", "-f", "-"], &configmap("settings", "{a: b}"))
+        .await
+        .ok();
+    let uid = get(&sim, "v1", "ConfigMap", "default", "settings")["metadata"]["uid"]
+        .as_str()
+        .expect("uid")
+        .to_string();
+    let now = jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%S.000000Z")
+        .to_string();
+    sim.apply(&json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "settings.1", "namespace": "default"},
+        "eventTime": now, "reportingController": "omni-operator", "reportingInstance": "omni-operator-0",
+        "action": "Reconcile", "reason": "Checked", "type": "Warning", "note": "the settings were checked",
+        "regarding": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "default", "name": "settings", "uid": uid}}))
+        .await
+        .expect("the Event is stored");
+
+    let out = k.run(&["get", "events"]).await;
+    out.ok();
+    let header = out.stdout.lines().next().unwrap_or_default().to_string();
+    let columns: Vec<&str> = header
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert_eq!(
+        columns,
+        ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+        "{header}"
+    );
+    out.stdout_has("Warning")
+        .stdout_has("Checked")
+        .stdout_has("configmap/settings")
+        .stdout_has("the settings were checked");
+    k.run(&["get", "events", "-o", "wide"])
+        .await
+        .ok()
+        .stdout_has("SOURCE")
+        .stdout_has("omni-operator, omni-operator-0");
+    k.run(&["events"])
+        .await
+        .ok()
+        .stdout_has("the settings were checked");
+    k.run(&["describe", "configmap", "settings"])
+        .await
+        .ok()
+        .stdout_has("Events:")
+        .stdout_has("the settings were checked");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_deployments_prints_the_servers_columns() {
+    let (_sim, k) = start().await;
+    k.stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 3\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - {name: nginx, image: nginx:1.27}\n",
+    )
+    .await
+    .ok();
+    let out = k.run(&["get", "deployments", "-o", "wide"]).await;
+    out.ok();
+    let mut lines = out.stdout.lines();
+    let header: Vec<&str> = lines
+        .next()
+        .unwrap_or_default()
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "AGE",
+            "CONTAINERS",
+            "IMAGES",
+            "SELECTOR"
+        ],
+        "{}",
+        out.stdout
+    );
+    let row: Vec<&str> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[..4], ["web", "0/3", "0", "0"], "{}", out.stdout);
+    assert_eq!(
+        row[5..],
+        ["nginx", "nginx:1.27", "app=web"],
+        "{}",
+        out.stdout
+    );
+}

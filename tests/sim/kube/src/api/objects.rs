@@ -265,6 +265,8 @@ fn delete_options(call: &Call) -> ApiResult<DeleteOptions> {
 pub(super) struct Selectors {
     label: Option<LabelSelector>,
     field: Option<FieldSelector>,
+    /// The events.k8s.io view: its field labels name the stored core/v1 fields.
+    events_view: bool,
 }
 
 impl Selectors {
@@ -299,7 +301,11 @@ impl Selectors {
             }
             None => None,
         };
-        Ok(Selectors { label, field })
+        Ok(Selectors {
+            label,
+            field,
+            events_view: crate::events::is_view(rt),
+        })
     }
 
     fn is_empty(&self) -> bool {
@@ -314,7 +320,13 @@ impl Selectors {
             }
         }
         if let Some(f) = &self.field {
-            let get = |field: &str| field_value(obj, field);
+            let get = |field: &str| {
+                if self.events_view {
+                    field_value(obj, &crate::events::stored_field_label(field))
+                } else {
+                    field_value(obj, field)
+                }
+            };
             if !f.matches(&get) {
                 return false;
             }
@@ -333,6 +345,19 @@ fn supported_field(rt: &ResourceType, field: &str) -> bool {
     }
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("", "secrets") => field == "type",
+        ("events.k8s.io", "events") => matches!(
+            field,
+            "regarding.kind"
+                | "regarding.namespace"
+                | "regarding.name"
+                | "regarding.uid"
+                | "regarding.apiVersion"
+                | "regarding.resourceVersion"
+                | "regarding.fieldPath"
+                | "reason"
+                | "reportingController"
+                | "type"
+        ),
         ("", "events") => matches!(
             field,
             "involvedObject.kind"
