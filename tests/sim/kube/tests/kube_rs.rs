@@ -23,6 +23,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::Status;
+use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::finalizer::{self, finalizer};
 use kube::runtime::reflector::{self, reflector};
@@ -1532,5 +1533,86 @@ async fn plain_http_honours_bearer_tokens_sent_by_kube_rs_a_bad_token_gets_401_a
             .await,
     );
     assert_eq!(s.code, 401, "{s:?}");
+    Ok(())
+}
+
+/// kube-rs's metadata API and metadata watcher ask for `as=PartialObjectMetadata(List);g=meta.k8s.io;v=v1` and
+/// get only metadata, as from kube-apiserver; the shape that does not fit the answer is 406.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_reads_and_the_metadata_watcher_get_partial_object_metadata() -> R {
+    let sim = KubeSim::start().await?;
+    let client = sim.client().await?;
+    create_namespace(&client, "meta").await?;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "meta");
+    api.create(&PostParams::default(), &cm("a", "1")).await?;
+
+    let one = api.get_metadata("a").await?;
+    assert_eq!(one.metadata.name.as_deref(), Some("a"));
+    let listed = api.list_metadata(&ListParams::default()).await?;
+    assert_eq!(
+        listed
+            .items
+            .iter()
+            .filter_map(|m| m.metadata.name.clone())
+            .collect::<Vec<_>>(),
+        ["a"]
+    );
+    // The raw answers carry no data and say what they are.
+    let raw = |accept: &'static str, path: &'static str| {
+        let client = client.clone();
+        async move {
+            let req = http::Request::get(path)
+                .header("accept", accept)
+                .body(Vec::new())
+                .expect("request");
+            let resp = client
+                .send(req.map(kube::client::Body::from))
+                .await
+                .expect("answer");
+            let status = resp.status().as_u16();
+            let body = resp.into_body().collect().await.expect("body").to_bytes();
+            (
+                status,
+                serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null),
+            )
+        }
+    };
+    let (status, list) = raw(
+        "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+        "/api/v1/namespaces/meta/configmaps",
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(list["kind"], "PartialObjectMetadataList");
+    assert_eq!(list["items"][0]["kind"], "PartialObjectMetadata");
+    assert!(list["items"][0].get("data").is_none(), "{list}");
+    let (status, wrong) = raw(
+        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+        "/api/v1/namespaces/meta/configmaps",
+    )
+    .await;
+    assert_eq!(
+        (status, wrong["reason"].as_str()),
+        (406, Some("NotAcceptable")),
+        "{wrong}"
+    );
+
+    // `Api<PartialObjectMeta<K>>` makes metadata-only requests (kube-rs's metadata watcher).
+    let meta_api: Api<kube::core::PartialObjectMeta<ConfigMap>> =
+        Api::namespaced(client.clone(), "meta");
+    let mut events = watcher(meta_api, watcher::Config::default())
+        .applied_objects()
+        .boxed();
+    let first = tokio::time::timeout(Duration::from_secs(10), events.try_next())
+        .await
+        .expect("the metadata watcher lists")?
+        .expect("an object");
+    assert_eq!(first.metadata.name.as_deref(), Some("a"));
+    api.create(&PostParams::default(), &cm("b", "2")).await?;
+    let second = tokio::time::timeout(Duration::from_secs(10), events.try_next())
+        .await
+        .expect("the metadata watcher sees the create")?
+        .expect("an object");
+    assert_eq!(second.metadata.name.as_deref(), Some("b"));
     Ok(())
 }

@@ -4,6 +4,7 @@
 mod discovery;
 mod objects;
 mod openapi;
+mod partial;
 mod protobuf;
 pub mod request;
 mod reviews;

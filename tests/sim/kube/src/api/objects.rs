@@ -74,7 +74,7 @@ async fn dispatch(api: &Arc<Api>, call: &Call) -> ApiResult<Resp> {
     match info.verb.as_str() {
         "get" => {
             let obj = api.cluster.get(&rt, &ns, &info.name)?;
-            Ok(single(call, &rt, obj, 200, &[]))
+            single(call, &rt, obj, 200, &[])
         }
         "list" => list(api, call, &rt, &ns),
         "watch" => watch::serve(api, call, &rt, &ns),
@@ -84,7 +84,7 @@ async fn dispatch(api: &Arc<Api>, call: &Call) -> ApiResult<Resp> {
                 .cluster
                 .create(&rt, &ns, body, &write_ctx(call)?)
                 .await?;
-            Ok(single(call, &rt, w.object, w.status, &w.warnings))
+            single(call, &rt, w.object, w.status, &w.warnings)
         }
         "update" => {
             let body = decode_body(call, &rt)?;
@@ -99,7 +99,7 @@ async fn dispatch(api: &Arc<Api>, call: &Call) -> ApiResult<Resp> {
                     &write_ctx(call)?,
                 )
                 .await?;
-            Ok(single(call, &rt, w.object, w.status, &w.warnings))
+            single(call, &rt, w.object, w.status, &w.warnings)
         }
         "patch" => {
             let kind = PatchKind::from_content_type(call.header("content-type"))?;
@@ -117,7 +117,7 @@ async fn dispatch(api: &Arc<Api>, call: &Call) -> ApiResult<Resp> {
                     &write_ctx(call)?,
                 )
                 .await?;
-            Ok(single(call, &rt, w.object, w.status, &w.warnings))
+            single(call, &rt, w.object, w.status, &w.warnings)
         }
         "delete" => {
             let opts = delete_options(call)?;
@@ -134,7 +134,7 @@ async fn dispatch(api: &Arc<Api>, call: &Call) -> ApiResult<Resp> {
                     &w.warnings,
                 ));
             }
-            Ok(single(call, &rt, w.object, w.status, &w.warnings))
+            single(call, &rt, w.object, w.status, &w.warnings)
         }
         "deletecollection" => delete_collection(api, call, &rt, &ns).await,
         _ => Err(ApiError::method_not_allowed(
@@ -163,18 +163,26 @@ fn deleted_status(rt: &ResourceType, obj: &Value) -> Value {
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details})
 }
 
-/// One object, or a one-row Table when the client asks for it (`kubectl get x name`).
-fn single(call: &Call, rt: &ResourceType, obj: Value, status: u16, warnings: &[String]) -> Resp {
-    if table::wants_table(call.header("accept")) && call.method == "GET" {
+/// One object, a one-row Table (`kubectl get x name`) or its PartialObjectMetadata, as the client asks.
+fn single(
+    call: &Call,
+    rt: &ResourceType,
+    obj: Value,
+    status: u16,
+    warnings: &[String],
+) -> ApiResult<Resp> {
+    let accept = call.header("accept");
+    if table::wants_table(accept) && call.method == "GET" {
         let t = table::build(
             rt,
             &[obj],
             json!({"resourceVersion": ""}),
             call.query.get("includeObject"),
         );
-        return json_response(200, &t, warnings);
+        return Ok(json_response(200, &t, warnings));
     }
-    json_response(status, &obj, warnings)
+    let obj = super::partial::object(super::partial::requested(accept), &rt.kind, obj)?;
+    Ok(json_response(status, &obj, warnings))
 }
 
 fn write_ctx(call: &Call) -> ApiResult<WriteCtx> {
@@ -579,6 +587,11 @@ fn list(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiResult<R
         ));
     }
     let list = json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": meta, "items": matched});
+    let list = super::partial::list(
+        super::partial::requested(call.header("accept")),
+        &rt.list_kind,
+        list,
+    )?;
     Ok(json_response(200, &list, &[]))
 }
 

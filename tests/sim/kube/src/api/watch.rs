@@ -11,6 +11,7 @@ use hyper::body::Frame;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
+use super::partial::Shape;
 use super::{Api, Call, Resp};
 use crate::error::{ApiError, ApiResult, FieldCause};
 use crate::resources::ResourceType;
@@ -141,6 +142,7 @@ pub fn serve(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiRes
     let initial_end = send_initial == Some(true);
     // `kubectl get -w` asks for Tables: each event then carries a one-row Table, as the real server sends.
     let as_table = super::table::wants_table(call.header("accept"));
+    let shape = super::partial::requested(call.header("accept"));
     let include = call.query.get("includeObject").map(String::from);
     tokio::spawn(async move {
         let render = |o: &Value| -> Value {
@@ -153,7 +155,7 @@ pub fn serve(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiRes
                     include.as_deref(),
                 )
             } else {
-                obj
+                super::partial::event_object(shape, obj)
             }
         };
         let send = |v: Value| {
@@ -184,7 +186,7 @@ pub fn serve(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiRes
         }
         let mut last_rv = start_rv;
         if initial_end {
-            let bm = bookmark(&rt, last_rv, true);
+            let bm = bookmark(&rt, last_rv, true, shape);
             if tx.send(send(bm)).await.is_err() {
                 return;
             }
@@ -215,7 +217,7 @@ pub fn serve(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiRes
                 _ = drop_signal.changed() => return,
                 _ = tx.closed() => return,
                 _ = ticker.tick(), if bookmarks => {
-                    if tx.send(send(bookmark(&rt, last_rv, false))).await.is_err() { return; }
+                    if tx.send(send(bookmark(&rt, last_rv, false, shape))).await.is_err() { return; }
                 }
                 msg = rx.recv() => match msg {
                     Ok(c) => {
@@ -252,10 +254,11 @@ pub fn serve(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiRes
     Ok(r)
 }
 
-fn bookmark(rt: &ResourceType, rv: u64, initial_end: bool) -> Value {
+fn bookmark(rt: &ResourceType, rv: u64, initial_end: bool, shape: Shape) -> Value {
     let mut meta = json!({"resourceVersion": rv.to_string(), "creationTimestamp": null});
     if initial_end {
         meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
     }
-    json!({"type": "BOOKMARK", "object": {"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": meta}})
+    let object = json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": meta});
+    json!({"type": "BOOKMARK", "object": super::partial::event_object(shape, object)})
 }
