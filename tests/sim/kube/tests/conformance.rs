@@ -1200,6 +1200,74 @@ spec:
 mod writes {
     use super::*;
 
+    /// deployments/scale is an autoscaling/v1 Scale over spec.replicas (pkg/registry/apps/deployment/storage
+    /// ScaleREST): its resourceVersion is the Deployment's and a precondition on writes; negative replicas are 422.
+    #[tokio::test]
+    async fn the_scale_subresource_reads_and_writes_spec_replicas() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let deployments = "/apis/apps/v1/namespaces/default/deployments";
+        let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "tier", "operator": "In", "values": ["b", "a"]}]},
+                "template": {"metadata": {"labels": {"app": "web", "tier": "a"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+        assert_eq!(send_json(&c, "POST", deployments, &d).await.status, 201);
+        let path = format!("{deployments}/web/scale");
+        let scale = get(&c, &path).await;
+        assert_eq!(scale.status, 200, "{}", scale.json);
+        assert_eq!(scale.json["kind"], "Scale");
+        assert_eq!(scale.json["apiVersion"], "autoscaling/v1");
+        assert_eq!(scale.json["spec"]["replicas"], 2);
+        assert_eq!(scale.json["status"]["selector"], "app=web,tier in (a,b)");
+
+        let r = patch(
+            &c,
+            &path,
+            "application/merge-patch+json",
+            &json!({"spec": {"replicas": 5}}),
+        )
+        .await;
+        assert_eq!(
+            (r.status, r.json["spec"]["replicas"].clone()),
+            (200, json!(5)),
+            "{}",
+            r.json
+        );
+        let stored = get(&c, &format!("{deployments}/web")).await;
+        assert_eq!(stored.json["spec"]["replicas"], 5);
+
+        let mut stale = scale.json.clone();
+        stale["spec"]["replicas"] = json!(7);
+        let r = send_json(&c, "PUT", &path, &stale).await;
+        assert_eq!(
+            r.status, 409,
+            "the old resourceVersion is a precondition: {}",
+            r.json
+        );
+        stale["metadata"]["resourceVersion"] = stored.json["metadata"]["resourceVersion"].clone();
+        let r = send_json(&c, "PUT", &path, &stale).await;
+        assert_eq!(
+            (r.status, r.json["spec"]["replicas"].clone()),
+            (200, json!(7)),
+            "{}",
+            r.json
+        );
+
+        let r = patch(
+            &c,
+            &path,
+            "application/merge-patch+json",
+            &json!({"spec": {"replicas": -1}}),
+        )
+        .await;
+        assert_eq!((r.status, r.reason()), (422, "Invalid"), "{}", r.json);
+        assert_eq!(
+            r.message(),
+            "Scale.autoscaling \"web\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0"
+        );
+        let r = get(&c, "/api/v1/namespaces/default/configmaps/x/scale").await;
+        assert_eq!(r.status, 404, "no scale subresource on ConfigMaps");
+    }
+
     #[tokio::test]
     async fn json_patch_applies_operations_and_a_failed_test_is_422() {
         let sim = kube_sim::KubeSim::start().await.expect("start");

@@ -1598,3 +1598,38 @@ async fn get_deployments_prints_the_servers_columns() {
         out.stdout
     );
 }
+
+/// `kubectl scale` finds the scale subresource through discovery (group autoscaling, kind Scale) and patches it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scale_changes_a_deployments_replicas_through_the_scale_subresource() {
+    let (sim, k) = start().await;
+    k.stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - {name: nginx, image: nginx:1.27}\n",
+    )
+    .await
+    .ok();
+    k.run(&["scale", "deployment", "web", "--replicas=4"])
+        .await
+        .ok()
+        .stdout_has("deployment.apps/web scaled");
+    assert_eq!(
+        get(&sim, "apps/v1", "Deployment", "default", "web")["spec"]["replicas"],
+        4
+    );
+    // The precondition is checked against the Scale the server reports.
+    k.run(&[
+        "scale",
+        "deployment",
+        "web",
+        "--current-replicas=2",
+        "--replicas=3",
+    ])
+    .await
+    .failed()
+    .stderr_has("Expected replicas to be 2, was 4");
+    assert_eq!(
+        get(&sim, "apps/v1", "Deployment", "default", "web")["spec"]["replicas"],
+        4
+    );
+}

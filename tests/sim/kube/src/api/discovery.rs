@@ -126,6 +126,10 @@ fn resource_list(reg: &Registry, group: &str, version: &str) -> Value {
             resources.push(json!({"name": format!("{}/status", t.plural), "singularName": "", "namespaced": t.namespaced,
                 "kind": t.kind, "verbs": ["get", "patch", "update"]}));
         }
+        if super::scale::has_scale(&t) {
+            resources.push(json!({"name": format!("{}/scale", t.plural), "singularName": "", "namespaced": t.namespaced,
+                "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]}));
+        }
     }
     json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv(group, version), "resources": resources})
 }
@@ -161,8 +165,16 @@ fn resource_discovery(t: &ResourceType) -> Value {
     if !t.categories.is_empty() {
         r["categories"] = json!(t.categories);
     }
+    let mut subresources = Vec::new();
     if t.status_subresource {
-        r["subresources"] = json!([{"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}]);
+        subresources.push(json!({"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}));
+    }
+    if super::scale::has_scale(t) {
+        subresources.push(json!({"subresource": "scale", "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+            "verbs": ["get", "patch", "update"]}));
+    }
+    if !subresources.is_empty() {
+        r["subresources"] = json!(subresources);
     }
     r
 }

@@ -8,6 +8,7 @@ mod partial;
 mod protobuf;
 pub mod request;
 mod reviews;
+mod scale;
 mod sim_admin;
 pub mod table;
 mod watch;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use super::{Api, Call, Resp, error, json_response, reviews, table, watch};
+use super::{Api, Call, Resp, error, json_response, reviews, scale, table, watch};
 use crate::cluster::{DeleteOptions, FieldValidation, PatchKind, WriteCtx};
 use crate::error::{ApiError, ApiResult, FieldCause};
 use crate::resources::{ResourceType, Source};
@@ -53,6 +53,7 @@ async fn dispatch(api: &Arc<Api>, call: &Call) -> ApiResult<Resp> {
     match info.subresource.as_str() {
         "" => {}
         "status" if rt.status_subresource => {}
+        "scale" if scale::has_scale(&rt) => {}
         "finalize" if rt.group.is_empty() && rt.plural == "namespaces" => {}
         _ => return Err(not_served()),
     }
@@ -70,6 +71,9 @@ async fn dispatch(api: &Arc<Api>, call: &Call) -> ApiResult<Resp> {
     }
     if rt.source == Source::Virtual {
         return reviews::handle(api, call, &rt);
+    }
+    if info.subresource == "scale" {
+        return scale::handle(api, call, &rt, &ns, write_ctx(call)?).await;
     }
     match info.verb.as_str() {
         "get" => {

@@ -231,14 +231,14 @@ fn computed_cell(rt: &ResourceType, column: &str, obj: &Value) -> Value {
         "Age" => json!(since(&obj["metadata"]["creationTimestamp"])),
         "Containers" => json!(joined("name")),
         "Images" => json!(joined("image")),
-        "Selector" => json!(match_labels_selector(&obj["spec"]["selector"])),
+        "Selector" => json!(selector_string(&obj["spec"]["selector"])),
         _ => Value::Null,
     }
 }
 
 /// A label selector's `matchLabels` and `matchExpressions` as `metav1.LabelSelectorAsSelector(...).String()`
 /// prints them: requirements sorted by key, `k=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`.
-fn match_labels_selector(sel: &Value) -> String {
+pub(super) fn selector_string(sel: &Value) -> String {
     let mut reqs: Vec<(String, String)> = Vec::new();
     if let Some(m) = sel["matchLabels"].as_object() {
         for (k, v) in m {
