@@ -42,6 +42,8 @@ where
 
 pub struct Authenticator {
     tokens: RwLock<HashMap<String, UserInfo>>,
+    /// Tokens valid until a time (service-account tokens from `serviceaccounts/{name}/token`).
+    expiring: RwLock<HashMap<String, (UserInfo, std::time::SystemTime)>>,
     verifier: RwLock<Option<Arc<dyn TokenVerifier>>>,
     anonymous: RwLock<Anonymous>,
 }
@@ -50,6 +52,7 @@ impl Authenticator {
     pub fn new(anonymous: Anonymous) -> Self {
         Authenticator {
             tokens: RwLock::new(HashMap::new()),
+            expiring: RwLock::new(HashMap::new()),
             verifier: RwLock::new(None),
             anonymous: RwLock::new(anonymous),
         }
@@ -65,6 +68,14 @@ impl Authenticator {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .insert(token.to_string(), user);
+    }
+
+    /// A token that authenticates as `user` until `expires`.
+    pub fn add_expiring_token(&self, token: &str, user: UserInfo, expires: std::time::SystemTime) {
+        self.expiring
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(token.to_string(), (user, expires));
     }
 
     pub fn set_anonymous(&self, a: Anonymous) {
@@ -123,6 +134,14 @@ impl Authenticator {
             .get(token)
         {
             return Some(user.clone());
+        }
+        if let Some((user, expires)) = self
+            .expiring
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(token)
+        {
+            return (std::time::SystemTime::now() < *expires).then(|| user.clone());
         }
         // Cloned out so the lock is not held while the verifier runs: a slow verifier must not block
         // `set_token_verifier`, and one that reaches back into this authenticator must not deadlock.

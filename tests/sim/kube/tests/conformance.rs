@@ -1200,6 +1200,80 @@ spec:
 mod writes {
     use super::*;
 
+    /// serviceaccounts/{name}/token (pkg/registry/core/serviceaccount/storage TokenREST): a TokenRequest gets a
+    /// token for the account, valid for expirationSeconds (at least 10 minutes), which authenticates as
+    /// system:serviceaccount:{ns}:{name} and passes a TokenReview.
+    #[tokio::test]
+    async fn a_token_request_issues_a_token_for_the_service_account() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bot"}});
+        assert_eq!(
+            send_json(
+                &c,
+                "POST",
+                "/api/v1/namespaces/default/serviceaccounts",
+                &sa
+            )
+            .await
+            .status,
+            201
+        );
+        let path = "/api/v1/namespaces/default/serviceaccounts/bot/token";
+        let request = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}});
+        let r = send_json(&c, "POST", path, &request).await;
+        assert_eq!(r.status, 201, "{}", r.json);
+        assert_eq!(r.json["kind"], "TokenRequest");
+        assert_eq!(
+            r.json["spec"]["audiences"],
+            json!(["https://kubernetes.default.svc.cluster.local"])
+        );
+        let token = r.json["status"]["token"]
+            .as_str()
+            .expect("token")
+            .to_string();
+        assert!(
+            r.json["status"]["expirationTimestamp"]
+                .as_str()
+                .is_some_and(|t| t.ends_with('Z'))
+        );
+
+        let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}});
+        let r = send_json(
+            &c,
+            "POST",
+            "/apis/authentication.k8s.io/v1/tokenreviews",
+            &review,
+        )
+        .await;
+        assert_eq!(r.json["status"]["authenticated"], true, "{}", r.json);
+        assert_eq!(
+            r.json["status"]["user"]["username"],
+            "system:serviceaccount:default:bot"
+        );
+
+        let short = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 60}});
+        let r = send_json(&c, "POST", path, &short).await;
+        assert_eq!((r.status, r.reason()), (422, "Invalid"), "{}", r.json);
+        assert_eq!(
+            r.message(),
+            "TokenRequest.authentication.k8s.io \"bot\" is invalid: spec.expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes"
+        );
+        let r = send_json(
+            &c,
+            "POST",
+            "/api/v1/namespaces/default/serviceaccounts/nobody/token",
+            &request,
+        )
+        .await;
+        assert_eq!(
+            (r.status, r.message()),
+            (404, "serviceaccounts \"nobody\" not found")
+        );
+        let r = get(&c, path).await;
+        assert_eq!(r.status, 405, "a token is only ever created");
+    }
+
     /// deployments/scale is an autoscaling/v1 Scale over spec.replicas (pkg/registry/apps/deployment/storage
     /// ScaleREST): its resourceVersion is the Deployment's and a precondition on writes; negative replicas are 422.
     #[tokio::test]

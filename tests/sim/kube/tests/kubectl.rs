@@ -1633,3 +1633,31 @@ async fn scale_changes_a_deployments_replicas_through_the_scale_subresource() {
         4
     );
 }
+
+/// `kubectl create token` posts a TokenRequest (protobuf, from kubectl 1.32's typed client) to
+/// `serviceaccounts/{name}/token`; the token it prints authenticates as the service account.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_token_issues_a_token_that_authenticates_as_the_service_account() {
+    let (_sim, k) = start().await;
+    k.run(&["create", "serviceaccount", "bot"])
+        .await
+        .ok()
+        .stdout_has("serviceaccount/bot created");
+    let out = k.run(&["create", "token", "bot", "--duration=20m"]).await;
+    out.ok();
+    let token = out.stdout.trim().to_string();
+    assert_eq!(token.split('.').count(), 3, "a JWT-shaped token: {token}");
+    k.run(&["auth", "whoami", "--token", &token])
+        .await
+        .ok()
+        .stdout_has("system:serviceaccount:default:bot")
+        .stdout_has("system:serviceaccounts:default");
+    k.run(&["create", "token", "nobody"])
+        .await
+        .failed()
+        .stderr_has("serviceaccounts \"nobody\" not found");
+    k.run(&["create", "token", "bot", "--duration=1m"])
+        .await
+        .failed()
+        .stderr_has("may not specify a duration less than 10 minutes");
+}

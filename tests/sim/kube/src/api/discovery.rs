@@ -126,6 +126,10 @@ fn resource_list(reg: &Registry, group: &str, version: &str) -> Value {
             resources.push(json!({"name": format!("{}/status", t.plural), "singularName": "", "namespaced": t.namespaced,
                 "kind": t.kind, "verbs": ["get", "patch", "update"]}));
         }
+        if t.group.is_empty() && t.plural == "serviceaccounts" {
+            resources.push(json!({"name": "serviceaccounts/token", "singularName": "", "namespaced": true,
+                "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"]}));
+        }
         if super::scale::has_scale(&t) {
             resources.push(json!({"name": format!("{}/scale", t.plural), "singularName": "", "namespaced": t.namespaced,
                 "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]}));
@@ -168,6 +172,10 @@ fn resource_discovery(t: &ResourceType) -> Value {
     let mut subresources = Vec::new();
     if t.status_subresource {
         subresources.push(json!({"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}));
+    }
+    if t.group.is_empty() && t.plural == "serviceaccounts" {
+        subresources.push(json!({"subresource": "token", "responseKind": {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"},
+            "verbs": ["create"]}));
     }
     if super::scale::has_scale(t) {
         subresources.push(json!({"subresource": "scale", "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},

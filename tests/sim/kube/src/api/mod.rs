@@ -11,6 +11,7 @@ mod reviews;
 mod scale;
 mod sim_admin;
 pub mod table;
+mod tokens;
 mod watch;
 
 use std::convert::Infallible;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use super::{Api, Call, Resp, error, json_response, reviews, scale, table, watch};
+use super::{Api, Call, Resp, error, json_response, reviews, scale, table, tokens, watch};
 use crate::cluster::{DeleteOptions, FieldValidation, PatchKind, WriteCtx};
 use crate::error::{ApiError, ApiResult, FieldCause};
 use crate::resources::{ResourceType, Source};
@@ -49,6 +49,15 @@ async fn dispatch(api: &Arc<Api>, call: &Call) -> ApiResult<Resp> {
         && rt.source != Source::Virtual
     {
         return Err(not_served());
+    }
+    // `serviceaccounts/{name}/token` takes a POST (a TokenRequest), unlike the other subresources.
+    if info.subresource == "token" && rt.group.is_empty() && rt.plural == "serviceaccounts" {
+        if info.verb != "create" {
+            return Err(ApiError::method_not_allowed(
+                "the server does not allow this method on the requested resource",
+            ));
+        }
+        return tokens::create(api, call, &ns, &info.name);
     }
     match info.subresource.as_str() {
         "" => {}

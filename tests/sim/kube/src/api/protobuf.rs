@@ -205,6 +205,37 @@ struct TokenReview {
     spec: Option<TokenReviewSpec>,
 }
 
+/// authentication/v1 `TokenRequest` (what `kubectl create token` sends to `serviceaccounts/{name}/token`).
+#[derive(Clone, PartialEq, Message)]
+struct TokenRequest {
+    #[prost(message, optional, tag = "1")]
+    metadata: Option<ObjectMeta>,
+    #[prost(message, optional, tag = "2")]
+    spec: Option<TokenRequestSpec>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct TokenRequestSpec {
+    #[prost(string, repeated, tag = "1")]
+    audiences: Vec<String>,
+    #[prost(message, optional, tag = "3")]
+    bound_object_ref: Option<BoundObjectReference>,
+    #[prost(int64, optional, tag = "4")]
+    expiration_seconds: Option<i64>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct BoundObjectReference {
+    #[prost(string, optional, tag = "1")]
+    kind: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    api_version: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    name: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    uid: Option<String>,
+}
+
 // ---- core/v1 ----------------------------------------------------------------------------------------------
 
 #[derive(Clone, PartialEq, Message)]
@@ -820,6 +851,24 @@ pub fn decode(body: &[u8], kind: &str) -> Result<Value, ApiError> {
                 "spec".into(),
                 json!({"token": s.token.unwrap_or_default(), "audiences": s.audiences}),
             );
+        }
+        "TokenRequest" => {
+            let r = TokenRequest::decode(raw.as_slice()).map_err(obj_err)?;
+            o.insert("metadata".into(), meta_json(r.metadata).map_err(field_err)?);
+            let s = r.spec.unwrap_or_default();
+            let mut spec = json!({"audiences": s.audiences});
+            if let Some(seconds) = s.expiration_seconds {
+                spec["expirationSeconds"] = json!(seconds);
+            }
+            if let Some(b) = s.bound_object_ref {
+                let mut bound = json!({});
+                opt(&mut bound, "kind", b.kind);
+                opt(&mut bound, "apiVersion", b.api_version);
+                opt(&mut bound, "name", b.name);
+                opt(&mut bound, "uid", b.uid);
+                spec["boundObjectRef"] = bound;
+            }
+            o.insert("spec".into(), spec);
         }
         "Secret" => {
             let s = Secret::decode(raw.as_slice()).map_err(obj_err)?;
