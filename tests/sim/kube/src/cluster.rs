@@ -204,6 +204,8 @@ pub struct ClusterOptions {
     pub history_limit: usize,
     /// How long changes are kept (etcd compacts every 5 minutes by default).
     pub history_age: std::time::Duration,
+    /// The cluster CA (PEM) every namespace's `kube-root-ca.crt` ConfigMap carries.
+    pub root_ca_pem: String,
 }
 
 impl Default for ClusterOptions {
@@ -211,6 +213,7 @@ impl Default for ClusterOptions {
         ClusterOptions {
             history_limit: 100_000,
             history_age: std::time::Duration::from_secs(300),
+            root_ca_pem: String::new(),
         }
     }
 }
@@ -224,6 +227,8 @@ pub struct Cluster {
     pub(crate) gc_wake: Notify,
     pub(crate) changed: Notify,
     pub(crate) admission: crate::admission::Admission,
+    /// The cluster CA (PEM), published in every namespace.
+    root_ca_pem: String,
 }
 
 impl Cluster {
@@ -239,6 +244,7 @@ impl Cluster {
             gc_wake: Notify::new(),
             changed: Notify::new(),
             admission: crate::admission::Admission::default(),
+            root_ca_pem: options.root_ca_pem,
         });
         cluster.bootstrap();
         cluster
@@ -275,6 +281,49 @@ impl Cluster {
                         .commit(&rt.storage_key(), "", &name, Some(prepared));
                 }
                 Err(e) => tracing::error!(%name, error = %e, "bootstrap object refused"),
+            }
+        }
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            self.populate_namespace(ns);
+        }
+    }
+
+    /// What kube-controller-manager puts in every namespace right after it is created: the `default`
+    /// ServiceAccount (serviceaccounts-controller) and the `kube-root-ca.crt` ConfigMap with the cluster CA
+    /// (root-ca-cert-publisher). Objects already there are left alone.
+    fn populate_namespace(&self, ns: &str) {
+        let ctx = WriteCtx::system("kube-controller-manager");
+        let reg = self.registry();
+        let objects = [
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": ns}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "kube-root-ca.crt", "namespace": ns, "annotations": {
+                    "kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."}},
+                "data": {"ca.crt": self.root_ca_pem}}),
+        ];
+        for obj in objects {
+            let (Some(av), Some(kind)) = (obj["apiVersion"].as_str(), obj["kind"].as_str()) else {
+                continue;
+            };
+            let Some(rt) = reg.by_kind(av, kind) else {
+                continue;
+            };
+            let name = obj["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            if self.store().get(&rt.storage_key(), ns, &name).is_some() {
+                continue;
+            }
+            match self.prepare_unadmitted(&rt, ns, None, obj, &ctx) {
+                Ok(prepared) => {
+                    self.store()
+                        .commit(&rt.storage_key(), ns, &name, Some(prepared));
+                    self.changed.notify_one();
+                }
+                Err(e) => {
+                    tracing::error!(%ns, %name, error = %e, "namespace default object refused")
+                }
             }
         }
     }
@@ -1315,6 +1364,12 @@ impl Cluster {
             {
                 self.establish_crd(&change.name).await;
             }
+        }
+        if change.key.group.is_empty()
+            && change.key.resource == "namespaces"
+            && change.kind == crate::store::ChangeKind::Added
+        {
+            self.populate_namespace(&change.name);
         }
         let deleting = change.object["metadata"]["deletionTimestamp"].is_string();
         if deleting || change.kind == crate::store::ChangeKind::Deleted {

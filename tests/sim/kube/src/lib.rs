@@ -119,7 +119,9 @@ impl Builder {
             Some(s) => Pki::from_ca(&s.ca_cert_pem, &s.ca_key_pem)?,
             None => Pki::generate()?,
         };
-        let cluster = Cluster::new(self.options.clone());
+        let mut options = self.options.clone();
+        options.root_ca_pem = pki.ca_cert_pem().to_string();
+        let cluster = Cluster::new(options);
         if let Some(s) = snapshot {
             snapshot::restore(&cluster, s);
         }

@@ -730,11 +730,12 @@ mod reads {
         let cases = [
             ("app=web", vec!["a", "b"]),
             ("app==web", vec!["a", "b"]),
-            ("app!=web", vec!["c", "d", "e"]),
+            // kube-root-ca.crt, which every namespace holds, has no labels.
+            ("app!=web", vec!["c", "d", "e", "kube-root-ca.crt"]),
             ("app in (web,db)", vec!["a", "b", "c"]),
-            ("app notin (web)", vec!["c", "d", "e"]),
+            ("app notin (web)", vec!["c", "d", "e", "kube-root-ca.crt"]),
             ("tier", vec!["a", "e"]),
-            ("!tier", vec!["b", "c", "d"]),
+            ("!tier", vec!["b", "c", "d", "kube-root-ca.crt"]),
             ("app=web,tier=fe", vec!["a"]),
         ];
         for (sel, want) in cases {
@@ -756,7 +757,15 @@ mod reads {
             "/api/v1/configmaps?fieldSelector=metadata.namespace%21%3Ddefault",
         )
         .await;
-        assert!(names(&r).is_empty());
+        // Only the other namespaces' kube-root-ca.crt (kube-system, kube-public, kube-node-lease).
+        assert_eq!(names(&r), vec!["kube-root-ca.crt"; 3]);
+        assert!(
+            r.json["items"]
+                .as_array()
+                .expect("items")
+                .iter()
+                .all(|i| i["metadata"]["namespace"] != "default")
+        );
         send_json(&c, "POST", SECRETS, &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "tls"}, "type": "kubernetes.io/tls", "data": {"tls.crt": "", "tls.key": ""}})).await;
         send_json(
             &c,
@@ -939,7 +948,8 @@ spec:
         seed(&c).await;
         let first = get(&c, &format!("{CONFIGMAPS}?&limit=2")).await;
         assert_eq!(names(&first), vec!["a", "b"]);
-        assert_eq!(first.json["metadata"]["remainingItemCount"], 3);
+        // c, d, e and kube-root-ca.crt.
+        assert_eq!(first.json["metadata"]["remainingItemCount"], 4);
         let token = first.json["metadata"]["continue"]
             .as_str()
             .expect("continue")
@@ -957,7 +967,7 @@ spec:
             .expect("continue")
             .to_string();
         let third = get(&c, &format!("{CONFIGMAPS}?limit=2&continue={t2}")).await;
-        assert_eq!(names(&third), vec!["e"]);
+        assert_eq!(names(&third), vec!["e", "kube-root-ca.crt"]);
         assert!(third.json["metadata"].get("continue").is_none());
     }
 
@@ -989,7 +999,10 @@ spec:
             .to_string();
         let rest = get(&c, &format!("{CONFIGMAPS}?continue={fresh}")).await;
         assert_eq!(rest.status, 200, "{}", rest.json);
-        assert_eq!(names(&rest), vec!["c", "d", "e", "later"]);
+        assert_eq!(
+            names(&rest),
+            vec!["c", "d", "e", "kube-root-ca.crt", "later"]
+        );
         let bad = get(&c, &format!("{CONFIGMAPS}?limit=2&continue=garbage")).await;
         assert_eq!(bad.status, 400);
     }
@@ -1009,7 +1022,7 @@ spec:
             &format!("{CONFIGMAPS}?resourceVersion={rv}&resourceVersionMatch=Exact"),
         )
         .await;
-        assert_eq!(names(&r), vec!["a"]);
+        assert_eq!(names(&r), vec!["a", "kube-root-ca.crt"]);
         let r = get(&c, &format!("{CONFIGMAPS}?resourceVersionMatch=Exact")).await;
         assert_eq!(r.status, 422, "resourceVersionMatch needs resourceVersion");
 
@@ -1099,13 +1112,17 @@ spec:
         let ev = watch_lines(
             &c,
             &format!("{CONFIGMAPS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"),
-            2,
+            3,
         )
         .await;
-        assert_eq!(ev[0]["type"], "ADDED");
-        assert_eq!(ev[1]["type"], "BOOKMARK");
+        // "a" and the namespace's kube-root-ca.crt, then the bookmark.
         assert_eq!(
-            ev[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+            (ev[0]["type"].as_str(), ev[1]["type"].as_str()),
+            (Some("ADDED"), Some("ADDED"))
+        );
+        assert_eq!(ev[2]["type"], "BOOKMARK");
+        assert_eq!(
+            ev[2]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
             "true"
         );
         let r = get(
@@ -2262,8 +2279,50 @@ mod review_fixes {
                 None => break,
             }
         }
+        // Every namespace's kube-root-ca.crt is listed too (once each: no namespace is skipped or repeated).
+        seen.retain(|k| !k.ends_with("/kube-root-ca.crt") || k.starts_with("app"));
         seen.sort();
-        assert_eq!(seen, vec!["app-x/a", "app-x/b", "app/a", "app/b"]);
+        assert_eq!(
+            seen,
+            vec![
+                "app-x/a",
+                "app-x/b",
+                "app-x/kube-root-ca.crt",
+                "app/a",
+                "app/b",
+                "app/kube-root-ca.crt"
+            ]
+        );
+    }
+
+    /// kube-controller-manager's serviceaccounts controller and root-ca-cert-publisher give every namespace a
+    /// `default` ServiceAccount and a `kube-root-ca.crt` ConfigMap holding the cluster CA.
+    #[tokio::test]
+    async fn every_namespace_gets_its_default_service_account_and_root_ca_config_map() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = sim.client().await.expect("client");
+        send_json(
+            &c,
+            "POST",
+            "/api/v1/namespaces",
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fresh"}}),
+        )
+        .await;
+        for ns in ["fresh", "default", "kube-system", "kube-public"] {
+            let sa = get(
+                &c,
+                &format!("/api/v1/namespaces/{ns}/serviceaccounts/default"),
+            )
+            .await;
+            assert_eq!(sa.status, 200, "{ns}: {}", sa.json);
+            let ca = get(
+                &c,
+                &format!("/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt"),
+            )
+            .await;
+            assert_eq!(ca.status, 200, "{ns}: {}", ca.json);
+            assert_eq!(ca.json["data"]["ca.crt"], sim.ca_pem(), "{ns}");
+        }
     }
 
     #[tokio::test]

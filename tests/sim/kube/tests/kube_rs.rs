@@ -307,6 +307,9 @@ async fn server_state(api: &Api<ConfigMap>) -> R<CmState> {
         .collect())
 }
 
+/// The ConfigMap every namespace holds (kube-controller-manager's root-ca-cert-publisher).
+const ROOT_CA: &str = "kube-root-ca.crt";
+
 fn init_names(events: &[Seen]) -> BTreeSet<String> {
     events
         .iter()
@@ -335,7 +338,7 @@ async fn informer_relists_after_410(cfg: watcher::Config) -> R {
     assert_eq!(first.first(), Some(&Seen::Init), "{first:?}");
     assert_eq!(
         init_names(&first),
-        BTreeSet::from(["a".to_string(), "b".to_string()]),
+        BTreeSet::from(["a".to_string(), "b".to_string(), ROOT_CA.to_string()]),
         "{first:?}"
     );
     tokio::time::timeout(WAIT, reader.wait_until_ready()).await??;
@@ -403,7 +406,7 @@ async fn informer_relists_after_410(cfg: watcher::Config) -> R {
     );
     assert_eq!(
         init_names(&relist[init..]),
-        BTreeSet::from(["c".to_string(), "d".to_string()]),
+        BTreeSet::from(["c".to_string(), "d".to_string(), ROOT_CA.to_string()]),
         "{relist:?}"
     );
     let want = server_state(&api).await?;
@@ -452,7 +455,11 @@ async fn informer_with_paged_initial_list_sees_every_object() -> R {
     let (reader, mut rx, task) =
         spawn_reflector(api.clone(), watcher::Config::default().page_size(2));
     let first = until(&mut rx, "InitDone", |e| *e == Seen::InitDone).await;
-    assert_eq!(init_names(&first).len(), 5, "{first:?}");
+    assert_eq!(
+        init_names(&first).len(),
+        6,
+        "five and kube-root-ca.crt: {first:?}"
+    );
     assert_eq!(store_state(&reader), server_state(&api).await?);
     task.abort();
     Ok(())
@@ -1317,7 +1324,8 @@ async fn chunked_list_with_limit_and_continue_returns_a_consistent_snapshot_and_
             "every page is served at the first page's revision"
         );
         if pages == 1 {
-            assert_eq!(page.metadata.remaining_item_count, Some(3));
+            // cm-2, cm-3, cm-4 and the namespace's kube-root-ca.crt.
+            assert_eq!(page.metadata.remaining_item_count, Some(4));
             // Written between pages: not part of the snapshot being paged through.
             api.create(&PostParams::default(), &cm("cm-9", "1")).await?;
         }
@@ -1327,8 +1335,10 @@ async fn chunked_list_with_limit_and_continue_returns_a_consistent_snapshot_and_
         }
     }
     assert_eq!(pages, 3);
-    assert_eq!(names, (0..5).map(|i| format!("cm-{i}")).collect::<Vec<_>>());
-    assert_eq!(api.list(&ListParams::default()).await?.items.len(), 6);
+    let mut want: Vec<String> = (0..5).map(|i| format!("cm-{i}")).collect();
+    want.push(ROOT_CA.into());
+    assert_eq!(names, want);
+    assert_eq!(api.list(&ListParams::default()).await?.items.len(), 7);
 
     // A token whose revision has been compacted away: 410 Expired.
     let first = api.list(&ListParams::default().limit(2)).await?;
@@ -1431,7 +1441,11 @@ async fn management_and_workload_clusters_in_one_process_are_independent() -> R 
             _ => {}
         }
     }
-    assert!(initial.is_empty(), "{initial:?}");
+    assert_eq!(
+        initial,
+        [ROOT_CA],
+        "only the namespace's own kube-root-ca.crt"
+    );
     mapi.create(&PostParams::default(), &cm("after-watch", "m"))
         .await?;
     wapi.create(&PostParams::default(), &cm("workload-only", "w"))
@@ -1555,7 +1569,7 @@ async fn metadata_reads_and_the_metadata_watcher_get_partial_object_metadata() -
             .iter()
             .filter_map(|m| m.metadata.name.clone())
             .collect::<Vec<_>>(),
-        ["a"]
+        ["a", ROOT_CA]
     );
     // The raw answers carry no data and say what they are.
     let raw = |accept: &'static str, path: &'static str| {
@@ -1603,11 +1617,18 @@ async fn metadata_reads_and_the_metadata_watcher_get_partial_object_metadata() -
     let mut events = watcher(meta_api, watcher::Config::default())
         .applied_objects()
         .boxed();
-    let first = tokio::time::timeout(Duration::from_secs(10), events.try_next())
-        .await
-        .expect("the metadata watcher lists")?
-        .expect("an object");
-    assert_eq!(first.metadata.name.as_deref(), Some("a"));
+    let mut initial = BTreeSet::new();
+    for _ in 0..2 {
+        let listed = tokio::time::timeout(Duration::from_secs(10), events.try_next())
+            .await
+            .expect("the metadata watcher lists")?
+            .expect("an object");
+        initial.extend(listed.metadata.name);
+    }
+    assert_eq!(
+        initial,
+        BTreeSet::from(["a".to_string(), ROOT_CA.to_string()])
+    );
     api.create(&PostParams::default(), &cm("b", "2")).await?;
     let second = tokio::time::timeout(Duration::from_secs(10), events.try_next())
         .await

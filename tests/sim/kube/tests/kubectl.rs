@@ -825,13 +825,20 @@ async fn get_label_selectors_equality_set_and_existence_operators() {
         .await
         .ok();
 
+    // The namespace's kube-root-ca.crt has no labels: it matches every "not"/"does not exist" selector.
     let cases: &[(&str, &[&str])] = &[
         ("env=prod", &["prod-web"]),
-        ("env!=prod", &["dev", "plain", "test-db"]),
+        (
+            "env!=prod",
+            &["dev", "kube-root-ca.crt", "plain", "test-db"],
+        ),
         ("env in (dev,test)", &["dev", "test-db"]),
-        ("env notin (dev,test)", &["plain", "prod-web"]),
+        (
+            "env notin (dev,test)",
+            &["kube-root-ca.crt", "plain", "prod-web"],
+        ),
         ("tier", &["prod-web", "test-db"]),
-        ("!tier", &["dev", "plain"]),
+        ("!tier", &["dev", "kube-root-ca.crt", "plain"]),
         ("env,tier notin (db)", &["dev", "prod-web"]),
     ];
     for (selector, want) in cases {
