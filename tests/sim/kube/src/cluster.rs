@@ -262,26 +262,7 @@ impl Cluster {
             Vec::new()
         });
         for obj in namespaces.into_iter().chain(policy) {
-            let (Some(av), Some(kind)) = (obj["apiVersion"].as_str(), obj["kind"].as_str()) else {
-                continue;
-            };
-            let Some(rt) = reg.by_kind(av, kind) else {
-                continue;
-            };
-            let name = obj["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            if self.store().get(&rt.storage_key(), "", &name).is_some() {
-                continue;
-            }
-            match self.prepare_unadmitted(&rt, "", None, obj, &ctx) {
-                Ok(prepared) => {
-                    self.store()
-                        .commit(&rt.storage_key(), "", &name, Some(prepared));
-                }
-                Err(e) => tracing::error!(%name, error = %e, "bootstrap object refused"),
-            }
+            self.seed(&reg, "", obj, &ctx);
         }
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             self.populate_namespace(ns);
@@ -302,28 +283,37 @@ impl Cluster {
                 "data": {"ca.crt": self.root_ca_pem}}),
         ];
         for obj in objects {
-            let (Some(av), Some(kind)) = (obj["apiVersion"].as_str(), obj["kind"].as_str()) else {
-                continue;
-            };
-            let Some(rt) = reg.by_kind(av, kind) else {
-                continue;
-            };
-            let name = obj["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            if self.store().get(&rt.storage_key(), ns, &name).is_some() {
-                continue;
+            if self.seed(&reg, ns, obj, &ctx) {
+                self.changed.notify_one();
             }
-            match self.prepare_unadmitted(&rt, ns, None, obj, &ctx) {
-                Ok(prepared) => {
-                    self.store()
-                        .commit(&rt.storage_key(), ns, &name, Some(prepared));
-                    self.changed.notify_one();
-                }
-                Err(e) => {
-                    tracing::error!(%ns, %name, error = %e, "namespace default object refused")
-                }
+        }
+    }
+
+    /// Stores an object the system creates (no admission, no watch of its own request), unless one of that
+    /// name exists. Returns whether it was stored.
+    fn seed(&self, reg: &Registry, ns: &str, obj: Value, ctx: &WriteCtx) -> bool {
+        let (Some(av), Some(kind)) = (obj["apiVersion"].as_str(), obj["kind"].as_str()) else {
+            return false;
+        };
+        let Some(rt) = reg.by_kind(av, kind) else {
+            return false;
+        };
+        let name = obj["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if self.store().get(&rt.storage_key(), ns, &name).is_some() {
+            return false;
+        }
+        match self.prepare_unadmitted(&rt, ns, None, obj, ctx) {
+            Ok(prepared) => {
+                self.store()
+                    .commit(&rt.storage_key(), ns, &name, Some(prepared));
+                true
+            }
+            Err(e) => {
+                tracing::error!(%ns, %name, error = %e, "a system object was refused");
+                false
             }
         }
     }
