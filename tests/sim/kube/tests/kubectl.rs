@@ -1668,3 +1668,66 @@ async fn create_token_issues_a_token_that_authenticates_as_the_service_account()
         .failed()
         .stderr_has("may not specify a duration less than 10 minutes");
 }
+
+/// The server printers' columns for Services, Jobs and StatefulSets, as kubectl shows them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_services_jobs_and_statefulsets_print_the_servers_columns() {
+    let (_sim, k) = start().await;
+    k.stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  type: NodePort\n  selector: {app: web}\n  ports:\n  - {port: 80, nodePort: 30080}\n---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: once\nspec:\n  completions: 2\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - {name: run, image: busybox:1.36}\n---\napiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db\nspec:\n  replicas: 2\n  serviceName: db\n  selector:\n    matchLabels: {app: db}\n  template:\n    metadata:\n      labels: {app: db}\n    spec:\n      containers:\n      - {name: pg, image: postgres:17}\n",
+    )
+    .await
+    .ok();
+    let table = |out: &common_kubectl::Out| -> Vec<Vec<String>> {
+        out.stdout
+            .lines()
+            .map(|l| {
+                l.split("  ")
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .map(String::from)
+                    .collect()
+            })
+            .collect()
+    };
+    let out = k.run(&["get", "services", "web", "-o", "wide"]).await;
+    out.ok();
+    let rows = table(&out);
+    assert_eq!(
+        rows[0],
+        [
+            "NAME",
+            "TYPE",
+            "CLUSTER-IP",
+            "EXTERNAL-IP",
+            "PORT(S)",
+            "AGE",
+            "SELECTOR"
+        ],
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        rows[1][..5],
+        ["web", "NodePort", "<none>", "<none>", "80:30080/TCP"],
+        "{}",
+        out.stdout
+    );
+    assert_eq!(rows[1][6], "app=web");
+    let out = k.run(&["get", "jobs"]).await;
+    out.ok();
+    let rows = table(&out);
+    assert_eq!(
+        rows[0],
+        ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"],
+        "{}",
+        out.stdout
+    );
+    assert_eq!(rows[1][..3], ["once", "Running", "0/2"], "{}", out.stdout);
+    let out = k.run(&["get", "statefulsets"]).await;
+    out.ok();
+    let rows = table(&out);
+    assert_eq!(rows[0], ["NAME", "READY", "AGE"], "{}", out.stdout);
+    assert_eq!(rows[1][..2], ["db", "0/2"], "{}", out.stdout);
+}

@@ -5,6 +5,7 @@ mod discovery;
 mod objects;
 mod openapi;
 mod partial;
+mod printers;
 mod protobuf;
 pub mod request;
 mod reviews;

@@ -29,7 +29,7 @@ pub fn scale_of(obj: &Value) -> Value {
         // The real strategies default spec.replicas to 1 on create.
         "spec": {"replicas": obj["spec"]["replicas"].as_i64().unwrap_or(1)},
         "status": {"replicas": obj["status"]["replicas"].as_i64().unwrap_or(0),
-            "selector": super::table::selector_string(&obj["spec"]["selector"])}})
+            "selector": super::printers::selector_string(&obj["spec"]["selector"])}})
 }
 
 fn invalid(name: &str, causes: &[FieldCause]) -> ApiError {

@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use super::printers;
 use crate::jsonpath;
 use crate::resources::ResourceType;
 
@@ -33,246 +34,23 @@ fn col(name: &str, kind: &str, path: &str, description: &str) -> Column {
     }
 }
 
-/// A column the server computes from several fields (no JSONPath), at `priority` (1: `kubectl get -o wide`).
-fn computed(name: &str, description: &str, priority: i64) -> Column {
-    Column {
-        name: name.into(),
-        kind: "string".into(),
-        format: if name == "Name" {
-            "name".into()
-        } else {
-            String::new()
-        },
-        description: description.into(),
-        priority,
-        path: None,
-    }
-}
-
-/// kube-apiserver's printers (pkg/printers/internalversion), which the server runs with `Wide` on: every column,
-/// kubectl hiding those of priority 1 unless asked for `-o wide`.
-fn printer_columns(rt: &ResourceType) -> Option<Vec<Column>> {
-    if !computed_columns(rt) {
-        return None;
-    }
-    if crate::events::is_event(rt) {
-        return Some(vec![
-            computed(
-                "Last Seen",
-                "The time at which the most recent occurrence of this event was recorded.",
-                0,
-            ),
-            computed(
-                "Type",
-                "Type of this event (Normal, Warning), new types could be added in the future",
-                0,
-            ),
-            computed(
-                "Reason",
-                "This should be a short, machine understandable string that gives the reason for the transition into the object's current status.",
-                0,
-            ),
-            computed("Object", "The object that this event is about.", 0),
-            computed(
-                "Subobject",
-                "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement, such as desiredState.manifest.containers[2].",
-                1,
-            ),
-            computed(
-                "Source",
-                "The component reporting this event. Should be a short machine understandable string.",
-                1,
-            ),
-            computed(
-                "Message",
-                "A human-readable description of the status of this operation.",
-                0,
-            ),
-            computed(
-                "First Seen",
-                "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)",
-                1,
-            ),
-            computed("Count", "The number of times this event has occurred.", 1),
-            computed("Name", "Name must be unique within a namespace.", 1),
-        ]);
-    }
-    Some(vec![
-        computed("Name", "Name must be unique within a namespace.", 0),
-        computed("Ready", "Number of the pod with ready state", 0),
-        computed(
-            "Up-to-date",
-            "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
-            0,
-        ),
-        computed(
-            "Available",
-            "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
-            0,
-        ),
-        computed(
-            "Age",
-            "CreationTimestamp is a timestamp representing the server time when this object was created.",
-            0,
-        ),
-        computed("Containers", "Names of each container in the template.", 1),
-        computed(
-            "Images",
-            "Images referenced by each container in the template.",
-            1,
-        ),
-        computed(
-            "Selector",
-            "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.",
-            1,
-        ),
-    ])
-}
-
-/// Whether the server prints this kind with computed columns (the kinds below), not JSONPath columns.
-fn computed_columns(rt: &ResourceType) -> bool {
-    crate::events::is_event(rt)
-        || (rt.group.as_str(), rt.plural.as_str()) == ("apps", "deployments")
-}
-
-/// HumanDuration since an RFC 3339 time, or `<unknown>` (translateTimestampSince) for a missing one.
-fn since(time: &Value) -> String {
-    match time
-        .as_str()
-        .and_then(|s| s.parse::<jiff::Timestamp>().ok())
-    {
-        Some(t) => human_duration(jiff::Timestamp::now().as_second() - t.as_second()),
-        None => "<unknown>".into(),
-    }
-}
-
-/// The cells of the printers' computed columns (printEvent, printDeployment).
-fn computed_cell(rt: &ResourceType, column: &str, obj: &Value) -> Value {
-    if crate::events::is_event(rt) {
-        let e = if crate::events::is_view(rt) {
-            crate::events::to_core(obj)
-        } else {
-            obj.clone()
-        };
-        let first = if e["firstTimestamp"].is_string() {
-            since(&e["firstTimestamp"])
-        } else {
-            since(&e["eventTime"])
-        };
-        let series = e.get("series").filter(|s| s.is_object());
-        let last = match series {
-            Some(s) => since(&s["lastObservedTime"]),
-            None if e["lastTimestamp"].is_string() => since(&e["lastTimestamp"]),
-            None => first.clone(),
-        };
-        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
-        let first_non_empty = |a: &Value, b: &Value| {
-            let a = text(a);
-            if a.is_empty() { text(b) } else { a }
-        };
-        return match column {
-            "Last Seen" => json!(last),
-            "Type" => json!(text(&e["type"])),
-            "Reason" => json!(text(&e["reason"])),
-            "Object" => {
-                let kind = text(&e["involvedObject"]["kind"]).to_lowercase();
-                let name = text(&e["involvedObject"]["name"]);
-                json!(if name.is_empty() {
-                    kind
-                } else {
-                    format!("{kind}/{name}")
-                })
-            }
-            "Subobject" => json!(text(&e["involvedObject"]["fieldPath"])),
-            "Source" => {
-                let component =
-                    first_non_empty(&e["source"]["component"], &e["reportingComponent"]);
-                let instance = first_non_empty(&e["source"]["host"], &e["reportingInstance"]);
-                json!(if instance.is_empty() {
-                    component
-                } else {
-                    format!("{component}, {instance}")
-                })
-            }
-            "Message" => json!(text(&e["message"]).trim()),
-            "First Seen" => json!(first),
-            "Count" => {
-                let count = match series {
-                    Some(s) => s["count"].as_i64().unwrap_or(0),
-                    None => e["count"].as_i64().filter(|c| *c != 0).unwrap_or(1),
-                };
-                json!(count)
-            }
-            "Name" => json!(text(&e["metadata"]["name"])),
-            _ => Value::Null,
-        };
-    }
-    let int = |v: &Value| v.as_i64().unwrap_or(0);
-    let containers = obj["spec"]["template"]["spec"]["containers"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let joined = |field: &str| {
-        containers
-            .iter()
-            .map(|c| c[field].as_str().unwrap_or_default())
-            .collect::<Vec<_>>()
-            .join(",")
-    };
-    match column {
-        "Name" => obj["metadata"]["name"].clone(),
-        "Ready" => json!(format!(
-            "{}/{}",
-            int(&obj["status"]["readyReplicas"]),
-            obj["spec"]["replicas"].as_i64().unwrap_or(1)
-        )),
-        "Up-to-date" => json!(int(&obj["status"]["updatedReplicas"])),
-        "Available" => json!(int(&obj["status"]["availableReplicas"])),
-        "Age" => json!(since(&obj["metadata"]["creationTimestamp"])),
-        "Containers" => json!(joined("name")),
-        "Images" => json!(joined("image")),
-        "Selector" => json!(selector_string(&obj["spec"]["selector"])),
-        _ => Value::Null,
-    }
-}
-
-/// A label selector's `matchLabels` and `matchExpressions` as `metav1.LabelSelectorAsSelector(...).String()`
-/// prints them: requirements sorted by key, `k=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`.
-pub(super) fn selector_string(sel: &Value) -> String {
-    let mut reqs: Vec<(String, String)> = Vec::new();
-    if let Some(m) = sel["matchLabels"].as_object() {
-        for (k, v) in m {
-            reqs.push((k.clone(), format!("{k}={}", v.as_str().unwrap_or_default())));
-        }
-    }
-    for e in sel["matchExpressions"].as_array().into_iter().flatten() {
-        let key = e["key"].as_str().unwrap_or_default().to_string();
-        let mut values: Vec<&str> = e["values"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        values.sort_unstable();
-        let text = match e["operator"].as_str().unwrap_or_default() {
-            "In" => format!("{key} in ({})", values.join(",")),
-            "NotIn" => format!("{key} notin ({})", values.join(",")),
-            "Exists" => key.clone(),
-            "DoesNotExist" => format!("!{key}"),
-            _ => continue,
-        };
-        reqs.push((key, text));
-    }
-    reqs.sort();
-    reqs.into_iter()
-        .map(|(_, t)| t)
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
 fn columns(rt: &ResourceType) -> Vec<Column> {
-    if let Some(cols) = printer_columns(rt) {
-        return cols;
+    if let Some(printed) = printers::columns(rt) {
+        return printed
+            .iter()
+            .map(|p| Column {
+                name: p.name.into(),
+                kind: p.kind.into(),
+                format: if p.name == "Name" {
+                    "name".into()
+                } else {
+                    String::new()
+                },
+                description: String::new(),
+                priority: p.priority,
+                path: None,
+            })
+            .collect();
     }
     let mut cols = vec![Column {
         name: "Name".into(),
@@ -342,9 +120,6 @@ fn columns(rt: &ResourceType) -> Vec<Column> {
 }
 
 fn cell(rt: &ResourceType, c: &Column, obj: &Value) -> Value {
-    if computed_columns(rt) {
-        return computed_cell(rt, &c.name, obj);
-    }
     let Some(path) = &c.path else {
         // Count columns of built-ins.
         return match (rt.plural.as_str(), c.name.as_str()) {
@@ -392,7 +167,11 @@ pub fn build(
     let rows: Vec<Value> = objects
         .iter()
         .map(|o| {
-            let cells: Vec<Value> = cols.iter().map(|c| cell(rt, c, o)).collect();
+            let cells: Vec<Value> = if printers::columns(rt).is_some() {
+                printers::cells(rt, o)
+            } else {
+                cols.iter().map(|c| cell(rt, c, o)).collect()
+            };
             let object = match include {
                 Some("None") => Value::Null,
                 Some("Object") => o.clone(),

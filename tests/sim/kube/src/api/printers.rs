@@ -1,0 +1,520 @@
+//! kube-apiserver's table printers for built-in kinds (pkg/printers/internalversion/printers.go): the columns
+//! `kubectl get` shows and how each cell is computed. The server prints with `Wide` on, so every row carries
+//! every column; kubectl hides those of priority 1 unless asked for `-o wide`.
+
+use serde_json::{Value, json};
+
+use super::table::human_duration;
+use crate::resources::ResourceType;
+
+/// One column: its name (kubectl prints it upper-cased), Table type and priority.
+pub struct Printed {
+    pub name: &'static str,
+    pub kind: &'static str,
+    pub priority: i64,
+}
+
+const fn col(name: &'static str, kind: &'static str, priority: i64) -> Printed {
+    Printed {
+        name,
+        kind,
+        priority,
+    }
+}
+
+const EVENT: &[Printed] = &[
+    col("Last Seen", "string", 0),
+    col("Type", "string", 0),
+    col("Reason", "string", 0),
+    col("Object", "string", 0),
+    col("Subobject", "string", 1),
+    col("Source", "string", 1),
+    col("Message", "string", 0),
+    col("First Seen", "string", 1),
+    col("Count", "string", 1),
+    col("Name", "string", 1),
+];
+const DEPLOYMENT: &[Printed] = &[
+    col("Name", "string", 0),
+    col("Ready", "string", 0),
+    col("Up-to-date", "string", 0),
+    col("Available", "string", 0),
+    col("Age", "string", 0),
+    col("Containers", "string", 1),
+    col("Images", "string", 1),
+    col("Selector", "string", 1),
+];
+const REPLICA_SET: &[Printed] = &[
+    col("Name", "string", 0),
+    col("Desired", "integer", 0),
+    col("Current", "integer", 0),
+    col("Ready", "integer", 0),
+    col("Age", "string", 0),
+    col("Containers", "string", 1),
+    col("Images", "string", 1),
+    col("Selector", "string", 1),
+];
+const STATEFUL_SET: &[Printed] = &[
+    col("Name", "string", 0),
+    col("Ready", "string", 0),
+    col("Age", "string", 0),
+    col("Containers", "string", 1),
+    col("Images", "string", 1),
+];
+const DAEMON_SET: &[Printed] = &[
+    col("Name", "string", 0),
+    col("Desired", "integer", 0),
+    col("Current", "integer", 0),
+    col("Ready", "integer", 0),
+    col("Up-to-date", "integer", 0),
+    col("Available", "integer", 0),
+    col("Node Selector", "string", 0),
+    col("Age", "string", 0),
+    col("Containers", "string", 1),
+    col("Images", "string", 1),
+    col("Selector", "string", 1),
+];
+const JOB: &[Printed] = &[
+    col("Name", "string", 0),
+    col("Status", "string", 0),
+    col("Completions", "string", 0),
+    col("Duration", "string", 0),
+    col("Age", "string", 0),
+    col("Containers", "string", 1),
+    col("Images", "string", 1),
+    col("Selector", "string", 1),
+];
+const CRON_JOB: &[Printed] = &[
+    col("Name", "string", 0),
+    col("Schedule", "string", 0),
+    col("Timezone", "string", 0),
+    col("Suspend", "boolean", 0),
+    col("Active", "integer", 0),
+    col("Last Schedule", "string", 0),
+    col("Age", "string", 0),
+    col("Containers", "string", 1),
+    col("Images", "string", 1),
+    col("Selector", "string", 1),
+];
+const SERVICE: &[Printed] = &[
+    col("Name", "string", 0),
+    col("Type", "string", 0),
+    col("Cluster-IP", "string", 0),
+    col("External-IP", "string", 0),
+    col("Port(s)", "string", 0),
+    col("Age", "string", 0),
+    col("Selector", "string", 1),
+];
+
+/// The printer's columns for a built-in kind that has one here.
+pub fn columns(rt: &ResourceType) -> Option<&'static [Printed]> {
+    if crate::events::is_event(rt) {
+        return Some(EVENT);
+    }
+    Some(match (rt.group.as_str(), rt.plural.as_str()) {
+        ("apps", "deployments") => DEPLOYMENT,
+        ("apps", "replicasets") => REPLICA_SET,
+        ("apps", "statefulsets") => STATEFUL_SET,
+        ("apps", "daemonsets") => DAEMON_SET,
+        ("batch", "jobs") => JOB,
+        ("batch", "cronjobs") => CRON_JOB,
+        ("", "services") => SERVICE,
+        _ => return None,
+    })
+}
+
+/// HumanDuration since an RFC 3339 time, or `<unknown>` (translateTimestampSince) for a missing one.
+fn since(time: &Value) -> String {
+    match time
+        .as_str()
+        .and_then(|s| s.parse::<jiff::Timestamp>().ok())
+    {
+        Some(t) => human_duration(jiff::Timestamp::now().as_second() - t.as_second()),
+        None => "<unknown>".into(),
+    }
+}
+
+fn text(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_string()
+}
+
+fn int(v: &Value) -> i64 {
+    v.as_i64().unwrap_or(0)
+}
+
+/// `labels.FormatLabels`: sorted `k=v` pairs, or `<none>`.
+fn format_labels(map: &Value) -> String {
+    let mut pairs: Vec<String> = map
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    pairs.sort();
+    if pairs.is_empty() {
+        "<none>".into()
+    } else {
+        pairs.join(",")
+    }
+}
+
+/// A label selector as `metav1.LabelSelectorAsSelector(...).String()` prints it: requirements sorted by key,
+/// `k=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; empty for an empty selector.
+pub fn selector_string(sel: &Value) -> String {
+    let mut reqs: Vec<(String, String)> = Vec::new();
+    if let Some(m) = sel["matchLabels"].as_object() {
+        for (k, v) in m {
+            reqs.push((k.clone(), format!("{k}={}", v.as_str().unwrap_or_default())));
+        }
+    }
+    for e in sel["matchExpressions"].as_array().into_iter().flatten() {
+        let key = e["key"].as_str().unwrap_or_default().to_string();
+        let mut values: Vec<&str> = e["values"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        values.sort_unstable();
+        let text = match e["operator"].as_str().unwrap_or_default() {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.clone(),
+            "DoesNotExist" => format!("!{key}"),
+            _ => continue,
+        };
+        reqs.push((key, text));
+    }
+    reqs.sort();
+    reqs.into_iter()
+        .map(|(_, t)| t)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// `metav1.FormatLabelSelector`: the selector string, or `<none>` when it selects by nothing.
+fn format_label_selector(sel: &Value) -> String {
+    let s = selector_string(sel);
+    if s.is_empty() { "<none>".into() } else { s }
+}
+
+/// `layoutContainerCells`: container names and images, comma-joined.
+fn containers(template_spec: &Value) -> (String, String) {
+    let list = template_spec["containers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let join = |field: &str| {
+        list.iter()
+            .map(|c| c[field].as_str().unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    (join("name"), join("image"))
+}
+
+/// Every cell of a row, in the columns' order.
+pub fn cells(rt: &ResourceType, obj: &Value) -> Vec<Value> {
+    let name = obj["metadata"]["name"].clone();
+    let age = json!(since(&obj["metadata"]["creationTimestamp"]));
+    let spec = &obj["spec"];
+    let status = &obj["status"];
+    let (names, images) = containers(&spec["template"]["spec"]);
+    if crate::events::is_event(rt) {
+        return event(rt, obj);
+    }
+    match (rt.group.as_str(), rt.plural.as_str()) {
+        ("apps", "deployments") => vec![
+            name,
+            json!(format!(
+                "{}/{}",
+                int(&status["readyReplicas"]),
+                spec["replicas"].as_i64().unwrap_or(1)
+            )),
+            json!(int(&status["updatedReplicas"])),
+            json!(int(&status["availableReplicas"])),
+            age,
+            json!(names),
+            json!(images),
+            json!(selector_string(&spec["selector"])),
+        ],
+        ("apps", "replicasets") => vec![
+            name,
+            json!(spec["replicas"].as_i64().unwrap_or(1)),
+            json!(int(&status["replicas"])),
+            json!(int(&status["readyReplicas"])),
+            age,
+            json!(names),
+            json!(images),
+            json!(format_label_selector(&spec["selector"])),
+        ],
+        ("apps", "statefulsets") => vec![
+            name,
+            json!(format!(
+                "{}/{}",
+                int(&status["readyReplicas"]),
+                spec["replicas"].as_i64().unwrap_or(1)
+            )),
+            age,
+            json!(names),
+            json!(images),
+        ],
+        ("apps", "daemonsets") => vec![
+            name,
+            json!(int(&status["desiredNumberScheduled"])),
+            json!(int(&status["currentNumberScheduled"])),
+            json!(int(&status["numberReady"])),
+            json!(int(&status["updatedNumberScheduled"])),
+            json!(int(&status["numberAvailable"])),
+            json!(format_labels(&spec["template"]["spec"]["nodeSelector"])),
+            age,
+            json!(names),
+            json!(images),
+            json!(format_label_selector(&spec["selector"])),
+        ],
+        ("batch", "jobs") => {
+            let mut row = vec![name];
+            row.extend(job(obj));
+            row.extend([
+                age,
+                json!(names),
+                json!(images),
+                json!(format_label_selector(&spec["selector"])),
+            ]);
+            row
+        }
+        ("batch", "cronjobs") => {
+            let job_spec = &spec["jobTemplate"]["spec"];
+            let (names, images) = containers(&job_spec["template"]["spec"]);
+            let last = match &status["lastScheduleTime"] {
+                Value::String(_) => since(&status["lastScheduleTime"]),
+                _ => "<none>".into(),
+            };
+            let suspend = match spec["suspend"].as_bool() {
+                Some(true) => "True",
+                Some(false) => "False",
+                None => "<unset>",
+            };
+            vec![
+                name,
+                json!(text(&spec["schedule"])),
+                json!(spec["timeZone"].as_str().unwrap_or("<none>")),
+                json!(suspend),
+                json!(status["active"].as_array().map_or(0, Vec::len)),
+                json!(last),
+                age,
+                json!(names),
+                json!(images),
+                json!(format_label_selector(&job_spec["selector"])),
+            ]
+        }
+        ("", "services") => vec![
+            name,
+            json!(spec["type"].as_str().unwrap_or("ClusterIP")),
+            json!(
+                spec["clusterIPs"][0]
+                    .as_str()
+                    .or(spec["clusterIP"].as_str())
+                    .unwrap_or("<none>")
+            ),
+            json!(external_ip(obj)),
+            json!(ports(&spec["ports"])),
+            age,
+            json!(format_labels(&spec["selector"])),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// printJob's Status, Completions and Duration.
+fn job(obj: &Value) -> [Value; 3] {
+    let (spec, status) = (&obj["spec"], &obj["status"]);
+    let succeeded = int(&status["succeeded"]);
+    let completions = match spec["completions"].as_i64() {
+        Some(c) => format!("{succeeded}/{c}"),
+        None => match spec["parallelism"].as_i64().unwrap_or(0) {
+            p if p > 1 => format!("{succeeded}/1 of {p}"),
+            _ => format!("{succeeded}/1"),
+        },
+    };
+    let ts = |v: &Value| v.as_str().and_then(|s| s.parse::<jiff::Timestamp>().ok());
+    let duration = match (ts(&status["startTime"]), ts(&status["completionTime"])) {
+        (None, _) => String::new(),
+        (Some(start), None) => {
+            human_duration(jiff::Timestamp::now().as_second() - start.as_second())
+        }
+        (Some(start), Some(end)) => human_duration(end.as_second() - start.as_second()),
+    };
+    let has = |type_: &str| {
+        status["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == type_ && c["status"] == "True")
+    };
+    let state = if has("Complete") {
+        "Complete"
+    } else if has("Failed") {
+        "Failed"
+    } else if obj["metadata"]["deletionTimestamp"].is_string() {
+        "Terminating"
+    } else if has("Suspended") {
+        "Suspended"
+    } else if has("FailureTarget") {
+        "FailureTarget"
+    } else {
+        "Running"
+    };
+    [json!(state), json!(completions), json!(duration)]
+}
+
+/// getServiceExternalIP (with `Wide`: load balancer addresses are not clipped).
+fn external_ip(svc: &Value) -> String {
+    let spec = &svc["spec"];
+    let external: Vec<String> = spec["externalIPs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(String::from))
+        .collect();
+    match spec["type"].as_str().unwrap_or("ClusterIP") {
+        "ClusterIP" | "NodePort" if external.is_empty() => "<none>".into(),
+        "ClusterIP" | "NodePort" => external.join(","),
+        "LoadBalancer" => {
+            let mut lb: Vec<String> = svc["status"]["loadBalancer"]["ingress"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|i| {
+                    i["ip"]
+                        .as_str()
+                        .filter(|s| !s.is_empty())
+                        .or(i["hostname"].as_str())
+                })
+                .map(String::from)
+                .collect();
+            lb.sort();
+            lb.dedup();
+            lb.extend(external);
+            if lb.is_empty() {
+                "<pending>".into()
+            } else {
+                lb.join(",")
+            }
+        }
+        "ExternalName" => text(&spec["externalName"]),
+        _ => "<unknown>".into(),
+    }
+}
+
+/// makePortString: `port/protocol` or `port:nodePort/protocol`, comma-joined; `<none>` without ports.
+fn ports(ports: &Value) -> String {
+    let pieces: Vec<String> = ports
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let protocol = p["protocol"].as_str().unwrap_or("TCP");
+            match p["nodePort"].as_i64().filter(|n| *n > 0) {
+                Some(node) => format!("{}:{node}/{protocol}", int(&p["port"])),
+                None => format!("{}/{protocol}", int(&p["port"])),
+            }
+        })
+        .collect();
+    if pieces.is_empty() {
+        "<none>".into()
+    } else {
+        pieces.join(",")
+    }
+}
+
+/// printEvent.
+fn event(rt: &ResourceType, obj: &Value) -> Vec<Value> {
+    let e = if crate::events::is_view(rt) {
+        crate::events::to_core(obj)
+    } else {
+        obj.clone()
+    };
+    let first = if e["firstTimestamp"].is_string() {
+        since(&e["firstTimestamp"])
+    } else {
+        since(&e["eventTime"])
+    };
+    let series = e.get("series").filter(|s| s.is_object());
+    let last = match series {
+        Some(s) => since(&s["lastObservedTime"]),
+        None if e["lastTimestamp"].is_string() => since(&e["lastTimestamp"]),
+        None => first.clone(),
+    };
+    let first_non_empty = |a: &Value, b: &Value| {
+        let a = text(a);
+        if a.is_empty() { text(b) } else { a }
+    };
+    let kind = text(&e["involvedObject"]["kind"]).to_lowercase();
+    let involved = text(&e["involvedObject"]["name"]);
+    let object = if involved.is_empty() {
+        kind
+    } else {
+        format!("{kind}/{involved}")
+    };
+    let component = first_non_empty(&e["source"]["component"], &e["reportingComponent"]);
+    let instance = first_non_empty(&e["source"]["host"], &e["reportingInstance"]);
+    let source = if instance.is_empty() {
+        component
+    } else {
+        format!("{component}, {instance}")
+    };
+    let count = match series {
+        Some(s) => int(&s["count"]),
+        None => e["count"].as_i64().filter(|c| *c != 0).unwrap_or(1),
+    };
+    vec![
+        json!(last),
+        json!(text(&e["type"])),
+        json!(text(&e["reason"])),
+        json!(object),
+        json!(text(&e["involvedObject"]["fieldPath"])),
+        json!(source),
+        json!(text(&e["message"]).trim()),
+        json!(first),
+        json!(count),
+        json!(text(&e["metadata"]["name"])),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn services_print_ports_external_ips_and_selectors_as_the_real_printer() {
+        let svc = json!({"spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 30080}, {"port": 53, "protocol": "UDP"}],
+            "selector": {"b": "2", "a": "1"}}});
+        assert_eq!(ports(&svc["spec"]["ports"]), "80:30080/TCP,53/UDP");
+        assert_eq!(external_ip(&svc), "<none>");
+        assert_eq!(format_labels(&svc["spec"]["selector"]), "a=1,b=2");
+        let lb = json!({"spec": {"type": "LoadBalancer"}, "status": {"loadBalancer": {"ingress": [{"ip": "10.0.0.2"}, {"hostname": "lb.example.com"}]}}});
+        assert_eq!(external_ip(&lb), "10.0.0.2,lb.example.com");
+        assert_eq!(
+            external_ip(&json!({"spec": {"type": "LoadBalancer"}})),
+            "<pending>"
+        );
+    }
+
+    #[test]
+    fn jobs_print_status_completions_and_duration() {
+        let job = json!({"spec": {"completions": 3}, "status": {"succeeded": 3, "startTime": "2026-01-01T00:00:00Z",
+            "completionTime": "2026-01-01T00:02:05Z", "conditions": [{"type": "Complete", "status": "True"}]}});
+        assert_eq!(
+            super::job(&job),
+            [json!("Complete"), json!("3/3"), json!("2m5s")]
+        );
+        let running = json!({"spec": {"parallelism": 2}, "status": {}});
+        assert_eq!(
+            super::job(&running),
+            [json!("Running"), json!("0/1 of 2"), json!("")]
+        );
+    }
+}
