@@ -1669,13 +1669,13 @@ async fn create_token_issues_a_token_that_authenticates_as_the_service_account()
         .stderr_has("may not specify a duration less than 10 minutes");
 }
 
-/// The server printers' columns for Services, Jobs and StatefulSets, as kubectl shows them.
+/// The server printers' columns for Services, Jobs, Pods and StatefulSets, as kubectl shows them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_services_jobs_and_statefulsets_print_the_servers_columns() {
     let (_sim, k) = start().await;
     k.stdin(
         &["apply", "-f", "-"],
-        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  type: NodePort\n  selector: {app: web}\n  ports:\n  - {port: 80, nodePort: 30080}\n---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: once\nspec:\n  completions: 2\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - {name: run, image: busybox:1.36}\n---\napiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db\nspec:\n  replicas: 2\n  serviceName: db\n  selector:\n    matchLabels: {app: db}\n  template:\n    metadata:\n      labels: {app: db}\n    spec:\n      containers:\n      - {name: pg, image: postgres:17}\n",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  type: NodePort\n  selector: {app: web}\n  ports:\n  - {port: 80, nodePort: 30080}\n---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: once\nspec:\n  completions: 2\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - {name: run, image: busybox:1.36}\n---\napiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db\nspec:\n  replicas: 2\n  serviceName: db\n  selector:\n    matchLabels: {app: db}\n  template:\n    metadata:\n      labels: {app: db}\n    spec:\n      containers:\n      - {name: pg, image: postgres:17}\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: solo\nspec:\n  containers:\n  - {name: app, image: nginx:1.27}\n",
     )
     .await
     .ok();
@@ -1725,6 +1725,26 @@ async fn get_services_jobs_and_statefulsets_print_the_servers_columns() {
         out.stdout
     );
     assert_eq!(rows[1][..3], ["once", "Running", "0/2"], "{}", out.stdout);
+    let out = k.run(&["get", "pods", "-o", "wide"]).await;
+    out.ok();
+    let rows = table(&out);
+    assert_eq!(
+        rows[0],
+        [
+            "NAME",
+            "READY",
+            "STATUS",
+            "RESTARTS",
+            "AGE",
+            "IP",
+            "NODE",
+            "NOMINATED NODE",
+            "READINESS GATES"
+        ],
+        "{}",
+        out.stdout
+    );
+    assert_eq!(rows[1][..2], ["solo", "0/1"], "{}", out.stdout);
     let out = k.run(&["get", "statefulsets"]).await;
     out.ok();
     let rows = table(&out);

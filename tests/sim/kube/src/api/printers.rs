@@ -22,6 +22,17 @@ const fn col(name: &'static str, kind: &'static str, priority: i64) -> Printed {
     }
 }
 
+const POD: &[Printed] = &[
+    col("Name", "string", 0),
+    col("Ready", "string", 0),
+    col("Status", "string", 0),
+    col("Restarts", "string", 0),
+    col("Age", "string", 0),
+    col("IP", "string", 1),
+    col("Node", "string", 1),
+    col("Nominated Node", "string", 1),
+    col("Readiness Gates", "string", 1),
+];
 const EVENT: &[Printed] = &[
     col("Last Seen", "string", 0),
     col("Type", "string", 0),
@@ -119,6 +130,7 @@ pub fn columns(rt: &ResourceType) -> Option<&'static [Printed]> {
         ("batch", "jobs") => JOB,
         ("batch", "cronjobs") => CRON_JOB,
         ("", "services") => SERVICE,
+        ("", "pods") => POD,
         _ => return None,
     })
 }
@@ -310,6 +322,7 @@ pub fn cells(rt: &ResourceType, obj: &Value) -> Vec<Value> {
                 json!(format_label_selector(&job_spec["selector"])),
             ]
         }
+        ("", "pods") => pod(obj),
         ("", "services") => vec![
             name,
             json!(spec["type"].as_str().unwrap_or("ClusterIP")),
@@ -326,6 +339,169 @@ pub fn cells(rt: &ResourceType, obj: &Value) -> Vec<Value> {
         ],
         _ => Vec::new(),
     }
+}
+
+/// printPod: readiness, the aggregate status (init containers, waiting and terminated reasons, terminating),
+/// restarts with the time of the last one, and with `Wide` the IP, node, nominated node and readiness gates.
+fn pod(pod: &Value) -> Vec<Value> {
+    let (spec, status) = (&pod["spec"], &pod["status"]);
+    let list = |v: &Value| v.as_array().cloned().unwrap_or_default();
+    let ts = |v: &Value| v.as_str().and_then(|s| s.parse::<jiff::Timestamp>().ok());
+    let init_specs = list(&spec["initContainers"]);
+    // An init container with restartPolicy Always is a sidecar: it counts as a container.
+    let sidecar = |name: &str| {
+        init_specs
+            .iter()
+            .any(|c| c["name"] == name && c["restartPolicy"] == "Always")
+    };
+    let total = list(&spec["containers"]).len()
+        + init_specs
+            .iter()
+            .filter(|c| c["restartPolicy"] == "Always")
+            .count();
+    let mut ready = 0usize;
+    let mut restarts = 0i64;
+    let mut sidecar_restarts = 0i64;
+    let mut last_restart: Option<jiff::Timestamp> = None;
+    let mut last_sidecar_restart: Option<jiff::Timestamp> = None;
+    let later = |a: Option<jiff::Timestamp>, b: Option<jiff::Timestamp>| match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    };
+    let phase = text(&status["phase"]);
+    let mut reason = match text(&status["reason"]) {
+        r if r.is_empty() => phase.clone(),
+        r => r,
+    };
+    let conditions = list(&status["conditions"]);
+    if conditions
+        .iter()
+        .any(|c| c["type"] == "PodScheduled" && c["reason"] == "SchedulingGated")
+    {
+        reason = "SchedulingGated".into();
+    }
+    let mut initializing = false;
+    let init_statuses = list(&status["initContainerStatuses"]);
+    for (i, c) in init_statuses.iter().enumerate() {
+        let name = c["name"].as_str().unwrap_or_default();
+        restarts += int(&c["restartCount"]);
+        let finished = ts(&c["lastState"]["terminated"]["finishedAt"]);
+        last_restart = later(last_restart, finished);
+        if sidecar(name) {
+            sidecar_restarts += int(&c["restartCount"]);
+            last_sidecar_restart = later(last_sidecar_restart, finished);
+        }
+        let terminated = &c["state"]["terminated"];
+        let waiting_reason = text(&c["state"]["waiting"]["reason"]);
+        if terminated.is_object() && int(&terminated["exitCode"]) == 0 {
+            continue;
+        }
+        if sidecar(name) && c["started"] == json!(true) {
+            if c["ready"] == json!(true) {
+                ready += 1;
+            }
+            continue;
+        }
+        reason = if terminated.is_object() {
+            match text(&terminated["reason"]) {
+                r if !r.is_empty() => format!("Init:{r}"),
+                _ if int(&terminated["signal"]) != 0 => {
+                    format!("Init:Signal:{}", int(&terminated["signal"]))
+                }
+                _ => format!("Init:ExitCode:{}", int(&terminated["exitCode"])),
+            }
+        } else if !waiting_reason.is_empty() && waiting_reason != "PodInitializing" {
+            format!("Init:{waiting_reason}")
+        } else {
+            format!("Init:{i}/{}", init_specs.len())
+        };
+        initializing = true;
+        break;
+    }
+    let initialized = conditions
+        .iter()
+        .any(|c| c["type"] == "Initialized" && c["status"] == "True");
+    if !initializing || initialized {
+        restarts = sidecar_restarts;
+        last_restart = last_sidecar_restart;
+        let mut running = false;
+        for c in list(&status["containerStatuses"]).iter().rev() {
+            restarts += int(&c["restartCount"]);
+            last_restart = later(
+                last_restart,
+                ts(&c["lastState"]["terminated"]["finishedAt"]),
+            );
+            let waiting = text(&c["state"]["waiting"]["reason"]);
+            let terminated = &c["state"]["terminated"];
+            if !waiting.is_empty() {
+                reason = waiting;
+            } else if terminated.is_object() {
+                reason = match text(&terminated["reason"]) {
+                    r if !r.is_empty() => r,
+                    _ if int(&terminated["signal"]) != 0 => {
+                        format!("Signal:{}", int(&terminated["signal"]))
+                    }
+                    _ => format!("ExitCode:{}", int(&terminated["exitCode"])),
+                };
+            } else if c["ready"] == json!(true) && c["state"]["running"].is_object() {
+                running = true;
+                ready += 1;
+            }
+        }
+        if reason == "Completed" && running {
+            let pod_ready = conditions
+                .iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True");
+            reason = if pod_ready { "Running" } else { "NotReady" }.into();
+        }
+    }
+    if pod["metadata"]["deletionTimestamp"].is_string() {
+        if text(&status["reason"]) == "NodeLost" {
+            reason = "Unknown".into();
+        } else if phase != "Succeeded" && phase != "Failed" {
+            reason = "Terminating".into();
+        }
+    }
+    let restarts = match last_restart {
+        Some(at) if restarts != 0 => format!(
+            "{restarts} ({} ago)",
+            human_duration(jiff::Timestamp::now().as_second() - at.as_second())
+        ),
+        _ => restarts.to_string(),
+    };
+    let or_none = |s: String| {
+        if s.is_empty() {
+            "<none>".to_string()
+        } else {
+            s
+        }
+    };
+    let gates = list(&spec["readinessGates"]);
+    let readiness_gates = if gates.is_empty() {
+        "<none>".to_string()
+    } else {
+        let met = gates
+            .iter()
+            .filter(|g| {
+                conditions
+                    .iter()
+                    .find(|c| c["type"] == g["conditionType"])
+                    .is_some_and(|c| c["status"] == "True")
+            })
+            .count();
+        format!("{met}/{}", gates.len())
+    };
+    vec![
+        pod["metadata"]["name"].clone(),
+        json!(format!("{ready}/{total}")),
+        json!(reason),
+        json!(restarts),
+        json!(since(&pod["metadata"]["creationTimestamp"])),
+        json!(or_none(text(&status["podIPs"][0]["ip"]))),
+        json!(or_none(text(&spec["nodeName"]))),
+        json!(or_none(text(&status["nominatedNodeName"]))),
+        json!(readiness_gates),
+    ]
 }
 
 /// printJob's Status, Completions and Duration.
@@ -501,6 +677,33 @@ mod tests {
             external_ip(&json!({"spec": {"type": "LoadBalancer"}})),
             "<pending>"
         );
+    }
+
+    #[test]
+    fn pods_print_readiness_status_and_restarts_as_the_real_printer() {
+        let running = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a"}, {"name": "b"}]},
+            "status": {"phase": "Running", "podIPs": [{"ip": "10.1.0.7"}], "containerStatuses": [
+                {"name": "a", "ready": true, "restartCount": 0, "state": {"running": {}}},
+                {"name": "b", "ready": false, "restartCount": 2, "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                 "lastState": {"terminated": {"finishedAt": "2020-01-01T00:00:00Z", "exitCode": 1}}}]}});
+        let row = pod(&running);
+        assert_eq!(row[1], "1/2");
+        assert_eq!(row[2], "CrashLoopBackOff");
+        assert!(
+            row[3]
+                .as_str()
+                .is_some_and(|r| r.starts_with("2 (") && r.ends_with(" ago)")),
+            "{}",
+            row[3]
+        );
+        assert_eq!(row[5], "10.1.0.7");
+        assert_eq!(row[6], "<none>");
+        let initializing = json!({"metadata": {"name": "p"}, "spec": {"initContainers": [{"name": "i"}], "containers": [{"name": "a"}]},
+            "status": {"phase": "Pending", "initContainerStatuses": [{"name": "i", "restartCount": 0, "state": {"running": {}}}]}});
+        assert_eq!(pod(&initializing)[2], "Init:0/1");
+        let terminating = json!({"metadata": {"name": "p", "deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Running"}});
+        assert_eq!(pod(&terminating)[2], "Terminating");
     }
 
     #[test]
