@@ -136,12 +136,13 @@ fn rv(obj: &Value) -> String {
         .to_string()
 }
 
-/// The `Content-Type` of kubectl's PATCH request, read from its `-v=8` request log.
+/// The `Content-Type` of kubectl's PATCH request, read from its `-v=8` request log: `] PATCH https://…` up to
+/// kubectl 1.32, `"Request" verb="PATCH" url=…` (structured logging) from 1.33.
 fn patch_content_type(out: &Out) -> String {
     let mut lines = out
         .stderr
         .lines()
-        .skip_while(|l| !l.contains("] PATCH https://"));
+        .skip_while(|l| !l.contains("] PATCH https://") && !l.contains("verb=\"PATCH\""));
     assert!(
         lines.next().is_some(),
         "kubectl sent no PATCH:\n{}",
