@@ -832,6 +832,9 @@ impl Cluster {
                 if status_sub && let Some(o) = new.as_object_mut() {
                     o.remove("status");
                 }
+                if rt.group.is_empty() && rt.plural == "pods" {
+                    new["status"] = crate::pods::status_on_create(&new);
+                }
             }
             Some(old) => {
                 if sub == "status" {

@@ -27,6 +27,7 @@ pub mod jsonpath;
 pub mod kubeconfig;
 pub mod managed_fields;
 pub mod patch;
+pub mod pods;
 pub mod rbac;
 pub mod resources;
 pub mod schema;

@@ -1745,7 +1745,13 @@ async fn get_services_jobs_and_statefulsets_print_the_servers_columns() {
         "{}",
         out.stdout
     );
-    assert_eq!(rows[1][..2], ["solo", "0/1"], "{}", out.stdout);
+    // New pods are Pending (the pod strategy's PrepareForCreate); no kubelet runs them.
+    assert_eq!(
+        rows[1][..4],
+        ["solo", "0/1", "Pending", "0"],
+        "{}",
+        out.stdout
+    );
     let out = k.run(&["get", "statefulsets"]).await;
     out.ok();
     let rows = table(&out);
