@@ -124,6 +124,20 @@ fn configmap(name: &str, data: &str) -> String {
     format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata: {data}\n")
 }
 
+/// kubectl's table output as cells: columns are separated by at least two spaces (empty cells vanish).
+fn table_rows(out: &Out) -> Vec<Vec<String>> {
+    out.stdout
+        .lines()
+        .map(|l| {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(String::from)
+                .collect()
+        })
+        .collect()
+}
+
 fn get(sim: &KubeSim, api_version: &str, kind: &str, ns: &str, name: &str) -> Value {
     sim.get(api_version, kind, ns, name)
         .unwrap_or_else(|| panic!("{kind} {ns}/{name} is not stored"))
@@ -1528,16 +1542,11 @@ async fn events_written_through_events_k8s_io_show_in_get_events_and_describe() 
 
     let out = k.run(&["get", "events"]).await;
     out.ok();
-    let header = out.stdout.lines().next().unwrap_or_default().to_string();
-    let columns: Vec<&str> = header
-        .split("  ")
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-        .collect();
     assert_eq!(
-        columns,
+        table_rows(&out)[0],
         ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
-        "{header}"
+        "{}",
+        out.stdout
     );
     out.stdout_has("Warning")
         .stdout_has("Checked")
@@ -1570,16 +1579,9 @@ async fn get_deployments_prints_the_servers_columns() {
     .ok();
     let out = k.run(&["get", "deployments", "-o", "wide"]).await;
     out.ok();
-    let mut lines = out.stdout.lines();
-    let header: Vec<&str> = lines
-        .next()
-        .unwrap_or_default()
-        .split("  ")
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-        .collect();
+    let rows = table_rows(&out);
     assert_eq!(
-        header,
+        rows[0],
         [
             "NAME",
             "READY",
@@ -1593,14 +1595,9 @@ async fn get_deployments_prints_the_servers_columns() {
         "{}",
         out.stdout
     );
-    let row: Vec<&str> = lines
-        .next()
-        .unwrap_or_default()
-        .split_whitespace()
-        .collect();
-    assert_eq!(row[..4], ["web", "0/3", "0", "0"], "{}", out.stdout);
+    assert_eq!(rows[1][..4], ["web", "0/3", "0", "0"], "{}", out.stdout);
     assert_eq!(
-        row[5..],
+        rows[1][5..],
         ["nginx", "nginx:1.27", "app=web"],
         "{}",
         out.stdout
@@ -1680,21 +1677,9 @@ async fn get_services_jobs_and_statefulsets_print_the_servers_columns() {
     )
     .await
     .ok();
-    let table = |out: &common_kubectl::Out| -> Vec<Vec<String>> {
-        out.stdout
-            .lines()
-            .map(|l| {
-                l.split("  ")
-                    .map(str::trim)
-                    .filter(|c| !c.is_empty())
-                    .map(String::from)
-                    .collect()
-            })
-            .collect()
-    };
     let out = k.run(&["get", "services", "web", "-o", "wide"]).await;
     out.ok();
-    let rows = table(&out);
+    let rows = table_rows(&out);
     assert_eq!(
         rows[0],
         [
@@ -1718,7 +1703,7 @@ async fn get_services_jobs_and_statefulsets_print_the_servers_columns() {
     assert_eq!(rows[1][6], "app=web");
     let out = k.run(&["get", "jobs"]).await;
     out.ok();
-    let rows = table(&out);
+    let rows = table_rows(&out);
     assert_eq!(
         rows[0],
         ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"],
@@ -1728,7 +1713,7 @@ async fn get_services_jobs_and_statefulsets_print_the_servers_columns() {
     assert_eq!(rows[1][..3], ["once", "Running", "0/2"], "{}", out.stdout);
     let out = k.run(&["get", "pods", "-o", "wide"]).await;
     out.ok();
-    let rows = table(&out);
+    let rows = table_rows(&out);
     assert_eq!(
         rows[0],
         [
@@ -1754,7 +1739,7 @@ async fn get_services_jobs_and_statefulsets_print_the_servers_columns() {
     );
     let out = k.run(&["get", "statefulsets"]).await;
     out.ok();
-    let rows = table(&out);
+    let rows = table_rows(&out);
     assert_eq!(rows[0], ["NAME", "READY", "AGE"], "{}", out.stdout);
     assert_eq!(rows[1][..2], ["db", "0/2"], "{}", out.stdout);
 }
