@@ -998,6 +998,17 @@ impl Cluster {
         new
     }
 
+    /// Whether a namespace exists and is not being deleted.
+    fn namespace_is_live(&self, ns: &str) -> bool {
+        let key = StorageKey {
+            group: String::new(),
+            resource: "namespaces".into(),
+        };
+        self.store()
+            .get(&key, "", ns)
+            .is_some_and(|n| !n["metadata"]["deletionTimestamp"].is_string())
+    }
+
     fn check_namespace_open(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<()> {
         let key = StorageKey {
             group: String::new(),
@@ -1363,6 +1374,18 @@ impl Cluster {
             && change.kind == crate::store::ChangeKind::Added
         {
             self.populate_namespace(&change.name);
+        }
+        // The controllers put a deleted default back while the namespace lives.
+        let namespace_default = matches!(
+            (change.key.resource.as_str(), change.name.as_str()),
+            ("serviceaccounts", "default") | ("configmaps", "kube-root-ca.crt")
+        );
+        if change.key.group.is_empty()
+            && namespace_default
+            && change.kind == crate::store::ChangeKind::Deleted
+            && self.namespace_is_live(&change.namespace)
+        {
+            self.populate_namespace(&change.namespace);
         }
         let deleting = change.object["metadata"]["deletionTimestamp"].is_string();
         if deleting || change.kind == crate::store::ChangeKind::Deleted {

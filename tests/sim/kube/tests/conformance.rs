@@ -2323,6 +2323,21 @@ mod review_fixes {
             assert_eq!(ca.status, 200, "{ns}: {}", ca.json);
             assert_eq!(ca.json["data"]["ca.crt"], sim.ca_pem(), "{ns}");
         }
+        // Deleted, they come back while the namespace lives, as the controllers put them back.
+        let path = "/api/v1/namespaces/fresh/configmaps/kube-root-ca.crt";
+        assert_eq!(raw(&c, "DELETE", path, None, Vec::new()).await.status, 200);
+        assert_eq!(
+            get(&c, path).await.status,
+            200,
+            "kube-root-ca.crt is re-created"
+        );
+        let sa = "/api/v1/namespaces/fresh/serviceaccounts/default";
+        assert_eq!(raw(&c, "DELETE", sa, None, Vec::new()).await.status, 200);
+        assert_eq!(
+            get(&c, sa).await.status,
+            200,
+            "the default ServiceAccount is re-created"
+        );
     }
 
     #[tokio::test]
