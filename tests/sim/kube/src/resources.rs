@@ -30,6 +30,8 @@ pub struct ResourceType {
     /// `selectableFields` of a CRD version as field-selector paths (`spec.clusterRef.name` for the JSONPath
     /// `.spec.clusterRef.name`); empty for built-ins, whose selectable fields are fixed per kind.
     pub selectable_fields: Vec<String>,
+    /// A CRD version's `subresources.scale` (specReplicasPath, statusReplicasPath, labelSelectorPath).
+    pub scale: Option<Arc<Value>>,
     pub source: Source,
 }
 
@@ -453,6 +455,7 @@ fn builtin_types() -> Vec<ResourceType> {
             schema: None,
             printer_columns: Vec::new(),
             selectable_fields: Vec::new(),
+            scale: None,
             source: Source::Builtin,
         })
         .collect();
@@ -480,6 +483,7 @@ fn builtin_types() -> Vec<ResourceType> {
             schema: None,
             printer_columns: Vec::new(),
             selectable_fields: Vec::new(),
+            scale: None,
             source: Source::Virtual,
         });
     }
@@ -730,6 +734,9 @@ fn crd_versions(crd: &Value, served_only: bool) -> Vec<ResourceType> {
                             .collect()
                     })
                     .unwrap_or_default(),
+                scale: v["subresources"]["scale"]
+                    .is_object()
+                    .then(|| Arc::new(v["subresources"]["scale"].clone())),
                 source: Source::CustomResource,
             })
         })

@@ -1517,6 +1517,90 @@ mod writes {
 mod custom_resources {
     use super::*;
 
+    /// A CRD version's `subresources.scale` (apiextensions-apiserver's ScaleREST): the Scale reads the paths it
+    /// names (missing replicas are 0, the selector is the stored string) and writes the desired replicas back.
+    #[tokio::test]
+    async fn a_crd_scale_subresource_reads_and_writes_the_paths_it_names() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let crd = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: pools.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: pools, singular: pool, kind: Pool}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.size, statusReplicasPath: .status.ready, labelSelectorPath: .status.selector}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+          status: {type: object, properties: {ready: {type: integer}, selector: {type: string}}}
+"#;
+        sim.apply_yaml(crd).await.expect("CRD applies");
+        let c = sim.client().await.expect("client");
+        let pools = "/apis/example.com/v1/namespaces/default/pools";
+        let pool = json!({"apiVersion": "example.com/v1", "kind": "Pool", "metadata": {"name": "p"}, "spec": {}});
+        let mut created = 0;
+        for _ in 0..100 {
+            created = send_json(&c, "POST", pools, &pool).await.status;
+            if created == 201 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(created, 201);
+        let r = patch(
+            &c,
+            &format!("{pools}/p/status"),
+            "application/merge-patch+json",
+            &json!({"status": {"ready": 1, "selector": "app=p"}}),
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", r.json);
+        let path = format!("{pools}/p/scale");
+        let scale = get(&c, &path).await;
+        assert_eq!(scale.status, 200, "{}", scale.json);
+        assert_eq!(scale.json["spec"]["replicas"], 0, "no spec.size yet: 0");
+        assert_eq!(
+            scale.json["status"],
+            json!({"replicas": 1, "selector": "app=p"})
+        );
+        let r = patch(
+            &c,
+            &path,
+            "application/merge-patch+json",
+            &json!({"spec": {"replicas": 4}}),
+        )
+        .await;
+        assert_eq!(
+            (r.status, r.json["spec"]["replicas"].clone()),
+            (200, json!(4)),
+            "{}",
+            r.json
+        );
+        assert_eq!(get(&c, &format!("{pools}/p")).await.json["spec"]["size"], 4);
+        let discovery = get(&c, "/apis/example.com/v1").await;
+        assert!(
+            discovery.json["resources"]
+                .as_array()
+                .expect("resources")
+                .iter()
+                .any(|r| r["name"] == "pools/scale"
+                    && r["kind"] == "Scale"
+                    && r["group"] == "autoscaling"),
+            "{}",
+            discovery.json
+        );
+    }
+
     #[tokio::test]
     async fn schema_violations_are_422_with_field_paths() {
         let (_sim, c) = sim_with_widgets().await;

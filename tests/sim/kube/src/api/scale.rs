@@ -1,7 +1,8 @@
-//! The `scale` subresource of Deployments, StatefulSets and ReplicaSets: an `autoscaling/v1` `Scale` view of
-//! `spec.replicas` (and `status.replicas` with the selector), as `kubectl scale` and horizontal autoscalers use it.
-//! Writes through the view change `spec.replicas` of the object, with the Scale's resourceVersion as a
-//! precondition when it carries one.
+//! The `scale` subresource of Deployments, StatefulSets and ReplicaSets, and of custom resources whose CRD
+//! version declares `subresources.scale`: an `autoscaling/v1` `Scale` view of the desired replicas (and the
+//! observed replicas with the selector), as `kubectl scale` and horizontal autoscalers use it. Writes through the
+//! view change the desired replicas of the object, with the Scale's resourceVersion as a precondition when it
+//! carries one.
 
 use serde_json::{Value, json};
 
@@ -13,23 +14,82 @@ use crate::resources::ResourceType;
 
 /// Whether `rt` serves a `scale` subresource.
 pub fn has_scale(rt: &ResourceType) -> bool {
-    rt.group == "apps"
-        && matches!(
-            rt.plural.as_str(),
-            "deployments" | "statefulsets" | "replicasets"
-        )
+    rt.scale.is_some()
+        || (rt.group == "apps"
+            && matches!(
+                rt.plural.as_str(),
+                "deployments" | "statefulsets" | "replicasets"
+            ))
+}
+
+/// The segments of a CRD scale path (`.spec.replicas`): the CRD API allows only dotted field paths there.
+fn segments(path: &str) -> Vec<&str> {
+    path.trim_start_matches('.')
+        .split('.')
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+fn at<'a>(obj: &'a Value, path: &str) -> &'a Value {
+    segments(path).iter().fold(obj, |v, s| &v[*s])
+}
+
+/// Where `rt` keeps the desired replicas.
+fn spec_replicas_path(rt: &ResourceType) -> String {
+    rt.scale
+        .as_ref()
+        .and_then(|s| s["specReplicasPath"].as_str())
+        .unwrap_or(".spec.replicas")
+        .to_string()
 }
 
 /// The Scale of a stored object.
-pub fn scale_of(obj: &Value) -> Value {
+pub fn scale_of(rt: &ResourceType, obj: &Value) -> Value {
     let m = &obj["metadata"];
+    let (desired, observed, selector) = match &rt.scale {
+        // apiextensions' scaleFromCustomResource: missing replicas are 0; the selector is the stored string.
+        Some(scale) => (
+            at(obj, &spec_replicas_path(rt)).as_i64().unwrap_or(0),
+            at(
+                obj,
+                scale["statusReplicasPath"].as_str().unwrap_or_default(),
+            )
+            .as_i64()
+            .unwrap_or(0),
+            scale["labelSelectorPath"]
+                .as_str()
+                .map(|p| at(obj, p).as_str().unwrap_or_default().to_string())
+                .unwrap_or_default(),
+        ),
+        // The built-in strategies default spec.replicas to 1 on create.
+        None => (
+            obj["spec"]["replicas"].as_i64().unwrap_or(1),
+            obj["status"]["replicas"].as_i64().unwrap_or(0),
+            super::printers::selector_string(&obj["spec"]["selector"]),
+        ),
+    };
     json!({"kind": "Scale", "apiVersion": "autoscaling/v1",
         "metadata": {"name": m["name"], "namespace": m["namespace"], "uid": m["uid"],
             "resourceVersion": m["resourceVersion"], "creationTimestamp": m["creationTimestamp"]},
-        // The real strategies default spec.replicas to 1 on create.
-        "spec": {"replicas": obj["spec"]["replicas"].as_i64().unwrap_or(1)},
-        "status": {"replicas": obj["status"]["replicas"].as_i64().unwrap_or(0),
-            "selector": super::printers::selector_string(&obj["spec"]["selector"])}})
+        "spec": {"replicas": desired},
+        "status": {"replicas": observed, "selector": selector}})
+}
+
+/// Sets the desired replicas where `rt` keeps them, creating the objects on the way.
+fn set_replicas(rt: &ResourceType, obj: &mut Value, replicas: i64) {
+    let path = spec_replicas_path(rt);
+    let segments = segments(&path);
+    let Some((last, parents)) = segments.split_last() else {
+        return;
+    };
+    let mut cur = obj;
+    for s in parents {
+        if !cur[*s].is_object() {
+            cur[*s] = json!({});
+        }
+        cur = &mut cur[*s];
+    }
+    cur[*last] = json!(replicas);
 }
 
 fn invalid(name: &str, causes: &[FieldCause]) -> ApiError {
@@ -70,7 +130,7 @@ pub async fn handle(
 ) -> ApiResult<Resp> {
     let name = call.info.name.as_str();
     let current = api.cluster.get(rt, ns, name)?;
-    let scale = scale_of(&current);
+    let scale = scale_of(rt, &current);
     let wanted = match call.info.verb.as_str() {
         "get" => return Ok(super::json_response(200, &scale, &[])),
         "update" => {
@@ -116,14 +176,14 @@ pub async fn handle(
         .filter(|rv| !rv.is_empty())
         .map(str::to_string);
     let mut object = current;
-    object["spec"]["replicas"] = json!(replicas);
+    set_replicas(rt, &mut object, replicas);
     if let Some(rv) = precondition {
         object["metadata"]["resourceVersion"] = json!(rv);
     }
     let written = api.cluster.update(rt, ns, name, "", object, &ctx).await?;
     Ok(super::json_response(
         200,
-        &scale_of(&written.object),
+        &scale_of(rt, &written.object),
         &written.warnings,
     ))
 }
