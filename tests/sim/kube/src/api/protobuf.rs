@@ -236,6 +236,90 @@ struct BoundObjectReference {
     uid: Option<String>,
 }
 
+// ---- rbac.authorization.k8s.io/v1 --------------------------------------------------------------------------
+
+#[derive(Clone, PartialEq, Message)]
+struct PolicyRule {
+    #[prost(string, repeated, tag = "1")]
+    verbs: Vec<String>,
+    #[prost(string, repeated, tag = "2")]
+    api_groups: Vec<String>,
+    #[prost(string, repeated, tag = "3")]
+    resources: Vec<String>,
+    #[prost(string, repeated, tag = "4")]
+    resource_names: Vec<String>,
+    #[prost(string, repeated, tag = "5")]
+    non_resource_urls: Vec<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct LabelSelectorRequirement {
+    #[prost(string, optional, tag = "1")]
+    key: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    operator: Option<String>,
+    #[prost(string, repeated, tag = "3")]
+    values: Vec<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct LabelSelector {
+    #[prost(btree_map = "string, string", tag = "1")]
+    match_labels: BTreeMap<String, String>,
+    #[prost(message, repeated, tag = "2")]
+    match_expressions: Vec<LabelSelectorRequirement>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct AggregationRule {
+    #[prost(message, repeated, tag = "1")]
+    cluster_role_selectors: Vec<LabelSelector>,
+}
+
+/// Role and ClusterRole (a Role never carries field 3).
+#[derive(Clone, PartialEq, Message)]
+struct RbacRole {
+    #[prost(message, optional, tag = "1")]
+    metadata: Option<ObjectMeta>,
+    #[prost(message, repeated, tag = "2")]
+    rules: Vec<PolicyRule>,
+    #[prost(message, optional, tag = "3")]
+    aggregation_rule: Option<AggregationRule>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct Subject {
+    #[prost(string, optional, tag = "1")]
+    kind: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    api_group: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    name: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    namespace: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct RoleRef {
+    #[prost(string, optional, tag = "1")]
+    api_group: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    kind: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    name: Option<String>,
+}
+
+/// RoleBinding and ClusterRoleBinding.
+#[derive(Clone, PartialEq, Message)]
+struct RbacBinding {
+    #[prost(message, optional, tag = "1")]
+    metadata: Option<ObjectMeta>,
+    #[prost(message, repeated, tag = "2")]
+    subjects: Vec<Subject>,
+    #[prost(message, optional, tag = "3")]
+    role_ref: Option<RoleRef>,
+}
+
 // ---- core/v1 ----------------------------------------------------------------------------------------------
 
 #[derive(Clone, PartialEq, Message)]
@@ -766,6 +850,41 @@ fn namespace_json(n: Namespace, out: &mut Obj) -> Result<(), String> {
     Ok(())
 }
 
+/// rbac/v1 PolicyRule: `verbs` has no omitempty (null when none), the lists after it do.
+fn policy_rule(r: PolicyRule) -> Value {
+    let mut e = Obj::new();
+    e.insert(
+        "verbs".into(),
+        if r.verbs.is_empty() {
+            Value::Null
+        } else {
+            json!(r.verbs)
+        },
+    );
+    put_strings(&mut e, "apiGroups", r.api_groups);
+    put_strings(&mut e, "resources", r.resources);
+    put_strings(&mut e, "resourceNames", r.resource_names);
+    put_strings(&mut e, "nonResourceURLs", r.non_resource_urls);
+    Value::Object(e)
+}
+
+/// meta/v1 LabelSelector.
+fn label_selector(s: LabelSelector) -> Value {
+    let mut e = Obj::new();
+    put_map(&mut e, "matchLabels", s.match_labels);
+    if !s.match_expressions.is_empty() {
+        let reqs = s.match_expressions.into_iter().map(|r| {
+            let mut q = Obj::new();
+            put_str_always(&mut q, "key", r.key);
+            put_str_always(&mut q, "operator", r.operator);
+            put_strings(&mut q, "values", r.values);
+            Value::Object(q)
+        });
+        e.insert("matchExpressions".into(), Value::Array(reqs.collect()));
+    }
+    Value::Object(e)
+}
+
 fn opt(v: &mut Value, key: &str, s: Option<String>) {
     if let Some(s) = s {
         v[key] = json!(s);
@@ -869,6 +988,56 @@ pub fn decode(body: &[u8], kind: &str) -> Result<Value, ApiError> {
                 spec["boundObjectRef"] = bound;
             }
             o.insert("spec".into(), spec);
+        }
+        "Role" | "ClusterRole" => {
+            let r = RbacRole::decode(raw.as_slice()).map_err(obj_err)?;
+            o.insert("metadata".into(), meta_json(r.metadata).map_err(field_err)?);
+            // `rules` has no omitempty: Go writes null for none.
+            let rules: Vec<Value> = r.rules.into_iter().map(policy_rule).collect();
+            o.insert(
+                "rules".into(),
+                if rules.is_empty() {
+                    Value::Null
+                } else {
+                    Value::Array(rules)
+                },
+            );
+            if let Some(a) = r.aggregation_rule {
+                let mut agg = Obj::new();
+                if !a.cluster_role_selectors.is_empty() {
+                    agg.insert(
+                        "clusterRoleSelectors".into(),
+                        Value::Array(
+                            a.cluster_role_selectors
+                                .into_iter()
+                                .map(label_selector)
+                                .collect(),
+                        ),
+                    );
+                }
+                o.insert("aggregationRule".into(), Value::Object(agg));
+            }
+        }
+        "RoleBinding" | "ClusterRoleBinding" => {
+            let b = RbacBinding::decode(raw.as_slice()).map_err(obj_err)?;
+            o.insert("metadata".into(), meta_json(b.metadata).map_err(field_err)?);
+            if !b.subjects.is_empty() {
+                let subjects = b.subjects.into_iter().map(|s| {
+                    let mut e = Obj::new();
+                    put_str_always(&mut e, "kind", s.kind);
+                    put_str(&mut e, "apiGroup", s.api_group);
+                    put_str_always(&mut e, "name", s.name);
+                    put_str(&mut e, "namespace", s.namespace);
+                    Value::Object(e)
+                });
+                o.insert("subjects".into(), Value::Array(subjects.collect()));
+            }
+            let r = b.role_ref.unwrap_or_default();
+            let mut role_ref = Obj::new();
+            put_str_always(&mut role_ref, "apiGroup", r.api_group);
+            put_str_always(&mut role_ref, "kind", r.kind);
+            put_str_always(&mut role_ref, "name", r.name);
+            o.insert("roleRef".into(), Value::Object(role_ref));
         }
         "Secret" => {
             let s = Secret::decode(raw.as_slice()).map_err(obj_err)?;
