@@ -1621,10 +1621,15 @@ mod tests {
         use super::*;
         use proptest::prelude::*;
 
-        const KINDS: [&str; 11] = [
+        const KINDS: [&str; 16] = [
             "SelfSubjectAccessReview",
             "SelfSubjectRulesReview",
             "TokenReview",
+            "TokenRequest",
+            "Role",
+            "ClusterRole",
+            "RoleBinding",
+            "ClusterRoleBinding",
             "Secret",
             "ConfigMap",
             "Namespace",
