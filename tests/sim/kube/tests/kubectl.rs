@@ -1832,3 +1832,38 @@ async fn create_rbac_objects_through_kubectls_typed_client() {
     .ok()
     .stdout_has("yes");
 }
+
+/// `kubectl create service` (protobuf from kubectl 1.32+'s typed client) stores the spec a JSON client sends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_service_through_kubectls_typed_client() {
+    let (sim, k) = start().await;
+    k.run(&["create", "service", "clusterip", "web", "--tcp=80:8080"])
+        .await
+        .ok()
+        .stdout_has("service/web created");
+    k.run(&[
+        "create",
+        "service",
+        "nodeport",
+        "edge",
+        "--tcp=443:https",
+        "--node-port=30443",
+    ])
+    .await
+    .ok()
+    .stdout_has("service/edge created");
+    let web = get(&sim, "v1", "Service", "default", "web");
+    assert_eq!(web["spec"]["type"], "ClusterIP");
+    assert_eq!(
+        web["spec"]["ports"],
+        json!([{"name": "80-8080", "protocol": "TCP", "port": 80, "targetPort": 8080}])
+    );
+    assert_eq!(web["spec"]["selector"], json!({"app": "web"}));
+    let edge = get(&sim, "v1", "Service", "default", "edge");
+    assert_eq!(edge["spec"]["type"], "NodePort");
+    assert_eq!(
+        edge["spec"]["ports"][0]["targetPort"], "https",
+        "a named target port stays a string"
+    );
+    assert_eq!(edge["spec"]["ports"][0]["nodePort"], 30443);
+}

@@ -322,6 +322,99 @@ struct RbacBinding {
 
 // ---- core/v1 ----------------------------------------------------------------------------------------------
 
+/// util/intstr IntOrString: `type` 0 is the integer, 1 the string.
+#[derive(Clone, PartialEq, Message)]
+struct IntOrString {
+    #[prost(int64, optional, tag = "1")]
+    r#type: Option<i64>,
+    #[prost(int32, optional, tag = "2")]
+    int_val: Option<i32>,
+    #[prost(string, optional, tag = "3")]
+    str_val: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct ServicePort {
+    #[prost(string, optional, tag = "1")]
+    name: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    protocol: Option<String>,
+    #[prost(int32, optional, tag = "3")]
+    port: Option<i32>,
+    #[prost(message, optional, tag = "4")]
+    target_port: Option<IntOrString>,
+    #[prost(int32, optional, tag = "5")]
+    node_port: Option<i32>,
+    #[prost(string, optional, tag = "6")]
+    app_protocol: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct ClientIpConfig {
+    #[prost(int32, optional, tag = "1")]
+    timeout_seconds: Option<i32>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct SessionAffinityConfig {
+    #[prost(message, optional, tag = "1")]
+    client_ip: Option<ClientIpConfig>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct ServiceSpec {
+    #[prost(message, repeated, tag = "1")]
+    ports: Vec<ServicePort>,
+    #[prost(btree_map = "string, string", tag = "2")]
+    selector: BTreeMap<String, String>,
+    #[prost(string, optional, tag = "3")]
+    cluster_ip: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    r#type: Option<String>,
+    #[prost(string, repeated, tag = "5")]
+    external_ips: Vec<String>,
+    #[prost(string, optional, tag = "7")]
+    session_affinity: Option<String>,
+    #[prost(string, optional, tag = "8")]
+    load_balancer_ip: Option<String>,
+    #[prost(string, repeated, tag = "9")]
+    load_balancer_source_ranges: Vec<String>,
+    #[prost(string, optional, tag = "10")]
+    external_name: Option<String>,
+    #[prost(string, optional, tag = "11")]
+    external_traffic_policy: Option<String>,
+    #[prost(int32, optional, tag = "12")]
+    health_check_node_port: Option<i32>,
+    #[prost(bool, optional, tag = "13")]
+    publish_not_ready_addresses: Option<bool>,
+    #[prost(message, optional, tag = "14")]
+    session_affinity_config: Option<SessionAffinityConfig>,
+    #[prost(string, optional, tag = "17")]
+    ip_family_policy: Option<String>,
+    #[prost(string, repeated, tag = "18")]
+    cluster_ips: Vec<String>,
+    #[prost(string, repeated, tag = "19")]
+    ip_families: Vec<String>,
+    #[prost(bool, optional, tag = "20")]
+    allocate_load_balancer_node_ports: Option<bool>,
+    #[prost(string, optional, tag = "21")]
+    load_balancer_class: Option<String>,
+    #[prost(string, optional, tag = "22")]
+    internal_traffic_policy: Option<String>,
+    #[prost(string, optional, tag = "23")]
+    traffic_distribution: Option<String>,
+}
+
+/// core/v1 Service. Its status (field 3) is not decoded: the server resets a Service's status on create and
+/// keeps the stored one on update, so what a client sends there never counts.
+#[derive(Clone, PartialEq, Message)]
+struct Service {
+    #[prost(message, optional, tag = "1")]
+    metadata: Option<ObjectMeta>,
+    #[prost(message, optional, tag = "2")]
+    spec: Option<ServiceSpec>,
+}
+
 #[derive(Clone, PartialEq, Message)]
 struct Secret {
     #[prost(message, optional, tag = "1")]
@@ -850,6 +943,76 @@ fn namespace_json(n: Namespace, out: &mut Obj) -> Result<(), String> {
     Ok(())
 }
 
+/// IntOrString as JSON: the integer or the string its `type` says.
+fn int_or_string(v: Option<IntOrString>) -> Value {
+    let v = v.unwrap_or_default();
+    match v.r#type.unwrap_or(0) {
+        1 => json!(v.str_val.unwrap_or_default()),
+        _ => json!(v.int_val.unwrap_or(0)),
+    }
+}
+
+/// core/v1 ServiceSpec with Go's tags: `port` and `targetPort` always written (an IntOrString is a struct, which
+/// omitempty never omits), the rest omitempty, pointers whenever sent.
+fn service_spec(s: ServiceSpec) -> Value {
+    let mut o = Obj::new();
+    if !s.ports.is_empty() {
+        let ports = s.ports.into_iter().map(|p| {
+            let mut e = Obj::new();
+            put_str(&mut e, "name", p.name);
+            put_str(&mut e, "protocol", p.protocol);
+            put_ptr(&mut e, "appProtocol", p.app_protocol);
+            e.insert("port".into(), json!(p.port.unwrap_or(0)));
+            e.insert("targetPort".into(), int_or_string(p.target_port));
+            put_num(&mut e, "nodePort", p.node_port.map(i64::from));
+            Value::Object(e)
+        });
+        o.insert("ports".into(), Value::Array(ports.collect()));
+    }
+    put_map(&mut o, "selector", s.selector);
+    put_str(&mut o, "clusterIP", s.cluster_ip);
+    put_strings(&mut o, "clusterIPs", s.cluster_ips);
+    put_str(&mut o, "type", s.r#type);
+    put_strings(&mut o, "externalIPs", s.external_ips);
+    put_str(&mut o, "sessionAffinity", s.session_affinity);
+    put_str(&mut o, "loadBalancerIP", s.load_balancer_ip);
+    put_strings(
+        &mut o,
+        "loadBalancerSourceRanges",
+        s.load_balancer_source_ranges,
+    );
+    put_str(&mut o, "externalName", s.external_name);
+    put_str(&mut o, "externalTrafficPolicy", s.external_traffic_policy);
+    put_num(
+        &mut o,
+        "healthCheckNodePort",
+        s.health_check_node_port.map(i64::from),
+    );
+    if s.publish_not_ready_addresses == Some(true) {
+        o.insert("publishNotReadyAddresses".into(), json!(true));
+    }
+    if let Some(c) = s.session_affinity_config {
+        let mut config = Obj::new();
+        if let Some(ip) = c.client_ip {
+            let mut client = Obj::new();
+            put_ptr(&mut client, "timeoutSeconds", ip.timeout_seconds);
+            config.insert("clientIP".into(), Value::Object(client));
+        }
+        o.insert("sessionAffinityConfig".into(), Value::Object(config));
+    }
+    put_strings(&mut o, "ipFamilies", s.ip_families);
+    put_ptr(&mut o, "ipFamilyPolicy", s.ip_family_policy);
+    put_ptr(
+        &mut o,
+        "allocateLoadBalancerNodePorts",
+        s.allocate_load_balancer_node_ports,
+    );
+    put_ptr(&mut o, "loadBalancerClass", s.load_balancer_class);
+    put_ptr(&mut o, "internalTrafficPolicy", s.internal_traffic_policy);
+    put_ptr(&mut o, "trafficDistribution", s.traffic_distribution);
+    Value::Object(o)
+}
+
 /// rbac/v1 PolicyRule: `verbs` has no omitempty (null when none), the lists after it do.
 fn policy_rule(r: PolicyRule) -> Value {
     let mut e = Obj::new();
@@ -1038,6 +1201,15 @@ pub fn decode(body: &[u8], kind: &str) -> Result<Value, ApiError> {
             put_str_always(&mut role_ref, "kind", r.kind);
             put_str_always(&mut role_ref, "name", r.name);
             o.insert("roleRef".into(), Value::Object(role_ref));
+        }
+        "Service" => {
+            let svc = Service::decode(raw.as_slice()).map_err(obj_err)?;
+            o.insert(
+                "metadata".into(),
+                meta_json(svc.metadata).map_err(field_err)?,
+            );
+            o.insert("spec".into(), service_spec(svc.spec.unwrap_or_default()));
+            o.insert("status".into(), json!({"loadBalancer": {}}));
         }
         "Secret" => {
             let s = Secret::decode(raw.as_slice()).map_err(obj_err)?;
@@ -1621,7 +1793,8 @@ mod tests {
         use super::*;
         use proptest::prelude::*;
 
-        const KINDS: [&str; 16] = [
+        const KINDS: [&str; 17] = [
+            "Service",
             "SelfSubjectAccessReview",
             "SelfSubjectRulesReview",
             "TokenReview",
