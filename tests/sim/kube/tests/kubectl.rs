@@ -1867,3 +1867,46 @@ async fn create_service_through_kubectls_typed_client() {
     );
     assert_eq!(edge["spec"]["ports"][0]["nodePort"], 30443);
 }
+
+/// `kubectl create ingress` and `kubectl create poddisruptionbudget` (protobuf from kubectl 1.32+).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_ingress_and_pdb_through_kubectls_typed_client() {
+    let (sim, k) = start().await;
+    k.run(&[
+        "create",
+        "ingress",
+        "web",
+        "--class=nginx",
+        "--rule=example.com/api*=api:8080,tls=example-tls",
+    ])
+    .await
+    .ok()
+    .stdout_has("ingress.networking.k8s.io/web created");
+    let ingress = get(&sim, "networking.k8s.io/v1", "Ingress", "default", "web");
+    assert_eq!(ingress["spec"]["ingressClassName"], "nginx");
+    assert_eq!(
+        ingress["spec"]["rules"],
+        json!([{"host": "example.com", "http": {"paths": [{"path": "/api", "pathType": "Prefix",
+            "backend": {"service": {"name": "api", "port": {"number": 8080}}}}]}}])
+    );
+    assert_eq!(
+        ingress["spec"]["tls"],
+        json!([{"hosts": ["example.com"], "secretName": "example-tls"}])
+    );
+    k.run(&[
+        "create",
+        "poddisruptionbudget",
+        "web",
+        "--selector=app=web",
+        "--min-available=50%",
+    ])
+    .await
+    .ok()
+    .stdout_has("poddisruptionbudget.policy/web created");
+    let pdb = get(&sim, "policy/v1", "PodDisruptionBudget", "default", "web");
+    assert_eq!(pdb["spec"]["minAvailable"], "50%");
+    assert_eq!(
+        pdb["spec"]["selector"],
+        json!({"matchLabels": {"app": "web"}})
+    );
+}

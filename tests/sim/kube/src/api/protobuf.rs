@@ -405,6 +405,120 @@ struct ServiceSpec {
     traffic_distribution: Option<String>,
 }
 
+/// policy/v1 PodDisruptionBudget (its status, field 3, is reset by the server on create and kept on update).
+#[derive(Clone, PartialEq, Message)]
+struct PodDisruptionBudget {
+    #[prost(message, optional, tag = "1")]
+    metadata: Option<ObjectMeta>,
+    #[prost(message, optional, tag = "2")]
+    spec: Option<PodDisruptionBudgetSpec>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct PodDisruptionBudgetSpec {
+    #[prost(message, optional, tag = "1")]
+    min_available: Option<IntOrString>,
+    #[prost(message, optional, tag = "2")]
+    selector: Option<LabelSelector>,
+    #[prost(message, optional, tag = "3")]
+    max_unavailable: Option<IntOrString>,
+    #[prost(string, optional, tag = "4")]
+    unhealthy_pod_eviction_policy: Option<String>,
+}
+
+/// networking/v1 Ingress (status likewise not decoded).
+#[derive(Clone, PartialEq, Message)]
+struct Ingress {
+    #[prost(message, optional, tag = "1")]
+    metadata: Option<ObjectMeta>,
+    #[prost(message, optional, tag = "2")]
+    spec: Option<IngressSpec>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct IngressSpec {
+    #[prost(message, optional, tag = "1")]
+    default_backend: Option<IngressBackend>,
+    #[prost(message, repeated, tag = "2")]
+    tls: Vec<IngressTls>,
+    #[prost(message, repeated, tag = "3")]
+    rules: Vec<IngressRule>,
+    #[prost(string, optional, tag = "4")]
+    ingress_class_name: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct IngressBackend {
+    #[prost(message, optional, tag = "3")]
+    resource: Option<TypedLocalObjectReference>,
+    #[prost(message, optional, tag = "4")]
+    service: Option<IngressServiceBackend>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct TypedLocalObjectReference {
+    #[prost(string, optional, tag = "1")]
+    api_group: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    kind: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    name: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct IngressServiceBackend {
+    #[prost(string, optional, tag = "1")]
+    name: Option<String>,
+    #[prost(message, optional, tag = "2")]
+    port: Option<ServiceBackendPort>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct ServiceBackendPort {
+    #[prost(string, optional, tag = "1")]
+    name: Option<String>,
+    #[prost(int32, optional, tag = "2")]
+    number: Option<i32>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct IngressTls {
+    #[prost(string, repeated, tag = "1")]
+    hosts: Vec<String>,
+    #[prost(string, optional, tag = "2")]
+    secret_name: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct IngressRule {
+    #[prost(string, optional, tag = "1")]
+    host: Option<String>,
+    #[prost(message, optional, tag = "2")]
+    ingress_rule_value: Option<IngressRuleValue>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct IngressRuleValue {
+    #[prost(message, optional, tag = "1")]
+    http: Option<HttpIngressRuleValue>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct HttpIngressRuleValue {
+    #[prost(message, repeated, tag = "1")]
+    paths: Vec<HttpIngressPath>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct HttpIngressPath {
+    #[prost(string, optional, tag = "1")]
+    path: Option<String>,
+    #[prost(message, optional, tag = "2")]
+    backend: Option<IngressBackend>,
+    #[prost(string, optional, tag = "3")]
+    path_type: Option<String>,
+}
+
 /// core/v1 Service. Its status (field 3) is not decoded: the server resets a Service's status on create and
 /// keeps the stored one on update, so what a client sends there never counts.
 #[derive(Clone, PartialEq, Message)]
@@ -943,6 +1057,75 @@ fn namespace_json(n: Namespace, out: &mut Obj) -> Result<(), String> {
     Ok(())
 }
 
+/// networking/v1 IngressSpec with Go's tags (a rule's value is inlined; `pathType` and `paths` have no omitempty;
+/// a service backend's `port` struct is always written).
+fn ingress_spec(s: IngressSpec) -> Value {
+    fn backend(b: IngressBackend) -> Value {
+        let mut o = Obj::new();
+        if let Some(svc) = b.service {
+            let mut e = Obj::new();
+            put_str_always(&mut e, "name", svc.name);
+            let p = svc.port.unwrap_or_default();
+            let mut port = Obj::new();
+            put_str(&mut port, "name", p.name);
+            put_num(&mut port, "number", p.number.map(i64::from));
+            e.insert("port".into(), Value::Object(port));
+            o.insert("service".into(), Value::Object(e));
+        }
+        if let Some(r) = b.resource {
+            let mut e = Obj::new();
+            e.insert(
+                "apiGroup".into(),
+                r.api_group.map_or(Value::Null, Value::String),
+            );
+            put_str_always(&mut e, "kind", r.kind);
+            put_str_always(&mut e, "name", r.name);
+            o.insert("resource".into(), Value::Object(e));
+        }
+        Value::Object(o)
+    }
+    let mut o = Obj::new();
+    put_ptr(&mut o, "ingressClassName", s.ingress_class_name);
+    if let Some(b) = s.default_backend {
+        o.insert("defaultBackend".into(), backend(b));
+    }
+    if !s.tls.is_empty() {
+        let tls = s.tls.into_iter().map(|t| {
+            let mut e = Obj::new();
+            put_strings(&mut e, "hosts", t.hosts);
+            put_str(&mut e, "secretName", t.secret_name);
+            Value::Object(e)
+        });
+        o.insert("tls".into(), Value::Array(tls.collect()));
+    }
+    if !s.rules.is_empty() {
+        let rules = s.rules.into_iter().map(|r| {
+            let mut e = Obj::new();
+            put_str(&mut e, "host", r.host);
+            if let Some(http) = r.ingress_rule_value.and_then(|v| v.http) {
+                let paths: Vec<Value> = http
+                    .paths
+                    .into_iter()
+                    .map(|p| {
+                        let mut q = Obj::new();
+                        put_str(&mut q, "path", p.path);
+                        q.insert("pathType".into(), p.path_type.map_or(Value::Null, Value::String));
+                        q.insert("backend".into(), backend(p.backend.unwrap_or_default()));
+                        Value::Object(q)
+                    })
+                    .collect();
+                e.insert(
+                    "http".into(),
+                    json!({"paths": if paths.is_empty() { Value::Null } else { Value::Array(paths) }}),
+                );
+            }
+            Value::Object(e)
+        });
+        o.insert("rules".into(), Value::Array(rules.collect()));
+    }
+    Value::Object(o)
+}
+
 /// IntOrString as JSON: the integer or the string its `type` says.
 fn int_or_string(v: Option<IntOrString>) -> Value {
     let v = v.unwrap_or_default();
@@ -1201,6 +1384,38 @@ pub fn decode(body: &[u8], kind: &str) -> Result<Value, ApiError> {
             put_str_always(&mut role_ref, "kind", r.kind);
             put_str_always(&mut role_ref, "name", r.name);
             o.insert("roleRef".into(), Value::Object(role_ref));
+        }
+        "PodDisruptionBudget" => {
+            let pdb = PodDisruptionBudget::decode(raw.as_slice()).map_err(obj_err)?;
+            o.insert(
+                "metadata".into(),
+                meta_json(pdb.metadata).map_err(field_err)?,
+            );
+            let s = pdb.spec.unwrap_or_default();
+            let mut spec = Obj::new();
+            if s.min_available.is_some() {
+                spec.insert("minAvailable".into(), int_or_string(s.min_available));
+            }
+            if let Some(sel) = s.selector {
+                spec.insert("selector".into(), label_selector(sel));
+            }
+            if s.max_unavailable.is_some() {
+                spec.insert("maxUnavailable".into(), int_or_string(s.max_unavailable));
+            }
+            put_ptr(
+                &mut spec,
+                "unhealthyPodEvictionPolicy",
+                s.unhealthy_pod_eviction_policy,
+            );
+            o.insert("spec".into(), Value::Object(spec));
+        }
+        "Ingress" => {
+            let ing = Ingress::decode(raw.as_slice()).map_err(obj_err)?;
+            o.insert(
+                "metadata".into(),
+                meta_json(ing.metadata).map_err(field_err)?,
+            );
+            o.insert("spec".into(), ingress_spec(ing.spec.unwrap_or_default()));
         }
         "Service" => {
             let svc = Service::decode(raw.as_slice()).map_err(obj_err)?;
@@ -1793,8 +2008,10 @@ mod tests {
         use super::*;
         use proptest::prelude::*;
 
-        const KINDS: [&str; 17] = [
+        const KINDS: [&str; 19] = [
             "Service",
+            "PodDisruptionBudget",
+            "Ingress",
             "SelfSubjectAccessReview",
             "SelfSubjectRulesReview",
             "TokenReview",
