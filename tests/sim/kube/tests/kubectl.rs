@@ -1910,3 +1910,43 @@ async fn create_ingress_and_pdb_through_kubectls_typed_client() {
         json!({"matchLabels": {"app": "web"}})
     );
 }
+
+/// Where the machine image keeps one kubectl binary per minor version, beside the `kubectl` dispatcher that
+/// `/usr/bin/kubectl` links to.
+const KUBECTL_VERSIONS_DIR: &str = "/usr/lib/google-cloud-sdk/bin";
+
+/// Client-side apply of built-ins and of a `kind: List`, with every kubectl on the image (1.27 and 1.28 fetch
+/// `/openapi/v2` first and fail every apply without it). A version missing from the image fails the test.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_of_lists_and_built_ins_works_with_every_kubectl_on_the_image() {
+    for minor in 27..=33 {
+        let bin = std::path::PathBuf::from(format!("{KUBECTL_VERSIONS_DIR}/kubectl.1.{minor}"));
+        assert!(
+            bin.is_file(),
+            "{} is missing: the image is expected to carry kubectl 1.27 to 1.33",
+            bin.display()
+        );
+        let sim = KubeSim::start().await.expect("starting kube-sim");
+        let k = common_kubectl::Kubectl::with_binary(&sim, &sim.admin(), bin);
+        let list = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: listed-a}\n  data: {v: '1'}\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: listed-b}\n";
+        let out = k.stdin(&["apply", "-f", "-"], list).await;
+        assert!(out.success(), "kubectl 1.{minor}:\n{}", out.describe());
+        out.stdout_has("configmap/listed-a created")
+            .stdout_has("configmap/listed-b created");
+        k.stdin(&["apply", "-f", "-"], list)
+            .await
+            .ok()
+            .stdout_has("configmap/listed-a unchanged");
+        let changed = list.replace("v: '1'", "v: '2'");
+        k.stdin(&["apply", "-f", "-"], &changed)
+            .await
+            .ok()
+            .stdout_has("configmap/listed-a configured");
+        assert_eq!(
+            get(&sim, "v1", "ConfigMap", "default", "listed-a")["data"]["v"],
+            "2",
+            "kubectl 1.{minor}"
+        );
+        sim.stop().await;
+    }
+}

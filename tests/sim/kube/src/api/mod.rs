@@ -4,6 +4,7 @@
 mod discovery;
 mod objects;
 mod openapi;
+mod openapi_v2;
 mod partial;
 mod printers;
 mod protobuf;
@@ -150,13 +151,7 @@ async fn route(api: &Arc<Api>, call: &Call) -> Resp {
         {
             return text(200, "ok");
         }
-        "/openapi/v2" => {
-            return error(&ApiError::new(
-                404,
-                "NotFound",
-                "the server could not find the requested resource",
-            ));
-        }
+        "/openapi/v2" => return openapi_v2::handle(call, "v1.32.0"),
         p if p == "/openapi/v3" || p.starts_with("/openapi/v3/") => {
             return openapi::handle(api, call, p);
         }

@@ -185,7 +185,11 @@ pub struct Kubectl {
 impl Kubectl {
     /// kubectl acting as `user` (its kubeconfig is written by `KubeSim::write_kubeconfig`).
     pub fn new(sim: &KubeSim, user: &User) -> Kubectl {
-        let bin = kubectl_binary();
+        Self::with_binary(sim, user, kubectl_binary())
+    }
+
+    /// A given kubectl binary (one version of several) acting as `user`.
+    pub fn with_binary(sim: &KubeSim, user: &User, bin: PathBuf) -> Kubectl {
         let dir = tempfile::tempdir().expect("creating a temporary directory for kubectl");
         let kubeconfig = dir.path().join("kubeconfig");
         sim.write_kubeconfig(&kubeconfig, user)
