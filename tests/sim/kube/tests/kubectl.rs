@@ -1911,8 +1911,8 @@ async fn create_ingress_and_pdb_through_kubectls_typed_client() {
     );
 }
 
-/// Where the machine image keeps one kubectl binary per minor version, beside the `kubectl` dispatcher that
-/// `/usr/bin/kubectl` links to.
+/// Where the machine image keeps one kubectl binary per minor version when they are not on PATH: beside the
+/// `kubectl` dispatcher that `/usr/bin/kubectl` links to.
 const KUBECTL_VERSIONS_DIR: &str = "/usr/lib/google-cloud-sdk/bin";
 
 /// Client-side apply of built-ins and of a `kind: List`, with every kubectl on the image (1.27 and 1.28 fetch
@@ -1920,12 +1920,16 @@ const KUBECTL_VERSIONS_DIR: &str = "/usr/lib/google-cloud-sdk/bin";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apply_of_lists_and_built_ins_works_with_every_kubectl_on_the_image() {
     for minor in 27..=33 {
-        let bin = std::path::PathBuf::from(format!("{KUBECTL_VERSIONS_DIR}/kubectl.1.{minor}"));
-        assert!(
-            bin.is_file(),
-            "{} is missing: the image is expected to carry kubectl 1.27 to 1.33",
-            bin.display()
-        );
+        let name = format!("kubectl.1.{minor}");
+        // On PATH, or beside the dispatcher.
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let bin = std::env::split_paths(&path)
+            .chain([std::path::PathBuf::from(KUBECTL_VERSIONS_DIR)])
+            .map(|dir| dir.join(&name))
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| {
+                panic!("{name} is missing (not on PATH, not in {KUBECTL_VERSIONS_DIR}): the image is expected to carry kubectl 1.27 to 1.33")
+            });
         let sim = KubeSim::start().await.expect("starting kube-sim");
         let k = common_kubectl::Kubectl::with_binary(&sim, &sim.admin(), bin);
         let list = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: listed-a}\n  data: {v: '1'}\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: listed-b}\n";
