@@ -137,3 +137,71 @@ fn crds_prints_exactly_the_committed_crds() {
     }
     assert_eq!(printed.len(), total, "nothing else is printed");
 }
+
+/// In `dev`, the operator's Events are where kubectl looks: `kubectl describe omnicluster` shows the sync.
+#[test]
+fn dev_shows_the_operators_events_in_kubectl_describe() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kc");
+    let mut child = bin()
+        .args(["--cache-dir"])
+        .arg(dir.path().join("cache"))
+        .args(["dev", "--timeout", "90", "--apply"])
+        .arg(examples())
+        .arg("--kubeconfig-out")
+        .arg(&kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("omni-operator runs");
+    // A watchdog, so a dev that never settles fails the test instead of hanging it.
+    let pid = child.id();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if done_rx
+            .recv_timeout(std::time::Duration::from_secs(150))
+            .is_err()
+        {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    });
+    let stdout = child.stdout.take().expect("stdout");
+    let mut seen = String::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.expect("a line");
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.contains("reconciled objects are ready") {
+            break;
+        }
+    }
+    assert!(seen.contains("reconciled objects are ready"), "{seen}");
+    let describe = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args([
+            "describe",
+            "omnicluster",
+            "edge-sample",
+            "-n",
+            "omni-system",
+        ])
+        .output()
+        .expect("kubectl runs");
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = done_tx.send(());
+    let _ = watchdog.join();
+    let text = String::from_utf8_lossy(&describe.stdout);
+    assert!(
+        describe.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&describe.stderr)
+    );
+    assert!(text.contains("Events:"), "{text}");
+    assert!(
+        text.contains("Synced") && text.contains("synced the cluster template to Omni"),
+        "the operator's sync Event is shown:\n{text}"
+    );
+}

@@ -6,7 +6,7 @@
 
 use omni_api::conditions::{self, reasons};
 use omni_api::{OmniCluster, OmniClusterStatus, SyncStatusFields};
-use omni_plugin_sdk::{Host, ReconcileError, Value};
+use omni_plugin_sdk::{EventType, Host, ReconcileError, Value};
 use omni_template::model::FileSource;
 use omni_template::render::{self, Rendered};
 use omni_template::sync::{self, Progress};
@@ -120,6 +120,21 @@ fn outcome<H: Host>(host: &H) -> Result<Outcome, ReconcileError> {
     status.sync.last_sync_output = Some(output.clone());
     // From here on the template is valid, and `validated` says so.
 
+    // Beyond the Go operator (which records no Events): a sync that changed Omni, or failed, is an Event on the
+    // object, so `kubectl describe` shows the history. Unchanged re-syncs say nothing.
+    match &result {
+        Err(e) => host.event(
+            EventType::Warning,
+            reasons::SYNC_FAILED,
+            &format!("sync failed: {e}"),
+        ),
+        Ok(_) if !lines.is_empty() => host.event(
+            EventType::Normal,
+            reasons::SYNCED,
+            &format!("synced the cluster template to Omni: {}", summary(&lines)),
+        ),
+        Ok(_) => {}
+    }
     match result {
         Err(e) => {
             let mut message = format!("sync failed: {e}");
@@ -208,6 +223,24 @@ fn template<H: Host>(
 }
 
 /// The §2.2 "rendered status", with `clusterName` the name Omni has the cluster under when one is `recorded`.
+/// What a sync did, counted by action (`2 created, 1 updated`), from its report lines.
+fn summary(lines: &[String]) -> String {
+    let count = |prefix: &str| lines.iter().filter(|l| l.starts_with(prefix)).count();
+    [
+        ("* creating ", "created"),
+        ("* updating ", "updated"),
+        ("* tearing down ", "torn down"),
+        ("* destroyed ", "destroyed"),
+    ]
+    .iter()
+    .filter_map(|(prefix, word)| match count(prefix) {
+        0 => None,
+        n => Some(format!("{n} {word}")),
+    })
+    .collect::<Vec<_>>()
+    .join(", ")
+}
+
 fn rendered_status(r: &Rendered, yaml: &str, recorded: Option<String>) -> OmniClusterStatus {
     OmniClusterStatus {
         sync: SyncStatusFields {

@@ -3,7 +3,7 @@
 
 use omni_plugin_sdk::mock::MockHost;
 use omni_plugin_sdk::omni::{ClusterHealth, OmniResource, Phase, ResourceKey};
-use omni_plugin_sdk::{ConditionStatus, HostError, Plugin, Value, json};
+use omni_plugin_sdk::{ConditionStatus, EventType, HostError, Plugin, Value, json};
 use omni_template::translate::types;
 
 use super::*;
@@ -173,6 +173,16 @@ fn first_sync_creates_everything_in_omnis_order_and_reports_it() {
         Some(timing::NOT_READY_RECHECK_MS),
         "not ready yet: looked at again soon"
     );
+    // A sync that changed Omni is an Event on the object.
+    let creates = writes(&host).len();
+    assert_eq!(
+        out.events,
+        [(
+            EventType::Normal,
+            "Synced".to_string(),
+            format!("synced the cluster template to Omni: {creates} created")
+        )]
+    );
 }
 
 #[test]
@@ -197,6 +207,10 @@ fn a_second_sync_with_no_change_writes_nothing_and_a_healthy_cluster_is_ready() 
         )
     );
     assert_eq!(host.outputs().status["lastSyncOutput"], "");
+    assert!(
+        host.outputs().events.is_empty(),
+        "an unchanged re-sync records no Event"
+    );
     assert_eq!(
         host.outputs().requeue_after,
         Some(5 * 60 * 1000),
@@ -588,6 +602,14 @@ fn a_sync_failure_is_a_reported_state_with_backoff() {
         "sync failed: error syncing template: connection refused"
     );
     assert_eq!(cond(&host, "Ready").1, "SyncFailed");
+    assert_eq!(
+        host.outputs().events,
+        [(
+            EventType::Warning,
+            "SyncFailed".to_string(),
+            "sync failed: error syncing template: connection refused".to_string()
+        )]
+    );
     assert_eq!(host.outputs().requeue_after, Some(timing::MIN_BACKOFF_MS));
     assert!(host.outputs().status["lastAttemptTime"].is_string());
     assert!(host.outputs().status.get("lastSyncTime").is_none());
