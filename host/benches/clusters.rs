@@ -436,12 +436,9 @@ impl Report {
 }
 
 async fn client(kubeconfig: &Path) -> Result<kube::Client> {
-    let kc = kube::config::Kubeconfig::read_from(kubeconfig)
+    let text = std::fs::read_to_string(kubeconfig)
         .with_context(|| format!("reading {}", kubeconfig.display()))?;
-    let config =
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await?;
-    kube::Client::try_from(config).context("building a kube client")
+    stack::client(&text).await
 }
 
 /// The API of a kind this bench creates (in the bench namespace, for namespaced kinds).

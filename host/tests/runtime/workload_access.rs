@@ -288,13 +288,9 @@ fn unix(rfc3339: &str) -> i64 {
 
 /// A client of the workload cluster from an exported kubeconfig, as automation would use it.
 async fn workload_client(kubeconfig: &[u8]) -> kube::Client {
-    let k = kube::config::Kubeconfig::from_yaml(std::str::from_utf8(kubeconfig).expect("UTF-8"))
-        .expect("a kubeconfig");
-    let config =
-        kube::Config::from_custom_kubeconfig(k, &kube::config::KubeConfigOptions::default())
-            .await
-            .expect("config");
-    kube::Client::try_from(config).expect("client")
+    omni_operator::stack::client(std::str::from_utf8(kubeconfig).expect("UTF-8"))
+        .await
+        .expect("a client from the kubeconfig")
 }
 
 // ---------------------------------------------------------------------------------------------------------------

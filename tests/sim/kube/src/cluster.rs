@@ -472,11 +472,7 @@ impl Cluster {
                 false,
             ));
         }
-        let patch_doc: Value = match kind {
-            PatchKind::Apply => decode_apply_body(body)?,
-            _ => serde_json::from_slice(body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
-        };
+        let patch_doc = decode_patch_document(kind, body)?;
         if kind == PatchKind::Apply {
             let manager = ctx.field_manager.clone().unwrap_or_default();
             if manager.is_empty() {
@@ -1615,68 +1611,19 @@ fn not_an_object() -> ApiError {
     ApiError::bad_request("the body must be a JSON or YAML object")
 }
 
-/// The deepest flow nesting (`[`, `{`) an apply body may have: go-yaml's limit, which kube-apiserver's YAML
-/// decoder inherits.
-const MAX_YAML_FLOW_DEPTH: usize = 10_000;
-
-/// An apply body (YAML, of which JSON is a subset) as JSON. Nesting is measured before the YAML parser runs:
-/// it takes time quadratic in the depth, so a 200 KB body of brackets would hold the server for many seconds.
-/// A JSON body is decoded as JSON, whose decoder refuses deep nesting as it reads.
+/// An apply body as JSON, with the real server's error prefix.
 fn decode_apply_body(body: &[u8]) -> ApiResult<Value> {
-    let bad = |e: String| ApiError::bad_request(format!("error decoding YAML: {e}"));
-    if body.trim_ascii_start().first() == Some(&b'{') {
-        return serde_json::from_slice(body).map_err(|e| bad(e.to_string()));
-    }
-    if flow_depth(body) > MAX_YAML_FLOW_DEPTH {
-        return Err(bad(format!("exceeded max depth of {MAX_YAML_FLOW_DEPTH}")));
-    }
-    yaml_serde::from_slice(body).map_err(|e| bad(e.to_string()))
+    crate::yaml_body::parse(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
 }
 
-/// The deepest nesting of `[`/`{` in a YAML text, outside quoted scalars and comments. A quote opens a scalar,
-/// and `#` a comment, only after whitespace, a flow indicator or the start of the text, as in YAML; elsewhere
-/// they are part of a plain scalar, so text cannot hide brackets from this count that the parser would nest.
-fn flow_depth(text: &[u8]) -> usize {
-    let (mut depth, mut deepest) = (0usize, 0usize);
-    let mut quote: Option<u8> = None;
-    let mut comment = false;
-    let mut escaped = false;
-    let mut prev: Option<u8> = None;
-    for &b in text {
-        let boundary = matches!(
-            prev,
-            None | Some(b' ' | b'\t' | b'\n' | b'\r' | b'[' | b'{' | b',')
-        );
-        prev = Some(b);
-        if comment {
-            comment = b != b'\n';
-            continue;
-        }
-        match quote {
-            Some(q) => {
-                if escaped {
-                    escaped = false;
-                } else if q == b'"' && b == b'\\' {
-                    escaped = true;
-                } else if b == q {
-                    quote = None;
-                    // A closing quote is never the start of the next scalar.
-                    prev = Some(b'x');
-                }
-            }
-            None => match b {
-                b'"' | b'\'' if boundary => quote = Some(b),
-                b'#' if boundary => comment = true,
-                b'[' | b'{' => {
-                    depth += 1;
-                    deepest = deepest.max(depth);
-                }
-                b']' | b'}' => depth = depth.saturating_sub(1),
-                _ => {}
-            },
-        }
+/// A PATCH body as JSON: YAML for apply, JSON for the other patch types.
+pub(crate) fn decode_patch_document(kind: PatchKind, body: &[u8]) -> ApiResult<Value> {
+    match kind {
+        PatchKind::Apply => decode_apply_body(body),
+        _ => serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}"))),
     }
-    deepest
 }
 
 fn check_body_namespace(rt: &ResourceType, body: &Value, url_ns: &str) -> ApiResult<()> {
@@ -1827,7 +1774,7 @@ fn cause_reason(kind: schema::FieldErrorKind) -> &'static str {
 }
 
 /// Patch failures keep the status and reason the real patch handler gives them.
-fn patch_error(e: patch::PatchError) -> ApiError {
+pub(crate) fn patch_error(e: patch::PatchError) -> ApiError {
     ApiError::new(e.status, e.reason(), e.message)
 }
 
@@ -2085,6 +2032,7 @@ mod tests {
 
     #[test]
     fn flow_depth_counts_brackets_outside_quoted_scalars_and_comments() {
+        use crate::yaml_body::flow_depth;
         assert_eq!(flow_depth(b"a: [1, {b: [2]}]"), 3);
         assert_eq!(flow_depth(b"a: '[[[['\nb: \"[[\\\"[\"\n# [[[[\n"), 0);
         // Quotes and `#` inside a plain scalar are literal, so they cannot hide brackets the parser nests.

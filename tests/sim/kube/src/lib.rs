@@ -37,6 +37,7 @@ pub mod snapshot;
 pub mod store;
 pub mod tls;
 pub mod validation;
+pub mod yaml_body;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

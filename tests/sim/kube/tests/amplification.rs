@@ -103,14 +103,7 @@ async fn amplifying_requests_stay_within_a_small_multiple_of_their_size() {
         .await
         .expect("the Blob CRD applies");
     let blob = json!({"apiVersion": "example.com/v1", "kind": "Blob", "metadata": {"name": "b"}, "spec": {"v": "x"}});
-    let mut created = 0;
-    for _ in 0..100 {
-        created = send_json(&client, "POST", BLOBS, &blob).await.status;
-        if created == 201 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let created = create_when_served(&client, BLOBS, &blob).await;
     assert_eq!(created, 201, "the Blob CRD is served");
     let blob_path = format!("{BLOBS}/b");
     // Warm the paths once so first-use allocations (TLS sessions, lazily built tables) are not counted.

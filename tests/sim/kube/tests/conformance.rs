@@ -1548,14 +1548,7 @@ spec:
         let c = sim.client().await.expect("client");
         let pools = "/apis/example.com/v1/namespaces/default/pools";
         let pool = json!({"apiVersion": "example.com/v1", "kind": "Pool", "metadata": {"name": "p"}, "spec": {}});
-        let mut created = 0;
-        for _ in 0..100 {
-            created = send_json(&c, "POST", pools, &pool).await.status;
-            if created == 201 {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        let created = create_when_served(&c, pools, &pool).await;
         assert_eq!(created, 201);
         let r = patch(
             &c,

@@ -242,7 +242,7 @@ pub fn decode_body(call: &Call, rt: &ResourceType) -> ApiResult<Value> {
             serde_json::from_slice(&call.body).map_err(|e| decode_error(rt, &e.to_string()))?
         }
         "application/yaml" | "application/x-yaml" | "text/yaml" => {
-            yaml_serde::from_slice(&call.body).map_err(|e| decode_error(rt, &e.to_string()))?
+            crate::yaml_body::parse(&call.body).map_err(|e| decode_error(rt, &e))?
         }
         other => {
             return Err(ApiError::unsupported_media_type(format!(

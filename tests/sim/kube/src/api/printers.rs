@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::table::human_duration;
 use crate::resources::ResourceType;
+use crate::selectors::LabelSelector;
 
 /// One column: its name (kubectl prints it upper-cased), Table type and priority.
 pub struct Printed {
@@ -172,44 +173,22 @@ fn format_labels(map: &Value) -> String {
     }
 }
 
-/// A label selector as `metav1.LabelSelectorAsSelector(...).String()` prints it: requirements sorted by key,
-/// `k=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; empty for an empty selector.
+/// A label selector as `metav1.LabelSelectorAsSelector(...).String()` prints it (empty when it selects by
+/// nothing), or `<invalid>` as printDeployment shows a selector that does not convert.
 pub fn selector_string(sel: &Value) -> String {
-    let mut reqs: Vec<(String, String)> = Vec::new();
-    if let Some(m) = sel["matchLabels"].as_object() {
-        for (k, v) in m {
-            reqs.push((k.clone(), format!("{k}={}", v.as_str().unwrap_or_default())));
-        }
-    }
-    for e in sel["matchExpressions"].as_array().into_iter().flatten() {
-        let key = e["key"].as_str().unwrap_or_default().to_string();
-        let mut values: Vec<&str> = e["values"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        values.sort_unstable();
-        let text = match e["operator"].as_str().unwrap_or_default() {
-            "In" => format!("{key} in ({})", values.join(",")),
-            "NotIn" => format!("{key} notin ({})", values.join(",")),
-            "Exists" => key.clone(),
-            "DoesNotExist" => format!("!{key}"),
-            _ => continue,
-        };
-        reqs.push((key, text));
-    }
-    reqs.sort();
-    reqs.into_iter()
-        .map(|(_, t)| t)
-        .collect::<Vec<_>>()
-        .join(",")
+    LabelSelector::from_json(sel)
+        .map(|s| s.to_string())
+        .unwrap_or_else(|_| "<invalid>".into())
 }
 
-/// `metav1.FormatLabelSelector`: the selector string, or `<none>` when it selects by nothing.
+/// `metav1.FormatLabelSelector`: the selector string, `<none>` when it selects by nothing, `<error>` when it
+/// does not convert.
 fn format_label_selector(sel: &Value) -> String {
-    let s = selector_string(sel);
-    if s.is_empty() { "<none>".into() } else { s }
+    match LabelSelector::from_json(sel).map(|s| s.to_string()) {
+        Ok(s) if s.is_empty() => "<none>".into(),
+        Ok(s) => s,
+        Err(_) => "<error>".into(),
+    }
 }
 
 /// `layoutContainerCells`: container names and images, comma-joined.

@@ -148,19 +148,14 @@ pub async fn handle(
             body
         }
         "patch" => {
-            let doc: Value = match PatchKind::from_content_type(call.header("content-type"))? {
-                PatchKind::Apply => yaml_serde::from_slice(&call.body)
-                    .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?,
-                _ => serde_json::from_slice(&call.body)
-                    .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
-            };
+            let kind = PatchKind::from_content_type(call.header("content-type"))?;
+            let doc = crate::cluster::decode_patch_document(kind, &call.body)?;
             // A Scale has no lists and no patch merge keys: strategic and apply patches merge as merge patches.
-            match PatchKind::from_content_type(call.header("content-type"))? {
-                PatchKind::Json => patch::json_patch(&scale, &doc)
-                    .map_err(|e| ApiError::new(e.status, e.reason(), e.message))?,
-                _ => patch::merge_patch_request(&scale, &doc)
-                    .map_err(|e| ApiError::new(e.status, e.reason(), e.message))?,
+            match kind {
+                PatchKind::Json => patch::json_patch(&scale, &doc),
+                _ => patch::merge_patch_request(&scale, &doc),
             }
+            .map_err(crate::cluster::patch_error)?
         }
         _ => {
             return Err(ApiError::method_not_allowed(

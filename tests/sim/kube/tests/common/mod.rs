@@ -143,6 +143,20 @@ pub async fn client_without_retries(sim: &KubeSim) -> kube::Client {
     kube::Client::try_from(cfg).expect("client")
 }
 
+/// POSTs `obj` to a custom resource's collection, retrying while its CRD is not yet served (up to 2 s);
+/// returns the last answer's status.
+pub async fn create_when_served(client: &kube::Client, collection: &str, obj: &Value) -> u16 {
+    let mut status = 0;
+    for _ in 0..100 {
+        status = send_json(client, "POST", collection, obj).await.status;
+        if status == 201 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    status
+}
+
 /// A server with the Widget CRD installed and served.
 pub async fn sim_with_widgets() -> (KubeSim, kube::Client) {
     let sim = KubeSim::start().await.expect("server starts");
