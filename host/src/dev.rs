@@ -88,7 +88,7 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     );
     if let Some(workload) = &stack.workload {
         println!(
-            "Workload cluster (behind Omni's Kubernetes proxy) at {}: group {DEV_WORKLOAD_GROUP} may manage Secrets and create namespaces",
+            "Workload cluster (behind Omni's Kubernetes proxy) at {}: group {DEV_WORKLOAD_GROUP} may manage Secrets and create namespaces; workloads there get Pods that turn Ready on a simulated Node",
             workload.url()
         );
     }

@@ -71,11 +71,14 @@ impl StackBuilder {
         self
     }
 
-    /// Adds the workload cluster, with `objects` (its RBAC, namespaces) applied before anything reaches it.
+    /// Adds the workload cluster, with `objects` (its RBAC, namespaces) applied before anything reaches it. Its
+    /// workload controllers run (one simulated Node), so what is installed there becomes Ready as on a real
+    /// cluster; the management cluster has none, as the operator's own objects need none.
     pub fn workload_cluster(mut self, objects: Vec<Value>) -> Self {
         let builder = kube_sim::KubeSim::builder()
             .insecure_http(true)
-            .anonymous(kube_sim::Anonymous::Reject);
+            .anonymous(kube_sim::Anonymous::Reject)
+            .workloads(kube_sim::workloads::WorkloadOptions::default());
         self.workload = Some((builder, objects));
         self
     }

@@ -895,3 +895,45 @@ pub(super) async fn scan_for_leaks(env: &Env, values: &[&[u8]]) {
         }
     }
 }
+
+/// The workload cluster of `dev` and the tests runs kube-sim's workload controllers, so what a plugin installs
+/// there becomes Ready as on a real cluster; the management cluster runs none (no Nodes, no ReplicaSets).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workload_cluster_makes_deployments_available_and_the_management_cluster_runs_no_controllers()
+ {
+    let Stack { kube, workload, .. } = Stack::builder()
+        .workload_cluster(Vec::new())
+        .start()
+        .await
+        .expect("the simulators start");
+    let workload = workload.expect("a workload cluster");
+    let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: default}\nspec:\n  replicas: 2\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: web, image: nginx}]}\n";
+    for sim in [&workload, &kube] {
+        sim.apply_yaml(deployment).await.expect("deployment");
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let d = workload.get("apps/v1", "Deployment", "default", "web");
+        let available = d
+            .as_ref()
+            .and_then(|d| d["status"]["conditions"].as_array().cloned())
+            .is_some_and(|c| {
+                c.iter()
+                    .any(|c| c["type"] == "Available" && c["status"] == "True")
+            });
+        if available && d.is_some_and(|d| d["status"]["readyReplicas"] == 2) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the workload cluster's Deployment never became available"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(workload.list("v1", "Node", None).len(), 1);
+    assert!(kube.list("v1", "Node", None).is_empty());
+    assert!(
+        kube.list("apps/v1", "ReplicaSet", Some("default"))
+            .is_empty()
+    );
+}

@@ -746,6 +746,9 @@ impl Cluster {
             meta.insert("namespace".into(), Value::String(ns.to_string()));
         }
         decode_kind(rt, &new)?;
+        if !rt.is_crd() {
+            crate::defaults::apply(rt, &mut new);
+        }
         if let Some(schema) = &rt.schema {
             let unknown = schema::prune(&mut new, schema);
             if !unknown.is_empty() {
@@ -1031,6 +1034,19 @@ impl Cluster {
         sub: &str,
     ) -> ApiResult<()> {
         match (rt.group.as_str(), rt.plural.as_str()) {
+            ("batch", "jobs") if old.is_none() => crate::strategies::job_on_create(new),
+            ("", "pods") if old.is_none() => crate::strategies::pod_on_create(new),
+            ("", "services") => match old {
+                None => {
+                    let taken = {
+                        let store = self.store();
+                        let services = store.list(&rt.storage_key(), None);
+                        crate::strategies::Allocated::from_services(services.iter().map(|s| &**s))
+                    };
+                    crate::strategies::service_on_create(new, &taken);
+                }
+                Some(old) => crate::strategies::service_on_update(new, old),
+            },
             ("", "secrets") => {
                 if let Some(Value::Object(sd)) =
                     new.as_object_mut().and_then(|o| o.remove("stringData"))

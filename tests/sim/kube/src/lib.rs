@@ -18,6 +18,7 @@ pub mod admission;
 pub mod api;
 pub mod auth;
 pub mod cluster;
+pub mod defaults;
 pub mod error;
 pub mod events;
 pub mod faults;
@@ -35,8 +36,10 @@ pub mod selectors;
 pub mod server;
 pub mod snapshot;
 pub mod store;
+pub mod strategies;
 pub mod tls;
 pub mod validation;
+pub mod workloads;
 pub mod yaml_body;
 
 use std::net::SocketAddr;
@@ -66,6 +69,7 @@ pub struct Builder {
     anonymous: Option<Anonymous>,
     state_file: Option<PathBuf>,
     options: ClusterOptions,
+    workloads: Option<workloads::WorkloadOptions>,
 }
 
 impl Default for Builder {
@@ -76,6 +80,7 @@ impl Default for Builder {
             anonymous: None,
             state_file: None,
             options: ClusterOptions::default(),
+            workloads: None,
         }
     }
 }
@@ -103,6 +108,13 @@ impl Builder {
     /// Load objects from and save them to this file.
     pub fn state_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.state_file = Some(path.into());
+        self
+    }
+
+    /// Runs the workload controllers (see [`workloads`]): Pods for workloads, Nodes, readiness, Jobs that
+    /// complete, Endpoints. Off by default, as a bare API server has no controllers.
+    pub fn workloads(mut self, options: workloads::WorkloadOptions) -> Self {
+        self.workloads = Some(options);
         self
     }
 
@@ -154,6 +166,9 @@ impl Builder {
             tokio::spawn(server::serve(listener, api.clone(), tls_config, rx)),
             gc::spawn(&cluster),
         ];
+        if let Some(w) = &self.workloads {
+            tasks.push(workloads::spawn(&cluster, w.clone()));
+        }
         if let Some(p) = &self.state_file {
             tasks.push(snapshot::spawn_writer(
                 &cluster,

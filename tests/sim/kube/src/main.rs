@@ -30,6 +30,13 @@ struct Args {
     /// Over HTTPS, accept requests without credentials as system:anonymous (subject to RBAC).
     #[arg(long)]
     anonymous_auth: bool,
+    /// Run the workload controllers: Deployments, StatefulSets, DaemonSets and Jobs get Pods that turn Ready
+    /// on simulated Nodes, Jobs complete, Services get Endpoints.
+    #[arg(long)]
+    workloads: bool,
+    /// Simulated Nodes with --workloads.
+    #[arg(long, default_value_t = 1, requires = "workloads")]
+    nodes: usize,
 }
 
 #[tokio::main]
@@ -45,6 +52,9 @@ async fn main() -> Result<()> {
         .insecure_http(args.insecure_http);
     if args.anonymous_auth {
         b = b.anonymous(Anonymous::Unauthenticated);
+    }
+    if args.workloads {
+        b = b.workloads(kube_sim::workloads::WorkloadOptions { nodes: args.nodes });
     }
     if let Some(s) = &args.state {
         b = b.state_file(s);

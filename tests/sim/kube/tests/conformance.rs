@@ -1406,10 +1406,22 @@ mod writes {
         let r = patch(&c, "/apis/apps/v1/namespaces/default/deployments/web", "application/strategic-merge-patch+json",
             &json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "app:2"}]}}}})).await;
         assert_eq!(r.status, 200, "{}", r.text);
-        let containers = &r.json["spec"]["template"]["spec"]["containers"];
+        // Containers merge by name; each also carries the server's container defaults.
+        let containers: Vec<(&str, &str, &str)> = r.json["spec"]["template"]["spec"]["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap(),
+                    c["image"].as_str().unwrap(),
+                    c["terminationMessagePolicy"].as_str().unwrap(),
+                )
+            })
+            .collect();
         assert_eq!(
             containers,
-            &json!([{"name": "app", "image": "app:2"}, {"name": "sidecar", "image": "side:1"}])
+            [("app", "app:2", "File"), ("sidecar", "side:1", "File")]
         );
         assert_eq!(r.json["metadata"]["generation"], 2);
         send_json(&c, "POST", WIDGETS, &widget("w1", 1)).await;

@@ -744,9 +744,15 @@ spec:
     .ok()
     .stdout_has("deployment.apps/web patched");
     let d = get(&sim, "apps/v1", "Deployment", "default", "web");
+    let containers: Vec<(&str, &str)> = d["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap(), c["image"].as_str().unwrap()))
+        .collect();
     assert_eq!(
-        d["spec"]["template"]["spec"]["containers"],
-        json!([{"name": "app", "image": "nginx:1.25"}, {"name": "sidecar", "image": "busybox:1.37"}]),
+        containers,
+        [("app", "nginx:1.25"), ("sidecar", "busybox:1.37")]
     );
     assert_eq!(d["metadata"]["generation"], json!(2));
 }
@@ -1694,9 +1700,11 @@ async fn get_services_jobs_and_statefulsets_print_the_servers_columns() {
         "{}",
         out.stdout
     );
+    // The service registry allocated a cluster IP from 10.96.0.0/12.
+    assert!(rows[1][2].starts_with("10."), "{}", out.stdout);
     assert_eq!(
-        rows[1][..5],
-        ["web", "NodePort", "<none>", "<none>", "80:30080/TCP"],
+        [&rows[1][..2], &rows[1][3..5]].concat(),
+        ["web", "NodePort", "<none>", "80:30080/TCP"],
         "{}",
         out.stdout
     );

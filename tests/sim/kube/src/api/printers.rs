@@ -117,6 +117,49 @@ const SERVICE: &[Printed] = &[
     col("Age", "string", 0),
     col("Selector", "string", 1),
 ];
+const NODE: &[Printed] = &[
+    col("Name", "string", 0),
+    col("Status", "string", 0),
+    col("Roles", "string", 0),
+    col("Age", "string", 0),
+    col("Version", "string", 0),
+    col("Internal-IP", "string", 1),
+    col("External-IP", "string", 1),
+    col("OS-Image", "string", 1),
+    col("Kernel-Version", "string", 1),
+    col("Container-Runtime", "string", 1),
+];
+const PERSISTENT_VOLUME_CLAIM: &[Printed] = &[
+    col("Name", "string", 0),
+    col("Status", "string", 0),
+    col("Volume", "string", 0),
+    col("Capacity", "string", 0),
+    col("Access Modes", "string", 0),
+    col("StorageClass", "string", 0),
+    col("VolumeAttributesClass", "string", 0),
+    col("Age", "string", 0),
+    col("VolumeMode", "string", 1),
+];
+const ENDPOINTS: &[Printed] = &[
+    col("Name", "string", 0),
+    col("Endpoints", "string", 0),
+    col("Age", "string", 0),
+];
+const INGRESS: &[Printed] = &[
+    col("Name", "string", 0),
+    col("Class", "string", 0),
+    col("Hosts", "string", 0),
+    col("Address", "string", 0),
+    col("Ports", "string", 0),
+    col("Age", "string", 0),
+];
+const POD_DISRUPTION_BUDGET: &[Printed] = &[
+    col("Name", "string", 0),
+    col("Min Available", "string", 0),
+    col("Max Unavailable", "string", 0),
+    col("Allowed Disruptions", "integer", 0),
+    col("Age", "string", 0),
+];
 
 /// The printer's columns for a built-in kind that has one here.
 pub fn columns(rt: &ResourceType) -> Option<&'static [Printed]> {
@@ -132,6 +175,11 @@ pub fn columns(rt: &ResourceType) -> Option<&'static [Printed]> {
         ("batch", "cronjobs") => CRON_JOB,
         ("", "services") => SERVICE,
         ("", "pods") => POD,
+        ("", "nodes") => NODE,
+        ("", "persistentvolumeclaims") => PERSISTENT_VOLUME_CLAIM,
+        ("", "endpoints") => ENDPOINTS,
+        ("networking.k8s.io", "ingresses") => INGRESS,
+        ("policy", "poddisruptionbudgets") => POD_DISRUPTION_BUDGET,
         _ => return None,
     })
 }
@@ -302,6 +350,24 @@ pub fn cells(rt: &ResourceType, obj: &Value) -> Vec<Value> {
             ]
         }
         ("", "pods") => pod(obj),
+        ("", "nodes") => node(obj),
+        ("", "persistentvolumeclaims") => persistent_volume_claim(obj),
+        ("", "endpoints") => vec![name, json!(endpoints(obj)), age],
+        ("networking.k8s.io", "ingresses") => ingress(obj),
+        ("policy", "poddisruptionbudgets") => {
+            let or_na = |v: &Value| match v {
+                Value::Number(n) => n.to_string(),
+                Value::String(s) => s.clone(),
+                _ => "N/A".into(),
+            };
+            vec![
+                name,
+                json!(or_na(&spec["minAvailable"])),
+                json!(or_na(&spec["maxUnavailable"])),
+                json!(int(&status["disruptionsAllowed"])),
+                age,
+            ]
+        }
         ("", "services") => vec![
             name,
             json!(spec["type"].as_str().unwrap_or("ClusterIP")),
@@ -636,6 +702,209 @@ fn event(rt: &ResourceType, obj: &Value) -> Vec<Value> {
         json!(first),
         json!(count),
         json!(text(&e["metadata"]["name"])),
+    ]
+}
+
+/// printNode: readiness (with `SchedulingDisabled`), roles from the `node-role.kubernetes.io/` labels, and with
+/// `Wide` the addresses and the node's software.
+fn node(obj: &Value) -> Vec<Value> {
+    let status = &obj["status"];
+    let mut states: Vec<String> = Vec::new();
+    for c in status["conditions"].as_array().into_iter().flatten() {
+        if c["type"] == "Ready" {
+            states.push(match c["status"].as_str() {
+                Some("True") => "Ready".into(),
+                _ => "NotReady".into(),
+            });
+        }
+    }
+    if states.is_empty() {
+        states.push("Unknown".into());
+    }
+    if obj["spec"]["unschedulable"] == json!(true) {
+        states.push("SchedulingDisabled".into());
+    }
+    let mut roles: Vec<String> = obj["metadata"]["labels"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| {
+            if let Some(role) = k.strip_prefix("node-role.kubernetes.io/") {
+                Some(role.to_string())
+            } else if k == "kubernetes.io/role" {
+                v.as_str().map(String::from)
+            } else {
+                None
+            }
+        })
+        .filter(|r| !r.is_empty())
+        .collect();
+    roles.sort();
+    let roles = if roles.is_empty() {
+        "<none>".to_string()
+    } else {
+        roles.join(",")
+    };
+    let address = |ty: &str| {
+        status["addresses"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|a| a["type"] == ty)
+            .and_then(|a| a["address"].as_str())
+            .unwrap_or("<none>")
+            .to_string()
+    };
+    let info = &status["nodeInfo"];
+    let or_unknown = |v: &Value| match v.as_str() {
+        Some(s) if !s.is_empty() => s.to_string(),
+        _ => "<unknown>".into(),
+    };
+    vec![
+        obj["metadata"]["name"].clone(),
+        json!(states.join(",")),
+        json!(roles),
+        json!(since(&obj["metadata"]["creationTimestamp"])),
+        json!(text(&info["kubeletVersion"])),
+        json!(address("InternalIP")),
+        json!(address("ExternalIP")),
+        json!(or_unknown(&info["osImage"])),
+        json!(or_unknown(&info["kernelVersion"])),
+        json!(or_unknown(&info["containerRuntimeVersion"])),
+    ]
+}
+
+/// printPersistentVolumeClaim: phase, bound volume, capacity and access modes once bound, the storage class
+/// (field or legacy annotation) and the volume attributes class.
+fn persistent_volume_claim(obj: &Value) -> Vec<Value> {
+    let spec = &obj["spec"];
+    let status = &obj["status"];
+    let bound = !text(&spec["volumeName"]).is_empty();
+    let (capacity, modes) = if bound {
+        let modes: Vec<&str> = status["accessModes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(|m| match m {
+                "ReadWriteOnce" => "RWO",
+                "ReadOnlyMany" => "ROX",
+                "ReadWriteMany" => "RWX",
+                "ReadWriteOncePod" => "RWOP",
+                other => other,
+            })
+            .collect();
+        (text(&status["capacity"]["storage"]), modes.join(","))
+    } else {
+        (String::new(), String::new())
+    };
+    let class = spec["storageClassName"]
+        .as_str()
+        .or(obj["metadata"]["annotations"]["volume.beta.kubernetes.io/storage-class"].as_str())
+        .unwrap_or_default();
+    let phase = if obj["metadata"]["deletionTimestamp"].is_string() {
+        "Terminating".to_string()
+    } else {
+        text(&status["phase"])
+    };
+    let attributes = spec["volumeAttributesClassName"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .unwrap_or("<unset>");
+    let mode = spec["volumeMode"].as_str().unwrap_or("<unset>");
+    vec![
+        obj["metadata"]["name"].clone(),
+        json!(phase),
+        json!(text(&spec["volumeName"])),
+        json!(capacity),
+        json!(modes),
+        json!(class),
+        json!(attributes),
+        json!(since(&obj["metadata"]["creationTimestamp"])),
+        json!(mode),
+    ]
+}
+
+/// formatEndpoints: the first three `ip:port` pairs, then `+ N more...`, or `<none>`.
+fn endpoints(obj: &Value) -> String {
+    let mut pairs = Vec::new();
+    let mut total = 0;
+    for subset in obj["subsets"].as_array().into_iter().flatten() {
+        let ports: Vec<i64> = subset["ports"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| int(&p["port"]))
+            .collect();
+        for a in subset["addresses"].as_array().into_iter().flatten() {
+            let ip = text(&a["ip"]);
+            if ports.is_empty() {
+                total += 1;
+                if pairs.len() < 3 {
+                    pairs.push(ip.clone());
+                }
+            }
+            for port in &ports {
+                total += 1;
+                if pairs.len() < 3 {
+                    pairs.push(format!("{ip}:{port}"));
+                }
+            }
+        }
+    }
+    match total {
+        0 => "<none>".into(),
+        n if n > pairs.len() => format!("{} + {} more...", pairs.join(","), n - pairs.len()),
+        _ => pairs.join(","),
+    }
+}
+
+/// printIngress: class, hosts (`*` for a rule without one, three then `+ N more...`), load-balancer addresses,
+/// and ports `80` or `80, 443` with TLS.
+fn ingress(obj: &Value) -> Vec<Value> {
+    let spec = &obj["spec"];
+    let class = spec["ingressClassName"]
+        .as_str()
+        .unwrap_or("<none>")
+        .to_string();
+    let hosts: Vec<String> = spec["rules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| match r["host"].as_str() {
+            Some(h) if !h.is_empty() => h.to_string(),
+            _ => "*".into(),
+        })
+        .collect();
+    let hosts = match hosts.len() {
+        0 => "*".to_string(),
+        n if n > 3 => format!("{} + {} more...", hosts[..3].join(","), n - 3),
+        _ => hosts.join(","),
+    };
+    let address: Vec<String> = obj["status"]["loadBalancer"]["ingress"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| {
+            i["ip"]
+                .as_str()
+                .filter(|s| !s.is_empty())
+                .or(i["hostname"].as_str())
+                .map(String::from)
+        })
+        .collect();
+    let ports = if spec["tls"].as_array().is_some_and(|t| !t.is_empty()) {
+        "80, 443"
+    } else {
+        "80"
+    };
+    vec![
+        obj["metadata"]["name"].clone(),
+        json!(class),
+        json!(hosts),
+        json!(address.join(",")),
+        json!(ports),
+        json!(since(&obj["metadata"]["creationTimestamp"])),
     ]
 }
 

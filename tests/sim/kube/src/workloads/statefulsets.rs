@@ -1,0 +1,243 @@
+//! The StatefulSet controller: Pods `<name>-<ordinal>` with stable identities (hostname, subdomain, the
+//! `statefulset.kubernetes.io/pod-name` and `apps.kubernetes.io/pod-index` labels) and a claim per volume claim
+//! template; created in order, each after the one before is Running and Ready (`OrderedReady`) or all at once
+//! (`Parallel`); scaled down from the highest ordinal; rolled to a new template from the highest ordinal down to
+//! the partition, one Pod at a time; and the status with current and update revisions.
+
+use serde_json::{Map, Value, json};
+
+use super::{
+    active, available, create, delete, deleting, generation, list, name, namespace, owned_pods,
+    pod_from_template, ready, resource, template_hash, write_status,
+};
+use crate::cluster::Cluster;
+
+const MANAGER: &str = "kube-controller-manager";
+const REVISION_LABEL: &str = "controller-revision-hash";
+
+pub async fn reconcile(cluster: &Cluster) -> bool {
+    let (Some(sts_rt), Some(pods_rt), Some(pvc_rt)) = (
+        resource(cluster, "apps", "v1", "statefulsets"),
+        resource(cluster, "", "v1", "pods"),
+        resource(cluster, "", "v1", "persistentvolumeclaims"),
+    ) else {
+        return false;
+    };
+    let now = jiff::Timestamp::now();
+    let mut wrote = false;
+    for sts in list(cluster, &sts_rt, None) {
+        if deleting(&sts) {
+            continue;
+        }
+        let ns = namespace(&sts).to_string();
+        let replicas = sts["spec"]["replicas"].as_i64().unwrap_or(1).max(0);
+        let update_revision = format!(
+            "{}-{}",
+            name(&sts),
+            template_hash(&sts["spec"]["template"], 0)
+        );
+        let parallel = sts["spec"]["podManagementPolicy"] == "Parallel";
+        let partition = sts["spec"]["updateStrategy"]["rollingUpdate"]["partition"]
+            .as_i64()
+            .unwrap_or(0);
+        let on_delete = sts["spec"]["updateStrategy"]["type"] == "OnDelete";
+        let pods: Vec<Value> = owned_pods(cluster, &sts)
+            .into_iter()
+            .filter(|p| !deleting(p))
+            .map(|p| (*p).clone())
+            .collect();
+        let by_ordinal = |i: i64| pods.iter().find(|p| ordinal(&sts, p) == Some(i));
+        // Finished Pods are replaced, as the real controller deletes and re-creates them.
+        for p in pods.iter().filter(|p| !active(p)) {
+            wrote |= delete(cluster, &pods_rt, p, MANAGER).await;
+        }
+        // Create the missing ordinals.
+        for i in 0..replicas {
+            match by_ordinal(i) {
+                Some(p) if active(p) => {
+                    if !(parallel || ready(p) && p["status"]["phase"] == "Running") {
+                        break;
+                    }
+                }
+                Some(_) => break,
+                None => {
+                    wrote |= ensure_claims(cluster, &pvc_rt, &sts, i).await;
+                    let pod = identity_pod(&sts, i, &update_revision);
+                    wrote |= create(cluster, &pods_rt, &ns, pod, MANAGER).await;
+                    if !parallel {
+                        break;
+                    }
+                }
+            }
+        }
+        // Scale down from the highest ordinal (one at a time unless Parallel).
+        let mut extra: Vec<&Value> = pods
+            .iter()
+            .filter(|p| ordinal(&sts, p).is_none_or(|i| i >= replicas))
+            .collect();
+        extra.sort_by_key(|p| std::cmp::Reverse(ordinal(&sts, p)));
+        for p in extra.iter().take(if parallel { extra.len() } else { 1 }) {
+            wrote |= delete(cluster, &pods_rt, p, MANAGER).await;
+        }
+        // Rolling update: with every Pod Ready, the highest outdated ordinal at or above the partition goes (and
+        // comes back at the update revision).
+        let all_ready = (0..replicas).all(|i| by_ordinal(i).is_some_and(ready));
+        if !on_delete && all_ready && extra.is_empty() {
+            let outdated = (partition..replicas)
+                .rev()
+                .find_map(|i| by_ordinal(i).filter(|p| revision_of(p) != update_revision));
+            if let Some(p) = outdated {
+                wrote |= delete(cluster, &pods_rt, p, MANAGER).await;
+            }
+        }
+        let pods: Vec<_> = owned_pods(cluster, &sts)
+            .into_iter()
+            .filter(|p| active(p))
+            .collect();
+        let min_ready = sts["spec"]["minReadySeconds"].as_i64().unwrap_or(0);
+        let updated = pods
+            .iter()
+            .filter(|p| revision_of(p) == update_revision)
+            .count();
+        let previous_current = sts["status"]["currentRevision"]
+            .as_str()
+            .unwrap_or(&update_revision)
+            .to_string();
+        // The current revision moves to the update revision once every Pod runs it.
+        let current_revision = if updated as i64 == replicas && pods.len() as i64 == replicas {
+            update_revision.clone()
+        } else {
+            previous_current
+        };
+        let current = pods
+            .iter()
+            .filter(|p| revision_of(p) == current_revision)
+            .count();
+        let mut status = Map::new();
+        status.insert("observedGeneration".into(), json!(generation(&sts)));
+        status.insert("replicas".into(), json!(pods.len()));
+        let ready_n = pods.iter().filter(|p| ready(p)).count();
+        if ready_n > 0 {
+            status.insert("readyReplicas".into(), json!(ready_n));
+        }
+        if current > 0 {
+            status.insert("currentReplicas".into(), json!(current));
+        }
+        if updated > 0 {
+            status.insert("updatedReplicas".into(), json!(updated));
+        }
+        status.insert("currentRevision".into(), json!(current_revision));
+        status.insert("updateRevision".into(), json!(update_revision));
+        status.insert("collisionCount".into(), json!(0));
+        status.insert(
+            "availableReplicas".into(),
+            json!(pods.iter().filter(|p| available(p, min_ready, now)).count()),
+        );
+        wrote |= write_status(cluster, &sts_rt, &sts, Value::Object(status), MANAGER).await;
+    }
+    wrote
+}
+
+fn ordinal(sts: &Value, pod: &Value) -> Option<i64> {
+    name(pod)
+        .strip_prefix(name(sts))?
+        .strip_prefix('-')?
+        .parse()
+        .ok()
+}
+
+fn revision_of(pod: &Value) -> String {
+    pod["metadata"]["labels"][REVISION_LABEL]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn claim_name(template: &Value, sts: &Value, i: i64) -> String {
+    format!(
+        "{}-{}-{i}",
+        template["metadata"]["name"].as_str().unwrap_or_default(),
+        name(sts)
+    )
+}
+
+fn identity_pod(sts: &Value, i: i64, revision: &str) -> Value {
+    let pod_name = format!("{}-{i}", name(sts));
+    let mut pod = pod_from_template(
+        sts,
+        &sts["spec"]["template"],
+        &[
+            (REVISION_LABEL, revision.to_string()),
+            ("statefulset.kubernetes.io/pod-name", pod_name.clone()),
+            ("apps.kubernetes.io/pod-index", i.to_string()),
+        ],
+    );
+    pod["metadata"]["name"] = json!(pod_name);
+    pod["spec"]["hostname"] = json!(pod_name);
+    if let Some(service) = sts["spec"]["serviceName"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+    {
+        pod["spec"]["subdomain"] = json!(service);
+    }
+    let claims = sts["spec"]["volumeClaimTemplates"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if !claims.is_empty() {
+        let mut volumes: Vec<Value> = pod["spec"]["volumes"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for t in &claims {
+            let vname = t["metadata"]["name"].as_str().unwrap_or_default();
+            volumes.retain(|v| v["name"] != json!(vname));
+            volumes.push(json!({"name": vname,
+                "persistentVolumeClaim": {"claimName": claim_name(t, sts, i)}}));
+        }
+        pod["spec"]["volumes"] = json!(volumes);
+    }
+    pod
+}
+
+/// The claims of ordinal `i` from the volume claim templates, created when missing.
+async fn ensure_claims(
+    cluster: &Cluster,
+    pvc_rt: &crate::resources::ResourceType,
+    sts: &Value,
+    i: i64,
+) -> bool {
+    let mut wrote = false;
+    for t in sts["spec"]["volumeClaimTemplates"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let claim = claim_name(t, sts, i);
+        if cluster
+            .store()
+            .get(&pvc_rt.storage_key(), namespace(sts), &claim)
+            .is_some()
+        {
+            continue;
+        }
+        let mut labels = t["metadata"]["labels"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        for (k, v) in sts["spec"]["selector"]["matchLabels"]
+            .as_object()
+            .into_iter()
+            .flatten()
+        {
+            labels.insert(k.clone(), v.clone());
+        }
+        let pvc = json!({
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": claim, "namespace": namespace(sts), "labels": labels},
+            "spec": t["spec"].clone(),
+        });
+        wrote |= create(cluster, pvc_rt, namespace(sts), pvc, MANAGER).await;
+    }
+    wrote
+}
