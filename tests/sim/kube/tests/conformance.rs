@@ -1843,6 +1843,70 @@ mod discovery_and_openapi {
         assert_eq!(json.json["swagger"], "2.0");
     }
 
+    /// `/openapi/v2` is `/openapi/v3` in v2's terms: every v3 path and schema of every group-version is there,
+    /// built-in kinds with their real definitions (GVK, field types, merge keys) and CRDs with their schemas.
+    #[tokio::test]
+    async fn openapi_v2_holds_what_every_v3_document_holds() {
+        let (_sim, c) = sim_with_widgets().await;
+        let v2 = get(&c, "/openapi/v2").await.json;
+        let index = get(&c, "/openapi/v3").await.json;
+        let mut documents = 0;
+        for entry in index["paths"].as_object().unwrap().values() {
+            let v3 = get(&c, entry["serverRelativeURL"].as_str().unwrap())
+                .await
+                .json;
+            documents += 1;
+            for path in v3["paths"].as_object().unwrap().keys() {
+                assert!(
+                    v2["paths"].get(path).is_some(),
+                    "{path} is missing from /openapi/v2"
+                );
+            }
+            for name in v3["components"]["schemas"].as_object().unwrap().keys() {
+                assert!(
+                    v2["definitions"].get(name).is_some(),
+                    "{name} is missing from /openapi/v2"
+                );
+            }
+        }
+        assert!(documents > 5);
+        let widget = &v2["definitions"]["com.example.v1.Widget"];
+        assert_eq!(
+            widget["properties"]["spec"]["properties"]["size"]["type"],
+            "integer"
+        );
+        let deployment = &v2["definitions"]["io.k8s.api.apps.v1.Deployment"];
+        assert_eq!(
+            deployment["x-kubernetes-group-version-kind"],
+            json!([{"group": "apps", "version": "v1", "kind": "Deployment"}])
+        );
+        assert_eq!(
+            deployment["properties"]["spec"]["$ref"],
+            "#/definitions/io.k8s.api.apps.v1.DeploymentSpec"
+        );
+        let containers =
+            &v2["definitions"]["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"];
+        assert_eq!(containers["x-kubernetes-patch-merge-key"], "name");
+        let get_op = &v2["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["get"];
+        assert_eq!(
+            get_op["responses"]["200"]["schema"]["$ref"],
+            "#/definitions/io.k8s.api.apps.v1.Deployment"
+        );
+        assert_eq!(
+            get_op["x-kubernetes-group-version-kind"]["kind"],
+            "Deployment"
+        );
+        // No reference dangles.
+        let text = v2.to_string();
+        for r in text.split("\"$ref\":\"#/definitions/").skip(1) {
+            let name = &r[..r.find('"').unwrap()];
+            assert!(
+                v2["definitions"].get(name).is_some(),
+                "dangling reference to {name}"
+            );
+        }
+    }
+
     #[tokio::test]
     async fn aggregated_discovery_answers_with_its_content_type() {
         let sim = kube_sim::KubeSim::start().await.expect("start");

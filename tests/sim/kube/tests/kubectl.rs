@@ -1919,25 +1919,12 @@ async fn create_ingress_and_pdb_through_kubectls_typed_client() {
     );
 }
 
-/// Where the machine image keeps one kubectl binary per minor version when they are not on PATH: beside the
-/// `kubectl` dispatcher that `/usr/bin/kubectl` links to.
-const KUBECTL_VERSIONS_DIR: &str = "/usr/lib/google-cloud-sdk/bin";
-
 /// Client-side apply of built-ins and of a `kind: List`, with every kubectl on the image (1.27 and 1.28 fetch
 /// `/openapi/v2` first and fail every apply without it). A version missing from the image fails the test.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apply_of_lists_and_built_ins_works_with_every_kubectl_on_the_image() {
     for minor in 27..=33 {
-        let name = format!("kubectl.1.{minor}");
-        // On PATH, or beside the dispatcher.
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        let bin = std::env::split_paths(&path)
-            .chain([std::path::PathBuf::from(KUBECTL_VERSIONS_DIR)])
-            .map(|dir| dir.join(&name))
-            .find(|p| p.is_file())
-            .unwrap_or_else(|| {
-                panic!("{name} is missing (not on PATH, not in {KUBECTL_VERSIONS_DIR}): the image is expected to carry kubectl 1.27 to 1.33")
-            });
+        let bin = common_kubectl::kubectl_version(minor);
         let sim = KubeSim::start().await.expect("starting kube-sim");
         let k = common_kubectl::Kubectl::with_binary(&sim, &sim.admin(), bin);
         let list = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: listed-a}\n  data: {v: '1'}\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: listed-b}\n";
@@ -1959,6 +1946,361 @@ async fn apply_of_lists_and_built_ins_works_with_every_kubectl_on_the_image() {
             "2",
             "kubectl 1.{minor}"
         );
+        sim.stop().await;
+    }
+}
+
+/// kubectl 1.32 and later create built-ins with protobuf bodies (client-go's typed clients); 1.31 sends JSON. The
+/// same `kubectl create` from both stores the same object: the protobuf decoder prints what Go's JSON encoder
+/// prints for the same struct.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_stores_the_same_object_from_a_protobuf_client_and_a_json_client() {
+    let sim = KubeSim::start().await.expect("starting kube-sim");
+    let proto = common_kubectl::Kubectl::with_binary(
+        &sim,
+        &sim.admin(),
+        common_kubectl::kubectl_version(33),
+    );
+    let json_client = common_kubectl::Kubectl::with_binary(
+        &sim,
+        &sim.admin(),
+        common_kubectl::kubectl_version(31),
+    );
+    // (resource as `kubectl get` names it, create arguments after the name)
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "deployment",
+            &[
+                "deployment",
+                "--image=nginx:1.27",
+                "--replicas=2",
+                "--port=80",
+            ],
+        ),
+        ("job", &["job", "--image=busybox:1.37", "--", "echo", "hi"]),
+        (
+            "cronjob",
+            &[
+                "cronjob",
+                "--image=busybox:1.37",
+                "--schedule=*/5 * * * *",
+                "--",
+                "date",
+            ],
+        ),
+        ("service", &["service", "nodeport", "--tcp=80:8080"]),
+        (
+            "ingress",
+            &[
+                "ingress",
+                "--class=nginx",
+                "--rule=a.example.com/*=web:80,tls=cert",
+            ],
+        ),
+        (
+            "poddisruptionbudget",
+            &[
+                "poddisruptionbudget",
+                "--selector=app=web",
+                "--min-available=50%",
+            ],
+        ),
+        (
+            "role",
+            &[
+                "role",
+                "--verb=get,list",
+                "--resource=pods,deployments.apps",
+            ],
+        ),
+        (
+            "clusterrole",
+            &["clusterrole", "--verb=get", "--resource=nodes"],
+        ),
+        (
+            "rolebinding",
+            &["rolebinding", "--clusterrole=view", "--user=alice"],
+        ),
+        (
+            "clusterrolebinding",
+            &["clusterrolebinding", "--clusterrole=view", "--group=devs"],
+        ),
+    ];
+    // What legitimately differs between two creations: identity, times, field managers, status, and values the
+    // server generates (a Job's uid-based selector and labels, a Service's addresses and node ports).
+    let strip = |mut v: Value| {
+        let meta = v["metadata"].as_object_mut().unwrap();
+        for k in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "managedFields",
+            "generation",
+        ] {
+            meta.remove(k);
+        }
+        v.as_object_mut().unwrap().remove("status");
+        if let Some(spec) = v["spec"].as_object_mut() {
+            spec.remove("clusterIP");
+            spec.remove("clusterIPs");
+            if spec
+                .get("selector")
+                .is_some_and(|s| s.to_string().contains("controller-uid"))
+            {
+                spec.remove("selector");
+            }
+            for port in spec
+                .get_mut("ports")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                port.as_object_mut().unwrap().remove("nodePort");
+            }
+            if let Some(labels) = spec
+                .get_mut("template")
+                .and_then(|t| t["metadata"]["labels"].as_object_mut())
+            {
+                labels.retain(|k, _| !k.contains("controller-uid"));
+            }
+        }
+        v
+    };
+    for (kind, args) in cases {
+        // `create service nodeport NAME`: the service type comes before the name.
+        let before = if *kind == "service" { 2 } else { 1 };
+        let create = |name: &'static str| {
+            let mut full = vec!["create"];
+            full.extend_from_slice(&args[..before]);
+            full.push(name);
+            full.extend_from_slice(&args[before..]);
+            full
+        };
+        // `-v=8` goes first: whatever follows `--` is the Job's command.
+        let out = proto
+            .run(&[&["-v=8"][..], &create("from-proto")].concat())
+            .await;
+        assert!(
+            out.success(),
+            "kubectl 1.33 create {kind}:\n{}",
+            out.describe()
+        );
+        assert!(
+            out.stderr.contains("application/vnd.kubernetes.protobuf"),
+            "kubectl 1.33 is expected to send protobuf for {kind}:\n{}",
+            out.stderr
+                .lines()
+                .filter(|l| l.contains("Content-Type"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        json_client.run(&create("from-json")).await.ok();
+        let get = |name: &str| {
+            let out = std::process::Command::new(common_kubectl::kubectl_version(33))
+                .args([
+                    "--kubeconfig",
+                    &proto.kubeconfig().to_string_lossy(),
+                    "get",
+                    kind,
+                    name,
+                    "-o",
+                    "json",
+                ])
+                .output()
+                .expect("kubectl get");
+            serde_json::from_slice::<Value>(&out.stdout).expect("JSON")
+        };
+        // Object names also appear in generated labels and selectors; compare with them made equal.
+        let neutral = |v: Value| -> Value {
+            serde_json::from_str(
+                &v.to_string()
+                    .replace("from-proto", "NAME")
+                    .replace("from-json", "NAME"),
+            )
+            .unwrap()
+        };
+        let (a, b) = (
+            strip(neutral(get("from-proto"))),
+            strip(neutral(get("from-json"))),
+        );
+        assert_eq!(
+            a, b,
+            "{kind}: the protobuf-created object differs from the JSON-created one"
+        );
+    }
+}
+
+/// The workload scenario with every kubectl on the image, against a kube-sim with its workload controllers: apply
+/// of a `kind: List`, wait and rollout status on a Deployment made available by the controllers, scale, a
+/// non-interactive edit, diff, create token, a Job waited to completion, describe and get with the server's
+/// columns, explain from both OpenAPI documents, and an operator's Event in describe and `kubectl events`. A
+/// version missing from the image fails the test.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workload_scenario_works_with_every_kubectl_on_the_image() {
+    let list = r#"apiVersion: v1
+kind: List
+items:
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: web, namespace: default}
+  spec:
+    replicas: 2
+    selector: {matchLabels: {app: web}}
+    template:
+      metadata: {labels: {app: web}}
+      spec: {containers: [{name: web, image: "nginx:1.27", ports: [{containerPort: 80}]}]}
+- apiVersion: v1
+  kind: Service
+  metadata: {name: web, namespace: default}
+  spec: {selector: {app: web}, ports: [{port: 80}]}
+"#;
+    for minor in 27..=33 {
+        let bin = common_kubectl::kubectl_version(minor);
+        let sim = KubeSim::builder()
+            .workloads(kube_sim::workloads::WorkloadOptions::default())
+            .start()
+            .await
+            .expect("starting kube-sim");
+        let k = common_kubectl::Kubectl::with_binary(&sim, &sim.admin(), bin);
+        let v = format!("kubectl 1.{minor}");
+        let out = k.stdin(&["apply", "-f", "-"], list).await;
+        assert!(out.success(), "{v}:\n{}", out.describe());
+        out.stdout_has("deployment.apps/web created")
+            .stdout_has("service/web created");
+        let out = k
+            .run(&[
+                "wait",
+                "--for=condition=Available",
+                "deployment/web",
+                "--timeout=60s",
+            ])
+            .await;
+        assert!(out.success(), "{v}:\n{}", out.describe());
+        out.stdout_has("deployment.apps/web condition met");
+        k.run(&["rollout", "status", "deployment/web", "--timeout=60s"])
+            .await
+            .ok()
+            .stdout_has("successfully rolled out");
+        k.run(&["scale", "deployment/web", "--replicas=3"])
+            .await
+            .ok()
+            .stdout_has("deployment.apps/web scaled");
+        let out = k
+            .run(&[
+                "wait",
+                "--for=jsonpath={.status.readyReplicas}=3",
+                "deployment/web",
+                "--timeout=60s",
+            ])
+            .await;
+        assert!(out.success(), "{v}:\n{}", out.describe());
+        // A non-interactive edit: the editor is a command that rewrites the file kubectl hands it.
+        let out = k
+            .run_env(
+                &["edit", "deployment/web"],
+                &[("KUBE_EDITOR", "sed -i s/nginx:1.27/nginx:1.28/")],
+            )
+            .await;
+        assert!(out.success(), "{v}:\n{}", out.describe());
+        out.stdout_has("deployment.apps/web edited");
+        let out = k
+            .run(&["rollout", "status", "deployment/web", "--timeout=60s"])
+            .await;
+        assert!(out.success(), "{v}:\n{}", out.describe());
+        // diff exits 1 when the live object differs from the file (server-side dry run), 0 when not.
+        let changed = list.replace("replicas: 2", "replicas: 5");
+        let file = k.file("changed.yaml", &changed);
+        let out = k.run(&["diff", "-f", &file]).await;
+        assert_eq!(out.code, 1, "{v}:\n{}", out.describe());
+        assert!(
+            out.stdout.contains("+  replicas: 5"),
+            "{v}:\n{}",
+            out.stdout
+        );
+        let out = k
+            .run(&["create", "token", "default", "--duration=10m"])
+            .await;
+        assert!(out.success(), "{v}:\n{}", out.describe());
+        assert_eq!(
+            out.stdout.trim().split('.').count(),
+            3,
+            "{v}: a JWT:\n{}",
+            out.stdout
+        );
+        k.run(&[
+            "create",
+            "job",
+            "once",
+            "--image=busybox:1.37",
+            "--",
+            "true",
+        ])
+        .await
+        .ok();
+        let out = k
+            .run(&[
+                "wait",
+                "--for=condition=Complete",
+                "job/once",
+                "--timeout=60s",
+            ])
+            .await;
+        assert!(out.success(), "{v}:\n{}", out.describe());
+        let out = k.run(&["get", "deployments"]).await;
+        out.ok();
+        let rows = table_rows(&out);
+        assert_eq!(
+            rows[0],
+            ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"],
+            "{v}"
+        );
+        assert_eq!(rows[1][..4], ["web", "3/3", "3", "3"], "{v}");
+        let out = k.run(&["describe", "deployment", "web"]).await;
+        out.ok()
+            .stdout_has("nginx:1.28")
+            .stdout_has("3 desired | 3 updated | 3 total | 3 available | 0 unavailable")
+            .stdout_has("NewReplicaSetAvailable");
+        let out = k.run(&["get", "endpoints", "web"]).await;
+        out.ok();
+        assert_eq!(table_rows(&out)[0], ["NAME", "ENDPOINTS", "AGE"], "{v}");
+        assert!(
+            table_rows(&out)[1][1].contains(":80"),
+            "{v}:\n{}",
+            out.stdout
+        );
+        // explain from /openapi/v3 (the default from 1.27 on) and from /openapi/v2.
+        for output in ["--output=plaintext", "--output=plaintext-openapiv2"] {
+            let out = k
+                .run(&[
+                    "explain",
+                    "deployment.spec.template.spec.containers",
+                    output,
+                ])
+                .await;
+            assert!(out.success(), "{v} {output}:\n{}", out.describe());
+            out.stdout_has("image")
+                .stdout_has("imagePullPolicy")
+                .stdout_has("Deployment");
+        }
+        // An operator's Event (events.k8s.io/v1, as kube-rs writes it) shows in describe and `kubectl events`.
+        let uid = get(&sim, "apps/v1", "Deployment", "default", "web")["metadata"]["uid"].clone();
+        let now = jiff::Timestamp::now()
+            .strftime("%Y-%m-%dT%H:%M:%S.000000Z")
+            .to_string();
+        sim.apply_yaml(&format!(
+            "apiVersion: events.k8s.io/v1\nkind: Event\nmetadata: {{name: web.op1, namespace: default}}\neventTime: \"{now}\"\nreportingController: example.com/operator\nreportingInstance: operator-0\naction: Reconcile\nreason: Synced\ntype: Normal\nnote: the operator synced web\nregarding: {{apiVersion: apps/v1, kind: Deployment, name: web, namespace: default, uid: {uid}}}\n"
+        ))
+        .await
+        .expect("event");
+        k.run(&["describe", "deployment", "web"])
+            .await
+            .ok()
+            .stdout_has("Synced")
+            .stdout_has("the operator synced web");
+        k.run(&["events", "--for", "deployment/web"])
+            .await
+            .ok()
+            .stdout_has("the operator synced web");
         sim.stop().await;
     }
 }

@@ -1,13 +1,16 @@
 //! The HTTP API: routing, authentication and authorization, then the discovery, OpenAPI, object and watch
 //! handlers.
 
+mod builtin_types;
 mod discovery;
 mod objects;
 mod openapi;
+mod openapi_schemas;
 mod openapi_v2;
 mod partial;
 mod printers;
 mod protobuf;
+mod protobuf_generic;
 pub mod request;
 mod reviews;
 mod scale;
@@ -151,7 +154,7 @@ async fn route(api: &Arc<Api>, call: &Call) -> Resp {
         {
             return text(200, "ok");
         }
-        "/openapi/v2" => return openapi_v2::handle(call, "v1.32.0"),
+        "/openapi/v2" => return openapi_v2::handle(api, call, "v1.32.0"),
         p if p == "/openapi/v3" || p.starts_with("/openapi/v3/") => {
             return openapi::handle(api, call, p);
         }

@@ -79,7 +79,7 @@ fn schema_name(t: &ResourceType) -> String {
     format!("{}.{}.{}", reversed.join("."), t.version, t.kind)
 }
 
-fn document(types: &[Arc<ResourceType>]) -> Value {
+pub(super) fn document(types: &[Arc<ResourceType>]) -> Value {
     let mut paths = Map::new();
     let mut schemas = Map::new();
     let params = |names: &[&str]| -> Vec<Value> {
@@ -138,12 +138,18 @@ fn document(types: &[Arc<ResourceType>]) -> Value {
                 );
             }
         }
-        schemas.insert(name, component_schema(t));
+        if super::openapi_schemas::root_message(t).is_none() {
+            schemas.insert(name, component_schema(t));
+        }
     }
-    schemas.insert(
-        "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta".into(),
-        object_meta_schema(),
-    );
+    let builtins: Vec<&ResourceType> = types.iter().map(|t| &**t).collect();
+    schemas.extend(super::openapi_schemas::definitions(
+        &builtins,
+        "#/components/schemas/",
+    ));
+    schemas
+        .entry("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")
+        .or_insert_with(object_meta_schema);
     json!({
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.32.0"},

@@ -1496,11 +1496,21 @@ pub fn decode(body: &[u8], kind: &str) -> Result<Value, ApiError> {
             );
             core_event(e, &mut o).map_err(field_err)?;
         }
-        other => {
-            return Err(ApiError::unsupported_media_type(format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (protobuf is not served for {other})"
-            )));
-        }
+        // Every other built-in kind: the schema-driven decoder.
+        other => match super::builtin_types::root(&api_version, other) {
+            Some(message) => {
+                let decoded = super::protobuf_generic::decode(message, &raw)
+                    .map_err(|e| bad(format!("the {kind} object: {e}")))?;
+                if let Value::Object(fields) = decoded {
+                    o.extend(fields);
+                }
+            }
+            None => {
+                return Err(ApiError::unsupported_media_type(format!(
+                    "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (protobuf is not served for {other})"
+                )));
+            }
+        },
     }
     Ok(Value::Object(o))
 }
@@ -1997,9 +2007,16 @@ mod tests {
     #[test]
     fn unsupported_kinds_stay_unsupported_media_type() {
         assert_eq!(
-            decode(&wrap("v1", "Pod", vec![]), "Pod")
-                .expect_err("no Pod decoder")
-                .code,
+            decode(
+                &wrap(
+                    "apiextensions.k8s.io/v1",
+                    "CustomResourceDefinition",
+                    vec![]
+                ),
+                "CustomResourceDefinition"
+            )
+            .expect_err("no CustomResourceDefinition decoder")
+            .code,
             415
         );
     }

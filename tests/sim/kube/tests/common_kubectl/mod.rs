@@ -39,6 +39,22 @@ pub fn kubectl_binary() -> PathBuf {
     );
 }
 
+/// Where the machine image keeps the versioned kubectl binaries besides `PATH`.
+const KUBECTL_VERSIONS_DIR: &str = "/usr/lib/google-cloud-sdk/bin";
+
+/// `kubectl.1.<minor>` from `PATH` or beside the dispatcher. Panics (never skips) when the image lacks it.
+pub fn kubectl_version(minor: u32) -> PathBuf {
+    let name = format!("kubectl.1.{minor}");
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from(KUBECTL_VERSIONS_DIR)])
+        .map(|dir| dir.join(&name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!("{name} is missing (not on PATH, not in {KUBECTL_VERSIONS_DIR}): the image is expected to carry kubectl 1.27 to 1.33")
+        })
+}
+
 /// What one kubectl run printed and how it exited.
 #[derive(Debug, Clone)]
 pub struct Out {
@@ -221,15 +237,20 @@ impl Kubectl {
     }
 
     pub async fn run(&self, args: &[&str]) -> Out {
-        self.run_with_stdin(args, None).await
+        self.run_with(args, None, &[]).await
     }
 
     /// `kubectl <args> -f -` with `yaml` on standard input.
     pub async fn stdin(&self, args: &[&str], yaml: &str) -> Out {
-        self.run_with_stdin(args, Some(yaml)).await
+        self.run_with(args, Some(yaml), &[]).await
     }
 
-    async fn run_with_stdin(&self, args: &[&str], input: Option<&str>) -> Out {
+    /// `kubectl <args>` with extra environment variables (`KUBE_EDITOR` for a non-interactive `edit`).
+    pub async fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Out {
+        self.run_with(args, None, env).await
+    }
+
+    async fn run_with(&self, args: &[&str], input: Option<&str>, env: &[(&str, &str)]) -> Out {
         let mut full: Vec<String> = vec![
             "--kubeconfig".into(),
             self.kubeconfig.to_string_lossy().into_owned(),
@@ -244,6 +265,7 @@ impl Kubectl {
             .env("HOME", self.dir.path())
             .env_remove("KUBECTL_EXTERNAL_DIFF")
             .env("KUBECTL_INTERACTIVE_DELETE", "false")
+            .envs(env.iter().copied())
             .stdin(if input.is_some() {
                 Stdio::piped()
             } else {

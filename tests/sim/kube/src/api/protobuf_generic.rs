@@ -1,0 +1,378 @@
+//! A schema-driven protobuf decoder for built-in objects: the wire layout of every message a served kind reaches
+//! (`protobuf_schema.rs`, generated from the Go types of kubernetes/api) is walked field by field and turned into
+//! the JSON Go's `encoding/json` would print for the decoded struct, so a protobuf body and the JSON body of the
+//! same object store the same thing.
+//!
+//! What JSON shows follows the Go field: a pointer appears when it was sent (even when zero), an `omitempty`
+//! scalar, slice or map only when not empty, and anything else always (a missing string as `""`, a struct as its
+//! zero value, a `metav1.Time` as `null`), exactly the shape a JSON client serialising the same Go object sends.
+
+use std::collections::HashMap;
+
+use base64::Engine as _;
+use serde_json::{Map, Value, json};
+
+use super::builtin_types::{Presence, Ty, schema};
+use Presence::{Always, OmitEmpty, Pointer};
+
+#[cfg(test)]
+use super::builtin_types::root;
+
+/// Messages nest at most this deep (the real decoder's limit is 100; no built-in kind nests beyond ~15).
+const MAX_DEPTH: usize = 64;
+
+/// Decodes one message into its JSON object.
+pub fn decode(message: &'static str, bytes: &[u8]) -> Result<Value, String> {
+    decode_at(message, bytes, 0, message)
+}
+
+enum Wire<'a> {
+    Varint(u64),
+    Fixed64,
+    Bytes(&'a [u8]),
+    Fixed32,
+}
+
+fn varint(bytes: &[u8], pos: &mut usize) -> Result<u64, String> {
+    let mut out = 0u64;
+    for shift in (0..64).step_by(7) {
+        let b = *bytes.get(*pos).ok_or("a varint runs past the end")?;
+        *pos += 1;
+        out |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Ok(out);
+        }
+    }
+    Err("a varint is longer than 10 bytes".into())
+}
+
+/// Every field on the wire, by tag, in order.
+fn fields(bytes: &[u8]) -> Result<HashMap<u32, Vec<Wire<'_>>>, String> {
+    let mut out: HashMap<u32, Vec<Wire<'_>>> = HashMap::new();
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let key = varint(bytes, &mut pos)?;
+        let tag = u32::try_from(key >> 3).map_err(|_| "a field tag is out of range")?;
+        let take = |pos: &mut usize, n: usize| -> Result<&[u8], String> {
+            let end = pos.checked_add(n).filter(|e| *e <= bytes.len());
+            let end = end.ok_or("a field runs past the end")?;
+            let s = &bytes[*pos..end];
+            *pos = end;
+            Ok(s)
+        };
+        let value = match key & 7 {
+            0 => Wire::Varint(varint(bytes, &mut pos)?),
+            // No built-in field is fixed-width; such fields are skipped like unknown ones.
+            1 => {
+                take(&mut pos, 8)?;
+                Wire::Fixed64
+            }
+            2 => {
+                let n = usize::try_from(varint(bytes, &mut pos)?)
+                    .map_err(|_| "a length is out of range")?;
+                Wire::Bytes(take(&mut pos, n)?)
+            }
+            5 => {
+                take(&mut pos, 4)?;
+                Wire::Fixed32
+            }
+            w => return Err(format!("field {tag} has the unsupported wire type {w}")),
+        };
+        out.entry(tag).or_default().push(value);
+    }
+    Ok(out)
+}
+
+fn decode_at(
+    message: &'static str,
+    bytes: &[u8],
+    depth: usize,
+    path: &str,
+) -> Result<Value, String> {
+    if depth > MAX_DEPTH {
+        return Err(format!("{path}: messages nest too deeply"));
+    }
+    let schema = schema(message).ok_or_else(|| format!("{path}: no schema for {message}"))?;
+    let wire = fields(bytes).map_err(|e| format!("{path}: {e}"))?;
+    let mut out = Map::new();
+    for field in schema {
+        let at = format!("{path}.{}", field.json);
+        let values = wire.get(&field.tag).map(Vec::as_slice).unwrap_or_default();
+        let json = if field.map {
+            if values.is_empty() {
+                (field.presence == Always).then_some(Value::Null)
+            } else {
+                let mut m = Map::new();
+                for v in values {
+                    let Wire::Bytes(entry) = v else {
+                        return Err(format!("{at}: a map entry is not length-delimited"));
+                    };
+                    let e = fields(entry).map_err(|e| format!("{at}: {e}"))?;
+                    let key = match e.get(&1).and_then(|k| k.last()) {
+                        Some(k) => scalar(Ty::Str, k, depth, &at)?,
+                        None => json!(""),
+                    };
+                    let value = match e.get(&2).and_then(|v| v.last()) {
+                        Some(v) => scalar(field.ty, v, depth, &at)?,
+                        None => zero(field.ty, depth, &at)?,
+                    };
+                    m.insert(key.as_str().unwrap_or_default().to_string(), value);
+                }
+                Some(Value::Object(m))
+            }
+        } else if field.repeated {
+            let mut items = Vec::new();
+            for v in values {
+                match (field.ty, v) {
+                    // Packed numbers: one length-delimited run of varints.
+                    (Ty::I32 | Ty::I64 | Ty::Bool, Wire::Bytes(run)) => {
+                        let mut pos = 0;
+                        while pos < run.len() {
+                            let n = varint(run, &mut pos).map_err(|e| format!("{at}: {e}"))?;
+                            items.push(scalar(field.ty, &Wire::Varint(n), depth, &at)?);
+                        }
+                    }
+                    _ => items.push(scalar(field.ty, v, depth, &at)?),
+                }
+            }
+            match (items.is_empty(), field.presence) {
+                (true, Always) => Some(Value::Null),
+                (true, _) => None,
+                (false, _) => Some(Value::Array(items)),
+            }
+        } else {
+            match (values.last(), field.presence) {
+                (Some(v), Pointer) => Some(scalar(field.ty, v, depth, &at)?),
+                (Some(v), _) => {
+                    let value = scalar(field.ty, v, depth, &at)?;
+                    (field.presence == Always || !is_empty_scalar(field.ty, &value))
+                        .then_some(value)
+                }
+                (None, Pointer) => None,
+                (None, OmitEmpty) if is_scalar(field.ty) => None,
+                (None, _) => Some(zero(field.ty, depth, &at)?),
+            }
+        };
+        if let Some(v) = json {
+            out.insert(field.json.to_string(), v);
+        }
+    }
+    Ok(Value::Object(out))
+}
+
+/// Types `omitempty` can drop (structs are never empty to encoding/json).
+fn is_scalar(ty: Ty) -> bool {
+    matches!(ty, Ty::Str | Ty::I32 | Ty::I64 | Ty::Bool | Ty::Bytes)
+}
+
+fn is_empty_scalar(ty: Ty, v: &Value) -> bool {
+    is_scalar(ty)
+        && match v {
+            Value::String(s) => s.is_empty(),
+            Value::Number(n) => n.as_f64() == Some(0.0),
+            Value::Bool(b) => !b,
+            Value::Null => true,
+            _ => false,
+        }
+}
+
+/// A Go zero value as JSON prints it.
+fn zero(ty: Ty, depth: usize, path: &str) -> Result<Value, String> {
+    Ok(match ty {
+        Ty::Str => json!(""),
+        Ty::I32 | Ty::I64 => json!(0),
+        Ty::Bool => json!(false),
+        Ty::Bytes | Ty::Time | Ty::MicroTime | Ty::Raw => Value::Null,
+        Ty::Quantity => json!("0"),
+        Ty::IntOrString => json!(0),
+        Ty::Msg(m) => decode_at(m, &[], depth + 1, path)?,
+    })
+}
+
+fn scalar(ty: Ty, v: &Wire<'_>, depth: usize, path: &str) -> Result<Value, String> {
+    let wrong = || format!("{path}: the wire type does not fit {ty:?}");
+    Ok(match (ty, v) {
+        (Ty::Str, Wire::Bytes(b)) => {
+            json!(std::str::from_utf8(b).map_err(|_| format!("{path}: invalid UTF-8"))?)
+        }
+        // int32 travels as a sign-extended varint.
+        (Ty::I32, Wire::Varint(n)) => json!(*n as i64 as i32),
+        (Ty::I64, Wire::Varint(n)) => json!(*n as i64),
+        (Ty::Bool, Wire::Varint(n)) => json!(*n != 0),
+        (Ty::Bytes, Wire::Bytes(b)) => json!(base64::engine::general_purpose::STANDARD.encode(b)),
+        (Ty::Msg(m), Wire::Bytes(b)) => decode_at(m, b, depth + 1, path)?,
+        // A zero time travels as an empty message (apimachinery's Time.Size is 0 for it) and prints as null.
+        (Ty::Time | Ty::MicroTime, Wire::Bytes([])) => Value::Null,
+        (Ty::Time | Ty::MicroTime, Wire::Bytes(b)) => {
+            let f = fields(b).map_err(|e| format!("{path}: {e}"))?;
+            let int = |tag: u32| match f.get(&tag).and_then(|v| v.last()) {
+                Some(Wire::Varint(n)) => *n as i64,
+                _ => 0,
+            };
+            let (seconds, nanos) = (int(1), int(2) as i32);
+            let t = jiff::Timestamp::new(
+                seconds,
+                if matches!(ty, Ty::Time) {
+                    0
+                } else {
+                    nanos / 1000 * 1000
+                },
+            )
+            .map_err(|e| format!("{path}: {e}"))?;
+            if matches!(ty, Ty::Time) {
+                json!(t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+            } else {
+                json!(t.strftime("%Y-%m-%dT%H:%M:%S.%6fZ").to_string())
+            }
+        }
+        (Ty::Quantity, Wire::Bytes(b)) => {
+            let f = fields(b).map_err(|e| format!("{path}: {e}"))?;
+            match f.get(&1).and_then(|v| v.last()) {
+                Some(s) => scalar(Ty::Str, s, depth, path)?,
+                None => json!("0"),
+            }
+        }
+        (Ty::IntOrString, Wire::Bytes(b)) => {
+            let f = fields(b).map_err(|e| format!("{path}: {e}"))?;
+            let is_string = matches!(f.get(&1).and_then(|v| v.last()), Some(Wire::Varint(1)));
+            if is_string {
+                match f.get(&3).and_then(|v| v.last()) {
+                    Some(s) => scalar(Ty::Str, s, depth, path)?,
+                    None => json!(""),
+                }
+            } else {
+                match f.get(&2).and_then(|v| v.last()) {
+                    Some(n) => scalar(Ty::I32, n, depth, path)?,
+                    None => json!(0),
+                }
+            }
+        }
+        (Ty::Raw, Wire::Bytes(b)) => {
+            let f = fields(b).map_err(|e| format!("{path}: {e}"))?;
+            match f.get(&1).and_then(|v| v.last()) {
+                Some(Wire::Bytes(raw)) if !raw.is_empty() => serde_json::from_slice(raw)
+                    .map_err(|e| format!("{path}: the embedded object is not JSON: {e}"))?,
+                _ => Value::Null,
+            }
+        }
+        _ => return Err(wrong()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(tag: u32, wire: u8) -> Vec<u8> {
+        encode_varint(u64::from(tag << 3 | u32::from(wire)))
+    }
+
+    fn encode_varint(mut n: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        loop {
+            let b = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                out.push(b);
+                return out;
+            }
+            out.push(b | 0x80);
+        }
+    }
+
+    fn bytes(tag: u32, b: &[u8]) -> Vec<u8> {
+        let mut out = key(tag, 2);
+        out.extend(encode_varint(b.len() as u64));
+        out.extend_from_slice(b);
+        out
+    }
+
+    fn int(tag: u32, n: i64) -> Vec<u8> {
+        let mut out = key(tag, 0);
+        out.extend(encode_varint(n as u64));
+        out
+    }
+
+    #[test]
+    fn a_deployment_decodes_to_the_json_go_prints() {
+        let labels = [bytes(1, b"app"), bytes(2, b"web")].concat();
+        let meta = [bytes(1, b"web"), bytes(11, &labels)].concat();
+        let container = [bytes(1, b"web"), bytes(2, b"nginx")].concat();
+        let pod_spec = bytes(2, &container);
+        // The template's zero creationTimestamp travels as an empty message.
+        let template_meta = [bytes(8, &[]), bytes(11, &labels)].concat();
+        let template = [bytes(1, &template_meta), bytes(2, &pod_spec)].concat();
+        let selector = bytes(1, &labels);
+        let spec = [int(1, 3), bytes(2, &selector), bytes(3, &template)].concat();
+        let body = [bytes(1, &meta), bytes(2, &spec)].concat();
+        let d = decode(root("apps/v1", "Deployment").unwrap(), &body).unwrap();
+        assert_eq!(
+            d["metadata"],
+            json!({"name": "web", "creationTimestamp": null, "labels": {"app": "web"}})
+        );
+        assert_eq!(d["spec"]["replicas"], 3);
+        assert_eq!(
+            d["spec"]["selector"],
+            json!({"matchLabels": {"app": "web"}})
+        );
+        assert_eq!(
+            d["spec"]["strategy"],
+            json!({}),
+            "a struct is never omitted"
+        );
+        assert_eq!(d["status"], json!({}));
+        assert_eq!(
+            d["spec"]["template"]["metadata"],
+            json!({"creationTimestamp": null, "labels": {"app": "web"}})
+        );
+        let c = &d["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(c["name"], "web");
+        assert_eq!(c["image"], "nginx");
+        assert_eq!(c["resources"], json!({}));
+        assert!(
+            c.get("ports").is_none(),
+            "an empty omitempty slice is left out"
+        );
+        assert!(d["spec"].get("paused").is_none());
+    }
+
+    #[test]
+    fn special_types_print_as_their_json_forms() {
+        let port_str = [int(1, 1), bytes(3, b"http")].concat();
+        let quantity = bytes(1, b"500m");
+        let entry = [bytes(1, b"cpu"), bytes(2, &quantity)].concat();
+        let requirements = bytes(2, &entry);
+        let c = decode(
+            "core/v1.Container",
+            &[bytes(1, b"c"), bytes(8, &requirements)].concat(),
+        )
+        .unwrap();
+        assert_eq!(c["resources"]["requests"], json!({"cpu": "500m"}));
+        let svc_port = [int(3, 80), bytes(4, &port_str)].concat();
+        let p = decode("core/v1.ServicePort", &svc_port).unwrap();
+        assert_eq!(p["targetPort"], "http");
+        assert_eq!(p["port"], 80);
+        let negative = decode("core/v1.ServicePort", &int(3, -1)).unwrap();
+        assert_eq!(negative["port"], -1, "sign-extended int32");
+        assert_eq!(root("v1", "Pod"), Some("core/v1.Pod"));
+        assert_eq!(
+            root("networking.k8s.io/v1", "Ingress"),
+            Some("networking/v1.Ingress")
+        );
+        assert_eq!(root("v1", "Nope"), None);
+    }
+
+    #[test]
+    fn truncated_or_hostile_bodies_are_errors_not_panics() {
+        let root = root("apps/v1", "Deployment").unwrap();
+        assert!(decode(root, &[0x0a, 0x05, 0x01]).is_err());
+        assert!(decode(root, &[0xff; 11]).is_err());
+        // A string field carrying invalid UTF-8 names the field.
+        let bad = decode(root, &bytes(1, &bytes(1, &[0xff, 0xfe]))).unwrap_err();
+        assert!(bad.contains("metadata.name"), "{bad}");
+        assert!(
+            decode(root, &[0x0b]).is_err(),
+            "wire type 3 (groups) is refused"
+        );
+    }
+}
