@@ -3525,8 +3525,24 @@ mod tests {
             prop_assert_eq!(merge_patch(&target, &json!({})), target);
         }
 
+        /// Idempotent except where evanphx/json-patch (the model) is not: a non-object patch value replacing an
+        /// object target is kept as sent, but pruned of nulls when it replaces a non-object, so a null inside an
+        /// array's objects survives the first application and not the second. Such nulls are taken out first.
         #[test]
         fn prop_merge_patch_is_idempotent(target in arb_json(), patch in arb_json()) {
+            fn without_nulls_in_arrays(v: &Value, in_array: bool) -> Value {
+                match v {
+                    Value::Array(a) => Value::Array(a.iter().map(|x| without_nulls_in_arrays(x, true)).collect()),
+                    Value::Object(m) => Value::Object(
+                        m.iter()
+                            .filter(|(_, x)| !(in_array && x.is_null()))
+                            .map(|(k, x)| (k.clone(), without_nulls_in_arrays(x, in_array)))
+                            .collect(),
+                    ),
+                    other => other.clone(),
+                }
+            }
+            let patch = without_nulls_in_arrays(&patch, false);
             let once = merge_patch(&target, &patch);
             prop_assert_eq!(merge_patch(&once, &patch), once);
         }

@@ -20,7 +20,10 @@ ROOTS = ["core/v1.Namespace", "core/v1.Secret", "core/v1.ConfigMap", "core/v1.Se
          "admissionregistration/v1.MutatingWebhookConfiguration", "apps/v1.Deployment", "apps/v1.StatefulSet",
          "apps/v1.DaemonSet", "apps/v1.ReplicaSet", "batch/v1.Job", "batch/v1.CronJob", "networking/v1.Ingress",
          "networking/v1.NetworkPolicy", "policy/v1.PodDisruptionBudget", "autoscaling/v2.HorizontalPodAutoscaler",
-         "autoscaling/v1.Scale", "authentication/v1.TokenRequest"]
+         "autoscaling/v1.Scale", "authentication/v1.TokenRequest", "authentication/v1.TokenReview",
+         "authentication/v1.SelfSubjectReview", "authorization/v1.SelfSubjectAccessReview",
+         "authorization/v1.SubjectAccessReview", "authorization/v1.SelfSubjectRulesReview",
+         "authorization/v1.LocalSubjectAccessReview"]
 
 GROUPS = ["core/v1", "apps/v1", "batch/v1", "networking/v1", "policy/v1", "autoscaling/v2", "autoscaling/v1",
           "rbac/v1", "coordination/v1", "events/v1", "discovery/v1", "storage/v1", "authentication/v1",
@@ -69,13 +72,19 @@ def parse(src, pkg):
             if not fm:
                 continue
             tags = fm.group(3)
-            pb = re.search(r'protobuf:"(\w+),(\d+),(\w+),name=(\w+)', tags)
+            # `bytes,6,opt,name=x`, and a few fields without the `opt`/`rep` label (`bytes,6,name=x`).
+            pb = re.search(r'protobuf:"(\w+),(\d+),(?:(\w+),)?name=(\w+)', tags)
             js = re.search(r'json:"([^"]*)"', tags)
             if not pb or not js:
                 continue
             jname, *opts = js.group(1).split(",")
-            if not jname or jname == "-":
+            if jname == "-":
                 continue
+            if not jname:
+                # An embedded struct without a JSON name (`VolumeSource `json:""``, `json:",inline"`) has its
+                # fields promoted into the parent's JSON; written with an empty name.
+                if fm.group(1) is not None:
+                    continue
             strategy = re.search(r'patchStrategy:"([^"]*)"', tags)
             merge_key = re.search(r'patchMergeKey:"([^"]*)"', tags)
             extra = {

@@ -97,7 +97,10 @@ pub(super) fn document(types: &[Arc<ResourceType>]) -> Value {
             format!("{prefix}/{}", t.plural)
         };
         let gvk = json!({"group": t.group, "version": t.version, "kind": t.kind});
-        let name = schema_name(t);
+        let name = match super::openapi_schemas::root_message(t) {
+            Some(message) => super::openapi_schemas::definition_name(message),
+            None => schema_name(t),
+        };
         let reference = json!({"$ref": format!("#/components/schemas/{name}")});
         let ok = |r: &Value| json!({"200": {"description": "OK", "content": {"application/json": {"schema": r}}}});
         let write_params = params(&["dryRun", "fieldManager", "fieldValidation", "pretty"]);

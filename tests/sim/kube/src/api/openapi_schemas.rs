@@ -95,6 +95,17 @@ fn message_schema(message: &'static str, ref_prefix: &str, todo: &mut Vec<&'stat
     let mut properties = Map::new();
     let mut required = Vec::new();
     for field in fields {
+        // An embedded struct's fields are the parent's.
+        if let (true, Ty::Msg(inner)) = (field.json.is_empty(), field.ty) {
+            let inlined = message_schema(inner, ref_prefix, todo);
+            if let Some(p) = inlined["properties"].as_object() {
+                properties.extend(p.clone());
+            }
+            if let Some(r) = inlined["required"].as_array() {
+                required.extend(r.iter().cloned());
+            }
+            continue;
+        }
         properties.insert(field.json.to_string(), property(field, ref_prefix, todo));
         // A field Go always prints (no `omitempty`, not a pointer) is required, as the real documents say.
         if field.presence == Presence::Always {

@@ -347,8 +347,8 @@ mod gnostic {
         pub required: Vec<String>,
         #[prost(message, repeated, tag = "20")]
         pub r#enum: Vec<Any>,
-        #[prost(message, optional, boxed, tag = "21")]
-        pub additional_properties: Option<Box<AdditionalPropertiesItem>>,
+        #[prost(message, optional, tag = "21")]
+        pub additional_properties: Option<AdditionalPropertiesItem>,
         #[prost(message, optional, tag = "22")]
         pub r#type: Option<TypeItem>,
         #[prost(message, optional, tag = "23")]
@@ -370,7 +370,7 @@ mod gnostic {
     #[derive(Clone, PartialEq, Oneof)]
     pub enum AdditionalProperties {
         #[prost(message, tag = "1")]
-        Schema(Schema),
+        Schema(Box<Schema>),
         #[prost(bool, tag = "2")]
         Boolean(bool),
     }
@@ -541,12 +541,12 @@ mod gnostic {
             _ => None,
         };
         let additional_properties = match m.get("additionalProperties") {
-            Some(Value::Bool(b)) => Some(Box::new(AdditionalPropertiesItem {
+            Some(Value::Bool(b)) => Some(AdditionalPropertiesItem {
                 oneof: Some(AdditionalProperties::Boolean(*b)),
-            })),
-            Some(s @ Value::Object(_)) => Some(Box::new(AdditionalPropertiesItem {
-                oneof: Some(AdditionalProperties::Schema(schema(s))),
-            })),
+            }),
+            Some(s @ Value::Object(_)) => Some(AdditionalPropertiesItem {
+                oneof: Some(AdditionalProperties::Schema(Box::new(schema(s)))),
+            }),
             _ => None,
         };
         Schema {

@@ -23,7 +23,7 @@ const MAX_DEPTH: usize = 64;
 
 /// Decodes one message into its JSON object.
 pub fn decode(message: &'static str, bytes: &[u8]) -> Result<Value, String> {
-    decode_at(message, bytes, 0, message)
+    decode_at(message, bytes, 0, "")
 }
 
 enum Wire<'a> {
@@ -89,14 +89,24 @@ fn decode_at(
     depth: usize,
     path: &str,
 ) -> Result<Value, String> {
+    // The object itself is named by its message in errors, anything inside it by its field path.
+    let here = if path.is_empty() { message } else { path };
     if depth > MAX_DEPTH {
-        return Err(format!("{path}: messages nest too deeply"));
+        return Err(format!("{here}: messages nest too deeply"));
     }
-    let schema = schema(message).ok_or_else(|| format!("{path}: no schema for {message}"))?;
-    let wire = fields(bytes).map_err(|e| format!("{path}: {e}"))?;
+    let schema = schema(message).ok_or_else(|| format!("{here}: no schema for {message}"))?;
+    let wire = fields(bytes).map_err(|e| format!("{here}: {e}"))?;
     let mut out = Map::new();
     for field in schema {
-        let at = format!("{path}.{}", field.json);
+        // Errors name the field path as validation messages do: `metadata.managedFields[0].fieldsV1`; the
+        // fields of an embedded struct are named as the parent's.
+        let at = if field.json.is_empty() {
+            path.to_string()
+        } else if path.is_empty() {
+            field.json.to_string()
+        } else {
+            format!("{path}.{}", field.json)
+        };
         let values = wire.get(&field.tag).map(Vec::as_slice).unwrap_or_default();
         let json = if field.map {
             if values.is_empty() {
@@ -112,17 +122,20 @@ fn decode_at(
                         Some(k) => scalar(Ty::Str, k, depth, &at)?,
                         None => json!(""),
                     };
+                    let key = key.as_str().unwrap_or_default().to_string();
+                    let entry_at = format!("{at}[{key}]");
                     let value = match e.get(&2).and_then(|v| v.last()) {
-                        Some(v) => scalar(field.ty, v, depth, &at)?,
-                        None => zero(field.ty, depth, &at)?,
+                        Some(v) => scalar(field.ty, v, depth, &entry_at)?,
+                        None => zero(field.ty, depth, &entry_at)?,
                     };
-                    m.insert(key.as_str().unwrap_or_default().to_string(), value);
+                    m.insert(key, value);
                 }
                 Some(Value::Object(m))
             }
         } else if field.repeated {
             let mut items = Vec::new();
             for v in values {
+                let item_at = format!("{at}[{}]", items.len());
                 match (field.ty, v) {
                     // Packed numbers: one length-delimited run of varints.
                     (Ty::I32 | Ty::I64 | Ty::Bool, Wire::Bytes(run)) => {
@@ -132,7 +145,7 @@ fn decode_at(
                             items.push(scalar(field.ty, &Wire::Varint(n), depth, &at)?);
                         }
                     }
-                    _ => items.push(scalar(field.ty, v, depth, &at)?),
+                    _ => items.push(scalar(field.ty, v, depth, &item_at)?),
                 }
             }
             match (items.is_empty(), field.presence) {
@@ -153,8 +166,13 @@ fn decode_at(
                 (None, _) => Some(zero(field.ty, depth, &at)?),
             }
         };
-        if let Some(v) = json {
-            out.insert(field.json.to_string(), v);
+        match json {
+            // An embedded struct without a JSON name: its fields are the parent's (Go promotes them).
+            Some(Value::Object(inner)) if field.json.is_empty() => out.extend(inner),
+            Some(v) => {
+                out.insert(field.json.to_string(), v);
+            }
+            None => {}
         }
     }
     Ok(Value::Object(out))
@@ -209,16 +227,18 @@ fn scalar(ty: Ty, v: &Wire<'_>, depth: usize, path: &str) -> Result<Value, Strin
                 Some(Wire::Varint(n)) => *n as i64,
                 _ => 0,
             };
-            let (seconds, nanos) = (int(1), int(2) as i32);
-            let t = jiff::Timestamp::new(
-                seconds,
-                if matches!(ty, Ty::Time) {
-                    0
-                } else {
-                    nanos / 1000 * 1000
-                },
-            )
-            .map_err(|e| format!("{path}: {e}"))?;
+            // Go's time.Unix carries nanoseconds outside [0, 1e9) into the seconds; Time keeps whole seconds,
+            // MicroTime microseconds.
+            let (seconds, nanos) = (int(1), int(2));
+            let seconds = seconds
+                .checked_add(nanos.div_euclid(1_000_000_000))
+                .ok_or_else(|| format!("{path}: the time is out of range"))?;
+            let nanos = if matches!(ty, Ty::Time) {
+                0
+            } else {
+                (nanos.rem_euclid(1_000_000_000) / 1000 * 1000) as i32
+            };
+            let t = jiff::Timestamp::new(seconds, nanos).map_err(|e| format!("{path}: {e}"))?;
             if matches!(ty, Ty::Time) {
                 json!(t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
             } else {
@@ -360,6 +380,20 @@ mod tests {
             Some("networking/v1.Ingress")
         );
         assert_eq!(root("v1", "Nope"), None);
+    }
+
+    #[test]
+    fn embedded_structs_promote_their_fields_into_the_parent() {
+        let secret_source = bytes(6, &bytes(1, b"creds"));
+        let volume = [bytes(1, b"data"), bytes(2, &secret_source)].concat();
+        let v = decode("core/v1.Volume", &volume).unwrap();
+        assert_eq!(
+            v,
+            json!({"name": "data", "secret": {"secretName": "creds"}})
+        );
+        let key_ref = [bytes(1, &bytes(1, b"settings")), bytes(2, b"level")].concat();
+        let r = decode("core/v1.ConfigMapKeySelector", &key_ref).unwrap();
+        assert_eq!(r, json!({"name": "settings", "key": "level"}));
     }
 
     #[test]

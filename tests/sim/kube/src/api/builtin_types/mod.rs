@@ -9,6 +9,8 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+// One row per field, as the generator writes it (rustfmt would spread each row over ten lines).
+#[rustfmt::skip]
 mod generated;
 
 use generated::MESSAGES;
