@@ -1907,6 +1907,114 @@ mod discovery_and_openapi {
         }
     }
 
+    /// A client that accepts only protobuf gets protobuf: objects, lists and errors (a Status) in the
+    /// `runtime.Unknown` envelope; the encoding is what the server itself decodes (a PUT of the answer changes
+    /// nothing). Custom resources have no protobuf form: 406, as on the real server.
+    #[tokio::test]
+    async fn protobuf_only_clients_get_protobuf_answers() {
+        use http_body_util::BodyExt as _;
+        let (_sim, c) = sim_with_widgets().await;
+        let proto = "application/vnd.kubernetes.protobuf";
+        let send = |method: &str, path: &str, body: Vec<u8>, content_type: &str| {
+            http::Request::builder()
+                .method(method)
+                .uri(path)
+                .header("accept", proto)
+                .header("content-type", content_type)
+                .body(kube::client::Body::from(body))
+                .expect("request")
+        };
+        let cm = configmap("plain", json!({"k": "v"}));
+        assert_eq!(
+            send_json(&c, "POST", "/api/v1/namespaces/default/configmaps", &cm)
+                .await
+                .status,
+            201
+        );
+        let resp = c
+            .send(send(
+                "GET",
+                "/api/v1/namespaces/default/configmaps/plain",
+                Vec::new(),
+                "application/json",
+            ))
+            .await
+            .expect("get");
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers()["content-type"], proto);
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes()
+            .to_vec();
+        assert_eq!(&body[..4], b"k8s\x00");
+        let before = get(&c, "/api/v1/namespaces/default/configmaps/plain")
+            .await
+            .json;
+        let put = c
+            .send(send(
+                "PUT",
+                "/api/v1/namespaces/default/configmaps/plain",
+                body,
+                proto,
+            ))
+            .await
+            .expect("put");
+        assert_eq!(put.status(), 200);
+        let after = get(&c, "/api/v1/namespaces/default/configmaps/plain")
+            .await
+            .json;
+        assert_eq!(after["data"], json!({"k": "v"}));
+        assert_eq!(
+            after["metadata"]["resourceVersion"], before["metadata"]["resourceVersion"],
+            "a no-op write"
+        );
+
+        let list = c
+            .send(send(
+                "GET",
+                "/api/v1/namespaces/default/configmaps",
+                Vec::new(),
+                "application/json",
+            ))
+            .await
+            .expect("list");
+        assert_eq!(list.headers()["content-type"], proto);
+        let missing = c
+            .send(send(
+                "GET",
+                "/api/v1/namespaces/default/configmaps/nope",
+                Vec::new(),
+                "application/json",
+            ))
+            .await
+            .expect("missing");
+        assert_eq!(missing.status(), 404);
+        assert_eq!(missing.headers()["content-type"], proto);
+        let widgets = c
+            .send(send("GET", WIDGETS, Vec::new(), "application/json"))
+            .await
+            .expect("widgets");
+        assert_eq!(widgets.status(), 406);
+        // With JSON also acceptable (what client-go sends), the answer stays JSON.
+        let both = http::Request::get("/api/v1/namespaces/default/configmaps/plain")
+            .header(
+                "accept",
+                "application/vnd.kubernetes.protobuf, application/json",
+            )
+            .body(kube::client::Body::from(Vec::new()))
+            .expect("request");
+        let both = c.send(both).await.expect("both");
+        assert!(
+            both.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("application/json")
+        );
+    }
+
     #[tokio::test]
     async fn aggregated_discovery_answers_with_its_content_type() {
         let sim = kube_sim::KubeSim::start().await.expect("start");

@@ -163,7 +163,9 @@ def main():
         for s in sorted(structs):
             rows_of[f"{g}.{s}"] = [(tag, jname, omit) + resolve(g, gotype) + (extra,)
                                    for tag, jname, omit, gotype, extra in sorted(structs[s], key=lambda f: f[0])]
-    reachable, todo = set(), list(ROOTS)
+    # Each kind's list (`ConfigMapList`) too, for protobuf answers to lists.
+    roots = ROOTS + [r + "List" for r in ROOTS if r + "List" in rows_of]
+    reachable, todo = set(), list(roots)
     while todo:
         m = todo.pop()
         if m in reachable or m not in rows_of:

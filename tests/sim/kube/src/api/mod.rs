@@ -133,7 +133,7 @@ where
         user,
         body,
     };
-    let resp = route(&api, &call).await;
+    let resp = protobuf::answer(&call, route(&api, &call).await).await;
     tracing::debug!(verb = %call.info.verb, path = %call.info.path, status = resp.status().as_u16(), "request");
     resp
 }

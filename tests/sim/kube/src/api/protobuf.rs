@@ -76,6 +76,89 @@ pub fn decode(body: &[u8], kind: &str) -> Result<Value, ApiError> {
     Ok(Value::Object(o))
 }
 
+/// Whether the client takes only protobuf: its Accept lists `application/vnd.kubernetes.protobuf` (without
+/// parameters such as `as=Table`) and nothing JSON, YAML or wildcard.
+pub fn wants_only_protobuf(accept: &str) -> bool {
+    let types: Vec<(&str, bool)> = accept
+        .split(',')
+        .map(|t| {
+            let mut parts = t.split(';');
+            let base = parts.next().unwrap_or("").trim();
+            let params = parts.any(|p| !p.trim().starts_with("q="));
+            (base, params)
+        })
+        .collect();
+    let protobuf = types
+        .iter()
+        .any(|(t, params)| *t == CONTENT_TYPE && !params);
+    let other = types.iter().any(|(t, _)| {
+        matches!(
+            *t,
+            "application/json" | "application/yaml" | "*/*" | "application/*"
+        )
+    });
+    protobuf && !other
+}
+
+/// A JSON answer re-encoded for a client that takes only protobuf: the object (or list, or Status) in a
+/// `runtime.Unknown` envelope. What has no protobuf form here (custom resources, Tables) is 406, as the real
+/// server answers a media type it cannot produce; watches keep their JSON stream.
+pub async fn answer(call: &super::Call, resp: super::Resp) -> super::Resp {
+    use http_body_util::BodyExt as _;
+    if !wants_only_protobuf(call.header("accept")) || call.info.verb == "watch" {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    let Ok(collected) = body.collect().await;
+    let bytes = collected.to_bytes();
+    let Ok(json) = serde_json::from_slice::<Value>(&bytes) else {
+        return http::Response::from_parts(parts, super::full(bytes));
+    };
+    let api_version = json["apiVersion"].as_str().unwrap_or_default();
+    let kind = json["kind"].as_str().unwrap_or_default();
+    let message = if kind == "Status" {
+        Some("meta.Status")
+    } else {
+        super::builtin_types::root(api_version, kind)
+    };
+    let encoded = message.map(|m| super::protobuf_generic::encode(m, &json));
+    let raw = match encoded {
+        Some(Ok(raw)) => raw,
+        Some(Err(e)) => {
+            tracing::warn!(%kind, error = %e, "an answer could not be encoded as protobuf");
+            return super::error(&ApiError::new(
+                500,
+                "InternalError",
+                format!("encoding the {kind} answer as protobuf: {e}"),
+            ));
+        }
+        None => {
+            return super::error(&ApiError::new(
+                406,
+                "NotAcceptable",
+                "only the following media types are accepted: application/json, application/yaml",
+            ));
+        }
+    };
+    let envelope = Unknown {
+        type_meta: Some(TypeMeta {
+            api_version: Some(api_version.to_string()),
+            kind: Some(kind.to_string()),
+        }),
+        raw: Some(raw),
+        content_encoding: Some(String::new()),
+        content_type: Some(String::new()),
+    };
+    let mut out = MAGIC.to_vec();
+    out.extend(envelope.encode_to_vec());
+    parts.headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static(CONTENT_TYPE),
+    );
+    parts.headers.remove(http::header::CONTENT_LENGTH);
+    http::Response::from_parts(parts, super::full(out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,6 +27,10 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
         Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ObjectMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 2, json: "webhooks", ty: Ty::Msg("admissionregistration/v1.MutatingWebhook"), repeated: true, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "merge", merge_key: "name", list_type: "map", list_keys: &["name"] } },
     ]),
+    ("admissionregistration/v1.MutatingWebhookConfigurationList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("admissionregistration/v1.MutatingWebhookConfiguration"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
     ("admissionregistration/v1.Rule", &[
         Field { tag: 1, json: "apiGroups", ty: Ty::Str, repeated: true, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "atomic", list_keys: &[] } },
         Field { tag: 2, json: "apiVersions", ty: Ty::Str, repeated: true, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "atomic", list_keys: &[] } },
@@ -60,6 +64,10 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
         Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ObjectMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 2, json: "webhooks", ty: Ty::Msg("admissionregistration/v1.ValidatingWebhook"), repeated: true, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "merge", merge_key: "name", list_type: "map", list_keys: &["name"] } },
     ]),
+    ("admissionregistration/v1.ValidatingWebhookConfigurationList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("admissionregistration/v1.ValidatingWebhookConfiguration"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
     ("admissionregistration/v1.WebhookClientConfig", &[
         Field { tag: 1, json: "service", ty: Ty::Msg("admissionregistration/v1.ServiceReference"), repeated: false, map: false, presence: Presence::Pointer, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 2, json: "caBundle", ty: Ty::Bytes, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
@@ -76,6 +84,10 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
         Field { tag: 3, json: "lastTransitionTime", ty: Ty::Time, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 4, json: "reason", ty: Ty::Str, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 5, json: "message", ty: Ty::Str, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
+    ("apps/v1.DaemonSetList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("apps/v1.DaemonSet"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
     ]),
     ("apps/v1.DaemonSetSpec", &[
         Field { tag: 1, json: "selector", ty: Ty::Msg("meta.LabelSelector"), repeated: false, map: false, presence: Presence::Pointer, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
@@ -113,6 +125,10 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
         Field { tag: 6, json: "lastUpdateTime", ty: Ty::Time, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 7, json: "lastTransitionTime", ty: Ty::Time, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
     ]),
+    ("apps/v1.DeploymentList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("apps/v1.Deployment"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
     ("apps/v1.DeploymentSpec", &[
         Field { tag: 1, json: "replicas", ty: Ty::I32, repeated: false, map: false, presence: Presence::Pointer, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 2, json: "selector", ty: Ty::Msg("meta.LabelSelector"), repeated: false, map: false, presence: Presence::Pointer, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
@@ -149,6 +165,10 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
         Field { tag: 3, json: "lastTransitionTime", ty: Ty::Time, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 4, json: "reason", ty: Ty::Str, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 5, json: "message", ty: Ty::Str, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
+    ("apps/v1.ReplicaSetList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("apps/v1.ReplicaSet"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
     ]),
     ("apps/v1.ReplicaSetSpec", &[
         Field { tag: 1, json: "replicas", ty: Ty::I32, repeated: false, map: false, presence: Presence::Pointer, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
@@ -188,6 +208,10 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
         Field { tag: 3, json: "lastTransitionTime", ty: Ty::Time, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 4, json: "reason", ty: Ty::Str, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 5, json: "message", ty: Ty::Str, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
+    ("apps/v1.StatefulSetList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("apps/v1.StatefulSet"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
     ]),
     ("apps/v1.StatefulSetOrdinals", &[
         Field { tag: 1, json: "start", ty: Ty::I32, repeated: false, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
@@ -417,6 +441,10 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
         Field { tag: 5, json: "message", ty: Ty::Str, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 6, json: "observedGeneration", ty: Ty::I64, repeated: false, map: false, presence: Presence::Pointer, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
     ]),
+    ("autoscaling/v2.HorizontalPodAutoscalerList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("autoscaling/v2.HorizontalPodAutoscaler"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
     ("autoscaling/v2.HorizontalPodAutoscalerSpec", &[
         Field { tag: 1, json: "scaleTargetRef", ty: Ty::Msg("autoscaling/v2.CrossVersionObjectReference"), repeated: false, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 2, json: "minReplicas", ty: Ty::I32, repeated: false, map: false, presence: Presence::Pointer, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
@@ -494,6 +522,10 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
         Field { tag: 2, json: "spec", ty: Ty::Msg("batch/v1.CronJobSpec"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 3, json: "status", ty: Ty::Msg("batch/v1.CronJobStatus"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
     ]),
+    ("batch/v1.CronJobList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("batch/v1.CronJob"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
     ("batch/v1.CronJobSpec", &[
         Field { tag: 1, json: "schedule", ty: Ty::Str, repeated: false, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 2, json: "startingDeadlineSeconds", ty: Ty::I64, repeated: false, map: false, presence: Presence::Pointer, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
@@ -521,6 +553,10 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
         Field { tag: 4, json: "lastTransitionTime", ty: Ty::Time, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 5, json: "reason", ty: Ty::Str, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 6, json: "message", ty: Ty::Str, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
+    ("batch/v1.JobList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("batch/v1.Job"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
     ]),
     ("batch/v1.JobSchedulingConfiguration", &[
     ]),
@@ -591,6 +627,10 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
     ("coordination/v1.Lease", &[
         Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ObjectMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 2, json: "spec", ty: Ty::Msg("coordination/v1.LeaseSpec"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
+    ("coordination/v1.LeaseList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("coordination/v1.Lease"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
     ]),
     ("coordination/v1.LeaseSpec", &[
         Field { tag: 1, json: "holderIdentity", ty: Ty::Str, repeated: false, map: false, presence: Presence::Pointer, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
@@ -683,6 +723,10 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
         Field { tag: 1, json: "", ty: Ty::Msg("core/v1.LocalObjectReference"), repeated: false, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 2, json: "key", ty: Ty::Str, repeated: false, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 3, json: "optional", ty: Ty::Bool, repeated: false, map: false, presence: Presence::Pointer, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
+    ("core/v1.ConfigMapList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("core/v1.ConfigMap"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
     ]),
     ("core/v1.ConfigMapNodeConfigSource", &[
         Field { tag: 1, json: "namespace", ty: Ty::Str, repeated: false, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
@@ -843,6 +887,10 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
         Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ObjectMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 2, json: "subsets", ty: Ty::Msg("core/v1.EndpointSubset"), repeated: true, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "atomic", list_keys: &[] } },
     ]),
+    ("core/v1.EndpointsList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("core/v1.Endpoints"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
     ("core/v1.EnvFromSource", &[
         Field { tag: 1, json: "prefix", ty: Ty::Str, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 2, json: "configMapRef", ty: Ty::Msg("core/v1.ConfigMapEnvSource"), repeated: false, map: false, presence: Presence::Pointer, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
@@ -882,6 +930,10 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
         Field { tag: 13, json: "related", ty: Ty::Msg("core/v1.ObjectReference"), repeated: false, map: false, presence: Presence::Pointer, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 14, json: "reportingComponent", ty: Ty::Str, repeated: false, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 15, json: "reportingInstance", ty: Ty::Str, repeated: false, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
+    ("core/v1.EventList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("core/v1.Event"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
     ]),
     ("core/v1.EventSeries", &[
         Field { tag: 1, json: "count", ty: Ty::I32, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
@@ -1041,6 +1093,10 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
         Field { tag: 5, json: "reason", ty: Ty::Str, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 6, json: "message", ty: Ty::Str, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
     ]),
+    ("core/v1.NamespaceList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("core/v1.Namespace"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
     ("core/v1.NamespaceSpec", &[
         Field { tag: 1, json: "finalizers", ty: Ty::Str, repeated: true, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "atomic", list_keys: &[] } },
     ]),
@@ -1098,6 +1154,10 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
     ]),
     ("core/v1.NodeFeatures", &[
         Field { tag: 1, json: "supplementalGroupsPolicy", ty: Ty::Bool, repeated: false, map: false, presence: Presence::Pointer, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
+    ("core/v1.NodeList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("core/v1.Node"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
     ]),
     ("core/v1.NodePodPreemptionPolicy", &[
         Field { tag: 1, json: "disableResizePreemption", ty: Ty::Str, repeated: true, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "set", list_keys: &[] } },
@@ -1190,6 +1250,10 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
         Field { tag: 5, json: "reason", ty: Ty::Str, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 6, json: "message", ty: Ty::Str, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
     ]),
+    ("core/v1.PersistentVolumeClaimList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("core/v1.PersistentVolumeClaim"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
     ("core/v1.PersistentVolumeClaimSpec", &[
         Field { tag: 1, json: "accessModes", ty: Ty::Str, repeated: true, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "atomic", list_keys: &[] } },
         Field { tag: 2, json: "resources", ty: Ty::Msg("core/v1.VolumeResourceRequirements"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
@@ -1279,6 +1343,10 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
     ]),
     ("core/v1.PodIP", &[
         Field { tag: 1, json: "ip", ty: Ty::Str, repeated: false, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
+    ("core/v1.PodList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("core/v1.Pod"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
     ]),
     ("core/v1.PodOS", &[
         Field { tag: 1, json: "name", ty: Ty::Str, repeated: false, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
@@ -1507,6 +1575,10 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
         Field { tag: 2, json: "key", ty: Ty::Str, repeated: false, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 3, json: "optional", ty: Ty::Bool, repeated: false, map: false, presence: Presence::Pointer, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
     ]),
+    ("core/v1.SecretList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("core/v1.Secret"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
     ("core/v1.SecretProjection", &[
         Field { tag: 1, json: "", ty: Ty::Msg("core/v1.LocalObjectReference"), repeated: false, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 2, json: "items", ty: Ty::Msg("core/v1.KeyToPath"), repeated: true, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "atomic", list_keys: &[] } },
@@ -1544,11 +1616,19 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
         Field { tag: 3, json: "imagePullSecrets", ty: Ty::Msg("core/v1.LocalObjectReference"), repeated: true, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "atomic", list_keys: &[] } },
         Field { tag: 4, json: "automountServiceAccountToken", ty: Ty::Bool, repeated: false, map: false, presence: Presence::Pointer, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
     ]),
+    ("core/v1.ServiceAccountList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("core/v1.ServiceAccount"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
     ("core/v1.ServiceAccountTokenProjection", &[
         Field { tag: 1, json: "audience", ty: Ty::Str, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 2, json: "expirationSeconds", ty: Ty::I64, repeated: false, map: false, presence: Presence::Pointer, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 3, json: "path", ty: Ty::Str, repeated: false, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 4, json: "user", ty: Ty::I64, repeated: false, map: false, presence: Presence::Pointer, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
+    ("core/v1.ServiceList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("core/v1.Service"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
     ]),
     ("core/v1.ServicePort", &[
         Field { tag: 1, json: "name", ty: Ty::Str, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
@@ -1753,6 +1833,10 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
         Field { tag: 14, json: "deprecatedLastTimestamp", ty: Ty::Time, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 15, json: "deprecatedCount", ty: Ty::I32, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
     ]),
+    ("events/v1.EventList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("events/v1.Event"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
     ("events/v1.EventSeries", &[
         Field { tag: 1, json: "count", ty: Ty::I32, repeated: false, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 2, json: "lastObservedTime", ty: Ty::MicroTime, repeated: false, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
@@ -1777,6 +1861,10 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
     ("networking/v1.IngressBackend", &[
         Field { tag: 3, json: "resource", ty: Ty::Msg("core/v1.TypedLocalObjectReference"), repeated: false, map: false, presence: Presence::Pointer, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 4, json: "service", ty: Ty::Msg("networking/v1.IngressServiceBackend"), repeated: false, map: false, presence: Presence::Pointer, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
+    ("networking/v1.IngressList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("networking/v1.Ingress"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
     ]),
     ("networking/v1.IngressLoadBalancerIngress", &[
         Field { tag: 1, json: "ip", ty: Ty::Str, repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
@@ -1827,6 +1915,10 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
         Field { tag: 1, json: "ports", ty: Ty::Msg("networking/v1.NetworkPolicyPort"), repeated: true, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "atomic", list_keys: &[] } },
         Field { tag: 2, json: "from", ty: Ty::Msg("networking/v1.NetworkPolicyPeer"), repeated: true, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "atomic", list_keys: &[] } },
     ]),
+    ("networking/v1.NetworkPolicyList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("networking/v1.NetworkPolicy"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
     ("networking/v1.NetworkPolicyPeer", &[
         Field { tag: 1, json: "podSelector", ty: Ty::Msg("meta.LabelSelector"), repeated: false, map: false, presence: Presence::Pointer, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 2, json: "namespaceSelector", ty: Ty::Msg("meta.LabelSelector"), repeated: false, map: false, presence: Presence::Pointer, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
@@ -1851,6 +1943,10 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
         Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ObjectMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 2, json: "spec", ty: Ty::Msg("policy/v1.PodDisruptionBudgetSpec"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 3, json: "status", ty: Ty::Msg("policy/v1.PodDisruptionBudgetStatus"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
+    ("policy/v1.PodDisruptionBudgetList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("policy/v1.PodDisruptionBudget"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
     ]),
     ("policy/v1.PodDisruptionBudgetSpec", &[
         Field { tag: 1, json: "minAvailable", ty: Ty::IntOrString, repeated: false, map: false, presence: Presence::Pointer, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
@@ -1880,6 +1976,14 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
         Field { tag: 2, json: "subjects", ty: Ty::Msg("rbac/v1.Subject"), repeated: true, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "atomic", list_keys: &[] } },
         Field { tag: 3, json: "roleRef", ty: Ty::Msg("rbac/v1.RoleRef"), repeated: false, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
     ]),
+    ("rbac/v1.ClusterRoleBindingList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("rbac/v1.ClusterRoleBinding"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
+    ("rbac/v1.ClusterRoleList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("rbac/v1.ClusterRole"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
     ("rbac/v1.PolicyRule", &[
         Field { tag: 1, json: "verbs", ty: Ty::Str, repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "atomic", list_keys: &[] } },
         Field { tag: 2, json: "apiGroups", ty: Ty::Str, repeated: true, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "atomic", list_keys: &[] } },
@@ -1895,6 +1999,14 @@ pub static MESSAGES: &[(&str, &[Field])] = &[
         Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ObjectMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
         Field { tag: 2, json: "subjects", ty: Ty::Msg("rbac/v1.Subject"), repeated: true, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "atomic", list_keys: &[] } },
         Field { tag: 3, json: "roleRef", ty: Ty::Msg("rbac/v1.RoleRef"), repeated: false, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
+    ("rbac/v1.RoleBindingList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("rbac/v1.RoleBinding"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+    ]),
+    ("rbac/v1.RoleList", &[
+        Field { tag: 1, json: "metadata", ty: Ty::Msg("meta.ListMeta"), repeated: false, map: false, presence: Presence::OmitEmpty, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
+        Field { tag: 2, json: "items", ty: Ty::Msg("rbac/v1.Role"), repeated: true, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },
     ]),
     ("rbac/v1.RoleRef", &[
         Field { tag: 1, json: "apiGroup", ty: Ty::Str, repeated: false, map: false, presence: Presence::Always, patch: Patch { strategy: "", merge_key: "", list_type: "", list_keys: &[] } },

@@ -138,6 +138,45 @@ static META: &[(&str, &[Field])] = &[
         ],
     ),
     (
+        "meta.ListMeta",
+        &[
+            f(1, "selfLink", Ty::Str, OmitEmpty),
+            f(2, "resourceVersion", Ty::Str, OmitEmpty),
+            f(3, "continue", Ty::Str, OmitEmpty),
+            f(4, "remainingItemCount", Ty::I64, Pointer),
+        ],
+    ),
+    (
+        "meta.Status",
+        &[
+            f(1, "metadata", Ty::Msg("meta.ListMeta"), OmitEmpty),
+            f(2, "status", Ty::Str, OmitEmpty),
+            f(3, "message", Ty::Str, OmitEmpty),
+            f(4, "reason", Ty::Str, OmitEmpty),
+            f(5, "details", Ty::Msg("meta.StatusDetails"), Pointer),
+            f(6, "code", Ty::I32, OmitEmpty),
+        ],
+    ),
+    (
+        "meta.StatusDetails",
+        &[
+            f(1, "name", Ty::Str, OmitEmpty),
+            f(2, "group", Ty::Str, OmitEmpty),
+            f(3, "kind", Ty::Str, OmitEmpty),
+            f(6, "uid", Ty::Str, OmitEmpty),
+            list(4, "causes", Ty::Msg("meta.StatusCause"), OmitEmpty),
+            f(5, "retryAfterSeconds", Ty::I32, OmitEmpty),
+        ],
+    ),
+    (
+        "meta.StatusCause",
+        &[
+            f(1, "reason", Ty::Str, OmitEmpty),
+            f(2, "message", Ty::Str, OmitEmpty),
+            f(3, "field", Ty::Str, OmitEmpty),
+        ],
+    ),
+    (
         "meta.OwnerReference",
         &[
             f(5, "apiVersion", Ty::Str, Always),
