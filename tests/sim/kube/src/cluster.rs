@@ -1036,17 +1036,17 @@ impl Cluster {
         match (rt.group.as_str(), rt.plural.as_str()) {
             ("batch", "jobs") if old.is_none() => crate::strategies::job_on_create(new),
             ("", "pods") if old.is_none() => crate::strategies::pod_on_create(new),
-            ("", "services") => match old {
-                None => {
-                    let taken = {
-                        let store = self.store();
-                        let services = store.list(&rt.storage_key(), None);
-                        crate::strategies::Allocated::from_services(services.iter().map(|s| &**s))
-                    };
-                    crate::strategies::service_on_create(new, &taken);
+            ("", "services") => {
+                let taken = {
+                    let store = self.store();
+                    let services = store.list(&rt.storage_key(), None);
+                    crate::strategies::Allocated::from_services(services.iter().map(|s| &**s))
+                };
+                match old {
+                    None => crate::strategies::service_on_create(new, &taken),
+                    Some(old) => crate::strategies::service_on_update(new, old, &taken),
                 }
-                Some(old) => crate::strategies::service_on_update(new, old),
-            },
+            }
             ("", "secrets") => {
                 if let Some(Value::Object(sd)) =
                     new.as_object_mut().and_then(|o| o.remove("stringData"))
@@ -1201,6 +1201,9 @@ impl Cluster {
                         ));
                     }
                 }
+            }
+            ("apps", "deployments" | "replicasets" | "statefulsets" | "daemonsets") => {
+                out.extend(validate_workload_selector(rt, new))
             }
             ("apiextensions.k8s.io", "customresourcedefinitions") => {
                 out.extend(validate_crd(new, old))
@@ -1492,6 +1495,45 @@ fn decode_kind(rt: &ResourceType, new: &Value) -> ApiResult<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// ValidateDeploymentSpec and its siblings: a workload needs a non-empty selector that its pod template's labels
+/// satisfy (otherwise its controller would create Pods it never counts as its own, without end).
+fn validate_workload_selector(rt: &ResourceType, obj: &Value) -> Vec<FieldCause> {
+    let spec = &obj["spec"];
+    let selector = &spec["selector"];
+    if selector.is_null() {
+        return vec![FieldCause::required("spec.selector", "")];
+    }
+    let parsed = match crate::selectors::LabelSelector::from_json(selector) {
+        Ok(s) => s,
+        Err(e) => return vec![FieldCause::invalid("spec.selector", selector, &e)],
+    };
+    let empty = selector["matchLabels"]
+        .as_object()
+        .is_none_or(Map::is_empty)
+        && selector["matchExpressions"]
+            .as_array()
+            .is_none_or(Vec::is_empty);
+    if empty {
+        return vec![FieldCause::invalid(
+            "spec.selector",
+            selector,
+            &format!("empty selector is invalid for {}", rt.kind.to_lowercase()),
+        )];
+    }
+    let labels = spec["template"]["metadata"]["labels"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    if !parsed.matches(&labels) {
+        return vec![FieldCause::invalid(
+            "spec.template.metadata.labels",
+            &Value::Object(labels),
+            "`selector` does not match template `labels`",
+        )];
+    }
+    Vec::new()
 }
 
 /// `metav1.MicroTime` fields decode with Go's layout `2006-01-02T15:04:05.000000Z07:00`: exactly six fractional

@@ -138,9 +138,12 @@ fn job_spec(spec: &mut Map<String, Value>) {
     }
     put(spec, "completionMode", json!("NonIndexed"));
     put(spec, "suspend", json!(false));
-    if spec.get("podFailurePolicy").is_none_or(Value::is_null) {
-        put(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
-    }
+    let policy = if spec.get("podFailurePolicy").is_none_or(Value::is_null) {
+        "TerminatingOrFailed"
+    } else {
+        "Failed"
+    };
+    put(spec, "podReplacementPolicy", json!(policy));
     template(spec);
 }
 
@@ -258,14 +261,22 @@ fn container(c: &mut Map<String, Value>) {
 
 /// The pull policy defaults to Always for an image without a tag or tagged `latest` (and without a digest).
 fn image_is_latest(image: &str) -> bool {
-    if image.contains('@') {
-        return false;
-    }
-    // A tag follows the last ':' after the last '/' (a ':' before it is a registry port).
-    let last = image.rsplit('/').next().unwrap_or(image);
-    match last.rsplit_once(':') {
-        Some((_, tag)) => tag == "latest",
-        None => true,
+    !image.contains('@') && image_tag(image).is_none_or(|t| t == "latest")
+}
+
+/// An image reference's tag: what follows the last ':' after the last '/' (a ':' before it is a registry port).
+fn image_tag(image: &str) -> Option<&str> {
+    let without_digest = image.split('@').next().unwrap_or(image);
+    let last = without_digest.rsplit('/').next().unwrap_or(without_digest);
+    last.rsplit_once(':').map(|(_, tag)| tag)
+}
+
+/// An image reference without its tag and digest: `registry:5000/team/app:1.2@sha256:…` → `registry:5000/team/app`.
+pub fn image_repository(image: &str) -> &str {
+    let without_digest = image.split('@').next().unwrap_or(image);
+    match image_tag(without_digest) {
+        Some(tag) => &without_digest[..without_digest.len() - tag.len() - 1],
+        None => without_digest,
     }
 }
 
@@ -308,4 +319,43 @@ fn entry_object<'a>(
 ) -> Option<&'a mut Map<String, Value>> {
     put(m, key, json!({}));
     m.get_mut(key).and_then(Value::as_object_mut)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_references_split_at_the_tag_not_the_registry_port() {
+        assert_eq!(
+            image_repository("registry:5000/team/app:1.2"),
+            "registry:5000/team/app"
+        );
+        assert_eq!(
+            image_repository("registry:5000/team/app"),
+            "registry:5000/team/app"
+        );
+        assert_eq!(image_repository("nginx@sha256:abc"), "nginx");
+        assert_eq!(
+            image_repository("kube-sim.invalid/fail:v2"),
+            "kube-sim.invalid/fail"
+        );
+        assert!(image_is_latest("registry:5000/app"));
+        assert!(image_is_latest("nginx:latest"));
+        assert!(!image_is_latest("nginx:1.27"));
+        assert!(!image_is_latest("nginx@sha256:abc"));
+    }
+
+    #[test]
+    fn a_job_with_a_pod_failure_policy_replaces_only_failed_pods() {
+        let mut spec = serde_json::Map::new();
+        spec.insert("podFailurePolicy".into(), json!({"rules": []}));
+        job_spec(&mut spec);
+        assert_eq!(spec["podReplacementPolicy"], "Failed");
+        let mut plain = serde_json::Map::new();
+        job_spec(&mut plain);
+        assert_eq!(plain["podReplacementPolicy"], "TerminatingOrFailed");
+        assert_eq!(plain["completions"], 1);
+        assert_eq!(plain["backoffLimit"], 6);
+    }
 }

@@ -3,7 +3,7 @@
 //! registry's allocators, which keep them on update), and a Pod's service account, priority and default
 //! tolerations (the ServiceAccount, Priority and DefaultTolerationSeconds admission plugins).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 
@@ -52,6 +52,18 @@ pub fn job_on_create(job: &mut Value) {
             }
         }
     }
+    // SetDefaults_Job gives a Job without labels its template's, and the real server defaults again whenever
+    // it reads a Job back: the generated labels show on the Job too.
+    let template_labels = job["spec"]["template"]["metadata"]["labels"].clone();
+    if let Some(meta) = job.get_mut("metadata").and_then(Value::as_object_mut) {
+        let empty = meta
+            .get("labels")
+            .and_then(Value::as_object)
+            .is_none_or(Map::is_empty);
+        if empty && template_labels.is_object() {
+            meta.insert("labels".into(), template_labels);
+        }
+    }
 }
 
 /// The addresses and ports other Services hold, so allocation never hands out one twice.
@@ -82,15 +94,127 @@ impl Allocated {
 /// family fields, node ports from 30000-32767 for NodePort and LoadBalancer Services, and an empty load-balancer
 /// status.
 pub fn service_on_create(svc: &mut Value, taken: &Allocated) {
-    let Some(spec) = svc.get_mut("spec").and_then(Value::as_object_mut) else {
+    if let Some(spec) = svc.get_mut("spec").and_then(Value::as_object_mut) {
+        allocate(spec, taken);
+    }
+    svc["status"] = json!({"loadBalancer": {}});
+}
+
+/// Service update, as the service registry's `dropTypeDependentFields` and `patchAllocatedValues` do: a type
+/// that no longer needs a cluster IP or node ports drops the ones the client left as they were; values the
+/// request left out that both types need are kept (node ports matched by port name); then anything still
+/// missing is allocated.
+pub fn service_on_update(new: &mut Value, old: &Value, taken: &Allocated) {
+    let old_spec = &old["spec"];
+    let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
-    let ty = spec
-        .get("type")
+    let (old_ty, new_ty) = (service_type(old_spec), service_type_of(spec));
+    let ports_of = |ports: Option<&Value>| -> Vec<i64> {
+        ports
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["nodePort"].as_i64())
+            .filter(|n| *n != 0)
+            .collect()
+    };
+    if needs_cluster_ip(&old_ty)
+        && !needs_cluster_ip(&new_ty)
+        && spec.get("clusterIP") == old_spec.get("clusterIP")
+    {
+        for k in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+            spec.remove(k);
+        }
+    }
+    if needs_node_ports(&old_ty)
+        && !needs_node_ports(&new_ty)
+        && ports_of(spec.get("ports")) == ports_of(old_spec.get("ports"))
+    {
+        for p in spec
+            .get_mut("ports")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object_mut)
+        {
+            p.remove("nodePort");
+        }
+    }
+    if needs_cluster_ip(&old_ty) && needs_cluster_ip(&new_ty) {
+        let empty = spec
+            .get("clusterIP")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .is_empty();
+        if empty {
+            for k in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+                if let Some(v) = old_spec.get(k) {
+                    spec.insert(k.into(), v.clone());
+                }
+            }
+        }
+    }
+    if needs_node_ports(&old_ty) && needs_node_ports(&new_ty) {
+        let old_ports = ports_of(old_spec.get("ports"));
+        let new_ports = ports_of(spec.get("ports"));
+        let by_name: HashMap<String, i64> = old_spec["ports"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| {
+                Some((
+                    p["name"].as_str().unwrap_or_default().to_string(),
+                    p["nodePort"].as_i64()?,
+                ))
+            })
+            .collect();
+        for p in spec
+            .get_mut("ports")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object_mut)
+        {
+            if p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) != 0 {
+                continue;
+            }
+            let port_name = p.get("name").and_then(Value::as_str).unwrap_or_default();
+            // A node port both versions already use for another port cannot be patched in.
+            if let Some(n) = by_name
+                .get(port_name)
+                .filter(|n| !(old_ports.contains(n) && new_ports.contains(n)))
+            {
+                p.insert("nodePort".into(), json!(n));
+            }
+        }
+    }
+    allocate(spec, taken);
+}
+
+fn service_type(spec: &Value) -> String {
+    spec["type"].as_str().unwrap_or("ClusterIP").to_string()
+}
+
+fn service_type_of(spec: &Map<String, Value>) -> String {
+    spec.get("type")
         .and_then(Value::as_str)
         .unwrap_or("ClusterIP")
-        .to_string();
-    if ty != "ExternalName" {
+        .to_string()
+}
+
+fn needs_cluster_ip(ty: &str) -> bool {
+    ty != "ExternalName"
+}
+
+fn needs_node_ports(ty: &str) -> bool {
+    ty == "NodePort" || ty == "LoadBalancer"
+}
+
+/// What the type needs and the spec lacks: a cluster IP with its family fields, and node ports.
+fn allocate(spec: &mut Map<String, Value>, taken: &Allocated) {
+    let ty = service_type_of(spec);
+    if needs_cluster_ip(&ty) {
         let ip = match spec.get("clusterIP").and_then(Value::as_str) {
             Some(ip) if !ip.is_empty() => ip.to_string(),
             _ => free_cluster_ip(&taken.cluster_ips),
@@ -101,7 +225,7 @@ pub fn service_on_create(svc: &mut Value, taken: &Allocated) {
         spec.entry("ipFamilyPolicy")
             .or_insert_with(|| json!("SingleStack"));
     }
-    if ty == "NodePort" || ty == "LoadBalancer" {
+    if needs_node_ports(&ty) {
         let mut used = taken.node_ports.clone();
         for p in spec
             .get_mut("ports")
@@ -115,46 +239,6 @@ pub fn service_on_create(svc: &mut Value, taken: &Allocated) {
                 used.insert(port);
                 p.insert("nodePort".into(), json!(port));
             }
-        }
-    }
-    svc["status"] = json!({"loadBalancer": {}});
-}
-
-/// Service update: allocated values the request left out are kept (the registry's `patchAllocatedValues`), so a
-/// replace or apply without them does not drop them.
-pub fn service_on_update(new: &mut Value, old: &Value) {
-    let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) else {
-        return;
-    };
-    let old_spec = &old["spec"];
-    if spec
-        .get("clusterIP")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .is_empty()
-    {
-        for k in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
-            if let Some(v) = old_spec.get(k) {
-                spec.insert(k.into(), v.clone());
-            }
-        }
-    }
-    let old_ports: Vec<&Value> = old_spec["ports"].as_array().into_iter().flatten().collect();
-    for p in spec
-        .get_mut("ports")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_object_mut)
-    {
-        if p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) != 0 {
-            continue;
-        }
-        let same = old_ports
-            .iter()
-            .find(|o| o["port"] == p["port"] && o["protocol"] == p["protocol"]);
-        if let Some(n) = same.and_then(|o| o.get("nodePort")) {
-            p.insert("nodePort".into(), n.clone());
         }
     }
 }
@@ -222,9 +306,15 @@ pub fn pod_on_create(pod: &mut Value) {
             "node.kubernetes.io/not-ready",
             "node.kubernetes.io/unreachable",
         ] {
+            // Toleration.ToleratesTaint: an empty key with `Exists` tolerates every taint, an empty effect
+            // every effect.
             let present = list.iter().any(|t| {
-                t["key"].as_str() == Some(taint)
-                    && t["effect"].as_str().is_none_or(|e| e == "NoExecute")
+                let key = t["key"].as_str().unwrap_or_default();
+                let key_ok = key == taint || (key.is_empty() && t["operator"] == "Exists");
+                key_ok
+                    && t["effect"]
+                        .as_str()
+                        .is_none_or(|e| e.is_empty() || e == "NoExecute")
             });
             if !present {
                 let mut t = Map::new();
@@ -255,6 +345,10 @@ mod tests {
             job["spec"]["template"]["metadata"]["labels"]["job-name"],
             "pi"
         );
+        assert_eq!(
+            job["metadata"]["labels"]["batch.kubernetes.io/job-name"],
+            "pi"
+        );
         let mut manual = json!({"metadata": {"name": "m", "uid": "u"},
             "spec": {"manualSelector": true, "selector": {"matchLabels": {"a": "b"}}}});
         job_on_create(&mut manual);
@@ -276,9 +370,34 @@ mod tests {
         assert!((30000..=32767).contains(&port));
         let mut replaced =
             json!({"spec": {"type": "NodePort", "ports": [{"port": 80, "protocol": "TCP"}]}});
-        service_on_update(&mut replaced, &svc);
+        service_on_update(&mut replaced, &svc, &taken);
         assert_eq!(replaced["spec"]["clusterIP"], json!(ip));
         assert_eq!(replaced["spec"]["ports"][0]["nodePort"], json!(port));
+
+        // Becoming a ClusterIP Service drops the node ports; becoming ExternalName drops the address.
+        let mut internal = replaced.clone();
+        internal["spec"]["type"] = json!("ClusterIP");
+        service_on_update(&mut internal, &replaced, &taken);
+        assert!(
+            internal["spec"]["ports"][0].get("nodePort").is_none(),
+            "{internal}"
+        );
+        assert_eq!(internal["spec"]["clusterIP"], json!(ip));
+        let mut external = internal.clone();
+        external["spec"]["type"] = json!("ExternalName");
+        service_on_update(&mut external, &internal, &taken);
+        assert!(external["spec"].get("clusterIP").is_none(), "{external}");
+        // And back: what the new type needs is allocated.
+        let mut back = external.clone();
+        back["spec"]["type"] = json!("NodePort");
+        service_on_update(&mut back, &external, &taken);
+        assert!(
+            back["spec"]["clusterIP"]
+                .as_str()
+                .unwrap()
+                .starts_with("10.")
+        );
+        assert!(back["spec"]["ports"][0]["nodePort"].as_i64().is_some());
 
         let mut headless = json!({"spec": {"clusterIP": "None"}});
         service_on_create(&mut headless, &taken);

@@ -202,6 +202,53 @@ async fn amplifying_requests_stay_within_a_small_multiple_of_their_size() {
         "apply shape grew RSS by {growth} bytes for a {len}-byte body"
     );
 
+    // 5. A protobuf StatefulSet of 1.4 million empty volume claim templates: two bytes each on the wire, each a
+    //    zero-valued PersistentVolumeClaim (with its metadata, spec and status) once decoded. The real server
+    //    builds them all as Go structs; kube-sim stops at its decode budget with a 400.
+    let mut spec = Vec::new();
+    for _ in 0..1_400_000 {
+        spec.extend_from_slice(&[0x22, 0x00]); // field 4 (volumeClaimTemplates), length 0
+    }
+    let raw = [vec![0x12], varint(spec.len() as u64), spec].concat();
+    let type_meta = [
+        vec![0x0a, 7],
+        b"apps/v1".to_vec(),
+        vec![0x12, 11],
+        b"StatefulSet".to_vec(),
+    ]
+    .concat();
+    let envelope = [
+        vec![0x0a, type_meta.len() as u8],
+        type_meta,
+        vec![0x12],
+        varint(raw.len() as u64),
+        raw,
+    ]
+    .concat();
+    let body = [b"k8s\x00".to_vec(), envelope].concat();
+    let len = body.len();
+    let (reply, growth) = measured(
+        &client,
+        "POST",
+        "/apis/apps/v1/namespaces/default/statefulsets",
+        "application/vnd.kubernetes.protobuf",
+        body,
+    )
+    .await;
+    report("protobuf of empty repeated structs", len, &reply, growth);
+    assert_eq!(reply.status, 400, "{}", reply.text);
+    assert!(
+        reply
+            .message()
+            .contains("far more values than its size allows"),
+        "{}",
+        reply.text
+    );
+    assert!(
+        growth <= bound(len),
+        "protobuf shape grew RSS by {growth} bytes for a {len}-byte body"
+    );
+
     // 5. Deep nesting, in each body kind: refused by the depth limits, cheaply.
     let depth = 100_000;
     let nested = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
@@ -258,4 +305,17 @@ async fn amplifying_requests_stay_within_a_small_multiple_of_their_size() {
         );
     }
     sim.stop().await;
+}
+
+fn varint(mut n: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let b = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(b);
+            return out;
+        }
+        out.push(b | 0x80);
+    }
 }

@@ -2039,6 +2039,9 @@ async fn create_stores_the_same_object_from_a_protobuf_client_and_a_json_client(
         ] {
             meta.remove(k);
         }
+        if let Some(labels) = meta.get_mut("labels").and_then(Value::as_object_mut) {
+            labels.retain(|k, _| !k.contains("controller-uid"));
+        }
         v.as_object_mut().unwrap().remove("status");
         if let Some(spec) = v["spec"].as_object_mut() {
             spec.remove("clusterIP");
@@ -2268,6 +2271,33 @@ items:
             "{v}:\n{}",
             out.stdout
         );
+        // `create` of a built-in kind (protobuf from 1.32 on) and `create -f` of a List.
+        k.run(&[
+            "create",
+            "deployment",
+            "extra",
+            "--image=nginx:1.27",
+            "--replicas=2",
+        ])
+        .await
+        .ok()
+        .stdout_has("deployment.apps/extra created");
+        let out = k
+            .run(&[
+                "wait",
+                "--for=condition=Available",
+                "deployment/extra",
+                "--timeout=60s",
+            ])
+            .await;
+        assert!(out.success(), "{v}:\n{}", out.describe());
+        let listed = "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: made-a}}\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: made-b}}\n";
+        let file = k.file("list.yaml", listed);
+        k.run(&["create", "-f", &file])
+            .await
+            .ok()
+            .stdout_has("configmap/made-a created")
+            .stdout_has("configmap/made-b created");
         // explain from /openapi/v3 (the default from 1.27 on) and from /openapi/v2.
         for output in ["--output=plaintext", "--output=plaintext-openapiv2"] {
             let out = k

@@ -605,3 +605,54 @@ async fn without_the_option_nothing_runs_and_no_nodes_exist() {
     assert_eq!(c["ports"][0]["protocol"], "TCP");
     assert_eq!(d["spec"]["template"]["spec"]["restartPolicy"], "Always");
 }
+
+/// Odd objects the server accepts (a template spec that is not an object, absurd numbers) cost their own
+/// reconciliation, not the controllers: a healthy Deployment beside them still becomes available.
+#[tokio::test]
+async fn odd_workloads_do_not_stop_the_controllers() {
+    let sim = sim(1).await;
+    let client = sim.client().await.unwrap();
+    let odd = [
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "odd-template", "namespace": "default"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "odd"}}, "template": "not an object"}}),
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "odd-numbers", "namespace": "default",
+                "annotations": {"deployment.kubernetes.io/revision": "9223372036854775807"}},
+            "spec": {"replicas": 1, "minReadySeconds": 300_000_000_000i64, "selector": {"matchLabels": {"app": "n"}},
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "9223372036854775807%"}},
+                "template": {"metadata": {"labels": {"app": "n"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}}),
+        json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "odd-sts", "namespace": "default"},
+            "spec": {"replicas": 1, "podManagementPolicy": "Parallel", "serviceName": "s", "selector": {"matchLabels": {"app": "s"}},
+                "template": {"metadata": {"labels": {"app": "s"}}, "spec": "nope"}}}),
+    ];
+    for obj in odd {
+        let kind = obj["kind"].as_str().unwrap().to_lowercase();
+        let path = format!("/apis/apps/v1/namespaces/default/{kind}s");
+        let req = http::Request::post(path)
+            .header("content-type", "application/json")
+            .body(serde_json::to_vec(&obj).unwrap())
+            .unwrap();
+        // What the server takes must not break the controllers; a template its selector does not select is
+        // refused, as ValidateDeploymentSpec refuses it.
+        let answer = client.request_text(req).await;
+        if obj["metadata"]["name"] == "odd-template" {
+            match answer {
+                Err(kube::Error::Api(e)) => {
+                    assert_eq!(e.code, 422);
+                    assert!(
+                        e.message
+                            .contains("`selector` does not match template `labels`"),
+                        "{}",
+                        e.message
+                    );
+                }
+                other => panic!("the odd template was not refused: {other:?}"),
+            }
+        }
+    }
+    sim.apply_yaml(DEPLOYMENT).await.unwrap();
+    wait_for("web available beside the odd ones", || {
+        let d = sim.get("apps/v1", "Deployment", "default", "web")?;
+        (d["status"]["availableReplicas"] == 3).then_some(())
+    })
+    .await;
+}

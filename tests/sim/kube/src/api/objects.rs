@@ -237,7 +237,10 @@ pub fn decode_body(call: &Call, rt: &ResourceType) -> ApiResult<Value> {
     let ct = call.header("content-type");
     let base = ct.split(';').next().unwrap_or("").trim();
     let v: Value = match base {
-        super::protobuf::CONTENT_TYPE => super::protobuf::decode(&call.body, &rt.kind)?,
+        // Custom resources have no protobuf form, whatever the envelope claims.
+        super::protobuf::CONTENT_TYPE if !rt.is_crd() => {
+            super::protobuf::decode(&call.body, &rt.kind)?
+        }
         "" | "application/json" | "*/*" => {
             serde_json::from_slice(&call.body).map_err(|e| decode_error(rt, &e.to_string()))?
         }

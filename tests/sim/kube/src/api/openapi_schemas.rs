@@ -27,6 +27,9 @@ pub fn definition_name(message: &str) -> String {
 
 /// The root message of a built-in resource type, when the table has it.
 pub fn root_message(rt: &ResourceType) -> Option<&'static str> {
+    if rt.is_crd() {
+        return None;
+    }
     root(&rt.api_version(), &rt.kind)
 }
 

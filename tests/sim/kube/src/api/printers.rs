@@ -740,6 +740,7 @@ fn node(obj: &Value) -> Vec<Value> {
         .filter(|r| !r.is_empty())
         .collect();
     roles.sort();
+    roles.dedup();
     let roles = if roles.is_empty() {
         "<none>".to_string()
     } else {
@@ -781,26 +782,31 @@ fn persistent_volume_claim(obj: &Value) -> Vec<Value> {
     let status = &obj["status"];
     let bound = !text(&spec["volumeName"]).is_empty();
     let (capacity, modes) = if bound {
-        let modes: Vec<&str> = status["accessModes"]
+        // GetAccessModesAsString: each mode once, in this order.
+        let have: Vec<&str> = status["accessModes"]
             .as_array()
             .into_iter()
             .flatten()
             .filter_map(Value::as_str)
-            .map(|m| match m {
-                "ReadWriteOnce" => "RWO",
-                "ReadOnlyMany" => "ROX",
-                "ReadWriteMany" => "RWX",
-                "ReadWriteOncePod" => "RWOP",
-                other => other,
-            })
             .collect();
+        let modes: Vec<&str> = [
+            ("ReadWriteOnce", "RWO"),
+            ("ReadOnlyMany", "ROX"),
+            ("ReadWriteMany", "RWX"),
+            ("ReadWriteOncePod", "RWOP"),
+        ]
+        .iter()
+        .filter(|(mode, _)| have.contains(mode))
+        .map(|(_, short)| *short)
+        .collect();
         (text(&status["capacity"]["storage"]), modes.join(","))
     } else {
         (String::new(), String::new())
     };
-    let class = spec["storageClassName"]
+    // GetPersistentVolumeClaimClass: the beta annotation wins over the field.
+    let class = obj["metadata"]["annotations"]["volume.beta.kubernetes.io/storage-class"]
         .as_str()
-        .or(obj["metadata"]["annotations"]["volume.beta.kubernetes.io/storage-class"].as_str())
+        .or(spec["storageClassName"].as_str())
         .unwrap_or_default();
     let phase = if obj["metadata"]["deletionTimestamp"].is_string() {
         "Terminating".to_string()
@@ -825,37 +831,53 @@ fn persistent_volume_claim(obj: &Value) -> Vec<Value> {
     ]
 }
 
-/// formatEndpoints: the first three `ip:port` pairs, then `+ N more...`, or `<none>`.
+/// formatEndpoints: `ip:port` for every port of every subset (ports outer, addresses inner; IPv6 in brackets),
+/// the first three, then `+ N more...`; `<none>` when there are none.
 fn endpoints(obj: &Value) -> String {
-    let mut pairs = Vec::new();
-    let mut total = 0;
+    const MAX: usize = 3;
+    let mut list = Vec::new();
+    let mut count = 0;
     for subset in obj["subsets"].as_array().into_iter().flatten() {
+        let addresses: Vec<String> = subset["addresses"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|a| text(&a["ip"]))
+            .collect();
         let ports: Vec<i64> = subset["ports"]
             .as_array()
             .into_iter()
             .flatten()
             .map(|p| int(&p["port"]))
             .collect();
-        for a in subset["addresses"].as_array().into_iter().flatten() {
-            let ip = text(&a["ip"]);
-            if ports.is_empty() {
-                total += 1;
-                if pairs.len() < 3 {
-                    pairs.push(ip.clone());
-                }
-            }
-            for port in &ports {
-                total += 1;
-                if pairs.len() < 3 {
-                    pairs.push(format!("{ip}:{port}"));
-                }
+        let pairs: Vec<String> = if ports.is_empty() {
+            // Headless Services may have no ports.
+            addresses.clone()
+        } else {
+            ports
+                .iter()
+                .flat_map(|port| {
+                    addresses.iter().map(move |ip| {
+                        if ip.contains(':') {
+                            format!("[{ip}]:{port}")
+                        } else {
+                            format!("{ip}:{port}")
+                        }
+                    })
+                })
+                .collect()
+        };
+        for pair in pairs {
+            count += 1;
+            if list.len() < MAX {
+                list.push(pair);
             }
         }
     }
-    match total {
+    match count {
         0 => "<none>".into(),
-        n if n > pairs.len() => format!("{} + {} more...", pairs.join(","), n - pairs.len()),
-        _ => pairs.join(","),
+        n if n > list.len() => format!("{} + {} more...", list.join(","), n - list.len()),
+        _ => list.join(","),
     }
 }
 
@@ -867,21 +889,20 @@ fn ingress(obj: &Value) -> Vec<Value> {
         .as_str()
         .unwrap_or("<none>")
         .to_string();
+    // formatHosts: rules without a host are left out; none at all prints `*`.
     let hosts: Vec<String> = spec["rules"]
         .as_array()
         .into_iter()
         .flatten()
-        .map(|r| match r["host"].as_str() {
-            Some(h) if !h.is_empty() => h.to_string(),
-            _ => "*".into(),
-        })
+        .filter_map(|r| r["host"].as_str().filter(|h| !h.is_empty()))
+        .map(String::from)
         .collect();
     let hosts = match hosts.len() {
         0 => "*".to_string(),
         n if n > 3 => format!("{} + {} more...", hosts[..3].join(","), n - 3),
         _ => hosts.join(","),
     };
-    let address: Vec<String> = obj["status"]["loadBalancer"]["ingress"]
+    let mut address: Vec<String> = obj["status"]["loadBalancer"]["ingress"]
         .as_array()
         .into_iter()
         .flatten()
@@ -893,6 +914,7 @@ fn ingress(obj: &Value) -> Vec<Value> {
                 .map(String::from)
         })
         .collect();
+    address.sort();
     let ports = if spec["tls"].as_array().is_some_and(|t| !t.is_empty()) {
         "80, 443"
     } else {

@@ -23,7 +23,32 @@ const MAX_DEPTH: usize = 64;
 
 /// Decodes one message into its JSON object.
 pub fn decode(message: &'static str, bytes: &[u8]) -> Result<Value, String> {
-    decode_at(message, bytes, 0, "")
+    // An empty element of a repeated struct field is two bytes on the wire but the whole zero-valued struct Go
+    // prints once decoded: a body of empty elements would grow a tree hundreds of times its size (as it grows Go
+    // structs on the real server). Each message's fields on the wire and each value produced are counted
+    // against a budget of a sixth of the body's bytes beyond the first 40,000, which real objects stay far
+    // within; a hostile body is refused before its tree is built.
+    let budget = Budget(std::cell::Cell::new(
+        (bytes.len() / 6).saturating_add(40_000),
+    ));
+    decode_at(message, bytes, 0, &budget, "")
+}
+
+/// How many more JSON values the decoding may produce.
+struct Budget(std::cell::Cell<usize>);
+
+impl Budget {
+    fn spend(&self, n: usize, path: &str) -> Result<(), String> {
+        let left = self.0.get();
+        if n > left {
+            return Err(format!(
+                "{}: the object decodes to far more values than its size allows",
+                if path.is_empty() { "the object" } else { path }
+            ));
+        }
+        self.0.set(left - n);
+        Ok(())
+    }
 }
 
 enum Wire<'a> {
@@ -44,6 +69,33 @@ fn varint(bytes: &[u8], pos: &mut usize) -> Result<u64, String> {
         }
     }
     Err("a varint is longer than 10 bytes".into())
+}
+
+/// How many fields a message carries on the wire, counted without allocating (a malformed tail ends the count;
+/// [`fields`] reports it).
+fn count_fields(bytes: &[u8]) -> usize {
+    let mut pos = 0;
+    let mut n = 0;
+    while pos < bytes.len() {
+        let Ok(key) = varint(bytes, &mut pos) else {
+            break;
+        };
+        let skip = match key & 7 {
+            0 => varint(bytes, &mut pos).map(|_| 0).ok(),
+            1 => Some(8),
+            2 => varint(bytes, &mut pos)
+                .ok()
+                .and_then(|l| usize::try_from(l).ok()),
+            5 => Some(4),
+            _ => None,
+        };
+        let Some(skip) = skip else {
+            break;
+        };
+        pos = pos.saturating_add(skip);
+        n += 1;
+    }
+    n
 }
 
 /// Every field on the wire, by tag, in order.
@@ -87,6 +139,7 @@ fn decode_at(
     message: &'static str,
     bytes: &[u8],
     depth: usize,
+    budget: &Budget,
     path: &str,
 ) -> Result<Value, String> {
     // The object itself is named by its message in errors, anything inside it by its field path.
@@ -95,6 +148,7 @@ fn decode_at(
         return Err(format!("{here}: messages nest too deeply"));
     }
     let schema = schema(message).ok_or_else(|| format!("{here}: no schema for {message}"))?;
+    budget.spend(count_fields(bytes), here)?;
     let wire = fields(bytes).map_err(|e| format!("{here}: {e}"))?;
     let mut out = Map::new();
     for field in schema {
@@ -119,14 +173,14 @@ fn decode_at(
                     };
                     let e = fields(entry).map_err(|e| format!("{at}: {e}"))?;
                     let key = match e.get(&1).and_then(|k| k.last()) {
-                        Some(k) => scalar(Ty::Str, k, depth, &at)?,
+                        Some(k) => scalar(Ty::Str, k, depth, budget, &at)?,
                         None => json!(""),
                     };
                     let key = key.as_str().unwrap_or_default().to_string();
                     let entry_at = format!("{at}[{key}]");
                     let value = match e.get(&2).and_then(|v| v.last()) {
-                        Some(v) => scalar(field.ty, v, depth, &entry_at)?,
-                        None => zero(field.ty, depth, &entry_at)?,
+                        Some(v) => scalar(field.ty, v, depth, budget, &entry_at)?,
+                        None => zero(field.ty, depth, budget, &entry_at)?,
                     };
                     m.insert(key, value);
                 }
@@ -142,10 +196,10 @@ fn decode_at(
                         let mut pos = 0;
                         while pos < run.len() {
                             let n = varint(run, &mut pos).map_err(|e| format!("{at}: {e}"))?;
-                            items.push(scalar(field.ty, &Wire::Varint(n), depth, &at)?);
+                            items.push(scalar(field.ty, &Wire::Varint(n), depth, budget, &at)?);
                         }
                     }
-                    _ => items.push(scalar(field.ty, v, depth, &item_at)?),
+                    _ => items.push(scalar(field.ty, v, depth, budget, &item_at)?),
                 }
             }
             match (items.is_empty(), field.presence) {
@@ -155,17 +209,24 @@ fn decode_at(
             }
         } else {
             match (values.last(), field.presence) {
-                (Some(v), Pointer) => Some(scalar(field.ty, v, depth, &at)?),
+                (Some(v), Pointer) => Some(scalar(field.ty, v, depth, budget, &at)?),
                 (Some(v), _) => {
-                    let value = scalar(field.ty, v, depth, &at)?;
+                    let value = scalar(field.ty, v, depth, budget, &at)?;
                     (field.presence == Always || !is_empty_scalar(field.ty, &value))
                         .then_some(value)
                 }
                 (None, Pointer) => None,
                 (None, OmitEmpty) if is_scalar(field.ty) => None,
-                (None, _) => Some(zero(field.ty, depth, &at)?),
+                (None, _) => Some(zero(field.ty, depth, budget, &at)?),
             }
         };
+        let spent = match &json {
+            Some(Value::Array(items)) => items.len() + 1,
+            Some(Value::Object(entries)) if field.map => entries.len() + 1,
+            Some(_) => 1,
+            None => 0,
+        };
+        budget.spend(spent, &at)?;
         match json {
             // An embedded struct without a JSON name: its fields are the parent's (Go promotes them).
             Some(Value::Object(inner)) if field.json.is_empty() => out.extend(inner),
@@ -195,7 +256,7 @@ fn is_empty_scalar(ty: Ty, v: &Value) -> bool {
 }
 
 /// A Go zero value as JSON prints it.
-fn zero(ty: Ty, depth: usize, path: &str) -> Result<Value, String> {
+fn zero(ty: Ty, depth: usize, budget: &Budget, path: &str) -> Result<Value, String> {
     Ok(match ty {
         Ty::Str => json!(""),
         Ty::I32 | Ty::I64 => json!(0),
@@ -203,11 +264,17 @@ fn zero(ty: Ty, depth: usize, path: &str) -> Result<Value, String> {
         Ty::Bytes | Ty::Time | Ty::MicroTime | Ty::Raw => Value::Null,
         Ty::Quantity => json!("0"),
         Ty::IntOrString => json!(0),
-        Ty::Msg(m) => decode_at(m, &[], depth + 1, path)?,
+        Ty::Msg(m) => decode_at(m, &[], depth + 1, budget, path)?,
     })
 }
 
-fn scalar(ty: Ty, v: &Wire<'_>, depth: usize, path: &str) -> Result<Value, String> {
+fn scalar(
+    ty: Ty,
+    v: &Wire<'_>,
+    depth: usize,
+    budget: &Budget,
+    path: &str,
+) -> Result<Value, String> {
     let wrong = || format!("{path}: the wire type does not fit {ty:?}");
     Ok(match (ty, v) {
         (Ty::Str, Wire::Bytes(b)) => {
@@ -218,7 +285,7 @@ fn scalar(ty: Ty, v: &Wire<'_>, depth: usize, path: &str) -> Result<Value, Strin
         (Ty::I64, Wire::Varint(n)) => json!(*n as i64),
         (Ty::Bool, Wire::Varint(n)) => json!(*n != 0),
         (Ty::Bytes, Wire::Bytes(b)) => json!(base64::engine::general_purpose::STANDARD.encode(b)),
-        (Ty::Msg(m), Wire::Bytes(b)) => decode_at(m, b, depth + 1, path)?,
+        (Ty::Msg(m), Wire::Bytes(b)) => decode_at(m, b, depth + 1, budget, path)?,
         // A zero time travels as an empty message (apimachinery's Time.Size is 0 for it) and prints as null.
         (Ty::Time | Ty::MicroTime, Wire::Bytes([])) => Value::Null,
         (Ty::Time | Ty::MicroTime, Wire::Bytes(b)) => {
@@ -248,7 +315,7 @@ fn scalar(ty: Ty, v: &Wire<'_>, depth: usize, path: &str) -> Result<Value, Strin
         (Ty::Quantity, Wire::Bytes(b)) => {
             let f = fields(b).map_err(|e| format!("{path}: {e}"))?;
             match f.get(&1).and_then(|v| v.last()) {
-                Some(s) => scalar(Ty::Str, s, depth, path)?,
+                Some(s) => scalar(Ty::Str, s, depth, budget, path)?,
                 None => json!("0"),
             }
         }
@@ -257,12 +324,12 @@ fn scalar(ty: Ty, v: &Wire<'_>, depth: usize, path: &str) -> Result<Value, Strin
             let is_string = matches!(f.get(&1).and_then(|v| v.last()), Some(Wire::Varint(1)));
             if is_string {
                 match f.get(&3).and_then(|v| v.last()) {
-                    Some(s) => scalar(Ty::Str, s, depth, path)?,
+                    Some(s) => scalar(Ty::Str, s, depth, budget, path)?,
                     None => json!(""),
                 }
             } else {
                 match f.get(&2).and_then(|v| v.last()) {
-                    Some(n) => scalar(Ty::I32, n, depth, path)?,
+                    Some(n) => scalar(Ty::I32, n, depth, budget, path)?,
                     None => json!(0),
                 }
             }

@@ -1,18 +1,18 @@
 //! The DaemonSet controller: one Pod on every Ready Node its template's `nodeSelector` fits, pinned there by a
-//! required node affinity on `metadata.name` (the scheduler binds it), Pods of an older template replaced, and
-//! the status counts.
+//! required node affinity on `metadata.name` (the scheduler binds it), Pods of an older template replaced
+//! `maxUnavailable` at a time (never with `OnDelete`), and the status counts.
 
 use std::collections::HashSet;
 
 use serde_json::{Map, Value, json};
 
-use super::{
-    active, available, condition, create, delete, deleting, generation, labels, list, name,
-    namespace, owned_pods, pod_from_template, ready, resource, template_hash, write_status,
+use super::objects::{
+    active, available, condition, deleting, generation, has_labels, labels, name, namespace,
+    put_count, ready,
 };
+use super::templates::{pod_from_template, template_hash, template_selected};
+use super::writes::{CONTROLLER_MANAGER, create, delete, list, owned_pods, resource, write_status};
 use crate::cluster::Cluster;
-
-const MANAGER: &str = "kube-controller-manager";
 
 pub async fn reconcile(cluster: &Cluster) -> bool {
     let (Some(ds_rt), Some(pods_rt), Some(nodes_rt)) = (
@@ -37,10 +37,7 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
         let eligible: Vec<String> = nodes
             .iter()
             .filter(|n| condition(n, "Ready").is_some_and(|c| c["status"] == "True"))
-            .filter(|n| {
-                let l = labels(n);
-                selector.iter().all(|(k, v)| l.get(k) == Some(v))
-            })
+            .filter(|n| has_labels(&labels(n), &selector))
             .map(|n| name(n).to_string())
             .collect();
         let pods: Vec<Value> = owned_pods(cluster, &ds)
@@ -48,15 +45,38 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
             .filter(|p| active(p))
             .map(|p| (*p).clone())
             .collect();
+        // Pods on Nodes no longer eligible and duplicates go at once. Outdated Pods are replaced as the update
+        // strategy allows: never for OnDelete, otherwise `maxUnavailable` at a time (default 1), and only while
+        // nothing else is unavailable.
+        let on_delete = ds["spec"]["updateStrategy"]["type"] == "OnDelete";
+        let budget = match &ds["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] {
+            Value::Number(n) => usize::try_from(n.as_i64().unwrap_or(1)).unwrap_or(1),
+            Value::String(s) => s
+                .strip_suffix('%')
+                .and_then(|p| p.parse::<usize>().ok())
+                .map_or(1, |p| (p.saturating_mul(eligible.len()) / 100).max(1)),
+            _ => 1,
+        };
+        let unavailable = pods.iter().filter(|p| !ready(p)).count();
+        let mut replace = budget.saturating_sub(unavailable);
         let mut covered = HashSet::new();
         for p in &pods {
             let target = pinned_node(p);
             let outdated = p["metadata"]["labels"]["controller-revision-hash"] != json!(hash);
-            if !eligible.contains(&target) || outdated || !covered.insert(target) {
-                wrote |= delete(cluster, &pods_rt, p, MANAGER).await;
+            let misplaced = !eligible.contains(&target) || !covered.insert(target);
+            if misplaced {
+                wrote |= delete(cluster, &pods_rt, p, CONTROLLER_MANAGER).await;
+            } else if outdated && !on_delete && replace > 0 {
+                replace -= 1;
+                covered.remove(&pinned_node(p));
+                wrote |= delete(cluster, &pods_rt, p, CONTROLLER_MANAGER).await;
             }
         }
-        for node in eligible.iter().filter(|n| !covered.contains(*n)) {
+        let creatable = template_selected(&ds);
+        for node in eligible
+            .iter()
+            .filter(|n| creatable && !covered.contains(*n))
+        {
             let mut pod = pod_from_template(
                 &ds,
                 &ds["spec"]["template"],
@@ -69,7 +89,7 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
             pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = json!(
                 {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}
             );
-            wrote |= create(cluster, &pods_rt, namespace(&ds), pod, MANAGER).await;
+            wrote |= create(cluster, &pods_rt, namespace(&ds), pod, CONTROLLER_MANAGER).await;
         }
         let pods: Vec<_> = owned_pods(cluster, &ds)
             .into_iter()
@@ -99,16 +119,21 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
         status.insert("desiredNumberScheduled".into(), json!(desired));
         status.insert("numberReady".into(), json!(ready_n));
         status.insert("observedGeneration".into(), json!(generation(&ds)));
-        for (k, v) in [
-            ("updatedNumberScheduled", updated),
-            ("numberAvailable", available_n),
-            ("numberUnavailable", desired.saturating_sub(available_n)),
-        ] {
-            if v > 0 {
-                status.insert(k.into(), json!(v));
-            }
-        }
-        wrote |= write_status(cluster, &ds_rt, &ds, Value::Object(status), MANAGER).await;
+        put_count(&mut status, "updatedNumberScheduled", updated as i64);
+        put_count(&mut status, "numberAvailable", available_n as i64);
+        put_count(
+            &mut status,
+            "numberUnavailable",
+            desired.saturating_sub(available_n) as i64,
+        );
+        wrote |= write_status(
+            cluster,
+            &ds_rt,
+            &ds,
+            Value::Object(status),
+            CONTROLLER_MANAGER,
+        )
+        .await;
     }
     wrote
 }

@@ -2,19 +2,25 @@
 //! `pod-template-hash`, carrying the revision annotations), the new one scaled to `spec.replicas` and the old
 //! ones to zero once the new one is fully available (`RollingUpdate`) or before it starts (`Recreate`), old
 //! ReplicaSets beyond `revisionHistoryLimit` deleted, and the status with the `Available` and `Progressing`
-//! conditions, including `ProgressDeadlineExceeded`.
+//! conditions as `syncRolloutStatus` keeps them, including `ProgressDeadlineExceeded`.
 
 use serde_json::{Map, Value, json};
 
-use super::{
-    controller_ref, controller_uid, create, delete, deleting, existing_conditions, generation,
-    list, name, namespace, resource, seconds_since, set_condition, template_hash, uid,
-    write_object, write_status,
+use super::objects::{
+    controller_ref, controller_uid, deleting, generation, name, namespace, put_count,
+    seconds_since, set_in, uid,
+};
+use super::templates::template_hash;
+use super::writes::{
+    CONTROLLER_MANAGER, delete, list, resource, try_create, write_object, write_status,
 };
 use crate::cluster::Cluster;
 
 const REVISION: &str = "deployment.kubernetes.io/revision";
-const MANAGER: &str = "kube-controller-manager";
+const HASH_LABEL: &str = "pod-template-hash";
+
+/// The most replicas honoured (Deployment replicas are int32 on the real server).
+const MAX_REPLICAS: i64 = i32::MAX as i64;
 
 pub async fn reconcile(cluster: &Cluster) -> bool {
     let (Some(d_rt), Some(rs_rt)) = (
@@ -28,9 +34,13 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
         if deleting(&d) {
             continue;
         }
-        let replicas = d["spec"]["replicas"].as_i64().unwrap_or(1).max(0);
+        let replicas = d["spec"]["replicas"]
+            .as_i64()
+            .unwrap_or(1)
+            .clamp(0, MAX_REPLICAS);
         let collisions = d["status"]["collisionCount"].as_i64().unwrap_or(0);
         let hash = template_hash(&d["spec"]["template"], collisions);
+        let is_new = |rs: &Value| rs["metadata"]["labels"][HASH_LABEL] == json!(hash);
         let owned = |cluster: &Cluster| -> Vec<Value> {
             list(cluster, &rs_rt, Some(namespace(&d)))
                 .into_iter()
@@ -39,51 +49,86 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
                 .collect()
         };
         let rss = owned(cluster);
-        let max_revision = rss.iter().map(revision).max().unwrap_or(0);
-        let paused = d["spec"]["paused"] == json!(true);
-        let new_rs = rss
+        let next_revision = rss
             .iter()
-            .find(|rs| rs["metadata"]["labels"]["pod-template-hash"] == json!(hash))
-            .cloned();
+            .map(revision)
+            .max()
+            .unwrap_or(0)
+            .saturating_add(1);
+        let paused = d["spec"]["paused"] == json!(true);
         let recreate = d["spec"]["strategy"]["type"] == "Recreate";
         let old_alive = rss
             .iter()
-            .filter(|rs| rs["metadata"]["labels"]["pod-template-hash"] != json!(hash))
+            .filter(|rs| !is_new(rs))
             .any(|rs| rs["status"]["replicas"].as_i64().unwrap_or(0) > 0);
-        match &new_rs {
+        let mut created = None;
+        match rss.iter().find(|rs| is_new(rs)) {
             None if !(paused || recreate && old_alive) => {
-                wrote |= create(
-                    cluster,
-                    &rs_rt,
-                    namespace(&d),
-                    new_replica_set(&d, &hash, replicas, max_revision + 1),
-                    MANAGER,
-                )
-                .await;
+                let rs = new_replica_set(&d, &hash, replicas, next_revision);
+                let rs_name = name(&rs).to_string();
+                match try_create(cluster, &rs_rt, namespace(&d), rs, CONTROLLER_MANAGER).await {
+                    Ok(()) => {
+                        wrote = true;
+                        created = Some(rs_name);
+                    }
+                    // A ReplicaSet of that name that is not ours (left by an orphaning delete, or made by
+                    // hand): the collision count changes the hash, as the real controller resolves it.
+                    Err(e) if e.code == 409 => {
+                        let mut status = d["status"].as_object().cloned().unwrap_or_default();
+                        status.insert("collisionCount".into(), json!(collisions.saturating_add(1)));
+                        wrote |= write_status(
+                            cluster,
+                            &d_rt,
+                            &d,
+                            Value::Object(status),
+                            CONTROLLER_MANAGER,
+                        )
+                        .await;
+                        continue;
+                    }
+                    Err(e) => {
+                        tracing::warn!(deployment = %name(&d), error = %e, "its new ReplicaSet was refused");
+                    }
+                }
             }
             Some(rs) if !paused => {
                 // A rollback to an older template makes its ReplicaSet the newest revision again.
                 let mut next = rs.clone();
-                if revision(rs) < max_revision {
-                    next["metadata"]["annotations"][REVISION] =
-                        json!((max_revision + 1).to_string());
+                if revision(rs) < next_revision.saturating_sub(1) {
+                    set_in(
+                        &mut next,
+                        &["metadata", "annotations", REVISION],
+                        json!(next_revision.to_string()),
+                    );
                 }
                 let scaled = if recreate && old_alive { 0 } else { replicas };
-                next["spec"]["replicas"] = json!(scaled);
-                next["metadata"]["annotations"]["deployment.kubernetes.io/desired-replicas"] =
-                    json!(replicas.to_string());
-                next["metadata"]["annotations"]["deployment.kubernetes.io/max-replicas"] =
-                    json!((replicas + max_surge(&d, replicas)).to_string());
+                set_in(&mut next, &["spec", "replicas"], json!(scaled));
+                set_in(
+                    &mut next,
+                    &[
+                        "metadata",
+                        "annotations",
+                        "deployment.kubernetes.io/desired-replicas",
+                    ],
+                    json!(replicas.to_string()),
+                );
+                set_in(
+                    &mut next,
+                    &[
+                        "metadata",
+                        "annotations",
+                        "deployment.kubernetes.io/max-replicas",
+                    ],
+                    json!(replicas.saturating_add(max_surge(&d, replicas)).to_string()),
+                );
                 if next != *rs {
-                    wrote |= write_object(cluster, &rs_rt, next, MANAGER).await;
+                    wrote |= write_object(cluster, &rs_rt, next, CONTROLLER_MANAGER).await;
                 }
             }
             _ => {}
         }
         let rss = owned(cluster);
-        let new_rs = rss
-            .iter()
-            .find(|rs| rs["metadata"]["labels"]["pod-template-hash"] == json!(hash));
+        let new_rs = rss.iter().find(|rs| is_new(rs));
         let new_complete = new_rs.is_some_and(|rs| {
             rs["status"]["availableReplicas"].as_i64().unwrap_or(0) >= replicas
                 && rs["spec"]["replicas"].as_i64() == Some(replicas)
@@ -92,22 +137,20 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
         if !paused && (new_complete || recreate) {
             for rs in rss
                 .iter()
-                .filter(|rs| rs["metadata"]["labels"]["pod-template-hash"] != json!(hash))
+                .filter(|rs| !is_new(rs))
                 .filter(|rs| rs["spec"]["replicas"].as_i64().unwrap_or(0) > 0)
             {
                 let mut next = rs.clone();
-                next["spec"]["replicas"] = json!(0);
-                wrote |= write_object(cluster, &rs_rt, next, MANAGER).await;
+                set_in(&mut next, &["spec", "replicas"], json!(0));
+                wrote |= write_object(cluster, &rs_rt, next, CONTROLLER_MANAGER).await;
             }
         }
         // revisionHistoryLimit: the oldest empty old ReplicaSets go.
-        let limit = d["spec"]["revisionHistoryLimit"]
-            .as_i64()
-            .unwrap_or(10)
-            .max(0) as usize;
+        let limit =
+            usize::try_from(d["spec"]["revisionHistoryLimit"].as_i64().unwrap_or(10)).unwrap_or(0);
         let mut old_empty: Vec<&Value> = rss
             .iter()
-            .filter(|rs| rs["metadata"]["labels"]["pod-template-hash"] != json!(hash))
+            .filter(|rs| !is_new(rs))
             .filter(|rs| {
                 rs["spec"]["replicas"].as_i64().unwrap_or(0) == 0
                     && rs["status"]["replicas"].as_i64().unwrap_or(0) == 0
@@ -116,7 +159,7 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
         if old_empty.len() > limit {
             old_empty.sort_by_key(|rs| revision(rs));
             for rs in old_empty.iter().take(old_empty.len() - limit) {
-                wrote |= delete(cluster, &rs_rt, rs, MANAGER).await;
+                wrote |= delete(cluster, &rs_rt, rs, CONTROLLER_MANAGER).await;
             }
         }
         // The Deployment's own revision annotation follows its newest ReplicaSet.
@@ -124,16 +167,17 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
             let rev = rs["metadata"]["annotations"][REVISION].clone();
             if d["metadata"]["annotations"][REVISION] != rev && rev.is_string() {
                 let mut next = (*d).clone();
-                next["metadata"]["annotations"][REVISION] = rev;
-                if write_object(cluster, &d_rt, next, MANAGER).await {
+                if set_in(&mut next, &["metadata", "annotations", REVISION], rev)
+                    && write_object(cluster, &d_rt, next, CONTROLLER_MANAGER).await
+                {
                     // The status is computed from the stored object on the next pass.
                     wrote = true;
                     continue;
                 }
             }
         }
-        let status = status(&d, &rss, new_rs, replicas, paused);
-        wrote |= write_status(cluster, &d_rt, &d, status, MANAGER).await;
+        let status = status(&d, &rss, new_rs, replicas, paused, created.as_deref());
+        wrote |= write_status(cluster, &d_rt, &d, status, CONTROLLER_MANAGER).await;
     }
     wrote
 }
@@ -146,12 +190,21 @@ fn revision(rs: &Value) -> i64 {
 }
 
 fn new_replica_set(d: &Value, hash: &str, replicas: i64, revision: i64) -> Value {
-    let mut template = d["spec"]["template"].clone();
-    template["metadata"]["labels"]["pod-template-hash"] = json!(hash);
-    let mut selector = d["spec"]["selector"].clone();
-    selector["matchLabels"]["pod-template-hash"] = json!(hash);
-    let mut labels = template["metadata"]["labels"].clone();
-    labels["pod-template-hash"] = json!(hash);
+    let mut template = match &d["spec"]["template"] {
+        Value::Object(t) => Value::Object(t.clone()),
+        _ => json!({}),
+    };
+    set_in(
+        &mut template,
+        &["metadata", "labels", HASH_LABEL],
+        json!(hash),
+    );
+    let mut selector = match &d["spec"]["selector"] {
+        Value::Object(s) => Value::Object(s.clone()),
+        _ => json!({}),
+    };
+    set_in(&mut selector, &["matchLabels", HASH_LABEL], json!(hash));
+    let labels = template["metadata"]["labels"].clone();
     json!({
         "apiVersion": "apps/v1",
         "kind": "ReplicaSet",
@@ -161,7 +214,7 @@ fn new_replica_set(d: &Value, hash: &str, replicas: i64, revision: i64) -> Value
             "labels": labels,
             "annotations": {
                 "deployment.kubernetes.io/desired-replicas": replicas.to_string(),
-                "deployment.kubernetes.io/max-replicas": (replicas + max_surge(d, replicas)).to_string(),
+                "deployment.kubernetes.io/max-replicas": replicas.saturating_add(max_surge(d, replicas)).to_string(),
                 REVISION: revision.to_string(),
             },
             "ownerReferences": [controller_ref(d)],
@@ -175,17 +228,24 @@ fn new_replica_set(d: &Value, hash: &str, replicas: i64, revision: i64) -> Value
     })
 }
 
-/// An int-or-percent of `replicas`, rounded up (surge) or down (unavailable), as `intstr.GetScaledValueFromIntOrPercent`.
+/// An int-or-percent of `replicas`, rounded up (surge) or down (unavailable), as
+/// `intstr.GetScaledValueFromIntOrPercent`; a value out of range counts as none.
 fn scaled(value: &Value, replicas: i64, round_up: bool) -> i64 {
-    match value {
-        Value::Number(n) => n.as_i64().unwrap_or(0),
+    let n = match value {
+        Value::Number(n) => n.as_i64(),
         Value::String(s) => match s.strip_suffix('%').and_then(|p| p.parse::<i64>().ok()) {
-            Some(p) if round_up => (p * replicas + 99) / 100,
-            Some(p) => p * replicas / 100,
-            None => s.parse().unwrap_or(0),
+            Some(p) => p.checked_mul(replicas).map(|x| {
+                if round_up {
+                    x.div_euclid(100) + i64::from(x.rem_euclid(100) != 0)
+                } else {
+                    x.div_euclid(100)
+                }
+            }),
+            None => s.parse().ok(),
         },
-        _ => 0,
-    }
+        _ => None,
+    };
+    n.unwrap_or(0).clamp(0, MAX_REPLICAS)
 }
 
 fn max_surge(d: &Value, replicas: i64) -> i64 {
@@ -213,11 +273,46 @@ fn max_unavailable(d: &Value, replicas: i64) -> i64 {
     unavailable.min(replicas)
 }
 
-fn status(d: &Value, rss: &[Value], new_rs: Option<&Value>, replicas: i64, paused: bool) -> Value {
+/// A Deployment condition as `SetDeploymentCondition` writes it: unchanged (times and all) when its status and
+/// reason are, otherwise moved to the end with fresh times (the transition time kept while the status holds).
+fn set_deployment_condition(
+    conditions: &mut Vec<Value>,
+    ty: &str,
+    status: &str,
+    reason: &str,
+    message: String,
+    now: &str,
+) {
+    let old = conditions.iter().position(|c| c["type"] == ty);
+    if let Some(i) = old
+        && conditions[i]["status"] == status
+        && conditions[i]["reason"] == reason
+    {
+        return;
+    }
+    let transition = match old {
+        Some(i) if conditions[i]["status"] == status => conditions[i]["lastTransitionTime"].clone(),
+        _ => json!(now),
+    };
+    if let Some(i) = old {
+        conditions.remove(i);
+    }
+    conditions.push(json!({"type": ty, "status": status, "lastUpdateTime": now,
+        "lastTransitionTime": transition, "reason": reason, "message": message}));
+}
+
+fn status(
+    d: &Value,
+    rss: &[Value],
+    new_rs: Option<&Value>,
+    replicas: i64,
+    paused: bool,
+    created: Option<&str>,
+) -> Value {
     let sum = |f: &str| -> i64 {
         rss.iter()
             .map(|rs| rs["status"][f].as_i64().unwrap_or(0))
-            .sum()
+            .fold(0i64, i64::saturating_add)
     };
     let total = sum("replicas");
     let ready = sum("readyReplicas");
@@ -225,84 +320,140 @@ fn status(d: &Value, rss: &[Value], new_rs: Option<&Value>, replicas: i64, pause
     let updated = new_rs
         .map(|rs| rs["status"]["replicas"].as_i64().unwrap_or(0))
         .unwrap_or(0);
-    let desired_total: i64 = rss
+    let desired_total = rss
         .iter()
         .map(|rs| rs["spec"]["replicas"].as_i64().unwrap_or(0))
-        .sum();
-    let unavailable = (desired_total.max(replicas) - available).max(0);
+        .fold(0i64, i64::saturating_add);
+    let unavailable = desired_total.max(replicas).saturating_sub(available).max(0);
     let now = Cluster::now();
-    let mut conditions = existing_conditions(d);
+    let old = &d["status"];
+    let count = |v: &Value| v.as_i64().unwrap_or(0);
+    let mut conditions: Vec<Value> = old["conditions"].as_array().cloned().unwrap_or_default();
+
     let min_available = replicas - max_unavailable(d, replicas);
-    let available_condition = if available >= min_available {
-        json!({"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
-            "message": "Deployment has minimum availability."})
+    if available >= min_available {
+        set_deployment_condition(
+            &mut conditions,
+            "Available",
+            "True",
+            "MinimumReplicasAvailable",
+            "Deployment has minimum availability.".into(),
+            &now,
+        );
     } else {
-        json!({"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable",
-            "message": "Deployment does not have minimum availability."})
-    };
-    set_condition(&mut conditions, available_condition, &now, true);
+        set_deployment_condition(
+            &mut conditions,
+            "Available",
+            "False",
+            "MinimumReplicasUnavailable",
+            "Deployment does not have minimum availability.".into(),
+            &now,
+        );
+    }
+
+    // syncRolloutStatus: complete, else progressing (something moved since the last status), else timed out.
     let rs_name = new_rs.map(name).unwrap_or_default();
     let complete =
-        new_rs.is_some() && updated == replicas && available >= replicas && total == replicas;
-    let previous = conditions
+        new_rs.is_some() && updated == replicas && total == replicas && available == replicas;
+    let progressed = updated > count(&old["updatedReplicas"])
+        || total - updated < count(&old["replicas"]) - count(&old["updatedReplicas"])
+        || ready > count(&old["readyReplicas"])
+        || available > count(&old["availableReplicas"]);
+    let progressing = conditions
         .iter()
         .find(|c| c["type"] == "Progressing")
         .cloned();
-    let deadline = d["spec"]["progressDeadlineSeconds"].as_i64();
-    let progressing = if paused {
-        json!({"type": "Progressing", "status": "Unknown", "reason": "DeploymentPaused",
-            "message": "Deployment is paused"})
-    } else if complete {
-        json!({"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
-            "message": format!("ReplicaSet \"{rs_name}\" has successfully progressed.")})
-    } else if previous
-        .as_ref()
-        .is_some_and(|p| p["reason"] == "ProgressDeadlineExceeded")
-        || deadline.is_some_and(|limit| {
-            previous
-                .as_ref()
-                .filter(|p| p["status"] == "True")
-                .and_then(|p| seconds_since(&p["lastUpdateTime"], jiff::Timestamp::now()))
-                .is_some_and(|s| s > limit)
-        })
-    {
-        json!({"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
-            "message": format!("ReplicaSet \"{rs_name}\" has timed out progressing.")})
-    } else if new_rs.is_some() {
-        let reason = if previous.is_none() {
-            "NewReplicaSetCreated"
-        } else {
-            "ReplicaSetUpdated"
-        };
-        let message = if previous.is_none() {
-            format!("Created new replica set \"{rs_name}\"")
-        } else {
-            format!("ReplicaSet \"{rs_name}\" is progressing.")
-        };
-        // While progress continues the condition keeps its update time, so the deadline counts from when
-        // progress last happened.
-        json!({"type": "Progressing", "status": "True", "reason": reason, "message": message})
-    } else {
-        json!({"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated",
-            "message": "Deployment is progressing."})
+    let timed_out = match (&progressing, d["spec"]["progressDeadlineSeconds"].as_i64()) {
+        (Some(p), Some(limit)) if p["reason"] != "NewReplicaSetAvailable" => {
+            p["reason"] == "ProgressDeadlineExceeded"
+                || seconds_since(&p["lastUpdateTime"], jiff::Timestamp::now())
+                    .is_some_and(|s| s > limit)
+        }
+        _ => false,
     };
-    set_condition(&mut conditions, progressing, &now, true);
+    if paused {
+        set_deployment_condition(
+            &mut conditions,
+            "Progressing",
+            "Unknown",
+            "DeploymentPaused",
+            "Deployment is paused".into(),
+            &now,
+        );
+    } else if let Some(created) = created {
+        set_deployment_condition(
+            &mut conditions,
+            "Progressing",
+            "True",
+            "NewReplicaSetCreated",
+            format!("Created new replica set \"{created}\""),
+            &now,
+        );
+    } else if complete {
+        set_deployment_condition(
+            &mut conditions,
+            "Progressing",
+            "True",
+            "NewReplicaSetAvailable",
+            format!("ReplicaSet \"{rs_name}\" has successfully progressed."),
+            &now,
+        );
+    } else if progressing
+        .as_ref()
+        .is_some_and(|p| p["reason"] == "DeploymentPaused")
+    {
+        set_deployment_condition(
+            &mut conditions,
+            "Progressing",
+            "Unknown",
+            "DeploymentResumed",
+            "Deployment is resumed".into(),
+            &now,
+        );
+    } else if progressed {
+        // Progress renews the condition's update time, which is where the deadline counts from.
+        if let Some(i) = conditions.iter().position(|c| c["type"] == "Progressing") {
+            let transition = match conditions[i]["status"].as_str() {
+                Some("True") => conditions[i]["lastTransitionTime"].clone(),
+                _ => json!(now),
+            };
+            conditions.remove(i);
+            conditions.push(
+                json!({"type": "Progressing", "status": "True", "lastUpdateTime": now,
+                "lastTransitionTime": transition, "reason": "ReplicaSetUpdated",
+                "message": format!("ReplicaSet \"{rs_name}\" is progressing.")}),
+            );
+        } else {
+            set_deployment_condition(
+                &mut conditions,
+                "Progressing",
+                "True",
+                "ReplicaSetUpdated",
+                format!("ReplicaSet \"{rs_name}\" is progressing."),
+                &now,
+            );
+        }
+    } else if timed_out {
+        set_deployment_condition(
+            &mut conditions,
+            "Progressing",
+            "False",
+            "ProgressDeadlineExceeded",
+            format!("ReplicaSet \"{rs_name}\" has timed out progressing."),
+            &now,
+        );
+    }
+
     // DeploymentStatus omits zero counts.
     let mut status = Map::new();
     status.insert("observedGeneration".into(), json!(generation(d)));
-    for (k, v) in [
-        ("replicas", total),
-        ("updatedReplicas", updated),
-        ("readyReplicas", ready),
-        ("availableReplicas", available),
-        ("unavailableReplicas", unavailable),
-    ] {
-        if v > 0 {
-            status.insert(k.into(), json!(v));
-        }
-    }
+    put_count(&mut status, "replicas", total);
+    put_count(&mut status, "updatedReplicas", updated);
+    put_count(&mut status, "readyReplicas", ready);
+    put_count(&mut status, "availableReplicas", available);
+    put_count(&mut status, "unavailableReplicas", unavailable);
     status.insert("conditions".into(), json!(conditions));
-    if let Some(c) = d["status"]["collisionCount"].as_i64() {
+    if let Some(c) = old["collisionCount"].as_i64() {
         status.insert("collisionCount".into(), json!(c));
     }
     Value::Object(status)
@@ -326,5 +477,48 @@ mod tests {
             max_unavailable(&json!({"spec": {"strategy": {"type": "Recreate"}}}), 3),
             0
         );
+        // Hostile percentages neither overflow nor panic.
+        assert_eq!(max_surge(&d(json!("9223372036854775807%"), json!(0)), 3), 0);
+    }
+
+    #[test]
+    fn a_completed_rollout_does_not_time_out_when_it_moves_again() {
+        let long_ago = "2020-01-01T00:00:00Z";
+        let rs = json!({"metadata": {"name": "web-abc", "labels": {HASH_LABEL: "abc"}},
+            "spec": {"replicas": 3}, "status": {"replicas": 2, "readyReplicas": 2, "availableReplicas": 2}});
+        let d = json!({"metadata": {"generation": 2}, "spec": {"replicas": 3, "progressDeadlineSeconds": 600,
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}},
+            "status": {"replicas": 2, "updatedReplicas": 2, "readyReplicas": 2, "availableReplicas": 2,
+                "conditions": [{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
+                    "lastUpdateTime": long_ago, "lastTransitionTime": long_ago}]}});
+        let s = status(&d, std::slice::from_ref(&rs), Some(&rs), 3, false, None);
+        let p = s["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "Progressing")
+            .unwrap()
+            .clone();
+        assert_ne!(p["reason"], "ProgressDeadlineExceeded", "{p}");
+        // With no progress at all for longer than the deadline, it times out.
+        let mut stalled = d.clone();
+        stalled["status"]["conditions"][0]["reason"] = json!("ReplicaSetUpdated");
+        let s = status(
+            &stalled,
+            std::slice::from_ref(&rs),
+            Some(&rs),
+            3,
+            false,
+            None,
+        );
+        let p = s["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "Progressing")
+            .unwrap()
+            .clone();
+        assert_eq!(p["reason"], "ProgressDeadlineExceeded");
+        assert_eq!(p["status"], "False");
     }
 }

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::{deleting, labels, list, name, namespace, ready, resource, uid, write_object};
+use super::objects::{deleting, has_labels, labels, name, namespace, ready, uid};
+use super::writes::{CONTROLLER_MANAGER, list, resource, write_object};
 use crate::cluster::Cluster;
 
-const MANAGER: &str = "kube-controller-manager";
 const MANAGED_BY: &str = "endpoints.kubernetes.io/managed-by";
 const CONTROLLER: &str = "endpoint-controller";
 
@@ -46,10 +46,7 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
                     .as_str()
                     .is_some_and(|ip| !ip.is_empty())
             })
-            .filter(|p| {
-                let l = labels(p);
-                selector.iter().all(|(k, v)| l.get(k) == Some(v))
-            })
+            .filter(|p| has_labels(&labels(p), selector))
             .collect();
         // Pods with the same resolved ports share a subset.
         let mut subsets: BTreeMap<String, (Vec<Value>, Vec<Value>, Value)> = BTreeMap::new();
@@ -66,7 +63,8 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
             if let Some(node) = p["spec"]["nodeName"].as_str() {
                 address["nodeName"] = json!(node);
             }
-            if ready(p) {
+            // publishNotReadyAddresses lists every Pod as ready (headless StatefulSet peers find each other).
+            if ready(p) || svc["spec"]["publishNotReadyAddresses"] == json!(true) {
                 entry.0.push(address);
             } else {
                 entry.1.push(address);
@@ -110,7 +108,7 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
                 if !subsets.is_empty() {
                     ep["subsets"] = json!(subsets);
                 }
-                wrote |= super::create(cluster, &ep_rt, ns, ep, MANAGER).await;
+                wrote |= super::writes::create(cluster, &ep_rt, ns, ep, CONTROLLER_MANAGER).await;
             }
             Some(ep) => {
                 let mut next = (*ep).clone();
@@ -125,7 +123,7 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
                     None => {}
                 }
                 if next != *ep {
-                    wrote |= write_object(cluster, &ep_rt, next, MANAGER).await;
+                    wrote |= write_object(cluster, &ep_rt, next, CONTROLLER_MANAGER).await;
                 }
             }
         }
@@ -137,7 +135,7 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
             .iter()
             .any(|s| namespace(s) == namespace(&ep) && name(s) == name(&ep));
         if ours && !has_service && !deleting(&ep) {
-            wrote |= super::delete(cluster, &ep_rt, &ep, MANAGER).await;
+            wrote |= super::writes::delete(cluster, &ep_rt, &ep, CONTROLLER_MANAGER).await;
         }
     }
     wrote

@@ -1,18 +1,20 @@
 //! The Job controller: up to `parallelism` Pods at a time until `completions` succeeded, then
 //! `SuccessCriteriaMet` and `Complete`; more failed Pods than `backoffLimit`, or running past
 //! `activeDeadlineSeconds`, gives `FailureTarget` and `Failed` and removes the active Pods. Failed Pods are
-//! replaced at once (the real controller backs off 10 s, 20 s, …).
+//! replaced at once (the real controller backs off 10 s, 20 s, …). `suspend` removes the active Pods with
+//! `Suspended=True/JobSuspended` (and `JobResumed` when lifted).
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::{
-    active, condition, create, delete, deleting, existing_conditions, list, name, namespace,
-    owned_pods, phase, pod_from_template, ready, resource, seconds_since, set_condition,
-    write_status,
+use super::objects::{
+    active, condition, deleting, existing_conditions, name, namespace, phase, put_count, ready,
+    seconds_since, set_condition,
+};
+use super::templates::{pod_from_template, template_selected};
+use super::writes::{
+    BURST, CONTROLLER_MANAGER, create, delete, list, owned_pods, resource, write_status,
 };
 use crate::cluster::Cluster;
-
-const MANAGER: &str = "kube-controller-manager";
 
 pub async fn reconcile(cluster: &Cluster) -> bool {
     let (Some(job_rt), Some(pods_rt)) = (
@@ -32,7 +34,10 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
         let succeeded = pods.iter().filter(|p| phase(p) == "Succeeded").count() as i64;
         let failed = pods.iter().filter(|p| phase(p) == "Failed").count() as i64;
         let completions = job["spec"]["completions"].as_i64();
-        let parallelism = job["spec"]["parallelism"].as_i64().unwrap_or(1).max(0);
+        let parallelism = job["spec"]["parallelism"]
+            .as_i64()
+            .unwrap_or(1)
+            .clamp(0, i64::from(i32::MAX));
         let backoff_limit = job["spec"]["backoffLimit"].as_i64().unwrap_or(6);
         let suspended = job["spec"]["suspend"] == json!(true);
         let mut status = job["status"].as_object().cloned().unwrap_or_default();
@@ -68,7 +73,7 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
         let mut active_n = running.len() as i64;
         if let Some((reason, message)) = failure {
             for p in &running {
-                wrote |= delete(cluster, &pods_rt, p, MANAGER).await;
+                wrote |= delete(cluster, &pods_rt, p, CONTROLLER_MANAGER).await;
             }
             active_n = 0;
             for ty in ["FailureTarget", "Failed"] {
@@ -93,17 +98,41 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
             status.insert("completionTime".into(), json!(now));
         } else if suspended {
             for p in &running {
-                wrote |= delete(cluster, &pods_rt, p, MANAGER).await;
+                wrote |= delete(cluster, &pods_rt, p, CONTROLLER_MANAGER).await;
             }
             active_n = 0;
+            set_condition(
+                &mut conditions,
+                json!({"type": "Suspended", "status": "True", "reason": "JobSuspended",
+                    "message": "Job suspended", "lastProbeTime": now}),
+                &now,
+                false,
+            );
         } else {
-            let remaining = completions.map_or(parallelism, |c| (c - succeeded).max(0));
+            if conditions
+                .iter()
+                .any(|c| c["type"] == "Suspended" && c["status"] == "True")
+            {
+                set_condition(
+                    &mut conditions,
+                    json!({"type": "Suspended", "status": "False", "reason": "JobResumed",
+                        "message": "Job resumed", "lastProbeTime": now}),
+                    &now,
+                    false,
+                );
+            }
+            let remaining = completions.map_or(parallelism, |c| c.saturating_sub(succeeded).max(0));
             let want = parallelism.min(remaining);
-            let missing = (want - active_n).max(0);
+            // At most a burst of new Pods per pass.
+            let missing = if template_selected(&job) {
+                want.saturating_sub(active_n).clamp(0, BURST)
+            } else {
+                0
+            };
             for _ in 0..missing {
                 let mut pod = pod_from_template(&job, &job["spec"]["template"], &[]);
                 pod["metadata"]["generateName"] = json!(format!("{}-", name(&job)));
-                if create(cluster, &pods_rt, namespace(&job), pod, MANAGER).await {
+                if create(cluster, &pods_rt, namespace(&job), pod, CONTROLLER_MANAGER).await {
                     wrote = true;
                     active_n += 1;
                 }
@@ -113,9 +142,9 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
             .iter()
             .filter(|p| active(p) && ready(p))
             .count();
-        set_count(&mut status, "active", active_n);
-        set_count(&mut status, "succeeded", succeeded);
-        set_count(&mut status, "failed", failed);
+        put_count(&mut status, "active", active_n);
+        put_count(&mut status, "succeeded", succeeded);
+        put_count(&mut status, "failed", failed);
         status.insert(
             "ready".into(),
             json!(if active_n == 0 { 0 } else { ready_n }),
@@ -125,7 +154,14 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
         if !conditions.is_empty() {
             status.insert("conditions".into(), json!(conditions));
         }
-        wrote |= write_status(cluster, &job_rt, &job, Value::Object(status), MANAGER).await;
+        wrote |= write_status(
+            cluster,
+            &job_rt,
+            &job,
+            Value::Object(status),
+            CONTROLLER_MANAGER,
+        )
+        .await;
     }
     wrote
 }
@@ -135,13 +171,4 @@ fn finished(job: &Value) -> bool {
     ["Complete", "Failed"]
         .iter()
         .any(|t| condition(job, t).is_some_and(|c| c["status"] == "True"))
-}
-
-/// JobStatus omits zero counts.
-fn set_count(status: &mut Map<String, Value>, key: &str, n: i64) {
-    if n > 0 {
-        status.insert(key.into(), json!(n));
-    } else {
-        status.remove(key);
-    }
 }

@@ -6,10 +6,9 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use super::{
-    Behavior, behavior, deleting, existing_conditions, list, name, phase, resource, set_condition,
-    write_status,
-};
+use super::objects::{deleting, existing_conditions, name, phase, set_condition};
+use super::templates::{Behavior, behavior};
+use super::writes::{KUBELET, list, resource, write_status};
 use crate::cluster::Cluster;
 
 pub async fn reconcile(cluster: &Cluster) -> bool {
@@ -21,8 +20,10 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
     };
     let nodes = list(cluster, &nodes_rt, None);
     let pods = list(cluster, &pods_rt, None);
+    // A finished Pod's sandbox is gone and its address free again, as the kubelet releases it.
     let mut used: HashSet<String> = pods
         .iter()
+        .filter(|p| !matches!(phase(p), "Succeeded" | "Failed"))
         .filter_map(|p| p["status"]["podIP"].as_str().map(String::from))
         .collect();
     let mut wrote = false;
@@ -39,7 +40,7 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
         let Some(status) = next_status(&pod, node, &mut used) else {
             continue;
         };
-        wrote |= write_status(cluster, &pods_rt, &pod, status, "kubelet").await;
+        wrote |= write_status(cluster, &pods_rt, &pod, status, KUBELET).await;
     }
     wrote
 }
@@ -268,15 +269,15 @@ fn allocate_ip(node: &Value, used: &mut HashSet<String>) -> String {
 
 /// A containerd-style ID, stable for the Pod, container and attempt.
 fn container_id(pod: &Value, container: &str, attempt: u32) -> String {
-    let seed = format!("{}/{container}/{attempt}", super::uid(pod));
-    let a = super::fnv32a(seed.as_bytes());
-    let b = super::fnv32a(format!("{seed}#").as_bytes());
+    let seed = format!("{}/{container}/{attempt}", super::objects::uid(pod));
+    let a = super::templates::fnv32a(seed.as_bytes());
+    let b = super::templates::fnv32a(format!("{seed}#").as_bytes());
     format!("containerd://{a:08x}{b:08x}{a:08x}{b:08x}{a:08x}{b:08x}{a:08x}{b:08x}")
 }
 
 /// A digest-pinned image ID, as the runtime reports the image it pulled.
 fn image_id(image: &str) -> String {
-    let repo = image.split(['@', ':']).next().unwrap_or(image);
-    let h = super::fnv32a(image.as_bytes());
+    let repo = crate::defaults::image_repository(image);
+    let h = super::templates::fnv32a(image.as_bytes());
     format!("{repo}@sha256:{}", format!("{h:08x}").repeat(8))
 }

@@ -18,19 +18,20 @@ mod endpoints;
 mod jobs;
 mod kubelet;
 mod nodes;
+mod objects;
 mod replicasets;
 mod scheduler;
 mod statefulsets;
+mod templates;
 mod volumes;
+mod writes;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use futures::FutureExt as _;
 
-use crate::cluster::{Cluster, DeleteOptions, WriteCtx};
-use crate::resources::ResourceType;
-use crate::selectors::LabelSelector;
+use crate::cluster::Cluster;
 
 /// Pod annotation choosing a simulated behaviour: `never-ready` or `fail`.
 pub const BEHAVIOR_ANNOTATION: &str = "kube-sim.omni.texashpc.com/behavior";
@@ -39,10 +40,13 @@ pub const NEVER_READY_IMAGE: &str = "kube-sim.invalid/never-ready";
 /// A container image (any tag) that makes its Pod fail.
 pub const FAIL_IMAGE: &str = "kube-sim.invalid/fail";
 
+/// The most simulated Nodes (each gets a /24 of 10.244.0.0/16 for its Pods).
+pub const MAX_NODES: usize = 250;
+
 /// What the controllers simulate.
 #[derive(Debug, Clone)]
 pub struct WorkloadOptions {
-    /// Simulated Nodes (`kube-sim-node-0`, …), at least one.
+    /// Simulated Nodes (`kube-sim-node-0`, …), from 1 to [`MAX_NODES`].
     pub nodes: usize,
 }
 
@@ -57,11 +61,11 @@ pub fn spawn(cluster: &Arc<Cluster>, options: WorkloadOptions) -> tokio::task::J
     let cluster = cluster.clone();
     tokio::spawn(async move {
         let mut changes = cluster.store().subscribe();
-        nodes::ensure(&cluster, options.nodes.max(1)).await;
+        let node_count = options.nodes.clamp(1, MAX_NODES);
         loop {
             // Passes repeat while they write: one step (a ReplicaSet) enables the next (its Pods).
             for _ in 0..32 {
-                if !pass(&cluster).await {
+                if !pass(&cluster, node_count).await {
                     break;
                 }
             }
@@ -97,336 +101,44 @@ fn relevant(group: &str, resource: &str) -> bool {
 }
 
 /// One pass over every controller; true when any of them wrote.
-async fn pass(cluster: &Cluster) -> bool {
+async fn pass(cluster: &Cluster, node_count: usize) -> bool {
     let mut wrote = false;
-    wrote |= deployments::reconcile(cluster).await;
-    wrote |= replicasets::reconcile(cluster).await;
-    wrote |= statefulsets::reconcile(cluster).await;
-    wrote |= daemonsets::reconcile(cluster).await;
-    wrote |= jobs::reconcile(cluster).await;
-    wrote |= volumes::reconcile(cluster).await;
-    wrote |= scheduler::reconcile(cluster).await;
-    wrote |= kubelet::reconcile(cluster).await;
-    wrote |= endpoints::reconcile(cluster).await;
+    wrote |= supervised("nodes", nodes::ensure(cluster, node_count)).await;
+    wrote |= supervised("deployment", deployments::reconcile(cluster)).await;
+    wrote |= supervised("replicaset", replicasets::reconcile(cluster)).await;
+    wrote |= supervised("statefulset", statefulsets::reconcile(cluster)).await;
+    wrote |= supervised("daemonset", daemonsets::reconcile(cluster)).await;
+    wrote |= supervised("job", jobs::reconcile(cluster)).await;
+    wrote |= supervised("volume", volumes::reconcile(cluster)).await;
+    wrote |= supervised("scheduler", scheduler::reconcile(cluster)).await;
+    wrote |= supervised("kubelet", kubelet::reconcile(cluster)).await;
+    wrote |= supervised("endpoints", endpoints::reconcile(cluster)).await;
     wrote
 }
 
-/// The served type for a built-in resource.
-fn resource(
-    cluster: &Cluster,
-    group: &str,
-    version: &str,
-    plural: &str,
-) -> Option<Arc<ResourceType>> {
-    cluster.registry().get(group, version, plural)
-}
-
-fn list(cluster: &Cluster, rt: &ResourceType, ns: Option<&str>) -> Vec<Arc<Value>> {
-    cluster.store().list(&rt.storage_key(), ns)
-}
-
-fn ctx(manager: &str) -> WriteCtx {
-    WriteCtx::system(manager)
-}
-
-fn name(obj: &Value) -> &str {
-    obj["metadata"]["name"].as_str().unwrap_or_default()
-}
-
-fn namespace(obj: &Value) -> &str {
-    obj["metadata"]["namespace"].as_str().unwrap_or_default()
-}
-
-fn uid(obj: &Value) -> &str {
-    obj["metadata"]["uid"].as_str().unwrap_or_default()
-}
-
-fn deleting(obj: &Value) -> bool {
-    obj["metadata"]["deletionTimestamp"].is_string()
-}
-
-fn generation(obj: &Value) -> i64 {
-    obj["metadata"]["generation"].as_i64().unwrap_or(0)
-}
-
-/// The uid of the object's controller (its ownerReference with `controller: true`).
-fn controller_uid(obj: &Value) -> Option<&str> {
-    obj["metadata"]["ownerReferences"]
-        .as_array()?
-        .iter()
-        .find(|r| r["controller"] == json!(true))
-        .and_then(|r| r["uid"].as_str())
-}
-
-/// An ownerReference naming `owner` as the controller.
-fn controller_ref(owner: &Value) -> Value {
-    json!({
-        "apiVersion": owner["apiVersion"],
-        "kind": owner["kind"],
-        "name": owner["metadata"]["name"],
-        "uid": owner["metadata"]["uid"],
-        "controller": true,
-        "blockOwnerDeletion": true,
-    })
-}
-
-/// The Pods `owner` controls and selects, oldest first.
-fn owned_pods(cluster: &Cluster, owner: &Value) -> Vec<Arc<Value>> {
-    let Some(rt) = resource(cluster, "", "v1", "pods") else {
-        return Vec::new();
-    };
-    let owner_uid = uid(owner);
-    // A Pod relabelled out of its owner's selector is no longer counted (the real controllers release it).
-    let selector = &owner["spec"]["selector"];
-    let mut pods: Vec<Arc<Value>> = list(cluster, &rt, Some(namespace(owner)))
-        .into_iter()
-        .filter(|p| controller_uid(p) == Some(owner_uid))
-        .filter(|p| selector.is_null() || selector_matches(selector, &labels(p)))
-        .collect();
-    pods.sort_by(|a, b| {
-        let t = |p: &Value| {
-            p["metadata"]["creationTimestamp"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string()
-        };
-        t(a).cmp(&t(b)).then_with(|| name(a).cmp(name(b)))
-    });
-    pods
-}
-
-fn labels(obj: &Value) -> Map<String, Value> {
-    obj["metadata"]["labels"]
-        .as_object()
-        .cloned()
-        .unwrap_or_default()
-}
-
-/// Whether the object's `spec.selector` (a LabelSelector) matches `labels`; a bad selector matches nothing.
-fn selector_matches(selector: &Value, labels: &Map<String, Value>) -> bool {
-    LabelSelector::from_json(selector).is_ok_and(|s| s.matches(labels))
-}
-
-fn phase(pod: &Value) -> &str {
-    pod["status"]["phase"].as_str().unwrap_or_default()
-}
-
-/// A Pod that has not finished (Succeeded or Failed) and is not being deleted.
-fn active(pod: &Value) -> bool {
-    !deleting(pod) && !matches!(phase(pod), "Succeeded" | "Failed")
-}
-
-fn condition<'a>(obj: &'a Value, ty: &str) -> Option<&'a Value> {
-    obj["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == ty)
-}
-
-fn ready(pod: &Value) -> bool {
-    condition(pod, "Ready").is_some_and(|c| c["status"] == "True")
-}
-
-/// Ready for at least `min_ready_seconds` (the controllers' "available").
-fn available(pod: &Value, min_ready_seconds: i64, now: jiff::Timestamp) -> bool {
-    if !ready(pod) {
-        return false;
-    }
-    if min_ready_seconds <= 0 {
-        return true;
-    }
-    condition(pod, "Ready")
-        .and_then(|c| c["lastTransitionTime"].as_str())
-        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-        .is_some_and(|t| t + jiff::SignedDuration::from_secs(min_ready_seconds) <= now)
-}
-
-/// Seconds since an RFC 3339 time, or None when absent or unparsable.
-fn seconds_since(time: &Value, now: jiff::Timestamp) -> Option<i64> {
-    let t = time.as_str()?.parse::<jiff::Timestamp>().ok()?;
-    Some((now - t).get_seconds())
-}
-
-/// A condition list with `ty` set. An unchanged status keeps its `lastTransitionTime` (and, where the kind has
-/// one, `lastUpdateTime` when reason and message are unchanged too), so a pass that changes nothing writes nothing.
-fn set_condition(conditions: &mut Vec<Value>, mut new: Value, now: &str, has_update_time: bool) {
-    let ty = new["type"].clone();
-    let old = conditions.iter().position(|c| c["type"] == ty);
-    let same_status = old.is_some_and(|i| conditions[i]["status"] == new["status"]);
-    let same_all = old.is_some_and(|i| {
-        same_status
-            && conditions[i]["reason"] == new["reason"]
-            && conditions[i]["message"] == new["message"]
-    });
-    new["lastTransitionTime"] = match old {
-        Some(i) if same_status => conditions[i]["lastTransitionTime"].clone(),
-        _ => json!(now),
-    };
-    if has_update_time {
-        new["lastUpdateTime"] = match old {
-            Some(i) if same_all => conditions[i]["lastUpdateTime"].clone(),
-            _ => json!(now),
-        };
-    }
-    match old {
-        Some(i) => conditions[i] = new,
-        None => conditions.push(new),
-    }
-}
-
-fn existing_conditions(obj: &Value) -> Vec<Value> {
-    obj["status"]["conditions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-}
-
-/// Writes `status` through the status subresource when it differs from the stored one. A conflict (someone
-/// wrote meanwhile) is left to the next pass.
-async fn write_status(
-    cluster: &Cluster,
-    rt: &ResourceType,
-    obj: &Value,
-    status: Value,
-    manager: &str,
-) -> bool {
-    if obj["status"] == status {
-        return false;
-    }
-    let mut next = obj.clone();
-    next["status"] = status;
-    let sub = if rt.status_subresource { "status" } else { "" };
-    match cluster
-        .update(rt, namespace(obj), name(obj), sub, next, &ctx(manager))
-        .await
-    {
-        Ok(_) => true,
-        Err(e) => {
-            tracing::debug!(kind = %rt.kind, name = %name(obj), error = %e, "status write deferred");
+/// Runs one controller's pass so that a bug tripped by an odd object costs that pass, not every controller for
+/// the rest of the server's life: a panic is logged and the others go on.
+async fn supervised(controller: &str, pass: impl std::future::Future<Output = bool>) -> bool {
+    match std::panic::AssertUnwindSafe(pass).catch_unwind().await {
+        Ok(wrote) => wrote,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("a panic");
+            tracing::error!(%controller, panic = %what, "a workload controller's pass failed");
             false
         }
     }
-}
-
-/// Replaces the object (spec or metadata changes), conditioned on its resourceVersion.
-async fn write_object(cluster: &Cluster, rt: &ResourceType, next: Value, manager: &str) -> bool {
-    let (ns, n) = (namespace(&next).to_string(), name(&next).to_string());
-    match cluster.update(rt, &ns, &n, "", next, &ctx(manager)).await {
-        Ok(_) => true,
-        Err(e) => {
-            tracing::debug!(kind = %rt.kind, name = %n, error = %e, "write deferred");
-            false
-        }
-    }
-}
-
-async fn create(cluster: &Cluster, rt: &ResourceType, ns: &str, obj: Value, manager: &str) -> bool {
-    match cluster.create(rt, ns, obj, &ctx(manager)).await {
-        Ok(_) => true,
-        Err(e) => {
-            tracing::debug!(kind = %rt.kind, %ns, error = %e, "create refused");
-            false
-        }
-    }
-}
-
-async fn delete(cluster: &Cluster, rt: &ResourceType, obj: &Value, manager: &str) -> bool {
-    let opts = DeleteOptions {
-        propagation: Some("Background".into()),
-        precondition_uid: Some(uid(obj).to_string()),
-        ..Default::default()
-    };
-    cluster
-        .delete(rt, namespace(obj), name(obj), &opts, &ctx(manager))
-        .await
-        .is_ok()
-}
-
-/// A Pod built from a workload's template, controlled by `owner`.
-fn pod_from_template(owner: &Value, template: &Value, extra_labels: &[(&str, String)]) -> Value {
-    let mut labels = template["metadata"]["labels"]
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
-    for (k, v) in extra_labels {
-        labels.insert((*k).into(), Value::String(v.clone()));
-    }
-    let mut meta = json!({
-        "namespace": namespace(owner),
-        "labels": labels,
-        "ownerReferences": [controller_ref(owner)],
-    });
-    if let Some(a) = template["metadata"]["annotations"].as_object() {
-        meta["annotations"] = Value::Object(a.clone());
-    }
-    json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": template["spec"].clone()})
-}
-
-/// FNV-1a (32 bit), the hash the controllers name revisions with.
-fn fnv32a(bytes: &[u8]) -> u32 {
-    let mut h: u32 = 0x811c_9dc5;
-    for b in bytes {
-        h ^= u32::from(*b);
-        h = h.wrapping_mul(0x0100_0193);
-    }
-    h
-}
-
-/// A template's hash as the controllers print it: FNV-1a of the template (and the collision count), its decimal
-/// digits mapped onto the alphabet without vowels (`rand.SafeEncodeString`), e.g. `5d9f8c7b6d`.
-fn template_hash(template: &Value, collision_count: i64) -> String {
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let mut bytes = serde_json::to_vec(template).unwrap_or_default();
-    if collision_count > 0 {
-        bytes.extend_from_slice(&collision_count.to_le_bytes());
-    }
-    fnv32a(&bytes)
-        .to_string()
-        .bytes()
-        .map(|d| ALPHABET[usize::from(d) % ALPHABET.len()] as char)
-        .collect()
-}
-
-/// The simulated behaviour a Pod asked for (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Behavior {
-    Normal,
-    NeverReady,
-    Fail,
-}
-
-fn behavior(pod: &Value) -> Behavior {
-    match pod["metadata"]["annotations"][BEHAVIOR_ANNOTATION].as_str() {
-        Some("never-ready") => return Behavior::NeverReady,
-        Some("fail") => return Behavior::Fail,
-        _ => {}
-    }
-    let images = pod["spec"]["containers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .chain(
-            pod["spec"]["initContainers"]
-                .as_array()
-                .into_iter()
-                .flatten(),
-        )
-        .filter_map(|c| c["image"].as_str());
-    let mut out = Behavior::Normal;
-    for image in images {
-        let repo = image.split(['@', ':']).next().unwrap_or(image);
-        if repo == FAIL_IMAGE {
-            return Behavior::Fail;
-        }
-        if repo == NEVER_READY_IMAGE {
-            out = Behavior::NeverReady;
-        }
-    }
-    out
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
+    use super::objects::set_condition;
+    use super::templates::{Behavior, behavior, template_hash};
     use super::*;
 
     #[test]

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{create, resource, write_status};
+use super::writes::{KUBELET, create, resource, write_status};
 use crate::cluster::Cluster;
 
 /// The name of simulated Node `i`.
@@ -11,14 +11,20 @@ pub fn node_name(i: usize) -> String {
     format!("kube-sim-node-{i}")
 }
 
-/// Registers the Nodes that are missing.
-pub async fn ensure(cluster: &Cluster, count: usize) {
+/// Registers the Nodes that are missing, and reports the status of those that have none yet (every pass, so a
+/// refused write is retried). True when it wrote.
+pub async fn ensure(cluster: &Cluster, count: usize) -> bool {
     let Some(rt) = resource(cluster, "", "v1", "nodes") else {
-        return;
+        return false;
     };
+    let mut wrote = false;
     for i in 0..count {
         let name = node_name(i);
-        if cluster.store().get(&rt.storage_key(), "", &name).is_some() {
+        let existing = cluster.store().get(&rt.storage_key(), "", &name);
+        if existing
+            .as_ref()
+            .is_some_and(|n| n["status"]["conditions"].is_array())
+        {
             continue;
         }
         let now = Cluster::now();
@@ -64,15 +70,18 @@ pub async fn ensure(cluster: &Cluster, count: usize) {
         });
         // Node has a status subresource, so a create stores no status: the kubelet reports it next.
         let status = node["status"].clone();
-        create(cluster, &rt, "", node, "kubelet").await;
+        if existing.is_none() {
+            wrote |= create(cluster, &rt, "", node, KUBELET).await;
+        }
         let stored = cluster.store().get(&rt.storage_key(), "", &name);
         if let Some(stored) = stored {
-            write_status(cluster, &rt, &stored, status, "kubelet").await;
+            wrote |= write_status(cluster, &rt, &stored, status, KUBELET).await;
         }
     }
+    wrote
 }
 
-/// The InternalIP of simulated Node `i`.
+/// The InternalIP of simulated Node `i` (below [`super::MAX_NODES`]): 10.0.0.10 onwards.
 pub fn node_ip(i: usize) -> String {
-    format!("10.0.0.{}", 10 + i)
+    format!("10.0.{}.{}", (10 + i) / 256, (10 + i) % 256)
 }

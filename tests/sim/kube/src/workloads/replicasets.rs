@@ -3,14 +3,15 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{
-    active, available, create, delete, deleting, generation, labels, list, name, namespace,
-    owned_pods, phase, pod_from_template, ready, resource, write_status,
+use super::objects::{
+    active, available, deleting, generation, has_labels, labels, name, namespace, phase, put_count,
+    ready,
+};
+use super::templates::{pod_from_template, template_selected};
+use super::writes::{
+    BURST, CONTROLLER_MANAGER, create, delete, list, owned_pods, resource, write_status,
 };
 use crate::cluster::Cluster;
-
-/// At most this many Pods created per ReplicaSet per pass (the real controller's burst is 500).
-const BURST: i64 = 500;
 
 pub async fn reconcile(cluster: &Cluster) -> bool {
     let (Some(rs_rt), Some(pods_rt)) = (
@@ -25,24 +26,20 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
         if deleting(&rs) {
             continue;
         }
-        let want = rs["spec"]["replicas"].as_i64().unwrap_or(1).max(0);
+        let want = rs["spec"]["replicas"]
+            .as_i64()
+            .unwrap_or(1)
+            .clamp(0, i64::from(i32::MAX));
         let mut pods: Vec<_> = owned_pods(cluster, &rs)
             .into_iter()
             .filter(|p| active(p))
             .collect();
         let have = pods.len() as i64;
-        if have < want {
+        if have < want && template_selected(&rs) {
             for _ in 0..(want - have).min(BURST) {
                 let mut pod = pod_from_template(&rs, &rs["spec"]["template"], &[]);
                 pod["metadata"]["generateName"] = json!(format!("{}-", name(&rs)));
-                wrote |= create(
-                    cluster,
-                    &pods_rt,
-                    namespace(&rs),
-                    pod,
-                    "kube-controller-manager",
-                )
-                .await;
+                wrote |= create(cluster, &pods_rt, namespace(&rs), pod, CONTROLLER_MANAGER).await;
             }
         } else if have > want {
             // getPodsToDelete: unscheduled before scheduled, Pending before Running, not Ready before Ready,
@@ -64,7 +61,7 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
                 )
             });
             for pod in pods.iter().take((have - want) as usize) {
-                wrote |= delete(cluster, &pods_rt, pod, "kube-controller-manager").await;
+                wrote |= delete(cluster, &pods_rt, pod, CONTROLLER_MANAGER).await;
             }
         }
         let pods: Vec<_> = owned_pods(cluster, &rs)
@@ -78,32 +75,23 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
             .unwrap_or_default();
         let fully_labeled = pods
             .iter()
-            .filter(|p| {
-                let l = labels(p);
-                template_labels.iter().all(|(k, v)| l.get(k) == Some(v))
-            })
+            .filter(|p| has_labels(&labels(p), &template_labels))
             .count();
         let ready_n = pods.iter().filter(|p| ready(p)).count();
         let available_n = pods.iter().filter(|p| available(p, min_ready, now)).count();
         // ReplicaSetStatus: `replicas` is always written, the other counts are omitted when zero.
         let mut status = Map::new();
         status.insert("replicas".into(), json!(pods.len()));
-        for (k, v) in [
-            ("fullyLabeledReplicas", fully_labeled),
-            ("readyReplicas", ready_n),
-            ("availableReplicas", available_n),
-        ] {
-            if v > 0 {
-                status.insert(k.into(), json!(v));
-            }
-        }
+        put_count(&mut status, "fullyLabeledReplicas", fully_labeled as i64);
+        put_count(&mut status, "readyReplicas", ready_n as i64);
+        put_count(&mut status, "availableReplicas", available_n as i64);
         status.insert("observedGeneration".into(), json!(generation(&rs)));
         wrote |= write_status(
             cluster,
             &rs_rt,
             &rs,
             Value::Object(status),
-            "kube-controller-manager",
+            CONTROLLER_MANAGER,
         )
         .await;
     }

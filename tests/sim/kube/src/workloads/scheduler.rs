@@ -4,10 +4,10 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{
-    condition, deleting, existing_conditions, labels, list, name, resource, set_condition,
-    write_object, write_status,
+use super::objects::{
+    condition, deleting, existing_conditions, has_labels, labels, name, set_condition,
 };
+use super::writes::{SCHEDULER, list, resource, write_object, write_status};
 use crate::cluster::Cluster;
 
 pub async fn reconcile(cluster: &Cluster) -> bool {
@@ -58,13 +58,13 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
                 let node_name = name(node).to_string();
                 let mut bound = (*pod).clone();
                 bound["spec"]["nodeName"] = json!(node_name);
-                if write_object(cluster, &pods_rt, bound, "kube-scheduler").await {
+                if write_object(cluster, &pods_rt, bound, SCHEDULER).await {
                     wrote = true;
                     let c = load.get(&node_name).and_then(Value::as_u64).unwrap_or(0);
                     load.insert(node_name, json!(c + 1));
                     let stored = cluster.store().get(
                         &pods_rt.storage_key(),
-                        super::namespace(&pod),
+                        super::objects::namespace(&pod),
                         name(&pod),
                     );
                     if let Some(stored) = stored {
@@ -77,7 +77,7 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
                             false,
                         );
                         status["conditions"] = json!(conditions);
-                        write_status(cluster, &pods_rt, &stored, status, "kube-scheduler").await;
+                        write_status(cluster, &pods_rt, &stored, status, SCHEDULER).await;
                     }
                 }
             }
@@ -100,7 +100,7 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
                         false,
                     );
                     status["conditions"] = json!(conditions);
-                    wrote |= write_status(cluster, &pods_rt, &pod, status, "kube-scheduler").await;
+                    wrote |= write_status(cluster, &pods_rt, &pod, status, SCHEDULER).await;
                 }
             }
         }
@@ -118,9 +118,7 @@ fn fits(pod: &Value, node: &Value) -> bool {
     let node_labels = labels(node);
     let selector_ok = pod["spec"]["nodeSelector"]
         .as_object()
-        .into_iter()
-        .flatten()
-        .all(|(k, v)| node_labels.get(k) == Some(v));
+        .is_none_or(|wanted| has_labels(&node_labels, wanted));
     let terms = &pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
         ["nodeSelectorTerms"];
     let affinity_ok = match terms.as_array() {

@@ -2,17 +2,18 @@
 //! `statefulset.kubernetes.io/pod-name` and `apps.kubernetes.io/pod-index` labels) and a claim per volume claim
 //! template; created in order, each after the one before is Running and Ready (`OrderedReady`) or all at once
 //! (`Parallel`); scaled down from the highest ordinal; rolled to a new template from the highest ordinal down to
-//! the partition, one Pod at a time; and the status with current and update revisions.
+//! the partition, one Pod at a time; and the status with current and update revisions. No ControllerRevisions are
+//! kept, so a Pod below the partition that has to be re-created comes back at the update revision.
 
 use serde_json::{Map, Value, json};
 
-use super::{
-    active, available, create, delete, deleting, generation, list, name, namespace, owned_pods,
-    pod_from_template, ready, resource, template_hash, write_status,
+use super::objects::{active, available, deleting, generation, name, namespace, ready};
+use super::templates::{pod_from_template, template_hash, template_selected};
+use super::writes::{
+    BURST, CONTROLLER_MANAGER, create, delete, list, owned_pods, resource, write_status,
 };
 use crate::cluster::Cluster;
 
-const MANAGER: &str = "kube-controller-manager";
 const REVISION_LABEL: &str = "controller-revision-hash";
 
 pub async fn reconcile(cluster: &Cluster) -> bool {
@@ -30,7 +31,10 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
             continue;
         }
         let ns = namespace(&sts).to_string();
-        let replicas = sts["spec"]["replicas"].as_i64().unwrap_or(1).max(0);
+        let replicas = sts["spec"]["replicas"]
+            .as_i64()
+            .unwrap_or(1)
+            .clamp(0, i64::from(i32::MAX));
         let update_revision = format!(
             "{}-{}",
             name(&sts),
@@ -46,13 +50,21 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
             .filter(|p| !deleting(p))
             .map(|p| (*p).clone())
             .collect();
-        let by_ordinal = |i: i64| pods.iter().find(|p| ordinal(&sts, p) == Some(i));
+        let ordinals: std::collections::HashMap<i64, &Value> = pods
+            .iter()
+            .filter_map(|p| ordinal(&sts, p).map(|i| (i, p)))
+            .collect();
+        let by_ordinal = |i: i64| ordinals.get(&i).copied();
         // Finished Pods are replaced, as the real controller deletes and re-creates them.
         for p in pods.iter().filter(|p| !active(p)) {
-            wrote |= delete(cluster, &pods_rt, p, MANAGER).await;
+            wrote |= delete(cluster, &pods_rt, p, CONTROLLER_MANAGER).await;
         }
-        // Create the missing ordinals.
+        // Create the missing ordinals (Parallel: at most a burst per pass).
+        let mut created = 0;
         for i in 0..replicas {
+            if created >= BURST || !template_selected(&sts) {
+                break;
+            }
             match by_ordinal(i) {
                 Some(p) if active(p) => {
                     if !(parallel || ready(p) && p["status"]["phase"] == "Running") {
@@ -63,7 +75,8 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
                 None => {
                     wrote |= ensure_claims(cluster, &pvc_rt, &sts, i).await;
                     let pod = identity_pod(&sts, i, &update_revision);
-                    wrote |= create(cluster, &pods_rt, &ns, pod, MANAGER).await;
+                    wrote |= create(cluster, &pods_rt, &ns, pod, CONTROLLER_MANAGER).await;
+                    created += 1;
                     if !parallel {
                         break;
                     }
@@ -76,18 +89,20 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
             .filter(|p| ordinal(&sts, p).is_none_or(|i| i >= replicas))
             .collect();
         extra.sort_by_key(|p| std::cmp::Reverse(ordinal(&sts, p)));
-        for p in extra.iter().take(if parallel { extra.len() } else { 1 }) {
-            wrote |= delete(cluster, &pods_rt, p, MANAGER).await;
+        let batch = if parallel { BURST as usize } else { 1 };
+        for p in extra.iter().take(batch) {
+            wrote |= delete(cluster, &pods_rt, p, CONTROLLER_MANAGER).await;
         }
         // Rolling update: with every Pod Ready, the highest outdated ordinal at or above the partition goes (and
         // comes back at the update revision).
-        let all_ready = (0..replicas).all(|i| by_ordinal(i).is_some_and(ready));
+        let all_ready = pods.len() as i64 >= replicas
+            && (0..replicas).all(|i| by_ordinal(i).is_some_and(ready));
         if !on_delete && all_ready && extra.is_empty() {
             let outdated = (partition..replicas)
                 .rev()
                 .find_map(|i| by_ordinal(i).filter(|p| revision_of(p) != update_revision));
             if let Some(p) = outdated {
-                wrote |= delete(cluster, &pods_rt, p, MANAGER).await;
+                wrote |= delete(cluster, &pods_rt, p, CONTROLLER_MANAGER).await;
             }
         }
         let pods: Vec<_> = owned_pods(cluster, &sts)
@@ -133,7 +148,14 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
             "availableReplicas".into(),
             json!(pods.iter().filter(|p| available(p, min_ready, now)).count()),
         );
-        wrote |= write_status(cluster, &sts_rt, &sts, Value::Object(status), MANAGER).await;
+        wrote |= write_status(
+            cluster,
+            &sts_rt,
+            &sts,
+            Value::Object(status),
+            CONTROLLER_MANAGER,
+        )
+        .await;
     }
     wrote
 }
@@ -237,7 +259,7 @@ async fn ensure_claims(
             "metadata": {"name": claim, "namespace": namespace(sts), "labels": labels},
             "spec": t["spec"].clone(),
         });
-        wrote |= create(cluster, pvc_rt, namespace(sts), pvc, MANAGER).await;
+        wrote |= create(cluster, pvc_rt, namespace(sts), pvc, CONTROLLER_MANAGER).await;
     }
     wrote
 }

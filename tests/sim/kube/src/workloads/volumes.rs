@@ -3,10 +3,9 @@
 
 use serde_json::json;
 
-use super::{deleting, list, resource, uid, write_object, write_status};
+use super::objects::{deleting, uid};
+use super::writes::{CONTROLLER_MANAGER, list, resource, write_object, write_status};
 use crate::cluster::Cluster;
-
-const MANAGER: &str = "kube-controller-manager";
 
 pub async fn reconcile(cluster: &Cluster) -> bool {
     let Some(rt) = resource(cluster, "", "v1", "persistentvolumeclaims") else {
@@ -26,7 +25,7 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
             next["spec"]["volumeName"] = json!(format!("pvc-{}", uid(&pvc)));
             next["metadata"]["annotations"]["pv.kubernetes.io/bind-completed"] = json!("yes");
             next["metadata"]["annotations"]["pv.kubernetes.io/bound-by-controller"] = json!("yes");
-            wrote |= write_object(cluster, &rt, next, MANAGER).await;
+            wrote |= write_object(cluster, &rt, next, CONTROLLER_MANAGER).await;
             continue;
         }
         if pvc["status"]["phase"] != "Bound" {
@@ -35,7 +34,7 @@ pub async fn reconcile(cluster: &Cluster) -> bool {
                 "accessModes": pvc["spec"]["accessModes"].clone(),
                 "capacity": {"storage": pvc["spec"]["resources"]["requests"]["storage"].clone()},
             });
-            wrote |= write_status(cluster, &rt, &pvc, status, MANAGER).await;
+            wrote |= write_status(cluster, &rt, &pvc, status, CONTROLLER_MANAGER).await;
         }
     }
     wrote

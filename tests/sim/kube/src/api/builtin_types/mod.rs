@@ -241,10 +241,12 @@ pub fn schema(name: &str) -> Option<&'static [Field]> {
 }
 
 /// The schema name of a kind's root message: `apps/v1` → `apps/v1.Deployment`, `v1` → `core/v1.Pod`,
-/// `networking.k8s.io/v1` → `networking/v1.Ingress`. None when the kind has no schema here.
+/// `networking.k8s.io/v1` → `networking/v1.Ingress`. None when the kind has no schema here, and for every group
+/// outside Kubernetes' own (a custom resource `Deployment` of `apps.example.com` is not a built-in).
 pub fn root(api_version: &str, kind: &str) -> Option<&'static str> {
     let (group, version) = match api_version.rsplit_once('/') {
-        Some((g, v)) => (g.split('.').next().unwrap_or(g), v),
+        Some((g, v)) if matches!(g, "apps" | "batch" | "policy" | "autoscaling") => (g, v),
+        Some((g, v)) => (g.strip_suffix(".k8s.io")?.split('.').next()?, v),
         None => ("core", api_version),
     };
     let name = format!("{group}/{version}.{kind}");
