@@ -267,8 +267,12 @@ fn decode_error(rt: &ResourceType, why: &str) -> ApiError {
 }
 
 fn delete_options(call: &Call) -> ApiResult<DeleteOptions> {
+    let content_type = call.header("content-type");
     let mut body = if call.body.is_empty() {
         json!({})
+    } else if content_type.split(';').next().map(str::trim) == Some(super::protobuf::CONTENT_TYPE) {
+        // client-go's typed clients send DeleteOptions as protobuf too.
+        super::protobuf::decode(&call.body, "DeleteOptions")?
     } else {
         serde_json::from_slice::<Value>(&call.body)
             .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?

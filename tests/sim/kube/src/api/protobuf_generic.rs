@@ -683,6 +683,23 @@ mod tests {
     }
 
     #[test]
+    fn delete_options_decode_as_client_go_sends_them() {
+        let preconditions = bytes(1, b"u-1");
+        let body = [
+            bytes(2, &preconditions),
+            bytes(4, b"Foreground"),
+            bytes(5, b"All"),
+        ]
+        .concat();
+        let root = root("v1", "DeleteOptions").unwrap();
+        let d = decode(root, &body).unwrap();
+        assert_eq!(
+            d,
+            json!({"preconditions": {"uid": "u-1"}, "propagationPolicy": "Foreground", "dryRun": ["All"]})
+        );
+    }
+
+    #[test]
     fn embedded_structs_promote_their_fields_into_the_parent() {
         let secret_source = bytes(6, &bytes(1, b"creds"));
         let volume = [bytes(1, b"data"), bytes(2, &secret_source)].concat();

@@ -138,6 +138,29 @@ static META: &[(&str, &[Field])] = &[
         ],
     ),
     (
+        "meta.DeleteOptions",
+        &[
+            f(1, "gracePeriodSeconds", Ty::I64, Pointer),
+            f(2, "preconditions", Ty::Msg("meta.Preconditions"), Pointer),
+            f(3, "orphanDependents", Ty::Bool, Pointer),
+            f(4, "propagationPolicy", Ty::Str, Pointer),
+            list(5, "dryRun", Ty::Str, OmitEmpty),
+            f(
+                6,
+                "ignoreStoreReadErrorWithClusterBreakingPotential",
+                Ty::Bool,
+                Pointer,
+            ),
+        ],
+    ),
+    (
+        "meta.Preconditions",
+        &[
+            f(1, "uid", Ty::Str, Pointer),
+            f(2, "resourceVersion", Ty::Str, Pointer),
+        ],
+    ),
+    (
         "meta.ListMeta",
         &[
             f(1, "selfLink", Ty::Str, OmitEmpty),
@@ -244,6 +267,10 @@ pub fn schema(name: &str) -> Option<&'static [Field]> {
 /// `networking.k8s.io/v1` → `networking/v1.Ingress`. None when the kind has no schema here, and for every group
 /// outside Kubernetes' own (a custom resource `Deployment` of `apps.example.com` is not a built-in).
 pub fn root(api_version: &str, kind: &str) -> Option<&'static str> {
+    // meta/v1's options kinds travel under whatever group-version the client talks to.
+    if kind == "DeleteOptions" {
+        return Some("meta.DeleteOptions");
+    }
     let (group, version) = match api_version.rsplit_once('/') {
         Some((g, v)) if matches!(g, "apps" | "batch" | "policy" | "autoscaling") => (g, v),
         Some((g, v)) => (g.strip_suffix(".k8s.io")?.split('.').next()?, v),
