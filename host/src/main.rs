@@ -187,6 +187,13 @@ enum Command {
     },
     /// Print the CustomResourceDefinitions (YAML).
     Crds,
+    /// The Helm worker the operator runs for itself: loads libhelm_c and answers requests on stdin.
+    #[command(hide = true)]
+    HelmWorker {
+        /// libhelm_c.
+        #[arg(long)]
+        lib: PathBuf,
+    },
     /// Work with one plugin component.
     #[command(subcommand)]
     Plugin(PluginCommand),
@@ -332,6 +339,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 ExitCode::from(3)
             })
+        }
+        Command::HelmWorker { lib } => {
+            tokio::task::spawn_blocking(move || omni_operator::helm::worker::serve(&lib))
+                .await
+                .map_err(|e| anyhow::anyhow!("the Helm worker's thread: {e}"))??;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Crds => {
             let files = omni_api::crds::files()

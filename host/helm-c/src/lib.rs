@@ -227,6 +227,15 @@ impl Chart {
         json(CALL, text)
     }
 
+    /// `helm package`: writes the chart's `.tgz` archive into `dir`; returns its path.
+    pub fn save(&self, dir: &Path) -> Result<String> {
+        const CALL: &str = "helm_chart_save";
+        let dir = cstring(CALL, "the directory", &dir.to_string_lossy())?;
+        self.helm.lib.call_out(CALL, |f, out, err| unsafe {
+            (f.chart_save)(self.handle, dir.as_ptr(), out, err)
+        })
+    }
+
     /// The chart's metadata (Chart.yaml) as JSON.
     pub fn metadata(&self) -> Result<Value> {
         const CALL: &str = "helm_chart_metadata";

@@ -16,6 +16,7 @@ mod controllers;
 mod field_selectors;
 mod files_capability;
 mod grants;
+mod helm_engine;
 mod native;
 mod omni_capability;
 mod omni_cluster;

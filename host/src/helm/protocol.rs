@@ -1,0 +1,99 @@
+//! What the host and its Helm worker say to each other: one JSON object per line, requests on the worker's stdin
+//! and replies on its stdout, matched by id. Kubeconfigs travel in requests (the worker needs them to reach the
+//! workload cluster) and are never written anywhere else.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Request {
+    pub id: u64,
+    pub op: Op,
+}
+
+/// Where a chart comes from: a `.tgz` archive (base64) or a reference Helm resolves (`oci://…`, or a name with
+/// `chart_repo_url` in the options).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChartRef {
+    Archive(String),
+    Reference(String),
+}
+
+/// The cluster and namespace an action runs against.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct Target {
+    pub kubeconfig: String,
+    pub namespace: String,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The kubeconfig is a credential: never in a debug print.
+        f.debug_struct("Target")
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "action")]
+pub enum Op {
+    /// (libhelm_c version, Helm SDK version).
+    Versions,
+    Render {
+        chart: ChartRef,
+        values: Value,
+        options: Value,
+    },
+    Install {
+        target: Target,
+        chart: ChartRef,
+        release: String,
+        values: Value,
+        options: Value,
+    },
+    Upgrade {
+        target: Target,
+        chart: ChartRef,
+        release: String,
+        values: Value,
+        options: Value,
+    },
+    Uninstall {
+        target: Target,
+        release: String,
+        options: Value,
+    },
+    Status {
+        target: Target,
+        release: String,
+    },
+    History {
+        target: Target,
+        release: String,
+    },
+    /// Cancels the request `id` (its Helm context); the cancelled request answers `cancelled`.
+    Cancel {
+        id: u64,
+    },
+}
+
+/// The worker's answer to request `id`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Reply {
+    pub id: u64,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Ok(Value),
+    /// Helm's error class (`helm_error_code`, e.g. `Cancelled`, `NotFound`) and message.
+    Err {
+        code: String,
+        message: String,
+    },
+}

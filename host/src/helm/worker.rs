@@ -1,0 +1,214 @@
+//! The Helm worker: `omni-operator helm-worker --lib <libhelm_c>`. It loads the library (so a Go fatal error, a
+//! deadlock or Helm's memory stay out of the host), then answers requests from stdin, each on a thread of its
+//! own, writing replies to stdout as they finish. The host serialises actions per release and bounds how many
+//! run at once.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use helm_c::{ChartSource, Helm, HelmError};
+use serde_json::{Value, json};
+
+use super::protocol::{ChartRef, Op, Outcome, Reply, Request, Target};
+
+/// Serves requests until stdin closes. Failing to load the library is reported on every request (so the host
+/// can say why releases cannot proceed) rather than by exiting.
+pub fn serve(lib: &Path) -> anyhow::Result<()> {
+    let helm = Helm::load(lib).map_err(|e| e.to_string());
+    let out = Arc::new(Mutex::new(std::io::stdout()));
+    let contexts: Arc<Mutex<HashMap<u64, Arc<helm_c::Context>>>> = Arc::default();
+    for line in std::io::stdin().lock().lines() {
+        let line = line?;
+        let request: Request = match serde_json::from_str(&line) {
+            Ok(r) => r,
+            Err(e) => {
+                // Without an id the reply cannot be matched; the host never sends such lines.
+                eprintln!("helm-worker: a request that is not one: {e}");
+                continue;
+            }
+        };
+        let helm = match &helm {
+            Ok(h) => h.clone(),
+            Err(reason) => {
+                let outcome = Outcome::Err {
+                    code: "Unavailable".into(),
+                    message: reason.clone(),
+                };
+                write(
+                    &out,
+                    &Reply {
+                        id: request.id,
+                        outcome,
+                    },
+                );
+                continue;
+            }
+        };
+        if let Op::Cancel { id } = request.op {
+            let cancelled = contexts
+                .lock()
+                .map(|c| c.get(&id).map(|ctx| ctx.cancel()))
+                .ok()
+                .flatten();
+            let outcome = match cancelled {
+                Some(Err(e)) => failure(&e),
+                _ => Outcome::Ok(Value::Null),
+            };
+            write(
+                &out,
+                &Reply {
+                    id: request.id,
+                    outcome,
+                },
+            );
+            continue;
+        }
+        let out = out.clone();
+        let contexts = contexts.clone();
+        std::thread::spawn(move || {
+            let id = request.id;
+            let outcome = match run(&helm, id, request.op, &contexts) {
+                Ok(v) => Outcome::Ok(v),
+                Err(e) => failure(&e),
+            };
+            if let Ok(mut c) = contexts.lock() {
+                c.remove(&id);
+            }
+            write(&out, &Reply { id, outcome });
+        });
+    }
+    Ok(())
+}
+
+fn failure(e: &HelmError) -> Outcome {
+    Outcome::Err {
+        code: e
+            .code()
+            .map_or_else(|| "Wrapper".to_string(), |c| format!("{c:?}")),
+        message: e.to_string(),
+    }
+}
+
+fn write(out: &Mutex<std::io::Stdout>, reply: &Reply) {
+    let Ok(line) = serde_json::to_string(reply) else {
+        return;
+    };
+    if let Ok(mut o) = out.lock() {
+        // The host reading our stdout is gone when this fails; the next read of stdin ends the worker.
+        let _ = writeln!(o, "{line}").and_then(|()| o.flush());
+    }
+}
+
+fn chart(helm: &Helm, chart: &ChartRef) -> Result<Option<helm_c::Chart>, HelmError> {
+    match chart {
+        ChartRef::Archive(b64) => {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .map_err(|e| HelmError::Answer {
+                    call: "chart archive",
+                    reason: format!("not base64: {e}"),
+                })?;
+            helm.load_chart_archive(&bytes).map(Some)
+        }
+        ChartRef::Reference(_) => Ok(None),
+    }
+}
+
+fn config(helm: &Helm, target: &Target) -> Result<helm_c::Config, HelmError> {
+    helm.config(&json!({"kubeconfig_content": target.kubeconfig, "namespace": target.namespace}))
+}
+
+fn run(
+    helm: &Helm,
+    id: u64,
+    op: Op,
+    contexts: &Mutex<HashMap<u64, Arc<helm_c::Context>>>,
+) -> Result<Value, HelmError> {
+    match op {
+        Op::Versions => {
+            let (c, sdk) = helm.versions();
+            Ok(json!({"helm_c": c, "helm": sdk}))
+        }
+        Op::Render {
+            chart: source,
+            values,
+            options,
+        } => match chart(helm, &source)? {
+            Some(c) => c.render(&values, &options),
+            None => Err(HelmError::Answer {
+                call: "render",
+                reason: "rendering needs the chart's archive".into(),
+            }),
+        },
+        Op::Install {
+            target,
+            chart: source,
+            release,
+            values,
+            options,
+        } => {
+            let cfg = config(helm, &target)?;
+            let loaded = chart(helm, &source)?;
+            let context = cancellable(helm, id, contexts)?;
+            cfg.install(
+                Some(&context),
+                chart_source(&loaded, &source),
+                &release,
+                &values,
+                &options,
+            )
+        }
+        Op::Upgrade {
+            target,
+            chart: source,
+            release,
+            values,
+            options,
+        } => {
+            let cfg = config(helm, &target)?;
+            let loaded = chart(helm, &source)?;
+            let context = cancellable(helm, id, contexts)?;
+            cfg.upgrade(
+                Some(&context),
+                chart_source(&loaded, &source),
+                &release,
+                &values,
+                &options,
+            )
+        }
+        Op::Uninstall {
+            target,
+            release,
+            options,
+        } => config(helm, &target)?.uninstall(&release, &options),
+        Op::Status { target, release } => config(helm, &target)?.status(&release, &json!({})),
+        Op::History { target, release } => config(helm, &target)?.history(&release, &json!({})),
+        // Answered on the reading thread (see `serve`).
+        Op::Cancel { .. } => Ok(Value::Null),
+    }
+}
+
+fn chart_source<'a>(loaded: &'a Option<helm_c::Chart>, source: &'a ChartRef) -> ChartSource<'a> {
+    match (loaded, source) {
+        (Some(c), _) => ChartSource::Loaded(c),
+        (None, ChartRef::Reference(r)) => ChartSource::Reference(r),
+        // An archive always loads (or the action failed before this).
+        (None, ChartRef::Archive(_)) => ChartSource::Reference(""),
+    }
+}
+
+/// A Helm context for request `id`, registered so a `Cancel` can reach it while the action runs.
+fn cancellable(
+    helm: &Helm,
+    id: u64,
+    contexts: &Mutex<HashMap<u64, Arc<helm_c::Context>>>,
+) -> Result<Arc<helm_c::Context>, HelmError> {
+    let context = Arc::new(helm.context()?);
+    if let Ok(mut c) = contexts.lock() {
+        c.insert(id, context.clone());
+    }
+    Ok(context)
+}

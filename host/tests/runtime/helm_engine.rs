@@ -1,0 +1,240 @@
+//! The Helm engine: the real `omni-operator helm-worker` process with the real libhelm_c, driven by
+//! `WorkerEngine` against kube-sim with its workload controllers: actions answer, a dead worker is replaced,
+//! actions on one release never overlap, a deadline cancels through Helm, and a missing library says so.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use omni_operator::helm::protocol::{ChartRef, Op, Target};
+use omni_operator::helm::{EngineError, HelmEngine, WorkerEngine, WorkerOptions};
+use serde_json::{Value, json};
+
+/// libhelm_c: `HELM_C_LIB`, or fetched by the project's own set-up (never skipped).
+fn lib() -> PathBuf {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        if let Some(p) = std::env::var_os("HELM_C_LIB").filter(|p| !p.is_empty()) {
+            return PathBuf::from(p);
+        }
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tools/fetch-helm-c");
+        let out = std::process::Command::new(&script)
+            .output()
+            .expect("running tools/fetch-helm-c");
+        assert!(
+            out.status.success(),
+            "tools/fetch-helm-c failed; set HELM_C_LIB:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        PathBuf::from(String::from_utf8(out.stdout).expect("a path").trim())
+    })
+    .clone()
+}
+
+fn engine(lib: PathBuf, concurrency: usize) -> WorkerEngine {
+    WorkerEngine::new(WorkerOptions {
+        program: PathBuf::from(env!("CARGO_BIN_EXE_omni-operator")),
+        lib,
+        concurrency,
+    })
+}
+
+/// A chart archive built by Helm itself (`helm create` + package), as base64 for the protocol.
+fn demo_chart() -> String {
+    static CHART: OnceLock<String> = OnceLock::new();
+    CHART
+        .get_or_init(|| {
+            let helm = helm_c::Helm::load(&lib()).expect("libhelm_c");
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = helm.create_chart("demo", dir.path()).expect("helm create");
+            let chart = helm.load_chart(std::path::Path::new(&path)).expect("load");
+            drop(chart);
+            let archive = package(&helm, &path, dir.path());
+            base64::engine::general_purpose::STANDARD.encode(archive)
+        })
+        .clone()
+}
+
+/// `helm package` through the library's save call.
+fn package(helm: &helm_c::Helm, chart_dir: &str, out: &std::path::Path) -> Vec<u8> {
+    let chart = helm
+        .load_chart(std::path::Path::new(chart_dir))
+        .expect("load");
+    let saved = chart.save(out).expect("helm package");
+    std::fs::read(saved).expect("the archive")
+}
+
+async fn workload() -> (kube_sim::KubeSim, Target) {
+    let sim = kube_sim::KubeSim::builder()
+        .workloads(kube_sim::workloads::WorkloadOptions::default())
+        .start()
+        .await
+        .expect("kube-sim");
+    let target = Target {
+        kubeconfig: sim.kubeconfig(&sim.admin()),
+        namespace: "default".into(),
+    };
+    (sim, target)
+}
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_worker_answers_installs_and_is_replaced_when_it_dies() {
+    let (sim, target) = workload().await;
+    let engine = engine(lib(), 4);
+    let versions = engine
+        .run(Op::Versions, None, MINUTE)
+        .await
+        .expect("versions");
+    assert_eq!(versions, json!({"helm_c": "0.2.2", "helm": "v4.2.3"}));
+    let install = Op::Install {
+        target: target.clone(),
+        chart: ChartRef::Archive(demo_chart()),
+        release: "web".into(),
+        values: json!({"replicaCount": 2}),
+        options: json!({"namespace": "default", "wait": "watcher", "timeout_seconds": 60}),
+    };
+    let installed = engine
+        .run(install, Some("default/web".into()), MINUTE)
+        .await
+        .expect("install");
+    assert_eq!(installed["status"], "deployed", "{installed}");
+    // Helm's server-side apply names the worker's program as field manager.
+    let d = sim
+        .get("apps/v1", "Deployment", "default", "web-demo")
+        .expect("installed");
+    let managers: Vec<&str> = d["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["manager"].as_str())
+        .collect();
+    assert!(managers.contains(&"omni-operator"), "{managers:?}");
+
+    // The worker dies (as on a Go fatal error): the next action gets a new one.
+    let pid = engine.worker_pid().await.expect("a worker runs");
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("kill");
+    let started = Instant::now();
+    let status = loop {
+        match engine
+            .run(
+                Op::Status {
+                    target: target.clone(),
+                    release: "web".into(),
+                },
+                Some("default/web".into()),
+                MINUTE,
+            )
+            .await
+        {
+            Ok(s) => break s,
+            // An action sent before the death was noticed is lost; the one after it runs on a new worker.
+            Err(EngineError::WorkerLost) if started.elapsed() < MINUTE => continue,
+            Err(e) => panic!("status after the worker died: {e}"),
+        }
+    };
+    assert_eq!(status["status"], "deployed");
+    assert!(engine.starts() >= 2, "a new worker was started");
+    assert_ne!(engine.worker_pid().await, Some(pid));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadline_cancels_the_action_through_helm() {
+    let (_sim, target) = workload().await;
+    let engine = engine(lib(), 4);
+    let install = Op::Install {
+        target: target.clone(),
+        chart: ChartRef::Archive(demo_chart()),
+        release: "stuck".into(),
+        values: json!({"image": {"repository": kube_sim::workloads::NEVER_READY_IMAGE}}),
+        options: json!({"namespace": "default", "wait": "watcher", "timeout_seconds": 300}),
+    };
+    let started = Instant::now();
+    let err = engine
+        .run(
+            install,
+            Some("default/stuck".into()),
+            Duration::from_secs(3),
+        )
+        .await
+        .expect_err("the wait never ends");
+    assert!(matches!(err, EngineError::Timeout(_)), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "cancelled promptly"
+    );
+    // Helm saw the cancellation: the release is failed, not pending forever.
+    let status = engine
+        .run(
+            Op::Status {
+                target,
+                release: "stuck".into(),
+            },
+            Some("default/stuck".into()),
+            MINUTE,
+        )
+        .await
+        .expect("status");
+    assert_eq!(status["status"], "failed", "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn actions_on_one_release_never_overlap() {
+    let (_sim, target) = workload().await;
+    let engine = std::sync::Arc::new(engine(lib(), 4));
+    let first = Op::Install {
+        target: target.clone(),
+        chart: ChartRef::Archive(demo_chart()),
+        release: "serial".into(),
+        values: json!({}),
+        options: json!({"namespace": "default", "wait": "watcher", "timeout_seconds": 60}),
+    };
+    engine
+        .run(first, Some("default/serial".into()), MINUTE)
+        .await
+        .expect("install");
+    let op = |n: i64| Op::Upgrade {
+        target: target.clone(),
+        chart: ChartRef::Archive(demo_chart()),
+        release: "serial".into(),
+        values: json!({"replicaCount": n}),
+        options: json!({"namespace": "default", "wait": "watcher", "timeout_seconds": 60}),
+    };
+    // Concurrent upgrades of one release would collide in Helm ("another operation is in progress"); serialised,
+    // every one succeeds and the revisions count up.
+    let tasks: Vec<_> = (1..=3)
+        .map(|n| {
+            let engine = engine.clone();
+            let op = op(n);
+            tokio::spawn(async move { engine.run(op, Some("default/serial".into()), MINUTE).await })
+        })
+        .collect();
+    let mut revisions = Vec::new();
+    for t in tasks {
+        let r: Value = t.await.expect("task").expect("upgrade");
+        revisions.push(r["revision"].as_i64().expect("revision"));
+    }
+    revisions.sort();
+    assert_eq!(revisions, [2, 3, 4]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_library_actions_say_helm_is_unavailable() {
+    let engine = engine(PathBuf::from("/nonexistent/libhelm_c.so.0.2.2"), 1);
+    let err = engine
+        .run(Op::Versions, None, MINUTE)
+        .await
+        .expect_err("no library");
+    match err {
+        EngineError::Unavailable(reason) => assert!(
+            reason.contains("/nonexistent/libhelm_c.so.0.2.2"),
+            "{reason}"
+        ),
+        other => panic!("expected Unavailable, got {other}"),
+    }
+}
