@@ -137,10 +137,11 @@ impl WorkerEngine {
             }
         });
         tokio::spawn(async move {
-            // Helm's own log lines (and the Go runtime's) become the host's events.
+            // Helm's own log lines (and the Go runtime's) become the host's events, at debug level: Helm's
+            // value-coalescing warnings can quote values, and values may carry data from Secrets.
             let mut lines = BufReader::new(stderr).lines();
             while let Ok(Some(line)) = lines.next_line().await {
-                tracing::info!(target: "helm", "{line}");
+                tracing::debug!(target: "helm", "{line}");
             }
         });
         Ok(Worker {
