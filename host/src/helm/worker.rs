@@ -145,40 +145,30 @@ fn run(
         },
         Op::Install {
             target,
-            chart: source,
+            chart,
             release,
             values,
             options,
-        } => {
-            let cfg = config(helm, &target)?;
-            let loaded = chart(helm, &source)?;
-            let context = cancellable(helm, id, contexts)?;
-            cfg.install(
-                Some(&context),
-                chart_source(&loaded, &source),
-                &release,
-                &values,
-                &options,
-            )
-        }
+        } => install_or_upgrade(
+            helm,
+            id,
+            contexts,
+            false,
+            (&target, &chart, &release, &values, &options),
+        ),
         Op::Upgrade {
             target,
-            chart: source,
+            chart,
             release,
             values,
             options,
-        } => {
-            let cfg = config(helm, &target)?;
-            let loaded = chart(helm, &source)?;
-            let context = cancellable(helm, id, contexts)?;
-            cfg.upgrade(
-                Some(&context),
-                chart_source(&loaded, &source),
-                &release,
-                &values,
-                &options,
-            )
-        }
+        } => install_or_upgrade(
+            helm,
+            id,
+            contexts,
+            true,
+            (&target, &chart, &release, &values, &options),
+        ),
         Op::Uninstall {
             target,
             release,
@@ -188,6 +178,25 @@ fn run(
         Op::History { target, release } => config(helm, &target)?.history(&release, &json!({})),
         // Answered on the reading thread (see `serve`).
         Op::Cancel { .. } => Ok(Value::Null),
+    }
+}
+
+/// An install or upgrade, cancellable through its context.
+fn install_or_upgrade(
+    helm: &Helm,
+    id: u64,
+    contexts: &Mutex<HashMap<u64, Arc<helm_c::Context>>>,
+    upgrade: bool,
+    (target, source, release, values, options): (&Target, &ChartRef, &str, &Value, &Value),
+) -> Result<Value, HelmError> {
+    let cfg = config(helm, target)?;
+    let loaded = chart(helm, source)?;
+    let context = cancellable(helm, id, contexts)?;
+    let chart = chart_source(&loaded, source);
+    if upgrade {
+        cfg.upgrade(Some(&context), chart, release, values, options)
+    } else {
+        cfg.install(Some(&context), chart, release, values, options)
     }
 }
 

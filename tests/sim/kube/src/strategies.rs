@@ -131,13 +131,7 @@ pub fn service_on_update(new: &mut Value, old: &Value, taken: &Allocated) {
         && !needs_node_ports(&new_ty)
         && ports_of(spec.get("ports")) == ports_of(old_spec.get("ports"))
     {
-        for p in spec
-            .get_mut("ports")
-            .and_then(Value::as_array_mut)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_object_mut)
-        {
+        for p in ports_mut(spec) {
             p.remove("nodePort");
         }
     }
@@ -169,13 +163,7 @@ pub fn service_on_update(new: &mut Value, old: &Value, taken: &Allocated) {
                 ))
             })
             .collect();
-        for p in spec
-            .get_mut("ports")
-            .and_then(Value::as_array_mut)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_object_mut)
-        {
+        for p in ports_mut(spec) {
             if p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) != 0 {
                 continue;
             }
@@ -190,6 +178,15 @@ pub fn service_on_update(new: &mut Value, old: &Value, taken: &Allocated) {
         }
     }
     allocate(spec, taken);
+}
+
+/// A Service spec's ports, each as an object.
+fn ports_mut(spec: &mut Map<String, Value>) -> impl Iterator<Item = &mut Map<String, Value>> {
+    spec.get_mut("ports")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object_mut)
 }
 
 fn service_type(spec: &Value) -> String {
@@ -227,13 +224,7 @@ fn allocate(spec: &mut Map<String, Value>, taken: &Allocated) {
     }
     if needs_node_ports(&ty) {
         let mut used = taken.node_ports.clone();
-        for p in spec
-            .get_mut("ports")
-            .and_then(Value::as_array_mut)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_object_mut)
-        {
+        for p in ports_mut(spec) {
             if p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) == 0 {
                 let port = free_node_port(&used);
                 used.insert(port);

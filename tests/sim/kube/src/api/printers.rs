@@ -604,18 +604,7 @@ fn external_ip(svc: &Value) -> String {
         "ClusterIP" | "NodePort" if external.is_empty() => "<none>".into(),
         "ClusterIP" | "NodePort" => external.join(","),
         "LoadBalancer" => {
-            let mut lb: Vec<String> = svc["status"]["loadBalancer"]["ingress"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|i| {
-                    i["ip"]
-                        .as_str()
-                        .filter(|s| !s.is_empty())
-                        .or(i["hostname"].as_str())
-                })
-                .map(String::from)
-                .collect();
+            let mut lb = load_balancer_addresses(svc);
             lb.sort();
             lb.dedup();
             lb.extend(external);
@@ -703,6 +692,22 @@ fn event(rt: &ResourceType, obj: &Value) -> Vec<Value> {
         json!(count),
         json!(text(&e["metadata"]["name"])),
     ]
+}
+
+/// The addresses in `status.loadBalancer.ingress` (Services and Ingresses): each entry's IP, else its hostname.
+fn load_balancer_addresses(obj: &Value) -> Vec<String> {
+    obj["status"]["loadBalancer"]["ingress"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| {
+            i["ip"]
+                .as_str()
+                .filter(|s| !s.is_empty())
+                .or(i["hostname"].as_str())
+                .map(String::from)
+        })
+        .collect()
 }
 
 /// printNode: readiness (with `SchedulingDisabled`), roles from the `node-role.kubernetes.io/` labels, and with
@@ -902,18 +907,7 @@ fn ingress(obj: &Value) -> Vec<Value> {
         n if n > 3 => format!("{} + {} more...", hosts[..3].join(","), n - 3),
         _ => hosts.join(","),
     };
-    let mut address: Vec<String> = obj["status"]["loadBalancer"]["ingress"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|i| {
-            i["ip"]
-                .as_str()
-                .filter(|s| !s.is_empty())
-                .or(i["hostname"].as_str())
-                .map(String::from)
-        })
-        .collect();
+    let mut address = load_balancer_addresses(obj);
     address.sort();
     let ports = if spec["tls"].as_array().is_some_and(|t| !t.is_empty()) {
         "80, 443"
