@@ -37,6 +37,7 @@ pub(crate) struct Functions {
     pub history: unsafe extern "C" fn(Handle, Str, Str, Out, Out) -> i32,
     pub rollback: unsafe extern "C" fn(Handle, Str, Str, Out) -> i32,
     pub list: unsafe extern "C" fn(Handle, Str, Out, Out) -> i32,
+    pub repo_index_generate: unsafe extern "C" fn(Str, Str, Out, Out) -> i32,
 }
 
 /// libhelm_c, loaded for the life of the process.
@@ -90,6 +91,7 @@ impl Library {
             history: symbol!(b"helm_history"),
             rollback: symbol!(b"helm_rollback"),
             list: symbol!(b"helm_list"),
+            repo_index_generate: symbol!(b"helm_repo_index_generate"),
         };
         Ok(Library { f })
     }

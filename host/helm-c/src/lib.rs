@@ -183,6 +183,18 @@ impl Helm {
         })
     }
 
+    /// `helm repo index`: the repository index of the chart archives in `dir`, as JSON (options: `base_url`, the
+    /// URL the entries point under; `merge`, an existing index file to merge). JSON is valid YAML, so the text
+    /// serves as `index.yaml` as it is.
+    pub fn repo_index(&self, dir: &Path, options: &Value) -> Result<String> {
+        const CALL: &str = "helm_repo_index_generate";
+        let dir = cstring(CALL, "the directory", &dir.to_string_lossy())?;
+        let opts = cstring(CALL, "the options", &options.to_string())?;
+        self.lib.call_out(CALL, |f, out, err| unsafe {
+            (f.repo_index_generate)(dir.as_ptr(), opts.as_ptr(), out, err)
+        })
+    }
+
     /// A cluster configuration (`helm_config_new` options: `kubeconfig_content`, `namespace`, …).
     pub fn config(&self, options: &Value) -> Result<Config> {
         const CALL: &str = "helm_config_new";

@@ -201,3 +201,35 @@ async fn a_never_ready_install_times_out_and_rollback_on_failure_removes_it() {
             .is_none()
     );
 }
+
+#[test]
+fn a_chart_repository_index_is_generated_for_packaged_charts() {
+    let helm = helm();
+    let dir = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let path = helm.create_chart("demo", src.path()).unwrap();
+    let chart = helm.load_chart(std::path::Path::new(&path)).unwrap();
+    let archive = chart.save(dir.path()).unwrap();
+    assert!(archive.ends_with("demo-0.1.0.tgz"), "{archive}");
+    let index = helm
+        .repo_index(
+            dir.path(),
+            &json!({"base_url": "http://127.0.0.1:1/charts"}),
+        )
+        .unwrap();
+    let index: Value = serde_json::from_str(&index).expect("the index is JSON");
+    let entry = &index["entries"]["demo"][0];
+    assert_eq!(entry["version"], "0.1.0", "{index}");
+    assert_eq!(
+        entry["urls"][0], "http://127.0.0.1:1/charts/demo-0.1.0.tgz",
+        "{index}"
+    );
+    assert!(
+        entry["digest"].as_str().is_some_and(|d| d.len() == 64),
+        "{index}"
+    );
+    let bad = helm
+        .repo_index(dir.path(), &json!({"url": "x"}))
+        .unwrap_err();
+    assert_eq!(bad.code(), Some(ErrorCode::InvalidArgument));
+}

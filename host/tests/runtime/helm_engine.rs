@@ -238,3 +238,119 @@ async fn without_the_library_actions_say_helm_is_unavailable() {
         other => panic!("expected Unavailable, got {other}"),
     }
 }
+
+/// A chart repository as Helm reads one: `index.yaml` and the chart archives, served over plain HTTP on loopback
+/// (one request per connection).
+struct ChartRepo {
+    url: String,
+    _dir: tempfile::TempDir,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for ChartRepo {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn chart_repo() -> ChartRepo {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/charts", listener.local_addr().expect("addr"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let archive = base64::engine::general_purpose::STANDARD
+        .decode(demo_chart())
+        .expect("archive");
+    std::fs::write(dir.path().join("demo-0.1.0.tgz"), archive).expect("write");
+    let helm = helm_c::Helm::load(&lib()).expect("libhelm_c");
+    let index = helm
+        .repo_index(dir.path(), &json!({"base_url": url}))
+        .expect("helm repo index");
+    std::fs::write(dir.path().join("index.yaml"), index).expect("write");
+    let root = dir.path().to_path_buf();
+    let task = tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let root = root.clone();
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match conn.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let text = String::from_utf8_lossy(&request);
+                let path = text.split_whitespace().nth(1).unwrap_or("/");
+                let file = path.trim_start_matches("/charts/");
+                let body = (!file.contains('/') && !file.contains(".."))
+                    .then(|| std::fs::read(root.join(file)).ok())
+                    .flatten();
+                let head = match &body {
+                    Some(b) => format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        b.len()
+                    ),
+                    None => {
+                        "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                            .into()
+                    }
+                };
+                let _ = conn.write_all(head.as_bytes()).await;
+                if let Some(b) = body {
+                    let _ = conn.write_all(&b).await;
+                }
+            });
+        }
+    });
+    ChartRepo {
+        url,
+        _dir: dir,
+        task,
+    }
+}
+
+/// A chart by name and version from an HTTP chart repository, resolved by Helm inside the worker; a version the
+/// repository does not have is Helm's own error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chart_from_an_http_repository_installs() {
+    let (sim, target) = workload().await;
+    let repo = chart_repo().await;
+    let engine = engine(lib(), 4);
+    let install = |version: &str, release: &str| Op::Install {
+        target: target.clone(),
+        chart: ChartRef::Reference("demo".into()),
+        release: release.into(),
+        values: json!({}),
+        options: json!({"namespace": "default", "chart_repo_url": repo.url, "chart_version": version,
+            "wait": "watcher", "timeout_seconds": 60}),
+    };
+    let installed = engine
+        .run(
+            install("0.1.0", "from-repo"),
+            Some("default/from-repo".into()),
+            MINUTE,
+        )
+        .await
+        .expect("install from the repository");
+    assert_eq!(installed["status"], "deployed", "{installed}");
+    assert_eq!(installed["chart_version"], "0.1.0");
+    assert!(
+        sim.get("apps/v1", "Deployment", "default", "from-repo-demo")
+            .is_some()
+    );
+    let missing = engine
+        .run(
+            install("9.9.9", "missing"),
+            Some("default/missing".into()),
+            MINUTE,
+        )
+        .await
+        .expect_err("no such version");
+    match missing {
+        EngineError::Helm { message, .. } => assert!(message.contains("9.9.9"), "{message}"),
+        other => panic!("expected Helm's error, got {other}"),
+    }
+}
