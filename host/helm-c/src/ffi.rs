@@ -38,6 +38,7 @@ pub(crate) struct Functions {
     pub rollback: unsafe extern "C" fn(Handle, Str, Str, Out) -> i32,
     pub list: unsafe extern "C" fn(Handle, Str, Out, Out) -> i32,
     pub repo_index_generate: unsafe extern "C" fn(Str, Str, Out, Out) -> i32,
+    pub push: unsafe extern "C" fn(Handle, Str, Str, Str, Out, Out) -> i32,
 }
 
 /// libhelm_c, loaded for the life of the process.
@@ -92,6 +93,7 @@ impl Library {
             rollback: symbol!(b"helm_rollback"),
             list: symbol!(b"helm_list"),
             repo_index_generate: symbol!(b"helm_repo_index_generate"),
+            push: symbol!(b"helm_push"),
         };
         Ok(Library { f })
     }

@@ -195,6 +195,26 @@ impl Helm {
         })
     }
 
+    /// `helm push`: uploads a chart archive to an OCI registry (`oci://host/path`; options such as
+    /// `plain_http`); returns the library's report.
+    pub fn push(&self, archive: &Path, remote: &str, options: &Value) -> Result<Value> {
+        const CALL: &str = "helm_push";
+        let archive = cstring(CALL, "the archive path", &archive.to_string_lossy())?;
+        let remote = cstring(CALL, "the remote", remote)?;
+        let opts = cstring(CALL, "the options", &options.to_string())?;
+        let text = self.lib.call_out(CALL, |f, out, err| unsafe {
+            (f.push)(
+                0,
+                archive.as_ptr(),
+                remote.as_ptr(),
+                opts.as_ptr(),
+                out,
+                err,
+            )
+        })?;
+        json(CALL, text)
+    }
+
     /// A cluster configuration (`helm_config_new` options: `kubeconfig_content`, `namespace`, …).
     pub fn config(&self, options: &Value) -> Result<Config> {
         const CALL: &str = "helm_config_new";

@@ -354,3 +354,105 @@ async fn a_chart_from_an_http_repository_installs() {
         other => panic!("expected Helm's error, got {other}"),
     }
 }
+
+/// A real OCI registry on loopback (Debian's `docker-registry`, the CNCF distribution registry), stopped on drop.
+struct Registry {
+    host: String,
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the registry on a free port and waits until it answers `/v2/`.
+async fn registry() -> Registry {
+    let binary = "docker-registry";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let host = format!("127.0.0.1:{port}");
+    let config = dir.path().join("config.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {host}\n",
+            dir.path().join("data").display()
+        ),
+    )
+    .expect("config");
+    let child = std::process::Command::new(binary)
+        .arg("serve")
+        .arg(&config)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("{binary} could not start ({e}): the OCI tests need Debian's docker-registry package, which .ci/run installs")
+        });
+    let registry = Registry {
+        host,
+        child,
+        _dir: dir,
+    };
+    let deadline = Instant::now() + MINUTE;
+    loop {
+        if tokio::net::TcpStream::connect(&registry.host).await.is_ok() {
+            return registry;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the registry never listened on {}",
+            registry.host
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A chart pushed by Helm to a real OCI registry installs from its `oci://` reference.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chart_from_an_oci_registry_installs() {
+    let (sim, target) = workload().await;
+    let registry = registry().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let archive = dir.path().join("demo-0.1.0.tgz");
+    std::fs::write(
+        &archive,
+        base64::engine::general_purpose::STANDARD
+            .decode(demo_chart())
+            .expect("archive"),
+    )
+    .expect("write");
+    let remote = format!("oci://{}/charts", registry.host);
+    let helm = helm_c::Helm::load(&lib()).expect("libhelm_c");
+    helm.push(&archive, &remote, &json!({"plain_http": true}))
+        .expect("helm push");
+    let engine = engine(lib(), 4);
+    let installed = engine
+        .run(
+            Op::Install {
+                target,
+                chart: ChartRef::Reference(format!("{remote}/demo")),
+                release: "from-oci".into(),
+                values: json!({}),
+                options: json!({"namespace": "default", "chart_version": "0.1.0", "plain_http": true,
+                    "wait": "watcher", "timeout_seconds": 60}),
+            },
+            Some("default/from-oci".into()),
+            MINUTE,
+        )
+        .await
+        .expect("install from the registry");
+    assert_eq!(installed["status"], "deployed", "{installed}");
+    assert_eq!(installed["chart_name"], "demo");
+    assert!(
+        sim.get("apps/v1", "Deployment", "default", "from-oci-demo")
+            .is_some()
+    );
+}
