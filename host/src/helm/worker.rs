@@ -3,7 +3,7 @@
 //! own, writing replies to stdout as they finish. The host serialises actions per release and bounds how many
 //! run at once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -14,12 +14,19 @@ use serde_json::{Value, json};
 
 use super::protocol::{ChartRef, Op, Outcome, Reply, Request, Target};
 
+/// The contexts of running actions, and cancels that arrived before their action's context existed.
+#[derive(Default)]
+struct Contexts {
+    running: HashMap<u64, Arc<helm_c::Context>>,
+    cancelled: HashSet<u64>,
+}
+
 /// Serves requests until stdin closes. Failing to load the library is reported on every request (so the host
 /// can say why releases cannot proceed) rather than by exiting.
 pub fn serve(lib: &Path) -> anyhow::Result<()> {
     let helm = Helm::load(lib).map_err(|e| e.to_string());
     let out = Arc::new(Mutex::new(std::io::stdout()));
-    let contexts: Arc<Mutex<HashMap<u64, Arc<helm_c::Context>>>> = Arc::default();
+    let contexts: Arc<Mutex<Contexts>> = Arc::default();
     for line in std::io::stdin().lock().lines() {
         let line = line?;
         let request: Request = match serde_json::from_str(&line) {
@@ -48,9 +55,17 @@ pub fn serve(lib: &Path) -> anyhow::Result<()> {
             }
         };
         if let Op::Cancel { id } = request.op {
+            // A cancel may overtake the action it names (its thread has not made its context yet): it is
+            // remembered, and the action cancels itself as soon as its context exists.
             let cancelled = contexts
                 .lock()
-                .map(|c| c.get(&id).map(|ctx| ctx.cancel()))
+                .map(|mut c| match c.running.get(&id) {
+                    Some(ctx) => Some(ctx.cancel()),
+                    None => {
+                        c.cancelled.insert(id);
+                        None
+                    }
+                })
                 .ok()
                 .flatten();
             let outcome = match cancelled {
@@ -75,7 +90,8 @@ pub fn serve(lib: &Path) -> anyhow::Result<()> {
                 Err(e) => failure(&e),
             };
             if let Ok(mut c) = contexts.lock() {
-                c.remove(&id);
+                c.running.remove(&id);
+                c.cancelled.remove(&id);
             }
             write(&out, &Reply { id, outcome });
         });
@@ -121,12 +137,7 @@ fn config(helm: &Helm, target: &Target) -> Result<helm_c::Config, HelmError> {
     helm.config(&json!({"kubeconfig_content": target.kubeconfig, "namespace": target.namespace}))
 }
 
-fn run(
-    helm: &Helm,
-    id: u64,
-    op: Op,
-    contexts: &Mutex<HashMap<u64, Arc<helm_c::Context>>>,
-) -> Result<Value, HelmError> {
+fn run(helm: &Helm, id: u64, op: Op, contexts: &Mutex<Contexts>) -> Result<Value, HelmError> {
     match op {
         Op::Versions => {
             let (c, sdk) = helm.versions();
@@ -185,7 +196,7 @@ fn run(
 fn install_or_upgrade(
     helm: &Helm,
     id: u64,
-    contexts: &Mutex<HashMap<u64, Arc<helm_c::Context>>>,
+    contexts: &Mutex<Contexts>,
     upgrade: bool,
     (target, source, release, values, options): (&Target, &ChartRef, &str, &Value, &Value),
 ) -> Result<Value, HelmError> {
@@ -213,11 +224,14 @@ fn chart_source<'a>(loaded: &'a Option<helm_c::Chart>, source: &'a ChartRef) -> 
 fn cancellable(
     helm: &Helm,
     id: u64,
-    contexts: &Mutex<HashMap<u64, Arc<helm_c::Context>>>,
+    contexts: &Mutex<Contexts>,
 ) -> Result<Arc<helm_c::Context>, HelmError> {
     let context = Arc::new(helm.context()?);
     if let Ok(mut c) = contexts.lock() {
-        c.insert(id, context.clone());
+        c.running.insert(id, context.clone());
+        if c.cancelled.remove(&id) {
+            context.cancel()?;
+        }
     }
     Ok(context)
 }
