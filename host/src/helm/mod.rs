@@ -192,16 +192,18 @@ impl WorkerEngine {
         release: Option<String>,
         deadline: Duration,
     ) -> Result<Value, EngineError> {
-        let _slot = self
-            .slots
-            .acquire()
-            .await
-            .map_err(|_| EngineError::WorkerLost)?;
+        // The release's turn first, then a slot: actions queued behind one release must not hold slots that
+        // actions on other releases could use.
         let lock = release.as_deref().map(|r| self.release_lock(r));
         let _serialised = match &lock {
             Some(l) => Some(l.lock().await),
             None => None,
         };
+        let _slot = self
+            .slots
+            .acquire()
+            .await
+            .map_err(|_| EngineError::WorkerLost)?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut rx = self.send(id, op).await?;
         let outcome = match tokio::time::timeout(deadline, &mut rx).await {
