@@ -35,6 +35,8 @@ pub struct DevOptions {
     pub omni_dictionary: Option<Dictionary>,
     /// Directories OmniClusters may name as `spec.templateRoot`.
     pub template_roots: Vec<PathBuf>,
+    /// Helm's worker, when a libhelm_c is configured.
+    pub helm: Option<crate::helm::WorkerOptions>,
 }
 
 /// The service account `dev` mints for the operator.
@@ -132,9 +134,12 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
             let _ = rx.wait_for(|s| *s).await;
         }
     };
+    let helm = crate::helm::start(opts.helm.clone()).await;
+    println!("{}", helm.summary);
     let settings = Settings {
         omni: std::sync::Arc::new(OmniConnections::new(opts.omni_dictionary.clone())),
         template_roots: crate::capabilities::TemplateRoots::new(opts.template_roots.clone()),
+        helm: helm.engine,
         ..Settings::default()
     };
     let controllers = tokio::spawn(async move { operator.run(client, settings, shutdown).await });

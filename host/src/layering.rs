@@ -18,7 +18,14 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("runtime", &["contract", "capabilities"]),
     (
         "controllers",
-        &["contract", "capabilities", "runtime", "omni", "secrets"],
+        &[
+            "contract",
+            "capabilities",
+            "helm",
+            "runtime",
+            "omni",
+            "secrets",
+        ],
     ),
     ("defaults", &["capabilities", "runtime"]),
     (
@@ -32,6 +39,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "capabilities",
             "controllers",
             "defaults",
+            "helm",
             "omni",
             "operator",
             "runtime",

@@ -29,8 +29,35 @@ struct Cli {
     cache_dir: Option<PathBuf>,
     #[command(flatten)]
     omni: OmniArgs,
+    #[command(flatten)]
+    helm: HelmArgs,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(clap::Args, Clone)]
+struct HelmArgs {
+    /// libhelm_c (Helm's Go SDK as a C library; `tools/fetch-helm-c` fetches it). Helm runs in a worker process
+    /// of this binary; without the library every other kind is still served.
+    #[arg(long, env = "HELM_C_LIB", global = true)]
+    helm_c_lib: Option<PathBuf>,
+    /// Helm actions running at once (never two on one release).
+    #[arg(long, default_value_t = 4, global = true)]
+    helm_concurrency: usize,
+}
+
+impl HelmArgs {
+    fn worker(&self) -> anyhow::Result<Option<omni_operator::helm::WorkerOptions>> {
+        let Some(lib) = &self.helm_c_lib else {
+            return Ok(None);
+        };
+        Ok(Some(omni_operator::helm::WorkerOptions {
+            program: std::env::current_exe()
+                .context("finding this binary to run the Helm worker")?,
+            lib: lib.clone(),
+            concurrency: self.helm_concurrency.max(1),
+        }))
+    }
 }
 
 #[derive(clap::Args, Clone)]
@@ -297,9 +324,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let operator =
                 Operator::load(Runtime::new(runtime_config)?, sources.sources()?).await?;
             let omni = std::sync::Arc::new(OmniConnections::new(cli.omni.dictionary()?));
+            let helm = omni_operator::helm::start(cli.helm.worker()?).await;
+            if helm.ready {
+                tracing::info!("{}", helm.summary);
+            } else {
+                tracing::warn!("{}", helm.summary);
+            }
             let settings = Settings {
                 namespace,
                 omni,
+                helm: helm.engine,
                 template_roots: omni_operator::capabilities::TemplateRoots::new(
                     cli.omni.template_roots()?,
                 ),
@@ -332,6 +366,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 omni_listen,
                 omni_dictionary: cli.omni.dictionary()?,
                 template_roots: cli.omni.template_roots()?,
+                helm: cli.helm.worker()?,
             };
             let settled = omni_operator::dev::run(opts).await?;
             Ok(if settled {

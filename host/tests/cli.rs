@@ -205,3 +205,63 @@ fn dev_shows_the_operators_events_in_kubectl_describe() {
         "the operator's sync Event is shown:\n{text}"
     );
 }
+
+/// `dev` checks Helm at start-up through its worker and says what it found; a library that does not load leaves
+/// every other kind served and says why OmniHelmReleases cannot proceed.
+#[test]
+fn dev_reports_helm_at_start_up() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |lib: &std::path::Path| {
+        bin()
+            .env("HELM_C_LIB", lib)
+            .args(["--cache-dir"])
+            .arg(dir.path().join("cache"))
+            .args([
+                "dev",
+                "--exit-when-settled",
+                "--timeout",
+                "30",
+                "--kubeconfig-out",
+            ])
+            .arg(dir.path().join("kc"))
+            .output()
+            .expect("omni-operator runs")
+    };
+    let missing = run(std::path::Path::new("/nonexistent/libhelm_c.so.0.2.2"));
+    let stdout = String::from_utf8_lossy(&missing.stdout);
+    assert!(
+        stdout.contains("Helm is unavailable")
+            && stdout.contains("/nonexistent/libhelm_c.so.0.2.2"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("every other kind is served"), "{stdout}");
+    assert_eq!(
+        missing.status.code(),
+        Some(0),
+        "nothing applied settles at once: {stdout}"
+    );
+    let lib = helm_c_lib();
+    let found = run(&lib);
+    let stdout = String::from_utf8_lossy(&found.stdout);
+    assert!(
+        stdout.contains("Helm: libhelm_c 0.2.2 (Helm v4.2.3), run in a worker process"),
+        "{stdout}"
+    );
+}
+
+/// libhelm_c: `HELM_C_LIB`, or fetched by the project's own set-up (never skipped).
+fn helm_c_lib() -> std::path::PathBuf {
+    if let Some(p) = std::env::var_os("HELM_C_LIB").filter(|p| !p.is_empty()) {
+        return p.into();
+    }
+    let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tools/fetch-helm-c");
+    let out = std::process::Command::new(&script)
+        .output()
+        .expect("running tools/fetch-helm-c");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("a path").trim().into()
+}

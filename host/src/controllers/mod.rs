@@ -55,6 +55,8 @@ pub struct Settings {
     pub workloads: Arc<crate::secrets::WorkloadClients>,
     /// What plugins read as the current time (`clock.now`); tests move it to reach rotation times.
     pub clock: Arc<dyn Clock>,
+    /// Helm, run in a worker process; None when no libhelm_c is configured.
+    pub helm: Option<Arc<dyn crate::helm::HelmEngine>>,
 }
 
 impl Default for Settings {
@@ -70,6 +72,7 @@ impl Default for Settings {
             watches: Arc::default(),
             workloads: Arc::default(),
             clock: Arc::new(SystemClock),
+            helm: None,
         }
     }
 }

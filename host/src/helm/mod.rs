@@ -45,7 +45,7 @@ pub enum EngineError {
 type Answer<'a> = Pin<Box<dyn Future<Output = Result<Value, EngineError>> + Send + 'a>>;
 
 /// Runs Helm actions; [`WorkerEngine`] is the real one, tests may bring a fake.
-pub trait HelmEngine: Send + Sync {
+pub trait HelmEngine: Send + Sync + std::fmt::Debug {
     /// Runs `op`; `release` (`<namespace>/<name>` in the workload cluster) serialises actions on one release.
     fn run(&self, op: Op, release: Option<String>, deadline: Duration) -> Answer<'_>;
 }
@@ -75,6 +75,15 @@ pub struct WorkerEngine {
     releases: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     slots: Semaphore,
     starts: AtomicU64,
+}
+
+impl std::fmt::Debug for WorkerEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerEngine")
+            .field("options", &self.options)
+            .field("starts", &self.starts())
+            .finish_non_exhaustive()
+    }
 }
 
 impl WorkerEngine {
@@ -228,6 +237,52 @@ impl WorkerEngine {
             }
             Outcome::Err { code, message } => Err(EngineError::Helm { code, message }),
         }
+    }
+}
+
+/// The Helm engine as the operator starts it, and the line that says what it found.
+pub struct HelmSetup {
+    pub engine: Option<Arc<dyn HelmEngine>>,
+    /// Whether Helm answered (versions checked); false when unconfigured or unavailable.
+    pub ready: bool,
+    pub summary: String,
+}
+
+/// Starts the engine when a library is configured and checks its versions by asking the worker. Without a
+/// library, or with one that does not load, the operator still serves every other kind; OmniHelmReleases report
+/// why they cannot proceed.
+pub async fn start(options: Option<WorkerOptions>) -> HelmSetup {
+    let Some(options) = options else {
+        return HelmSetup {
+            engine: None,
+            ready: false,
+            summary: "Helm: no libhelm_c configured (HELM_C_LIB or --helm-c-lib; tools/fetch-helm-c fetches it), \
+                      so OmniHelmReleases cannot proceed"
+                .into(),
+        };
+    };
+    let engine = Arc::new(WorkerEngine::new(options));
+    let (ready, summary) = match engine
+        .run(Op::Versions, None, Duration::from_secs(60))
+        .await
+    {
+        Ok(v) => (
+            true,
+            format!(
+                "Helm: libhelm_c {} (Helm {}), run in a worker process",
+                v["helm_c"].as_str().unwrap_or("?"),
+                v["helm"].as_str().unwrap_or("?")
+            ),
+        ),
+        Err(e) => (
+            false,
+            format!("{e}; OmniHelmReleases cannot proceed, every other kind is served"),
+        ),
+    };
+    HelmSetup {
+        engine: Some(engine),
+        ready,
+        summary,
     }
 }
 
