@@ -3,6 +3,10 @@
 use std::path::Path;
 use std::process::Command;
 
+#[path = "shared/helm_lib.rs"]
+mod helm_lib;
+use helm_lib::helm_c_lib;
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_omni-operator"))
 }
@@ -247,21 +251,4 @@ fn dev_reports_helm_at_start_up() {
         stdout.contains("Helm: libhelm_c 0.2.2 (Helm v4.2.3), run in a worker process"),
         "{stdout}"
     );
-}
-
-/// libhelm_c: `HELM_C_LIB`, or fetched by the project's own set-up (never skipped).
-fn helm_c_lib() -> std::path::PathBuf {
-    if let Some(p) = std::env::var_os("HELM_C_LIB").filter(|p| !p.is_empty()) {
-        return p.into();
-    }
-    let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tools/fetch-helm-c");
-    let out = std::process::Command::new(&script)
-        .output()
-        .expect("running tools/fetch-helm-c");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("a path").trim().into()
 }

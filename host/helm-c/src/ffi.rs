@@ -11,6 +11,11 @@ use crate::{ErrorCode, HelmError, Result, take_string};
 type Str = *const c_char;
 type Out = *mut *mut c_char;
 type Handle = u64;
+/// install and upgrade: (config, context, chart, chart reference, release, values, options, out, err).
+pub(crate) type ActionFn =
+    unsafe extern "C" fn(Handle, Handle, Handle, Str, Str, Str, Str, Out, Out) -> i32;
+/// uninstall, status and history: (config, release, options, out, err).
+pub(crate) type NamedFn = unsafe extern "C" fn(Handle, Str, Str, Out, Out) -> i32;
 
 /// The library's functions this wrapper uses, resolved once at load.
 pub(crate) struct Functions {
@@ -30,11 +35,11 @@ pub(crate) struct Functions {
     pub context_new: unsafe extern "C" fn(*mut Handle, Out) -> i32,
     pub context_cancel: unsafe extern "C" fn(Handle, Out) -> i32,
     pub context_free: unsafe extern "C" fn(Handle, Out) -> i32,
-    pub install: unsafe extern "C" fn(Handle, Handle, Handle, Str, Str, Str, Str, Out, Out) -> i32,
-    pub upgrade: unsafe extern "C" fn(Handle, Handle, Handle, Str, Str, Str, Str, Out, Out) -> i32,
-    pub uninstall: unsafe extern "C" fn(Handle, Str, Str, Out, Out) -> i32,
-    pub status: unsafe extern "C" fn(Handle, Str, Str, Out, Out) -> i32,
-    pub history: unsafe extern "C" fn(Handle, Str, Str, Out, Out) -> i32,
+    pub install: ActionFn,
+    pub upgrade: ActionFn,
+    pub uninstall: NamedFn,
+    pub status: NamedFn,
+    pub history: NamedFn,
     pub rollback: unsafe extern "C" fn(Handle, Str, Str, Out) -> i32,
     pub list: unsafe extern "C" fn(Handle, Str, Out, Out) -> i32,
     pub repo_index_generate: unsafe extern "C" fn(Str, Str, Out, Out) -> i32,

@@ -357,7 +357,15 @@ impl Config {
         values: &Value,
         options: &Value,
     ) -> Result<Value> {
-        self.install_or_upgrade("helm_install", context, chart, name, values, options)
+        self.install_or_upgrade(
+            "helm_install",
+            |f| f.install,
+            context,
+            chart,
+            name,
+            values,
+            options,
+        )
     }
 
     /// `helm upgrade`; returns the release summary.
@@ -369,12 +377,22 @@ impl Config {
         values: &Value,
         options: &Value,
     ) -> Result<Value> {
-        self.install_or_upgrade("helm_upgrade", context, chart, name, values, options)
+        self.install_or_upgrade(
+            "helm_upgrade",
+            |f| f.upgrade,
+            context,
+            chart,
+            name,
+            values,
+            options,
+        )
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn install_or_upgrade(
         &self,
         call: &'static str,
+        select: impl FnOnce(&ffi::Functions) -> ffi::ActionFn,
         context: Option<&Context>,
         chart: ChartSource<'_>,
         name: &str,
@@ -390,10 +408,8 @@ impl Config {
         };
         let reference_ptr = reference.as_ref().map_or(std::ptr::null(), |r| r.as_ptr());
         let ctx = context.map_or(0, |c| c.handle);
-        let upgrade = call == "helm_upgrade";
         let text = self.helm.lib.call_out(call, |f, out, err| unsafe {
-            let action = if upgrade { f.upgrade } else { f.install };
-            action(
+            select(f)(
                 self.handle,
                 ctx,
                 chart_handle,
@@ -410,17 +426,17 @@ impl Config {
 
     /// `helm uninstall`.
     pub fn uninstall(&self, name: &str, options: &Value) -> Result<Value> {
-        self.named("helm_uninstall", name, options)
+        self.named("helm_uninstall", |f| f.uninstall, name, options)
     }
 
     /// `helm status`: the release summary.
     pub fn status(&self, name: &str, options: &Value) -> Result<Value> {
-        self.named("helm_status", name, options)
+        self.named("helm_status", |f| f.status, name, options)
     }
 
     /// `helm history`: every revision's summary.
     pub fn history(&self, name: &str, options: &Value) -> Result<Value> {
-        self.named("helm_history", name, options)
+        self.named("helm_history", |f| f.history, name, options)
     }
 
     /// `helm rollback`.
@@ -443,16 +459,17 @@ impl Config {
         json(CALL, text)
     }
 
-    fn named(&self, call: &'static str, name: &str, options: &Value) -> Result<Value> {
+    fn named(
+        &self,
+        call: &'static str,
+        select: impl FnOnce(&ffi::Functions) -> ffi::NamedFn,
+        name: &str,
+        options: &Value,
+    ) -> Result<Value> {
         let name = cstring(call, "the release name", name)?;
         let opts = cstring(call, "the options", &options.to_string())?;
         let text = self.helm.lib.call_out(call, |f, out, err| unsafe {
-            let action = match call {
-                "helm_uninstall" => f.uninstall,
-                "helm_status" => f.status,
-                _ => f.history,
-            };
-            action(self.handle, name.as_ptr(), opts.as_ptr(), out, err)
+            select(f)(self.handle, name.as_ptr(), opts.as_ptr(), out, err)
         })?;
         json(call, text)
     }

@@ -17,6 +17,8 @@ mod field_selectors;
 mod files_capability;
 mod grants;
 mod helm_engine;
+#[path = "../shared/helm_lib.rs"]
+mod helm_lib;
 mod native;
 mod omni_capability;
 mod omni_cluster;

@@ -116,11 +116,7 @@ pub async fn answer(call: &super::Call, resp: super::Resp) -> super::Resp {
     };
     let api_version = json["apiVersion"].as_str().unwrap_or_default();
     let kind = json["kind"].as_str().unwrap_or_default();
-    let message = if kind == "Status" {
-        Some("meta.Status")
-    } else {
-        super::builtin_types::root(api_version, kind)
-    };
+    let message = super::builtin_types::root(api_version, kind);
     let encoded = message.map(|m| super::protobuf_generic::encode(m, &json));
     let raw = match encoded {
         Some(Ok(raw)) => raw,

@@ -267,9 +267,11 @@ pub fn schema(name: &str) -> Option<&'static [Field]> {
 /// `networking.k8s.io/v1` → `networking/v1.Ingress`. None when the kind has no schema here, and for every group
 /// outside Kubernetes' own (a custom resource `Deployment` of `apps.example.com` is not a built-in).
 pub fn root(api_version: &str, kind: &str) -> Option<&'static str> {
-    // meta/v1's options kinds travel under whatever group-version the client talks to.
-    if kind == "DeleteOptions" {
-        return Some("meta.DeleteOptions");
+    // meta/v1's DeleteOptions and Status travel under whatever group-version the client talks to.
+    match kind {
+        "DeleteOptions" => return Some("meta.DeleteOptions"),
+        "Status" => return Some("meta.Status"),
+        _ => {}
     }
     let (group, version) = match api_version.rsplit_once('/') {
         Some((g, v)) if matches!(g, "apps" | "batch" | "policy" | "autoscaling") => (g, v),
