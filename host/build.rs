@@ -1,5 +1,5 @@
 //! Builds the default plugins (plugins/omni-connection, -cluster, -controlplane, -workers, -machine,
-//! -kubeconfig-export, -secret-sync) for wasm32-wasip2 and leaves
+//! -kubeconfig-export, -secret-sync, -helm-release) for wasm32-wasip2 and leaves
 //! them in OUT_DIR, where `src/defaults.rs` embeds them.
 //!
 //! The nested cargo uses its own target directory: the outer build holds the lock on the shared one.
@@ -15,6 +15,7 @@ const PLUGINS: &[(&str, &str)] = &[
     ("omni-machine", "omni_machine"),
     ("omni-kubeconfig-export", "omni_kubeconfig_export"),
     ("omni-secret-sync", "omni_secret_sync"),
+    ("omni-helm-release", "omni_helm_release"),
 ];
 
 fn main() {
@@ -34,6 +35,7 @@ fn main() {
         "plugins/omni-cluster",
         "plugins/omni-kubeconfig-export",
         "plugins/omni-secret-sync",
+        "plugins/omni-helm-release",
         "plugins/omni-template",
         "plugins/api",
         "host/omni-wire/proto",

@@ -98,6 +98,20 @@ pub const PLUGINS: &[DefaultPlugin] = &[
         ],
         timeout: None,
     },
+    DefaultPlugin {
+        name: "omni-helm-release",
+        wasm: include_bytes!(concat!(env!("OUT_DIR"), "/omni_helm_release.wasm")),
+        // Reads the cluster; reads the metadata of the kubeconfig Secret it names, in its own namespace only;
+        // states the release and lets the host run Helm with that kubeconfig (chart sources: the operator's
+        // `--helm-chart-source` list).
+        grants: &[
+            "kube-read:omni.texashpc.com/OmniCluster",
+            "secrets",
+            "helm",
+            "clock",
+        ],
+        timeout: None,
+    },
 ];
 
 impl DefaultPlugin {

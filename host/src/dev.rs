@@ -139,7 +139,10 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     let settings = Settings {
         omni: std::sync::Arc::new(OmniConnections::new(opts.omni_dictionary.clone())),
         template_roots: crate::capabilities::TemplateRoots::new(opts.template_roots.clone()),
-        helm: helm.engine,
+        helm: crate::capabilities::HelmServices {
+            releases: std::sync::Arc::new(helm.releases()),
+            ..Default::default()
+        },
         ..Settings::default()
     };
     let controllers = tokio::spawn(async move { operator.run(client, settings, shutdown).await });

@@ -2,7 +2,7 @@
 //! new edge has to be added here on purpose. Run it with `cargo test -p omni-operator --lib layering`.
 //!
 //! ```text
-//! contract ◄── omni, secrets ◄── capabilities ◄── runtime ◄── controllers, defaults ◄── operator, stack ◄── dev
+//! contract, helm ◄── omni, secrets ◄── capabilities ◄── runtime ◄── controllers, defaults ◄── operator, stack ◄── dev
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -14,7 +14,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("helm", &[]),
     ("omni", &["contract"]),
     ("secrets", &["contract"]),
-    ("capabilities", &["contract", "omni", "secrets"]),
+    ("capabilities", &["contract", "helm", "omni", "secrets"]),
     ("runtime", &["contract", "capabilities"]),
     (
         "controllers",

@@ -44,6 +44,25 @@ struct HelmArgs {
     /// Helm actions running at once (never two on one release).
     #[arg(long, default_value_t = 4, global = true)]
     helm_concurrency: usize,
+    /// A chart source OmniHelmReleases may install from (repeatable, or comma-separated in the environment
+    /// variable): `https://charts.example.com/stable`, `oci://registry.example.com/charts`. A chart is allowed when
+    /// it lies under one, by scheme, host, port and whole path segments. Without any, every source is allowed.
+    #[arg(
+        long = "helm-chart-source",
+        env = "HELM_CHART_SOURCES",
+        value_delimiter = ',',
+        global = true
+    )]
+    helm_chart_sources: Vec<String>,
+    /// An OCI registry (`host:port`) reached over plain HTTP rather than HTTPS (repeatable), as Docker's insecure
+    /// registries: for registries on a trusted network only.
+    #[arg(
+        long = "helm-plain-http-registry",
+        env = "HELM_PLAIN_HTTP_REGISTRIES",
+        value_delimiter = ',',
+        global = true
+    )]
+    helm_plain_http_registries: Vec<String>,
 }
 
 impl HelmArgs {
@@ -57,6 +76,20 @@ impl HelmArgs {
             lib: lib.clone(),
             concurrency: self.helm_concurrency.max(1),
         }))
+    }
+
+    fn services(
+        &self,
+        setup: &omni_operator::helm::HelmSetup,
+    ) -> anyhow::Result<omni_operator::capabilities::HelmServices> {
+        let sources = omni_operator::capabilities::ChartSources::only(&self.helm_chart_sources)
+            .map_err(|e| anyhow::anyhow!("--helm-chart-source: {e}"))?
+            .with_plain_http(&self.helm_plain_http_registries);
+        Ok(omni_operator::capabilities::HelmServices {
+            releases: std::sync::Arc::new(setup.releases()),
+            sources,
+            wakeups: Default::default(),
+        })
     }
 }
 
@@ -333,7 +366,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let settings = Settings {
                 namespace,
                 omni,
-                helm: helm.engine,
+                helm: cli.helm.services(&helm)?,
                 template_roots: omni_operator::capabilities::TemplateRoots::new(
                     cli.omni.template_roots()?,
                 ),

@@ -39,10 +39,12 @@ pub use crate::contract::{
 };
 pub use clock::{Clock, FixedClock, SystemClock, rfc3339_seconds};
 pub use files::{MAX_FILE_BYTES, TemplateRoots};
+pub use helm::{ChartSources, HelmServices};
 
 pub(crate) use clock::ClockCap;
 pub(crate) use context::ContextCap;
 pub(crate) use files::FilesCap;
+pub(crate) use helm::HelmCap;
 pub(crate) use kube_read::KubeReadCap;
 pub(crate) use omni::OmniCap;
 pub(crate) use secrets::SecretsCap;
@@ -184,6 +186,9 @@ pub struct HostServices {
     pub management: Option<kube::Client>,
     /// Workload-cluster clients by kubeconfig Secret version, shared by every call.
     pub workloads: Arc<WorkloadClients>,
+    /// Helm releases converged in the background, the chart sources allowed, and the wake-ups of objects
+    /// whose action ended. By default no Helm: every `helm` call that needs an action answers `unavailable`.
+    pub helm: HelmServices,
 }
 
 impl Default for HostServices {
@@ -197,6 +202,7 @@ impl Default for HostServices {
             template_roots: TemplateRoots::default(),
             management: None,
             workloads: Arc::default(),
+            helm: HelmServices::default(),
         }
     }
 }
@@ -225,6 +231,11 @@ impl HostServices {
     ) -> Self {
         self.management = Some(client);
         self.workloads = workloads;
+        self
+    }
+
+    pub fn with_helm(mut self, helm: HelmServices) -> Self {
+        self.helm = helm;
         self
     }
 

@@ -10,6 +10,7 @@ mod grants;
 mod host_error;
 mod kube;
 mod outputs;
+mod wake;
 
 pub use call::{CallContext, CallObject, SecretField};
 pub use field_selector::{FieldSelector, FieldSelectorError};
@@ -25,3 +26,4 @@ pub(crate) use outputs::{
     MAX_LOG_FIELD_KEY, MAX_LOG_FIELD_VALUE, MAX_LOG_FIELDS, MAX_LOG_MESSAGE, MAX_REASON,
     OutputViolation, too_large_status,
 };
+pub use wake::{WakeTarget, Wakeups};

@@ -25,8 +25,8 @@ use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::capabilities::{
-    CallObject, Clock, Denial, EventType, HostServices, KubeReader, SystemClock, TemplateRoots,
-    rfc3339_seconds,
+    CallObject, Clock, Denial, EventType, HelmServices, HostServices, KubeReader, SystemClock,
+    TemplateRoots, rfc3339_seconds,
 };
 use crate::omni::OmniConnections;
 use crate::runtime::{CallError, ErrorKind, PluginRegistry, ReconcileError, RelatedMapping};
@@ -55,8 +55,9 @@ pub struct Settings {
     pub workloads: Arc<crate::secrets::WorkloadClients>,
     /// What plugins read as the current time (`clock.now`); tests move it to reach rotation times.
     pub clock: Arc<dyn Clock>,
-    /// Helm, run in a worker process; None when no libhelm_c is configured.
-    pub helm: Option<Arc<dyn crate::helm::HelmEngine>>,
+    /// Helm: the releases converged in a worker process, the chart sources allowed, and the wake-ups a
+    /// finished action sends to the controller of the object that asked.
+    pub helm: HelmServices,
 }
 
 impl Default for Settings {
@@ -72,7 +73,7 @@ impl Default for Settings {
             watches: Arc::default(),
             workloads: Arc::default(),
             clock: Arc::new(SystemClock),
-            helm: None,
+            helm: HelmServices::default(),
         }
     }
 }
@@ -302,8 +303,27 @@ async fn run_kind(
     let swaps = futures::stream::unfold(shared.registry.subscribe(), |mut rx| async move {
         rx.changed().await.ok().map(|_| ((), rx))
     });
+    // Objects a capability asks to see again at once (a Helm action it started has ended).
+    let woken = {
+        let rx = shared
+            .settings
+            .helm
+            .wakeups
+            .register(&shared.resource.group, &shared.resource.kind);
+        let ar = shared.resource.clone();
+        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|t| (t, rx)) }).map(
+            move |(ns, name)| {
+                let rf = ObjectRef::new_with(&name, ar.clone());
+                match ns {
+                    Some(ns) => rf.within(&ns),
+                    None => rf,
+                }
+            },
+        )
+    };
     controller
         .reconcile_all_on(swaps)
+        .reconcile_on(woken)
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, shared)
         .for_each(|r| async move {
@@ -384,7 +404,8 @@ async fn reconcile_inner(obj: &DynamicObject, shared: &Shared) -> Result<Action,
         .with_kube(shared.reader.clone() as Arc<dyn KubeReader>)
         .with_omni(shared.settings.omni.clone())
         .with_management(shared.client.clone(), shared.settings.workloads.clone())
-        .with_clock(shared.settings.clock.clone());
+        .with_clock(shared.settings.clock.clone())
+        .with_helm(shared.settings.helm.clone());
     services.template_roots = shared.settings.template_roots.clone();
     let call_obj = CallObject::new(json.to_string(), obj.namespace());
 

@@ -6,6 +6,8 @@
 //! Helm's server-side-apply field manager is the worker's program name: `omni-operator`.
 
 pub mod protocol;
+pub mod releases;
+pub mod storage;
 pub mod worker;
 
 use std::collections::HashMap;
@@ -246,6 +248,14 @@ pub struct HelmSetup {
     /// Whether Helm answered (versions checked); false when unconfigured or unavailable.
     pub ready: bool,
     pub summary: String,
+}
+
+impl HelmSetup {
+    /// The releases this engine converges: none can proceed when Helm did not answer, and they say why.
+    pub fn releases(&self) -> releases::Releases {
+        let engine = self.engine.clone().filter(|_| self.ready);
+        releases::Releases::new(engine, &self.summary)
+    }
 }
 
 /// Starts the engine when a library is configured and checks its versions by asking the worker. Without a

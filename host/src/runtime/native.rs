@@ -18,6 +18,7 @@
 //! * A panic is caught at the thread boundary and reported as [`ErrorKind::Panic`], as a trap would be.
 
 mod convert;
+mod helm;
 mod host;
 
 use std::sync::Arc;

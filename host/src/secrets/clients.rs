@@ -2,7 +2,7 @@
 //! reuses the client (and its connection pool); a rotated kubeconfig gets a new client on its next use.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::{client_config, get, quoted};
 use crate::contract::HostError;
@@ -10,8 +10,9 @@ use crate::contract::HostError;
 /// Beyond this many cached clients the cache starts over, so Secrets that come and go cannot grow it forever.
 const MAX_CLIENTS: usize = 1024;
 
-/// (namespace, name, key) → (the Secret's resourceVersion, the client built from that version).
-type Cache = HashMap<(String, String, String), (String, kube::Client)>;
+/// (namespace, name, key) → (the Secret's resourceVersion, the client built from that version, and the
+/// kubeconfig itself for the Helm worker, which builds its own client from it).
+type Cache = HashMap<(String, String, String), (String, kube::Client, Arc<str>)>;
 
 #[derive(Default)]
 pub struct WorkloadClients {
@@ -36,6 +37,18 @@ impl WorkloadClients {
         name: &str,
         key: &str,
     ) -> Result<kube::Client, HostError> {
+        Ok(self.access(management, namespace, name, key).await?.0)
+    }
+
+    /// The client, and the kubeconfig it was built from (for Helm, which must be handed the kubeconfig itself;
+    /// it stays in the host and the Helm worker).
+    pub async fn access(
+        &self,
+        management: &kube::Client,
+        namespace: &str,
+        name: &str,
+        key: &str,
+    ) -> Result<(kube::Client, Arc<str>), HostError> {
         let what = format!("kubeconfig Secret {}", quoted(namespace, name));
         let secret = get(management, "", namespace, name)
             .await?
@@ -53,12 +66,17 @@ impl WorkloadClients {
         }
         let version = secret.metadata.resource_version.clone().unwrap_or_default();
         let id = (namespace.to_string(), name.to_string(), key.to_string());
-        if let Some((v, client)) = self.lock().get(&id)
+        if let Some((v, client, kubeconfig)) = self.lock().get(&id)
             && *v == version
         {
-            return Ok(client.clone());
+            return Ok((client.clone(), kubeconfig.clone()));
         }
         let config = client_config(bytes, &format!("{what} key {key:?}")).await?;
+        let kubeconfig: Arc<str> = std::str::from_utf8(bytes)
+            .map_err(|_| {
+                HostError::Invalid(format!("{what} key {key:?}: the kubeconfig is not UTF-8"))
+            })?
+            .into();
         let client = kube::Client::try_from(config).map_err(|e| {
             HostError::Invalid(format!(
                 "{what} key {key:?}: cannot build a client: {}",
@@ -69,8 +87,8 @@ impl WorkloadClients {
         if cache.len() >= MAX_CLIENTS {
             cache.clear();
         }
-        cache.insert(id, (version, client.clone()));
-        Ok(client)
+        cache.insert(id, (version, client.clone(), kubeconfig.clone()));
+        Ok((client, kubeconfig))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {

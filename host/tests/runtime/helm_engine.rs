@@ -3,7 +3,6 @@
 //! actions on one release never overlap, a deadline cancels through Helm, and a missing library says so.
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -11,9 +10,7 @@ use omni_operator::helm::protocol::{ChartRef, Op, Target};
 use omni_operator::helm::{EngineError, HelmEngine, WorkerEngine, WorkerOptions};
 use serde_json::{Value, json};
 
-fn lib() -> PathBuf {
-    super::helm_lib::helm_c_lib()
-}
+use super::helm_fixtures::{chart_repo, demo_chart, lib, registry};
 
 fn engine(lib: PathBuf, concurrency: usize) -> WorkerEngine {
     WorkerEngine::new(WorkerOptions {
@@ -21,31 +18,6 @@ fn engine(lib: PathBuf, concurrency: usize) -> WorkerEngine {
         lib,
         concurrency,
     })
-}
-
-/// A chart archive built by Helm itself (`helm create` + package), as base64 for the protocol.
-fn demo_chart() -> String {
-    static CHART: OnceLock<String> = OnceLock::new();
-    CHART
-        .get_or_init(|| {
-            let helm = helm_c::Helm::load(&lib()).expect("libhelm_c");
-            let dir = tempfile::tempdir().expect("tempdir");
-            let path = helm.create_chart("demo", dir.path()).expect("helm create");
-            let chart = helm.load_chart(std::path::Path::new(&path)).expect("load");
-            drop(chart);
-            let archive = package(&helm, &path, dir.path());
-            base64::engine::general_purpose::STANDARD.encode(archive)
-        })
-        .clone()
-}
-
-/// `helm package` through the library's save call.
-fn package(helm: &helm_c::Helm, chart_dir: &str, out: &std::path::Path) -> Vec<u8> {
-    let chart = helm
-        .load_chart(std::path::Path::new(chart_dir))
-        .expect("load");
-    let saved = chart.save(out).expect("helm package");
-    std::fs::read(saved).expect("the archive")
 }
 
 async fn workload() -> (kube_sim::KubeSim, Target) {
@@ -222,79 +194,6 @@ async fn without_the_library_actions_say_helm_is_unavailable() {
     }
 }
 
-/// A chart repository as Helm reads one: `index.yaml` and the chart archives, served over plain HTTP on loopback
-/// (one request per connection).
-struct ChartRepo {
-    url: String,
-    _dir: tempfile::TempDir,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for ChartRepo {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn chart_repo() -> ChartRepo {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/charts", listener.local_addr().expect("addr"));
-    let dir = tempfile::tempdir().expect("tempdir");
-    let archive = base64::engine::general_purpose::STANDARD
-        .decode(demo_chart())
-        .expect("archive");
-    std::fs::write(dir.path().join("demo-0.1.0.tgz"), archive).expect("write");
-    let helm = helm_c::Helm::load(&lib()).expect("libhelm_c");
-    let index = helm
-        .repo_index(dir.path(), &json!({"base_url": url}))
-        .expect("helm repo index");
-    std::fs::write(dir.path().join("index.yaml"), index).expect("write");
-    let root = dir.path().to_path_buf();
-    let task = tokio::spawn(async move {
-        while let Ok((mut conn, _)) = listener.accept().await {
-            let root = root.clone();
-            tokio::spawn(async move {
-                let mut request = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match conn.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => request.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let text = String::from_utf8_lossy(&request);
-                let path = text.split_whitespace().nth(1).unwrap_or("/");
-                let file = path.trim_start_matches("/charts/");
-                let body = (!file.contains('/') && !file.contains(".."))
-                    .then(|| std::fs::read(root.join(file)).ok())
-                    .flatten();
-                let head = match &body {
-                    Some(b) => format!(
-                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                        b.len()
-                    ),
-                    None => {
-                        "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-                            .into()
-                    }
-                };
-                let _ = conn.write_all(head.as_bytes()).await;
-                if let Some(b) = body {
-                    let _ = conn.write_all(&b).await;
-                }
-            });
-        }
-    });
-    ChartRepo {
-        url,
-        _dir: dir,
-        task,
-    }
-}
-
 /// A chart by name and version from an HTTP chart repository, resolved by Helm inside the worker; a version the
 /// repository does not have is Helm's own error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -335,66 +234,6 @@ async fn a_chart_from_an_http_repository_installs() {
     match missing {
         EngineError::Helm { message, .. } => assert!(message.contains("9.9.9"), "{message}"),
         other => panic!("expected Helm's error, got {other}"),
-    }
-}
-
-/// A real OCI registry on loopback (Debian's `docker-registry`, the CNCF distribution registry), stopped on drop.
-struct Registry {
-    host: String,
-    child: std::process::Child,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts the registry on a free port and waits until it answers `/v2/`.
-async fn registry() -> Registry {
-    let binary = "docker-registry";
-    let dir = tempfile::tempdir().expect("tempdir");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let host = format!("127.0.0.1:{port}");
-    let config = dir.path().join("config.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {host}\n",
-            dir.path().join("data").display()
-        ),
-    )
-    .expect("config");
-    let child = std::process::Command::new(binary)
-        .arg("serve")
-        .arg(&config)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!("{binary} could not start ({e}): the OCI tests need Debian's docker-registry package, which .ci/run installs")
-        });
-    let registry = Registry {
-        host,
-        child,
-        _dir: dir,
-    };
-    let deadline = Instant::now() + MINUTE;
-    loop {
-        if tokio::net::TcpStream::connect(&registry.host).await.is_ok() {
-            return registry;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the registry never listened on {}",
-            registry.host
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

@@ -17,8 +17,10 @@ mod field_selectors;
 mod files_capability;
 mod grants;
 mod helm_engine;
+mod helm_fixtures;
 #[path = "../shared/helm_lib.rs"]
 mod helm_lib;
+mod helm_release;
 mod native;
 mod omni_capability;
 mod omni_cluster;

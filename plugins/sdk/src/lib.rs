@@ -53,6 +53,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod go;
+pub mod helm;
 pub mod mock;
 pub mod omni;
 pub mod secrets;
@@ -91,10 +92,10 @@ pub mod bindings {
 /// [`Context::set_condition`], [`Context::requeue_after`], [`Context::event`]) are buffered and take effect only
 /// when the call returns `Ok`. Every call outside the plugin's grants answers [`HostError::Denied`].
 ///
-/// The contract's `kube-write` and `helm` interfaces have no SDK calls yet: the host does not implement them.
-pub trait Host: Context + Clock + KubeRead + Files + Omni + Secrets + Workload {}
+/// The contract's `kube-write` interface has no SDK calls yet: the host does not implement it.
+pub trait Host: Context + Clock + KubeRead + Files + Omni + Secrets + Workload + Helm {}
 
-impl<T: Context + Clock + KubeRead + Files + Omni + Secrets + Workload> Host for T {}
+impl<T: Context + Clock + KubeRead + Files + Omni + Secrets + Workload + Helm> Host for T {}
 
 /// `context`: the call's object and outputs. Every plugin has it.
 pub trait Context {
@@ -266,12 +267,30 @@ pub trait Workload {
     ) -> Result<secrets::Removal, HostError>;
 }
 
+/// `helm`: releases in a workload cluster, converged by the operator in the background. Capability `helm`.
+pub trait Helm {
+    /// States the wanted release; the operator installs or upgrades only when the release is missing, failed,
+    /// or made from another chart, version or values, and reports where it stands.
+    fn helm_ensure(&self, spec: &helm::ReleaseSpec) -> Result<helm::ReleaseReport, HostError>;
+
+    /// Removes the release in the background; `Idle` with no release once it is gone.
+    fn helm_uninstall(&self, spec: &helm::UninstallSpec) -> Result<helm::ReleaseReport, HostError>;
+
+    /// Reads the release without starting anything.
+    fn helm_status(
+        &self,
+        kubeconfig: &secrets::SecretKeyRef,
+        name: &str,
+        namespace: &str,
+    ) -> Result<helm::ReleaseReport, HostError>;
+}
+
 /// The capability traits, imported anonymously: `use omni_plugin_sdk::prelude::*;` makes every host call
 /// available on a concrete host (a `MockHost` in tests) without the trait names clashing with the plugin's own.
 pub mod prelude {
     pub use crate::{
-        Clock as _, Context as _, Files as _, Host, KubeRead as _, Omni as _, Plugin, Secrets as _,
-        Workload as _,
+        Clock as _, Context as _, Files as _, Helm as _, Host, KubeRead as _, Omni as _, Plugin,
+        Secrets as _, Workload as _,
     };
 }
 

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use crate::helm::{Progress, ReleaseReport, ReleaseSpec, UninstallSpec};
 use crate::omni::{ClusterHealth, LabelTerm, OmniResource, Phase, ResourceKey};
 use crate::secrets::{
     Copied, KubeconfigExport, OwnerLabel, Removal, SecretCopy, SecretInfo, SecretKeyRef,
@@ -38,6 +39,10 @@ pub struct Requests {
     pub copies: Vec<(SecretKeyRef, SecretCopy)>,
     /// `(kubeconfig, namespace, name, owner)` of every `workload_delete_secret`.
     pub workload_deletions: Vec<(SecretKeyRef, String, String, OwnerLabel)>,
+    pub helm_ensures: Vec<ReleaseSpec>,
+    pub helm_uninstalls: Vec<UninstallSpec>,
+    /// `(kubeconfig, name, namespace)` of every `helm_status`.
+    pub helm_statuses: Vec<(SecretKeyRef, String, String)>,
 }
 
 pub struct MockHost {
@@ -60,6 +65,8 @@ pub struct MockHost {
     requests: RefCell<Requests>,
     /// `secret_info` answers "absent" (a Secret appearing between the plugin's look and the host's write).
     hide_secret_info: bool,
+    /// What every `helm_*` call answers once the kubeconfig checks pass.
+    helm: Result<ReleaseReport, HostError>,
 }
 
 /// An in-memory Omni with COSI's write rules (versions, phases, finalizers), enough to unit-test plugin logic;
@@ -102,7 +109,20 @@ impl MockHost {
             remaining_ms: 5_000,
             requests: RefCell::default(),
             hide_secret_info: false,
+            helm: Ok(ReleaseReport {
+                release: None,
+                progress: Progress::Idle,
+                last: None,
+                wanted: String::new(),
+            }),
         }
+    }
+
+    /// What every `helm_*` call answers (by default: no release, nothing running). The mock does not run Helm:
+    /// the real host's convergence is tested end to end; plugin tests script the reports it gives.
+    pub fn with_helm(mut self, answer: Result<ReleaseReport, HostError>) -> Self {
+        self.helm = answer;
+        self
     }
 
     /// Every request to the Secrets and workload calls so far.
@@ -195,6 +215,15 @@ impl MockHost {
         kubeconfig: &SecretKeyRef,
     ) -> Result<std::cell::RefMut<'_, secrets::FakeWorkload>, HostError> {
         self.check("workload")?;
+        self.kubeconfig_held(kubeconfig)?;
+        let workload = self.workload.borrow_mut();
+        match workload.failure.clone() {
+            Some(e) => Err(e),
+            None => Ok(workload),
+        }
+    }
+
+    fn kubeconfig_held(&self, kubeconfig: &SecretKeyRef) -> Result<(), HostError> {
         let ns = self.resolve_ns(kubeconfig.namespace.as_deref());
         let held = self
             .secrets
@@ -216,11 +245,14 @@ impl MockHost {
             }
             Some(_) => {}
         }
-        let workload = self.workload.borrow_mut();
-        match workload.failure.clone() {
-            Some(e) => Err(e),
-            None => Ok(workload),
-        }
+        Ok(())
+    }
+
+    /// A `helm_*` call: the grant, then the kubeconfig, then the scripted report.
+    fn helm_answer(&self, kubeconfig: &SecretKeyRef) -> Result<ReleaseReport, HostError> {
+        self.check("helm")?;
+        self.kubeconfig_held(kubeconfig)?;
+        self.helm.clone()
     }
 
     /// What `omni_ping` answers (by default `Ok("grpc://omni.mock:80")`).
@@ -730,6 +762,35 @@ fn field_terms(selector: &str) -> Result<Vec<FieldTerm>, HostError> {
         });
     }
     Ok(terms)
+}
+
+impl crate::Helm for MockHost {
+    fn helm_ensure(&self, spec: &ReleaseSpec) -> Result<ReleaseReport, HostError> {
+        self.requests.borrow_mut().helm_ensures.push(spec.clone());
+        self.helm_answer(&spec.kubeconfig)
+    }
+
+    fn helm_uninstall(&self, spec: &UninstallSpec) -> Result<ReleaseReport, HostError> {
+        self.requests
+            .borrow_mut()
+            .helm_uninstalls
+            .push(spec.clone());
+        self.helm_answer(&spec.kubeconfig)
+    }
+
+    fn helm_status(
+        &self,
+        kubeconfig: &SecretKeyRef,
+        name: &str,
+        namespace: &str,
+    ) -> Result<ReleaseReport, HostError> {
+        self.requests.borrow_mut().helm_statuses.push((
+            kubeconfig.clone(),
+            name.into(),
+            namespace.into(),
+        ));
+        self.helm_answer(kubeconfig)
+    }
 }
 
 #[cfg(test)]

@@ -5,10 +5,12 @@ use serde_json::Value;
 use crate::bindings::exports::omni::operator::{plugin as wplugin, validator as wvalidator};
 use crate::bindings::omni::operator::clock as wclock;
 use crate::bindings::omni::operator::files as wfiles;
+use crate::bindings::omni::operator::helm as whelm;
 use crate::bindings::omni::operator::omni as womni;
 use crate::bindings::omni::operator::secrets as wsecrets;
 use crate::bindings::omni::operator::workload as wworkload;
 use crate::bindings::omni::operator::{context as wctx, kube_read as wread, types as wtypes};
+use crate::helm;
 use crate::omni::{ClusterHealth, LabelOp, LabelTerm, OmniResource, Phase, ResourceKey};
 use crate::secrets::{
     Copied, CopyOutcome, KubeconfigExport, OwnerLabel, Removal, SecretCopy, SecretInfo,
@@ -524,5 +526,126 @@ pub fn validate<P: Plugin>(object: String, old_object: Option<String>) -> wvalid
             })
             .collect(),
         warnings,
+    }
+}
+
+impl crate::Helm for WasmHost<'_> {
+    fn helm_ensure(&self, spec: &helm::ReleaseSpec) -> Result<helm::ReleaseReport, HostError> {
+        let source = match &spec.chart.source {
+            helm::ChartSource::Repository { url, name } => {
+                whelm::ChartSource::Repository(whelm::RepositoryChart {
+                    url: url.clone(),
+                    name: name.clone(),
+                })
+            }
+            helm::ChartSource::Oci(reference) => whelm::ChartSource::Oci(reference.clone()),
+        };
+        let spec = whelm::ReleaseSpec {
+            kubeconfig: to_secret_key(&spec.kubeconfig),
+            name: spec.name.clone(),
+            namespace: spec.namespace.clone(),
+            chart: whelm::Chart {
+                source,
+                version: spec.chart.version.clone(),
+            },
+            values: spec.values.to_string(),
+            options: to_action_options(&spec.options),
+            install: whelm::InstallOptions {
+                create_namespace: spec.install.create_namespace,
+                skip_crds: spec.install.skip_crds,
+                rollback_on_failure: spec.install.rollback_on_failure,
+            },
+            upgrade: whelm::UpgradeOptions {
+                skip_crds: spec.upgrade.skip_crds,
+                rollback_on_failure: spec.upgrade.rollback_on_failure,
+                cleanup_on_fail: spec.upgrade.cleanup_on_fail,
+                max_history: spec.upgrade.max_history,
+            },
+        };
+        whelm::ensure(self.0, &spec)
+            .map(from_report)
+            .map_err(host_error)
+    }
+
+    fn helm_uninstall(&self, spec: &helm::UninstallSpec) -> Result<helm::ReleaseReport, HostError> {
+        let spec = whelm::UninstallSpec {
+            kubeconfig: to_secret_key(&spec.kubeconfig),
+            name: spec.name.clone(),
+            namespace: spec.namespace.clone(),
+            options: to_action_options(&spec.options),
+            keep_history: spec.keep_history,
+        };
+        whelm::uninstall(self.0, &spec)
+            .map(from_report)
+            .map_err(host_error)
+    }
+
+    fn helm_status(
+        &self,
+        kubeconfig: &SecretKeyRef,
+        name: &str,
+        namespace: &str,
+    ) -> Result<helm::ReleaseReport, HostError> {
+        whelm::status(self.0, &to_secret_key(kubeconfig), name, namespace)
+            .map(from_report)
+            .map_err(host_error)
+    }
+}
+
+fn to_action_options(o: &helm::ActionOptions) -> whelm::ActionOptions {
+    whelm::ActionOptions {
+        timeout_seconds: o.timeout_seconds,
+        wait: match o.wait {
+            helm::WaitStrategy::Hooks => whelm::WaitStrategy::Hooks,
+            helm::WaitStrategy::Ready => whelm::WaitStrategy::Ready,
+        },
+        wait_for_jobs: o.wait_for_jobs,
+        disable_hooks: o.disable_hooks,
+    }
+}
+
+fn from_action(a: whelm::Action) -> helm::Action {
+    match a {
+        whelm::Action::Install => helm::Action::Install,
+        whelm::Action::Upgrade => helm::Action::Upgrade,
+        whelm::Action::Uninstall => helm::Action::Uninstall,
+        whelm::Action::Rollback => helm::Action::Rollback,
+        whelm::Action::Test => helm::Action::Test,
+        whelm::Action::Recover => helm::Action::Recover,
+    }
+}
+
+fn from_revision(r: whelm::Revision) -> helm::Revision {
+    helm::Revision {
+        revision: r.revision,
+        status: r.status,
+        chart: r.chart,
+        chart_version: r.chart_version,
+        app_version: r.app_version,
+        updated: r.updated,
+        description: r.description,
+        digest: r.digest,
+    }
+}
+
+fn from_report(r: whelm::ReleaseReport) -> helm::ReleaseReport {
+    helm::ReleaseReport {
+        release: r.release.map(|s| helm::ReleaseState {
+            current: from_revision(s.current),
+            history: s.history.into_iter().map(from_revision).collect(),
+        }),
+        progress: match r.progress {
+            whelm::Progress::Idle => helm::Progress::Idle,
+            whelm::Progress::Running(a) => helm::Progress::Running(from_action(a)),
+            whelm::Progress::RetryAfter(ms) => helm::Progress::RetryAfter(ms),
+        },
+        last: r.last.map(|l| helm::ActionOutcome {
+            action: from_action(l.action),
+            revision: l.revision,
+            error: l.error,
+            finished: l.finished,
+            digest: l.digest,
+        }),
+        wanted: r.wanted,
     }
 }

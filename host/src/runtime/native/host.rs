@@ -134,7 +134,7 @@ impl NativeHost {
     }
 
     /// [`Self::capability`] behind the import check; a refusal answers `denied`.
-    fn granted<T>(
+    pub(super) fn granted<T>(
         &self,
         capability: Capability,
         function: &str,

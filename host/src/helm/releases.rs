@@ -1,0 +1,818 @@
+//! Releases converged in the background. A plugin states the release it wants (`helm.ensure`); this decides,
+//! from the release as Helm stores it in the workload cluster ([`storage`]) and from what this host last ran,
+//! whether an action is needed, starts it on the [`HelmEngine`] without waiting for it, and reports where the
+//! release stands. When the action ends, the object that asked is woken so its plugin sees the outcome at once.
+//!
+//! Rules (each fixes a Go-operator bug, original-operator.md §10.12, §10.13):
+//! * an action runs only when the release is missing, its latest revision is not `deployed`, or it was made from
+//!   another chart, version or values (the digest stamped as a release label differs): nothing changed, no
+//!   revision;
+//! * a failed action is retried with a growing delay, at once when what is wanted changes;
+//! * a revision left `pending-*` by an action that died with its process (no action of this host runs for it,
+//!   and this host's own last action on it has ended, or it is older than its timeout allows) is marked `failed`,
+//!   so the next action can proceed.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+use sha2::Digest as _;
+
+use super::protocol::{ChartRef, Op, Target};
+use super::storage::{self, DIGEST_LABEL, StorageError, StoredRevision};
+use super::{EngineError, HelmEngine};
+
+/// Beyond its own timeout, how long a pending revision may stand before it is taken for abandoned.
+const PENDING_GRACE: Duration = Duration::from_secs(120);
+/// Added to an action's Helm timeout for the engine's deadline: Helm stops first and reports why.
+const DEADLINE_MARGIN: Duration = Duration::from_secs(60);
+/// The first retry delay after a failure; it doubles per failure up to [`MAX_RETRY`].
+const FIRST_RETRY: Duration = Duration::from_secs(15);
+const MAX_RETRY: Duration = Duration::from_secs(600);
+/// Forgotten entries beyond this many are dropped (only idle ones), so releases that come and go cannot grow
+/// the table forever.
+const MAX_ENTRIES: usize = 10_000;
+
+/// Called when an action started for an object ends.
+pub type Wake = Arc<dyn Fn() + Send + Sync>;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChartLocation {
+    Repository { url: String, name: String },
+    Oci(String),
+}
+
+/// What every action shares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    pub timeout_seconds: u32,
+    /// Wait for every resource to be ready (kstatus), not only hooks.
+    pub wait_ready: bool,
+    pub wait_for_jobs: bool,
+    pub disable_hooks: bool,
+}
+
+impl Settings {
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(u64::from(self.timeout_seconds.max(1)))
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InstallSettings {
+    pub create_namespace: bool,
+    pub skip_crds: bool,
+    pub rollback_on_failure: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UpgradeSettings {
+    pub skip_crds: bool,
+    pub rollback_on_failure: bool,
+    pub cleanup_on_fail: bool,
+    pub max_history: u32,
+}
+
+/// The release wanted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Wanted {
+    pub chart: ChartLocation,
+    pub version: String,
+    pub values: Value,
+    pub settings: Settings,
+    pub install: InstallSettings,
+    pub upgrade: UpgradeSettings,
+    /// Reach the OCI registry over plain HTTP (an operator setting for registries it names, never the plugin's).
+    pub plain_http: bool,
+}
+
+impl Wanted {
+    /// What a revision is made from, hashed: the chart's location and version and the values, in a canonical
+    /// JSON form (keys sorted). Options such as waits and timeouts are left out: changing them does not call
+    /// for a new revision. 40 hex digits (160 bits), to fit a label value.
+    pub fn digest(&self) -> String {
+        let chart = match &self.chart {
+            ChartLocation::Repository { url, name } => json!({"repository": url, "chart": name}),
+            ChartLocation::Oci(reference) => json!({"oci": reference}),
+        };
+        let made_from =
+            json!({"chart": chart, "version": self.version, "values": canonical(&self.values)});
+        let hex: String = sha2::Sha256::digest(made_from.to_string().as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        hex[..40].to_string()
+    }
+}
+
+/// `v` with every object's keys in sorted order, whatever the map type serde_json was built with.
+fn canonical(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), canonical(&m[k])))
+                    .collect::<Map<_, _>>(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
+
+/// A workload cluster: who it is (the kubeconfig Secret it is reached through), a client for reading Helm's
+/// storage, and the kubeconfig for the Helm worker.
+#[derive(Clone)]
+pub struct Cluster {
+    /// `namespace/name/key` of the management-cluster kubeconfig Secret.
+    pub id: String,
+    pub client: kube::Client,
+    pub kubeconfig: Arc<str>,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The kubeconfig is a credential: never in a debug print.
+        f.debug_struct("Cluster")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Install,
+    Upgrade,
+    Uninstall,
+    /// A pending revision marked failed, before the action that follows it.
+    Recover,
+}
+
+impl Action {
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Install => "install",
+            Action::Upgrade => "upgrade",
+            Action::Uninstall => "uninstall",
+            Action::Recover => "recover",
+        }
+    }
+}
+
+/// How an action ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub action: Action,
+    pub revision: u64,
+    pub error: Option<String>,
+    /// RFC 3339, seconds.
+    pub finished: String,
+    pub digest: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    Idle,
+    Running(Action),
+    RetryAfter(Duration),
+}
+
+/// Where a release stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// Newest first; empty when Helm stores none.
+    pub revisions: Vec<StoredRevision>,
+    pub progress: Progress,
+    pub last: Option<Outcome>,
+    pub wanted: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReleaseError {
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// No Helm on this host; the message says why.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// What this host remembers of one release.
+#[derive(Default)]
+struct Entry {
+    running: Option<Action>,
+    last: Option<Outcome>,
+    /// Consecutive failures of `last.digest`.
+    failures: u32,
+    retry_at: Option<Instant>,
+}
+
+type Key = (String, String, String);
+
+/// The releases this host converges, and the engine that runs their actions.
+pub struct Releases {
+    engine: Result<Arc<dyn HelmEngine>, String>,
+    entries: Arc<Mutex<HashMap<Key, Entry>>>,
+}
+
+impl std::fmt::Debug for Releases {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Releases")
+            .field("available", &self.engine.is_ok())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What ensure decided.
+enum Step {
+    Report(Progress),
+    Start {
+        action: Action,
+        recover: Option<String>,
+    },
+}
+
+impl Releases {
+    /// `engine` None: Helm is unavailable for `why`; every call that would need an action says so.
+    pub fn new(engine: Option<Arc<dyn HelmEngine>>, why: &str) -> Self {
+        Releases {
+            engine: engine.ok_or_else(|| why.to_string()),
+            entries: Arc::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Entry>> {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Converges `namespace/name` in `cluster` to `wanted`: starts an action if one is needed and none runs.
+    pub async fn ensure(
+        &self,
+        cluster: &Cluster,
+        namespace: &str,
+        name: &str,
+        wanted: &Wanted,
+        wake: Wake,
+    ) -> Result<Report, ReleaseError> {
+        let digest = wanted.digest();
+        let revisions = storage::read(&cluster.client, namespace, name).await?;
+        let key = (cluster.id.clone(), namespace.to_string(), name.to_string());
+        let step = {
+            let mut entries = self.lock();
+            let entry = entries.entry(key.clone()).or_default();
+            decide_ensure(entry, revisions.first(), &digest, &wanted.settings)
+        };
+        let progress = match step {
+            Step::Report(p) => p,
+            Step::Start { action, recover } => {
+                let engine = self.engine.clone().map_err(ReleaseError::Unavailable)?;
+                self.lock().entry(key.clone()).or_default().running = Some(action);
+                let job = Job {
+                    engine,
+                    entries: self.entries.clone(),
+                    key: key.clone(),
+                    cluster: cluster.clone(),
+                    digest: digest.clone(),
+                    wake,
+                };
+                tokio::spawn(job.converge(action, recover, wanted.clone()));
+                Progress::Running(action)
+            }
+        };
+        Ok(self.report(&key, revisions, progress, digest))
+    }
+
+    /// Uninstalls `namespace/name` in the background; `Idle` with no revisions once it is gone.
+    pub async fn uninstall(
+        &self,
+        cluster: &Cluster,
+        namespace: &str,
+        name: &str,
+        settings: Settings,
+        keep_history: bool,
+        wake: Wake,
+    ) -> Result<Report, ReleaseError> {
+        let revisions = storage::read(&cluster.client, namespace, name).await?;
+        let key = (cluster.id.clone(), namespace.to_string(), name.to_string());
+        let gone = revisions.first().is_none_or(|r| r.status == "uninstalled");
+        let step = {
+            let mut entries = self.lock();
+            let entry = entries.entry(key.clone()).or_default();
+            match (entry.running, gone) {
+                (Some(a), _) => Step::Report(Progress::Running(a)),
+                (None, true) => Step::Report(Progress::Idle),
+                (None, false) => match retry_wait(entry, "") {
+                    Some(wait) => Step::Report(Progress::RetryAfter(wait)),
+                    None => Step::Start {
+                        action: Action::Uninstall,
+                        recover: None,
+                    },
+                },
+            }
+        };
+        let progress = match step {
+            Step::Report(p) => p,
+            Step::Start { action, .. } => {
+                let engine = self.engine.clone().map_err(ReleaseError::Unavailable)?;
+                self.lock().entry(key.clone()).or_default().running = Some(action);
+                let job = Job {
+                    engine,
+                    entries: self.entries.clone(),
+                    key: key.clone(),
+                    cluster: cluster.clone(),
+                    digest: String::new(),
+                    wake,
+                };
+                tokio::spawn(job.uninstall(settings, keep_history));
+                Progress::Running(action)
+            }
+        };
+        let revisions = if gone { Vec::new() } else { revisions };
+        Ok(self.report(&key, revisions, progress, String::new()))
+    }
+
+    /// Reads the release; starts nothing.
+    pub async fn status(
+        &self,
+        cluster: &Cluster,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Report, ReleaseError> {
+        let revisions = storage::read(&cluster.client, namespace, name).await?;
+        let key = (cluster.id.clone(), namespace.to_string(), name.to_string());
+        let progress = match self.lock().get(&key) {
+            Some(Entry {
+                running: Some(a), ..
+            }) => Progress::Running(*a),
+            Some(e) => e
+                .retry_at
+                .and_then(|t| t.checked_duration_since(Instant::now()))
+                .map_or(Progress::Idle, Progress::RetryAfter),
+            None => Progress::Idle,
+        };
+        Ok(self.report(&key, revisions, progress, String::new()))
+    }
+
+    fn report(
+        &self,
+        key: &Key,
+        revisions: Vec<StoredRevision>,
+        progress: Progress,
+        wanted: String,
+    ) -> Report {
+        let mut entries = self.lock();
+        let last = entries.get(key).and_then(|e| e.last.clone());
+        if entries.len() > MAX_ENTRIES {
+            entries.retain(|_, e| e.running.is_some());
+        }
+        Report {
+            revisions,
+            progress,
+            last,
+            wanted,
+        }
+    }
+
+    /// Actions running now.
+    pub fn running(&self) -> usize {
+        self.lock().values().filter(|e| e.running.is_some()).count()
+    }
+}
+
+/// What `ensure` does, given the latest revision and what this host remembers.
+fn decide_ensure(
+    entry: &Entry,
+    latest: Option<&StoredRevision>,
+    digest: &str,
+    settings: &Settings,
+) -> Step {
+    if let Some(a) = entry.running {
+        return Step::Report(Progress::Running(a));
+    }
+    let start = |action, recover| match retry_wait(entry, digest) {
+        Some(wait) => Step::Report(Progress::RetryAfter(wait)),
+        None => Step::Start { action, recover },
+    };
+    match latest {
+        None => start(Action::Install, None),
+        Some(r) if r.status == "uninstalled" => start(Action::Install, None),
+        Some(r) if r.is_pending() => {
+            // With no action of this host running, a pending revision this host's own last action left (its
+            // worker died, or it ran out of time) is abandoned; one from before this host started is judged by
+            // its age. One operator instance writes at a time (leader election), so nobody else is running it.
+            if entry.last.is_some() || pending_abandoned(r, settings) {
+                let why = format!(
+                    "{} interrupted: the action's process ended before it did; marked failed by omni-operator",
+                    r.status
+                );
+                start(Action::Upgrade, Some(why))
+            } else {
+                // Someone's action is still within its time: wait for it.
+                let action = if r.status == "pending-install" {
+                    Action::Install
+                } else {
+                    Action::Upgrade
+                };
+                Step::Report(Progress::Running(action))
+            }
+        }
+        Some(r) if r.status == "deployed" && r.digest.as_deref() == Some(digest) => {
+            Step::Report(Progress::Idle)
+        }
+        Some(_) => start(Action::Upgrade, None),
+    }
+}
+
+/// How long to wait before trying `digest` again after its last failure; None when an action may start now.
+fn retry_wait(entry: &Entry, digest: &str) -> Option<Duration> {
+    let last = entry.last.as_ref()?;
+    if last.error.is_none() || last.digest != digest {
+        return None;
+    }
+    entry
+        .retry_at?
+        .checked_duration_since(Instant::now())
+        .filter(|d| !d.is_zero())
+}
+
+fn pending_abandoned(r: &StoredRevision, settings: &Settings) -> bool {
+    let Ok(since) = r.updated.parse::<jiff::Timestamp>() else {
+        // No time to judge by: a pending revision with no action of ours running is taken as abandoned.
+        return true;
+    };
+    let age = jiff::Timestamp::now().duration_since(since);
+    let allowed = settings.timeout() + PENDING_GRACE;
+    age.as_secs() >= 0 && age.unsigned_abs() > allowed
+}
+
+/// One background action for one release.
+struct Job {
+    engine: Arc<dyn HelmEngine>,
+    entries: Arc<Mutex<HashMap<Key, Entry>>>,
+    key: Key,
+    cluster: Cluster,
+    digest: String,
+    wake: Wake,
+}
+
+impl Job {
+    fn target(&self) -> Target {
+        Target {
+            kubeconfig: self.cluster.kubeconfig.to_string(),
+            namespace: self.key.1.clone(),
+        }
+    }
+
+    /// `release` for the engine's per-release serialisation: the cluster and the release.
+    fn release(&self) -> String {
+        format!("{}:{}/{}", self.key.0, self.key.1, self.key.2)
+    }
+
+    async fn converge(self, action: Action, recover: Option<String>, wanted: Wanted) {
+        let mut action = action;
+        let result = async {
+            let pending = match &recover {
+                Some(_) => storage::read(&self.cluster.client, &self.key.1, &self.key.2)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .into_iter()
+                    .next()
+                    .filter(StoredRevision::is_pending),
+                None => None,
+            };
+            if let (Some(why), Some(latest)) = (&recover, pending) {
+                storage::mark_failed(&self.cluster.client, &self.key.1, &latest.secret, why)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                tracing::warn!(release = %self.release(), revision = latest.revision,
+                    "a Helm release was left {} by an action that died; marked failed", latest.status);
+                // A pending install with nothing deployed before it is installed again over the failure.
+                action = Action::Upgrade;
+            }
+            let op = action_op(action, &self.target(), &self.key.2, &wanted, &self.digest);
+            let deadline = wanted.settings.timeout() + DEADLINE_MARGIN;
+            self.engine
+                .run(op, Some(self.release()), deadline)
+                .await
+                .map_err(|e| engine_message(&e))
+        }
+        .await;
+        self.finish(action, result);
+    }
+
+    async fn uninstall(self, settings: Settings, keep_history: bool) {
+        let mut options = action_options(&settings);
+        options.insert("ignore_not_found".into(), true.into());
+        options.insert("keep_history".into(), keep_history.into());
+        let op = Op::Uninstall {
+            target: self.target(),
+            release: self.key.2.clone(),
+            options: Value::Object(options),
+        };
+        let result = self
+            .engine
+            .run(
+                op,
+                Some(self.release()),
+                settings.timeout() + DEADLINE_MARGIN,
+            )
+            .await
+            .map_err(|e| engine_message(&e));
+        self.finish(Action::Uninstall, result);
+    }
+
+    fn finish(self, action: Action, result: Result<Value, String>) {
+        let revision = result
+            .as_ref()
+            .ok()
+            .and_then(|v| {
+                v.get("revision")
+                    .or_else(|| v.pointer("/release/revision"))
+                    .and_then(Value::as_u64)
+            })
+            .unwrap_or(0);
+        let error = result.err();
+        match &error {
+            None => {
+                tracing::info!(release = %self.release(), action = action.name(), revision, "Helm action done")
+            }
+            Some(e) => {
+                tracing::warn!(release = %self.release(), action = action.name(), error = %e, "Helm action failed")
+            }
+        }
+        {
+            let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+            let entry = entries.entry(self.key.clone()).or_default();
+            let same = entry.last.as_ref().is_some_and(|l| l.digest == self.digest);
+            entry.failures = match (&error, same) {
+                (None, _) => 0,
+                (Some(_), true) => entry.failures.saturating_add(1),
+                (Some(_), false) => 1,
+            };
+            entry.retry_at = error.as_ref().map(|_| {
+                let shift = entry.failures.saturating_sub(1).min(10);
+                Instant::now() + (FIRST_RETRY * 2u32.pow(shift)).min(MAX_RETRY)
+            });
+            entry.running = None;
+            entry.last = Some(Outcome {
+                action,
+                revision,
+                error,
+                finished: jiff::Timestamp::now()
+                    .round(jiff::Unit::Second)
+                    .unwrap_or_else(|_| jiff::Timestamp::now())
+                    .strftime("%Y-%m-%dT%H:%M:%SZ")
+                    .to_string(),
+                digest: self.digest.clone(),
+            });
+        }
+        (self.wake)();
+    }
+}
+
+/// The engine's failure as the release's error: Helm's own message, or what happened to the worker.
+fn engine_message(e: &EngineError) -> String {
+    e.to_string()
+}
+
+/// The options every action takes, in libhelm_c's names (spec/helm.md §C.4).
+fn action_options(s: &Settings) -> Map<String, Value> {
+    let mut o = Map::new();
+    o.insert("timeout_seconds".into(), s.timeout_seconds.max(1).into());
+    // `--wait` is kstatus's watcher; without it Helm waits for hooks only.
+    o.insert(
+        "wait".into(),
+        if s.wait_ready { "watcher" } else { "hookOnly" }.into(),
+    );
+    o.insert("disable_hooks".into(), s.disable_hooks.into());
+    o
+}
+
+fn action_op(action: Action, target: &Target, release: &str, w: &Wanted, digest: &str) -> Op {
+    let mut o = action_options(&w.settings);
+    o.insert("namespace".into(), target.namespace.clone().into());
+    o.insert("wait_for_jobs".into(), w.settings.wait_for_jobs.into());
+    o.insert("chart_version".into(), w.version.clone().into());
+    // Server-side apply takes fields others changed behind Helm's back, as Flux does.
+    o.insert("force_conflicts".into(), true.into());
+    o.insert("labels".into(), json!({ DIGEST_LABEL: digest }));
+    if w.plain_http {
+        o.insert("plain_http".into(), true.into());
+    }
+    let chart = match &w.chart {
+        ChartLocation::Repository { url, name } => {
+            o.insert("chart_repo_url".into(), url.clone().into());
+            ChartRef::Reference(name.clone())
+        }
+        ChartLocation::Oci(reference) => ChartRef::Reference(reference.clone()),
+    };
+    let rollback_on_failure = if action == Action::Install {
+        o.insert("create_namespace".into(), w.install.create_namespace.into());
+        o.insert("skip_crds".into(), w.install.skip_crds.into());
+        w.install.rollback_on_failure
+    } else {
+        o.insert("skip_crds".into(), w.upgrade.skip_crds.into());
+        o.insert("cleanup_on_fail".into(), w.upgrade.cleanup_on_fail.into());
+        if w.upgrade.max_history > 0 {
+            o.insert("max_history".into(), w.upgrade.max_history.into());
+        }
+        w.upgrade.rollback_on_failure
+    };
+    o.insert("rollback_on_failure".into(), rollback_on_failure.into());
+    if rollback_on_failure && !w.settings.wait_ready {
+        // Rolling back a failure needs a wait to see one; Helm's CLI turns `--atomic` into `--wait` too.
+        o.insert("wait".into(), "watcher".into());
+    }
+    let (target, release, values, options) = (
+        target.clone(),
+        release.to_string(),
+        w.values.clone(),
+        Value::Object(o),
+    );
+    if action == Action::Install {
+        Op::Install {
+            target,
+            chart,
+            release,
+            values,
+            options,
+        }
+    } else {
+        Op::Upgrade {
+            target,
+            chart,
+            release,
+            values,
+            options,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wanted(values: Value) -> Wanted {
+        Wanted {
+            chart: ChartLocation::Repository {
+                url: "http://127.0.0.1:1/charts".into(),
+                name: "demo".into(),
+            },
+            version: "0.1.0".into(),
+            values,
+            settings: Settings {
+                timeout_seconds: 300,
+                wait_ready: false,
+                wait_for_jobs: false,
+                disable_hooks: false,
+            },
+            install: InstallSettings::default(),
+            upgrade: UpgradeSettings::default(),
+            plain_http: false,
+        }
+    }
+
+    fn revision(status: &str, digest: Option<&str>, updated: &str) -> StoredRevision {
+        StoredRevision {
+            revision: 3,
+            status: status.into(),
+            digest: digest.map(str::to_string),
+            updated: updated.into(),
+            ..Default::default()
+        }
+    }
+
+    fn started(step: Step) -> Option<Action> {
+        match step {
+            Step::Start { action, .. } => Some(action),
+            Step::Report(_) => None,
+        }
+    }
+
+    #[test]
+    fn the_digest_ignores_key_order_and_options_but_not_values_or_version() {
+        let a = wanted(json!({"a": 1, "b": {"c": 2, "d": 3}}));
+        let mut b = wanted(json!({"b": {"d": 3, "c": 2}, "a": 1}));
+        b.settings.timeout_seconds = 10;
+        b.settings.wait_ready = true;
+        assert_eq!(a.digest(), b.digest());
+        assert_eq!(a.digest().len(), 40);
+        let c = wanted(json!({"a": 2, "b": {"c": 2, "d": 3}}));
+        assert_ne!(a.digest(), c.digest());
+        let mut d = a.clone();
+        d.version = "0.2.0".into();
+        assert_ne!(a.digest(), d.digest());
+        let mut e = a.clone();
+        e.chart = ChartLocation::Oci("oci://127.0.0.1:1/charts/demo".into());
+        assert_ne!(a.digest(), e.digest());
+    }
+
+    #[test]
+    fn an_action_runs_only_when_the_release_is_missing_failed_or_made_from_something_else() {
+        let s = wanted(json!({})).settings;
+        let entry = Entry::default();
+        assert_eq!(
+            started(decide_ensure(&entry, None, "d1", &s)),
+            Some(Action::Install)
+        );
+        let deployed = revision("deployed", Some("d1"), "");
+        assert_eq!(
+            started(decide_ensure(&entry, Some(&deployed), "d1", &s)),
+            None
+        );
+        assert_eq!(
+            started(decide_ensure(&entry, Some(&deployed), "d2", &s)),
+            Some(Action::Upgrade)
+        );
+        let foreign = revision("deployed", None, "");
+        assert_eq!(
+            started(decide_ensure(&entry, Some(&foreign), "d1", &s)),
+            Some(Action::Upgrade)
+        );
+        let failed = revision("failed", Some("d1"), "");
+        assert_eq!(
+            started(decide_ensure(&entry, Some(&failed), "d1", &s)),
+            Some(Action::Upgrade)
+        );
+        let gone = revision("uninstalled", Some("d1"), "");
+        assert_eq!(
+            started(decide_ensure(&entry, Some(&gone), "d1", &s)),
+            Some(Action::Install)
+        );
+    }
+
+    #[test]
+    fn a_failure_waits_its_turn_unless_what_is_wanted_changed() {
+        let s = wanted(json!({})).settings;
+        let entry = Entry {
+            running: None,
+            last: Some(Outcome {
+                action: Action::Upgrade,
+                revision: 3,
+                error: Some("boom".into()),
+                finished: String::new(),
+                digest: "d1".into(),
+            }),
+            failures: 1,
+            retry_at: Some(Instant::now() + Duration::from_secs(60)),
+        };
+        let failed = revision("failed", Some("d1"), "");
+        assert!(matches!(
+            decide_ensure(&entry, Some(&failed), "d1", &s),
+            Step::Report(Progress::RetryAfter(_))
+        ));
+        assert_eq!(
+            started(decide_ensure(&entry, Some(&failed), "d2", &s)),
+            Some(Action::Upgrade)
+        );
+    }
+
+    #[test]
+    fn a_pending_revision_is_recovered_only_when_older_than_its_timeout_allows() {
+        let s = wanted(json!({})).settings;
+        let entry = Entry::default();
+        let fresh = revision(
+            "pending-upgrade",
+            Some("d1"),
+            &jiff::Timestamp::now().to_string(),
+        );
+        assert!(matches!(
+            decide_ensure(&entry, Some(&fresh), "d1", &s),
+            Step::Report(Progress::Running(Action::Upgrade))
+        ));
+        let old = revision("pending-install", Some("d1"), "2020-01-01T00:00:00Z");
+        match decide_ensure(&entry, Some(&old), "d1", &s) {
+            Step::Start {
+                action: Action::Upgrade,
+                recover: Some(why),
+            } => assert!(why.contains("pending-install interrupted"), "{why}"),
+            _ => panic!("an abandoned pending revision must be recovered"),
+        }
+    }
+
+    #[test]
+    fn atomic_without_wait_waits_for_readiness_as_helms_cli_does() {
+        let mut w = wanted(json!({"x": 1}));
+        w.install.rollback_on_failure = true;
+        let target = Target {
+            kubeconfig: String::new(),
+            namespace: "apps".into(),
+        };
+        let Op::Install { options, .. } = action_op(Action::Install, &target, "r", &w, "d") else {
+            panic!("an install")
+        };
+        assert_eq!(options["wait"], "watcher");
+        assert_eq!(options["rollback_on_failure"], true);
+        assert_eq!(options["chart_repo_url"], "http://127.0.0.1:1/charts");
+        assert_eq!(options["labels"][DIGEST_LABEL], "d");
+        w.upgrade.max_history = 5;
+        let Op::Upgrade { options, .. } = action_op(Action::Upgrade, &target, "r", &w, "d") else {
+            panic!("an upgrade")
+        };
+        assert_eq!(options["max_history"], 5);
+        assert_eq!(options["wait"], "hookOnly");
+        assert!(options.get("create_namespace").is_none());
+    }
+}

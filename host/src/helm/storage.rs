@@ -1,0 +1,282 @@
+//! Helm's release storage in a workload cluster, read (and, to recover a release a dead action left pending,
+//! written) directly: one Secret per revision, `sh.helm.release.v1.<name>.v<revision>` in the release's
+//! namespace, labelled `owner=helm,name=<name>,status=<status>,version=<revision>`, its `release` key holding
+//! base64(gzip(JSON)) (spec/helm.md §B). Reading it here costs one LIST and no Helm worker slot, so every
+//! `helm.ensure` can look at the release as it really is.
+
+use std::io::{Read, Write};
+
+use base64::Engine as _;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ListParams, PostParams};
+use serde_json::Value;
+
+/// The release label the host stamps with the digest of the chart and values a revision was made from.
+pub const DIGEST_LABEL: &str = "omni.texashpc.com/release-digest";
+
+/// Revisions decoded beyond the latest, for the history summary.
+pub const HISTORY: usize = 10;
+
+/// A release Secret larger than this is not decoded (Kubernetes caps Secrets at 1 MiB; the JSON inside is
+/// gzip-compressed, so this bounds what one decode may allocate).
+const MAX_DECODED: u64 = 64 << 20;
+
+/// One revision as its Secret records it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoredRevision {
+    pub revision: u64,
+    pub status: String,
+    pub chart: String,
+    pub chart_version: String,
+    pub app_version: String,
+    /// `info.last_deployed`, RFC 3339.
+    pub updated: String,
+    pub description: String,
+    pub digest: Option<String>,
+    /// The Secret holding it.
+    pub secret: String,
+}
+
+impl StoredRevision {
+    pub fn is_pending(&self) -> bool {
+        self.status.starts_with("pending-")
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// The workload cluster did not answer, or refused.
+    #[error("reading Helm's release storage in namespace {namespace:?}: {source}")]
+    Kube {
+        namespace: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("release Secret {secret:?}: {reason}")]
+    Undecodable { secret: String, reason: String },
+}
+
+/// The release's revisions, newest first: the latest in full, then up to [`HISTORY`] earlier ones. Empty when
+/// Helm stores no revision of it.
+pub async fn read(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Result<Vec<StoredRevision>, StorageError> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let selector = format!("owner=helm,name={name}");
+    let list = api
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .map_err(|source| StorageError::Kube {
+            namespace: namespace.into(),
+            source,
+        })?;
+    let mut secrets: Vec<(u64, Secret)> = list
+        .items
+        .into_iter()
+        .filter_map(|s| Some((label(&s, "version")?.parse().ok()?, s)))
+        .collect();
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.0));
+    secrets
+        .into_iter()
+        .take(HISTORY + 1)
+        .map(|(revision, s)| revision_of(revision, &s))
+        .collect()
+}
+
+fn label<'a>(s: &'a Secret, key: &str) -> Option<&'a str> {
+    s.metadata.labels.as_ref()?.get(key).map(String::as_str)
+}
+
+fn revision_of(revision: u64, s: &Secret) -> Result<StoredRevision, StorageError> {
+    let secret = s.metadata.name.clone().unwrap_or_default();
+    let release = decode(s).map_err(|reason| StorageError::Undecodable {
+        secret: secret.clone(),
+        reason,
+    })?;
+    let text = |v: &Value, path: &[&str]| {
+        path.iter()
+            .try_fold(v, |v, k| v.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let metadata = release.pointer("/chart/metadata").unwrap_or(&Value::Null);
+    Ok(StoredRevision {
+        revision,
+        // The label and the JSON agree unless someone edited one; the label is what Helm's queries use.
+        status: label(s, "status")
+            .map(str::to_string)
+            .unwrap_or_else(|| text(&release, &["info", "status"])),
+        chart: text(metadata, &["name"]),
+        chart_version: text(metadata, &["version"]),
+        app_version: text(metadata, &["appVersion"]),
+        updated: text(&release, &["info", "last_deployed"]),
+        description: text(&release, &["info", "description"]),
+        digest: label(s, DIGEST_LABEL).map(str::to_string),
+        secret,
+    })
+}
+
+/// The release JSON inside a storage Secret: base64 text, usually gzip-compressed (Helm's decoder accepts plain
+/// JSON without the gzip magic, and so does this).
+fn decode(s: &Secret) -> Result<Value, String> {
+    let raw = s
+        .data
+        .as_ref()
+        .and_then(|d| d.get("release"))
+        .ok_or("it has no `release` key")?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(&raw.0)
+        .map_err(|e| format!("`release` is not base64: {e}"))?;
+    let json = if bytes.starts_with(&[0x1f, 0x8b, 0x08]) {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(bytes.as_slice())
+            .take(MAX_DECODED)
+            .read_to_end(&mut out)
+            .map_err(|e| format!("`release` is not gzip: {e}"))?;
+        out
+    } else {
+        bytes
+    };
+    serde_json::from_slice(&json).map_err(|e| format!("`release` is not JSON: {e}"))
+}
+
+fn encode(release: &Value) -> Result<ByteString, String> {
+    let json = serde_json::to_vec(release).map_err(|e| e.to_string())?;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&json).map_err(|e| e.to_string())?;
+    let bytes = gz.finish().map_err(|e| e.to_string())?;
+    Ok(ByteString(
+        base64::engine::general_purpose::STANDARD
+            .encode(bytes)
+            .into_bytes(),
+    ))
+}
+
+/// Marks a revision left `pending-*` as `failed`, in its label and its JSON, as Flux's unlock does: Helm
+/// refuses every action on a release whose latest revision is pending, and nothing else ever clears it when the
+/// action's process died. The write is conditioned on the Secret's resourceVersion, so a revision that moved on
+/// in between is left alone (and the caller looks again).
+pub async fn mark_failed(
+    client: &kube::Client,
+    namespace: &str,
+    secret: &str,
+    why: &str,
+) -> Result<(), StorageError> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let kube_err = |source| StorageError::Kube {
+        namespace: namespace.into(),
+        source,
+    };
+    let mut s = api.get(secret).await.map_err(kube_err)?;
+    let undecodable = |reason| StorageError::Undecodable {
+        secret: secret.into(),
+        reason,
+    };
+    let mut release = decode(&s).map_err(undecodable)?;
+    if let Some(info) = release.get_mut("info").and_then(Value::as_object_mut) {
+        info.insert("status".into(), "failed".into());
+        info.insert("description".into(), why.into());
+    }
+    let data = encode(&release).map_err(undecodable)?;
+    s.data
+        .get_or_insert_default()
+        .insert("release".into(), data);
+    let labels = s.metadata.labels.get_or_insert_default();
+    labels.insert("status".into(), "failed".into());
+    labels.insert(
+        "modifiedAt".into(),
+        jiff::Timestamp::now().as_second().to_string(),
+    );
+    s.metadata.managed_fields = None;
+    api.replace(secret, &PostParams::default(), &s)
+        .await
+        .map_err(kube_err)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn secret(release: &Value, gzip: bool, labels: &[(&str, &str)]) -> Secret {
+        let data = if gzip {
+            encode(release).unwrap()
+        } else {
+            ByteString(
+                base64::engine::general_purpose::STANDARD
+                    .encode(release.to_string())
+                    .into_bytes(),
+            )
+        };
+        Secret {
+            metadata: kube::api::ObjectMeta {
+                name: Some("sh.helm.release.v1.demo.v2".into()),
+                labels: Some(
+                    labels
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                ),
+                ..Default::default()
+            },
+            data: Some([("release".to_string(), data)].into()),
+            ..Default::default()
+        }
+    }
+
+    fn release() -> Value {
+        json!({
+            "name": "demo", "namespace": "apps", "version": 2,
+            "info": {"status": "deployed", "last_deployed": "2026-11-26T10:00:00Z", "description": "Upgrade complete"},
+            "chart": {"metadata": {"name": "demo", "version": "1.2.3", "appVersion": "4.5"}},
+        })
+    }
+
+    #[test]
+    fn a_revision_is_read_from_its_labels_and_its_gzipped_json() {
+        let s = secret(
+            &release(),
+            true,
+            &[("status", "deployed"), (DIGEST_LABEL, "abc")],
+        );
+        let r = revision_of(2, &s).unwrap();
+        assert_eq!(
+            r,
+            StoredRevision {
+                revision: 2,
+                status: "deployed".into(),
+                chart: "demo".into(),
+                chart_version: "1.2.3".into(),
+                app_version: "4.5".into(),
+                updated: "2026-11-26T10:00:00Z".into(),
+                description: "Upgrade complete".into(),
+                digest: Some("abc".into()),
+                secret: "sh.helm.release.v1.demo.v2".into(),
+            }
+        );
+    }
+
+    #[test]
+    fn plain_json_without_the_gzip_magic_is_read_as_helm_reads_it() {
+        let s = secret(&release(), false, &[]);
+        let r = revision_of(2, &s).unwrap();
+        // No status label: the JSON's status stands in.
+        assert_eq!((r.status.as_str(), r.digest), ("deployed", None));
+    }
+
+    #[test]
+    fn a_secret_that_is_not_a_release_is_an_error_naming_it() {
+        let mut s = secret(&release(), true, &[]);
+        s.data = Some([("release".to_string(), ByteString(b"%%%".to_vec()))].into());
+        let err = revision_of(2, &s).unwrap_err().to_string();
+        assert!(
+            err.contains("sh.helm.release.v1.demo.v2") && err.contains("not base64"),
+            "{err}"
+        );
+    }
+}

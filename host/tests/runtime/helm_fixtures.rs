@@ -1,0 +1,173 @@
+//! What the Helm tests share: libhelm_c, a chart Helm itself created and packaged, a chart repository served on
+//! loopback, and a real OCI registry (Debian's `docker-registry`) on loopback.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use serde_json::json;
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+pub fn lib() -> PathBuf {
+    super::helm_lib::helm_c_lib()
+}
+
+/// A chart archive built by Helm itself (`helm create` + package), as base64 for the protocol.
+pub fn demo_chart() -> String {
+    static CHART: OnceLock<String> = OnceLock::new();
+    CHART
+        .get_or_init(|| {
+            let helm = helm_c::Helm::load(&lib()).expect("libhelm_c");
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = helm.create_chart("demo", dir.path()).expect("helm create");
+            let chart = helm.load_chart(std::path::Path::new(&path)).expect("load");
+            drop(chart);
+            let archive = package(&helm, &path, dir.path());
+            base64::engine::general_purpose::STANDARD.encode(archive)
+        })
+        .clone()
+}
+
+/// `helm package` through the library's save call.
+pub fn package(helm: &helm_c::Helm, chart_dir: &str, out: &std::path::Path) -> Vec<u8> {
+    let chart = helm
+        .load_chart(std::path::Path::new(chart_dir))
+        .expect("load");
+    let saved = chart.save(out).expect("helm package");
+    std::fs::read(saved).expect("the archive")
+}
+
+/// A chart repository as Helm reads one: `index.yaml` and the chart archives, served over plain HTTP on loopback
+/// (one request per connection).
+pub struct ChartRepo {
+    pub url: String,
+    _dir: tempfile::TempDir,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for ChartRepo {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+pub async fn chart_repo() -> ChartRepo {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/charts", listener.local_addr().expect("addr"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let archive = base64::engine::general_purpose::STANDARD
+        .decode(demo_chart())
+        .expect("archive");
+    std::fs::write(dir.path().join("demo-0.1.0.tgz"), archive).expect("write");
+    let helm = helm_c::Helm::load(&lib()).expect("libhelm_c");
+    let index = helm
+        .repo_index(dir.path(), &json!({"base_url": url}))
+        .expect("helm repo index");
+    std::fs::write(dir.path().join("index.yaml"), index).expect("write");
+    let root = dir.path().to_path_buf();
+    let task = tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let root = root.clone();
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match conn.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let text = String::from_utf8_lossy(&request);
+                let path = text.split_whitespace().nth(1).unwrap_or("/");
+                let file = path.trim_start_matches("/charts/");
+                let body = (!file.contains('/') && !file.contains(".."))
+                    .then(|| std::fs::read(root.join(file)).ok())
+                    .flatten();
+                let head = match &body {
+                    Some(b) => format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        b.len()
+                    ),
+                    None => {
+                        "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                            .into()
+                    }
+                };
+                let _ = conn.write_all(head.as_bytes()).await;
+                if let Some(b) = body {
+                    let _ = conn.write_all(&b).await;
+                }
+            });
+        }
+    });
+    ChartRepo {
+        url,
+        _dir: dir,
+        task,
+    }
+}
+
+/// A real OCI registry on loopback (Debian's `docker-registry`, the CNCF distribution registry), stopped on drop.
+pub struct Registry {
+    pub host: String,
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the registry on a free port and waits until it answers `/v2/`.
+pub async fn registry() -> Registry {
+    let binary = "docker-registry";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let host = format!("127.0.0.1:{port}");
+    let config = dir.path().join("config.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {host}\n",
+            dir.path().join("data").display()
+        ),
+    )
+    .expect("config");
+    let child = std::process::Command::new(binary)
+        .arg("serve")
+        .arg(&config)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("{binary} could not start ({e}): the OCI tests need Debian's docker-registry package, which .ci/run installs")
+        });
+    let registry = Registry {
+        host,
+        child,
+        _dir: dir,
+    };
+    let deadline = Instant::now() + MINUTE;
+    loop {
+        if tokio::net::TcpStream::connect(&registry.host).await.is_ok() {
+            return registry;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the registry never listened on {}",
+            registry.host
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

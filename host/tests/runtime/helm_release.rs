@@ -1,0 +1,682 @@
+//! OmniHelmRelease end to end (original-operator.md §6, issue "OmniHelmRelease with real Helm"): the built-in
+//! plugin (the real component, its default grants) in a real host, a management kube-sim, the real Helm worker
+//! with libhelm_c, and a workload kube-sim with its workload controllers, so Deployments become ready (or, with
+//! kube-sim's `never-ready` image, never do). Charts come from a chart repository served on loopback and from a
+//! real OCI registry; the release Secrets in the workload cluster are Helm's own.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use omni_operator::capabilities::{ChartSources, HelmServices};
+use omni_operator::controllers::{self, Settings};
+use omni_operator::helm::releases::Releases;
+use omni_operator::helm::{HelmEngine, WorkerEngine, WorkerOptions};
+use omni_operator::stack::{Host, HostBuilder};
+use serde_json::{Value, json};
+
+use super::helm_fixtures::{ChartRepo, Registry, chart_repo, demo_chart, lib, registry};
+use super::support;
+
+const API: &str = "omni.texashpc.com/v1alpha1";
+const NS: &str = "platform";
+const KUBECONFIG: &str = "edge-kubeconfig";
+/// Helm's waits in these tests are bounded by the objects' own `timeout`; this bounds the test's waits around
+/// them, generously, so a slow machine is not a failure.
+const WAIT: Duration = Duration::from_secs(150);
+/// kube-sim's image that never becomes ready (tests/sim/kube workloads).
+const NEVER_READY: &str = "kube-sim.invalid/never-ready";
+
+/// Declared so the host stops before the simulators it talks to.
+struct Env {
+    _host: Host,
+    engine: Arc<WorkerEngine>,
+    kube: kube_sim::KubeSim,
+    workload: kube_sim::KubeSim,
+    repo: ChartRepo,
+    stats: Arc<controllers::Stats>,
+}
+
+impl Env {
+    async fn start() -> Env {
+        Env::start_with(ChartSources::any()).await
+    }
+
+    async fn start_with(sources: ChartSources) -> Env {
+        let _ = support::logs();
+        let kube = omni_operator::stack::management_cluster(kube_sim::KubeSim::builder())
+            .await
+            .expect("the management cluster");
+        let workload = kube_sim::KubeSim::builder()
+            .workloads(kube_sim::workloads::WorkloadOptions::default())
+            .start()
+            .await
+            .expect("the workload cluster");
+        let repo = chart_repo().await;
+        for obj in [
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": KUBECONFIG, "namespace": NS},
+                "stringData": {"kubeconfig": workload.kubeconfig(&workload.admin())}}),
+            json!({"apiVersion": API, "kind": "OmniCluster", "metadata": {"name": "edge", "namespace": NS},
+                "spec": {"connectionRef": {"name": "omni"}, "kubernetes": {"version": "v1.35.0"}, "talos": {"version": "v1.13.2"}}}),
+        ] {
+            kube.apply(&obj).await.expect("seed");
+        }
+        let engine = Arc::new(WorkerEngine::new(WorkerOptions {
+            program: env!("CARGO_BIN_EXE_omni-operator").into(),
+            lib: lib(),
+            concurrency: 4,
+        }));
+        let stats = Arc::new(controllers::Stats::default());
+        let settings = Settings {
+            stats: stats.clone(),
+            helm: HelmServices {
+                releases: Arc::new(Releases::new(
+                    Some(engine.clone() as Arc<dyn HelmEngine>),
+                    "",
+                )),
+                sources,
+                wakeups: Arc::default(),
+            },
+            ..Settings::default()
+        };
+        let host = HostBuilder::new(support::runtime().clone())
+            .built_in(&["omni-helm-release"])
+            .expect("the built-in plugin")
+            .settings(settings)
+            .start(kube.kubeconfig(&kube.admin()))
+            .await
+            .expect("the host starts");
+        Env {
+            _host: host,
+            engine,
+            kube,
+            workload,
+            repo,
+            stats,
+        }
+    }
+
+    /// An OmniHelmRelease of the demo chart from the loopback repository, with `spec` merged over the defaults.
+    fn release(&self, name: &str, spec: Value) -> Value {
+        let mut obj = json!({"apiVersion": API, "kind": "OmniHelmRelease", "metadata": {"name": name, "namespace": NS},
+            "spec": {"clusterRef": {"name": "edge"}, "kubeconfigSecretRef": {"name": KUBECONFIG},
+                "namespace": "apps", "createNamespace": true,
+                "chart": {"repository": self.repo.url, "chart": "demo", "version": "0.1.0"}}});
+        merge(&mut obj["spec"], spec);
+        obj
+    }
+
+    async fn apply(&self, obj: &Value) {
+        self.kube.apply(obj).await.expect("apply");
+    }
+
+    fn get(&self, name: &str) -> Value {
+        self.kube
+            .get(API, "OmniHelmRelease", NS, name)
+            .unwrap_or(Value::Null)
+    }
+
+    /// Polls until `done` holds for the object; on timeout fails with its status and the host's last log lines.
+    async fn wait(&self, name: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let obj = self.get(name);
+            if done(&obj) {
+                return obj;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for OmniHelmRelease {name}: {what}\nstatus: {:#}\nlast log lines:\n{}",
+                obj["status"],
+                support::log_tail(60)
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn wait_until(&self, what: &str, done: impl Fn() -> bool) {
+        let deadline = Instant::now() + WAIT;
+        while !done() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Helm's release Secrets for `release` in the workload cluster, by revision.
+    fn revisions(&self, release: &str) -> Vec<(u64, Value)> {
+        let mut found: Vec<(u64, Value)> = self
+            .workload
+            .list("v1", "Secret", Some("apps"))
+            .into_iter()
+            .filter(|s| {
+                s["metadata"]["labels"]["owner"] == "helm"
+                    && s["metadata"]["labels"]["name"] == release
+            })
+            .filter_map(|s| {
+                let v = s["metadata"]["labels"]["version"].as_str()?.parse().ok()?;
+                Some((v, s))
+            })
+            .collect();
+        found.sort_by_key(|(v, _)| *v);
+        found
+    }
+
+    async fn delete(&self, name: &str) {
+        let client = self.kube.client().await.expect("client");
+        Api::<DynamicObject>::namespaced_with(client, NS, &resource())
+            .delete(name, &DeleteParams::default())
+            .await
+            .expect("delete");
+    }
+
+    async fn patch_spec(&self, name: &str, spec: Value) {
+        let client = self.kube.client().await.expect("client");
+        Api::<DynamicObject>::namespaced_with(client, NS, &resource())
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"spec": spec})),
+            )
+            .await
+            .expect("patch");
+    }
+
+    /// A change to the kubeconfig Secret, which re-triggers every release naming it (as a rotation by an
+    /// OmniKubeconfigExport would).
+    async fn touch_kubeconfig(&self, n: u32) {
+        let client = self.kube.client().await.expect("client");
+        let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client, NS);
+        api.patch(
+            KUBECONFIG,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"annotations": {"rotated": n.to_string()}}})),
+        )
+        .await
+        .expect("patch the kubeconfig Secret");
+    }
+}
+
+fn resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("omni.texashpc.com", "v1alpha1", "OmniHelmRelease"),
+        "omnihelmreleases",
+    )
+}
+
+fn merge(into: &mut Value, from: Value) {
+    match (into, from) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (slot, v) => *slot = v,
+    }
+}
+
+fn cond<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
+    obj["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+}
+
+fn is(obj: &Value, type_: &str, status: &str, reason: &str) -> bool {
+    cond(obj, type_).is_some_and(|c| c["status"] == status && c["reason"] == reason)
+}
+
+fn message(obj: &Value, type_: &str) -> String {
+    cond(obj, type_)
+        .and_then(|c| c["message"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The release JSON Helm stored in one of its Secrets (base64 of gzip, inside the Secret's own base64).
+fn stored_release(secret: &Value) -> Value {
+    use std::io::Read as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let outer = b64
+        .decode(secret["data"]["release"].as_str().expect("release key"))
+        .expect("base64");
+    let gz = b64.decode(outer).expect("Helm's base64");
+    let mut json = Vec::new();
+    flate2::read::GzDecoder::new(gz.as_slice())
+        .read_to_end(&mut json)
+        .expect("gzip");
+    serde_json::from_slice(&json).expect("JSON")
+}
+
+/// Install, nothing changed (no new revision), values changed (an upgrade), deletion (an uninstall): the
+/// release Secrets are Helm's own format throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_installs_upgrades_only_on_change_and_uninstalls_on_deletion() {
+    let env = Env::start().await;
+    env.apply(&env.release(
+        "web",
+        json!({"wait": true, "chart": {"values": {"replicaCount": 1}}}),
+    ))
+    .await;
+    let obj = env
+        .wait("web", "installed", |o| {
+            is(o, "Ready", "True", "HelmInstalled")
+        })
+        .await;
+    assert_eq!(
+        message(&obj, "Ready"),
+        "installed Helm release \"web\" revision 1"
+    );
+    assert!(is(&obj, "Released", "True", "HelmInstalled"));
+    assert!(is(&obj, "Accepted", "True", "Accepted"), "{obj:#}");
+    let status = &obj["status"];
+    assert_eq!(status["releaseRevision"], 1);
+    assert_eq!(status["releaseStatus"], "deployed");
+    assert_eq!(status["lastAction"], "Install");
+    assert_eq!(status["releaseName"], "web");
+    assert_eq!(status["namespace"], "apps");
+    assert_eq!(status["chart"], "demo");
+    assert_eq!(status["chartVersion"], "0.1.0");
+    assert_eq!(status["lastError"], "");
+
+    // Helm's own storage: `sh.helm.release.v1.<name>.v<revision>`, type helm.sh/release.v1, Helm's labels.
+    let revisions = env.revisions("web");
+    assert_eq!(revisions.len(), 1, "{revisions:?}");
+    let secret = &revisions[0].1;
+    assert_eq!(secret["metadata"]["name"], "sh.helm.release.v1.web.v1");
+    assert_eq!(secret["type"], "helm.sh/release.v1");
+    assert_eq!(secret["metadata"]["labels"]["status"], "deployed");
+    let stored = stored_release(secret);
+    assert_eq!(stored["name"], "web");
+    assert_eq!(stored["chart"]["metadata"]["version"], "0.1.0");
+    assert_eq!(stored["config"], json!({"replicaCount": 1}));
+    let deployment = env
+        .workload
+        .get("apps/v1", "Deployment", "apps", "web-demo")
+        .expect("the chart's Deployment");
+    assert_eq!(deployment["spec"]["replicas"], 1);
+
+    // Nothing changed: reconciles triggered by kubeconfig "rotations" make no revision.
+    for n in 0..3 {
+        let before = env.stats.calls.load(Ordering::SeqCst);
+        env.touch_kubeconfig(n).await;
+        env.wait_until("a reconcile after the kubeconfig changed", || {
+            env.stats.calls.load(Ordering::SeqCst) > before
+        })
+        .await;
+    }
+    // Let any action those reconciles might have started show up before counting.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        env.revisions("web").len(),
+        1,
+        "a reconcile with nothing changed must not make a revision"
+    );
+    assert_eq!(env.get("web")["status"]["releaseRevision"], 1);
+
+    // A values change is an upgrade.
+    env.patch_spec("web", json!({"chart": {"values": {"replicaCount": 2}}}))
+        .await;
+    let obj = env
+        .wait("web", "upgraded", |o| {
+            is(o, "Ready", "True", "HelmUpgraded")
+        })
+        .await;
+    assert_eq!(
+        message(&obj, "Ready"),
+        "upgraded Helm release \"web\" to revision 2"
+    );
+    assert_eq!(obj["status"]["lastAction"], "Upgrade");
+    let revisions = env.revisions("web");
+    assert_eq!(
+        revisions
+            .iter()
+            .map(|(v, s)| (*v, s["metadata"]["labels"]["status"].clone()))
+            .collect::<Vec<_>>(),
+        vec![(1, json!("superseded")), (2, json!("deployed"))]
+    );
+    let deployment = env
+        .workload
+        .get("apps/v1", "Deployment", "apps", "web-demo")
+        .expect("the chart's Deployment");
+    assert_eq!(deployment["spec"]["replicas"], 2);
+
+    // Deletion uninstalls (policy Uninstall by default) and then lets the object go.
+    env.delete("web").await;
+    env.wait("web", "gone", Value::is_null).await;
+    assert!(
+        env.revisions("web").is_empty(),
+        "the release's history is removed"
+    );
+    assert!(
+        env.workload
+            .get("apps/v1", "Deployment", "apps", "web-demo")
+            .is_none()
+    );
+}
+
+/// `wait` with a workload that never becomes ready fails with a clear condition; with `atomic` a failed install
+/// is removed and a failed upgrade rolled back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waits_that_fail_are_reported_and_atomic_cleans_up() {
+    let env = Env::start().await;
+    let never_ready = json!({"image": {"repository": NEVER_READY}});
+    env.apply(&env.release(
+        "stuck",
+        json!({"wait": true, "timeout": "10s", "chart": {"values": never_ready}}),
+    ))
+    .await;
+    env.apply(&env.release(
+        "atomic-install",
+        json!({"wait": true, "atomic": true, "timeout": "10s", "chart": {"values": never_ready}}),
+    ))
+    .await;
+    env.apply(&env.release(
+        "atomic-upgrade",
+        json!({"wait": true, "atomic": true, "timeout": "10s"}),
+    ))
+    .await;
+
+    let stuck = env
+        .wait("stuck", "the failed wait", |o| {
+            is(o, "Ready", "False", "ReconcileFailed")
+        })
+        .await;
+    let text = message(&stuck, "Ready");
+    assert!(
+        text.starts_with("Helm install failed for release \"stuck\": "),
+        "{text}"
+    );
+    assert_eq!(stuck["status"]["releaseStatus"], "failed");
+    assert!(is(&stuck, "Released", "False", "ReconcileFailed"));
+    assert!(
+        !stuck["status"]["lastError"]
+            .as_str()
+            .unwrap_or("")
+            .is_empty()
+    );
+
+    let atomic = env
+        .wait("atomic-install", "the failed atomic install", |o| {
+            is(o, "Ready", "False", "ReconcileFailed")
+        })
+        .await;
+    assert!(
+        message(&atomic, "Ready").starts_with("Helm install failed for release \"atomic-install\""),
+        "{atomic:#}"
+    );
+    assert!(
+        env.revisions("atomic-install").is_empty(),
+        "a failed atomic install is uninstalled"
+    );
+
+    env.wait("atomic-upgrade", "installed", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+    env.patch_spec("atomic-upgrade", json!({"chart": {"values": never_ready}}))
+        .await;
+    let upgrade = env
+        .wait("atomic-upgrade", "the failed atomic upgrade", |o| {
+            is(o, "Ready", "False", "ReconcileFailed")
+        })
+        .await;
+    assert!(
+        message(&upgrade, "Ready")
+            .starts_with("Helm upgrade failed for release \"atomic-upgrade\""),
+        "{upgrade:#}"
+    );
+    // Rolled back: a third revision, deployed, made from the first one's chart and values.
+    let revisions = env.revisions("atomic-upgrade");
+    let (last, secret) = revisions.last().expect("revisions");
+    assert_eq!(*last, 3, "{revisions:?}");
+    assert_eq!(secret["metadata"]["labels"]["status"], "deployed");
+    let deployment = env
+        .workload
+        .get("apps/v1", "Deployment", "apps", "atomic-upgrade-demo")
+        .expect("the Deployment");
+    let image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(!image.starts_with(NEVER_READY), "{image}");
+}
+
+/// Chart not found, bad values, an unreachable workload cluster, a missing kubeconfig Secret and a missing
+/// OmniCluster each give the §6 reason, and none of them makes a revision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_are_reported_with_the_go_operators_reasons() {
+    let env = Env::start().await;
+    let dead = {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        env.workload
+            .kubeconfig(&env.workload.admin())
+            .replace(&env.workload.url(), &format!("https://127.0.0.1:{port}"))
+    };
+    env.apply(
+        &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "dead", "namespace": NS},
+        "stringData": {"kubeconfig": dead}}),
+    )
+    .await;
+    env.apply(&env.release("missing-chart", json!({"chart": {"version": "9.9.9"}})))
+        .await;
+    env.apply(&env.release(
+        "bad-values",
+        json!({"chart": {"values": {"ingress": {"enabled": true, "hosts": "not-a-list"}}}}),
+    ))
+    .await;
+    env.apply(&env.release(
+        "unreachable",
+        json!({"kubeconfigSecretRef": {"name": "dead"}}),
+    ))
+    .await;
+    env.apply(&env.release(
+        "no-secret",
+        json!({"kubeconfigSecretRef": {"name": "nope"}}),
+    ))
+    .await;
+    env.apply(&env.release("no-cluster", json!({"clusterRef": {"name": "nope"}})))
+        .await;
+
+    let obj = env
+        .wait("missing-chart", "chart not found", |o| {
+            is(o, "Ready", "False", "ReconcileFailed")
+        })
+        .await;
+    let text = message(&obj, "Ready");
+    assert!(
+        text.starts_with("Helm install failed for release \"missing-chart\": ")
+            && text.contains("9.9.9"),
+        "{text}"
+    );
+    let obj = env
+        .wait("bad-values", "bad values", |o| {
+            is(o, "Ready", "False", "ReconcileFailed")
+        })
+        .await;
+    let text = message(&obj, "Ready");
+    assert!(
+        text.starts_with("Helm install failed for release \"bad-values\": "),
+        "{text}"
+    );
+    let obj = env
+        .wait("unreachable", "an unreachable cluster", |o| {
+            is(o, "Ready", "False", "ReconcileFailed")
+        })
+        .await;
+    assert!(!message(&obj, "Ready").is_empty());
+    let obj = env
+        .wait("no-secret", "a missing kubeconfig", |o| {
+            is(o, "Ready", "False", "MissingSecret")
+        })
+        .await;
+    assert_eq!(
+        message(&obj, "Ready"),
+        "kubeconfig Secret \"platform/nope\" does not exist"
+    );
+    let obj = env
+        .wait("no-cluster", "a missing cluster", |o| {
+            is(o, "Accepted", "False", "MissingCluster")
+        })
+        .await;
+    assert_eq!(
+        message(&obj, "Ready"),
+        "OmniCluster \"nope\" does not exist"
+    );
+    for name in ["missing-chart", "bad-values", "no-secret", "no-cluster"] {
+        assert!(env.revisions(name).is_empty(), "{name} made a revision");
+    }
+    // No kubeconfig ever shows in a status.
+    for name in [
+        "missing-chart",
+        "bad-values",
+        "unreachable",
+        "no-secret",
+        "no-cluster",
+    ] {
+        let status = env.get(name)["status"].to_string();
+        assert!(
+            !status.contains("client-key-data") && !status.contains("token"),
+            "{name}: {status}"
+        );
+    }
+}
+
+/// `deletionPolicy: Orphan` leaves the release in the workload cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orphan_leaves_the_release_behind() {
+    let env = Env::start().await;
+    env.apply(&env.release("kept", json!({"deletionPolicy": "Orphan"})))
+        .await;
+    env.wait("kept", "installed", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+    env.delete("kept").await;
+    env.wait("kept", "gone", Value::is_null).await;
+    let revisions = env.revisions("kept");
+    assert_eq!(revisions.len(), 1);
+    assert_eq!(revisions[0].1["metadata"]["labels"]["status"], "deployed");
+}
+
+/// The Helm worker killed in the middle of an install is restarted; the revision it left `pending-install` is
+/// recovered and the release converges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_install_is_restarted_and_the_release_converges() {
+    let env = Env::start().await;
+    env.apply(&env.release(
+        "crash",
+        json!({"wait": true, "timeout": "120s", "chart": {"values": {"image": {"repository": NEVER_READY}}}}),
+    ))
+    .await;
+    env.wait_until("Helm to write the pending-install revision", || {
+        env.revisions("crash")
+            .first()
+            .is_some_and(|(_, s)| s["metadata"]["labels"]["status"] == "pending-install")
+    })
+    .await;
+    let pid = env.engine.worker_pid().await.expect("a running worker");
+    let starts = env.engine.starts();
+    // SIGKILL, as the OOM killer or a Go fatal error would end it.
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let obj = env
+        .wait("crash", "the lost action reported", |o| {
+            is(o, "Ready", "False", "ReconcileFailed")
+        })
+        .await;
+    assert!(message(&obj, "Ready").contains("worker exited"), "{obj:#}");
+    // What is wanted becomes installable: the pending revision is recovered and the release upgraded over it.
+    env.patch_spec(
+        "crash",
+        json!({"chart": {"values": {"image": {"repository": "nginx"}}}}),
+    )
+    .await;
+    let obj = env
+        .wait("crash", "converged", |o| {
+            is(o, "Ready", "True", "HelmUpgraded")
+        })
+        .await;
+    assert_eq!(obj["status"]["releaseStatus"], "deployed");
+    assert!(env.engine.starts() > starts, "the worker was restarted");
+    let revisions = env.revisions("crash");
+    assert_eq!(
+        revisions
+            .iter()
+            .map(|(v, s)| (*v, s["metadata"]["labels"]["status"].clone()))
+            .collect::<Vec<_>>(),
+        // Helm supersedes the revision an upgrade replaces, failed or not.
+        vec![(1, json!("superseded")), (2, json!("deployed"))],
+        "the pending revision recovered, the next one deployed"
+    );
+    // The recovery's own mark: the revision the dead action left pending was marked failed before the upgrade.
+    let description = stored_release(&revisions[0].1)["info"]["description"].clone();
+    assert!(
+        description
+            .as_str()
+            .unwrap_or_default()
+            .contains("pending-install interrupted"),
+        "{description}"
+    );
+}
+
+/// A chart pushed by Helm to a real OCI registry on loopback installs from its `oci://` reference (the
+/// registry is plain HTTP, which only the operator's setting allows), and a chart source outside the operator's
+/// allowed ones is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oci_chart_installs_and_sources_outside_the_allowed_ones_are_refused() {
+    let registry: Registry = registry().await;
+    let remote = format!("oci://{}/charts", registry.host);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let archive = dir.path().join("demo-0.1.0.tgz");
+    std::fs::write(
+        &archive,
+        base64::engine::general_purpose::STANDARD
+            .decode(demo_chart())
+            .expect("archive"),
+    )
+    .expect("write");
+    helm_c::Helm::load(&lib())
+        .expect("libhelm_c")
+        .push(&archive, &remote, &json!({"plain_http": true}))
+        .expect("helm push");
+    let sources = ChartSources::only([remote.as_str()])
+        .expect("sources")
+        .with_plain_http([registry.host.as_str()]);
+    let env = Env::start_with(sources).await;
+    env.apply(&env.release(
+        "from-oci",
+        json!({"chart": {"repository": remote, "chart": format!("{remote}/demo")}}),
+    ))
+    .await;
+    let obj = env
+        .wait("from-oci", "installed", |o| {
+            is(o, "Ready", "True", "HelmInstalled")
+        })
+        .await;
+    assert_eq!(obj["status"]["chart"], format!("{remote}/demo"));
+    assert_eq!(
+        stored_release(&env.revisions("from-oci")[0].1)["chart"]["metadata"]["name"],
+        "demo"
+    );
+    // The loopback HTTP repository is not among the allowed sources.
+    env.apply(&env.release("elsewhere", json!({}))).await;
+    let obj = env
+        .wait("elsewhere", "refused", |o| {
+            is(o, "Ready", "False", "ReconcileFailed")
+        })
+        .await;
+    assert!(
+        message(&obj, "Ready").contains("not among the operator's allowed chart sources"),
+        "{obj:#}"
+    );
+    assert!(env.revisions("elsewhere").is_empty());
+}

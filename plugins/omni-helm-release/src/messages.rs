@@ -1,0 +1,159 @@
+//! Every text this plugin writes into conditions and Events, in one place so each can be checked against the
+//! spec (§6.5-§6.7). Go's `%q` is [`q`]. None carries a Secret value: they name Secrets, keys, clusters and
+//! releases, and pass on host and Helm messages, which the host guarantees never quote a credential.
+
+use omni_plugin_sdk::HostError;
+use omni_plugin_sdk::helm::Action;
+
+/// Go's `%q`.
+pub use omni_plugin_sdk::go::quote as q;
+
+/// A host error's own text, without the kind prefix `Display` adds (`unavailable: `), which is noise in a
+/// condition; the prefixed form when the text is blank, so a message never has an empty cause.
+pub fn host_text(e: &HostError) -> String {
+    let inner = e.message();
+    if inner.trim().is_empty() {
+        e.to_string().trim().trim_end_matches(':').to_string()
+    } else {
+        inner.to_string()
+    }
+}
+
+/// `"ns/name"`, as the Go operator named Secrets in messages.
+fn path(namespace: &str, name: &str) -> String {
+    q(&format!("{namespace}/{name}"))
+}
+
+/// An action as Go's messages spell it: `install`, `upgrade`, …
+pub fn verb(action: Action) -> String {
+    action.name().to_lowercase()
+}
+
+pub fn missing_cluster(cluster: &str) -> String {
+    format!("OmniCluster {} does not exist", q(cluster))
+}
+
+/// `Accepted=True`, worded as the other workload-cluster kinds word it.
+pub fn attached(cluster: &str) -> String {
+    format!("attached to OmniCluster {}", q(cluster))
+}
+
+pub fn missing_kubeconfig(namespace: &str, name: &str) -> String {
+    format!("kubeconfig Secret {} does not exist", path(namespace, name))
+}
+
+pub fn kubeconfig_lacks_key(namespace: &str, name: &str, key: &str) -> String {
+    format!(
+        "kubeconfig Secret {} does not contain key {}",
+        path(namespace, name),
+        q(key)
+    )
+}
+
+/// §6.6: a failed Helm action, with Helm's error.
+pub fn action_failed(action: Action, release: &str, error: &str) -> String {
+    format!(
+        "Helm {} failed for release {}: {error}",
+        verb(action),
+        q(release)
+    )
+}
+
+pub fn running(action: Action, release: &str) -> String {
+    format!("Helm {} of release {} is running", verb(action), q(release))
+}
+
+pub fn installed(release: &str, revision: u64) -> String {
+    format!("installed Helm release {} revision {revision}", q(release))
+}
+
+pub fn upgraded(release: &str, revision: u64) -> String {
+    format!(
+        "upgraded Helm release {} to revision {revision}",
+        q(release)
+    )
+}
+
+pub fn uninstalled(release: &str) -> String {
+    format!("uninstalled Helm release {}", q(release))
+}
+
+/// Idle, but not deployed from what is wanted: a release someone else made (which the host does not adopt), or
+/// a state the host reports without an action of its own to show for it.
+pub fn not_converged(release: &str, status: &str) -> String {
+    format!("Helm release {} is {status}", q(release))
+}
+
+/// The status word of [`not_converged`] when the workload cluster holds no release at all.
+pub const NOT_INSTALLED: &str = "not installed";
+
+/// `releaseName` that Helm would refuse (§10.17); `why` from `rules::release_name_problem`.
+pub fn invalid_release_name(name: &str, why: &str) -> String {
+    format!(
+        "releaseName {} is not a valid Helm release name: {why}",
+        q(name)
+    )
+}
+
+/// A `spec.timeout` that is not a Go duration, with Go's parse error.
+pub fn invalid_timeout(raw: &str, why: &str) -> String {
+    format!("timeout {} is not a valid duration: {why}", q(raw))
+}
+
+pub fn uninstalling(release: &str) -> String {
+    format!("uninstalling Helm release {}", q(release))
+}
+
+/// §10.13: the uninstall cannot start; `why` names the missing kubeconfig Secret or key.
+pub fn cannot_uninstall(release: &str, why: &str) -> String {
+    format!(
+        "cannot uninstall Helm release {}: {why}; restore it, or set spec.deletionPolicy to Orphan to leave the \
+         release in the workload cluster",
+        q(release)
+    )
+}
+
+/// §10.13: the uninstall failed (Helm) or could not be run (the host); retried until it succeeds.
+pub fn uninstall_failed(release: &str, why: &str) -> String {
+    format!(
+        "Helm uninstall failed for release {}: {why}; the finalizer stays until it succeeds, or set \
+         spec.deletionPolicy to Orphan to leave the release",
+        q(release)
+    )
+}
+
+/// §10.13: uninstall answered, but the release is still there.
+pub fn uninstall_stuck(release: &str, status: &str) -> String {
+    format!(
+        "Helm release {} is {status} and was not uninstalled; the finalizer stays until it is, or set \
+         spec.deletionPolicy to Orphan to leave the release",
+        q(release)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_text_drops_the_kind_prefix_but_never_ends_empty() {
+        assert_eq!(
+            host_text(&HostError::Unavailable("no Helm here".into())),
+            "no Helm here"
+        );
+        assert_eq!(host_text(&HostError::Timeout(" ".into())), "timeout");
+        assert_eq!(host_text(&HostError::Denied(String::new())), "denied");
+    }
+
+    #[test]
+    fn actions_are_lower_cased_as_go_lower_cased_them() {
+        assert_eq!(
+            action_failed(Action::Upgrade, "web", "boom"),
+            "Helm upgrade failed for release \"web\": boom"
+        );
+        assert_eq!(
+            running(Action::Install, "web"),
+            "Helm install of release \"web\" is running"
+        );
+    }
+}

@@ -1,0 +1,154 @@
+//! The field rules that admission (`admission`) and the controller (`validation`) share. Both read the raw
+//! object: admission because it must judge whatever was sent, the controller because a spec the webhook would
+//! have refused (webhooks can be disabled) must be reported, never turned into a decode error.
+
+use omni_plugin_sdk::Value;
+
+/// Helm's limit on release names (`chartutil.ValidateReleaseName`): the name ends up in Secret labels and
+/// resource names derived from it.
+pub const MAX_RELEASE_NAME: usize = 53;
+
+/// The text of a string field; absent or not a string is `""`, as Go's zero value.
+pub fn text(v: &Value) -> &str {
+    v.as_str().unwrap_or_default()
+}
+
+/// Empty or only whitespace (Go's `strings.TrimSpace(x) == ""`).
+pub fn blank(v: &Value) -> bool {
+    text(v).trim().is_empty()
+}
+
+/// Set (non-empty) but only whitespace: an unset optional field is fine, a blank one is not.
+pub fn set_but_blank(v: &Value) -> bool {
+    let s = text(v);
+    !s.is_empty() && s.trim().is_empty()
+}
+
+/// `spec.timeout` when set: its nanoseconds, or Go's parse error. The Go operator could not even decode an
+/// object with an unparsable duration; here it is a field error like any other.
+pub fn timeout(spec: &Value) -> Option<Result<i64, String>> {
+    let raw = spec.get("timeout").filter(|v| !v.is_null())?;
+    Some(omni_plugin_sdk::go::parse_duration(text(raw)))
+}
+
+/// `spec.maxHistory` when it is a negative integer.
+pub fn negative_max_history(spec: &Value) -> Option<i64> {
+    spec["maxHistory"].as_i64().filter(|n| *n < 0)
+}
+
+/// The values are usable: absent (or `null`, which the API server prunes and Go decoded as absent) or a JSON
+/// object.
+pub fn values_are_an_object(chart: &Value) -> bool {
+    matches!(
+        chart.get("values"),
+        None | Some(Value::Null | Value::Object(_))
+    )
+}
+
+/// `spec.deletionPolicy` is unset, empty (both mean `Uninstall`), `Uninstall` or `Orphan`.
+pub fn known_deletion_policy(spec: &Value) -> bool {
+    match spec.get("deletionPolicy") {
+        None | Some(Value::Null) => true,
+        Some(v) => matches!(v.as_str(), Some("" | "Uninstall" | "Orphan")),
+    }
+}
+
+/// Why Helm would refuse `name` as a release name, or `None` when it is fine (§10.17: the Go operator let Helm
+/// find out, at every reconcile). Helm's rule is a DNS-1123 subdomain of at most 53 characters.
+pub fn release_name_problem(name: &str) -> Option<String> {
+    if name.len() > MAX_RELEASE_NAME {
+        return Some(format!(
+            "it must be no more than {MAX_RELEASE_NAME} characters"
+        ));
+    }
+    if !is_dns1123_subdomain(name) {
+        return Some(
+            "it must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an \
+             alphanumeric character"
+                .into(),
+        );
+    }
+    None
+}
+
+/// `^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`: dot-separated labels, each starting and
+/// ending with a lower-case letter or digit.
+fn is_dns1123_subdomain(name: &str) -> bool {
+    let alnum = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    name.split('.').all(|label| {
+        let b = label.as_bytes();
+        match (b.first(), b.last()) {
+            (Some(&first), Some(&last)) => {
+                alnum(first) && alnum(last) && b.iter().all(|&c| alnum(c) || c == b'-')
+            }
+            _ => false,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use omni_plugin_sdk::json;
+
+    #[test]
+    fn release_names_follow_helms_rule() {
+        for good in [
+            "a",
+            "0",
+            "web",
+            "my-app",
+            "my.app",
+            "a-b.c-d",
+            "x1.2y",
+            &"a".repeat(53),
+        ] {
+            assert_eq!(release_name_problem(good), None, "{good}");
+        }
+        let pattern = "it must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an \
+                       alphanumeric character";
+        for bad in [
+            "", "App", "my_app", "-a", "a-", "a..b", ".a", "a.", "a.-b", "a b", " a", "ü",
+        ] {
+            assert_eq!(
+                release_name_problem(bad).as_deref(),
+                Some(pattern),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            release_name_problem(&"a".repeat(54)).as_deref(),
+            Some("it must be no more than 53 characters")
+        );
+    }
+
+    #[test]
+    fn values_must_be_an_object_when_present() {
+        assert!(values_are_an_object(&json!({})));
+        assert!(values_are_an_object(&json!({"values": null})));
+        assert!(values_are_an_object(&json!({"values": {"a": 1}})));
+        for bad in [json!([]), json!("x"), json!(1), json!(true)] {
+            assert!(!values_are_an_object(&json!({ "values": bad })), "{bad}");
+        }
+    }
+
+    #[test]
+    fn timeouts_parse_as_go_durations() {
+        assert_eq!(timeout(&json!({})), None);
+        assert_eq!(timeout(&json!({"timeout": null})), None);
+        assert_eq!(
+            timeout(&json!({"timeout": "90s"})),
+            Some(Ok(90_000_000_000))
+        );
+        assert_eq!(
+            timeout(&json!({"timeout": "5 minutes"})),
+            Some(Err(
+                "time: unknown unit \" minutes\" in duration \"5 minutes\"".into()
+            ))
+        );
+        assert_eq!(
+            timeout(&json!({"timeout": ""})),
+            Some(Err("time: invalid duration \"\"".into()))
+        );
+    }
+}

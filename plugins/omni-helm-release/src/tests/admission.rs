@@ -1,0 +1,246 @@
+//! §7.3 OmniHelmRelease admission: every rule with its path, type, value and text, all errors in order, the
+//! warning, and the §10.17 release-name rule.
+
+use super::*;
+
+const WARNING: &str =
+    "OmniHelmRelease uses a workload-cluster kubeconfig Secret and writes directly to that cluster";
+const PATTERN: &str = "it must consist of lower case alphanumeric characters, '-' or '.', and must start and end with \
+                       an alphanumeric character";
+
+fn messages(object: &Value) -> Vec<String> {
+    OmniHelmReleasePlugin::validate(object, None).messages()
+}
+
+#[test]
+fn a_valid_release_is_allowed_with_the_workload_warning() {
+    for object in [
+        release(),
+        minimal(),
+        set(release(), "spec.deletionPolicy", json!("Orphan")),
+        set(release(), "spec.deletionPolicy", json!("")),
+        set(
+            release(),
+            "spec.chart.chart",
+            json!("oci://ghcr.io/stefanprodan/charts/podinfo"),
+        ),
+        set(release(), "spec.chart.values", json!({})),
+        set(release(), "spec.timeout", json!("1h30m")),
+        set(release(), "spec.maxHistory", json!(0)),
+        set(release(), "spec.releaseName", json!("a.b-c.1")),
+    ] {
+        let verdict = OmniHelmReleasePlugin::validate(&object, None);
+        assert_eq!(verdict.messages(), Vec::<String>::new(), "{object}");
+        assert_eq!(verdict.warnings, [WARNING]);
+    }
+}
+
+#[test]
+fn each_rule_has_its_path_type_value_and_text() {
+    let long = "a".repeat(54);
+    let cases: Vec<(&str, Value, String)> = vec![
+        ("spec.clusterRef.name", json!(" "), "spec.clusterRef.name: Required value: clusterRef.name is required".into()),
+        ("spec.clusterRef", Value::Null, "spec.clusterRef.name: Required value: clusterRef.name is required".into()),
+        (
+            "spec.kubeconfigSecretRef.name",
+            json!(""),
+            "spec.kubeconfigSecretRef.name: Required value: kubeconfig Secret name is required".into(),
+        ),
+        (
+            "spec.kubeconfigSecretRef.key",
+            json!("  "),
+            "spec.kubeconfigSecretRef.key: Required value: kubeconfig Secret key must not be blank".into(),
+        ),
+        (
+            "spec.releaseName",
+            json!(" podinfo"),
+            "spec.releaseName: Invalid value: \" podinfo\": releaseName must not include leading or trailing whitespace"
+                .into(),
+        ),
+        (
+            "spec.releaseName",
+            json!("Podinfo"),
+            format!("spec.releaseName: Invalid value: \"Podinfo\": not a valid Helm release name: {PATTERN}"),
+        ),
+        (
+            "spec.releaseName",
+            json!("pod_info"),
+            format!("spec.releaseName: Invalid value: \"pod_info\": not a valid Helm release name: {PATTERN}"),
+        ),
+        (
+            "spec.releaseName",
+            json!(long),
+            format!(
+                "spec.releaseName: Invalid value: \"{long}\": not a valid Helm release name: it must be no more than 53 \
+                 characters"
+            ),
+        ),
+        (
+            "spec.namespace",
+            json!("apps "),
+            "spec.namespace: Invalid value: \"apps \": namespace must not include leading or trailing whitespace".into(),
+        ),
+        ("spec.chart.repository", json!(" "), "spec.chart.repository: Required value: chart.repository is required".into()),
+        (
+            "spec.chart.repository",
+            json!("charts.example.com"),
+            "spec.chart.repository: Invalid value: \"charts.example.com\": chart.repository must be an absolute URL".into(),
+        ),
+        (
+            "spec.chart.repository",
+            json!("https://"),
+            "spec.chart.repository: Invalid value: \"https://\": chart.repository must be an absolute URL".into(),
+        ),
+        ("spec.chart.chart", json!(""), "spec.chart.chart: Required value: chart.chart is required".into()),
+        ("spec.chart.version", Value::Null, "spec.chart.version: Required value: chart.version is required".into()),
+        ("spec.timeout", json!("0s"), "spec.timeout: Invalid value: \"0s\": timeout must be greater than zero".into()),
+        ("spec.timeout", json!("0"), "spec.timeout: Invalid value: \"0s\": timeout must be greater than zero".into()),
+        ("spec.timeout", json!("-5m"), "spec.timeout: Invalid value: \"-5m0s\": timeout must be greater than zero".into()),
+        (
+            "spec.timeout",
+            json!("5 min"),
+            "spec.timeout: Invalid value: \"5 min\": timeout is not a valid duration: time: unknown unit \" min\" in \
+             duration \"5 min\""
+                .into(),
+        ),
+        ("spec.maxHistory", json!(-2), "spec.maxHistory: Invalid value: -2: maxHistory must not be negative".into()),
+        (
+            "spec.deletionPolicy",
+            json!("Retain"),
+            "spec.deletionPolicy: Unsupported value: \"Retain\": supported values: \"Uninstall\", \"Orphan\"".into(),
+        ),
+        (
+            "spec.deletionPolicy",
+            json!("uninstall"),
+            "spec.deletionPolicy: Unsupported value: \"uninstall\": supported values: \"Uninstall\", \"Orphan\"".into(),
+        ),
+        (
+            "spec.chart.values",
+            json!([1, 2]),
+            "spec.chart.values: Invalid value: [1,2]: helm release values must be a JSON object".into(),
+        ),
+        (
+            "spec.chart.values",
+            json!("a: b"),
+            "spec.chart.values: Invalid value: \"a: b\": helm release values must be a JSON object".into(),
+        ),
+    ];
+    for (path, value, want) in cases {
+        assert_eq!(
+            messages(&set(release(), path, value.clone())),
+            [want],
+            "{path} = {value}"
+        );
+    }
+}
+
+#[test]
+fn all_errors_are_collected_in_the_webhooks_order() {
+    let object = json!({
+        "metadata": {"name": "Web", "namespace": NS},
+        "spec": {
+            "kubeconfigSecretRef": {"key": " "},
+            "namespace": " apps",
+            "chart": {"repository": "/charts", "values": 3},
+            "timeout": "-1s",
+            "maxHistory": -1,
+            "deletionPolicy": "Keep"
+        }
+    });
+    let verdict = OmniHelmReleasePlugin::validate(&object, None);
+    assert_eq!(
+        verdict.messages(),
+        [
+            "spec.clusterRef.name: Required value: clusterRef.name is required".to_string(),
+            "spec.kubeconfigSecretRef.name: Required value: kubeconfig Secret name is required".into(),
+            "spec.kubeconfigSecretRef.key: Required value: kubeconfig Secret key must not be blank".into(),
+            format!(
+                "metadata.name: Invalid value: \"Web\": not a valid Helm release name (spec.releaseName is unset, so \
+                 metadata.name is the release name): {PATTERN}"
+            ),
+            "spec.namespace: Invalid value: \" apps\": namespace must not include leading or trailing whitespace".into(),
+            "spec.chart.repository: Invalid value: \"/charts\": chart.repository must be an absolute URL".into(),
+            "spec.chart.chart: Required value: chart.chart is required".into(),
+            "spec.chart.version: Required value: chart.version is required".into(),
+            "spec.timeout: Invalid value: \"-1s\": timeout must be greater than zero".into(),
+            "spec.maxHistory: Invalid value: -1: maxHistory must not be negative".into(),
+            "spec.deletionPolicy: Unsupported value: \"Keep\": supported values: \"Uninstall\", \"Orphan\"".into(),
+            "spec.chart.values: Invalid value: 3: helm release values must be a JSON object".into(),
+        ]
+    );
+    assert!(
+        verdict.warnings.is_empty(),
+        "no kubeconfig name, no warning"
+    );
+}
+
+#[test]
+fn the_release_name_rule_judges_the_name_the_release_will_have() {
+    // metadata.name is the release name only while spec.releaseName is unset (or empty, as Go normalises it).
+    let bad_object_name = set(release(), "metadata.name", json!("Web_App"));
+    assert!(
+        OmniHelmReleasePlugin::validate(&bad_object_name, None).allowed(),
+        "releaseName is set"
+    );
+    for object in [
+        set(bad_object_name.clone(), "spec.releaseName", Value::Null),
+        set(bad_object_name, "spec.releaseName", json!("")),
+    ] {
+        assert_eq!(
+            messages(&object),
+            [format!(
+                "metadata.name: Invalid value: \"Web_App\": not a valid Helm release name (spec.releaseName is unset, \
+                 so metadata.name is the release name): {PATTERN}"
+            )]
+        );
+    }
+    // Exactly 53 characters is fine.
+    assert!(
+        OmniHelmReleasePlugin::validate(
+            &set(release(), "spec.releaseName", json!("a".repeat(53))),
+            None
+        )
+        .allowed()
+    );
+    // A name refused for whitespace is not refused twice.
+    assert_eq!(
+        messages(&set(release(), "spec.releaseName", json!("Bad "))).len(),
+        1
+    );
+    // No name at all is the API server's business.
+    assert!(
+        OmniHelmReleasePlugin::validate(&set(minimal(), "metadata.name", Value::Null), None)
+            .allowed()
+    );
+}
+
+#[test]
+fn update_is_judged_like_create() {
+    let old = release();
+    let renamed = set(release(), "spec.kubeconfigSecretRef.name", json!("other"));
+    assert!(OmniHelmReleasePlugin::validate(&renamed, Some(&old)).allowed());
+    let bad = set(release(), "spec.maxHistory", json!(-1));
+    assert_eq!(
+        OmniHelmReleasePlugin::validate(&bad, Some(&old)).messages(),
+        ["spec.maxHistory: Invalid value: -1: maxHistory must not be negative"]
+    );
+}
+
+#[test]
+fn the_warning_follows_a_non_empty_kubeconfig_name_even_when_blank() {
+    let blank = OmniHelmReleasePlugin::validate(
+        &set(release(), "spec.kubeconfigSecretRef.name", json!(" ")),
+        None,
+    );
+    assert!(!blank.allowed());
+    assert_eq!(
+        blank.warnings,
+        [WARNING],
+        "Go warns whenever the name is non-empty"
+    );
+    let empty = OmniHelmReleasePlugin::validate(
+        &set(release(), "spec.kubeconfigSecretRef.name", json!("")),
+        None,
+    );
+    assert!(empty.warnings.is_empty());
+}
