@@ -37,6 +37,9 @@ pub struct DevOptions {
     pub template_roots: Vec<PathBuf>,
     /// Helm's worker, when a libhelm_c is configured.
     pub helm: Option<crate::helm::WorkerOptions>,
+    /// Directories of chart directories (`examples/charts`) to serve as a chart repository on loopback; the
+    /// applied OmniHelmReleases naming one of those charts are pointed at it.
+    pub charts: Vec<PathBuf>,
 }
 
 /// The service account `dev` mints for the operator.
@@ -88,10 +91,13 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
         "Omni simulator at {} (service account {DEV_SERVICE_ACCOUNT}, role Operator)",
         omni.endpoint()
     );
+    let workload_kubeconfig = std::env::temp_dir().join("omni-operator-dev-workload.kubeconfig");
     if let Some(workload) = &stack.workload {
+        workload.write_kubeconfig(&workload_kubeconfig, &workload.admin())?;
         println!(
-            "Workload cluster (behind Omni's Kubernetes proxy) at {}: group {DEV_WORKLOAD_GROUP} may manage Secrets and create namespaces; workloads there get Pods that turn Ready on a simulated Node",
-            workload.url()
+            "Workload cluster (behind Omni's Kubernetes proxy) at {} (admin kubeconfig: {}): group {DEV_WORKLOAD_GROUP} may manage Secrets, create namespaces and run the example chart's Deployments, Services and ConfigMaps; workloads there get Pods that turn Ready on a simulated Node",
+            workload.url(),
+            workload_kubeconfig.display()
         );
     }
 
@@ -136,6 +142,14 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     };
     let helm = crate::helm::start(opts.helm.clone()).await;
     println!("{}", helm.summary);
+    let charts_dir =
+        std::env::temp_dir().join(format!("omni-operator-dev-charts-{}", std::process::id()));
+    let served = match (&helm.engine, helm.ready, opts.charts.is_empty()) {
+        (Some(engine), true, false) => {
+            Some(serve_charts(engine.as_ref(), &opts.charts, &charts_dir).await?)
+        }
+        _ => None,
+    };
     let settings = Settings {
         omni: std::sync::Arc::new(OmniConnections::new(opts.omni_dictionary.clone())),
         template_roots: crate::capabilities::TemplateRoots::new(opts.template_roots.clone()),
@@ -153,6 +167,21 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     }
     for line in point_at_simulator(&mut objects, &omni.endpoint(), &key) {
         println!("  {line}");
+    }
+    if let Some((repo, names)) = &served {
+        let pointed = point_at_charts(&mut objects, &repo.url, names);
+        for line in &pointed {
+            println!("  {line}");
+        }
+        if !pointed.is_empty() {
+            let k = workload_kubeconfig.display();
+            println!(
+                "  see the releases Helm stored: kubectl --kubeconfig {k} get secrets -A -l owner=helm"
+            );
+            println!(
+                "  and what they installed: kubectl --kubeconfig {k} get deployments,services,configmaps -A -l app.kubernetes.io/instance"
+            );
+        }
     }
     let mut applied = Vec::new();
     for (file, obj) in &objects {
@@ -216,19 +245,109 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(2), controllers).await;
     stack.stop().await;
+    drop(served);
+    let _ = std::fs::remove_dir_all(&charts_dir);
     Ok(settled)
 }
 
-/// The group the dev workload cluster's RBAC grants Secrets (everywhere) and namespace creation: what the
-/// examples' OmniKubeconfigExport asks for, and no more.
+/// Packages every chart under `roots` with Helm (in its worker) into `dir`, indexes them, and serves `dir` as a
+/// chart repository on loopback. Returns the repository and the chart names it serves.
+async fn serve_charts(
+    engine: &dyn crate::helm::HelmEngine,
+    roots: &[PathBuf],
+    dir: &Path,
+) -> Result<(crate::helm::repository::ChartRepository, Vec<String>)> {
+    let mut charts = Vec::new();
+    for root in roots {
+        let entries = std::fs::read_dir(root)
+            .with_context(|| format!("--serve-charts {}: reading the directory", root.display()))?;
+        for entry in entries {
+            let path = entry?.path();
+            if path.join("Chart.yaml").is_file() {
+                charts.push(path);
+            }
+        }
+    }
+    charts.sort();
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let repo = crate::helm::repository::ChartRepository::bind(dir)
+        .await
+        .context("serving the chart repository on loopback")?;
+    let publish = crate::helm::protocol::Op::Publish {
+        charts: charts.iter().map(|c| c.display().to_string()).collect(),
+        dir: dir.display().to_string(),
+        base_url: repo.url.clone(),
+    };
+    engine
+        .run(publish, None, Duration::from_secs(60))
+        .await
+        .context("packaging the charts with Helm")?;
+    let names: Vec<String> = charts
+        .iter()
+        .filter_map(|c| c.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    println!(
+        "Chart repository at {} (made by Helm from {}): {}",
+        repo.url,
+        roots
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        names.join(", ")
+    );
+    Ok((repo, names))
+}
+
+/// Points the OmniHelmReleases whose chart `dev` serves at its local chart repository. OCI charts and charts it
+/// does not serve are left alone.
+fn point_at_charts(objects: &mut [(PathBuf, Value)], url: &str, names: &[String]) -> Vec<String> {
+    let mut said = Vec::new();
+    for (_, obj) in objects.iter_mut() {
+        if obj["kind"] != "OmniHelmRelease"
+            || !is_omni(obj["apiVersion"].as_str().unwrap_or_default())
+        {
+            continue;
+        }
+        let chart = obj["spec"]["chart"]["chart"]
+            .as_str()
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        if chart.starts_with("oci://") || !names.contains(&chart) {
+            continue;
+        }
+        let (_, _, ns, name) = identity(obj);
+        let before = obj["spec"]["chart"]["repository"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        obj["spec"]["chart"]["repository"] = json!(url);
+        said.push(format!(
+            "OmniHelmRelease {ns}/{name}: chart repository {before} -> {url} (served by dev)"
+        ));
+    }
+    said
+}
+
+/// The group the dev workload cluster's RBAC grants Secrets (everywhere), namespace creation and the example
+/// chart's kinds: what the examples' OmniKubeconfigExport asks for, and no more.
 const DEV_WORKLOAD_GROUP: &str = "omni-automation";
 
-/// The workload cluster's RBAC: the group may manage Secrets everywhere and create namespaces.
+/// The workload cluster's RBAC: the group may manage Secrets everywhere, create namespaces, and manage what the
+/// example chart installs.
 fn workload_rbac() -> Vec<Value> {
     vec![
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": DEV_WORKLOAD_GROUP},
             "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch", "create", "update", "delete"]},
-                      {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "create"]}]}),
+                      // Helm's `createNamespace` applies the namespace server-side: `patch`.
+                      {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "create", "patch"]},
+                      // What Helm needs for examples/charts/hello: its objects (applied server-side, hence patch) and
+                      // their readiness (watched for `wait`).
+                      {"apiGroups": ["", "apps"], "resources": ["configmaps", "services", "deployments"],
+                       "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+                      // Helm's readiness wait (kstatus) reads a Deployment's ReplicaSets and their Pods too.
+                      {"apiGroups": ["", "apps"], "resources": ["pods", "replicasets"], "verbs": ["get", "list", "watch"]}]}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": DEV_WORKLOAD_GROUP},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": DEV_WORKLOAD_GROUP},
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": DEV_WORKLOAD_GROUP}]}),

@@ -242,6 +242,10 @@ enum Command {
         /// Seconds to wait for everything to settle.
         #[arg(long, default_value_t = 120)]
         timeout: u64,
+        /// A directory of chart directories (`examples/charts`) to serve as a chart repository on loopback
+        /// (repeatable); OmniHelmReleases naming one of its charts are pointed at it. Needs Helm (HELM_C_LIB).
+        #[arg(long)]
+        serve_charts: Vec<PathBuf>,
         #[command(flatten)]
         sources: SourceArgs,
     },
@@ -386,6 +390,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             omni_listen,
             exit_when_settled,
             timeout,
+            serve_charts,
             sources,
         } => {
             let opts = omni_operator::dev::DevOptions {
@@ -400,6 +405,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 omni_dictionary: cli.omni.dictionary()?,
                 template_roots: cli.omni.template_roots()?,
                 helm: cli.helm.worker()?,
+                charts: serve_charts,
             };
             let settled = omni_operator::dev::run(opts).await?;
             Ok(if settled {

@@ -75,8 +75,8 @@ impl StackBuilder {
     /// workload controllers run (one simulated Node), so what is installed there becomes Ready as on a real
     /// cluster; the management cluster has none, as the operator's own objects need none.
     pub fn workload_cluster(mut self, objects: Vec<Value>) -> Self {
+        // HTTPS, as Omni's proxy: client-go (Helm, kubectl) sends no bearer token over plain HTTP.
         let builder = kube_sim::KubeSim::builder()
-            .insecure_http(true)
             .anonymous(kube_sim::Anonymous::Reject)
             .workloads(kube_sim::workloads::WorkloadOptions::default());
         self.workload = Some((builder, objects));
@@ -123,7 +123,10 @@ impl StackBuilder {
             None => None,
         };
         let omni = match &workload {
-            Some(w) => self.omni.kubernetes_proxy_url(&w.url()),
+            Some(w) => self
+                .omni
+                .kubernetes_proxy_url(&w.url())
+                .kubernetes_proxy_ca(w.ca_pem()),
             None => self.omni,
         };
         let omni = omni.start().await.context("starting the Omni simulator")?;

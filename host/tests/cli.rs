@@ -15,15 +15,24 @@ fn examples() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/quickstart")
 }
 
+/// The README's run command's arguments: the quickstart, its chart served locally, and Helm.
+fn quickstart(cmd: &mut Command) -> &mut Command {
+    cmd.env("HELM_C_LIB", helm_c_lib())
+        .arg("--apply")
+        .arg(examples())
+        .arg("--serve-charts")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/charts"))
+}
+
 /// The README's first command: everything applied settles, and the command says so and exits 0.
 #[test]
 fn dev_settles_on_the_quickstart_examples() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = bin()
-        .args(["--cache-dir"])
+    let mut cmd = bin();
+    cmd.args(["--cache-dir"])
         .arg(dir.path().join("cache"))
-        .args(["dev", "--exit-when-settled", "--timeout", "60", "--apply"])
-        .arg(examples())
+        .args(["dev", "--exit-when-settled", "--timeout", "90"]);
+    let out = quickstart(&mut cmd)
         .arg("--kubeconfig-out")
         .arg(dir.path().join("kc"))
         .output()
@@ -35,9 +44,18 @@ fn dev_settles_on_the_quickstart_examples() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.contains("all 8 reconciled objects are ready"),
+        stdout.contains("all 9 reconciled objects are ready"),
         "{stdout}"
     );
+    // The example chart, packaged by Helm and served on loopback, installed into the workload cluster through
+    // the exported kubeconfig.
+    assert!(
+        stdout.contains("Chart repository at http://127.0.0.1:"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("OmniHelmRelease omni-system/hello: chart repository https://charts.example.com/omni-operator -> http://127.0.0.1:"), "{stdout}");
+    assert!(stdout.contains("ready    OmniHelmRelease omni-system/hello  Ready=True HelmInstalled: installed Helm release \"hello\" revision 1"), "{stdout}");
+    assert!(stdout.contains("get secrets -A -l owner=helm"), "{stdout}");
     assert!(stdout.contains("ready    OmniKubeconfigExport omni-system/edge-sample-automation  Ready=True Exported: exported kubeconfig to Secret \"omni-system/edge-sample-kubeconfig\" key \"kubeconfig\""), "{stdout}");
     assert!(stdout.contains("ready    OmniSecretSync omni-system/registry-credentials  Ready=True Synced: synced Secret \"registry-credentials\" to workload Secret \"apps/registry-credentials\""), "{stdout}");
     assert!(
@@ -148,11 +166,11 @@ fn dev_shows_the_operators_events_in_kubectl_describe() {
     use std::io::{BufRead, BufReader};
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kc");
-    let mut child = bin()
-        .args(["--cache-dir"])
+    let mut cmd = bin();
+    cmd.args(["--cache-dir"])
         .arg(dir.path().join("cache"))
-        .args(["dev", "--timeout", "90", "--apply"])
-        .arg(examples())
+        .args(["dev", "--timeout", "90"]);
+    let mut child = quickstart(&mut cmd)
         .arg("--kubeconfig-out")
         .arg(&kubeconfig)
         .stdout(std::process::Stdio::piped())

@@ -7,6 +7,7 @@
 
 pub mod protocol;
 pub mod releases;
+pub mod repository;
 pub mod storage;
 pub mod worker;
 

@@ -73,6 +73,13 @@ pub enum Op {
         target: Target,
         release: String,
     },
+    /// Packages each chart directory into `dir` and writes the repository's `index.yaml` there, with chart URLs
+    /// under `base_url`: a chart repository Helm can install from, made by Helm itself.
+    Publish {
+        charts: Vec<String>,
+        dir: String,
+        base_url: String,
+    },
     /// Cancels the request `id` (its Helm context); the cancelled request answers `cancelled`.
     Cancel {
         id: u64,

@@ -185,6 +185,23 @@ fn run(helm: &Helm, id: u64, op: Op, contexts: &Mutex<Contexts>) -> Result<Value
             release,
             options,
         } => config(helm, &target)?.uninstall(&release, &options),
+        Op::Publish {
+            charts,
+            dir,
+            base_url,
+        } => {
+            let out = Path::new(&dir);
+            let mut archives = Vec::new();
+            for chart in &charts {
+                archives.push(helm.load_chart(Path::new(chart))?.save(out)?);
+            }
+            let index = helm.repo_index(out, &json!({"base_url": base_url}))?;
+            std::fs::write(out.join("index.yaml"), index).map_err(|e| HelmError::Answer {
+                call: "publish",
+                reason: format!("writing index.yaml in {dir}: {e}"),
+            })?;
+            Ok(json!({"archives": archives}))
+        }
         Op::Status { target, release } => config(helm, &target)?.status(&release, &json!({})),
         Op::History { target, release } => config(helm, &target)?.history(&release, &json!({})),
         // Answered on the reading thread (see `serve`).

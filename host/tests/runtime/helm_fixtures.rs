@@ -39,76 +39,32 @@ pub fn package(helm: &helm_c::Helm, chart_dir: &str, out: &std::path::Path) -> V
     std::fs::read(saved).expect("the archive")
 }
 
-/// A chart repository as Helm reads one: `index.yaml` and the chart archives, served over plain HTTP on loopback
-/// (one request per connection).
+/// A chart repository as Helm reads one: `index.yaml` and the demo chart's archive, served on loopback by the
+/// host's own repository server (as `dev` serves one).
 pub struct ChartRepo {
     pub url: String,
+    _server: omni_operator::helm::repository::ChartRepository,
     _dir: tempfile::TempDir,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for ChartRepo {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 pub async fn chart_repo() -> ChartRepo {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = omni_operator::helm::repository::ChartRepository::bind(dir.path())
         .await
         .expect("bind");
-    let url = format!("http://{}/charts", listener.local_addr().expect("addr"));
-    let dir = tempfile::tempdir().expect("tempdir");
     let archive = base64::engine::general_purpose::STANDARD
         .decode(demo_chart())
         .expect("archive");
     std::fs::write(dir.path().join("demo-0.1.0.tgz"), archive).expect("write");
     let helm = helm_c::Helm::load(&lib()).expect("libhelm_c");
     let index = helm
-        .repo_index(dir.path(), &json!({"base_url": url}))
+        .repo_index(dir.path(), &json!({"base_url": server.url}))
         .expect("helm repo index");
     std::fs::write(dir.path().join("index.yaml"), index).expect("write");
-    let root = dir.path().to_path_buf();
-    let task = tokio::spawn(async move {
-        while let Ok((mut conn, _)) = listener.accept().await {
-            let root = root.clone();
-            tokio::spawn(async move {
-                let mut request = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match conn.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => request.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let text = String::from_utf8_lossy(&request);
-                let path = text.split_whitespace().nth(1).unwrap_or("/");
-                let file = path.trim_start_matches("/charts/");
-                let body = (!file.contains('/') && !file.contains(".."))
-                    .then(|| std::fs::read(root.join(file)).ok())
-                    .flatten();
-                let head = match &body {
-                    Some(b) => format!(
-                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                        b.len()
-                    ),
-                    None => {
-                        "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-                            .into()
-                    }
-                };
-                let _ = conn.write_all(head.as_bytes()).await;
-                if let Some(b) = body {
-                    let _ = conn.write_all(&b).await;
-                }
-            });
-        }
-    });
     ChartRepo {
-        url,
+        url: server.url.clone(),
+        _server: server,
         _dir: dir,
-        task,
     }
 }
 

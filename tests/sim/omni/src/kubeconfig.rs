@@ -226,11 +226,21 @@ impl JwtVerifier {
     }
 }
 
-/// The kubeconfig shape of §7 (`N = <account>-<cluster>-<user>`).
-pub fn render(name: &str, server: &str, token: &str) -> String {
+/// The kubeconfig shape of §7 (`N = <account>-<cluster>-<user>`), with `certificate-authority-data` when the
+/// proxy's CA is given.
+pub fn render(name: &str, server: &str, ca_pem: Option<&str>, token: &str) -> String {
+    use base64::Engine as _;
     let q = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}"));
+    let ca = ca_pem
+        .map(|pem| {
+            format!(
+                "    certificate-authority-data: {}\n",
+                base64::engine::general_purpose::STANDARD.encode(pem)
+            )
+        })
+        .unwrap_or_default();
     format!(
-        "apiVersion: v1\nclusters:\n- cluster:\n    server: {server}\n  name: {n}\ncontexts:\n- context:\n    cluster: {n}\n    namespace: default\n    user: {n}\n  name: {n}\ncurrent-context: {n}\nkind: Config\npreferences: {{}}\nusers:\n- name: {n}\n  user:\n    token: {token}\n",
+        "apiVersion: v1\nclusters:\n- cluster:\n{ca}    server: {server}\n  name: {n}\ncontexts:\n- context:\n    cluster: {n}\n    namespace: default\n    user: {n}\n  name: {n}\ncurrent-context: {n}\nkind: Config\npreferences: {{}}\nusers:\n- name: {n}\n  user:\n    token: {token}\n",
         server = q(server),
         n = q(name),
         token = token

@@ -73,6 +73,7 @@ pub struct Builder {
     clock: SimClock,
     account_name: String,
     kubernetes_proxy_url: Option<String>,
+    kubernetes_proxy_ca: Option<String>,
     eula_accepted: bool,
     talos_versions: Vec<TalosVersion>,
     controller_delay: Duration,
@@ -90,6 +91,7 @@ impl Default for Builder {
             clock: SimClock::new(),
             account_name: "omni-sim".into(),
             kubernetes_proxy_url: None,
+            kubernetes_proxy_ca: None,
             eula_accepted: true,
             talos_versions: TalosVersion::defaults(),
             controller_delay: Duration::from_millis(50),
@@ -124,6 +126,14 @@ impl Builder {
     /// The `server:` of minted kubeconfigs. Default `https://<account>.kubernetes.omni-sim.invalid`.
     pub fn kubernetes_proxy_url(mut self, url: &str) -> Self {
         self.kubernetes_proxy_url = Some(url.into());
+        self
+    }
+    /// The CA (PEM) that signed the proxy's serving certificate, written into minted kubeconfigs as
+    /// `certificate-authority-data`. Omni's own proxy serves a certificate clients already trust and its
+    /// kubeconfigs carry no CA; a simulated proxy serves a self-signed one, so its kubeconfigs name the CA
+    /// instead of turning verification off.
+    pub fn kubernetes_proxy_ca(mut self, pem: &str) -> Self {
+        self.kubernetes_proxy_ca = Some(pem.into());
         self
     }
     pub fn eula_accepted(mut self, yes: bool) -> Self {
@@ -186,6 +196,7 @@ impl Builder {
                 kubernetes_proxy_url: self.kubernetes_proxy_url.unwrap_or_else(|| {
                     format!("https://{}.kubernetes.omni-sim.invalid", self.account_name)
                 }),
+                kubernetes_proxy_ca: self.kubernetes_proxy_ca,
                 account_name: self.account_name,
                 eula_accepted: AtomicBool::new(self.eula_accepted),
                 talos_versions: self.talos_versions,

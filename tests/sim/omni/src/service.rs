@@ -31,6 +31,8 @@ use crate::{RpcRecord, kubeconfig};
 pub(crate) struct Config {
     pub account_name: String,
     pub kubernetes_proxy_url: String,
+    /// The proxy's CA (PEM), for `certificate-authority-data`.
+    pub kubernetes_proxy_ca: Option<String>,
     pub eula_accepted: AtomicBool,
     pub talos_versions: Vec<TalosVersion>,
     pub controller_delay: Duration,
@@ -868,7 +870,12 @@ impl omni_wire::management::management_service_server::ManagementService for Man
             });
             let token = key.sign(&claims).map_err(|e| Status::internal(format!("signing the token: {e:#}")))?;
             let name = format!("{}-{}-{}", s.config.account_name, cluster, req.service_account_user);
-            let yaml = kubeconfig::render(&name, &s.config.kubernetes_proxy_url, &token);
+            let yaml = kubeconfig::render(
+                &name,
+                &s.config.kubernetes_proxy_url,
+                s.config.kubernetes_proxy_ca.as_deref(),
+                &token,
+            );
             Ok(Response::new(KubeconfigResponse { kubeconfig: yaml.into_bytes() }))
         }
         .await;
