@@ -29,7 +29,6 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -46,8 +45,10 @@ use omni_operator::omni::OmniConnections;
 use omni_operator::runtime::{LoadedPlugin, PluginError, PluginSpec, Runtime, RuntimeConfig};
 use omni_operator::stack::{self, HostBuilder};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout};
+
+mod support;
+
+use support::{Role, cpu_ms, number, proc_status_kib, ready_then_answer, serve, value};
 
 const GROUP: &str = "omni.texashpc.com";
 const VERSION: &str = "v1alpha1";
@@ -57,8 +58,6 @@ const CONNECTION: &str = "omni";
 const SECRET: &str = "omni-service-account";
 /// Creates in flight at once.
 const CREATES_IN_FLIGHT: usize = 32;
-/// How long a child process may take to say it is ready.
-const START_TIMEOUT: Duration = Duration::from_secs(120);
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -68,23 +67,6 @@ fn main() -> Result<()> {
         Some("omni-sim") => serve(omni_sim_role()),
         Some("host") => serve(host_role(&args)),
         Some(other) => bail!("unknown --role {other:?}"),
-    }
-}
-
-/// The value after `flag`, if given.
-fn value(args: &[String], flag: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == flag)
-        .and_then(|i| args.get(i + 1))
-        .cloned()
-}
-
-fn number<T: std::str::FromStr>(args: &[String], flag: &str, default: T) -> Result<T> {
-    match value(args, flag) {
-        None => Ok(default),
-        Some(v) => v
-            .parse()
-            .map_err(|_| anyhow::anyhow!("{flag} {v:?}: not a number")),
     }
 }
 
@@ -298,12 +280,13 @@ async fn run(
     let kubeconfig = work_dir().join(format!("kube-sim-{}.kubeconfig", mode.name()));
     let mut kube_sim = Role::start(
         "kube-sim",
-        mode,
+        mode.name(),
+        &work_dir(),
         &["--kubeconfig".into(), kubeconfig.display().to_string()],
     )
     .await?;
     kube_sim.ready().await?;
-    let mut omni_sim = Role::start("omni-sim", mode, &[]).await?;
+    let mut omni_sim = Role::start("omni-sim", mode.name(), &work_dir(), &[]).await?;
     let omni = omni_sim.ready().await?;
     let [endpoint, key] = omni.as_slice() else {
         bail!("omni-sim said {omni:?}, expected an endpoint and a key")
@@ -318,7 +301,8 @@ async fn run(
 
     let mut host = Role::start(
         "host",
-        mode,
+        mode.name(),
+        &work_dir(),
         &[
             "--plugins".into(),
             mode.name().into(),
@@ -522,114 +506,8 @@ fn objects(clusters: usize, endpoint: &str, key: &str) -> Vec<Value> {
     out
 }
 
-/// One child process of this binary, in a role. It says `ready …` on stdout when it serves, answers one line per
-/// line it is sent, and exits when its stdin closes (so it also goes when the driver does).
-struct Role {
-    name: String,
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: Lines<BufReader<ChildStdout>>,
-    log: PathBuf,
-}
-
-impl Role {
-    async fn start(role: &str, mode: Mode, args: &[String]) -> Result<Role> {
-        let name = format!("{role} ({})", mode.name());
-        let log = work_dir().join(format!("{role}-{}.log", mode.name()));
-        let stderr =
-            std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-        let exe = std::env::current_exe().context("finding this bench's executable")?;
-        let mut child = tokio::process::Command::new(exe)
-            .args(["--role", role])
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .kill_on_drop(true)
-            .spawn()
-            .with_context(|| format!("starting {name}"))?;
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().context("the child's stdout")?).lines();
-        Ok(Role {
-            name,
-            child,
-            stdin,
-            stdout,
-            log,
-        })
-    }
-
-    /// The words after `ready`.
-    async fn ready(&mut self) -> Result<Vec<String>> {
-        self.expect("ready", START_TIMEOUT).await
-    }
-
-    async fn ask(&mut self, question: &str) -> Result<Vec<String>> {
-        let stdin = self.stdin.as_mut().context("stdin is closed")?;
-        stdin
-            .write_all(format!("{question}\n").as_bytes())
-            .await
-            .with_context(|| format!("asking {}", self.name))?;
-        stdin.flush().await?;
-        self.expect(question, Duration::from_secs(10)).await
-    }
-
-    async fn expect(&mut self, word: &str, within: Duration) -> Result<Vec<String>> {
-        let line = tokio::time::timeout(within, self.stdout.next_line())
-            .await
-            .with_context(|| format!("{} did not answer {word:?} within {within:?}", self.name))?
-            .with_context(|| format!("reading from {}", self.name))?
-            .with_context(|| format!("{} exited; see {}", self.name, self.log.display()))?;
-        let mut words = line.split_whitespace().map(String::from);
-        if words.next().as_deref() != Some(word) {
-            bail!("{} said {line:?}, expected {word:?}", self.name);
-        }
-        Ok(words.collect())
-    }
-
-    async fn stop(&mut self) {
-        drop(self.stdin.take());
-        if tokio::time::timeout(Duration::from_secs(5), self.child.wait())
-            .await
-            .is_err()
-        {
-            let _ = self.child.kill().await;
-        }
-    }
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 // The roles.
-
-/// Runs a role on a multi-threaded runtime (as `omni-operator` runs) until its stdin closes.
-fn serve(role: impl Future<Output = Result<()>>) -> Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("tokio")?;
-    runtime.block_on(role)
-}
-
-/// Says `ready` with `words`, then answers the driver's lines with `answer` until stdin closes.
-async fn ready_then_answer(words: &[String], mut answer: impl FnMut(&str) -> String) -> Result<()> {
-    let mut out = tokio::io::stdout();
-    out.write_all(format!("ready {}\n", words.join(" ")).as_bytes())
-        .await?;
-    out.flush().await?;
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
-    while let Some(line) = lines.next_line().await? {
-        out.write_all(format!("{}\n", answer(line.trim())).as_bytes())
-            .await?;
-        out.flush().await?;
-    }
-    Ok(())
-}
 
 async fn kube_sim_role(args: &[String]) -> Result<()> {
     let kubeconfig =
@@ -746,38 +624,11 @@ async fn load_native(
                 .load_native::<omni_secret_sync::OmniSecretSyncPlugin>(name, grants, None)
                 .await
         }
+        "omni-helm-release" => {
+            runtime
+                .load_native::<omni_helm_release::OmniHelmReleasePlugin>(name, grants, None)
+                .await
+        }
         other => bail!("the built-in plugin {other:?} has no native build in this bench"),
     })
-}
-
-/// User plus system CPU time of this process so far, from `/proc/self/stat` (fields 14 and 15, after the command
-/// name, in USER_HZ ticks, which Linux fixes at 100 per second for this interface).
-fn cpu_ms() -> u64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let ticks: u64 = after_name
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .filter_map(|t| t.parse::<u64>().ok())
-        .sum();
-    ticks * 10
-}
-
-/// A `kB` field of `/proc/self/status` (0 where there is none).
-fn proc_status_kib(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status.lines().find_map(|line| {
-                line.strip_prefix(field)?
-                    .strip_prefix(':')?
-                    .trim()
-                    .strip_suffix("kB")?
-                    .trim()
-                    .parse()
-                    .ok()
-            })
-        })
-        .unwrap_or(0)
 }

@@ -215,6 +215,8 @@ type Key = (String, String, String);
 pub struct Releases {
     engine: Result<Arc<dyn HelmEngine>, String>,
     entries: Arc<Mutex<HashMap<Key, Entry>>>,
+    /// Actions started since the host started (benchmarks and tests read it: a steady state starts none).
+    started: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Releases {
@@ -240,6 +242,7 @@ impl Releases {
         Releases {
             engine: engine.ok_or_else(|| why.to_string()),
             entries: Arc::default(),
+            started: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -269,6 +272,8 @@ impl Releases {
             Step::Start { action, recover } => {
                 let engine = self.engine.clone().map_err(ReleaseError::Unavailable)?;
                 self.lock().entry(key.clone()).or_default().running = Some(action);
+                self.started
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let job = Job {
                     engine,
                     entries: self.entries.clone(),
@@ -317,6 +322,8 @@ impl Releases {
             Step::Start { action, .. } => {
                 let engine = self.engine.clone().map_err(ReleaseError::Unavailable)?;
                 self.lock().entry(key.clone()).or_default().running = Some(action);
+                self.started
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let job = Job {
                     engine,
                     entries: self.entries.clone(),
@@ -373,6 +380,11 @@ impl Releases {
             last,
             wanted,
         }
+    }
+
+    /// Helm actions (install, upgrade, uninstall) started so far.
+    pub fn actions_started(&self) -> u64 {
+        self.started.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Actions running now.

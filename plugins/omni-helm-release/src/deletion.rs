@@ -53,7 +53,7 @@ pub fn finalize<H: Host>(host: &H) -> Result<bool, ReconcileError> {
     let answer = match host.helm_uninstall(&request::uninstall_spec(&release)) {
         Ok(answer) => answer,
         Err(e) => {
-            let message = messages::uninstall_failed(name, &messages::host_text(&e));
+            let message = messages::uninstall_failed(name, &e.text());
             report.failed(reasons::DELETE_FAILED, &message);
             host.requeue_after(RETRY_MS);
             return Ok(false);

@@ -2,22 +2,10 @@
 //! spec (§6.5-§6.7). Go's `%q` is [`q`]. None carries a Secret value: they name Secrets, keys, clusters and
 //! releases, and pass on host and Helm messages, which the host guarantees never quote a credential.
 
-use omni_plugin_sdk::HostError;
 use omni_plugin_sdk::helm::Action;
 
 /// Go's `%q`.
 pub use omni_plugin_sdk::go::quote as q;
-
-/// A host error's own text, without the kind prefix `Display` adds (`unavailable: `), which is noise in a
-/// condition; the prefixed form when the text is blank, so a message never has an empty cause.
-pub fn host_text(e: &HostError) -> String {
-    let inner = e.message();
-    if inner.trim().is_empty() {
-        e.to_string().trim().trim_end_matches(':').to_string()
-    } else {
-        inner.to_string()
-    }
-}
 
 /// `"ns/name"`, as the Go operator named Secrets in messages.
 fn path(namespace: &str, name: &str) -> String {
@@ -134,16 +122,6 @@ pub fn uninstall_stuck(release: &str, status: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn host_text_drops_the_kind_prefix_but_never_ends_empty() {
-        assert_eq!(
-            host_text(&HostError::Unavailable("no Helm here".into())),
-            "no Helm here"
-        );
-        assert_eq!(host_text(&HostError::Timeout(" ".into())), "timeout");
-        assert_eq!(host_text(&HostError::Denied(String::new())), "denied");
-    }
 
     #[test]
     fn actions_are_lower_cased_as_go_lower_cased_them() {

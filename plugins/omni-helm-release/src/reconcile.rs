@@ -88,7 +88,7 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
 /// kubeconfig that does not parse (§6.5 step 4) or a chart source the host cannot use; the rest (no Helm on this host, a workload cluster that does not
 /// answer, a denied chart source, a timeout) the host's own words.
 fn call_failure(e: &HostError) -> (&'static str, String) {
-    let text = messages::host_text(e);
+    let text = e.text();
     match e {
         HostError::NotFound(_) => (reasons::MISSING_SECRET, text),
         // The host's words name what is invalid: for a kubeconfig that does not parse they are §6.5 step 4's

@@ -55,7 +55,7 @@ pub fn finalize<H: Host>(host: &H) -> Result<bool, ReconcileError> {
             return Ok(true);
         }
         Ok(Removal::Deleted | Removal::Absent) => return Ok(true),
-        Err(e) => messages::host_text(&e),
+        Err(e) => e.text(),
     };
 
     let now = host.now();

@@ -2,7 +2,6 @@
 //! spec. Go's `%q` is [`q`]. None of them ever carries a Secret value: they name Secrets, keys and clusters, and
 //! pass on host messages, which the host guarantees never quote a value or a kubeconfig.
 
-use omni_plugin_sdk::HostError;
 
 /// Go's `%q`.
 pub use omni_plugin_sdk::go::quote as q;
@@ -14,22 +13,6 @@ pub fn go_duration(seconds: u64) -> String {
             .unwrap_or(i64::MAX / 1_000_000_000)
             .saturating_mul(1_000_000_000),
     )
-}
-
-/// A host error's own text, without the kind prefix `Display` adds (`unavailable: `), which is noise in a
-/// condition; the kind's name alone when the text is blank, so a message never has an empty cause.
-pub fn host_text(e: &HostError) -> String {
-    let inner = e.message();
-    if !inner.trim().is_empty() {
-        return inner.to_string();
-    }
-    let kind = e.to_string();
-    let kind = kind.trim().trim_end_matches(':');
-    if kind.is_empty() {
-        "the operator gave no reason".into()
-    } else {
-        kind.into()
-    }
 }
 
 /// `"ns/name"`, as the Go operator named Secrets in messages.
@@ -162,19 +145,5 @@ mod tests {
         for (secs, want) in cases {
             assert_eq!(go_duration(secs), want, "{secs}");
         }
-    }
-
-    #[test]
-    fn host_text_drops_the_kind_prefix_but_never_ends_empty() {
-        assert_eq!(
-            host_text(&HostError::Unavailable("cluster down".into())),
-            "cluster down"
-        );
-        assert_eq!(host_text(&HostError::Timeout(" ".into())), "timeout");
-        assert_eq!(host_text(&HostError::Forbidden(String::new())), "forbidden");
-        assert_eq!(
-            host_text(&HostError::Other(String::new())),
-            "the operator gave no reason"
-        );
     }
 }

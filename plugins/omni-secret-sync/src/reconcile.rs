@@ -84,11 +84,8 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
         && !sync.orphans()
         && let Err(e) = remove_previous(host, &sync, &previous)
     {
-        let message = messages::delete_previous_failed(
-            &previous.namespace,
-            &previous.name,
-            &messages::host_text(&e),
-        );
+        let message =
+            messages::delete_previous_failed(&previous.namespace, &previous.name, &e.text());
         report.failed(reasons::DELETE_FAILED, &message);
         host.requeue_after(RETRY_MS);
         return Ok(());
@@ -121,7 +118,7 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
             } else {
                 reasons::SYNC_FAILED
             };
-            report.failed(reason, &messages::host_text(&e));
+            report.failed(reason, &e.text());
             host.requeue_after(RETRY_MS);
         }
     }

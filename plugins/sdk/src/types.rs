@@ -162,6 +162,22 @@ impl HostError {
             | HostError::Other(m) => m,
         }
     }
+
+    /// The message for a condition or status: [`HostError::message`], or, when the host gave none, the error's
+    /// kind (`timeout`, `forbidden`, …), so a reported failure never reads empty.
+    pub fn text(&self) -> String {
+        let inner = self.message();
+        if !inner.trim().is_empty() {
+            return inner.to_string();
+        }
+        let kind = self.to_string();
+        let kind = kind.trim().trim_end_matches(':');
+        if kind.is_empty() {
+            "the operator gave no reason".into()
+        } else {
+            kind.into()
+        }
+    }
 }
 
 /// Why a reconcile did not complete.
@@ -347,5 +363,24 @@ impl std::fmt::Display for FieldError {
             write!(f, ": {}", self.detail)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_error_text_drops_the_kind_prefix_but_never_ends_empty() {
+        assert_eq!(
+            HostError::Unavailable("cluster down".into()).text(),
+            "cluster down"
+        );
+        assert_eq!(HostError::Timeout(" ".into()).text(), "timeout");
+        assert_eq!(HostError::Forbidden(String::new()).text(), "forbidden");
+        assert_eq!(
+            HostError::Other(String::new()).text(),
+            "the operator gave no reason"
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! with, one attack per entry of `spec.attacks`, and reports what the host answered in `status.results`.
 //! Secret bytes it obtains are reported base64-encoded, so a test can search for them.
 //!
-//! It reconciles OmniHelmRelease (a kind no built-in plugin serves; its free-form `spec.chart.values` carries the
+//! It reconciles OmniHelmRelease (its built-in plugin is not loaded where it runs; its free-form `spec.chart.values` carries the
 //! attacks) and declares that the object names Secrets at `spec.chart.values.secretRef.name` (namespace
 //! `….namespace`) and at `status.releaseName`, a status field it writes itself. Results go into the message of
 //! an `Attacks` condition (the status schema would prune other fields), each cut to 900 characters.
@@ -14,7 +14,7 @@ use omni_plugin_sdk::bindings::omni::operator::context::{
 use omni_plugin_sdk::bindings::omni::operator::types::{
     HostError, LogLevel, ObjectRef, OwnerLabel, ReconcileError, SecretKeyRef,
 };
-use omni_plugin_sdk::bindings::omni::operator::{kube_read, omni, secrets, workload};
+use omni_plugin_sdk::bindings::omni::operator::{helm, kube_read, omni, secrets, workload};
 use omni_plugin_sdk::{Value, json};
 
 struct Hostile;
@@ -146,6 +146,47 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
             };
             match omni::export_kubeconfig(ctx, &text(a, "connection"), &request) {
                 Ok(e) => json!({ "ok": e.digest }),
+                Err(e) => err(e),
+            }
+        }
+        "helmEnsure" => {
+            // Installs a chart of the attacker's choosing through a kubeconfig the object does not name.
+            let options = helm::ActionOptions {
+                timeout_seconds: 60,
+                wait: helm::WaitStrategy::Hooks,
+                wait_for_jobs: false,
+                disable_hooks: false,
+            };
+            let spec = helm::ReleaseSpec {
+                kubeconfig: key_ref(&a["kubeconfig"]),
+                name: "loot".into(),
+                namespace: "kube-system".into(),
+                chart: helm::Chart {
+                    source: helm::ChartSource::Oci(text(a, "chart")),
+                    version: "1.0.0".into(),
+                },
+                values: "{}".into(),
+                options,
+                install: helm::InstallOptions {
+                    create_namespace: true,
+                    skip_crds: false,
+                    rollback_on_failure: false,
+                },
+                upgrade: helm::UpgradeOptions {
+                    skip_crds: false,
+                    rollback_on_failure: false,
+                    cleanup_on_fail: false,
+                    max_history: 0,
+                },
+            };
+            match helm::ensure(ctx, &spec) {
+                Ok(r) => json!({ "ok": format!("{:?}", r.progress) }),
+                Err(e) => err(e),
+            }
+        }
+        "helmStatus" => {
+            match helm::status(ctx, &key_ref(&a["kubeconfig"]), &text(a, "release"), "kube-system") {
+                Ok(r) => json!({ "ok": r.release.map(|s| s.current.status) }),
                 Err(e) => err(e),
             }
         }
