@@ -33,7 +33,7 @@ const EVERYTHING: [&str; 11] = [
 ];
 
 /// The interfaces the hostile plugin imports: without them it does not load at all.
-const IMPORTS: [&str; 4] = ["kube-read", "secrets", "workload", "omni"];
+const IMPORTS: [&str; 5] = ["kube-read", "secrets", "workload", "omni", "helm"];
 
 /// The hostile plugin with its imports granted, plus `grants`.
 fn hostile_grants(grants: &[&str]) -> Grants {
