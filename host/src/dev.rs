@@ -150,11 +150,12 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
         }
         _ => None,
     };
+    let releases = std::sync::Arc::new(helm.releases());
     let settings = Settings {
         omni: std::sync::Arc::new(OmniConnections::new(opts.omni_dictionary.clone())),
         template_roots: crate::capabilities::TemplateRoots::new(opts.template_roots.clone()),
         helm: crate::capabilities::HelmServices {
-            releases: std::sync::Arc::new(helm.releases()),
+            releases: releases.clone(),
             ..Default::default()
         },
         ..Settings::default()
@@ -244,6 +245,7 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     }
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(2), controllers).await;
+    releases.shutdown(Duration::from_secs(5)).await;
     stack.stop().await;
     drop(served);
     let _ = std::fs::remove_dir_all(&charts_dir);

@@ -35,6 +35,9 @@ struct Cli {
     command: Command,
 }
 
+/// How long Helm actions get to end after their cancellation at shutdown.
+const HELM_SHUTDOWN_GRACE: Duration = Duration::from_secs(20);
+
 #[derive(clap::Args, Clone)]
 struct HelmArgs {
     /// libhelm_c (Helm's Go SDK as a C library; `tools/fetch-helm-c` fetches it). Helm runs in a worker process
@@ -367,20 +370,25 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 tracing::warn!("{}", helm.summary);
             }
+            let helm = cli.helm.services(&helm)?;
+            let releases = helm.releases.clone();
             let settings = Settings {
                 namespace,
                 omni,
-                helm: cli.helm.services(&helm)?,
+                helm,
                 template_roots: omni_operator::capabilities::TemplateRoots::new(
                     cli.omni.template_roots()?,
                 ),
                 ..Settings::default()
             };
-            operator
+            let ran = operator
                 .run(client, settings, async {
                     let _ = tokio::signal::ctrl_c().await;
                 })
-                .await?;
+                .await;
+            // Running Helm actions are cancelled through their contexts, so no release is left pending.
+            releases.shutdown(HELM_SHUTDOWN_GRACE).await;
+            ran?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Dev {

@@ -51,6 +51,13 @@ type Answer<'a> = Pin<Box<dyn Future<Output = Result<Value, EngineError>> + Send
 pub trait HelmEngine: Send + Sync + std::fmt::Debug {
     /// Runs `op`; `release` (`<namespace>/<name>` in the workload cluster) serialises actions on one release.
     fn run(&self, op: Op, release: Option<String>, deadline: Duration) -> Answer<'_>;
+
+    /// Stops taking actions and cancels the running ones through their Helm contexts, waiting up to `grace` for
+    /// them to end, so Helm records them as failed instead of leaving releases `pending-*` for the next start.
+    fn shutdown(&self, grace: Duration) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        let _ = grace;
+        Box::pin(async {})
+    }
 }
 
 /// How the worker is started and how much it may do at once.
@@ -78,6 +85,8 @@ pub struct WorkerEngine {
     releases: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     slots: Semaphore,
     starts: AtomicU64,
+    /// Set by [`HelmEngine::shutdown`]: no new actions.
+    closing: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for WorkerEngine {
@@ -99,6 +108,54 @@ impl WorkerEngine {
             releases: Mutex::default(),
             slots,
             starts: AtomicU64::new(0),
+            closing: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Cancels every action the worker is running and waits (up to `grace`) until each has answered, then closes
+    /// the worker's stdin so it exits.
+    async fn stop(&self, grace: Duration) {
+        self.closing.store(true, Ordering::SeqCst);
+        let mut guard = self.worker.lock().await;
+        let Some(worker) = guard.as_mut() else {
+            return;
+        };
+        let running: Vec<u64> = worker
+            .pending
+            .lock()
+            .map(|p| p.keys().copied().collect())
+            .unwrap_or_default();
+        for id in &running {
+            let cancel = Request {
+                id: self.next_id.fetch_add(1, Ordering::Relaxed),
+                op: Op::Cancel { id: *id },
+            };
+            let Ok(mut line) = serde_json::to_vec(&cancel) else {
+                continue;
+            };
+            line.push(b'\n');
+            if worker.stdin.write_all(&line).await.is_err() {
+                break;
+            }
+        }
+        let _ = worker.stdin.flush().await;
+        let pending = worker.pending.clone();
+        let deadline = tokio::time::Instant::now() + grace;
+        while pending.lock().map(|p| !p.is_empty()).unwrap_or(false)
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if !running.is_empty() {
+            tracing::info!(
+                cancelled = running.len(),
+                "Helm actions cancelled for shutdown"
+            );
+        }
+        // Closing stdin ends the worker's request loop; dropping the child kills whatever is left.
+        if let Some(mut worker) = guard.take() {
+            drop(worker.stdin);
+            let _ = tokio::time::timeout(Duration::from_secs(2), worker.child.wait()).await;
         }
     }
 
@@ -216,6 +273,11 @@ impl WorkerEngine {
             .acquire()
             .await
             .map_err(|_| EngineError::WorkerLost)?;
+        if self.closing.load(Ordering::SeqCst) {
+            return Err(EngineError::Unavailable(
+                "the operator is shutting down".into(),
+            ));
+        }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut rx = self.send(id, op).await?;
         let outcome = match tokio::time::timeout(deadline, &mut rx).await {
@@ -300,5 +362,9 @@ pub async fn start(options: Option<WorkerOptions>) -> HelmSetup {
 impl HelmEngine for WorkerEngine {
     fn run(&self, op: Op, release: Option<String>, deadline: Duration) -> Answer<'_> {
         Box::pin(self.call(op, release, deadline))
+    }
+
+    fn shutdown(&self, grace: Duration) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(self.stop(grace))
     }
 }

@@ -382,6 +382,14 @@ impl Releases {
         }
     }
 
+    /// Cancels the running actions through Helm's contexts (Helm records them as failed, so the next start
+    /// upgrades at once instead of waiting out a `pending-*` revision) and takes no more.
+    pub async fn shutdown(&self, grace: Duration) {
+        if let Ok(engine) = &self.engine {
+            engine.shutdown(grace).await;
+        }
+    }
+
     /// Helm actions (install, upgrade, uninstall) started so far.
     pub fn actions_started(&self) -> u64 {
         self.started.load(std::sync::atomic::Ordering::Relaxed)

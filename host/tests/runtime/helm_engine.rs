@@ -140,6 +140,64 @@ async fn a_deadline_cancels_the_action_through_helm() {
     assert_eq!(status["status"], "failed", "{status}");
 }
 
+/// Shutdown cancels a running action through its Helm context: Helm records the release as failed (not
+/// `pending-install`, which would block the next start), and the engine takes no more actions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_cancels_running_actions_through_helm() {
+    let (sim, target) = workload().await;
+    let engine = std::sync::Arc::new(engine(lib(), 4));
+    let install = Op::Install {
+        target: target.clone(),
+        chart: ChartRef::Archive(demo_chart()),
+        release: "halted".into(),
+        values: json!({"image": {"repository": kube_sim::workloads::NEVER_READY_IMAGE}}),
+        options: json!({"namespace": "default", "wait": "watcher", "timeout_seconds": 300}),
+    };
+    let running = {
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            engine
+                .run(install, Some("default/halted".into()), 10 * MINUTE)
+                .await
+        })
+    };
+    // Until Helm has written the pending revision and is waiting.
+    let deadline = Instant::now() + MINUTE;
+    while sim
+        .get("v1", "Secret", "default", "sh.helm.release.v1.halted.v1")
+        .is_none_or(|s| s["metadata"]["labels"]["status"] != "pending-install")
+    {
+        assert!(Instant::now() < deadline, "the install never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let started = Instant::now();
+    engine.shutdown(MINUTE).await;
+    assert!(
+        started.elapsed() < MINUTE,
+        "the action ended when cancelled"
+    );
+    let err = running
+        .await
+        .expect("the task")
+        .expect_err("a cancelled install");
+    assert!(
+        matches!(&err, EngineError::Helm { .. } | EngineError::WorkerLost),
+        "{err}"
+    );
+    let stored = sim
+        .get("v1", "Secret", "default", "sh.helm.release.v1.halted.v1")
+        .expect("the revision");
+    assert_eq!(
+        stored["metadata"]["labels"]["status"], "failed",
+        "Helm recorded the cancelled install as failed"
+    );
+    let after = engine
+        .run(Op::Versions, None, MINUTE)
+        .await
+        .expect_err("no actions after shutdown");
+    assert!(matches!(after, EngineError::Unavailable(_)), "{after}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn actions_on_one_release_never_overlap() {
     let (_sim, target) = workload().await;

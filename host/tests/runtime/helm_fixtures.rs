@@ -48,6 +48,12 @@ pub struct ChartRepo {
 }
 
 pub async fn chart_repo() -> ChartRepo {
+    chart_repo_with(&[]).await
+}
+
+/// The repository with the demo chart and, besides, `helm create NAME` charts at the given versions (the seed's
+/// example names a real chart, `cilium` 1.18.2; this stands in for it).
+pub async fn chart_repo_with(extra: &[(&str, &str)]) -> ChartRepo {
     let dir = tempfile::tempdir().expect("tempdir");
     let server = omni_operator::helm::repository::ChartRepository::bind(dir.path())
         .await
@@ -57,6 +63,26 @@ pub async fn chart_repo() -> ChartRepo {
         .expect("archive");
     std::fs::write(dir.path().join("demo-0.1.0.tgz"), archive).expect("write");
     let helm = helm_c::Helm::load(&lib()).expect("libhelm_c");
+    for (name, version) in extra {
+        let work = tempfile::tempdir().expect("tempdir");
+        let path = helm.create_chart(name, work.path()).expect("helm create");
+        let chart_yaml = std::path::Path::new(&path).join("Chart.yaml");
+        let text = std::fs::read_to_string(&chart_yaml).expect("Chart.yaml");
+        let text: String = text
+            .lines()
+            .map(|l| {
+                if l.starts_with("version:") {
+                    format!("version: {version}")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        std::fs::write(&chart_yaml, text).expect("Chart.yaml");
+        let archive = package(&helm, &path, work.path());
+        std::fs::write(dir.path().join(format!("{name}-{version}.tgz")), archive).expect("write");
+    }
     let index = helm
         .repo_index(dir.path(), &json!({"base_url": server.url}))
         .expect("helm repo index");

@@ -18,7 +18,7 @@ use omni_operator::helm::{HelmEngine, WorkerEngine, WorkerOptions};
 use omni_operator::stack::{Host, HostBuilder};
 use serde_json::{Value, json};
 
-use super::helm_fixtures::{ChartRepo, Registry, chart_repo, demo_chart, lib, registry};
+use super::helm_fixtures::{ChartRepo, Registry, chart_repo_with, demo_chart, lib, registry};
 use super::support;
 
 const API: &str = "omni.texashpc.com/v1alpha1";
@@ -55,7 +55,7 @@ impl Env {
             .start()
             .await
             .expect("the workload cluster");
-        let repo = chart_repo().await;
+        let repo = chart_repo_with(&[("cilium", "1.18.2")]).await;
         for obj in [
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
             json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": KUBECONFIG, "namespace": NS},
@@ -343,6 +343,35 @@ async fn a_release_installs_upgrades_only_on_change_and_uninstalls_on_deletion()
         .get("apps/v1", "Deployment", "apps", "web-demo")
         .expect("the chart's Deployment");
     assert_eq!(deployment["spec"]["replicas"], 2);
+    // Helm's own list and history read what the operator's Helm wrote.
+    let helm = helm_c::Helm::load(&lib()).expect("libhelm_c");
+    let config = helm
+        .config(&json!({"kubeconfig_content": env.workload.kubeconfig(&env.workload.admin()), "namespace": "apps"}))
+        .expect("a Helm configuration for the workload cluster");
+    let history = config.history("web", &json!({})).expect("helm history");
+    let statuses: Vec<(Value, Value)> = history
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|r| (r["revision"].clone(), r["status"].clone()))
+        .collect();
+    assert_eq!(
+        statuses,
+        vec![
+            (json!(1), json!("superseded")),
+            (json!(2), json!("deployed"))
+        ],
+        "{history:#}"
+    );
+    let listed = config.list(&json!({})).expect("helm list");
+    assert!(
+        listed
+            .as_array()
+            .expect("a list")
+            .iter()
+            .any(|r| r["name"] == "web" && r["chart_version"] == "0.1.0"),
+        "{listed:#}"
+    );
 
     // Deletion uninstalls (policy Uninstall by default) and then lets the object go.
     env.delete("web").await;
@@ -547,13 +576,32 @@ async fn failures_are_reported_with_the_go_operators_reasons() {
     }
 }
 
-/// `deletionPolicy: Orphan` leaves the release in the workload cluster.
+/// A release removed behind the operator's back is noticed at the next reconcile (the periodic check, or any
+/// trigger) and installed again; `deletionPolicy: Orphan` then leaves the release in the workload cluster.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn orphan_leaves_the_release_behind() {
+async fn a_release_removed_behind_its_back_comes_back_and_orphan_leaves_it_behind() {
     let env = Env::start().await;
     env.apply(&env.release("kept", json!({"deletionPolicy": "Orphan"})))
         .await;
     env.wait("kept", "installed", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+    // Someone deletes Helm's record of the release in the workload cluster.
+    let client = env.workload.client().await.expect("client");
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client, "apps");
+    secrets
+        .delete("sh.helm.release.v1.kept.v1", &DeleteParams::default())
+        .await
+        .expect("delete the release Secret");
+    env.touch_kubeconfig(1).await;
+    env.wait_until("the release to be installed again", || {
+        env.revisions("kept")
+            .first()
+            .is_some_and(|(_, s)| s["metadata"]["labels"]["status"] == "deployed")
+    })
+    .await;
+    env.wait("kept", "Ready again", |o| {
         is(o, "Ready", "True", "HelmInstalled")
     })
     .await;
@@ -679,4 +727,52 @@ async fn an_oci_chart_installs_and_sources_outside_the_allowed_ones_are_refused(
         "{obj:#}"
     );
     assert!(env.revisions("elsewhere").is_empty());
+}
+
+/// The seed's example manifest (plugins/api/tests/fixtures/omnihelmrelease.yaml, a Cilium release as the Go
+/// operator's users write it) applies unchanged but for its repository, pointed at the local one, and reaches
+/// Ready. (The quickstart's release reaches Ready in `dev`: cli.rs `dev_settles_on_the_quickstart_examples`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seed_example_applies_unchanged_and_becomes_ready() {
+    let env = Env::start().await;
+    env.apply(&json!({"apiVersion": API, "kind": "OmniCluster", "metadata": {"name": "edge-sample", "namespace": NS},
+        "spec": {"connectionRef": {"name": "omni"}, "kubernetes": {"version": "v1.35.0"}, "talos": {"version": "v1.13.2"}}}))
+        .await;
+    let kubeconfig = env
+        .kube
+        .get("v1", "Secret", NS, KUBECONFIG)
+        .expect("kubeconfig");
+    env.apply(&json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "edge-sample-kubeconfig", "namespace": NS},
+        "data": kubeconfig["data"]}))
+        .await;
+    let fixture = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../plugins/api/tests/fixtures/omnihelmrelease.yaml"),
+    )
+    .expect("the seed example");
+    let mut seed: Value = yaml_serde::from_str(&fixture).expect("YAML");
+    assert_eq!(
+        seed["spec"]["chart"]["repository"],
+        "https://helm.cilium.io"
+    );
+    seed["spec"]["chart"]["repository"] = json!(env.repo.url);
+    env.apply(&seed).await;
+    let obj = env
+        .wait("cilium", "installed", |o| {
+            is(o, "Ready", "True", "HelmInstalled")
+        })
+        .await;
+    assert_eq!(obj["status"]["chartVersion"], "1.18.2");
+    assert_eq!(obj["status"]["namespace"], "default");
+    let stored = env
+        .workload
+        .list("v1", "Secret", Some("default"))
+        .into_iter()
+        .find(|s| s["metadata"]["name"] == "sh.helm.release.v1.cilium.v1")
+        .expect("Helm's release Secret in the release namespace");
+    assert_eq!(
+        stored_release(&stored)["config"]["ipam"]["mode"],
+        "kubernetes",
+        "the values reach Helm as written"
+    );
 }

@@ -2,7 +2,6 @@
 //! spec. Go's `%q` is [`q`]. None of them ever carries a Secret value: they name Secrets, keys and clusters, and
 //! pass on host messages, which the host guarantees never quote a value or a kubeconfig.
 
-
 /// Go's `%q`.
 pub use omni_plugin_sdk::go::quote as q;
 
