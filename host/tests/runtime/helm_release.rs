@@ -55,7 +55,7 @@ impl Env {
             .start()
             .await
             .expect("the workload cluster");
-        let repo = chart_repo_with(&[("cilium", "1.18.2")]).await;
+        let repo = chart_repo_with(&[("cilium", "1.18.2"), ("metrics-server", "3.13.0")]).await;
         for obj in [
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
             json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": KUBECONFIG, "namespace": NS},
@@ -729,50 +729,101 @@ async fn an_oci_chart_installs_and_sources_outside_the_allowed_ones_are_refused(
     assert!(env.revisions("elsewhere").is_empty());
 }
 
-/// The seed's example manifest (plugins/api/tests/fixtures/omnihelmrelease.yaml, a Cilium release as the Go
-/// operator's users write it) applies unchanged but for its repository, pointed at the local one, and reaches
-/// Ready. (The quickstart's release reaches Ready in `dev`: cli.rs `dev_settles_on_the_quickstart_examples`.)
+/// The Go operator's own sample (config/samples, a metrics-server release into `kube-system`, in the Go operator's
+/// namespace) and the seed's example (a Cilium release) apply unchanged but for their chart repository, pointed at
+/// the local one (which serves `helm create` charts under their names and versions), and reach Ready.
+/// (The quickstart's release reaches Ready in `dev`: cli.rs `dev_settles_on_the_quickstart_examples`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_seed_example_applies_unchanged_and_becomes_ready() {
+async fn the_go_operators_sample_and_the_seed_example_apply_unchanged_and_become_ready() {
     let env = Env::start().await;
-    env.apply(&json!({"apiVersion": API, "kind": "OmniCluster", "metadata": {"name": "edge-sample", "namespace": NS},
-        "spec": {"connectionRef": {"name": "omni"}, "kubernetes": {"version": "v1.35.0"}, "talos": {"version": "v1.13.2"}}}))
-        .await;
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/api/tests/fixtures");
     let kubeconfig = env
         .kube
         .get("v1", "Secret", NS, KUBECONFIG)
         .expect("kubeconfig");
-    env.apply(&json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "edge-sample-kubeconfig", "namespace": NS},
-        "data": kubeconfig["data"]}))
-        .await;
-    let fixture = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../plugins/api/tests/fixtures/omnihelmrelease.yaml"),
-    )
-    .expect("the seed example");
-    let mut seed: Value = yaml_serde::from_str(&fixture).expect("YAML");
-    assert_eq!(
-        seed["spec"]["chart"]["repository"],
-        "https://helm.cilium.io"
-    );
-    seed["spec"]["chart"]["repository"] = json!(env.repo.url);
-    env.apply(&seed).await;
-    let obj = env
-        .wait("cilium", "installed", |o| {
-            is(o, "Ready", "True", "HelmInstalled")
-        })
-        .await;
-    assert_eq!(obj["status"]["chartVersion"], "1.18.2");
-    assert_eq!(obj["status"]["namespace"], "default");
-    let stored = env
-        .workload
-        .list("v1", "Secret", Some("default"))
-        .into_iter()
-        .find(|s| s["metadata"]["name"] == "sh.helm.release.v1.cilium.v1")
-        .expect("Helm's release Secret in the release namespace");
-    assert_eq!(
-        stored_release(&stored)["config"]["ipam"]["mode"],
-        "kubernetes",
-        "the values reach Helm as written"
-    );
+    // (file, its original repository, the namespace of the release's Helm storage, its release name)
+    let cases = [
+        (
+            "go-sample-omnihelmrelease.yaml",
+            "https://kubernetes-sigs.github.io/metrics-server/",
+            "kube-system",
+            "metrics-server",
+        ),
+        (
+            "omnihelmrelease.yaml",
+            "https://helm.cilium.io",
+            "default",
+            "cilium",
+        ),
+    ];
+    let mut applied = Vec::new();
+    for (file, repository, _, _) in cases {
+        let text = std::fs::read_to_string(fixtures.join(file)).expect("the manifest");
+        let mut obj: Value = yaml_serde::from_str(&text).expect("YAML");
+        let ns = obj["metadata"]["namespace"]
+            .as_str()
+            .expect("a namespace")
+            .to_string();
+        let secret = obj["spec"]["kubeconfigSecretRef"]["name"]
+            .as_str()
+            .expect("a Secret")
+            .to_string();
+        let cluster = obj["spec"]["clusterRef"]["name"]
+            .as_str()
+            .expect("a cluster")
+            .to_string();
+        // What the manifest refers to: its namespace, the OmniCluster, and the kubeconfig Secret.
+        env.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+            .await;
+        env.apply(&json!({"apiVersion": API, "kind": "OmniCluster", "metadata": {"name": cluster, "namespace": ns},
+            "spec": {"connectionRef": {"name": "omni"}, "kubernetes": {"version": "v1.35.0"}, "talos": {"version": "v1.13.2"}}}))
+            .await;
+        env.apply(&json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": secret, "namespace": ns},
+            "data": kubeconfig["data"]}))
+            .await;
+        assert_eq!(obj["spec"]["chart"]["repository"], repository);
+        obj["spec"]["chart"]["repository"] = json!(env.repo.url);
+        env.apply(&obj).await;
+        applied.push((ns, obj));
+    }
+    for ((ns, obj), (_, _, storage, release)) in applied.iter().zip(cases) {
+        let name = obj["metadata"]["name"].as_str().expect("a name");
+        let deadline = Instant::now() + WAIT;
+        let ready = loop {
+            let now = env
+                .kube
+                .get(API, "OmniHelmRelease", ns, name)
+                .unwrap_or(Value::Null);
+            if is(&now, "Ready", "True", "HelmInstalled") {
+                break now;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{ns}/{name} never became Ready: {:#}\n{}",
+                now["status"],
+                support::log_tail(40)
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert_eq!(
+            ready["status"]["chartVersion"],
+            obj["spec"]["chart"]["version"]
+        );
+        assert_eq!(ready["status"]["releaseName"], release);
+        let stored = env
+            .workload
+            .get(
+                "v1",
+                "Secret",
+                storage,
+                &format!("sh.helm.release.v1.{release}.v1"),
+            )
+            .unwrap_or_else(|| panic!("Helm's release Secret for {release} in {storage}"));
+        assert_eq!(
+            stored_release(&stored)["config"],
+            obj["spec"]["chart"]["values"],
+            "the values reach Helm as written"
+        );
+    }
 }
