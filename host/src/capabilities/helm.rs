@@ -10,7 +10,7 @@ use serde_json::Value;
 use wasmtime::component::Resource;
 
 use super::budget::{self, within};
-use super::secrets::Reach;
+use super::secrets::{Reach, SecretScope};
 use super::{CallContext, CallScope, Capability, HostError, HostFailure};
 use crate::contract::Wakeups;
 use crate::contract::bindings::omni::operator::helm as wit;
@@ -172,15 +172,17 @@ super::capability_view!(
 );
 
 impl CallScope {
-    /// The grant checks every `helm` call shares, then the workload cluster behind the kubeconfig Secret.
-    async fn helm_cluster(
+    /// The grant checks every `helm` call shares, before anything else is looked at: `helm` granted, the
+    /// kubeconfig Secret named by the object (or its own status, as for `workload`: the host uses it, the plugin
+    /// never sees it) in a namespace in reach; then Helm's rules for the release name and namespace.
+    fn helm_scope(
         &mut self,
         ctx: &Resource<CallContext>,
         kubeconfig: &SecretKeyRef,
         name: &str,
         namespace: &str,
         what: &str,
-    ) -> Result<(Cluster, std::time::Duration), HostFailure> {
+    ) -> Result<SecretScope, HostFailure> {
         let scope = self.secret_scope(
             ctx,
             &[Capability::Helm],
@@ -191,6 +193,17 @@ impl CallScope {
         )?;
         check_release_name(name).map_err(|why| HostError::Invalid(format!("{what}: {why}")))?;
         check_namespace(namespace).map_err(|why| HostError::Invalid(format!("{what}: {why}")))?;
+        Ok(scope)
+    }
+
+    /// The workload cluster behind the kubeconfig Secret of a checked scope, and the time left for the call.
+    async fn helm_cluster(
+        &mut self,
+        ctx: &Resource<CallContext>,
+        scope: SecretScope,
+        kubeconfig: &SecretKeyRef,
+        what: &str,
+    ) -> Result<(Cluster, std::time::Duration), HostFailure> {
         let budget = self.budget(ctx, budget::SECRET)?;
         let clients = self.services.workloads.clone();
         let reading = format!("{what}: reading the kubeconfig Secret");
@@ -346,6 +359,7 @@ impl wit::Host for HelmCap<'_> {
         spec: wit::ReleaseSpec,
     ) -> Result<wit::ReleaseReport, HostFailure> {
         let what = format!("Helm release {}", quoted(&spec.namespace, &spec.name));
+        let scope = self.helm_scope(&ctx, &spec.kubeconfig, &spec.name, &spec.namespace, &what)?;
         let values: Value = serde_json::from_str(&spec.values)
             .map_err(|e| HostError::Invalid(format!("{what}: values are not JSON: {e}")))?;
         if !values.is_object() {
@@ -387,7 +401,7 @@ impl wit::Host for HelmCap<'_> {
             return Err(self.denied(Capability::Helm, &what, &reason).into());
         }
         let (cluster, budget) = self
-            .helm_cluster(&ctx, &spec.kubeconfig, &spec.name, &spec.namespace, &what)
+            .helm_cluster(&ctx, scope, &spec.kubeconfig, &what)
             .await?;
         let wanted = Wanted {
             chart: location,
@@ -427,8 +441,9 @@ impl wit::Host for HelmCap<'_> {
             "uninstall Helm release {}",
             quoted(&spec.namespace, &spec.name)
         );
+        let scope = self.helm_scope(&ctx, &spec.kubeconfig, &spec.name, &spec.namespace, &what)?;
         let (cluster, budget) = self
-            .helm_cluster(&ctx, &spec.kubeconfig, &spec.name, &spec.namespace, &what)
+            .helm_cluster(&ctx, scope, &spec.kubeconfig, &what)
             .await?;
         let wake = self.helm_wake(&ctx)?;
         let releases = self.services.helm.releases.clone();
@@ -456,9 +471,8 @@ impl wit::Host for HelmCap<'_> {
         namespace: String,
     ) -> Result<wit::ReleaseReport, HostFailure> {
         let what = format!("Helm release {}", quoted(&namespace, &name));
-        let (cluster, budget) = self
-            .helm_cluster(&ctx, &kubeconfig, &name, &namespace, &what)
-            .await?;
+        let scope = self.helm_scope(&ctx, &kubeconfig, &name, &namespace, &what)?;
+        let (cluster, budget) = self.helm_cluster(&ctx, scope, &kubeconfig, &what).await?;
         let releases = self.services.helm.releases.clone();
         let op = async {
             releases
