@@ -613,10 +613,11 @@ async fn a_release_removed_behind_its_back_comes_back_and_orphan_leaves_it_behin
 }
 
 /// The Helm worker killed in the middle of an install is restarted; the revision it left `pending-install` is
-/// recovered and the release converges.
+/// recovered and the release converges, with nothing changed in the object.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_killed_mid_install_is_restarted_and_the_release_converges() {
     let env = Env::start().await;
+    // Pods that are not ready yet keep Helm's wait busy while the worker is killed.
     env.apply(&env.release(
         "crash",
         json!({"wait": true, "timeout": "120s", "chart": {"values": {"image": {"repository": NEVER_READY}}}}),
@@ -642,19 +643,32 @@ async fn a_worker_killed_mid_install_is_restarted_and_the_release_converges() {
         })
         .await;
     assert!(message(&obj, "Ready").contains("worker exited"), "{obj:#}");
-    // What is wanted becomes installable: the pending revision is recovered and the release upgraded over it.
-    env.patch_spec(
-        "crash",
-        json!({"chart": {"values": {"image": {"repository": "nginx"}}}}),
-    )
-    .await;
+    // The workload turns healthy by itself (as an image that finally pulls would): kube-sim's `ready` marker on
+    // the Deployment's pod template, a field Helm's apply does not own, so the retry's apply keeps it.
+    let client = env.workload.client().await.expect("client");
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client, "apps");
+    deployments
+        .patch(
+            "crash-demo",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"template": {"metadata": {"annotations": {
+                kube_sim::workloads::BEHAVIOR_ANNOTATION: "ready"}}}}})),
+        )
+        .await
+        .expect("annotate the Deployment");
+    // The retry (after the host's backoff) recovers the pending revision and upgrades over it.
     let obj = env
         .wait("crash", "converged", |o| {
             is(o, "Ready", "True", "HelmUpgraded")
         })
         .await;
     assert_eq!(obj["status"]["releaseStatus"], "deployed");
+    assert_eq!(
+        obj["metadata"]["generation"], 1,
+        "the object was never changed"
+    );
     assert!(env.engine.starts() > starts, "the worker was restarted");
+    assert_ne!(env.engine.worker_pid().await, Some(pid));
     let revisions = env.revisions("crash");
     assert_eq!(
         revisions

@@ -7,7 +7,9 @@
 //!
 //! A Pod that carries the annotation [`BEHAVIOR_ANNOTATION`] (or one of whose containers uses a
 //! [`NEVER_READY_IMAGE`]/[`FAIL_IMAGE`] image) runs but never becomes Ready (`never-ready`), or fails (`fail`: a
-//! Job's Pod exits 1, an always-restarting Pod crash-loops), so timeouts and failure paths can be tested.
+//! Job's Pod exits 1, an always-restarting Pod crash-loops), so timeouts and failure paths can be tested. The
+//! annotation's `ready` overrides such an image: a test turns a stuck workload healthy by annotating its Pod
+//! template (as a real image that finally pulls would), without touching what a Helm chart applied.
 //!
 //! The controllers are level-triggered: each pass compares every object with what it should be and writes only
 //! the difference, through the same storage path as API requests (defaults, validation, managed fields, watches).
@@ -33,7 +35,7 @@ use futures::FutureExt as _;
 
 use crate::cluster::Cluster;
 
-/// Pod annotation choosing a simulated behaviour: `never-ready` or `fail`.
+/// Pod annotation choosing a simulated behaviour: `never-ready`, `fail`, or `ready` (whatever the images say).
 pub const BEHAVIOR_ANNOTATION: &str = "kube-sim.omni.texashpc.com/behavior";
 /// A container image (any tag) that makes its Pod run without ever becoming Ready.
 pub const NEVER_READY_IMAGE: &str = "kube-sim.invalid/never-ready";
@@ -158,6 +160,14 @@ mod tests {
     fn behaviours_come_from_the_annotation_or_a_marker_image() {
         let pod = |ann: Value, image: &str| json!({"metadata": {"annotations": ann}, "spec": {"containers": [{"name": "c", "image": image}]}});
         assert_eq!(behavior(&pod(json!({}), "nginx:1")), Behavior::Normal);
+        assert_eq!(
+            behavior(&pod(
+                json!({BEHAVIOR_ANNOTATION: "ready"}),
+                "kube-sim.invalid/never-ready:1"
+            )),
+            Behavior::Normal,
+            "`ready` overrides a never-ready image"
+        );
         assert_eq!(
             behavior(&pod(json!({BEHAVIOR_ANNOTATION: "never-ready"}), "nginx")),
             Behavior::NeverReady

@@ -117,6 +117,7 @@ pub(super) fn behavior(pod: &Value) -> Behavior {
     match pod["metadata"]["annotations"][BEHAVIOR_ANNOTATION].as_str() {
         Some("never-ready") => return Behavior::NeverReady,
         Some("fail") => return Behavior::Fail,
+        Some("ready") => return Behavior::Normal,
         _ => {}
     }
     let images = pod["spec"]["containers"]
