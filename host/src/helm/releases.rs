@@ -262,28 +262,17 @@ impl Releases {
         let digest = wanted.digest();
         let revisions = storage::read(&cluster.client, namespace, name).await?;
         let key = (cluster.id.clone(), namespace.to_string(), name.to_string());
-        let step = {
+        // Decided and claimed under one lock, so two calls at once never start two actions.
+        let progress = {
             let mut entries = self.lock();
             let entry = entries.entry(key.clone()).or_default();
-            decide_ensure(entry, revisions.first(), &digest, &wanted.settings)
-        };
-        let progress = match step {
-            Step::Report(p) => p,
-            Step::Start { action, recover } => {
-                let engine = self.engine.clone().map_err(ReleaseError::Unavailable)?;
-                self.lock().entry(key.clone()).or_default().running = Some(action);
-                self.started
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let job = Job {
-                    engine,
-                    entries: self.entries.clone(),
-                    key: key.clone(),
-                    cluster: cluster.clone(),
-                    digest: digest.clone(),
-                    wake,
-                };
-                tokio::spawn(job.converge(action, recover, wanted.clone()));
-                Progress::Running(action)
+            match decide_ensure(entry, revisions.first(), &digest, &wanted.settings) {
+                Step::Report(p) => p,
+                Step::Start { action, recover } => {
+                    let job = self.claim(entry, action, &key, cluster, &digest, wake)?;
+                    tokio::spawn(job.converge(action, recover, wanted.clone()));
+                    Progress::Running(action)
+                }
             }
         };
         Ok(self.report(&key, revisions, progress, digest))
@@ -302,42 +291,49 @@ impl Releases {
         let revisions = storage::read(&cluster.client, namespace, name).await?;
         let key = (cluster.id.clone(), namespace.to_string(), name.to_string());
         let gone = revisions.first().is_none_or(|r| r.status == "uninstalled");
-        let step = {
+        let progress = {
             let mut entries = self.lock();
             let entry = entries.entry(key.clone()).or_default();
             match (entry.running, gone) {
-                (Some(a), _) => Step::Report(Progress::Running(a)),
-                (None, true) => Step::Report(Progress::Idle),
+                (Some(a), _) => Progress::Running(a),
+                (None, true) => Progress::Idle,
                 (None, false) => match retry_wait(entry, "") {
-                    Some(wait) => Step::Report(Progress::RetryAfter(wait)),
-                    None => Step::Start {
-                        action: Action::Uninstall,
-                        recover: None,
-                    },
+                    Some(wait) => Progress::RetryAfter(wait),
+                    None => {
+                        let action = Action::Uninstall;
+                        let job = self.claim(entry, action, &key, cluster, "", wake)?;
+                        tokio::spawn(job.uninstall(settings, keep_history));
+                        Progress::Running(action)
+                    }
                 },
-            }
-        };
-        let progress = match step {
-            Step::Report(p) => p,
-            Step::Start { action, .. } => {
-                let engine = self.engine.clone().map_err(ReleaseError::Unavailable)?;
-                self.lock().entry(key.clone()).or_default().running = Some(action);
-                self.started
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let job = Job {
-                    engine,
-                    entries: self.entries.clone(),
-                    key: key.clone(),
-                    cluster: cluster.clone(),
-                    digest: String::new(),
-                    wake,
-                };
-                tokio::spawn(job.uninstall(settings, keep_history));
-                Progress::Running(action)
             }
         };
         let revisions = if gone { Vec::new() } else { revisions };
         Ok(self.report(&key, revisions, progress, String::new()))
+    }
+
+    /// Marks `entry` running `action` and makes the job that runs it; Helm unavailable claims nothing.
+    fn claim(
+        &self,
+        entry: &mut Entry,
+        action: Action,
+        key: &Key,
+        cluster: &Cluster,
+        digest: &str,
+        wake: Wake,
+    ) -> Result<Job, ReleaseError> {
+        let engine = self.engine.clone().map_err(ReleaseError::Unavailable)?;
+        entry.running = Some(action);
+        self.started
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(Job {
+            engine,
+            entries: self.entries.clone(),
+            key: key.clone(),
+            cluster: cluster.clone(),
+            digest: digest.to_string(),
+            wake,
+        })
     }
 
     /// Reads the release; starts nothing.

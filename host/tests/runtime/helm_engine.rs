@@ -5,12 +5,11 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use omni_operator::helm::protocol::{ChartRef, Op, Target};
 use omni_operator::helm::{EngineError, HelmEngine, WorkerEngine, WorkerOptions};
 use serde_json::{Value, json};
 
-use super::helm_fixtures::{chart_repo, demo_chart, lib, registry};
+use super::helm_fixtures::{chart_repo, demo_chart, lib, push_demo_chart, registry};
 
 fn engine(lib: PathBuf, concurrency: usize) -> WorkerEngine {
     WorkerEngine::new(WorkerOptions {
@@ -302,19 +301,7 @@ async fn a_chart_from_an_http_repository_installs() {
 async fn a_chart_from_an_oci_registry_installs() {
     let (sim, target) = workload().await;
     let registry = registry().await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let archive = dir.path().join("demo-0.1.0.tgz");
-    std::fs::write(
-        &archive,
-        base64::engine::general_purpose::STANDARD
-            .decode(demo_chart())
-            .expect("archive"),
-    )
-    .expect("write");
-    let remote = format!("oci://{}/charts", registry.host);
-    let helm = helm_c::Helm::load(&lib()).expect("libhelm_c");
-    helm.push(&archive, &remote, &json!({"plain_http": true}))
-        .expect("helm push");
+    let remote = push_demo_chart(&registry);
     let engine = engine(lib(), 4);
     let installed = engine
         .run(

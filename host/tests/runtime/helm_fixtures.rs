@@ -153,3 +153,23 @@ pub async fn registry() -> Registry {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Pushes the demo chart with Helm to `registry` (plain HTTP) and returns the `oci://…/charts` remote it lies
+/// under (the chart is `<remote>/demo`, version 0.1.0).
+pub fn push_demo_chart(registry: &Registry) -> String {
+    let remote = format!("oci://{}/charts", registry.host);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let archive = dir.path().join("demo-0.1.0.tgz");
+    std::fs::write(
+        &archive,
+        base64::engine::general_purpose::STANDARD
+            .decode(demo_chart())
+            .expect("archive"),
+    )
+    .expect("write");
+    helm_c::Helm::load(&lib())
+        .expect("libhelm_c")
+        .push(&archive, &remote, &json!({"plain_http": true}))
+        .expect("helm push");
+    remote
+}

@@ -18,7 +18,7 @@ use omni_operator::helm::{HelmEngine, WorkerEngine, WorkerOptions};
 use omni_operator::stack::{Host, HostBuilder};
 use serde_json::{Value, json};
 
-use super::helm_fixtures::{ChartRepo, Registry, chart_repo_with, demo_chart, lib, registry};
+use super::helm_fixtures::{ChartRepo, chart_repo_with, lib, push_demo_chart, registry};
 use super::support;
 
 const API: &str = "omni.texashpc.com/v1alpha1";
@@ -695,21 +695,8 @@ async fn a_worker_killed_mid_install_is_restarted_and_the_release_converges() {
 /// allowed ones is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oci_chart_installs_and_sources_outside_the_allowed_ones_are_refused() {
-    let registry: Registry = registry().await;
-    let remote = format!("oci://{}/charts", registry.host);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let archive = dir.path().join("demo-0.1.0.tgz");
-    std::fs::write(
-        &archive,
-        base64::engine::general_purpose::STANDARD
-            .decode(demo_chart())
-            .expect("archive"),
-    )
-    .expect("write");
-    helm_c::Helm::load(&lib())
-        .expect("libhelm_c")
-        .push(&archive, &remote, &json!({"plain_http": true}))
-        .expect("helm push");
+    let registry = registry().await;
+    let remote = push_demo_chart(&registry);
     let sources = ChartSources::only([remote.as_str()])
         .expect("sources")
         .with_plain_http([registry.host.as_str()]);
