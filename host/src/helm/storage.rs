@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use base64::Engine as _;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use serde_json::Value;
 
 /// The release label the host stamps with the digest of the chart and values a revision was made from.
@@ -57,37 +57,65 @@ pub enum StorageError {
     Undecodable { secret: String, reason: String },
 }
 
-/// The release's revisions, newest first: the latest in full, then up to [`HISTORY`] earlier ones. Empty when
-/// Helm stores no revision of it.
+/// The release's revisions, newest first: the latest in full, then up to [`HISTORY`] earlier ones from their
+/// labels alone (revision, status, digest). Empty when Helm stores no revision of it.
+///
+/// Every revision Secret embeds the whole chart, and a release keeps all its revisions unless `maxHistory` says
+/// otherwise, so the revisions are listed by their metadata only and just the latest is fetched whole: one small
+/// LIST and one GET, however long the history.
 pub async fn read(
     client: &kube::Client,
     namespace: &str,
     name: &str,
 ) -> Result<Vec<StoredRevision>, StorageError> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let kube_err = |source| StorageError::Kube {
+        namespace: namespace.into(),
+        source,
+    };
     let selector = format!("owner=helm,name={name}");
     let list = api
-        .list(&ListParams::default().labels(&selector))
+        .list_metadata(&ListParams::default().labels(&selector))
         .await
-        .map_err(|source| StorageError::Kube {
-            namespace: namespace.into(),
-            source,
-        })?;
-    let mut secrets: Vec<(u64, Secret)> = list
+        .map_err(kube_err)?;
+    let mut found: Vec<(u64, ObjectMeta)> = list
         .items
         .into_iter()
-        .filter_map(|s| Some((label(&s, "version")?.parse().ok()?, s)))
+        .filter_map(|m| {
+            let revision = m.metadata.labels.as_ref()?.get("version")?.parse().ok()?;
+            Some((revision, m.metadata))
+        })
         .collect();
-    secrets.sort_by_key(|s| std::cmp::Reverse(s.0));
-    secrets
-        .into_iter()
-        .take(HISTORY + 1)
-        .map(|(revision, s)| revision_of(revision, &s))
-        .collect()
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
+    let mut revisions = Vec::new();
+    for (revision, meta) in found.into_iter().take(HISTORY + 1) {
+        let secret = meta.name.clone().unwrap_or_default();
+        if revisions.is_empty() {
+            // Gone between the LIST and the GET (an uninstall, a prune): the next read sees the new state.
+            let Some(s) = api.get_opt(&secret).await.map_err(kube_err)? else {
+                continue;
+            };
+            revisions.push(revision_of(revision, &s)?);
+        } else {
+            let text = |key: &str| meta_label(&meta, key).map(str::to_string);
+            revisions.push(StoredRevision {
+                revision,
+                status: text("status").unwrap_or_default(),
+                digest: text(DIGEST_LABEL),
+                secret,
+                ..StoredRevision::default()
+            });
+        }
+    }
+    Ok(revisions)
+}
+
+fn meta_label<'a>(m: &'a ObjectMeta, key: &str) -> Option<&'a str> {
+    m.labels.as_ref()?.get(key).map(String::as_str)
 }
 
 fn label<'a>(s: &'a Secret, key: &str) -> Option<&'a str> {
-    s.metadata.labels.as_ref()?.get(key).map(String::as_str)
+    meta_label(&s.metadata, key)
 }
 
 fn revision_of(revision: u64, s: &Secret) -> Result<StoredRevision, StorageError> {

@@ -127,7 +127,7 @@ pub struct Revision {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReleaseState {
     pub current: Revision,
-    /// Earlier revisions, newest first (at most ten).
+    /// Earlier revisions, newest first (at most ten): revision, status and digest only.
     pub history: Vec<Revision>,
 }
 
