@@ -14,6 +14,8 @@
 //! the worker process's (`/proc/<pid>/status`), each read when the driver asks. Helm actions are the host's count
 //! of install, upgrade and uninstall actions started; the revisions in the workload clusters are counted too.
 
+#[path = "../tests/shared/helm_lib.rs"]
+mod helm_lib;
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -57,23 +59,6 @@ fn work_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("helm-releases-bench")
 }
 
-fn helm_c_lib() -> Result<PathBuf> {
-    if let Some(lib) = std::env::var_os("HELM_C_LIB") {
-        return Ok(lib.into());
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let out = std::process::Command::new(root.join("tools/fetch-helm-c"))
-        .output()
-        .context("running tools/fetch-helm-c")?;
-    if !out.status.success() {
-        bail!(
-            "tools/fetch-helm-c failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(String::from_utf8(out.stdout)?.trim().into())
-}
-
 async fn driver(args: Vec<String>) -> Result<()> {
     let quick = args.iter().any(|a| a == "--quick");
     let clusters: usize = number(&args, "--clusters", if quick { 2 } else { 10 })?;
@@ -81,7 +66,7 @@ async fn driver(args: Vec<String>) -> Result<()> {
     let steady = Duration::from_secs(number(&args, "--steady", if quick { 60 } else { 600 })?);
     let timeout = Duration::from_secs(number(&args, "--timeout", 300)?);
     let wait = !args.iter().any(|a| a == "--no-wait");
-    let lib = helm_c_lib()?;
+    let lib = helm_lib::helm_c_lib();
     std::fs::create_dir_all(work_dir())?;
 
     let management = stack::management_cluster(kube_sim::KubeSim::builder()).await?;
@@ -96,7 +81,7 @@ async fn driver(args: Vec<String>) -> Result<()> {
     }
     let charts = tempfile::tempdir()?;
     let repo = ChartRepository::bind(charts.path()).await?;
-    publish_example_chart(&lib, charts.path(), &repo.url)?;
+    publish_example_chart(&lib, charts.path(), &repo.url).await?;
 
     let kubeconfig = work_dir().join("management.kubeconfig");
     management.write_kubeconfig(&kubeconfig, &management.admin())?;
@@ -244,18 +229,24 @@ fn revisions(workloads: &[kube_sim::KubeSim]) -> usize {
         .sum()
 }
 
-/// `examples/charts/hello`, packaged and indexed by Helm (in this process: the driver is not measured).
-fn publish_example_chart(lib: &Path, dir: &Path, url: &str) -> Result<()> {
-    let helm = helm_c::Helm::load(lib).context("loading libhelm_c")?;
+/// `examples/charts/hello`, packaged and indexed by Helm in a worker of its own, as `dev --serve-charts` does
+/// (before the clock starts; this worker is not the measured host's).
+async fn publish_example_chart(lib: &Path, dir: &Path, url: &str) -> Result<()> {
+    let engine = WorkerEngine::new(WorkerOptions {
+        program: env!("CARGO_BIN_EXE_omni-operator").into(),
+        lib: lib.to_path_buf(),
+        concurrency: 1,
+    });
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/charts/hello");
-    helm.load_chart(&source)
-        .context("loading the example chart")?
-        .save(dir)
-        .context("packaging the example chart")?;
-    let index = helm
-        .repo_index(dir, &json!({"base_url": url}))
-        .context("indexing")?;
-    std::fs::write(dir.join("index.yaml"), index)?;
+    let publish = Op::Publish {
+        charts: vec![source.display().to_string()],
+        dir: dir.display().to_string(),
+        base_url: url.to_string(),
+    };
+    engine
+        .run(publish, None, Duration::from_secs(60))
+        .await
+        .context("packaging the example chart with Helm")?;
     Ok(())
 }
 

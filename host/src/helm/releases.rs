@@ -390,11 +390,6 @@ impl Releases {
     pub fn actions_started(&self) -> u64 {
         self.started.load(std::sync::atomic::Ordering::Relaxed)
     }
-
-    /// Actions running now.
-    pub fn running(&self) -> usize {
-        self.lock().values().filter(|e| e.running.is_some()).count()
-    }
 }
 
 /// What `ensure` does, given the latest revision and what this host remembers.
