@@ -14,7 +14,7 @@ type Handle = u64;
 /// install and upgrade: (config, context, chart, chart reference, release, values, options, out, err).
 pub(crate) type ActionFn =
     unsafe extern "C" fn(Handle, Handle, Handle, Str, Str, Str, Str, Out, Out) -> i32;
-/// uninstall, status and history: (config, release, options, out, err).
+/// uninstall, status, history and test: (config, release, options, out, err).
 pub(crate) type NamedFn = unsafe extern "C" fn(Handle, Str, Str, Out, Out) -> i32;
 
 /// The library's functions this wrapper uses, resolved once at load.
@@ -40,6 +40,7 @@ pub(crate) struct Functions {
     pub uninstall: NamedFn,
     pub status: NamedFn,
     pub history: NamedFn,
+    pub test_run: NamedFn,
     pub rollback: unsafe extern "C" fn(Handle, Str, Str, Out) -> i32,
     pub list: unsafe extern "C" fn(Handle, Str, Out, Out) -> i32,
     pub repo_index_generate: unsafe extern "C" fn(Str, Str, Out, Out) -> i32,
@@ -95,6 +96,7 @@ impl Library {
             uninstall: symbol!(b"helm_uninstall"),
             status: symbol!(b"helm_status"),
             history: symbol!(b"helm_history"),
+            test_run: symbol!(b"helm_test_run"),
             rollback: symbol!(b"helm_rollback"),
             list: symbol!(b"helm_list"),
             repo_index_generate: symbol!(b"helm_repo_index_generate"),

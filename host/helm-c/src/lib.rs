@@ -439,6 +439,11 @@ impl Config {
         self.named("helm_history", |f| f.history, name, options)
     }
 
+    /// `helm test`: runs the release's test hooks; `{"release", "logs"}`. A failed test is an error naming it.
+    pub fn test(&self, name: &str, options: &Value) -> Result<Value> {
+        self.named("helm_test_run", |f| f.test_run, name, options)
+    }
+
     /// `helm rollback`.
     pub fn rollback(&self, name: &str, options: &Value) -> Result<()> {
         const CALL: &str = "helm_rollback";

@@ -16,8 +16,9 @@ use crate::contract::Wakeups;
 use crate::contract::bindings::omni::operator::helm as wit;
 use crate::contract::bindings::omni::operator::types::SecretKeyRef;
 use crate::helm::releases::{
-    self, ChartLocation, Cluster, InstallSettings, Progress, ReleaseError, Releases, Report,
-    Settings, UpgradeSettings, Wanted,
+    self, ChartLocation, Cluster, InstallSettings, Observation, Outcome, Progress, Propagation,
+    ReleaseError, Releases, Report, RollbackSettings, Running, Settings, StepRequest,
+    TestSettings, UninstallSettings, UpgradeSettings, Wanted,
 };
 use crate::helm::storage::StoredRevision;
 use crate::secrets::quoted;
@@ -222,6 +223,121 @@ impl CallScope {
         Ok((cluster, budget))
     }
 
+    /// Checks a chart's location against the operator's allowed sources; answers whether to reach it over plain
+    /// HTTP (an OCI registry the operator named).
+    fn check_chart(&mut self, what: &str, location: &ChartLocation) -> Result<bool, HostFailure> {
+        let source_url = match location {
+            ChartLocation::Repository { url, name } => {
+                if name.trim().is_empty() {
+                    return Err(
+                        HostError::Invalid(format!("{what}: the chart name is empty")).into(),
+                    );
+                }
+                url.as_str()
+            }
+            ChartLocation::Oci(reference) => reference.as_str(),
+        };
+        let parsed = SourceUrl::parse(source_url)
+            .map_err(|why| HostError::Invalid(format!("{what}: chart source {why}")))?;
+        let oci = matches!(location, ChartLocation::Oci(_));
+        if oci != (parsed.scheme == "oci") {
+            return Err(HostError::Invalid(format!(
+                "{what}: an OCI chart is an oci:// reference, a repository chart an http(s) URL"
+            ))
+            .into());
+        }
+        if !self.services.helm.sources.allows(&parsed) {
+            let reason = format!(
+                "chart source {source_url:?} is not among the operator's allowed chart sources ({})",
+                self.services.helm.sources.describe()
+            );
+            return Err(self.denied(Capability::Helm, what, &reason).into());
+        }
+        Ok(self.services.helm.sources.plain_http(&parsed))
+    }
+
+    /// What a step's source resolves to: the chart's location (checked as for `ensure`), its version and the
+    /// merged values, plus whether to reach the registry over plain HTTP.
+    fn release_source(
+        &mut self,
+        what: &str,
+        source: &wit::ReleaseSource,
+    ) -> Result<(ChartLocation, String, Value, bool), HostFailure> {
+        let not_yet = |feature: &str| -> HostFailure {
+            HostError::Unavailable(format!("{what}: {feature} are not supported by this host yet")).into()
+        };
+        let location = match &source.chart.location {
+            wit::ChartLocation::Repository(r) => ChartLocation::Repository {
+                url: r.url.clone(),
+                name: r.name.clone(),
+            },
+            wit::ChartLocation::Oci(reference) => ChartLocation::Oci(reference.clone()),
+            wit::ChartLocation::Git(_) => return Err(not_yet("charts from Git repositories")),
+        };
+        if source.chart.credentials.is_some() || source.chart.tls.is_some() {
+            return Err(not_yet("chart credentials and TLS settings"));
+        }
+        let plain_http = self.check_chart(what, &location)?;
+        let mut values = serde_json::Map::new();
+        for (i, part) in source.values.iter().enumerate() {
+            match part {
+                wit::ValuesPart::Inline(text) => {
+                    let Value::Object(part) = serde_json::from_str(text).map_err(|e| {
+                        HostError::Invalid(format!("{what}: values part {i} is not JSON: {e}"))
+                    })?
+                    else {
+                        return Err(HostError::Invalid(format!(
+                            "{what}: values part {i} must be a JSON object"
+                        ))
+                        .into());
+                    };
+                    merge_values(&mut values, part);
+                }
+                wit::ValuesPart::Referenced(_) => {
+                    return Err(not_yet("values from ConfigMaps and Secrets"));
+                }
+            }
+        }
+        Ok((
+            location,
+            source.chart.version.clone(),
+            Value::Object(values),
+            plain_http,
+        ))
+    }
+
+    /// An install or upgrade step as the release wanted.
+    fn apply_request(&mut self, what: &str, a: &wit::ApplyRequest) -> Result<Wanted, HostFailure> {
+        let (chart, version, values, plain_http) = self.release_source(what, &a.source)?;
+        if a.crds == wit::CrdPolicy::CreateReplace {
+            return Err(HostError::Unavailable(format!(
+                "{what}: the CRD policy CreateReplace is not supported by this host yet"
+            ))
+            .into());
+        }
+        let skip_crds = a.crds == wit::CrdPolicy::Skip;
+        Ok(Wanted {
+            chart,
+            version,
+            values,
+            settings: settings(&a.options),
+            install: InstallSettings {
+                create_namespace: a.create_namespace,
+                skip_crds,
+                rollback_on_failure: false,
+                replace: a.replace,
+            },
+            upgrade: UpgradeSettings {
+                skip_crds,
+                rollback_on_failure: false,
+                cleanup_on_fail: a.cleanup_on_fail,
+                max_history: a.max_history,
+                force: a.force,
+            },
+            plain_http,
+        })
+    }
+
     /// Wakes the reconciled object when a background action it started ends.
     fn helm_wake(&self, ctx: &Resource<CallContext>) -> Result<releases::Wake, HostFailure> {
         let object = self.table.get(ctx)?.object_value();
@@ -242,6 +358,19 @@ impl CallScope {
         Ok(Arc::new(move || {
             wakeups.wake(&group, &kind, (namespace.clone(), name.clone()));
         }))
+    }
+}
+
+/// Merges `over` into `base` as Helm merges values files: objects key by key, recursively; anything else in
+/// `over` replaces what `base` had.
+fn merge_values(base: &mut serde_json::Map<String, Value>, over: serde_json::Map<String, Value>) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(Value::Object(b)), Value::Object(o)) => merge_values(b, o),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
     }
 }
 
@@ -301,6 +430,8 @@ fn release_error(what: &str, e: ReleaseError) -> HostError {
             HostError::from_kube(&format!("{what}: reading the release"), source)
         }
         ReleaseError::Storage(other) => HostError::Other(format!("{what}: {other}")),
+        e @ ReleaseError::Busy(_) => HostError::Conflict(format!("{what}: {e}")),
+        ReleaseError::Inapplicable(why) => HostError::Invalid(format!("{what}: {why}")),
     }
 }
 
@@ -309,6 +440,8 @@ fn to_action(a: releases::Action) -> wit::Action {
         releases::Action::Install => wit::Action::Install,
         releases::Action::Upgrade => wit::Action::Upgrade,
         releases::Action::Uninstall => wit::Action::Uninstall,
+        releases::Action::Rollback => wit::Action::Rollback,
+        releases::Action::Test => wit::Action::Test,
         releases::Action::Recover => wit::Action::Recover,
     }
 }
@@ -326,14 +459,67 @@ fn to_revision(r: StoredRevision) -> wit::Revision {
     }
 }
 
-fn to_report(r: Report) -> wit::ReleaseReport {
-    let mut revisions = r.revisions.into_iter();
-    let release = revisions.next().map(|current| wit::ReleaseState {
+fn running_record(r: Running) -> wit::StepRecord {
+    wit::StepRecord {
+        id: r.id,
+        action: to_action(r.action),
+        digest: r.digest,
+        started: r.started,
+        finished: String::new(),
+        revision: 0,
+        error: None,
+    }
+}
+
+fn outcome_record(o: Outcome) -> wit::StepRecord {
+    wit::StepRecord {
+        id: o.id,
+        action: to_action(o.action),
+        digest: o.digest,
+        started: o.started,
+        finished: o.finished,
+        revision: o.revision,
+        error: o.error,
+    }
+}
+
+fn release_state(revisions: Vec<StoredRevision>) -> Option<wit::ReleaseState> {
+    let mut revisions = revisions.into_iter();
+    revisions.next().map(|current| wit::ReleaseState {
         current: to_revision(current),
         history: revisions.map(to_revision).collect(),
-    });
+    })
+}
+
+fn to_observation(o: Observation, wanted: String, chart_version: String) -> wit::Observation {
+    let tests = o
+        .revisions
+        .first()
+        .map(|r| {
+            r.tests
+                .iter()
+                .map(|t| wit::TestHook {
+                    name: t.name.clone(),
+                    phase: t.phase.clone(),
+                    started: t.started.clone(),
+                    completed: t.completed.clone(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    wit::Observation {
+        release: release_state(o.revisions),
+        tests,
+        running: o.running.map(running_record),
+        last: o.last.map(outcome_record),
+        wanted,
+        chart_version,
+    }
+}
+
+fn to_report(r: Report) -> wit::ReleaseReport {
     wit::ReleaseReport {
-        release,
+        release: release_state(r.revisions),
         progress: match r.progress {
             Progress::Idle => wit::Progress::Idle,
             Progress::Running(a) => wit::Progress::Running(to_action(a)),
@@ -365,41 +551,14 @@ impl wit::Host for HelmCap<'_> {
         if !values.is_object() {
             return Err(HostError::Invalid(format!("{what}: values must be a JSON object")).into());
         }
-        let (location, source_url) = match &spec.chart.source {
-            wit::ChartSource::Repository(r) => {
-                if r.name.trim().is_empty() {
-                    return Err(
-                        HostError::Invalid(format!("{what}: the chart name is empty")).into(),
-                    );
-                }
-                (
-                    ChartLocation::Repository {
-                        url: r.url.clone(),
-                        name: r.name.clone(),
-                    },
-                    r.url.as_str(),
-                )
-            }
-            wit::ChartSource::Oci(reference) => {
-                (ChartLocation::Oci(reference.clone()), reference.as_str())
-            }
+        let location = match &spec.chart.source {
+            wit::ChartSource::Repository(r) => ChartLocation::Repository {
+                url: r.url.clone(),
+                name: r.name.clone(),
+            },
+            wit::ChartSource::Oci(reference) => ChartLocation::Oci(reference.clone()),
         };
-        let parsed = SourceUrl::parse(source_url)
-            .map_err(|why| HostError::Invalid(format!("{what}: chart source {why}")))?;
-        let oci = matches!(location, ChartLocation::Oci(_));
-        if oci != (parsed.scheme == "oci") {
-            return Err(HostError::Invalid(format!(
-                "{what}: an OCI chart is an oci:// reference, a repository chart an http(s) URL"
-            ))
-            .into());
-        }
-        if !self.services.helm.sources.allows(&parsed) {
-            let reason = format!(
-                "chart source {source_url:?} is not among the operator's allowed chart sources ({})",
-                self.services.helm.sources.describe()
-            );
-            return Err(self.denied(Capability::Helm, &what, &reason).into());
-        }
+        let plain_http = self.check_chart(&what, &location)?;
         let (cluster, budget) = self
             .helm_cluster(&ctx, scope, &spec.kubeconfig, &what)
             .await?;
@@ -412,14 +571,16 @@ impl wit::Host for HelmCap<'_> {
                 create_namespace: spec.install.create_namespace,
                 skip_crds: spec.install.skip_crds,
                 rollback_on_failure: spec.install.rollback_on_failure,
+                replace: false,
             },
             upgrade: UpgradeSettings {
                 skip_crds: spec.upgrade.skip_crds,
                 rollback_on_failure: spec.upgrade.rollback_on_failure,
                 cleanup_on_fail: spec.upgrade.cleanup_on_fail,
                 max_history: spec.upgrade.max_history,
+                force: false,
             },
-            plain_http: self.services.helm.sources.plain_http(&parsed),
+            plain_http,
         };
         let wake = self.helm_wake(&ctx)?;
         let releases = self.services.helm.releases.clone();
@@ -461,6 +622,113 @@ impl wit::Host for HelmCap<'_> {
                 .map_err(|e| release_error(&what, e))
         };
         Ok(to_report(within(&what, budget, op).await?))
+    }
+
+    async fn observe(
+        &mut self,
+        ctx: Resource<CallContext>,
+        release: wit::ReleaseRef,
+        source: Option<wit::ReleaseSource>,
+    ) -> Result<wit::Observation, HostFailure> {
+        let what = format!("Helm release {}", quoted(&release.namespace, &release.name));
+        let scope = self.helm_scope(
+            &ctx,
+            &release.kubeconfig,
+            &release.name,
+            &release.namespace,
+            &what,
+        )?;
+        let (wanted, chart_version) = match &source {
+            Some(source) => {
+                let (location, version, values, _) = self.release_source(&what, source)?;
+                (
+                    releases::source_digest(&location, &version, &values),
+                    version,
+                )
+            }
+            None => (String::new(), String::new()),
+        };
+        let (cluster, budget) = self
+            .helm_cluster(&ctx, scope, &release.kubeconfig, &what)
+            .await?;
+        let releases = self.services.helm.releases.clone();
+        let op = async {
+            releases
+                .observe(&cluster, &release.namespace, &release.name)
+                .await
+                .map_err(|e| release_error(&what, e))
+        };
+        let observed = within(&what, budget, op).await?;
+        Ok(to_observation(observed, wanted, chart_version))
+    }
+
+    async fn start(
+        &mut self,
+        ctx: Resource<CallContext>,
+        release: wit::ReleaseRef,
+        step: wit::Step,
+    ) -> Result<wit::StepRecord, HostFailure> {
+        let what = format!("Helm release {}", quoted(&release.namespace, &release.name));
+        let scope = self.helm_scope(
+            &ctx,
+            &release.kubeconfig,
+            &release.name,
+            &release.namespace,
+            &what,
+        )?;
+        let request = match &step {
+            wit::Step::Install(a) | wit::Step::Upgrade(a) => {
+                let wanted = self.apply_request(&what, a)?;
+                if matches!(step, wit::Step::Install(_)) {
+                    StepRequest::Install(Box::new(wanted))
+                } else {
+                    StepRequest::Upgrade(Box::new(wanted))
+                }
+            }
+            wit::Step::Rollback(r) => StepRequest::Rollback(RollbackSettings {
+                revision: r.revision,
+                settings: settings(&r.options),
+                force: r.force,
+                cleanup_on_fail: r.cleanup_on_fail,
+                max_history: r.max_history,
+            }),
+            wit::Step::Uninstall(u) => StepRequest::Uninstall(UninstallSettings {
+                settings: settings(&u.options),
+                keep_history: u.keep_history,
+                propagation: match u.propagation {
+                    wit::DeletionPropagation::Background => Propagation::Background,
+                    wit::DeletionPropagation::Foreground => Propagation::Foreground,
+                    wit::DeletionPropagation::Orphan => Propagation::Orphan,
+                },
+            }),
+            wit::Step::Test(t) => {
+                let names = |exclude: bool| {
+                    t.filters
+                        .iter()
+                        .filter(|f| f.exclude == exclude)
+                        .map(|f| f.name.clone())
+                        .collect()
+                };
+                StepRequest::Test(TestSettings {
+                    timeout_seconds: t.timeout_seconds.max(1),
+                    include: names(false),
+                    exclude: names(true),
+                })
+            }
+            wit::Step::Unlock => StepRequest::Unlock,
+        };
+        let (cluster, budget) = self
+            .helm_cluster(&ctx, scope, &release.kubeconfig, &what)
+            .await?;
+        let wake = self.helm_wake(&ctx)?;
+        let releases = self.services.helm.releases.clone();
+        let op = async {
+            releases
+                .start(&cluster, &release.namespace, &release.name, request, wake)
+                .await
+                .map_err(|e| release_error(&what, e))
+        };
+        Ok(running_record(within(&what, budget, op).await?))
     }
 
     async fn status(

@@ -65,6 +65,18 @@ pub enum Op {
         release: String,
         options: Value,
     },
+    /// Back to `options.version` (0: the previous revision).
+    Rollback {
+        target: Target,
+        release: String,
+        options: Value,
+    },
+    /// Runs the release's test hooks.
+    Test {
+        target: Target,
+        release: String,
+        options: Value,
+    },
     Status {
         target: Target,
         release: String,

@@ -64,6 +64,8 @@ pub struct InstallSettings {
     pub create_namespace: bool,
     pub skip_crds: bool,
     pub rollback_on_failure: bool,
+    /// Reuse the name of a release kept in history (`--replace`).
+    pub replace: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -72,6 +74,78 @@ pub struct UpgradeSettings {
     pub rollback_on_failure: bool,
     pub cleanup_on_fail: bool,
     pub max_history: u32,
+    /// Replace resources that cannot be patched (`--force`).
+    pub force: bool,
+}
+
+/// A rollback step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RollbackSettings {
+    /// 0: the previous revision.
+    pub revision: u64,
+    pub settings: Settings,
+    pub force: bool,
+    pub cleanup_on_fail: bool,
+    pub max_history: u32,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Propagation {
+    #[default]
+    Background,
+    Foreground,
+    Orphan,
+}
+
+impl Propagation {
+    fn name(self) -> &'static str {
+        match self {
+            Propagation::Background => "background",
+            Propagation::Foreground => "foreground",
+            Propagation::Orphan => "orphan",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UninstallSettings {
+    pub settings: Settings,
+    pub keep_history: bool,
+    pub propagation: Propagation,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TestSettings {
+    pub timeout_seconds: u32,
+    /// Only these test hooks (all when empty) …
+    pub include: Vec<String>,
+    /// … but never these.
+    pub exclude: Vec<String>,
+}
+
+/// An action a plugin asks for by name (`helm.start`), where `ensure` decides by itself.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepRequest {
+    Install(Box<Wanted>),
+    Upgrade(Box<Wanted>),
+    Rollback(RollbackSettings),
+    Uninstall(UninstallSettings),
+    Test(TestSettings),
+    /// Mark a pending latest revision failed.
+    Unlock,
+}
+
+impl StepRequest {
+    fn action(&self) -> Action {
+        match self {
+            StepRequest::Install(_) => Action::Install,
+            StepRequest::Upgrade(_) => Action::Upgrade,
+            StepRequest::Rollback(_) => Action::Rollback,
+            StepRequest::Uninstall(_) => Action::Uninstall,
+            StepRequest::Test(_) => Action::Test,
+            StepRequest::Unlock => Action::Recover,
+        }
+    }
 }
 
 /// The release wanted.
@@ -88,22 +162,26 @@ pub struct Wanted {
 }
 
 impl Wanted {
-    /// What a revision is made from, hashed: the chart's location and version and the values, in a canonical
-    /// JSON form (keys sorted). Options such as waits and timeouts are left out: changing them does not call
-    /// for a new revision. 40 hex digits (160 bits), to fit a label value.
+    /// What a revision is made from, hashed ([`source_digest`]).
     pub fn digest(&self) -> String {
-        let chart = match &self.chart {
-            ChartLocation::Repository { url, name } => json!({"repository": url, "chart": name}),
-            ChartLocation::Oci(reference) => json!({"oci": reference}),
-        };
-        let made_from =
-            json!({"chart": chart, "version": self.version, "values": canonical(&self.values)});
-        let hex: String = sha2::Sha256::digest(made_from.to_string().as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        hex[..40].to_string()
+        source_digest(&self.chart, &self.version, &self.values)
     }
+}
+
+/// What a revision is made from, hashed: the chart's location and version and the values, in a canonical JSON
+/// form (keys sorted). Options such as waits and timeouts are left out: changing them does not call for a new
+/// revision. 40 hex digits (160 bits), to fit a label value.
+pub fn source_digest(chart: &ChartLocation, version: &str, values: &Value) -> String {
+    let chart = match chart {
+        ChartLocation::Repository { url, name } => json!({"repository": url, "chart": name}),
+        ChartLocation::Oci(reference) => json!({"oci": reference}),
+    };
+    let made_from = json!({"chart": chart, "version": version, "values": canonical(values)});
+    let hex: String = sha2::Sha256::digest(made_from.to_string().as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    hex[..40].to_string()
 }
 
 /// `v` with every object's keys in sorted order, whatever the map type serde_json was built with.
@@ -147,6 +225,8 @@ pub enum Action {
     Install,
     Upgrade,
     Uninstall,
+    Rollback,
+    Test,
     /// A pending revision marked failed, before the action that follows it.
     Recover,
 }
@@ -157,6 +237,8 @@ impl Action {
             Action::Install => "install",
             Action::Upgrade => "upgrade",
             Action::Uninstall => "uninstall",
+            Action::Rollback => "rollback",
+            Action::Test => "test",
             Action::Recover => "recover",
         }
     }
@@ -165,12 +247,34 @@ impl Action {
 /// How an action ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
+    /// Unique across this host's restarts ([`Releases`]' epoch and a counter).
+    pub id: String,
     pub action: Action,
     pub revision: u64,
     pub error: Option<String>,
     /// RFC 3339, seconds.
+    pub started: String,
     pub finished: String,
     pub digest: String,
+}
+
+/// An action running.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Running {
+    pub id: String,
+    pub action: Action,
+    /// RFC 3339, seconds.
+    pub started: String,
+    pub digest: String,
+}
+
+/// A release as `helm.observe` sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observation {
+    /// Newest first; empty when Helm stores none.
+    pub revisions: Vec<StoredRevision>,
+    pub running: Option<Running>,
+    pub last: Option<Outcome>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,12 +301,18 @@ pub enum ReleaseError {
     /// No Helm on this host; the message says why.
     #[error("{0}")]
     Unavailable(String),
+    /// Another action runs for the release.
+    #[error("a Helm {} runs for this release (started {})", .0.action.name(), .0.started)]
+    Busy(Running),
+    /// The step cannot apply to the release as it stands.
+    #[error("{0}")]
+    Inapplicable(String),
 }
 
 /// What this host remembers of one release.
 #[derive(Default)]
 struct Entry {
-    running: Option<Action>,
+    running: Option<Running>,
     last: Option<Outcome>,
     /// Consecutive failures of `last.digest`.
     failures: u32,
@@ -217,6 +327,9 @@ pub struct Releases {
     entries: Arc<Mutex<HashMap<Key, Entry>>>,
     /// Actions started since the host started (benchmarks and tests read it: a steady state starts none).
     started: std::sync::atomic::AtomicU64,
+    /// When this host started, in milliseconds since the Unix epoch: with `started`, action ids unique across
+    /// restarts.
+    epoch: i64,
 }
 
 impl std::fmt::Debug for Releases {
@@ -243,6 +356,7 @@ impl Releases {
             engine: engine.ok_or_else(|| why.to_string()),
             entries: Arc::default(),
             started: std::sync::atomic::AtomicU64::new(0),
+            epoch: jiff::Timestamp::now().as_millisecond(),
         }
     }
 
@@ -294,15 +408,19 @@ impl Releases {
         let progress = {
             let mut entries = self.lock();
             let entry = entries.entry(key.clone()).or_default();
-            match (entry.running, gone) {
-                (Some(a), _) => Progress::Running(a),
+            match (&entry.running, gone) {
+                (Some(r), _) => Progress::Running(r.action),
                 (None, true) => Progress::Idle,
                 (None, false) => match retry_wait(entry, "") {
                     Some(wait) => Progress::RetryAfter(wait),
                     None => {
                         let action = Action::Uninstall;
                         let job = self.claim(entry, action, &key, cluster, "", wake)?;
-                        tokio::spawn(job.uninstall(settings, keep_history));
+                        tokio::spawn(job.uninstall(UninstallSettings {
+                            settings,
+                            keep_history,
+                            propagation: Propagation::Background,
+                        }));
                         Progress::Running(action)
                     }
                 },
@@ -323,17 +441,92 @@ impl Releases {
         wake: Wake,
     ) -> Result<Job, ReleaseError> {
         let engine = self.engine.clone().map_err(ReleaseError::Unavailable)?;
-        entry.running = Some(action);
-        self.started
+        let count = self
+            .started
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let running = Running {
+            id: format!("{}-{}", self.epoch, count + 1),
+            action,
+            started: now_rfc3339(),
+            digest: digest.to_string(),
+        };
+        entry.running = Some(running.clone());
         Ok(Job {
             engine,
             entries: self.entries.clone(),
             key: key.clone(),
             cluster: cluster.clone(),
-            digest: digest.to_string(),
+            running,
             wake,
         })
+    }
+
+    /// The release as Helm stores it, and what this host runs or ran for it; starts nothing.
+    pub async fn observe(
+        &self,
+        cluster: &Cluster,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Observation, ReleaseError> {
+        let revisions = storage::read(&cluster.client, namespace, name).await?;
+        let key = (cluster.id.clone(), namespace.to_string(), name.to_string());
+        let entries = self.lock();
+        let entry = entries.get(&key);
+        Ok(Observation {
+            revisions,
+            running: entry.and_then(|e| e.running.clone()),
+            last: entry.and_then(|e| e.last.clone()),
+        })
+    }
+
+    /// Starts `request` in the background: `Busy` while another action runs for the release. A step that
+    /// cannot apply (a rollback or test of a release Helm does not store, an unlock of one not pending) is
+    /// `Inapplicable`, decided on the release as it stands now.
+    pub async fn start(
+        &self,
+        cluster: &Cluster,
+        namespace: &str,
+        name: &str,
+        request: StepRequest,
+        wake: Wake,
+    ) -> Result<Running, ReleaseError> {
+        let revisions = storage::read(&cluster.client, namespace, name).await?;
+        let latest = revisions.first();
+        let stored = latest.is_some_and(|r| r.status != "uninstalled");
+        let why = match &request {
+            StepRequest::Rollback(_) | StepRequest::Test(_) if !stored => {
+                Some(format!("release {namespace}/{name} is not installed"))
+            }
+            StepRequest::Rollback(r) if r.revision > 0 && !revisions.iter().any(|x| x.revision == r.revision) => {
+                Some(format!(
+                    "release {namespace}/{name} has no revision {} among its latest {}",
+                    r.revision,
+                    revisions.len()
+                ))
+            }
+            StepRequest::Unlock if !latest.is_some_and(StoredRevision::is_pending) => Some(format!(
+                "release {namespace}/{name} is not pending (latest: {})",
+                latest.map_or("none", |r| r.status.as_str())
+            )),
+            _ => None,
+        };
+        if let Some(why) = why {
+            return Err(ReleaseError::Inapplicable(why));
+        }
+        let digest = match &request {
+            StepRequest::Install(w) | StepRequest::Upgrade(w) => w.digest(),
+            _ => String::new(),
+        };
+        let key = (cluster.id.clone(), namespace.to_string(), name.to_string());
+        let mut entries = self.lock();
+        let entry = entries.entry(key.clone()).or_default();
+        if let Some(r) = &entry.running {
+            return Err(ReleaseError::Busy(r.clone()));
+        }
+        let job = self.claim(entry, request.action(), &key, cluster, &digest, wake)?;
+        let running = job.running.clone();
+        tokio::spawn(job.step(request));
+        Ok(running)
     }
 
     /// Reads the release; starts nothing.
@@ -347,8 +540,8 @@ impl Releases {
         let key = (cluster.id.clone(), namespace.to_string(), name.to_string());
         let progress = match self.lock().get(&key) {
             Some(Entry {
-                running: Some(a), ..
-            }) => Progress::Running(*a),
+                running: Some(r), ..
+            }) => Progress::Running(r.action),
             Some(e) => e
                 .retry_at
                 .and_then(|t| t.checked_duration_since(Instant::now()))
@@ -399,8 +592,8 @@ fn decide_ensure(
     digest: &str,
     settings: &Settings,
 ) -> Step {
-    if let Some(a) = entry.running {
-        return Step::Report(Progress::Running(a));
+    if let Some(r) = &entry.running {
+        return Step::Report(Progress::Running(r.action));
     }
     let start = |action, recover| match retry_wait(entry, digest) {
         Some(wait) => Step::Report(Progress::RetryAfter(wait)),
@@ -464,7 +657,7 @@ struct Job {
     entries: Arc<Mutex<HashMap<Key, Entry>>>,
     key: Key,
     cluster: Cluster,
-    digest: String,
+    running: Running,
     wake: Wake,
 }
 
@@ -502,7 +695,7 @@ impl Job {
                 // A pending install with nothing deployed before it is installed again over the failure.
                 action = Action::Upgrade;
             }
-            let op = action_op(action, &self.target(), &self.key.2, &wanted, &self.digest);
+            let op = action_op(action, &self.target(), &self.key.2, &wanted, &self.running.digest);
             let deadline = wanted.settings.timeout() + DEADLINE_MARGIN;
             self.engine
                 .run(op, Some(self.release()), deadline)
@@ -513,10 +706,11 @@ impl Job {
         self.finish(action, result);
     }
 
-    async fn uninstall(self, settings: Settings, keep_history: bool) {
-        let mut options = action_options(&settings);
+    async fn uninstall(self, u: UninstallSettings) {
+        let mut options = action_options(&u.settings);
         options.insert("ignore_not_found".into(), true.into());
-        options.insert("keep_history".into(), keep_history.into());
+        options.insert("keep_history".into(), u.keep_history.into());
+        options.insert("deletion_propagation".into(), u.propagation.name().into());
         let op = Op::Uninstall {
             target: self.target(),
             release: self.key.2.clone(),
@@ -527,11 +721,89 @@ impl Job {
             .run(
                 op,
                 Some(self.release()),
-                settings.timeout() + DEADLINE_MARGIN,
+                u.settings.timeout() + DEADLINE_MARGIN,
             )
             .await
             .map_err(|e| engine_message(&e));
         self.finish(Action::Uninstall, result);
+    }
+
+    /// Runs a step a plugin asked for.
+    async fn step(self, request: StepRequest) {
+        match request {
+            StepRequest::Install(wanted) => self.converge(Action::Install, None, *wanted).await,
+            StepRequest::Upgrade(wanted) => self.converge(Action::Upgrade, None, *wanted).await,
+            StepRequest::Uninstall(u) => self.uninstall(u).await,
+            StepRequest::Rollback(r) => {
+                let mut o = action_options(&r.settings);
+                o.insert("version".into(), r.revision.into());
+                o.insert("wait_for_jobs".into(), r.settings.wait_for_jobs.into());
+                o.insert("force_replace".into(), r.force.into());
+                o.insert("force_conflicts".into(), true.into());
+                o.insert("cleanup_on_fail".into(), r.cleanup_on_fail.into());
+                if r.max_history > 0 {
+                    o.insert("max_history".into(), r.max_history.into());
+                }
+                let op = Op::Rollback {
+                    target: self.target(),
+                    release: self.key.2.clone(),
+                    options: Value::Object(o),
+                };
+                let deadline = r.settings.timeout() + DEADLINE_MARGIN;
+                let result = self.engine.run(op, Some(self.release()), deadline).await;
+                self.finish(Action::Rollback, result.map_err(|e| engine_message(&e)));
+            }
+            StepRequest::Test(t) => {
+                let timeout = Duration::from_secs(u64::from(t.timeout_seconds.max(1)));
+                let mut o = Map::new();
+                o.insert("timeout_seconds".into(), t.timeout_seconds.max(1).into());
+                if !t.include.is_empty() {
+                    o.insert("include_names".into(), t.include.clone().into());
+                }
+                if !t.exclude.is_empty() {
+                    o.insert("exclude_names".into(), t.exclude.clone().into());
+                }
+                let op = Op::Test {
+                    target: self.target(),
+                    release: self.key.2.clone(),
+                    options: Value::Object(o),
+                };
+                let result = self
+                    .engine
+                    .run(op, Some(self.release()), timeout + DEADLINE_MARGIN)
+                    .await;
+                self.finish(Action::Test, result.map_err(|e| engine_message(&e)));
+            }
+            StepRequest::Unlock => {
+                let result = self.unlock().await;
+                self.finish(Action::Recover, result);
+            }
+        }
+    }
+
+    /// Marks the latest revision failed if it is still pending (someone may have finished it since).
+    async fn unlock(&self) -> Result<Value, String> {
+        let latest = storage::read(&self.cluster.client, &self.key.1, &self.key.2)
+            .await
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .next();
+        match latest {
+            Some(r) if r.is_pending() => {
+                let why = format!(
+                    "{} interrupted: no action runs for it; marked failed by omni-operator",
+                    r.status
+                );
+                storage::mark_failed(&self.cluster.client, &self.key.1, &r.secret, &why)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                tracing::warn!(release = %self.release(), revision = r.revision,
+                    "a Helm release was left {}; marked failed", r.status);
+                Ok(json!({"revision": r.revision}))
+            }
+            Some(r) => Ok(json!({"revision": r.revision})),
+            None => Ok(json!({})),
+        }
     }
 
     fn finish(self, action: Action, result: Result<Value, String>) {
@@ -556,7 +828,10 @@ impl Job {
         {
             let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
             let entry = entries.entry(self.key.clone()).or_default();
-            let same = entry.last.as_ref().is_some_and(|l| l.digest == self.digest);
+            let same = entry
+                .last
+                .as_ref()
+                .is_some_and(|l| l.digest == self.running.digest);
             entry.failures = match (&error, same) {
                 (None, _) => 0,
                 (Some(_), true) => entry.failures.saturating_add(1),
@@ -568,19 +843,24 @@ impl Job {
             });
             entry.running = None;
             entry.last = Some(Outcome {
+                id: self.running.id.clone(),
                 action,
                 revision,
                 error,
-                finished: jiff::Timestamp::now()
-                    .round(jiff::Unit::Second)
-                    .unwrap_or_else(|_| jiff::Timestamp::now())
-                    .strftime("%Y-%m-%dT%H:%M:%SZ")
-                    .to_string(),
-                digest: self.digest.clone(),
+                started: self.running.started.clone(),
+                finished: now_rfc3339(),
+                digest: self.running.digest.clone(),
             });
         }
         (self.wake)();
     }
+}
+
+/// Now, RFC 3339 to the second.
+fn now_rfc3339() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
 }
 
 /// The engine's failure as the release's error: Helm's own message, or what happened to the worker.
@@ -622,10 +902,16 @@ fn action_op(action: Action, target: &Target, release: &str, w: &Wanted, digest:
     let rollback_on_failure = if action == Action::Install {
         o.insert("create_namespace".into(), w.install.create_namespace.into());
         o.insert("skip_crds".into(), w.install.skip_crds.into());
+        if w.install.replace {
+            o.insert("replace".into(), true.into());
+        }
         w.install.rollback_on_failure
     } else {
         o.insert("skip_crds".into(), w.upgrade.skip_crds.into());
         o.insert("cleanup_on_fail".into(), w.upgrade.cleanup_on_fail.into());
+        if w.upgrade.force {
+            o.insert("force_replace".into(), true.into());
+        }
         if w.upgrade.max_history > 0 {
             o.insert("max_history".into(), w.upgrade.max_history.into());
         }
@@ -760,9 +1046,11 @@ mod tests {
         let entry = Entry {
             running: None,
             last: Some(Outcome {
+                id: "1-1".into(),
                 action: Action::Upgrade,
                 revision: 3,
                 error: Some("boom".into()),
+                started: String::new(),
                 finished: String::new(),
                 digest: "d1".into(),
             }),

@@ -36,6 +36,19 @@ pub struct StoredRevision {
     pub digest: Option<String>,
     /// The Secret holding it.
     pub secret: String,
+    /// Its test hooks and how their last run went (the latest revision only).
+    pub tests: Vec<TestHook>,
+}
+
+/// A hook run by `helm test`, as the revision records its last run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TestHook {
+    pub name: String,
+    /// `Succeeded`, `Failed`, `Running`, or `Unknown` (also when it never ran).
+    pub phase: String,
+    /// RFC 3339; empty when it never ran.
+    pub started: String,
+    pub completed: String,
 }
 
 impl StoredRevision {
@@ -145,7 +158,36 @@ fn revision_of(revision: u64, s: &Secret) -> Result<StoredRevision, StorageError
         description: text(&release, &["info", "description"]),
         digest: label(s, DIGEST_LABEL).map(str::to_string),
         secret,
+        tests: test_hooks(&release),
     })
+}
+
+/// The hooks that run on `helm test` (event `test`, or Helm 2's `test-success`), in the release's order.
+fn test_hooks(release: &Value) -> Vec<TestHook> {
+    let hooks = release
+        .get("hooks")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+    hooks
+        .iter()
+        .filter(|h| {
+            h.get("events")
+                .and_then(Value::as_array)
+                .is_some_and(|e| e.iter().any(|e| matches!(e.as_str(), Some("test" | "test-success"))))
+        })
+        .map(|h| {
+            let run = h.get("last_run").unwrap_or(&Value::Null);
+            let phase = text(run, "phase");
+            TestHook {
+                name: text(h, "name"),
+                phase: if phase.is_empty() { "Unknown".into() } else { phase },
+                // Go's zero time marks a hook that never ran.
+                started: Some(text(run, "started_at")).filter(|t| !t.starts_with("0001-")).unwrap_or_default(),
+                completed: Some(text(run, "completed_at")).filter(|t| !t.starts_with("0001-")).unwrap_or_default(),
+            }
+        })
+        .collect()
 }
 
 /// The release JSON inside a storage Secret: base64 text, usually gzip-compressed (Helm's decoder accepts plain
@@ -285,7 +327,38 @@ mod tests {
                 description: "Upgrade complete".into(),
                 digest: Some("abc".into()),
                 secret: "sh.helm.release.v1.demo.v2".into(),
+                tests: Vec::new(),
             }
+        );
+    }
+
+    #[test]
+    fn test_hooks_and_their_last_run_are_read_from_the_release() {
+        let mut r = release();
+        r["hooks"] = json!([
+            {"name": "demo-test", "events": ["test"],
+             "last_run": {"started_at": "2026-11-26T10:01:00Z", "completed_at": "2026-11-26T10:01:05Z", "phase": "Failed"}},
+            {"name": "demo-never", "events": ["test-success"],
+             "last_run": {"started_at": "0001-01-01T00:00:00Z", "completed_at": "0001-01-01T00:00:00Z", "phase": ""}},
+            {"name": "demo-pre", "events": ["pre-install"], "last_run": {"phase": "Succeeded"}},
+        ]);
+        let got = revision_of(2, &secret(&r, true, &[])).unwrap().tests;
+        assert_eq!(
+            got,
+            vec![
+                TestHook {
+                    name: "demo-test".into(),
+                    phase: "Failed".into(),
+                    started: "2026-11-26T10:01:00Z".into(),
+                    completed: "2026-11-26T10:01:05Z".into(),
+                },
+                TestHook {
+                    name: "demo-never".into(),
+                    phase: "Unknown".into(),
+                    started: String::new(),
+                    completed: String::new(),
+                },
+            ]
         );
     }
 

@@ -185,6 +185,21 @@ fn run(helm: &Helm, id: u64, op: Op, contexts: &Mutex<Contexts>) -> Result<Value
             release,
             options,
         } => config(helm, &target)?.uninstall(&release, &options),
+        Op::Rollback {
+            target,
+            release,
+            options,
+        } => {
+            let cfg = config(helm, &target)?;
+            cfg.rollback(&release, &options)?;
+            // Rollback answers nothing; the release's summary says which revision it made.
+            cfg.status(&release, &json!({}))
+        }
+        Op::Test {
+            target,
+            release,
+            options,
+        } => config(helm, &target)?.test(&release, &options),
         Op::Publish {
             charts,
             dir,

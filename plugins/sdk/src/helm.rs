@@ -171,3 +171,208 @@ impl ReleaseReport {
         self.last.as_ref().filter(|l| l.digest == self.wanted)
     }
 }
+
+// --- Release steps: the plugin decides each action (`Helm::helm_start`), the operator runs it in the background
+// and reports how it ended (`Helm::helm_observe`).
+
+/// A release in a workload cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReleaseRef {
+    pub kubeconfig: SecretKeyRef,
+    pub name: String,
+    /// The release's namespace (also where Helm stores it).
+    pub namespace: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GitReference {
+    Branch(String),
+    Tag(String),
+    Commit(String),
+}
+
+/// A chart directory in a Git repository.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitChart {
+    pub url: String,
+    pub reference: GitReference,
+    pub path: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChartLocation {
+    Repository { url: String, name: String },
+    /// `oci://registry[:port]/path/chart`.
+    Oci(String),
+    Git(GitChart),
+}
+
+/// Where the chart comes from and the Secrets (in the object's namespace) the operator reaches it with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChartPull {
+    pub location: ChartLocation,
+    /// An exact version or a semver range.
+    pub version: String,
+    /// A Secret with `username` and `password`.
+    pub credentials: Option<String>,
+    /// A Secret with `ca.crt`, and `tls.crt` plus `tls.key`.
+    pub tls: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValuesKind {
+    ConfigMap,
+    Secret,
+}
+
+/// Values the operator reads from a ConfigMap or Secret in the object's namespace; the plugin never sees them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValuesRef {
+    pub kind: ValuesKind,
+    pub name: String,
+    pub key: String,
+    /// A `--set` path for the key's text; None: the key holds YAML merged at the top.
+    pub target_path: Option<String>,
+    pub optional: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ValuesPart {
+    /// A JSON object.
+    Inline(Value),
+    Referenced(ValuesRef),
+}
+
+/// What a revision is made from; values parts merge in order, later over earlier.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReleaseSource {
+    pub chart: ChartPull,
+    pub values: Vec<ValuesPart>,
+}
+
+/// What Helm does with the chart's `crds/` directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CrdPolicy {
+    Skip,
+    #[default]
+    Create,
+    CreateReplace,
+}
+
+/// An install or upgrade.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApplyRequest {
+    pub source: ReleaseSource,
+    pub options: ActionOptions,
+    pub crds: CrdPolicy,
+    pub create_namespace: bool,
+    pub replace: bool,
+    pub force: bool,
+    pub cleanup_on_fail: bool,
+    /// 0: every revision kept.
+    pub max_history: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RollbackRequest {
+    /// 0: the previous revision.
+    pub revision: u64,
+    pub options: ActionOptions,
+    pub force: bool,
+    pub cleanup_on_fail: bool,
+    pub max_history: u32,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DeletionPropagation {
+    #[default]
+    Background,
+    Foreground,
+    Orphan,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UninstallRequest {
+    pub options: ActionOptions,
+    pub keep_history: bool,
+    pub propagation: DeletionPropagation,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestFilter {
+    pub name: String,
+    /// true: every test but this one; false: this one (with the other such filters).
+    pub exclude: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestRequest {
+    pub timeout_seconds: u32,
+    pub filters: Vec<TestFilter>,
+}
+
+/// One action the plugin asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    Install(Box<ApplyRequest>),
+    Upgrade(Box<ApplyRequest>),
+    Rollback(RollbackRequest),
+    Uninstall(UninstallRequest),
+    Test(TestRequest),
+    /// Marks a `pending-*` latest revision failed (reported as [`Action::Recover`]).
+    Unlock,
+}
+
+impl Step {
+    /// The action the step is reported as.
+    pub fn action(&self) -> Action {
+        match self {
+            Step::Install(_) => Action::Install,
+            Step::Upgrade(_) => Action::Upgrade,
+            Step::Rollback(_) => Action::Rollback,
+            Step::Uninstall(_) => Action::Uninstall,
+            Step::Test(_) => Action::Test,
+            Step::Unlock => Action::Recover,
+        }
+    }
+}
+
+/// A test hook of the current revision and its last run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TestHook {
+    pub name: String,
+    /// `Succeeded`, `Failed`, `Running` or `Unknown`.
+    pub phase: String,
+    /// RFC 3339; empty when it never ran.
+    pub started: String,
+    pub completed: String,
+}
+
+/// An action the operator runs or ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepRecord {
+    /// Unique across operator restarts.
+    pub id: String,
+    pub action: Action,
+    /// The digest of the source it ran for (empty for uninstall, unlock and test).
+    pub digest: String,
+    pub started: String,
+    /// Empty while it runs.
+    pub finished: String,
+    pub revision: u64,
+    pub error: Option<String>,
+}
+
+/// A release, what the operator runs or ran for it, and what a source would make.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Observation {
+    pub release: Option<ReleaseState>,
+    /// The current revision's test hooks.
+    pub tests: Vec<TestHook>,
+    pub running: Option<StepRecord>,
+    pub last: Option<StepRecord>,
+    /// The digest of the source asked about; empty when none was.
+    pub wanted: String,
+    /// The chart version the source resolves to.
+    pub chart_version: String,
+}

@@ -283,6 +283,21 @@ pub trait Helm {
         name: &str,
         namespace: &str,
     ) -> Result<helm::ReleaseReport, HostError>;
+
+    /// Reads the release and what the operator runs or ran for it; with `source`, also the digest a revision
+    /// made from it would carry. Starts nothing.
+    fn helm_observe(
+        &self,
+        release: &helm::ReleaseRef,
+        source: Option<&helm::ReleaseSource>,
+    ) -> Result<helm::Observation, HostError>;
+
+    /// Starts one action in the background; `Conflict` while another runs for the release.
+    fn helm_start(
+        &self,
+        release: &helm::ReleaseRef,
+        step: &helm::Step,
+    ) -> Result<helm::StepRecord, HostError>;
 }
 
 /// The capability traits, imported anonymously: `use omni_plugin_sdk::prelude::*;` makes every host call

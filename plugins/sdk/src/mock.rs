@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::helm::{Progress, ReleaseReport, ReleaseSpec, UninstallSpec};
+use crate::helm::{
+    Observation, Progress, ReleaseRef, ReleaseReport, ReleaseSource, ReleaseSpec, Step, StepRecord,
+    UninstallSpec,
+};
 use crate::omni::{ClusterHealth, LabelTerm, OmniResource, Phase, ResourceKey};
 use crate::secrets::{
     Copied, KubeconfigExport, OwnerLabel, Removal, SecretCopy, SecretInfo, SecretKeyRef,
@@ -43,6 +46,10 @@ pub struct Requests {
     pub helm_uninstalls: Vec<UninstallSpec>,
     /// `(kubeconfig, name, namespace)` of every `helm_status`.
     pub helm_statuses: Vec<(SecretKeyRef, String, String)>,
+    /// Every `helm_observe`: the release and the source asked about.
+    pub helm_observes: Vec<(ReleaseRef, Option<ReleaseSource>)>,
+    /// Every `helm_start`.
+    pub helm_starts: Vec<(ReleaseRef, Step)>,
 }
 
 pub struct MockHost {
@@ -67,6 +74,10 @@ pub struct MockHost {
     hide_secret_info: bool,
     /// What every `helm_*` call answers once the kubeconfig checks pass.
     helm: Result<ReleaseReport, HostError>,
+    /// What `helm_observe` answers once the kubeconfig checks pass.
+    observation: Result<Observation, HostError>,
+    /// What `helm_start` answers; None: a record of the step, started at the mock's time.
+    start: Option<Result<StepRecord, HostError>>,
 }
 
 /// An in-memory Omni with COSI's write rules (versions, phases, finalizers), enough to unit-test plugin logic;
@@ -115,6 +126,8 @@ impl MockHost {
                 last: None,
                 wanted: String::new(),
             }),
+            observation: Ok(Observation::default()),
+            start: None,
         }
     }
 
@@ -122,6 +135,18 @@ impl MockHost {
     /// the real host's convergence is tested end to end; plugin tests script the reports it gives.
     pub fn with_helm(mut self, answer: Result<ReleaseReport, HostError>) -> Self {
         self.helm = answer;
+        self
+    }
+
+    /// What `helm_observe` answers (by default: no release, nothing running or remembered, no digest).
+    pub fn with_observation(mut self, answer: Result<Observation, HostError>) -> Self {
+        self.observation = answer;
+        self
+    }
+
+    /// What `helm_start` answers (by default: a record of the step, id `mock-N`, started at the mock's time).
+    pub fn with_start(mut self, answer: Result<StepRecord, HostError>) -> Self {
+        self.start = Some(answer);
         self
     }
 
@@ -790,6 +815,42 @@ impl crate::Helm for MockHost {
             namespace.into(),
         ));
         self.helm_answer(kubeconfig)
+    }
+
+    fn helm_observe(
+        &self,
+        release: &ReleaseRef,
+        source: Option<&ReleaseSource>,
+    ) -> Result<Observation, HostError> {
+        self.requests
+            .borrow_mut()
+            .helm_observes
+            .push((release.clone(), source.cloned()));
+        self.check("helm")?;
+        self.kubeconfig_held(&release.kubeconfig)?;
+        self.observation.clone()
+    }
+
+    fn helm_start(&self, release: &ReleaseRef, step: &Step) -> Result<StepRecord, HostError> {
+        let count = {
+            let mut requests = self.requests.borrow_mut();
+            requests.helm_starts.push((release.clone(), step.clone()));
+            requests.helm_starts.len()
+        };
+        self.check("helm")?;
+        self.kubeconfig_held(&release.kubeconfig)?;
+        match &self.start {
+            Some(answer) => answer.clone(),
+            None => Ok(StepRecord {
+                id: format!("mock-{count}"),
+                action: step.action(),
+                digest: String::new(),
+                started: self.now.clone(),
+                finished: String::new(),
+                revision: 0,
+                error: None,
+            }),
+        }
     }
 }
 

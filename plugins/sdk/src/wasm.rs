@@ -590,6 +590,165 @@ impl crate::Helm for WasmHost<'_> {
             .map(from_report)
             .map_err(host_error)
     }
+
+    fn helm_observe(
+        &self,
+        release: &helm::ReleaseRef,
+        source: Option<&helm::ReleaseSource>,
+    ) -> Result<helm::Observation, HostError> {
+        let source = source.map(to_release_source);
+        whelm::observe(self.0, &to_release_ref(release), source.as_ref())
+            .map(from_observation)
+            .map_err(host_error)
+    }
+
+    fn helm_start(
+        &self,
+        release: &helm::ReleaseRef,
+        step: &helm::Step,
+    ) -> Result<helm::StepRecord, HostError> {
+        whelm::start(self.0, &to_release_ref(release), &to_step(step))
+            .map(from_step_record)
+            .map_err(host_error)
+    }
+}
+
+fn to_release_ref(r: &helm::ReleaseRef) -> whelm::ReleaseRef {
+    whelm::ReleaseRef {
+        kubeconfig: to_secret_key(&r.kubeconfig),
+        name: r.name.clone(),
+        namespace: r.namespace.clone(),
+    }
+}
+
+fn to_release_source(s: &helm::ReleaseSource) -> whelm::ReleaseSource {
+    let location = match &s.chart.location {
+        helm::ChartLocation::Repository { url, name } => {
+            whelm::ChartLocation::Repository(whelm::RepositoryChart {
+                url: url.clone(),
+                name: name.clone(),
+            })
+        }
+        helm::ChartLocation::Oci(reference) => whelm::ChartLocation::Oci(reference.clone()),
+        helm::ChartLocation::Git(g) => whelm::ChartLocation::Git(whelm::GitChart {
+            url: g.url.clone(),
+            reference: match &g.reference {
+                helm::GitReference::Branch(b) => whelm::GitReference::Branch(b.clone()),
+                helm::GitReference::Tag(t) => whelm::GitReference::Tag(t.clone()),
+                helm::GitReference::Commit(c) => whelm::GitReference::Commit(c.clone()),
+            },
+            path: g.path.clone(),
+        }),
+    };
+    whelm::ReleaseSource {
+        chart: whelm::ChartPull {
+            location,
+            version: s.chart.version.clone(),
+            credentials: s.chart.credentials.clone(),
+            tls: s.chart.tls.clone(),
+        },
+        values: s
+            .values
+            .iter()
+            .map(|part| match part {
+                helm::ValuesPart::Inline(v) => whelm::ValuesPart::Inline(v.to_string()),
+                helm::ValuesPart::Referenced(r) => whelm::ValuesPart::Referenced(whelm::ValuesRef {
+                    kind: match r.kind {
+                        helm::ValuesKind::ConfigMap => whelm::ValuesKind::ConfigMap,
+                        helm::ValuesKind::Secret => whelm::ValuesKind::Secret,
+                    },
+                    name: r.name.clone(),
+                    key: r.key.clone(),
+                    target_path: r.target_path.clone(),
+                    optional: r.optional,
+                }),
+            })
+            .collect(),
+    }
+}
+
+fn to_step(s: &helm::Step) -> whelm::Step {
+    let apply = |a: &helm::ApplyRequest| whelm::ApplyRequest {
+        source: to_release_source(&a.source),
+        options: to_action_options(&a.options),
+        crds: match a.crds {
+            helm::CrdPolicy::Skip => whelm::CrdPolicy::Skip,
+            helm::CrdPolicy::Create => whelm::CrdPolicy::Create,
+            helm::CrdPolicy::CreateReplace => whelm::CrdPolicy::CreateReplace,
+        },
+        create_namespace: a.create_namespace,
+        replace: a.replace,
+        force: a.force,
+        cleanup_on_fail: a.cleanup_on_fail,
+        max_history: a.max_history,
+    };
+    match s {
+        helm::Step::Install(a) => whelm::Step::Install(apply(a)),
+        helm::Step::Upgrade(a) => whelm::Step::Upgrade(apply(a)),
+        helm::Step::Rollback(r) => whelm::Step::Rollback(whelm::RollbackRequest {
+            revision: r.revision,
+            options: to_action_options(&r.options),
+            force: r.force,
+            cleanup_on_fail: r.cleanup_on_fail,
+            max_history: r.max_history,
+        }),
+        helm::Step::Uninstall(u) => whelm::Step::Uninstall(whelm::UninstallRequest {
+            options: to_action_options(&u.options),
+            keep_history: u.keep_history,
+            propagation: match u.propagation {
+                helm::DeletionPropagation::Background => whelm::DeletionPropagation::Background,
+                helm::DeletionPropagation::Foreground => whelm::DeletionPropagation::Foreground,
+                helm::DeletionPropagation::Orphan => whelm::DeletionPropagation::Orphan,
+            },
+        }),
+        helm::Step::Test(t) => whelm::Step::Test(whelm::TestRequest {
+            timeout_seconds: t.timeout_seconds,
+            filters: t
+                .filters
+                .iter()
+                .map(|f| whelm::TestFilter {
+                    name: f.name.clone(),
+                    exclude: f.exclude,
+                })
+                .collect(),
+        }),
+        helm::Step::Unlock => whelm::Step::Unlock,
+    }
+}
+
+fn from_step_record(r: whelm::StepRecord) -> helm::StepRecord {
+    helm::StepRecord {
+        id: r.id,
+        action: from_action(r.action),
+        digest: r.digest,
+        started: r.started,
+        finished: r.finished,
+        revision: r.revision,
+        error: r.error,
+    }
+}
+
+fn from_observation(o: whelm::Observation) -> helm::Observation {
+    helm::Observation {
+        release: o.release.map(|s| helm::ReleaseState {
+            current: from_revision(s.current),
+            history: s.history.into_iter().map(from_revision).collect(),
+        }),
+        tests: o
+            .tests
+            .into_iter()
+            .map(|t| helm::TestHook {
+                name: t.name,
+                phase: t.phase,
+                started: t.started,
+                completed: t.completed,
+            })
+            .collect(),
+        running: o.running.map(from_step_record),
+        last: o.last.map(from_step_record),
+        wanted: o.wanted,
+        chart_version: o.chart_version,
+    }
 }
 
 fn to_action_options(o: &helm::ActionOptions) -> whelm::ActionOptions {

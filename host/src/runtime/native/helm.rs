@@ -101,6 +101,144 @@ fn report(r: wit::ReleaseReport) -> sdk_helm::ReleaseReport {
     }
 }
 
+fn to_release_ref(r: &sdk_helm::ReleaseRef) -> wit::ReleaseRef {
+    wit::ReleaseRef {
+        kubeconfig: secret_key(&r.kubeconfig),
+        name: r.name.clone(),
+        namespace: r.namespace.clone(),
+    }
+}
+
+fn to_release_source(s: &sdk_helm::ReleaseSource) -> wit::ReleaseSource {
+    let location = match &s.chart.location {
+        sdk_helm::ChartLocation::Repository { url, name } => {
+            wit::ChartLocation::Repository(wit::RepositoryChart {
+                url: url.clone(),
+                name: name.clone(),
+            })
+        }
+        sdk_helm::ChartLocation::Oci(reference) => wit::ChartLocation::Oci(reference.clone()),
+        sdk_helm::ChartLocation::Git(g) => wit::ChartLocation::Git(wit::GitChart {
+            url: g.url.clone(),
+            reference: match &g.reference {
+                sdk_helm::GitReference::Branch(b) => wit::GitReference::Branch(b.clone()),
+                sdk_helm::GitReference::Tag(t) => wit::GitReference::Tag(t.clone()),
+                sdk_helm::GitReference::Commit(c) => wit::GitReference::Commit(c.clone()),
+            },
+            path: g.path.clone(),
+        }),
+    };
+    wit::ReleaseSource {
+        chart: wit::ChartPull {
+            location,
+            version: s.chart.version.clone(),
+            credentials: s.chart.credentials.clone(),
+            tls: s.chart.tls.clone(),
+        },
+        values: s
+            .values
+            .iter()
+            .map(|part| match part {
+                sdk_helm::ValuesPart::Inline(v) => wit::ValuesPart::Inline(v.to_string()),
+                sdk_helm::ValuesPart::Referenced(r) => wit::ValuesPart::Referenced(wit::ValuesRef {
+                    kind: match r.kind {
+                        sdk_helm::ValuesKind::ConfigMap => wit::ValuesKind::ConfigMap,
+                        sdk_helm::ValuesKind::Secret => wit::ValuesKind::Secret,
+                    },
+                    name: r.name.clone(),
+                    key: r.key.clone(),
+                    target_path: r.target_path.clone(),
+                    optional: r.optional,
+                }),
+            })
+            .collect(),
+    }
+}
+
+fn to_step(s: &sdk_helm::Step) -> wit::Step {
+    let apply = |a: &sdk_helm::ApplyRequest| wit::ApplyRequest {
+        source: to_release_source(&a.source),
+        options: options(&a.options),
+        crds: match a.crds {
+            sdk_helm::CrdPolicy::Skip => wit::CrdPolicy::Skip,
+            sdk_helm::CrdPolicy::Create => wit::CrdPolicy::Create,
+            sdk_helm::CrdPolicy::CreateReplace => wit::CrdPolicy::CreateReplace,
+        },
+        create_namespace: a.create_namespace,
+        replace: a.replace,
+        force: a.force,
+        cleanup_on_fail: a.cleanup_on_fail,
+        max_history: a.max_history,
+    };
+    match s {
+        sdk_helm::Step::Install(a) => wit::Step::Install(apply(a)),
+        sdk_helm::Step::Upgrade(a) => wit::Step::Upgrade(apply(a)),
+        sdk_helm::Step::Rollback(r) => wit::Step::Rollback(wit::RollbackRequest {
+            revision: r.revision,
+            options: options(&r.options),
+            force: r.force,
+            cleanup_on_fail: r.cleanup_on_fail,
+            max_history: r.max_history,
+        }),
+        sdk_helm::Step::Uninstall(u) => wit::Step::Uninstall(wit::UninstallRequest {
+            options: options(&u.options),
+            keep_history: u.keep_history,
+            propagation: match u.propagation {
+                sdk_helm::DeletionPropagation::Background => wit::DeletionPropagation::Background,
+                sdk_helm::DeletionPropagation::Foreground => wit::DeletionPropagation::Foreground,
+                sdk_helm::DeletionPropagation::Orphan => wit::DeletionPropagation::Orphan,
+            },
+        }),
+        sdk_helm::Step::Test(t) => wit::Step::Test(wit::TestRequest {
+            timeout_seconds: t.timeout_seconds,
+            filters: t
+                .filters
+                .iter()
+                .map(|f| wit::TestFilter {
+                    name: f.name.clone(),
+                    exclude: f.exclude,
+                })
+                .collect(),
+        }),
+        sdk_helm::Step::Unlock => wit::Step::Unlock,
+    }
+}
+
+fn from_step_record(r: wit::StepRecord) -> sdk_helm::StepRecord {
+    sdk_helm::StepRecord {
+        id: r.id,
+        action: action(r.action),
+        digest: r.digest,
+        started: r.started,
+        finished: r.finished,
+        revision: r.revision,
+        error: r.error,
+    }
+}
+
+fn from_observation(o: wit::Observation) -> sdk_helm::Observation {
+    sdk_helm::Observation {
+        release: o.release.map(|s| sdk_helm::ReleaseState {
+            current: revision(s.current),
+            history: s.history.into_iter().map(revision).collect(),
+        }),
+        tests: o
+            .tests
+            .into_iter()
+            .map(|t| sdk_helm::TestHook {
+                name: t.name,
+                phase: t.phase,
+                started: t.started,
+                completed: t.completed,
+            })
+            .collect(),
+        running: o.running.map(from_step_record),
+        last: o.last.map(from_step_record),
+        wanted: o.wanted,
+        chart_version: o.chart_version,
+    }
+}
+
 impl sdk::Helm for NativeHost {
     fn helm_ensure(
         &self,
@@ -149,5 +287,29 @@ impl sdk::Helm for NativeHost {
                 .await
         })
         .map(report)
+    }
+
+    fn helm_observe(
+        &self,
+        release: &sdk_helm::ReleaseRef,
+        source: Option<&sdk_helm::ReleaseSource>,
+    ) -> Result<sdk_helm::Observation, sdk::HostError> {
+        let (release, source) = (to_release_ref(release), source.map(to_release_source));
+        self.granted(Capability::Helm, "helm.observe", async move |state, ctx| {
+            HelmCap(state).observe(ctx, release, source).await
+        })
+        .map(from_observation)
+    }
+
+    fn helm_start(
+        &self,
+        release: &sdk_helm::ReleaseRef,
+        step: &sdk_helm::Step,
+    ) -> Result<sdk_helm::StepRecord, sdk::HostError> {
+        let (release, step) = (to_release_ref(release), to_step(step));
+        self.granted(Capability::Helm, "helm.start", async move |state, ctx| {
+            HelmCap(state).start(ctx, release, step).await
+        })
+        .map(from_step_record)
     }
 }
