@@ -101,11 +101,15 @@ pub const PLUGINS: &[DefaultPlugin] = &[
     DefaultPlugin {
         name: "omni-helm-release",
         wasm: include_bytes!(concat!(env!("OUT_DIR"), "/omni_helm_release.wasm")),
-        // Reads the cluster; reads the metadata of the kubeconfig Secret it names, in its own namespace only;
-        // states the release and lets the host run Helm with that kubeconfig (chart sources: the operator's
-        // `--helm-chart-source` list).
+        // Reads the cluster, the releases it depends on and the export writing its kubeconfig; reads the metadata
+        // of the kubeconfig Secret it names, in its own namespace only; states each Helm action and lets the host
+        // run Helm with that kubeconfig (chart sources: the operator's `--helm-chart-source` list) and with the
+        // values of the ConfigMaps and Secrets it names (never seen by the plugin). Dependencies in other
+        // namespaces need the operator's `namespace:NS` grant on top.
         grants: &[
             "kube-read:omni.texashpc.com/OmniCluster",
+            "kube-read:omni.texashpc.com/OmniHelmRelease",
+            "kube-read:omni.texashpc.com/OmniKubeconfigExport",
             "secrets",
             "helm",
             "clock",

@@ -12,6 +12,7 @@ use super::budget::{self, within};
 use super::{CallContext, CallScope, Capability, HostError, HostFailure, SecretField};
 use crate::contract::bindings::omni::operator::secrets as wit;
 use crate::contract::bindings::omni::operator::types::{OwnerLabel, Removal, SecretKeyRef};
+use crate::contract::field_path;
 use crate::secrets::{self as store, quoted};
 
 /// What an access reveals of a Secret, which decides the fields of the object that may name it.
@@ -54,13 +55,17 @@ fn names_secret(
         .iter()
         .filter(|f| !spec_only || f.name.starts_with("spec."))
         .any(|f| {
+            // A field through a list names Secrets in the object's own namespace: a namespace path could not
+            // say which element it belongs to.
             let named_ns = f
                 .namespace
                 .as_deref()
+                .filter(|_| !field_path::through_list(&f.name))
                 .and_then(|p| text_at(object, p))
                 .filter(|ns| !ns.is_empty())
                 .unwrap_or(own);
-            text_at(object, &f.name).is_some_and(|n| !n.is_empty() && n == name)
+            field_path::texts_at(object, &f.name).contains(&name)
+                && !name.is_empty()
                 && named_ns == namespace
         })
 }
@@ -162,6 +167,20 @@ impl CallScope {
         name: &str,
         what: &str,
     ) -> Result<String, HostFailure> {
+        self.named_local_source(ctx, capability, "Secret", name, what)
+    }
+
+    /// Checks that the object names the `kind` (Secret or ConfigMap) `name` in its own namespace, at a field the
+    /// plugin declares in its secret fields, for data the host reads itself and hands to another system (a
+    /// Secret copied to a workload cluster, values given to Helm), never to the plugin.
+    pub(super) fn named_local_source(
+        &mut self,
+        ctx: &Resource<CallContext>,
+        capability: Capability,
+        kind: &str,
+        name: &str,
+        what: &str,
+    ) -> Result<String, HostFailure> {
         let call = self.table.get(ctx)?;
         let Some(own) = call.namespace().map(str::to_owned) else {
             return Err(
@@ -181,7 +200,7 @@ impl CallScope {
             return Ok(own);
         }
         let reason = format!(
-            "Secret {} is not named by the reconciled object at a field the plugin declares",
+            "{kind} {} is not named by the reconciled object at a field the plugin declares",
             quoted(&own, name)
         );
         Err(self.denied(capability, what, &reason).into())
@@ -315,5 +334,62 @@ impl wit::Host for SecretsCap<'_> {
             tracing::info!(plugin = %self.plugin, secret = %target, "left a Secret alone: it lacks the owner label");
         }
         Ok(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn field(name: &str) -> SecretField {
+        SecretField {
+            name: name.into(),
+            namespace: None,
+        }
+    }
+
+    #[test]
+    fn a_field_through_a_list_names_only_the_secrets_its_filter_selects_in_the_objects_namespace() {
+        let object = json!({"spec": {"valuesFrom": [
+            {"kind": "Secret", "name": "db"},
+            {"kind": "ConfigMap", "name": "settings"},
+            {"kind": "Secret"},
+            "not an object"
+        ]}});
+        let secrets = [field("spec.valuesFrom[kind=Secret].name")];
+        assert!(names_secret(&object, &secrets, true, "team", "team", "db"));
+        // A ConfigMap's name does not name a Secret of that name, and nothing reaches another namespace.
+        assert!(!names_secret(
+            &object, &secrets, true, "team", "team", "settings"
+        ));
+        assert!(!names_secret(
+            &object, &secrets, true, "team", "other", "db"
+        ));
+        assert!(!names_secret(&object, &secrets, true, "team", "team", ""));
+        let with_namespace = [SecretField {
+            name: "spec.valuesFrom[kind=Secret].name".into(),
+            namespace: Some("spec.namespace".into()),
+        }];
+        let elsewhere = json!({"spec": {"namespace": "other", "valuesFrom": [{"kind": "Secret", "name": "db"}]}});
+        assert!(!names_secret(
+            &elsewhere,
+            &with_namespace,
+            true,
+            "team",
+            "other",
+            "db"
+        ));
+    }
+
+    #[test]
+    fn plain_paths_still_name_one_secret_with_an_optional_namespace() {
+        let object = json!({"spec": {"ref": {"name": "k", "namespace": "ops"}}});
+        let fields = [SecretField {
+            name: "spec.ref.name".into(),
+            namespace: Some("spec.ref.namespace".into()),
+        }];
+        assert!(names_secret(&object, &fields, true, "team", "ops", "k"));
+        assert!(!names_secret(&object, &fields, true, "team", "team", "k"));
     }
 }

@@ -5,6 +5,7 @@
 
 pub(crate) mod bindings;
 mod call;
+pub mod field_path;
 mod field_selector;
 mod grants;
 mod host_error;

@@ -19,6 +19,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::mpsc;
 
 use crate::capabilities::FieldSelector;
+use crate::contract::field_path;
 
 /// How often an idle watch looks whether anyone still listens.
 const SUBSCRIBER_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
@@ -56,17 +57,18 @@ struct SharedWatch {
 #[derive(Default)]
 struct FieldIndex {
     by_value: HashMap<String, HashSet<ObjectRef<DynamicObject>>>,
-    value_of: HashMap<ObjectRef<DynamicObject>, String>,
+    /// An object's values at the path: one, or several for a path through a list.
+    value_of: HashMap<ObjectRef<DynamicObject>, Vec<String>>,
 }
 
 impl FieldIndex {
     fn forget(&mut self, key: &ObjectRef<DynamicObject>) {
-        if let Some(old) = self.value_of.remove(key)
-            && let Some(set) = self.by_value.get_mut(&old)
-        {
-            set.remove(key);
-            if set.is_empty() {
-                self.by_value.remove(&old);
+        for old in self.value_of.remove(key).unwrap_or_default() {
+            if let Some(set) = self.by_value.get_mut(&old) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.by_value.remove(&old);
+                }
             }
         }
     }
@@ -74,12 +76,15 @@ impl FieldIndex {
     fn record(&mut self, path: &str, o: &DynamicObject, resource: &ApiResource) {
         let key = ObjectRef::from_obj_with(o, resource.clone());
         self.forget(&key);
-        if let Some(value) = field_text(o, path) {
+        let values = field_texts(o, path);
+        for value in &values {
             self.by_value
                 .entry(value.clone())
                 .or_default()
                 .insert(key.clone());
-            self.value_of.insert(key, value);
+        }
+        if !values.is_empty() {
+            self.value_of.insert(key, values);
         }
     }
 
@@ -89,6 +94,21 @@ impl FieldIndex {
             index.record(path, &o, resource);
         }
         index
+    }
+}
+
+/// The texts at a path: through a list ([`field_path`]), every value it reaches; otherwise [`field_text`]'s one.
+fn field_texts(o: &DynamicObject, path: &str) -> Vec<String> {
+    if field_path::through_list(path) {
+        let mut values: Vec<String> = field_path::texts_at(&o.data, path)
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        values.sort();
+        values.dedup();
+        values
+    } else {
+        field_text(o, path).into_iter().collect()
     }
 }
 

@@ -1,5 +1,7 @@
 //! Which watch events start a reconcile (spec §0.6): creation, deletion, and updates that change the
-//! generation or whether the object is being deleted. Status-, label- and finalizer-only updates do not.
+//! generation or whether the object is being deleted. Status-, label- and finalizer-only updates do not; nor do
+//! annotation changes, except a new value of [`REQUESTED_AT`], the request for a reconcile now that Flux's CLI
+//! (`flux reconcile`) and GitOps tooling set.
 
 use std::collections::HashMap;
 
@@ -9,15 +11,24 @@ use kube::runtime::watcher;
 
 use super::hub::SharedEvent;
 
+/// The annotation whose every new value asks for a reconcile now (Flux's `meta.ReconcileRequestAnnotation`).
+pub const REQUESTED_AT: &str = "reconcile.fluxcd.io/requestedAt";
+
 /// What the trigger compares between two versions of an object: the generation, or for kinds that have none
 /// (Secrets, ConfigMaps: their data is not a spec) the resourceVersion, so every change triggers, as the Go
-/// operator's predicate-free Secret watches do (spec §0.6).
-fn fingerprint(o: &DynamicObject) -> (Option<String>, bool) {
+/// operator's predicate-free Secret watches do (spec §0.6); whether it is being deleted; and [`REQUESTED_AT`].
+fn fingerprint(o: &DynamicObject) -> (Option<String>, bool, Option<String>) {
     let version = match o.metadata.generation {
         Some(g) => Some(g.to_string()),
         None => o.metadata.resource_version.clone(),
     };
-    (version, o.metadata.deletion_timestamp.is_some())
+    let requested = o
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(REQUESTED_AT))
+        .cloned();
+    (version, o.metadata.deletion_timestamp.is_some(), requested)
 }
 
 fn key(o: &DynamicObject) -> String {
@@ -38,7 +49,7 @@ pub fn spec_or_deletion_changes<S>(
 where
     S: Stream<Item = SharedEvent> + Send,
 {
-    let mut seen: HashMap<String, (Option<String>, bool)> = HashMap::new();
+    let mut seen: HashMap<String, (Option<String>, bool, Option<String>)> = HashMap::new();
     events
         .map(move |ev| -> Option<Result<DynamicObject, watcher::Error>> {
             match &*ev {
@@ -104,5 +115,33 @@ mod tests {
             vec!["1", "3", "4", "5"],
             "the status-only update (rv 2) is filtered"
         );
+    }
+
+    #[tokio::test]
+    async fn a_new_reconcile_request_triggers_and_other_annotations_do_not() {
+        let annotated = |rv: &str, annotations: &[(&str, &str)]| {
+            let mut o = obj("a", 1, false, rv);
+            o.metadata.annotations = Some(
+                annotations
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            );
+            o
+        };
+        let events = vec![
+            watcher::Event::InitApply(annotated("1", &[])),
+            watcher::Event::Apply(annotated("2", &[("team", "x")])),
+            watcher::Event::Apply(annotated("3", &[(REQUESTED_AT, "r1")])),
+            watcher::Event::Apply(annotated("4", &[(REQUESTED_AT, "r1"), ("team", "y")])),
+            watcher::Event::Apply(annotated("5", &[(REQUESTED_AT, "r2")])),
+        ];
+        let out: Vec<String> = spec_or_deletion_changes(futures::stream::iter(
+            events.into_iter().map(std::sync::Arc::new),
+        ))
+        .map(|r| r.expect("ok").metadata.resource_version.expect("rv"))
+        .collect()
+        .await;
+        assert_eq!(out, vec!["1", "3", "5"]);
     }
 }

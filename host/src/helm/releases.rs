@@ -497,17 +497,21 @@ impl Releases {
             StepRequest::Rollback(_) | StepRequest::Test(_) if !stored => {
                 Some(format!("release {namespace}/{name} is not installed"))
             }
-            StepRequest::Rollback(r) if r.revision > 0 && !revisions.iter().any(|x| x.revision == r.revision) => {
+            StepRequest::Rollback(r)
+                if r.revision > 0 && !revisions.iter().any(|x| x.revision == r.revision) =>
+            {
                 Some(format!(
                     "release {namespace}/{name} has no revision {} among its latest {}",
                     r.revision,
                     revisions.len()
                 ))
             }
-            StepRequest::Unlock if !latest.is_some_and(StoredRevision::is_pending) => Some(format!(
-                "release {namespace}/{name} is not pending (latest: {})",
-                latest.map_or("none", |r| r.status.as_str())
-            )),
+            StepRequest::Unlock if !latest.is_some_and(StoredRevision::is_pending) => {
+                Some(format!(
+                    "release {namespace}/{name} is not pending (latest: {})",
+                    latest.map_or("none", |r| r.status.as_str())
+                ))
+            }
             _ => None,
         };
         if let Some(why) = why {

@@ -168,23 +168,37 @@ fn test_hooks(release: &Value) -> Vec<TestHook> {
         .get("hooks")
         .and_then(Value::as_array)
         .map_or(&[][..], Vec::as_slice);
-    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+    let text = |v: &Value, key: &str| {
+        v.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
     hooks
         .iter()
         .filter(|h| {
-            h.get("events")
-                .and_then(Value::as_array)
-                .is_some_and(|e| e.iter().any(|e| matches!(e.as_str(), Some("test" | "test-success"))))
+            h.get("events").and_then(Value::as_array).is_some_and(|e| {
+                e.iter()
+                    .any(|e| matches!(e.as_str(), Some("test" | "test-success")))
+            })
         })
         .map(|h| {
             let run = h.get("last_run").unwrap_or(&Value::Null);
             let phase = text(run, "phase");
             TestHook {
                 name: text(h, "name"),
-                phase: if phase.is_empty() { "Unknown".into() } else { phase },
+                phase: if phase.is_empty() {
+                    "Unknown".into()
+                } else {
+                    phase
+                },
                 // Go's zero time marks a hook that never ran.
-                started: Some(text(run, "started_at")).filter(|t| !t.starts_with("0001-")).unwrap_or_default(),
-                completed: Some(text(run, "completed_at")).filter(|t| !t.starts_with("0001-")).unwrap_or_default(),
+                started: Some(text(run, "started_at"))
+                    .filter(|t| !t.starts_with("0001-"))
+                    .unwrap_or_default(),
+                completed: Some(text(run, "completed_at"))
+                    .filter(|t| !t.starts_with("0001-"))
+                    .unwrap_or_default(),
             }
         })
         .collect()

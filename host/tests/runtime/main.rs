@@ -17,10 +17,13 @@ mod field_selectors;
 mod files_capability;
 mod grants;
 mod helm_engine;
+mod helm_env;
 mod helm_fixtures;
+mod helm_inputs;
 #[path = "../shared/helm_lib.rs"]
 mod helm_lib;
 mod helm_release;
+mod helm_remediation;
 mod native;
 mod omni_capability;
 mod omni_cluster;

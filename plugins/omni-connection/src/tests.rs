@@ -288,6 +288,22 @@ impl omni_plugin_sdk::Helm for Recording {
     ) -> Result<omni_plugin_sdk::helm::ReleaseReport, HostError> {
         self.inner.helm_status(kubeconfig, name, namespace)
     }
+
+    fn helm_observe(
+        &self,
+        release: &omni_plugin_sdk::helm::ReleaseRef,
+        source: Option<&omni_plugin_sdk::helm::ReleaseSource>,
+    ) -> Result<omni_plugin_sdk::helm::Observation, HostError> {
+        self.inner.helm_observe(release, source)
+    }
+
+    fn helm_start(
+        &self,
+        release: &omni_plugin_sdk::helm::ReleaseRef,
+        step: &omni_plugin_sdk::helm::Step,
+    ) -> Result<omni_plugin_sdk::helm::StepRecord, HostError> {
+        self.inner.helm_start(release, step)
+    }
 }
 
 impl ConditionOf for Recording {

@@ -75,6 +75,13 @@ pub fn validate(object: &Value, _old: Option<&Value>) -> Verdict {
         ),
         _ => {}
     }
+    for (path, raw, why) in rules::bad_flux_durations(spec) {
+        v.invalid(
+            &format!("spec.{path}"),
+            Value::String(raw.clone()),
+            &format!("{path} {why}"),
+        );
+    }
     if let Some(n) = rules::negative_max_history(spec) {
         v.invalid(
             "spec.maxHistory",

@@ -1,8 +1,10 @@
 //! Deleting an OmniHelmRelease (spec/original-operator.md §6.7), with §10.13 made visible.
 //!
 //! `deletionPolicy: Orphan` releases the object at once: the release stays in the workload cluster and the
-//! kubeconfig is not needed. `Uninstall` asks the host to uninstall the release (history not kept) and keeps the
-//! finalizer until the host reports it gone. The OmniCluster is not looked at (§6.7).
+//! kubeconfig is not needed. So does `spec.suspend` (Flux's rule: deleting a suspended release never uninstalls
+//! it). `Uninstall` asks the host to uninstall the release (with `spec.uninstall`'s settings; history not kept
+//! unless it says so) and keeps the finalizer until the release is gone. An action of ours still running is
+//! waited for first. The OmniCluster is not looked at (§6.7).
 //!
 //! §10.13: the Go controller kept the finalizer for ever when the kubeconfig Secret was gone (typically pruned in
 //! the same GitOps change as this object) or the workload cluster could not be reached, and said only
@@ -12,14 +14,17 @@
 //! while an object terminates).
 
 use omni_api::conditions::reasons;
-use omni_plugin_sdk::helm::Progress;
-use omni_plugin_sdk::{Host, LogLevel, ReconcileError};
+use omni_plugin_sdk::helm::{Action, Step};
+use omni_plugin_sdk::time::parse_rfc3339;
+use omni_plugin_sdk::{Host, HostError, LogLevel, ReconcileError};
 
 use crate::kubeconfig;
+use crate::ledger::Ledger;
 use crate::messages;
 use crate::object::ReleaseObject;
-use crate::reconcile::{PROGRESS_CHECK_MS, RETRY_MS, retry_ms};
-use crate::report::Report;
+use crate::policy::{Policy, backoff_ms};
+use crate::reconcile::{PROGRESS_CHECK_MS, RETRY_MS};
+use crate::report::{Report, Seen};
 use crate::request;
 use crate::rules;
 
@@ -29,6 +34,14 @@ pub fn finalize<H: Host>(host: &H) -> Result<bool, ReconcileError> {
         return Ok(true);
     }
     let name = release.release_name();
+    if release.suspended() {
+        host.log(
+            LogLevel::Info,
+            "the release is suspended, so deleting the object leaves it in the workload cluster",
+            &[("releaseName", name)],
+        );
+        return Ok(true);
+    }
     // Helm never stores a release under a name it refuses, so there is nothing to uninstall (Helm's uninstall
     // would refuse the name too, and Go's deletion blocked on that for ever).
     if let Some(why) = rules::release_name_problem(name) {
@@ -50,41 +63,83 @@ pub fn finalize<H: Host>(host: &H) -> Result<bool, ReconcileError> {
         return Ok(false);
     }
 
-    let answer = match host.helm_uninstall(&request::uninstall_spec(&release)) {
-        Ok(answer) => answer,
+    let release_ref = request::release_ref(&release);
+    let observed = match host.helm_observe(&release_ref, None) {
+        Ok(observed) => observed,
         Err(e) => {
-            let message = messages::uninstall_failed(name, &e.text());
-            report.failed(reasons::DELETE_FAILED, &message);
+            report.failed(
+                reasons::DELETE_FAILED,
+                &messages::uninstall_failed(name, &e.text()),
+            );
             host.requeue_after(RETRY_MS);
             return Ok(false);
         }
     };
-    match (answer.progress, &answer.release) {
-        (Progress::Running(_), _) => {
-            report.deleting(&answer, &messages::uninstalling(name));
-            host.requeue_after(PROGRESS_CHECK_MS);
-            Ok(false)
-        }
-        (Progress::RetryAfter(_), _) => {
-            let error = answer
-                .last
-                .as_ref()
-                .and_then(|l| l.error.as_deref())
-                .unwrap_or("the operator gave no reason");
-            let message = messages::uninstall_failed(name, error);
-            report.failed_with(&answer, reasons::DELETE_FAILED, error, &message);
-            host.requeue_after(retry_ms(answer.progress));
-            Ok(false)
-        }
-        (Progress::Idle, None) => {
-            report.uninstalled(&answer, &messages::uninstalled(name));
-            Ok(true)
-        }
-        (Progress::Idle, Some(left)) => {
-            let message = messages::uninstall_stuck(name, &left.current.status);
-            report.failed_with(&answer, reasons::DELETE_FAILED, &message, &message);
-            host.requeue_after(RETRY_MS);
-            Ok(false)
+    let mut ledger = Ledger::read(&release.raw);
+    let policy = Policy::of(&release.typed.spec, release.timeout_seconds());
+    if let Some(last) = &observed.last
+        && ledger.account(last, &policy)
+    {
+        report.announce(last, name);
+    }
+    let seen = Seen {
+        observed: &observed,
+        ledger: &ledger,
+    };
+    if let Some(running) = &observed.running {
+        report.deleting(&seen, &messages::running(running.action, name));
+        host.requeue_after(PROGRESS_CHECK_MS);
+        return Ok(false);
+    }
+    let left = observed
+        .release
+        .as_ref()
+        .map(|r| &r.current)
+        .filter(|r| r.status != "uninstalled");
+    let Some(left) = left else {
+        report.uninstalled(&seen, &messages::uninstalled(name));
+        return Ok(true);
+    };
+    // A failed uninstall is tried again with a growing delay.
+    if let Some(last) = observed
+        .last
+        .as_ref()
+        .filter(|l| l.action == Action::Uninstall)
+    {
+        let (error, message) = match &last.error {
+            Some(error) => (error.clone(), messages::uninstall_failed(name, error)),
+            None => {
+                let m = messages::uninstall_stuck(name, &left.status);
+                (m.clone(), m)
+            }
+        };
+        let due = parse_rfc3339(&last.finished).map(|f| {
+            f.saturating_mul(1000)
+                .saturating_add(backoff_ms(ledger.failures.max(1)) as i64)
+        });
+        let now = parse_rfc3339(&host.now()).map(|n| n.saturating_mul(1000));
+        if let (Some(due), Some(now)) = (due, now)
+            && due > now
+        {
+            report.failed_with(&seen, reasons::DELETE_FAILED, &error, &message);
+            host.requeue_after((due - now) as u64);
+            return Ok(false);
         }
     }
+    let step = Step::Uninstall(request::uninstall(&release));
+    match host.helm_start(&release_ref, &step) {
+        Ok(_) | Err(HostError::Conflict(_)) => {
+            report.deleting(&seen, &messages::uninstalling(name));
+            host.requeue_after(PROGRESS_CHECK_MS);
+        }
+        Err(e) => {
+            report.call_failed(
+                &seen,
+                reasons::DELETE_FAILED,
+                &messages::uninstall_failed(name, &e.text()),
+            );
+            host.requeue_after(RETRY_MS);
+        }
+    }
+    Ok(false)
 }

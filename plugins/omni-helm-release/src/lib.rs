@@ -1,43 +1,46 @@
 //! The OmniHelmRelease plugin (spec/original-operator.md §6): a Helm release in an Omni workload cluster, reached
 //! through a kubeconfig Secret, installed and upgraded while the object exists and uninstalled (or orphaned) when
-//! it goes.
+//! it goes; with Flux helm-controller's remediation, tests, value sources, dependencies and suspend on top.
 //!
-//! Helm itself runs in the host: the plugin states the release it wants
-//! ([`omni_plugin_sdk::Helm::helm_ensure`]) and reports where the host says it stands. The host runs an install
-//! or upgrade only when the release is missing, failed, pending, or made from another chart, version or values
-//! (it stamps a digest of those on every revision it makes), runs it in the background, and calls reconcile
-//! again when the action ends. No kubeconfig or chart credential ever
-//! reaches the plugin. The host also does the bookkeeping: the finalizer (added before the first reconcile,
-//! removed once [`Plugin::finalize`] says done), `observedGeneration`, condition transition times, and committing
-//! status only when it changed.
+//! Helm itself runs in the host. Each reconcile observes the release
+//! ([`omni_plugin_sdk::Helm::helm_observe`]: Helm's storage in the workload cluster, what the host runs or ran
+//! for it, and the digest of the chart and merged values wanted) and starts at most one action
+//! ([`omni_plugin_sdk::Helm::helm_start`]), chosen by Flux's release state machine (`machine`) from the policy in
+//! the spec (`policy`) and the counters in the status (`ledger`). The host runs it in the background and calls
+//! reconcile again when it ends. No kubeconfig, chart credential or `valuesFrom` value ever reaches the plugin.
+//! The host also does the bookkeeping: the finalizer (added before the first reconcile, removed once
+//! [`Plugin::finalize`] says done), `observedGeneration`, condition transition times, and committing status only
+//! when it changed.
 //!
 //! Where this plugin deliberately differs from the Go controller, each fix named where it is made:
 //! * §10.12 and §10.30: a reconcile with nothing changed makes no Helm revision (Go upgraded on every reconcile,
-//!   including every kubeconfig rotation and Secret resync); the host compares digests.
-//! * Drift repair (§6.8: Go had none): a released object is looked at again every [`RESYNC_MS`] (5 minutes).
-//!   Each ensure re-reads the release from the workload cluster, so a release deleted, rolled back or failed
-//!   behind the operator's back is noticed and repaired.
+//!   including every kubeconfig rotation and Secret resync): the host stamps each revision with a digest of what
+//!   it was made from, and the machine acts only when the deployed digest is not the wanted one.
+//! * Drift repair (§6.8: Go had none): a released object is looked at again every `spec.interval` (5 minutes by
+//!   default). Each look re-reads the release from the workload cluster, so a release deleted, rolled back or
+//!   failed behind the operator's back is noticed and repaired.
 //! * Steady state writes nothing: `lastAttemptTime` is the time the host's last action *finished*, not the time
 //!   of the reconcile (Go stamped `now` on every update). A reconcile that changes nothing leaves the status byte
-//!   for byte as it was, so the host writes nothing. The clock is read only for failures that come without any
-//!   action outcome (validation, missing cluster or kubeconfig, the host failing the call), as Go's "reason
-//!   without error" did; and `lastAttemptTime` never moves backwards to an older outcome (`report`).
-//! * Events: a Normal `HelmInstalled`/`HelmUpgraded` or a Warning `ReconcileFailed` once per action outcome (Go
-//!   emitted none), never on every reconcile.
+//!   for byte as it was, so the host writes nothing.
+//! * Events: one per action outcome, with Flux's reasons (`InstallSucceeded`, `UpgradeFailed`, `TestFailed`,
+//!   `RollbackSucceeded`, …; Go emitted none), never one per reconcile.
 //! * Progress is visible: while an action runs, `Released` and `Ready` are `Unknown` with reason [`PROGRESSING`].
 //! * §10.13: an `Uninstall` deletion that cannot proceed never blocks silently: the reason names the cause and the
 //!   escape (`spec.deletionPolicy: Orphan`, allowed while terminating).
-//! * §10.14: failures are reported states with a fixed requeue, not errors, so the status is committed and the
-//!   interval is the one chosen.
+//! * §10.14: failures are reported states with a chosen requeue, not errors, so the status is committed.
 //! * §10.17: release names Helm refuses (longer than 53 characters, not a DNS-1123 subdomain) are refused at
 //!   admission and reported by the controller, instead of failing inside Helm.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 mod admission;
 mod deletion;
+mod dependencies;
 mod kubeconfig;
+mod ledger;
+mod machine;
 mod messages;
 mod object;
+mod policy;
 mod reconcile;
 mod report;
 mod request;
@@ -55,6 +58,10 @@ pub use report::PROGRESSING;
 
 /// The API's names, defined once in omni-api.
 pub use omni_api::{API_VERSION, FINALIZER, GROUP, VERSION};
+/// Where the object names the Secrets and ConfigMaps its values come from.
+const VALUES_FROM_SECRETS: &str = "spec.valuesFrom[kind=Secret].name";
+const VALUES_FROM_CONFIG_MAPS: &str = "spec.valuesFrom[kind=ConfigMap].name";
+
 /// The kind this plugin reconciles.
 pub const KIND: &str = OmniHelmReleaseSpec::KIND;
 
@@ -77,6 +84,16 @@ impl Plugin for OmniHelmReleasePlugin {
                     kind: Gvk::new("", "v1", "Secret"),
                     mapping: RelatedMapping::NameField("spec.kubeconfigSecretRef.name".into()),
                 },
+                // A change to a ConfigMap or Secret the values come from; an upgrade follows only when the
+                // merged values changed (the host compares digests).
+                Related {
+                    kind: Gvk::new("", "v1", "Secret"),
+                    mapping: RelatedMapping::NameField(VALUES_FROM_SECRETS.into()),
+                },
+                Related {
+                    kind: Gvk::new("", "v1", "ConfigMap"),
+                    mapping: RelatedMapping::NameField(VALUES_FROM_CONFIG_MAPS.into()),
+                },
             ],
             finalizer: Some(FINALIZER.into()),
             // This kind never had the legacy finalizer (spec §0.2), so there is none to honour.
@@ -89,7 +106,13 @@ impl Plugin for OmniHelmReleasePlugin {
                 "helm".into(),
                 "clock".into(),
             ],
-            secret_fields: vec![SecretField::local("spec.kubeconfigSecretRef.name")],
+            // The kubeconfig; and the ConfigMaps and Secrets whose values the host reads for Helm (never for
+            // the plugin).
+            secret_fields: vec![
+                SecretField::local("spec.kubeconfigSecretRef.name"),
+                SecretField::local(VALUES_FROM_SECRETS),
+                SecretField::local(VALUES_FROM_CONFIG_MAPS),
+            ],
         }
     }
 

@@ -62,6 +62,88 @@ pub fn upgraded(release: &str, revision: u64) -> String {
     )
 }
 
+/// The Event of a successful action (Flux's `…Succeeded` reasons).
+pub fn action_succeeded(action: Action, release: &str, revision: u64) -> String {
+    match action {
+        Action::Install => installed(release, revision),
+        Action::Upgrade => upgraded(release, revision),
+        Action::Test => format!(
+            "Helm tests passed for release {} revision {revision}",
+            q(release)
+        ),
+        Action::Rollback => format!(
+            "rolled back Helm release {} (now revision {revision})",
+            q(release)
+        ),
+        Action::Uninstall => uninstalled(release),
+        Action::Recover => format!(
+            "Helm release {} revision {revision} was left pending by an action that did not finish; marked failed",
+            q(release)
+        ),
+    }
+}
+
+/// Someone else's action holds the release.
+pub fn pending_elsewhere(release: &str, status: &str) -> String {
+    format!(
+        "Helm release {} is {status} by an action this operator did not start; waiting for it to finish or \
+         time out",
+        q(release)
+    )
+}
+
+/// `dependsOn` (or the kubeconfig's export) is not ready; `what` lists what is waited for.
+pub fn dependencies_not_ready(release: &str, what: &str) -> String {
+    format!(
+        "Helm release {} waits for its dependencies: {what}",
+        q(release)
+    )
+}
+
+pub fn dependency_cycle(cycle: &str) -> String {
+    format!("dependsOn forms a cycle ({cycle}); remove one of these dependencies")
+}
+
+/// The retries of an install or upgrade are used up (Flux's `RetriesExceeded`).
+pub fn retries_exhausted(release: &str, action: &str, failures: i64, error: &str) -> String {
+    format!(
+        "Helm {action} of release {} failed {failures} times and its retries are used up: {error}; change the \
+         spec, or annotate reconcile.fluxcd.io/resetAt (or forceAt) with the value of \
+         reconcile.fluxcd.io/requestedAt to try again",
+        q(release)
+    )
+}
+
+/// A remediation (rollback or uninstall) failed.
+pub fn remediation_failed(release: &str, action: Action, error: &str) -> String {
+    format!(
+        "remediation of Helm release {} failed: Helm {} failed: {error}; change the spec, or annotate \
+         reconcile.fluxcd.io/forceAt with the value of reconcile.fluxcd.io/requestedAt to try again",
+        q(release),
+        verb(action)
+    )
+}
+
+/// Helm tests failed (reported; whether they count is the spec's).
+pub fn tests_failed(release: &str, failed: &[String]) -> String {
+    if failed.is_empty() {
+        format!("Helm tests failed for release {}", q(release))
+    } else {
+        format!(
+            "Helm tests failed for release {}: {}",
+            q(release),
+            failed.join(", ")
+        )
+    }
+}
+
+pub fn tests_passed(release: &str, revision: u64) -> String {
+    format!(
+        "Helm tests passed for release {} revision {revision}",
+        q(release)
+    )
+}
+
 pub fn uninstalled(release: &str) -> String {
     format!("uninstalled Helm release {}", q(release))
 }

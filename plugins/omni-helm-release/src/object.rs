@@ -83,6 +83,11 @@ impl ReleaseObject {
         SecretKeyRef::local(self.kubeconfig_name(), self.kubeconfig_key())
     }
 
+    /// `spec.suspend`: no Helm action, and deletion leaves the release.
+    pub fn suspended(&self) -> bool {
+        self.typed.spec.suspend == Some(true)
+    }
+
     pub fn orphans(&self) -> bool {
         self.typed.spec.deletion_policy == Some(HelmDeletionPolicy::Orphan)
     }

@@ -1,5 +1,6 @@
 //! What reconcile and deletion report (spec/original-operator.md §6.6): the status fields, the `Accepted`,
-//! `Released` and `Ready` conditions, and the Events. Requeues are the callers' decision.
+//! `Released` and `Ready` conditions (plus Flux's `Stalled` and `TestSuccess` where they apply), and the Events.
+//! Requeues are the callers' decision.
 //!
 //! Status is merged one level deep by the host, so a field not sent keeps its value: `releaseRevision`,
 //! `releaseStatus`, `lastAction` and `lastSuccessTime` survive updates that have nothing new to say about them, as
@@ -7,20 +8,20 @@
 //!
 //! Times come from the host's action outcomes, not the clock, so that a reconcile that learns nothing new sends
 //! exactly the status the object already has and the host writes nothing:
-//! * `lastAttemptTime` is the `finished` time of the host's last action, sent only when that outcome is newer
-//!   than the recorded attempt. A failure that comes without an outcome (validation, a missing cluster or
-//!   kubeconfig, the host failing the call) stamps the clock instead, as Go's "reason without error" did; an older
-//!   outcome reported after it does not move the time back.
+//! * `lastAttemptTime` is the `finished` time of the last action outcome counted ([`Ledger`]). A failure that
+//!   comes without an outcome (validation, a missing cluster or kubeconfig, the host failing the call) stamps the
+//!   clock instead, as Go's "reason without error" did.
 //! * `lastSuccessTime` is the `finished` time of the successful action that made what is deployed.
-//! * An outcome newer than the recorded attempt is also what makes an Event: one per action, never one per
+//! * An outcome counted for the first time is what makes an Event, with Flux helm-controller's reasons
+//!   (`InstallSucceeded`, `UpgradeFailed`, `TestFailed`, `RollbackSucceeded`, …): one per action, never one per
 //!   reconcile.
 
 use omni_api::conditions::{reasons, types};
-use omni_plugin_sdk::helm::{Action, ActionOutcome, ReleaseReport};
+use omni_plugin_sdk::helm::{Action, Observation, StepRecord};
 use omni_plugin_sdk::serde_json::Map;
-use omni_plugin_sdk::time::parse_rfc3339;
 use omni_plugin_sdk::{Condition, ConditionStatus, EventType, Host, Value, json};
 
+use crate::ledger::Ledger;
 use crate::messages;
 use crate::object;
 use crate::rules::text;
@@ -28,16 +29,32 @@ use crate::rules::text;
 /// `Released` and `Ready` while a Helm action runs, with status `Unknown` (kstatus reads that as in progress).
 /// Not among omni-api's reasons: the Go operator ran Helm synchronously and never had this state.
 pub const PROGRESSING: &str = "Progressing";
+/// Flux's reason for a release whose retries are used up (`Stalled`, `Ready`).
+pub const RETRIES_EXCEEDED: &str = "RetriesExceeded";
+/// Flux's condition type for Helm test results, and its reasons.
+pub const TEST_SUCCESS: &str = "TestSuccess";
+pub const TEST_SUCCEEDED: &str = "TestSucceeded";
+pub const TEST_FAILED: &str = "TestFailed";
 
+/// Helm's status of a release that is up.
+const DEPLOYED: &str = "deployed";
 /// `releaseStatus` once the release is gone (Helm's status of an uninstalled release, as Go recorded it).
 const UNINSTALLED: &str = "uninstalled";
+/// Revisions listed in `status.history` (Flux keeps 5 by default).
+const HISTORY: usize = 5;
+
+/// What the host observed and what the status counts: the material of every status update after a Helm call.
+pub struct Seen<'a> {
+    pub observed: &'a Observation,
+    pub ledger: &'a Ledger,
+}
 
 pub struct Report<'a, H: Host> {
     host: &'a H,
     /// The fields every status update carries.
     base: Map<String, Value>,
-    /// `status.lastAttemptTime` as the object has it.
-    last_attempt: Option<String>,
+    /// The object already has a `Stalled` condition (to be cleared once it no longer holds).
+    had_stalled: bool,
 }
 
 impl<'a, H: Host> Report<'a, H> {
@@ -58,12 +75,13 @@ impl<'a, H: Host> Report<'a, H> {
         put("namespace", object::release_namespace(object));
         put("chart", text(&spec["chart"]["chart"]));
         put("chartVersion", text(&spec["chart"]["version"]));
+        let had_stalled = object["status"]["conditions"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["type"] == types::STALLED));
         Report {
             host,
             base,
-            last_attempt: object["status"]["lastAttemptTime"]
-                .as_str()
-                .map(String::from),
+            had_stalled,
         }
     }
 
@@ -98,11 +116,20 @@ impl<'a, H: Host> Report<'a, H> {
         self.commit(status, ConditionStatus::False, reason, message);
     }
 
+    /// A Helm call failed after the host answered an observation: as [`Report::failed`], with what was observed
+    /// and counted, so that an outcome counted in this reconcile is not counted (and announced) again by the next.
+    pub fn call_failed(&self, seen: &Seen<'_>, reason: &str, message: &str) {
+        let mut status = self.observed(seen);
+        status.insert("lastAttemptTime".into(), json!(self.host.now()));
+        status.insert("lastError".into(), json!(message));
+        self.commit(status, ConditionStatus::False, reason, message);
+    }
+
     /// An action runs: `Released`/`Ready` Unknown. Nothing is known to have failed or succeeded, so `lastError`
     /// stays as it was.
-    pub fn progressing(&self, answer: &ReleaseReport, message: &str) {
+    pub fn progressing(&self, seen: &Seen<'_>, message: &str) {
         self.commit(
-            self.observed(answer),
+            self.observed(seen),
             ConditionStatus::Unknown,
             PROGRESSING,
             message,
@@ -111,22 +138,29 @@ impl<'a, H: Host> Report<'a, H> {
 
     /// The host answered, and the release is not where it should be: `Released`/`Ready` False with `reason`.
     /// `lastError` is `error`: Helm's error as it is when an action failed (§6.6), else the message.
-    pub fn failed_with(&self, answer: &ReleaseReport, reason: &str, error: &str, message: &str) {
-        let mut status = self.observed(answer);
+    pub fn failed_with(&self, seen: &Seen<'_>, reason: &str, error: &str, message: &str) {
+        let mut status = self.observed(seen);
         status.insert("lastError".into(), json!(error));
         self.commit(status, ConditionStatus::False, reason, message);
     }
 
+    /// No more automatic actions (Flux's `Stalled`): `Released`/`Ready` False and `Stalled` True.
+    pub fn stalled(&self, seen: &Seen<'_>, error: &str, message: &str) {
+        let mut status = self.observed(seen);
+        status.insert("lastError".into(), json!(error));
+        self.commit(status, ConditionStatus::False, RETRIES_EXCEEDED, message);
+        self.host.set_condition(Condition::new(
+            types::STALLED,
+            true,
+            RETRIES_EXCEEDED,
+            message,
+        ));
+    }
+
     /// What is wanted is deployed. `succeeded` is the finish time of the action that deployed it, when the host
     /// remembers it.
-    pub fn released(
-        &self,
-        answer: &ReleaseReport,
-        reason: &str,
-        message: &str,
-        succeeded: Option<&str>,
-    ) {
-        let mut status = self.observed(answer);
+    pub fn released(&self, seen: &Seen<'_>, reason: &str, message: &str, succeeded: Option<&str>) {
+        let mut status = self.observed(seen);
         status.insert("lastError".into(), json!(""));
         if let Some(at) = succeeded {
             status.insert("lastSuccessTime".into(), json!(at));
@@ -134,10 +168,17 @@ impl<'a, H: Host> Report<'a, H> {
         self.commit(status, ConditionStatus::True, reason, message);
     }
 
+    /// Flux's `TestSuccess` condition, set only while tests are on.
+    pub fn tests(&self, passed: bool, message: &str) {
+        let reason = if passed { TEST_SUCCEEDED } else { TEST_FAILED };
+        self.host
+            .set_condition(Condition::new(TEST_SUCCESS, passed, reason, message));
+    }
+
     /// Deletion: the uninstall runs.
-    pub fn deleting(&self, answer: &ReleaseReport, message: &str) {
+    pub fn deleting(&self, seen: &Seen<'_>, message: &str) {
         self.commit(
-            self.observed(answer),
+            self.observed(seen),
             ConditionStatus::False,
             reasons::DELETING,
             message,
@@ -145,12 +186,13 @@ impl<'a, H: Host> Report<'a, H> {
     }
 
     /// Deletion: the release is gone.
-    pub fn uninstalled(&self, answer: &ReleaseReport, message: &str) {
-        let mut status = self.observed(answer);
+    pub fn uninstalled(&self, seen: &Seen<'_>, message: &str) {
+        let mut status = self.observed(seen);
         status.insert("lastAction".into(), json!(Action::Uninstall.name()));
         status.insert("releaseStatus".into(), json!(UNINSTALLED));
         status.insert("lastError".into(), json!(""));
-        if let Some(last) = answer
+        if let Some(last) = seen
+            .observed
             .last
             .as_ref()
             .filter(|l| l.action == Action::Uninstall && l.error.is_none())
@@ -165,64 +207,61 @@ impl<'a, H: Host> Report<'a, H> {
         );
     }
 
-    /// The Event of the host's last action, once: when its outcome is newer than the recorded attempt.
-    /// Successful installs and upgrades are Normal, any failed action a Warning `ReconcileFailed`.
-    pub fn announce(&self, answer: &ReleaseReport, release: &str) {
-        let Some(last) = answer.last.as_ref().filter(|l| self.is_new(l)) else {
-            return;
+    /// The Event of an action outcome counted for the first time, with Flux's reason for it.
+    pub fn announce(&self, last: &StepRecord, release: &str) {
+        let (succeeded, failed) = match last.action {
+            Action::Install => ("InstallSucceeded", "InstallFailed"),
+            Action::Upgrade => ("UpgradeSucceeded", "UpgradeFailed"),
+            Action::Test => (TEST_SUCCEEDED, TEST_FAILED),
+            Action::Rollback => ("RollbackSucceeded", "RollbackFailed"),
+            Action::Uninstall => ("UninstallSucceeded", "UninstallFailed"),
+            Action::Recover => ("PendingRelease", "PendingRelease"),
         };
-        match (&last.error, last.action) {
-            (Some(error), action) => self.host.event(
+        match &last.error {
+            Some(error) => self.host.event(
                 EventType::Warning,
-                reasons::RECONCILE_FAILED,
-                &messages::action_failed(action, release, error),
+                failed,
+                &messages::action_failed(last.action, release, error),
             ),
-            (None, Action::Install) => self.host.event(
+            None => self.host.event(
                 EventType::Normal,
-                reasons::HELM_INSTALLED,
-                &messages::installed(release, last.revision),
+                succeeded,
+                &messages::action_succeeded(last.action, release, last.revision),
             ),
-            (None, Action::Upgrade) => self.host.event(
-                EventType::Normal,
-                reasons::HELM_UPGRADED,
-                &messages::upgraded(release, last.revision),
-            ),
-            // Recoveries, rollbacks and tests on their own, and uninstalls (deletion reports those), say nothing
-            // the conditions do not.
-            (None, _) => {}
         }
     }
 
-    /// Whether the outcome finished after the attempt the status records. Times that do not parse compare as
-    /// text: any other time is new.
-    fn is_new(&self, outcome: &ActionOutcome) -> bool {
-        let Some(previous) = self.last_attempt.as_deref() else {
-            return true;
-        };
-        match (parse_rfc3339(&outcome.finished), parse_rfc3339(previous)) {
-            (Some(finished), Some(previous)) => finished > previous,
-            _ => outcome.finished != previous,
-        }
-    }
-
-    /// The base fields and what the host's answer says: the release as Helm stores it, and the last action.
-    fn observed(&self, answer: &ReleaseReport) -> Map<String, Value> {
+    /// The base fields, the release as Helm stores it, the last action, the counters and the history.
+    fn observed(&self, seen: &Seen<'_>) -> Map<String, Value> {
         let mut status = self.base.clone();
-        if let Some(release) = &answer.release {
+        let o = seen.observed;
+        if let Some(release) = &o.release {
             let revision = i64::try_from(release.current.revision).unwrap_or(i64::MAX);
             status.insert("releaseRevision".into(), json!(revision));
             status.insert("releaseStatus".into(), json!(release.current.status));
         }
-        if let Some(last) = &answer.last {
+        if let Some(last) = &o.last {
             status.insert("lastAction".into(), json!(last.action.name()));
-            if self.is_new(last) {
-                status.insert("lastAttemptTime".into(), json!(last.finished));
-            }
         }
+        // The success that made the deployed revision, whatever follows it (a test step, say).
+        if let (Some(release), Some(last)) = (&o.release, &o.last)
+            && matches!(last.action, Action::Install | Action::Upgrade)
+            && last.error.is_none()
+            && last.revision == release.current.revision
+            && release.current.status == DEPLOYED
+        {
+            status.insert("lastSuccessTime".into(), json!(last.finished));
+        }
+        if let Some(at) = &seen.ledger.last_attempt {
+            status.insert("lastAttemptTime".into(), json!(at));
+        }
+        status.extend(seen.ledger.fields());
+        status.insert("history".into(), history(o));
         status
     }
 
-    /// Sends the status and sets `Released` and `Ready`, which always agree (§6.6).
+    /// Sends the status and sets `Released` and `Ready`, which always agree (§6.6); clears a `Stalled` that no
+    /// longer holds (kstatus reads `Stalled=True` as failed).
     fn commit(
         &self,
         status: Map<String, Value>,
@@ -239,5 +278,71 @@ impl<'a, H: Host> Report<'a, H> {
                 message: message.into(),
             });
         }
+        if self.had_stalled && reason != RETRIES_EXCEEDED {
+            self.host
+                .set_condition(Condition::new(types::STALLED, false, reason, message));
+        }
     }
+}
+
+/// `status.history`: the latest revisions, newest first, with the current one's chart and test hooks (the host
+/// reads those of the current revision only).
+fn history(o: &Observation) -> Value {
+    let Some(release) = &o.release else {
+        return json!([]);
+    };
+    let some = |s: &str| (!s.is_empty()).then(|| s.to_string());
+    let current = &release.current;
+    let mut first = Map::new();
+    first.insert(
+        "version".into(),
+        json!(i64::try_from(current.revision).unwrap_or(i64::MAX)),
+    );
+    first.insert("status".into(), json!(current.status));
+    for (key, value) in [
+        ("chartName", some(&current.chart)),
+        ("chartVersion", some(&current.chart_version)),
+        ("appVersion", some(&current.app_version)),
+        ("configDigest", current.digest.clone()),
+        ("lastDeployed", some(&current.updated)),
+    ] {
+        if let Some(v) = value {
+            first.insert(key.into(), json!(v));
+        }
+    }
+    if !o.tests.is_empty() {
+        let hooks: Map<String, Value> = o
+            .tests
+            .iter()
+            .map(|t| {
+                let mut h = Map::new();
+                h.insert("phase".into(), json!(t.phase));
+                if let Some(s) = some(&t.started) {
+                    h.insert("lastStarted".into(), json!(s));
+                }
+                if let Some(c) = some(&t.completed) {
+                    h.insert("lastCompleted".into(), json!(c));
+                }
+                (t.name.clone(), Value::Object(h))
+            })
+            .collect();
+        first.insert("testHooks".into(), Value::Object(hooks));
+    }
+    let earlier = release.history.iter().take(HISTORY - 1).map(|r| {
+        let mut m = Map::new();
+        m.insert(
+            "version".into(),
+            json!(i64::try_from(r.revision).unwrap_or(i64::MAX)),
+        );
+        m.insert("status".into(), json!(r.status));
+        if let Some(d) = &r.digest {
+            m.insert("configDigest".into(), json!(d));
+        }
+        Value::Object(m)
+    });
+    Value::Array(
+        std::iter::once(Value::Object(first))
+            .chain(earlier)
+            .collect(),
+    )
 }

@@ -1,92 +1,233 @@
-//! What the plugin asks the host's Helm engine for (spec §6.2, §6.4): the chart source, the values and the
-//! install, upgrade and uninstall settings, mapped from the spec as the Go controller set Helm's actions.
+//! What the plugin asks the host's Helm engine for (spec §6.2, §6.4): the release, its source (chart and values),
+//! and each step with its settings. Per-action blocks (`install`, `upgrade`, `rollback`, `uninstall`, `test`;
+//! Flux's names) override the Go operator's top-level settings, which stay the defaults.
 
+use omni_api::{HelmActionCommon, HelmCrdPolicy, HelmDeletionPropagation, HelmValuesKind};
 use omni_plugin_sdk::helm::{
-    ActionOptions, Chart, ChartSource, InstallOptions, ReleaseSpec, UninstallSpec, UpgradeOptions,
-    WaitStrategy,
+    ActionOptions, ApplyRequest, ChartLocation, ChartPull, CrdPolicy, DeletionPropagation,
+    ReleaseRef, ReleaseSource, RollbackRequest, Step, TestFilter, TestRequest, UninstallRequest,
+    ValuesKind, ValuesPart, ValuesRef, WaitStrategy,
 };
 use omni_plugin_sdk::{Value, json};
 
+use crate::machine::Move;
 use crate::object::ReleaseObject;
+use crate::policy::{self, Tests};
+
+/// The key a `valuesFrom` entry reads when it names none (Flux's default).
+pub const DEFAULT_VALUES_KEY: &str = "values.yaml";
+
+pub fn release_ref(release: &ReleaseObject) -> ReleaseRef {
+    ReleaseRef {
+        kubeconfig: release.kubeconfig(),
+        name: release.release_name().into(),
+        namespace: release.release_namespace().into(),
+    }
+}
 
 /// An `oci://` chart is a full reference and the repository is ignored (§6.2); anything else is a chart name in
-/// the HTTP(S) repository.
-pub fn chart(release: &ReleaseObject) -> Chart {
+/// the HTTP(S) repository. The values are `spec.chart.values`, `{}` when absent (§6.1; validation has refused
+/// anything but an object).
+pub fn source(release: &ReleaseObject) -> ReleaseSource {
     let spec = &release.typed.spec.chart;
     let reference = spec.chart.trim();
-    let source = if reference.starts_with("oci://") {
-        ChartSource::Oci(reference.into())
+    let location = if reference.starts_with("oci://") {
+        ChartLocation::Oci(reference.into())
     } else {
-        ChartSource::Repository {
+        ChartLocation::Repository {
             url: spec.repository.clone(),
             name: spec.chart.clone(),
         }
     };
-    Chart {
-        source,
-        version: spec.version.clone(),
-    }
-}
-
-/// `spec.chart.values`, `{}` when absent (§6.1). Validation has refused anything but an object.
-pub fn values(release: &ReleaseObject) -> Value {
-    match &release.typed.spec.chart.values {
+    let values = match &spec.values {
         Some(values @ Value::Object(_)) => values.clone(),
         _ => json!({}),
+    };
+    // Flux's order: the referenced values in order, then the inline ones over them.
+    let referenced = release.typed.spec.values_from.iter().flatten().map(|r| {
+        ValuesPart::Referenced(ValuesRef {
+            kind: match r.kind {
+                HelmValuesKind::ConfigMap => ValuesKind::ConfigMap,
+                HelmValuesKind::Secret => ValuesKind::Secret,
+            },
+            name: r.name.clone(),
+            key: r
+                .values_key
+                .clone()
+                .filter(|k| !k.is_empty())
+                .unwrap_or_else(|| DEFAULT_VALUES_KEY.into()),
+            target_path: r.target_path.clone().filter(|p| !p.is_empty()),
+            optional: r.optional == Some(true),
+        })
+    });
+    ReleaseSource {
+        chart: ChartPull {
+            location,
+            version: spec.version.clone(),
+            credentials: None,
+            tls: None,
+        },
+        values: referenced.chain([ValuesPart::Inline(values)]).collect(),
     }
 }
 
-/// Settings every action shares. `wait` waits for every resource (kstatus, as Go's status-watcher strategy);
-/// without it Helm waits for hooks only.
-pub fn options(release: &ReleaseObject) -> ActionOptions {
+/// An action's settings: its own block's when set, else the spec's top-level ones. `wait` waits for every
+/// resource (kstatus, as Go's status-watcher strategy); without it Helm waits for hooks only.
+fn options(release: &ReleaseObject, own: Option<&HelmActionCommon>) -> ActionOptions {
     let spec = &release.typed.spec;
+    let timeout_seconds = own
+        .and_then(|o| o.timeout.as_deref())
+        .and_then(policy::seconds)
+        .unwrap_or_else(|| release.timeout_seconds());
+    let wait = match own.and_then(|o| o.disable_wait) {
+        Some(disable) => !disable,
+        None => spec.wait == Some(true),
+    };
+    let wait_for_jobs = match own.and_then(|o| o.disable_wait_for_jobs) {
+        Some(disable) => !disable,
+        None => spec.wait_for_jobs == Some(true),
+    };
     ActionOptions {
-        timeout_seconds: release.timeout_seconds(),
-        wait: if spec.wait == Some(true) {
+        timeout_seconds,
+        wait: if wait {
             WaitStrategy::Ready
         } else {
             WaitStrategy::Hooks
         },
-        wait_for_jobs: spec.wait_for_jobs == Some(true),
-        disable_hooks: spec.disable_hooks == Some(true),
+        wait_for_jobs,
+        disable_hooks: own
+            .and_then(|o| o.disable_hooks)
+            .unwrap_or(spec.disable_hooks == Some(true)),
     }
 }
 
-pub fn release_spec(release: &ReleaseObject) -> ReleaseSpec {
+fn crds(own: Option<HelmCrdPolicy>, skip_crds: bool) -> CrdPolicy {
+    match own {
+        Some(HelmCrdPolicy::Skip) => CrdPolicy::Skip,
+        Some(HelmCrdPolicy::Create) => CrdPolicy::Create,
+        Some(HelmCrdPolicy::CreateReplace) => CrdPolicy::CreateReplace,
+        None if skip_crds => CrdPolicy::Skip,
+        None => CrdPolicy::Create,
+    }
+}
+
+/// The timeout of the action that a pending revision is judged by: the longest any action may take.
+pub fn longest_timeout(release: &ReleaseObject) -> u32 {
     let spec = &release.typed.spec;
+    [
+        spec.install.as_ref().map(|i| &i.common),
+        spec.upgrade.as_ref().map(|u| &u.common),
+        spec.rollback.as_ref().map(|r| &r.common),
+    ]
+    .into_iter()
+    .map(|own| options(release, own).timeout_seconds)
+    .max()
+    .unwrap_or_else(|| release.timeout_seconds())
+}
+
+pub fn install(release: &ReleaseObject) -> ApplyRequest {
+    let spec = &release.typed.spec;
+    let own = spec.install.as_ref();
+    ApplyRequest {
+        source: source(release),
+        options: options(release, own.map(|i| &i.common)),
+        crds: crds(own.and_then(|i| i.crds), spec.skip_crds == Some(true)),
+        create_namespace: own
+            .and_then(|i| i.create_namespace)
+            .unwrap_or(spec.create_namespace == Some(true)),
+        replace: own.and_then(|i| i.replace) == Some(true),
+        force: false,
+        cleanup_on_fail: false,
+        rollback_on_failure: spec.atomic == Some(true),
+        max_history: max_history(release),
+    }
+}
+
+pub fn upgrade(release: &ReleaseObject) -> ApplyRequest {
+    let spec = &release.typed.spec;
+    let own = spec.upgrade.as_ref();
     let atomic = spec.atomic == Some(true);
-    let skip_crds = spec.skip_crds == Some(true);
-    ReleaseSpec {
-        kubeconfig: release.kubeconfig(),
-        name: release.release_name().into(),
-        namespace: release.release_namespace().into(),
-        chart: chart(release),
-        values: values(release),
-        options: options(release),
-        install: InstallOptions {
-            create_namespace: spec.create_namespace == Some(true),
-            skip_crds,
-            rollback_on_failure: atomic,
-        },
-        upgrade: UpgradeOptions {
-            skip_crds,
-            rollback_on_failure: atomic,
-            cleanup_on_fail: atomic,
-            // Validation refuses a negative count; 0 keeps every revision, as Helm's default.
-            max_history: spec
-                .max_history
-                .map_or(0, |n| u32::try_from(n.max(0)).unwrap_or(u32::MAX)),
+    ApplyRequest {
+        source: source(release),
+        options: options(release, own.map(|u| &u.common)),
+        crds: crds(own.and_then(|u| u.crds), spec.skip_crds == Some(true)),
+        create_namespace: false,
+        replace: false,
+        force: own.and_then(|u| u.force) == Some(true),
+        // Go cleaned up after failed upgrades whenever it rolled them back.
+        cleanup_on_fail: own.and_then(|u| u.cleanup_on_fail).unwrap_or(atomic),
+        rollback_on_failure: atomic,
+        max_history: max_history(release),
+    }
+}
+
+/// Validation refuses a negative count; 0 keeps every revision, as Helm's default.
+fn max_history(release: &ReleaseObject) -> u32 {
+    release
+        .typed
+        .spec
+        .max_history
+        .map_or(0, |n| u32::try_from(n.max(0)).unwrap_or(u32::MAX))
+}
+
+pub fn rollback(release: &ReleaseObject, revision: u64) -> RollbackRequest {
+    let own = release.typed.spec.rollback.as_ref();
+    RollbackRequest {
+        revision,
+        options: options(release, own.map(|r| &r.common)),
+        force: own.and_then(|r| r.force) == Some(true),
+        cleanup_on_fail: own.and_then(|r| r.cleanup_on_fail) == Some(true),
+        max_history: max_history(release),
+    }
+}
+
+/// Helm history is not kept unless `uninstall.keepHistory` says so (§6.4: Go's uninstall did not keep it).
+pub fn uninstall(release: &ReleaseObject) -> UninstallRequest {
+    let own = release.typed.spec.uninstall.as_ref();
+    UninstallRequest {
+        options: options(release, own.map(|u| &u.common)),
+        keep_history: own.and_then(|u| u.keep_history) == Some(true),
+        propagation: match own.and_then(|u| u.deletion_propagation) {
+            Some(HelmDeletionPropagation::Foreground) => DeletionPropagation::Foreground,
+            Some(HelmDeletionPropagation::Orphan) => DeletionPropagation::Orphan,
+            Some(HelmDeletionPropagation::Background) | None => DeletionPropagation::Background,
         },
     }
 }
 
-/// Helm history is not kept (§6.4: Go's uninstall did not keep it either).
-pub fn uninstall_spec(release: &ReleaseObject) -> UninstallSpec {
-    UninstallSpec {
-        kubeconfig: release.kubeconfig(),
-        name: release.release_name().into(),
-        namespace: release.release_namespace().into(),
-        options: options(release),
-        keep_history: false,
+pub fn test(tests: &Tests) -> TestRequest {
+    let filter = |exclude: bool| {
+        move |name: &String| TestFilter {
+            name: name.clone(),
+            exclude,
+        }
+    };
+    TestRequest {
+        timeout_seconds: tests.timeout_seconds,
+        filters: tests
+            .include
+            .iter()
+            .map(filter(false))
+            .chain(tests.exclude.iter().map(filter(true)))
+            .collect(),
+    }
+}
+
+/// The step a move asks the host for.
+pub fn step(release: &ReleaseObject, tests: Option<&Tests>, m: Move) -> Step {
+    match m {
+        Move::Install => Step::Install(Box::new(install(release))),
+        Move::Upgrade => Step::Upgrade(Box::new(upgrade(release))),
+        Move::Rollback(revision) => Step::Rollback(rollback(release, revision)),
+        Move::Uninstall => Step::Uninstall(uninstall(release)),
+        Move::Test => match tests {
+            Some(t) => Step::Test(test(t)),
+            // The machine only tests when tests are on; should that change, an empty request runs them all.
+            None => Step::Test(TestRequest {
+                timeout_seconds: release.timeout_seconds(),
+                filters: Vec::new(),
+            }),
+        },
+        Move::Unlock => Step::Unlock,
     }
 }

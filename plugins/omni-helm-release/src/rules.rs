@@ -31,6 +31,46 @@ pub fn timeout(spec: &Value) -> Option<Result<i64, String>> {
     Some(omni_plugin_sdk::go::parse_duration(text(raw)))
 }
 
+/// The durations of the Flux-style additions (`interval`, each action block's `timeout`, the strategies'
+/// `retryInterval`), by their path under `spec`; none existed in the Go operator.
+pub const FLUX_DURATIONS: [&str; 8] = [
+    "interval",
+    "install.timeout",
+    "upgrade.timeout",
+    "rollback.timeout",
+    "uninstall.timeout",
+    "test.timeout",
+    "install.strategy.retryInterval",
+    "upgrade.strategy.retryInterval",
+];
+
+/// Those of [`FLUX_DURATIONS`] that are set but are not positive Go durations: path, text and why.
+pub fn bad_flux_durations(spec: &Value) -> Vec<(&'static str, String, String)> {
+    FLUX_DURATIONS
+        .iter()
+        .filter_map(|path| {
+            let v = path.split('.').try_fold(spec, |v, k| v.get(k))?;
+            if v.is_null() {
+                return None;
+            }
+            let raw = text(v);
+            match omni_plugin_sdk::go::parse_duration(raw) {
+                Ok(ns) if ns > 0 => None,
+                Ok(_) => Some((
+                    *path,
+                    raw.to_string(),
+                    "must be greater than zero".to_string(),
+                )),
+                Err(why) => Some((
+                    *path,
+                    raw.to_string(),
+                    format!("is not a valid duration: {why}"),
+                )),
+            }
+        })
+        .collect()
+}
+
 /// `spec.maxHistory` when it is a negative integer.
 pub fn negative_max_history(spec: &Value) -> Option<i64> {
     spec["maxHistory"].as_i64().filter(|n| *n < 0)

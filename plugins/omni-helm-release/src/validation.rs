@@ -57,6 +57,9 @@ pub fn first_failure(object: &Value) -> Option<String> {
         Some(Ok(ns)) if ns <= 0 => return fail("timeout must be greater than zero"),
         _ => {}
     }
+    if let Some((path, raw, why)) = rules::bad_flux_durations(spec).into_iter().next() {
+        return Some(format!("{path} {} {why}", messages::q(&raw)));
+    }
     if rules::negative_max_history(spec).is_some() {
         return fail("maxHistory must not be negative");
     }

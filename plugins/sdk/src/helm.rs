@@ -201,7 +201,10 @@ pub struct GitChart {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ChartLocation {
-    Repository { url: String, name: String },
+    Repository {
+        url: String,
+        name: String,
+    },
     /// `oci://registry[:port]/path/chart`.
     Oci(String),
     Git(GitChart),
@@ -269,6 +272,8 @@ pub struct ApplyRequest {
     pub replace: bool,
     pub force: bool,
     pub cleanup_on_fail: bool,
+    /// Helm's `--atomic`.
+    pub rollback_on_failure: bool,
     /// 0: every revision kept.
     pub max_history: u32,
 }

@@ -652,16 +652,18 @@ fn to_release_source(s: &helm::ReleaseSource) -> whelm::ReleaseSource {
             .iter()
             .map(|part| match part {
                 helm::ValuesPart::Inline(v) => whelm::ValuesPart::Inline(v.to_string()),
-                helm::ValuesPart::Referenced(r) => whelm::ValuesPart::Referenced(whelm::ValuesRef {
-                    kind: match r.kind {
-                        helm::ValuesKind::ConfigMap => whelm::ValuesKind::ConfigMap,
-                        helm::ValuesKind::Secret => whelm::ValuesKind::Secret,
-                    },
-                    name: r.name.clone(),
-                    key: r.key.clone(),
-                    target_path: r.target_path.clone(),
-                    optional: r.optional,
-                }),
+                helm::ValuesPart::Referenced(r) => {
+                    whelm::ValuesPart::Referenced(whelm::ValuesRef {
+                        kind: match r.kind {
+                            helm::ValuesKind::ConfigMap => whelm::ValuesKind::ConfigMap,
+                            helm::ValuesKind::Secret => whelm::ValuesKind::Secret,
+                        },
+                        name: r.name.clone(),
+                        key: r.key.clone(),
+                        target_path: r.target_path.clone(),
+                        optional: r.optional,
+                    })
+                }
             })
             .collect(),
     }
@@ -680,6 +682,7 @@ fn to_step(s: &helm::Step) -> whelm::Step {
         replace: a.replace,
         force: a.force,
         cleanup_on_fail: a.cleanup_on_fail,
+        rollback_on_failure: a.rollback_on_failure,
         max_history: a.max_history,
     };
     match s {

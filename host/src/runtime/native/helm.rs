@@ -140,16 +140,18 @@ fn to_release_source(s: &sdk_helm::ReleaseSource) -> wit::ReleaseSource {
             .iter()
             .map(|part| match part {
                 sdk_helm::ValuesPart::Inline(v) => wit::ValuesPart::Inline(v.to_string()),
-                sdk_helm::ValuesPart::Referenced(r) => wit::ValuesPart::Referenced(wit::ValuesRef {
-                    kind: match r.kind {
-                        sdk_helm::ValuesKind::ConfigMap => wit::ValuesKind::ConfigMap,
-                        sdk_helm::ValuesKind::Secret => wit::ValuesKind::Secret,
-                    },
-                    name: r.name.clone(),
-                    key: r.key.clone(),
-                    target_path: r.target_path.clone(),
-                    optional: r.optional,
-                }),
+                sdk_helm::ValuesPart::Referenced(r) => {
+                    wit::ValuesPart::Referenced(wit::ValuesRef {
+                        kind: match r.kind {
+                            sdk_helm::ValuesKind::ConfigMap => wit::ValuesKind::ConfigMap,
+                            sdk_helm::ValuesKind::Secret => wit::ValuesKind::Secret,
+                        },
+                        name: r.name.clone(),
+                        key: r.key.clone(),
+                        target_path: r.target_path.clone(),
+                        optional: r.optional,
+                    })
+                }
             })
             .collect(),
     }
@@ -168,6 +170,7 @@ fn to_step(s: &sdk_helm::Step) -> wit::Step {
         replace: a.replace,
         force: a.force,
         cleanup_on_fail: a.cleanup_on_fail,
+        rollback_on_failure: a.rollback_on_failure,
         max_history: a.max_history,
     };
     match s {

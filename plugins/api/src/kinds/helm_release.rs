@@ -1,6 +1,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::helm_actions::{
+    HelmInstallSpec, HelmReleaseSnapshot, HelmRollbackSpec, HelmTestSpec, HelmUninstallSpec,
+    HelmUpgradeSpec,
+};
 use crate::common::{CommonStatusFields, KubeconfigSecretRef, OmniClusterRef};
 
 /// A Helm release the operator installs and upgrades in an Omni workload cluster.
@@ -56,6 +60,76 @@ pub struct OmniHelmReleaseSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = "Uninstall")))]
     pub deletion_policy: Option<HelmDeletionPolicy>,
+    /// suspend stops every Helm action; deleting a suspended release leaves it in the workload cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspend: Option<bool>,
+    /// interval is how often the release is checked against the workload cluster, as a Go duration; 5m when
+    /// omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<String>,
+    /// install configures installs and their remediation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub install: Option<HelmInstallSpec>,
+    /// upgrade configures upgrades and their remediation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade: Option<HelmUpgradeSpec>,
+    /// test runs the chart's Helm tests after installs and upgrades.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<HelmTestSpec>,
+    /// rollback configures the rollbacks of upgrade remediation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback: Option<HelmRollbackSpec>,
+    /// uninstall configures uninstalls on deletion and in remediation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uninstall: Option<HelmUninstallSpec>,
+    /// valuesFrom merges keys of ConfigMaps and Secrets in this namespace into the values, in order, before
+    /// chart.values; the operator reads them, and their contents never appear in status or Events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values_from: Option<Vec<HelmValuesReference>>,
+    /// dependsOn lists OmniHelmReleases that must be Ready before this release is installed or upgraded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depends_on: Option<Vec<HelmReleaseDependency>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum HelmValuesKind {
+    ConfigMap,
+    Secret,
+}
+
+/// A ConfigMap or Secret key holding values (Flux's `valuesFrom` entry).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct HelmValuesReference {
+    /// kind is ConfigMap or Secret.
+    pub kind: HelmValuesKind,
+    /// name of the ConfigMap or Secret, in this object's namespace.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
+    pub name: String,
+    /// valuesKey is the key holding the values; values.yaml when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values_key: Option<String>,
+    /// targetPath places the key's text at this --set style path instead of merging it as a YAML document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_path: Option<String>,
+    /// optional lets the release go on without this reference when its object or key is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optional: Option<bool>,
+}
+
+/// An OmniHelmRelease this one waits for.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct HelmReleaseDependency {
+    /// name of the OmniHelmRelease.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
+    pub name: String,
+    /// namespace of the OmniHelmRelease; this object's namespace when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
 }
 
 /// A Helm chart from an HTTP(S) or OCI repository.
@@ -135,6 +209,43 @@ pub struct OmniHelmReleaseStatus {
     /// lastError is the last Helm or credential error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// history holds the latest release revisions, newest first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<Vec<HelmReleaseSnapshot>>,
+    /// failures counts the failed actions since the spec, the chart or the values last changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failures: Option<i64>,
+    /// installFailures counts the failed installs among them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub install_failures: Option<i64>,
+    /// upgradeFailures counts the failed upgrades among them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade_failures: Option<i64>,
+    /// lastAttemptedReleaseAction is the last install or upgrade started (install, upgrade).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_attempted_release_action: Option<String>,
+    /// lastAttemptedConfigDigest is the digest of the chart source and values last acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_attempted_config_digest: Option<String>,
+    /// lastAttemptedGeneration is the metadata.generation last acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_attempted_generation: Option<i64>,
+    /// lastActionID identifies the last Helm action whose outcome this status counts.
+    #[serde(
+        rename = "lastActionID",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub last_action_id: Option<String>,
+    /// lastHandledReconcileAt is the last reconcile.fluxcd.io/requestedAt value handled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_handled_reconcile_at: Option<String>,
+    /// lastHandledForceAt is the last reconcile.fluxcd.io/forceAt value handled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_handled_force_at: Option<String>,
+    /// lastHandledResetAt is the last reconcile.fluxcd.io/resetAt value handled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_handled_reset_at: Option<String>,
 }
 
 super::omni_kind!(

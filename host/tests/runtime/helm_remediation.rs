@@ -1,0 +1,220 @@
+//! OmniHelmRelease's Flux-grade release handling end to end (issue "OmniHelmRelease, Flux-grade"): remediation by
+//! rollback and by uninstall with retry budgets, `Stalled` when they are used up and Flux's `resetAt` request to
+//! try again; Helm tests after installs and upgrades, with results in status; `suspend`; Flux's Event reasons.
+//! Through the real host, the built-in plugin's component, the Helm worker with libhelm_c and the simulators
+//! ([`Env`]). Failures are real: a Deployment whose image never becomes ready makes Helm's wait time out, and a
+//! test Pod with kube-sim's `fail` behaviour fails.
+
+use serde_json::{Value, json};
+
+use super::helm_env::{Env, NEVER_READY, is, merge, message};
+
+fn count(events: &[(String, String, String)], reason: &str) -> usize {
+    events.iter().filter(|(_, r, _)| r == reason).count()
+}
+
+fn int(obj: &Value, field: &str) -> i64 {
+    obj["status"][field].as_i64().unwrap_or(-1)
+}
+
+/// A failed upgrade is rolled back and retried while `upgrade.remediation.retries` lasts; the failure that uses
+/// them up is rolled back too (Flux's default for upgrades with retries), then the release stalls: `Stalled=True`,
+/// `Ready=False` with `RetriesExceeded`, no more actions. `reconcile.fluxcd.io/resetAt` (equal to `requestedAt`)
+/// clears the counters and the whole round runs again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_upgrades_are_rolled_back_until_the_retries_are_used_up_and_reset_starts_over() {
+    let env = Env::start().await;
+    env.apply(&env.release(
+        "remedy",
+        json!({"wait": true, "timeout": "8s", "upgrade": {"remediation": {"retries": 1}}}),
+    ))
+    .await;
+    env.wait("remedy", "installed", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+    env.patch_spec(
+        "remedy",
+        json!({"chart": {"values": {"image": {"repository": NEVER_READY}}}}),
+    )
+    .await;
+
+    // Upgrade (2, failed), rollback (3), upgrade (4, failed), rollback of the last failure (5): stalled.
+    let stalled = env
+        .wait("remedy", "stalled with the retries used up", |o| {
+            is(o, "Stalled", "True", "RetriesExceeded")
+        })
+        .await;
+    assert!(
+        is(&stalled, "Ready", "False", "RetriesExceeded"),
+        "{stalled:#}"
+    );
+    let text = message(&stalled, "Ready");
+    assert!(
+        text.starts_with(
+            "Helm upgrade of release \"remedy\" failed 2 times and its retries are used up: "
+        ),
+        "{text}"
+    );
+    assert!(text.contains("reconcile.fluxcd.io/resetAt"), "{text}");
+    assert_eq!(int(&stalled, "upgradeFailures"), 2, "{stalled:#}");
+    assert_eq!(int(&stalled, "failures"), 2, "{stalled:#}");
+    assert_eq!(stalled["status"]["lastAttemptedReleaseAction"], "upgrade");
+    // Helm marks the revisions a rollback leaves behind superseded, the failed ones too.
+    let revisions = env.revisions("remedy");
+    assert_eq!(revisions.len(), 5, "{revisions:?}");
+    assert_eq!(revisions[4].1["metadata"]["labels"]["status"], "deployed");
+    // The last rollback left the first revision's config deployed.
+    let deployment = env
+        .workload
+        .get("apps/v1", "Deployment", "apps", "remedy-demo")
+        .expect("the Deployment");
+    let image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(!image.starts_with(NEVER_READY), "{image}");
+    // status.history: newest first, the current revision with its chart.
+    let history = stalled["status"]["history"].as_array().expect("history");
+    assert_eq!(history[0]["version"], 5);
+    assert_eq!(history[0]["status"], "deployed");
+    assert_eq!(history[0]["chartName"], "demo");
+    assert_eq!(history[1]["version"], 4);
+    // One Event per outcome, with Flux's reasons.
+    let events = env.events("remedy");
+    assert_eq!(count(&events, "InstallSucceeded"), 1, "{events:?}");
+    assert!(count(&events, "UpgradeFailed") >= 1, "{events:?}");
+    assert!(count(&events, "RollbackSucceeded") >= 1, "{events:?}");
+    assert!(events.iter().any(|(t, r, n)| t == "Warning"
+        && r == "UpgradeFailed"
+        && n.starts_with("Helm upgrade failed for release \"remedy\": ")));
+
+    // Reset: the counters clear and the round runs again, from revision 6 to 9.
+    env.annotate(
+        "remedy",
+        json!({"reconcile.fluxcd.io/requestedAt": "r1", "reconcile.fluxcd.io/resetAt": "r1"}),
+    )
+    .await;
+    let again = env
+        .wait(
+            "remedy",
+            "the reset handled and the retries used up again",
+            |o| {
+                o["status"]["lastHandledResetAt"] == "r1"
+                    && is(o, "Stalled", "True", "RetriesExceeded")
+                    && o["status"]["releaseRevision"] == 9
+            },
+        )
+        .await;
+    assert_eq!(int(&again, "upgradeFailures"), 2, "{again:#}");
+    assert_eq!(env.revisions("remedy").len(), 9);
+
+    // Fixing the spec clears Stalled.
+    env.patch_spec("remedy", json!({"chart": {"values": {"image": null}}}))
+        .await;
+    let fixed = env
+        .wait("remedy", "upgraded after the fix", |o| {
+            is(o, "Ready", "True", "HelmUpgraded")
+        })
+        .await;
+    assert!(is(&fixed, "Stalled", "False", "HelmUpgraded"), "{fixed:#}");
+    assert_eq!(int(&fixed, "failures"), 0, "{fixed:#}");
+}
+
+/// Helm tests run after the install when `test.enable` is set; results are in `status.history[0].testHooks` and
+/// the `TestSuccess` condition. A failing test counts as a failure of the install: with
+/// `install.remediation.retries: 1` and `remediateLastFailure`, the release is uninstalled, installed again,
+/// tested again, uninstalled again, and stalls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn helm_tests_run_after_installs_and_a_failing_one_is_remediated_by_uninstalling() {
+    let env = Env::start().await;
+    let tested = |behaviour: &str, more: Value| {
+        let mut spec = json!({"chart": {"chart": "tested", "version": "1.0.0",
+                "values": {"testBehavior": behaviour}},
+            "test": {"enable": true, "timeout": "60s"}});
+        merge(&mut spec, more);
+        spec
+    };
+    env.apply(&env.release("passes", tested("ready", json!({}))))
+        .await;
+    env.apply(&env.release(
+        "fails",
+        tested(
+            "fail",
+            json!({"install": {"remediation": {"retries": 1, "remediateLastFailure": true}}}),
+        ),
+    ))
+    .await;
+
+    let passed = env
+        .wait("passes", "tested", |o| {
+            is(o, "TestSuccess", "True", "TestSucceeded")
+        })
+        .await;
+    assert!(is(&passed, "Ready", "True", "HelmInstalled"), "{passed:#}");
+    let hooks = &passed["status"]["history"][0]["testHooks"];
+    assert_eq!(
+        hooks["passes-tested-test-connection"]["phase"], "Succeeded",
+        "{passed:#}"
+    );
+    assert!(hooks["passes-tested-test-connection"]["lastCompleted"].is_string());
+    assert_eq!(count(&env.events("passes"), "TestSucceeded"), 1);
+
+    let failed = env
+        .wait("fails", "stalled after the tests failed twice", |o| {
+            is(o, "Stalled", "True", "RetriesExceeded")
+        })
+        .await;
+    assert!(
+        is(&failed, "TestSuccess", "False", "TestFailed"),
+        "{failed:#}"
+    );
+    assert_eq!(int(&failed, "installFailures"), 2, "{failed:#}");
+    assert!(
+        message(&failed, "Ready").starts_with("Helm install of release \"fails\" failed 2 times"),
+        "{failed:#}"
+    );
+    // Uninstalled by the remediation of the last failure: no release left.
+    assert!(
+        env.revisions("fails").is_empty(),
+        "{:?}",
+        env.revisions("fails")
+    );
+    let events = env.events("fails");
+    assert_eq!(count(&events, "InstallSucceeded"), 2, "{events:?}");
+    assert_eq!(count(&events, "TestFailed"), 2, "{events:?}");
+    assert_eq!(count(&events, "UninstallSucceeded"), 2, "{events:?}");
+}
+
+/// `spec.suspend`: no Helm action while it is set (a values change is not applied), and deleting the object
+/// leaves the release in the workload cluster (Flux's rule).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspended_release_is_left_alone_and_survives_deletion() {
+    let env = Env::start().await;
+    env.apply(&env.release("held", json!({}))).await;
+    env.wait("held", "installed", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+    env.patch_spec(
+        "held",
+        json!({"suspend": true, "chart": {"values": {"replicaCount": 3}}}),
+    )
+    .await;
+    let generation = env.get("held")["metadata"]["generation"].clone();
+    env.wait("held", "the suspended spec reconciled", |o| {
+        o["status"]["observedGeneration"] == generation
+    })
+    .await;
+    assert_eq!(env.revisions("held").len(), 1, "no upgrade while suspended");
+
+    env.delete("held").await;
+    env.wait("held", "the object gone", Value::is_null).await;
+    let revisions = env.revisions("held");
+    assert_eq!(revisions.len(), 1, "the release stays");
+    assert_eq!(revisions[0].1["metadata"]["labels"]["status"], "deployed");
+    assert!(
+        env.workload
+            .get("apps/v1", "Deployment", "apps", "held-demo")
+            .is_some()
+    );
+}
