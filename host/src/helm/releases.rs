@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 use sha2::Digest as _;
 
+use super::drift::{self, DriftError, Drifted, Ignore};
 use super::protocol::{ChartRef, Op, Target};
 use super::storage::{self, DIGEST_LABEL, StorageError, StoredRevision};
 use super::{EngineError, HelmEngine};
@@ -133,6 +134,8 @@ pub enum StepRequest {
     Test(TestSettings),
     /// Mark a pending latest revision failed.
     Unlock,
+    /// Apply again the objects of the deployed revision that drifted.
+    CorrectDrift(Vec<Ignore>),
 }
 
 impl StepRequest {
@@ -144,6 +147,7 @@ impl StepRequest {
             StepRequest::Uninstall(_) => Action::Uninstall,
             StepRequest::Test(_) => Action::Test,
             StepRequest::Unlock => Action::Recover,
+            StepRequest::CorrectDrift(_) => Action::Correct,
         }
     }
 }
@@ -229,6 +233,8 @@ pub enum Action {
     Test,
     /// A pending revision marked failed, before the action that follows it.
     Recover,
+    /// Drifted objects applied again.
+    Correct,
 }
 
 impl Action {
@@ -240,6 +246,7 @@ impl Action {
             Action::Rollback => "rollback",
             Action::Test => "test",
             Action::Recover => "recover",
+            Action::Correct => "drift correction",
         }
     }
 }
@@ -307,6 +314,8 @@ pub enum ReleaseError {
     /// The step cannot apply to the release as it stands.
     #[error("{0}")]
     Inapplicable(String),
+    #[error(transparent)]
+    Drift(#[from] DriftError),
 }
 
 /// What this host remembers of one release.
@@ -494,7 +503,9 @@ impl Releases {
         let latest = revisions.first();
         let stored = latest.is_some_and(|r| r.status != "uninstalled");
         let why = match &request {
-            StepRequest::Rollback(_) | StepRequest::Test(_) if !stored => {
+            StepRequest::Rollback(_) | StepRequest::Test(_) | StepRequest::CorrectDrift(_)
+                if !stored =>
+            {
                 Some(format!("release {namespace}/{name} is not installed"))
             }
             StepRequest::Rollback(r)
@@ -531,6 +542,27 @@ impl Releases {
         let running = job.running.clone();
         tokio::spawn(job.step(request));
         Ok(running)
+    }
+
+    /// The objects of the deployed revision that drifted from its manifest; none when the latest revision is not
+    /// deployed (an action's outcome, not drift, explains it) or an action runs.
+    pub async fn drift(
+        &self,
+        cluster: &Cluster,
+        namespace: &str,
+        name: &str,
+        ignore: &[Ignore],
+    ) -> Result<Vec<Drifted>, ReleaseError> {
+        let key = (cluster.id.clone(), namespace.to_string(), name.to_string());
+        if self.lock().get(&key).is_some_and(|e| e.running.is_some()) {
+            return Ok(Vec::new());
+        }
+        let revisions = storage::read(&cluster.client, namespace, name).await?;
+        let Some(latest) = revisions.first().filter(|r| r.status == "deployed") else {
+            return Ok(Vec::new());
+        };
+        let manifest = storage::manifest(&cluster.client, namespace, &latest.secret).await?;
+        Ok(drift::detect(&cluster.client, name, namespace, &manifest, ignore).await?)
     }
 
     /// Reads the release; starts nothing.
@@ -782,7 +814,34 @@ impl Job {
                 let result = self.unlock().await;
                 self.finish(Action::Recover, result);
             }
+            StepRequest::CorrectDrift(ignore) => {
+                let result = self.correct(&ignore).await;
+                self.finish(Action::Correct, result);
+            }
         }
+    }
+
+    /// Applies the drifted objects of the latest revision again.
+    async fn correct(&self, ignore: &[Ignore]) -> Result<Value, String> {
+        let (client, namespace) = (&self.cluster.client, &self.key.1);
+        let latest = storage::read(client, namespace, &self.key.2)
+            .await
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .next()
+            .ok_or_else(|| "the release is gone".to_string())?;
+        let manifest = storage::manifest(client, namespace, &latest.secret)
+            .await
+            .map_err(|e| e.to_string())?;
+        let corrected = drift::correct(client, &self.key.2, namespace, &manifest, ignore)
+            .await
+            .map_err(|e| e.to_string())?;
+        let names: Vec<String> = corrected
+            .iter()
+            .map(|d| format!("{} {}", d.kind, d.name))
+            .collect();
+        tracing::info!(release = %self.release(), corrected = ?names, "drifted objects applied again");
+        Ok(json!({"revision": latest.revision, "corrected": names}))
     }
 
     /// Marks the latest revision failed if it is still pending (someone may have finished it since).

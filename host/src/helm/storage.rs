@@ -240,6 +240,25 @@ fn encode(release: &Value) -> Result<ByteString, String> {
     ))
 }
 
+/// The manifest Helm rendered for the revision stored in Secret `secret` (every object of the release, as
+/// YAML documents).
+pub async fn manifest(
+    client: &kube::Client,
+    namespace: &str,
+    secret: &str,
+) -> Result<String, StorageError> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let s = api.get(secret).await.map_err(|source| StorageError::Kube {
+        namespace: namespace.into(),
+        source,
+    })?;
+    let release = decode(&s).map_err(|reason| StorageError::Undecodable {
+        secret: secret.into(),
+        reason,
+    })?;
+    Ok(release["manifest"].as_str().unwrap_or_default().to_string())
+}
+
 /// Marks a revision left `pending-*` as `failed`, in its label and its JSON, as Flux's unlock does: Helm
 /// refuses every action on a release whose latest revision is pending, and nothing else ever clears it when the
 /// action's process died. The write is conditioned on the Secret's resourceVersion, so a revision that moved on

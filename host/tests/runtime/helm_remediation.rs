@@ -218,3 +218,100 @@ async fn a_suspended_release_is_left_alone_and_survives_deletion() {
             .is_some()
     );
 }
+
+/// Drift detection: a Deployment scaled and a Service deleted behind Helm's back. `warn` reports the drift (the
+/// `Drifted` condition naming the object and field, a `DriftDetected` Event) and leaves it; `enabled` applies the
+/// drifted objects again (the Service comes back) except what an ignore rule leaves out (the scaled replicas).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drift_is_reported_in_warn_mode_and_corrected_in_enabled_mode() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::Service;
+    use kube::api::{Api, DeleteParams, Patch, PatchParams};
+
+    let env = Env::start().await;
+    env.apply(&env.release(
+        "warned",
+        json!({"interval": "2s", "driftDetection": {"mode": "warn"}}),
+    ))
+    .await;
+    env.apply(&env.release(
+        "fixed",
+        json!({"interval": "2s", "driftDetection": {"mode": "enabled", "ignore": [
+            {"paths": ["/spec/replicas"], "target": {"kind": "Deployment"}}]}}),
+    ))
+    .await;
+    for name in ["warned", "fixed"] {
+        env.wait(name, "installed without drift", |o| {
+            is(o, "Ready", "True", "HelmInstalled") && is(o, "Drifted", "False", "NoDriftDetected")
+        })
+        .await;
+    }
+
+    let client = env.workload.client().await.expect("workload client");
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "apps");
+    let services: Api<Service> = Api::namespaced(client, "apps");
+    let scale = |name: &'static str| {
+        let deployments = deployments.clone();
+        async move {
+            deployments
+                .patch(
+                    name,
+                    &PatchParams::apply("kubectl-scale").force(),
+                    &Patch::Apply(&json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                        "metadata": {"name": name}, "spec": {"replicas": 5}})),
+                )
+                .await
+                .expect("scale");
+        }
+    };
+    scale("warned-demo").await;
+    scale("fixed-demo").await;
+    services
+        .delete("fixed-demo", &DeleteParams::default())
+        .await
+        .expect("delete the Service");
+
+    let warned = env
+        .wait("warned", "the drift reported", |o| {
+            is(o, "Drifted", "True", "DriftDetected")
+        })
+        .await;
+    assert_eq!(
+        message(&warned, "Drifted"),
+        "objects of Helm release \"warned\" drifted from its manifest: Deployment apps/warned-demo (modified: \
+         /spec/replicas)"
+    );
+    assert!(is(&warned, "Ready", "True", "HelmInstalled"), "{warned:#}");
+    assert!(
+        env.events("warned")
+            .iter()
+            .any(|(t, r, _)| t == "Warning" && r == "DriftDetected")
+    );
+
+    let fixed = env
+        .wait("fixed", "the drift corrected", |o| {
+            env.events("fixed")
+                .iter()
+                .any(|(_, r, _)| r == "DriftCorrected")
+                && is(o, "Drifted", "False", "NoDriftDetected")
+        })
+        .await;
+    assert!(is(&fixed, "Ready", "True", "HelmInstalled"), "{fixed:#}");
+    assert!(
+        services.get_opt("fixed-demo").await.expect("get").is_some(),
+        "the Service is back"
+    );
+    let replicas = |d: Option<Deployment>| d.and_then(|d| d.spec.replicas);
+    assert_eq!(
+        replicas(deployments.get_opt("fixed-demo").await.expect("get")),
+        Some(5),
+        "the ignored field stays as it was edited"
+    );
+    assert_eq!(
+        replicas(deployments.get_opt("warned-demo").await.expect("get")),
+        Some(5),
+        "warn corrects nothing"
+    );
+    // No new revision: drift correction is not a Helm upgrade.
+    assert_eq!(env.revisions("fixed").len(), 1);
+}

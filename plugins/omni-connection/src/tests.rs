@@ -304,6 +304,14 @@ impl omni_plugin_sdk::Helm for Recording {
     ) -> Result<omni_plugin_sdk::helm::StepRecord, HostError> {
         self.inner.helm_start(release, step)
     }
+
+    fn helm_detect_drift(
+        &self,
+        release: &omni_plugin_sdk::helm::ReleaseRef,
+        ignore: &[omni_plugin_sdk::helm::DriftIgnore],
+    ) -> Result<Vec<omni_plugin_sdk::helm::Drifted>, HostError> {
+        self.inner.helm_detect_drift(release, ignore)
+    }
 }
 
 impl ConditionOf for Recording {

@@ -95,7 +95,8 @@ impl Ledger {
                 self.failures += 1;
                 None
             }
-            Action::Recover => None,
+            // Unlocks and drift corrections are bookkeeping, not attempts at the release.
+            Action::Recover | Action::Correct => None,
         };
         if let Some(action) = failed {
             self.failures += 1;

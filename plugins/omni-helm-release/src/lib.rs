@@ -35,6 +35,7 @@
 mod admission;
 mod deletion;
 mod dependencies;
+mod drift;
 mod kubeconfig;
 mod ledger;
 mod machine;

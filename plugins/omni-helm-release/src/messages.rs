@@ -76,11 +76,29 @@ pub fn action_succeeded(action: Action, release: &str, revision: u64) -> String 
             q(release)
         ),
         Action::Uninstall => uninstalled(release),
+        Action::Correct => format!(
+            "applied the drifted objects of Helm release {} revision {revision} again",
+            q(release)
+        ),
         Action::Recover => format!(
             "Helm release {} revision {revision} was left pending by an action that did not finish; marked failed",
             q(release)
         ),
     }
+}
+
+pub fn drift_detected(release: &str, what: &str) -> String {
+    format!(
+        "objects of Helm release {} drifted from its manifest: {what}",
+        q(release)
+    )
+}
+
+pub fn no_drift(release: &str) -> String {
+    format!(
+        "the objects of Helm release {} match its manifest",
+        q(release)
+    )
 }
 
 /// Someone else's action holds the release.

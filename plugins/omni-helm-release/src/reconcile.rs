@@ -16,6 +16,7 @@ use omni_plugin_sdk::time::parse_rfc3339;
 use omni_plugin_sdk::{Host, HostError, LogLevel, ObjectRef, ReconcileError, Value};
 
 use crate::dependencies::{self, Blocked};
+use crate::drift;
 use crate::kubeconfig;
 use crate::ledger::Ledger;
 use crate::machine::{Move, Next, Situation, Stall};
@@ -216,7 +217,11 @@ impl<H: Host> Stepper<'_, H> {
             }
             Next::InSync(_) => {
                 self.in_sync(&mut ledger);
-                self.policy.interval_ms
+                if drift::check(self.host, self.release) {
+                    PROGRESS_CHECK_MS
+                } else {
+                    self.policy.interval_ms
+                }
             }
         }
     }

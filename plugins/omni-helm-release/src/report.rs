@@ -216,6 +216,7 @@ impl<'a, H: Host> Report<'a, H> {
             Action::Rollback => ("RollbackSucceeded", "RollbackFailed"),
             Action::Uninstall => ("UninstallSucceeded", "UninstallFailed"),
             Action::Recover => ("PendingRelease", "PendingRelease"),
+            Action::Correct => ("DriftCorrected", "DriftCorrectionFailed"),
         };
         match &last.error {
             Some(error) => self.host.event(

@@ -92,6 +92,8 @@ pub enum Action {
     Test,
     /// A revision left `pending-*` by an action that died was marked `failed` so Helm accepts the next one.
     Recover,
+    /// Drifted objects applied again.
+    Correct,
 }
 
 impl Action {
@@ -104,6 +106,7 @@ impl Action {
             Action::Rollback => "Rollback",
             Action::Test => "Test",
             Action::Recover => "Recover",
+            Action::Correct => "Correct",
         }
     }
 }
@@ -326,6 +329,44 @@ pub enum Step {
     Test(TestRequest),
     /// Marks a `pending-*` latest revision failed (reported as [`Action::Recover`]).
     Unlock,
+    /// Applies the drifted objects again (reported as [`Action::Correct`]).
+    CorrectDrift(Vec<DriftIgnore>),
+}
+
+/// Which objects a drift ignore rule applies to; an empty field matches anything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DriftTarget {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub name: String,
+    pub namespace: String,
+}
+
+/// JSON pointers left out of the comparison for the objects `target` selects (all when none).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DriftIgnore {
+    pub paths: Vec<String>,
+    pub target: Option<DriftTarget>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DriftReason {
+    Missing,
+    Modified,
+}
+
+/// An object of the release that is not as its manifest says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Drifted {
+    pub api_version: String,
+    pub kind: String,
+    /// Empty for a cluster-scoped object.
+    pub namespace: String,
+    pub name: String,
+    pub reason: DriftReason,
+    /// JSON pointers of the changed fields.
+    pub fields: Vec<String>,
 }
 
 impl Step {
@@ -338,6 +379,7 @@ impl Step {
             Step::Uninstall(_) => Action::Uninstall,
             Step::Test(_) => Action::Test,
             Step::Unlock => Action::Recover,
+            Step::CorrectDrift(_) => Action::Correct,
         }
     }
 }

@@ -292,6 +292,13 @@ pub trait Helm {
         source: Option<&helm::ReleaseSource>,
     ) -> Result<helm::Observation, HostError>;
 
+    /// The objects of the deployed revision that drifted in the workload cluster (nothing while an action runs).
+    fn helm_detect_drift(
+        &self,
+        release: &helm::ReleaseRef,
+        ignore: &[helm::DriftIgnore],
+    ) -> Result<Vec<helm::Drifted>, HostError>;
+
     /// Starts one action in the background; `Conflict` while another runs for the release.
     fn helm_start(
         &self,

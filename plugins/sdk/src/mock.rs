@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::helm::{
-    Observation, Progress, ReleaseRef, ReleaseReport, ReleaseSource, ReleaseSpec, Step, StepRecord,
-    UninstallSpec,
+    DriftIgnore, Drifted, Observation, Progress, ReleaseRef, ReleaseReport, ReleaseSource,
+    ReleaseSpec, Step, StepRecord, UninstallSpec,
 };
 use crate::omni::{ClusterHealth, LabelTerm, OmniResource, Phase, ResourceKey};
 use crate::secrets::{
@@ -50,6 +50,8 @@ pub struct Requests {
     pub helm_observes: Vec<(ReleaseRef, Option<ReleaseSource>)>,
     /// Every `helm_start`.
     pub helm_starts: Vec<(ReleaseRef, Step)>,
+    /// Every `helm_detect_drift`: the release and the ignore rules.
+    pub helm_drift_checks: Vec<(ReleaseRef, Vec<DriftIgnore>)>,
 }
 
 pub struct MockHost {
@@ -78,6 +80,8 @@ pub struct MockHost {
     observation: Result<Observation, HostError>,
     /// What `helm_start` answers; None: a record of the step, started at the mock's time.
     start: Option<Result<StepRecord, HostError>>,
+    /// What `helm_detect_drift` answers.
+    drift: Result<Vec<Drifted>, HostError>,
 }
 
 /// An in-memory Omni with COSI's write rules (versions, phases, finalizers), enough to unit-test plugin logic;
@@ -128,6 +132,7 @@ impl MockHost {
             }),
             observation: Ok(Observation::default()),
             start: None,
+            drift: Ok(Vec::new()),
         }
     }
 
@@ -147,6 +152,12 @@ impl MockHost {
     /// What `helm_start` answers (by default: a record of the step, id `mock-N`, started at the mock's time).
     pub fn with_start(mut self, answer: Result<StepRecord, HostError>) -> Self {
         self.start = Some(answer);
+        self
+    }
+
+    /// What `helm_detect_drift` answers (by default: nothing drifted).
+    pub fn with_drift(mut self, answer: Result<Vec<Drifted>, HostError>) -> Self {
+        self.drift = answer;
         self
     }
 
@@ -829,6 +840,20 @@ impl crate::Helm for MockHost {
         self.check("helm")?;
         self.kubeconfig_held(&release.kubeconfig)?;
         self.observation.clone()
+    }
+
+    fn helm_detect_drift(
+        &self,
+        release: &ReleaseRef,
+        ignore: &[DriftIgnore],
+    ) -> Result<Vec<Drifted>, HostError> {
+        self.requests
+            .borrow_mut()
+            .helm_drift_checks
+            .push((release.clone(), ignore.to_vec()));
+        self.check("helm")?;
+        self.kubeconfig_held(&release.kubeconfig)?;
+        self.drift.clone()
     }
 
     fn helm_start(&self, release: &ReleaseRef, step: &Step) -> Result<StepRecord, HostError> {

@@ -602,6 +602,17 @@ impl crate::Helm for WasmHost<'_> {
             .map_err(host_error)
     }
 
+    fn helm_detect_drift(
+        &self,
+        release: &helm::ReleaseRef,
+        ignore: &[helm::DriftIgnore],
+    ) -> Result<Vec<helm::Drifted>, HostError> {
+        let ignore: Vec<whelm::DriftIgnore> = ignore.iter().map(to_drift_ignore).collect();
+        whelm::detect_drift(self.0, &to_release_ref(release), &ignore)
+            .map(|d| d.into_iter().map(from_drifted).collect())
+            .map_err(host_error)
+    }
+
     fn helm_start(
         &self,
         release: &helm::ReleaseRef,
@@ -716,6 +727,36 @@ fn to_step(s: &helm::Step) -> whelm::Step {
                 .collect(),
         }),
         helm::Step::Unlock => whelm::Step::Unlock,
+        helm::Step::CorrectDrift(ignore) => {
+            whelm::Step::CorrectDrift(ignore.iter().map(to_drift_ignore).collect())
+        }
+    }
+}
+
+fn to_drift_ignore(i: &helm::DriftIgnore) -> whelm::DriftIgnore {
+    whelm::DriftIgnore {
+        paths: i.paths.clone(),
+        target: i.target.as_ref().map(|t| whelm::DriftTarget {
+            group: t.group.clone(),
+            version: t.version.clone(),
+            kind: t.kind.clone(),
+            name: t.name.clone(),
+            namespace: t.namespace.clone(),
+        }),
+    }
+}
+
+fn from_drifted(d: whelm::Drifted) -> helm::Drifted {
+    helm::Drifted {
+        api_version: d.api_version,
+        kind: d.kind,
+        namespace: d.namespace,
+        name: d.name,
+        reason: match d.reason {
+            whelm::DriftReason::Missing => helm::DriftReason::Missing,
+            whelm::DriftReason::Modified => helm::DriftReason::Modified,
+        },
+        fields: d.fields,
     }
 }
 
@@ -774,6 +815,7 @@ fn from_action(a: whelm::Action) -> helm::Action {
         whelm::Action::Rollback => helm::Action::Rollback,
         whelm::Action::Test => helm::Action::Test,
         whelm::Action::Recover => helm::Action::Recover,
+        whelm::Action::Correct => helm::Action::Correct,
     }
 }
 

@@ -15,6 +15,7 @@ use super::{CallContext, CallScope, Capability, HostError, HostFailure};
 use crate::contract::Wakeups;
 use crate::contract::bindings::omni::operator::helm as wit;
 use crate::contract::bindings::omni::operator::types::SecretKeyRef;
+use crate::helm::drift::{DriftError, Ignore, Reason, Target as DriftTarget};
 use crate::helm::releases::{
     self, ChartLocation, Cluster, InstallSettings, Observation, Outcome, Progress, Propagation,
     ReleaseError, Releases, Report, RollbackSettings, Running, Settings, StepRequest, TestSettings,
@@ -338,6 +339,10 @@ fn release_error(what: &str, e: ReleaseError) -> HostError {
         ReleaseError::Storage(other) => HostError::Other(format!("{what}: {other}")),
         e @ ReleaseError::Busy(_) => HostError::Conflict(format!("{what}: {e}")),
         ReleaseError::Inapplicable(why) => HostError::Invalid(format!("{what}: {why}")),
+        ReleaseError::Drift(DriftError::Kube { object, source }) => {
+            HostError::from_kube(&format!("{what}: {object}"), source)
+        }
+        ReleaseError::Drift(other) => HostError::Other(format!("{what}: {other}")),
     }
 }
 
@@ -349,6 +354,7 @@ fn to_action(a: releases::Action) -> wit::Action {
         releases::Action::Rollback => wit::Action::Rollback,
         releases::Action::Test => wit::Action::Test,
         releases::Action::Recover => wit::Action::Recover,
+        releases::Action::Correct => wit::Action::Correct,
     }
 }
 
@@ -362,6 +368,19 @@ fn to_revision(r: StoredRevision) -> wit::Revision {
         updated: r.updated,
         description: r.description,
         digest: r.digest,
+    }
+}
+
+fn drift_ignore(i: &wit::DriftIgnore) -> Ignore {
+    Ignore {
+        paths: i.paths.clone(),
+        target: i.target.as_ref().map(|t| DriftTarget {
+            group: t.group.clone(),
+            version: t.version.clone(),
+            kind: t.kind.clone(),
+            name: t.name.clone(),
+            namespace: t.namespace.clone(),
+        }),
     }
 }
 
@@ -569,6 +588,51 @@ impl wit::Host for HelmCap<'_> {
         Ok(to_observation(observed, wanted, chart_version))
     }
 
+    async fn detect_drift(
+        &mut self,
+        ctx: Resource<CallContext>,
+        release: wit::ReleaseRef,
+        ignore: Vec<wit::DriftIgnore>,
+    ) -> Result<Vec<wit::Drifted>, HostFailure> {
+        let what = format!(
+            "drift of Helm release {}",
+            quoted(&release.namespace, &release.name)
+        );
+        let scope = self.helm_scope(
+            &ctx,
+            &release.kubeconfig,
+            &release.name,
+            &release.namespace,
+            &what,
+        )?;
+        let ignore: Vec<Ignore> = ignore.iter().map(drift_ignore).collect();
+        let (cluster, budget) = self
+            .helm_cluster(&ctx, scope, &release.kubeconfig, &what)
+            .await?;
+        let releases = self.services.helm.releases.clone();
+        let op = async {
+            releases
+                .drift(&cluster, &release.namespace, &release.name, &ignore)
+                .await
+                .map_err(|e| release_error(&what, e))
+        };
+        let drifted = within(&what, budget, op).await?;
+        Ok(drifted
+            .into_iter()
+            .map(|d| wit::Drifted {
+                api_version: d.api_version,
+                kind: d.kind,
+                namespace: d.namespace,
+                name: d.name,
+                reason: match d.reason {
+                    Reason::Missing => wit::DriftReason::Missing,
+                    Reason::Modified => wit::DriftReason::Modified,
+                },
+                fields: d.fields,
+            })
+            .collect())
+    }
+
     async fn start(
         &mut self,
         ctx: Resource<CallContext>,
@@ -623,6 +687,9 @@ impl wit::Host for HelmCap<'_> {
                 })
             }
             wit::Step::Unlock => StepRequest::Unlock,
+            wit::Step::CorrectDrift(ignore) => {
+                StepRequest::CorrectDrift(ignore.iter().map(drift_ignore).collect())
+            }
         };
         let (cluster, budget) = self
             .helm_cluster(&ctx, scope, &release.kubeconfig, &what)

@@ -63,6 +63,7 @@ fn action(a: wit::Action) -> sdk_helm::Action {
         wit::Action::Rollback => sdk_helm::Action::Rollback,
         wit::Action::Test => sdk_helm::Action::Test,
         wit::Action::Recover => sdk_helm::Action::Recover,
+        wit::Action::Correct => sdk_helm::Action::Correct,
     }
 }
 
@@ -204,6 +205,36 @@ fn to_step(s: &sdk_helm::Step) -> wit::Step {
                 .collect(),
         }),
         sdk_helm::Step::Unlock => wit::Step::Unlock,
+        sdk_helm::Step::CorrectDrift(ignore) => {
+            wit::Step::CorrectDrift(ignore.iter().map(to_drift_ignore).collect())
+        }
+    }
+}
+
+fn to_drift_ignore(i: &sdk_helm::DriftIgnore) -> wit::DriftIgnore {
+    wit::DriftIgnore {
+        paths: i.paths.clone(),
+        target: i.target.as_ref().map(|t| wit::DriftTarget {
+            group: t.group.clone(),
+            version: t.version.clone(),
+            kind: t.kind.clone(),
+            name: t.name.clone(),
+            namespace: t.namespace.clone(),
+        }),
+    }
+}
+
+fn from_drifted(d: wit::Drifted) -> sdk_helm::Drifted {
+    sdk_helm::Drifted {
+        api_version: d.api_version,
+        kind: d.kind,
+        namespace: d.namespace,
+        name: d.name,
+        reason: match d.reason {
+            wit::DriftReason::Missing => sdk_helm::DriftReason::Missing,
+            wit::DriftReason::Modified => sdk_helm::DriftReason::Modified,
+        },
+        fields: d.fields,
     }
 }
 
@@ -302,6 +333,21 @@ impl sdk::Helm for NativeHost {
             HelmCap(state).observe(ctx, release, source).await
         })
         .map(from_observation)
+    }
+
+    fn helm_detect_drift(
+        &self,
+        release: &sdk_helm::ReleaseRef,
+        ignore: &[sdk_helm::DriftIgnore],
+    ) -> Result<Vec<sdk_helm::Drifted>, sdk::HostError> {
+        let release = to_release_ref(release);
+        let ignore: Vec<wit::DriftIgnore> = ignore.iter().map(to_drift_ignore).collect();
+        self.granted(
+            Capability::Helm,
+            "helm.detect-drift",
+            async move |state, ctx| HelmCap(state).detect_drift(ctx, release, ignore).await,
+        )
+        .map(|d| d.into_iter().map(from_drifted).collect())
     }
 
     fn helm_start(

@@ -237,3 +237,55 @@ pub struct HelmReleaseSnapshot {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test_hooks: Option<std::collections::BTreeMap<String, HelmTestHookStatus>>,
 }
+
+/// Whether objects of the release changed behind Helm's back are looked for, and what then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum HelmDriftMode {
+    /// Detect and correct (apply the manifest's objects again).
+    Enabled,
+    /// Detect and report (the Drifted condition and a DriftDetected Event) only.
+    Warn,
+    Disabled,
+}
+
+/// Which objects an ignore rule applies to; an unset field matches anything.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct HelmDriftTarget {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct HelmDriftIgnoreRule {
+    /// paths are JSON pointers (RFC 6901) left out of the comparison, e.g. /spec/replicas.
+    pub paths: Vec<String>,
+    /// target selects the objects the rule applies to; all of them when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<HelmDriftTarget>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct HelmDriftDetection {
+    /// mode: enabled, warn or disabled (when omitted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<HelmDriftMode>,
+    /// ignore lists fields left out of the comparison.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignore: Option<Vec<HelmDriftIgnoreRule>>,
+}

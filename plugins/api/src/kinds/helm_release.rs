@@ -2,8 +2,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::helm_actions::{
-    HelmInstallSpec, HelmReleaseSnapshot, HelmRollbackSpec, HelmTestSpec, HelmUninstallSpec,
-    HelmUpgradeSpec,
+    HelmDriftDetection, HelmInstallSpec, HelmReleaseSnapshot, HelmRollbackSpec, HelmTestSpec,
+    HelmUninstallSpec, HelmUpgradeSpec,
 };
 use crate::common::{CommonStatusFields, KubeconfigSecretRef, OmniClusterRef};
 
@@ -89,6 +89,9 @@ pub struct OmniHelmReleaseSpec {
     /// dependsOn lists OmniHelmReleases that must be Ready before this release is installed or upgraded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub depends_on: Option<Vec<HelmReleaseDependency>>,
+    /// driftDetection looks for objects of the release changed or deleted behind Helm's back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_detection: Option<HelmDriftDetection>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -1,0 +1,454 @@
+//! Drift: objects of a release edited or deleted in the workload cluster behind Helm's back. Each object of the
+//! release's manifest (as Helm stored it with the latest revision) is applied as a server-side dry run with Helm's
+//! field manager and forced conflicts, as Flux does; where the result differs from the live object, Helm's
+//! fields were changed. A missing object is drift too. Correction is the same apply without the dry run.
+//!
+//! Only the fields Helm manages count: a label someone else added is theirs and stays (the dry run keeps it, so
+//! the comparison does not see it). Status and server-set metadata are ignored, as are the JSON pointers of the
+//! ignore rules that match an object, and objects that opt out with [`OPT_OUT`] set to `disabled` (Flux's label
+//! and annotation).
+
+use std::collections::HashMap;
+
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::discovery::Scope;
+use serde::Deserialize as _;
+use serde_json::Value;
+
+/// The field manager Helm's server-side apply uses in the worker (it takes the program's name), and so the one
+/// whose fields count.
+pub const FIELD_MANAGER: &str = "omni-operator";
+/// A label or annotation with value `disabled` keeps an object out of drift detection.
+pub const OPT_OUT: &str = "helm.toolkit.fluxcd.io/driftDetection";
+/// Differing fields reported per object, at most.
+const MAX_FIELDS: usize = 20;
+
+/// Which objects an ignore rule applies to; an empty field matches anything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Target {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub name: String,
+    pub namespace: String,
+}
+
+/// JSON pointers (RFC 6901) left out of the comparison, for the objects `target` selects (all when none).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ignore {
+    pub paths: Vec<String>,
+    pub target: Option<Target>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    Missing,
+    Modified,
+}
+
+/// An object that drifted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Drifted {
+    pub api_version: String,
+    pub kind: String,
+    /// Empty for cluster-scoped objects.
+    pub namespace: String,
+    pub name: String,
+    pub reason: Reason,
+    /// JSON pointers of the fields that differ (at most [`MAX_FIELDS`]).
+    pub fields: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DriftError {
+    #[error("the release manifest: {0}")]
+    Manifest(String),
+    #[error("{object}: {source}")]
+    Kube {
+        object: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// One object of the manifest, resolved against the cluster's API.
+struct Desired {
+    resource: ApiResource,
+    namespace: Option<String>,
+    name: String,
+    object: Value,
+}
+
+impl Desired {
+    fn api(&self, client: &kube::Client) -> Api<DynamicObject> {
+        match &self.namespace {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &self.resource),
+            None => Api::all_with(client.clone(), &self.resource),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match &self.namespace {
+            Some(ns) => format!("{} {ns}/{}", self.resource.kind, self.name),
+            None => format!("{} {}", self.resource.kind, self.name),
+        }
+    }
+
+    fn drifted(&self, reason: Reason, fields: Vec<String>) -> Drifted {
+        Drifted {
+            api_version: self.resource.api_version.clone(),
+            kind: self.resource.kind.clone(),
+            namespace: self.namespace.clone().unwrap_or_default(),
+            name: self.name.clone(),
+            reason,
+            fields,
+        }
+    }
+
+    fn selected_by(&self, t: &Target) -> bool {
+        let ok = |want: &str, have: &str| want.is_empty() || want == have;
+        ok(&t.group, &self.resource.group)
+            && ok(&t.version, &self.resource.version)
+            && ok(&t.kind, &self.resource.kind)
+            && ok(&t.name, &self.name)
+            && ok(&t.namespace, self.namespace.as_deref().unwrap_or_default())
+    }
+}
+
+/// The release's objects that drifted.
+pub async fn detect(
+    client: &kube::Client,
+    release: &str,
+    release_namespace: &str,
+    manifest: &str,
+    ignore: &[Ignore],
+) -> Result<Vec<Drifted>, DriftError> {
+    let mut drifted = Vec::new();
+    for d in desired(client, release, release_namespace, manifest).await? {
+        if let Some(found) = check(client, &d, ignore).await? {
+            drifted.push(found);
+        }
+    }
+    Ok(drifted)
+}
+
+/// Applies the drifted objects again (creating the missing ones); answers what it corrected.
+pub async fn correct(
+    client: &kube::Client,
+    release: &str,
+    release_namespace: &str,
+    manifest: &str,
+    ignore: &[Ignore],
+) -> Result<Vec<Drifted>, DriftError> {
+    let mut corrected = Vec::new();
+    for d in desired(client, release, release_namespace, manifest).await? {
+        if let Some(found) = check(client, &d, ignore).await? {
+            let params = PatchParams::apply(FIELD_MANAGER).force();
+            d.api(client)
+                .patch(&d.name, &params, &Patch::Apply(&d.object))
+                .await
+                .map_err(|source| DriftError::Kube {
+                    object: d.describe(),
+                    source,
+                })?;
+            corrected.push(found);
+        }
+    }
+    Ok(corrected)
+}
+
+/// What Helm stamps on every object it applies (its `setMetadataVisitor`) but does not keep in the stored
+/// manifest; without them the comparison would see Helm's own ownership marks as drift, and a correction would
+/// strip them.
+fn stamp_helm_ownership(object: &mut Value, release: &str, release_namespace: &str) {
+    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let labels = metadata
+        .entry("labels")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if let Some(l) = labels.as_object_mut() {
+        l.insert("app.kubernetes.io/managed-by".into(), "Helm".into());
+    }
+    let annotations = metadata
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if let Some(a) = annotations.as_object_mut() {
+        a.insert("meta.helm.sh/release-name".into(), release.into());
+        a.insert(
+            "meta.helm.sh/release-namespace".into(),
+            release_namespace.into(),
+        );
+    }
+}
+
+/// The manifest's objects: every YAML document with a kind and a name, namespaced ones in the release's
+/// namespace unless they name another, with Helm's ownership marks.
+async fn desired(
+    client: &kube::Client,
+    release: &str,
+    release_namespace: &str,
+    manifest: &str,
+) -> Result<Vec<Desired>, DriftError> {
+    // Parsed whole first: the parser is not `Send`, so it must not live across the discovery awaits.
+    let documents = yaml_serde::Deserializer::from_str(manifest)
+        .map(|doc| Value::deserialize(doc).map_err(|e| DriftError::Manifest(e.to_string())))
+        .collect::<Result<Vec<Value>, DriftError>>()?;
+    let mut kinds: HashMap<(String, String), (ApiResource, bool)> = HashMap::new();
+    let mut out = Vec::new();
+    for mut object in documents {
+        stamp_helm_ownership(&mut object, release, release_namespace);
+        let text = |p: &str| {
+            object
+                .pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let (api_version, kind, name) =
+            (text("/apiVersion"), text("/kind"), text("/metadata/name"));
+        if api_version.is_empty() || kind.is_empty() || name.is_empty() {
+            continue;
+        }
+        let key = (api_version.clone(), kind.clone());
+        let (resource, namespaced) = match kinds.get(&key) {
+            Some(found) => found.clone(),
+            None => {
+                let (group, version) = match api_version.rsplit_once('/') {
+                    Some((g, v)) => (g.to_string(), v.to_string()),
+                    None => (String::new(), api_version.clone()),
+                };
+                let gvk = GroupVersionKind::gvk(&group, &version, &kind);
+                let (resource, caps) =
+                    kube::discovery::pinned_kind(client, &gvk)
+                        .await
+                        .map_err(|source| DriftError::Kube {
+                            object: format!("{kind} {name} (discovering {api_version})"),
+                            source,
+                        })?;
+                let found = (resource, caps.scope == Scope::Namespaced);
+                kinds.insert(key, found.clone());
+                found
+            }
+        };
+        let namespace = namespaced.then(|| {
+            let own = text("/metadata/namespace");
+            if own.is_empty() {
+                release_namespace.to_string()
+            } else {
+                own
+            }
+        });
+        out.push(Desired {
+            resource,
+            namespace,
+            name,
+            object,
+        });
+    }
+    Ok(out)
+}
+
+fn opted_out(live: &Value) -> bool {
+    ["labels", "annotations"]
+        .iter()
+        .any(|m| live["metadata"][m][OPT_OUT].as_str() == Some("disabled"))
+}
+
+async fn check(
+    client: &kube::Client,
+    d: &Desired,
+    ignore: &[Ignore],
+) -> Result<Option<Drifted>, DriftError> {
+    let api = d.api(client);
+    let kube_err = |source| DriftError::Kube {
+        object: d.describe(),
+        source,
+    };
+    let Some(live) = api.get_opt(&d.name).await.map_err(kube_err)? else {
+        return Ok(Some(d.drifted(Reason::Missing, Vec::new())));
+    };
+    let mut live = serde_json::to_value(&live).map_err(|e| DriftError::Manifest(e.to_string()))?;
+    if opted_out(&live) {
+        return Ok(None);
+    }
+    let params = PatchParams::apply(FIELD_MANAGER).force().dry_run();
+    let applied = api
+        .patch(&d.name, &params, &Patch::Apply(&d.object))
+        .await
+        .map_err(kube_err)?;
+    let mut applied =
+        serde_json::to_value(&applied).map_err(|e| DriftError::Manifest(e.to_string()))?;
+    for v in [&mut live, &mut applied] {
+        normalise(v);
+        for rule in ignore {
+            if rule.target.as_ref().is_none_or(|t| d.selected_by(t)) {
+                for path in &rule.paths {
+                    remove_pointer(v, path);
+                }
+            }
+        }
+    }
+    let mut fields = Vec::new();
+    differences(&applied, &live, String::new(), &mut fields);
+    Ok((!fields.is_empty()).then(|| d.drifted(Reason::Modified, fields)))
+}
+
+/// Drops what the server sets and what is not Helm's to say: status and the server-maintained metadata.
+fn normalise(v: &mut Value) {
+    if let Some(o) = v.as_object_mut() {
+        o.remove("status");
+    }
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        for key in [
+            "managedFields",
+            "resourceVersion",
+            "generation",
+            "creationTimestamp",
+            "uid",
+            "selfLink",
+        ] {
+            m.remove(key);
+        }
+    }
+}
+
+/// RFC 6901's escaping of one reference token.
+fn escape(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
+fn unescape(token: &str) -> String {
+    token.replace("~1", "/").replace("~0", "~")
+}
+
+/// Removes the value at a JSON pointer, if there is one.
+fn remove_pointer(v: &mut Value, pointer: &str) {
+    let Some(rest) = pointer.strip_prefix('/') else {
+        return;
+    };
+    let tokens: Vec<String> = rest.split('/').map(unescape).collect();
+    let Some((last, parents)) = tokens.split_last() else {
+        return;
+    };
+    let mut cur = v;
+    for t in parents {
+        let next = match cur {
+            Value::Object(m) => m.get_mut(t),
+            Value::Array(a) => t.parse::<usize>().ok().and_then(|i| a.get_mut(i)),
+            _ => None,
+        };
+        match next {
+            Some(n) => cur = n,
+            None => return,
+        }
+    }
+    match cur {
+        Value::Object(m) => {
+            m.remove(last);
+        }
+        Value::Array(a) => {
+            if let Ok(i) = last.parse::<usize>()
+                && i < a.len()
+            {
+                a.remove(i);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The JSON pointers where `want` and `have` differ (objects key by key, lists of equal length item by item).
+fn differences(want: &Value, have: &Value, at: String, out: &mut Vec<String>) {
+    if want == have || out.len() >= MAX_FIELDS {
+        return;
+    }
+    match (want, have) {
+        (Value::Object(w), Value::Object(h)) => {
+            let mut keys: Vec<&String> = w.keys().chain(h.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for k in keys {
+                let (a, b) = (
+                    w.get(k).unwrap_or(&Value::Null),
+                    h.get(k).unwrap_or(&Value::Null),
+                );
+                differences(a, b, format!("{at}/{}", escape(k)), out);
+            }
+        }
+        (Value::Array(w), Value::Array(h)) if w.len() == h.len() => {
+            for (i, (a, b)) in w.iter().zip(h).enumerate() {
+                differences(a, b, format!("{at}/{i}"), out);
+            }
+        }
+        _ => out.push(if at.is_empty() { "/".into() } else { at }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn differences_are_json_pointers_to_the_changed_leaves() {
+        let want = json!({"spec": {"replicas": 2, "template": {"metadata": {"labels": {"a/b": "x"}}},
+            "ports": [{"port": 80}, {"port": 443}]}});
+        let have = json!({"spec": {"replicas": 5, "template": {"metadata": {"labels": {"a/b": "y"}}},
+            "ports": [{"port": 80}, {"port": 8443}]}});
+        let mut out = Vec::new();
+        differences(&want, &have, String::new(), &mut out);
+        assert_eq!(
+            out,
+            [
+                "/spec/ports/1/port",
+                "/spec/replicas",
+                "/spec/template/metadata/labels/a~1b"
+            ]
+        );
+        let mut same = Vec::new();
+        differences(&want, &want, String::new(), &mut same);
+        assert!(same.is_empty());
+    }
+
+    #[test]
+    fn ignored_pointers_and_server_fields_are_left_out() {
+        let mut v = json!({"metadata": {"name": "x", "resourceVersion": "7", "managedFields": [],
+            "annotations": {"example.com/x": "1"}}, "spec": {"replicas": 3, "list": [1, 2, 3]}, "status": {"a": 1}});
+        normalise(&mut v);
+        remove_pointer(&mut v, "/spec/replicas");
+        remove_pointer(&mut v, "/metadata/annotations/example.com~1x");
+        remove_pointer(&mut v, "/spec/list/1");
+        remove_pointer(&mut v, "/no/such/path");
+        remove_pointer(&mut v, "not a pointer");
+        assert_eq!(
+            v,
+            json!({"metadata": {"name": "x", "annotations": {}}, "spec": {"list": [1, 3]}})
+        );
+    }
+
+    #[test]
+    fn helms_ownership_marks_are_added_as_helm_adds_them_when_it_applies() {
+        let mut o = json!({"metadata": {"name": "x", "labels": {"app": "x"}}});
+        stamp_helm_ownership(&mut o, "web", "apps");
+        assert_eq!(
+            o["metadata"],
+            json!({"name": "x", "labels": {"app": "x", "app.kubernetes.io/managed-by": "Helm"},
+                "annotations": {"meta.helm.sh/release-name": "web", "meta.helm.sh/release-namespace": "apps"}})
+        );
+    }
+
+    #[test]
+    fn an_object_opts_out_with_flux_label_or_annotation() {
+        assert!(opted_out(
+            &json!({"metadata": {"labels": {OPT_OUT: "disabled"}}})
+        ));
+        assert!(opted_out(
+            &json!({"metadata": {"annotations": {OPT_OUT: "disabled"}}})
+        ));
+        assert!(!opted_out(
+            &json!({"metadata": {"annotations": {OPT_OUT: "enabled"}}})
+        ));
+    }
+}
