@@ -45,6 +45,8 @@ pub(crate) struct Functions {
     pub list: unsafe extern "C" fn(Handle, Str, Out, Out) -> i32,
     pub repo_index_generate: unsafe extern "C" fn(Str, Str, Out, Out) -> i32,
     pub push: unsafe extern "C" fn(Handle, Str, Str, Str, Out, Out) -> i32,
+    /// (registry client or 0, chart reference, options, out, err).
+    pub show: unsafe extern "C" fn(Handle, Str, Str, Out, Out) -> i32,
 }
 
 /// libhelm_c, loaded for the life of the process.
@@ -101,6 +103,7 @@ impl Library {
             list: symbol!(b"helm_list"),
             repo_index_generate: symbol!(b"helm_repo_index_generate"),
             push: symbol!(b"helm_push"),
+            show: symbol!(b"helm_show"),
         };
         Ok(Library { f })
     }

@@ -215,6 +215,18 @@ impl Helm {
         json(CALL, text)
     }
 
+    /// `helm show`: a chart's `Chart.yaml` (options `format: chart`), values, README or CRDs, as text. A remote
+    /// chart (`chart_repo_url` + name, or `oci://…`) is resolved as an install resolves it: `chart_version` may be
+    /// a constraint, and the newest matching version is shown.
+    pub fn show(&self, chart_ref: &str, options: &Value) -> Result<String> {
+        const CALL: &str = "helm_show";
+        let chart_ref = cstring(CALL, "the chart reference", chart_ref)?;
+        let opts = cstring(CALL, "the options", &options.to_string())?;
+        self.lib.call_out(CALL, |f, out, err| unsafe {
+            (f.show)(0, chart_ref.as_ptr(), opts.as_ptr(), out, err)
+        })
+    }
+
     /// A cluster configuration (`helm_config_new` options: `kubeconfig_content`, `namespace`, …).
     pub fn config(&self, options: &Value) -> Result<Config> {
         const CALL: &str = "helm_config_new";

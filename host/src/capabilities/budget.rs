@@ -12,6 +12,8 @@ use super::{CallContext, CallScope, HostError, HostFailure};
 pub(super) const READ: Duration = Duration::from_secs(10);
 /// The longest one Secret operation may take (a copy is a few requests).
 pub(super) const SECRET: Duration = Duration::from_secs(20);
+/// The longest resolving a chart version constraint may take (a repository index or registry tags).
+pub(super) const CHART: Duration = Duration::from_secs(20);
 /// The longest one Omni operation may take.
 pub(super) const OMNI: Duration = Duration::from_secs(30);
 

@@ -77,6 +77,12 @@ pub enum Op {
         release: String,
         options: Value,
     },
+    /// A chart's `Chart.yaml` (or another part, as `options.format` says), resolving a version constraint as an
+    /// install would.
+    Show {
+        chart: String,
+        options: Value,
+    },
     Status {
         target: Target,
         release: String,

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 use sha2::Digest as _;
 
+use super::crds;
 use super::drift::{self, DriftError, Drifted, Ignore};
 use super::protocol::{ChartRef, Op, Target};
 use super::storage::{self, DIGEST_LABEL, StorageError, StoredRevision};
@@ -31,6 +32,11 @@ const DEADLINE_MARGIN: Duration = Duration::from_secs(60);
 /// The first retry delay after a failure; it doubles per failure up to [`MAX_RETRY`].
 const FIRST_RETRY: Duration = Duration::from_secs(15);
 const MAX_RETRY: Duration = Duration::from_secs(600);
+/// How long a version constraint's resolution is trusted before the chart source is asked again: short enough
+/// that a release checked every interval sees a new chart version at its next check.
+const RESOLVED_FOR: Duration = Duration::from_secs(20);
+/// A resolution's deadline (it downloads a repository index or lists registry tags).
+const RESOLVE_DEADLINE: Duration = Duration::from_secs(60);
 /// Forgotten entries beyond this many are dropped (only idle ones), so releases that come and go cannot grow
 /// the table forever.
 const MAX_ENTRIES: usize = 10_000;
@@ -67,6 +73,8 @@ pub struct InstallSettings {
     pub rollback_on_failure: bool,
     /// Reuse the name of a release kept in history (`--replace`).
     pub replace: bool,
+    /// Apply the chart's CRDs before installing, replacing those present ([`crds`]).
+    pub replace_crds: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -77,6 +85,8 @@ pub struct UpgradeSettings {
     pub max_history: u32,
     /// Replace resources that cannot be patched (`--force`).
     pub force: bool,
+    /// Apply the chart's CRDs before upgrading, replacing those present ([`crds`]).
+    pub replace_crds: bool,
 }
 
 /// A rollback step.
@@ -314,6 +324,9 @@ pub enum ReleaseError {
     /// The step cannot apply to the release as it stands.
     #[error("{0}")]
     Inapplicable(String),
+    /// A version constraint did not resolve (no matching version, the source did not answer).
+    #[error("resolving chart version {constraint:?}: {reason}")]
+    Resolve { constraint: String, reason: String },
     #[error(transparent)]
     Drift(#[from] DriftError),
 }
@@ -339,6 +352,8 @@ pub struct Releases {
     /// When this host started, in milliseconds since the Unix epoch: with `started`, action ids unique across
     /// restarts.
     epoch: i64,
+    /// Version constraints resolved lately: (chart location, constraint) → (when, version).
+    resolved: Mutex<HashMap<(String, String), (Instant, String)>>,
 }
 
 impl std::fmt::Debug for Releases {
@@ -366,6 +381,7 @@ impl Releases {
             entries: Arc::default(),
             started: std::sync::atomic::AtomicU64::new(0),
             epoch: jiff::Timestamp::now().as_millisecond(),
+            resolved: Mutex::default(),
         }
     }
 
@@ -544,6 +560,69 @@ impl Releases {
         Ok(running)
     }
 
+    /// The version a chart version constraint (`>=1.2 <2`, `~1.4`, `1.x`) stands for now: the newest matching one,
+    /// as Helm resolves it for an install (its `helm show chart` against the repository index or the registry's
+    /// tags). An exact version is its own answer, without asking anyone.
+    pub async fn resolve_version(
+        &self,
+        chart: &ChartLocation,
+        version: &str,
+        plain_http: bool,
+    ) -> Result<String, ReleaseError> {
+        if is_exact_version(version) {
+            return Ok(version.to_string());
+        }
+        let key = (format!("{chart:?}"), version.to_string());
+        {
+            let resolved = self.resolved.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((at, v)) = resolved.get(&key)
+                && at.elapsed() < RESOLVED_FOR
+            {
+                return Ok(v.clone());
+            }
+        }
+        let failed = |reason: String| ReleaseError::Resolve {
+            constraint: version.to_string(),
+            reason,
+        };
+        let engine = self.engine.clone().map_err(ReleaseError::Unavailable)?;
+        let mut options = json!({"format": "chart", "chart_version": version});
+        let reference = match chart {
+            ChartLocation::Repository { url, name } => {
+                options["chart_repo_url"] = url.clone().into();
+                name.clone()
+            }
+            ChartLocation::Oci(reference) => reference.clone(),
+        };
+        if plain_http {
+            options["plain_http"] = true.into();
+        }
+        let answer = engine
+            .run(
+                Op::Show {
+                    chart: reference,
+                    options,
+                },
+                None,
+                RESOLVE_DEADLINE,
+            )
+            .await
+            .map_err(|e| failed(engine_message(&e)))?;
+        let chart_yaml: Value = yaml_serde::from_str(answer.as_str().unwrap_or_default())
+            .map_err(|e| failed(format!("the chart's Chart.yaml: {e}")))?;
+        let resolved = chart_yaml["version"]
+            .as_str()
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| failed("the chart's Chart.yaml has no version".into()))?
+            .to_string();
+        let mut cache = self.resolved.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() > MAX_ENTRIES {
+            cache.retain(|_, (at, _)| at.elapsed() < RESOLVED_FOR);
+        }
+        cache.insert(key, (Instant::now(), resolved.clone()));
+        Ok(resolved)
+    }
+
     /// The objects of the deployed revision that drifted from its manifest; none when the latest revision is not
     /// deployed (an action's outcome, not drift, explains it) or an action runs.
     pub async fn drift(
@@ -619,6 +698,12 @@ impl Releases {
     pub fn actions_started(&self) -> u64 {
         self.started.load(std::sync::atomic::Ordering::Relaxed)
     }
+}
+
+/// A version Helm would take as itself, not as a constraint: `1.2.3`, `v1.2.3`, `1.2.3-rc.1+build`.
+pub fn is_exact_version(version: &str) -> bool {
+    let v = version.trim();
+    semver::Version::parse(v.strip_prefix('v').unwrap_or(v)).is_ok()
 }
 
 /// What `ensure` does, given the latest revision and what this host remembers.
@@ -731,6 +816,13 @@ impl Job {
                 // A pending install with nothing deployed before it is installed again over the failure.
                 action = Action::Upgrade;
             }
+            let replace_crds = match action {
+                Action::Install => wanted.install.replace_crds,
+                _ => wanted.upgrade.replace_crds,
+            };
+            if replace_crds {
+                self.replace_crds(&wanted).await?;
+            }
             let op = action_op(action, &self.target(), &self.key.2, &wanted, &self.running.digest);
             let deadline = wanted.settings.timeout() + DEADLINE_MARGIN;
             self.engine
@@ -740,6 +832,35 @@ impl Job {
         }
         .await;
         self.finish(action, result);
+    }
+
+    /// Applies the chart's CRDs (as `helm show crds` prints them) to the workload cluster.
+    async fn replace_crds(&self, w: &Wanted) -> Result<(), String> {
+        let mut options = json!({"format": "crds", "chart_version": w.version});
+        let reference = match &w.chart {
+            ChartLocation::Repository { url, name } => {
+                options["chart_repo_url"] = url.clone().into();
+                name.clone()
+            }
+            ChartLocation::Oci(reference) => reference.clone(),
+        };
+        if w.plain_http {
+            options["plain_http"] = true.into();
+        }
+        let op = Op::Show {
+            chart: reference,
+            options,
+        };
+        let text = self
+            .engine
+            .run(op, Some(self.release()), RESOLVE_DEADLINE)
+            .await
+            .map_err(|e| engine_message(&e))?;
+        let applied = crds::apply(&self.cluster.client, text.as_str().unwrap_or_default())
+            .await
+            .map_err(|e| e.to_string())?;
+        tracing::info!(release = %self.release(), crds = ?applied, "the chart's CRDs applied");
+        Ok(())
     }
 
     async fn uninstall(self, u: UninstallSettings) {
@@ -1048,6 +1169,25 @@ mod tests {
         match step {
             Step::Start { action, .. } => Some(action),
             Step::Report(_) => None,
+        }
+    }
+
+    #[test]
+    fn exact_versions_are_told_from_constraints() {
+        for exact in ["1.2.3", "v1.2.3", "0.1.0-rc.1+build.5"] {
+            assert!(is_exact_version(exact), "{exact}");
+        }
+        for constraint in [
+            ">=1.2 <2",
+            "~1.4",
+            "^1",
+            "1.x",
+            "*",
+            "1.2",
+            ">= 1.0.0, < 2.0.0",
+            "1.0.0 || 2.0.0",
+        ] {
+            assert!(!is_exact_version(constraint), "{constraint}");
         }
     }
 

@@ -217,6 +217,7 @@ fn run(helm: &Helm, id: u64, op: Op, contexts: &Mutex<Contexts>) -> Result<Value
             })?;
             Ok(json!({"archives": archives}))
         }
+        Op::Show { chart, options } => Ok(Value::String(helm.show(&chart, &options)?)),
         Op::Status { target, release } => config(helm, &target)?.status(&release, &json!({})),
         Op::History { target, release } => config(helm, &target)?.history(&release, &json!({})),
         // Answered on the reading thread (see `serve`).

@@ -44,7 +44,21 @@ pub fn package(helm: &helm_c::Helm, chart_dir: &str, out: &std::path::Path) -> V
 pub struct ChartRepo {
     pub url: String,
     _server: omni_operator::helm::repository::ChartRepository,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
+}
+
+impl ChartRepo {
+    /// Publishes `helm create NAME` at `version` too, and indexes the repository again (a chart release).
+    pub fn add(&self, name: &str, version: &str) {
+        self.add_with(name, version, &[]);
+    }
+
+    /// As [`ChartRepo::add`], with more files in the chart (`crds/…`, `templates/…`).
+    pub fn add_with(&self, name: &str, version: &str, files: &[(&str, &str)]) {
+        let helm = helm_c::Helm::load(&lib()).expect("libhelm_c");
+        created_chart(&helm, name, version, files, self.dir.path());
+        index(&helm, self.dir.path(), &self.url);
+    }
 }
 
 pub async fn chart_repo() -> ChartRepo {
@@ -52,8 +66,7 @@ pub async fn chart_repo() -> ChartRepo {
 }
 
 /// The repository with the demo chart and, besides, `helm create NAME` charts at the given versions (the seed's
-/// example names a real chart, `cilium` 1.18.2; this stands in for it). Their Helm test Pod behaves as the value
-/// `testBehavior` says (kube-sim's behaviour annotation: `ready`, the default, succeeds; `fail` fails).
+/// example names a real chart, `cilium` 1.18.2; this stands in for it).
 pub async fn chart_repo_with(extra: &[(&str, &str)]) -> ChartRepo {
     let dir = tempfile::tempdir().expect("tempdir");
     let server = omni_operator::helm::repository::ChartRepository::bind(dir.path())
@@ -65,46 +78,68 @@ pub async fn chart_repo_with(extra: &[(&str, &str)]) -> ChartRepo {
     std::fs::write(dir.path().join("demo-0.1.0.tgz"), archive).expect("write");
     let helm = helm_c::Helm::load(&lib()).expect("libhelm_c");
     for (name, version) in extra {
-        let work = tempfile::tempdir().expect("tempdir");
-        let path = helm.create_chart(name, work.path()).expect("helm create");
-        let chart_yaml = std::path::Path::new(&path).join("Chart.yaml");
-        let text = std::fs::read_to_string(&chart_yaml).expect("Chart.yaml");
-        let text: String = text
-            .lines()
-            .map(|l| {
-                if l.starts_with("version:") {
-                    format!("version: {version}")
-                } else {
-                    l.to_string()
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
-        std::fs::write(&chart_yaml, text).expect("Chart.yaml");
-        let test_pod = std::path::Path::new(&path).join("templates/tests/test-connection.yaml");
-        let hook = std::fs::read_to_string(&test_pod).expect("helm create's test hook");
-        let behaviour = format!(
-            "    \"helm.sh/hook\": test\n    {}: {{{{ .Values.testBehavior | default \"ready\" | quote }}}}",
-            kube_sim::workloads::BEHAVIOR_ANNOTATION
-        );
-        let hook = hook.replace("    \"helm.sh/hook\": test", &behaviour);
-        assert!(
-            hook.contains(kube_sim::workloads::BEHAVIOR_ANNOTATION),
-            "{hook}"
-        );
-        std::fs::write(&test_pod, hook).expect("the test hook");
-        let archive = package(&helm, &path, work.path());
-        std::fs::write(dir.path().join(format!("{name}-{version}.tgz")), archive).expect("write");
+        created_chart(&helm, name, version, &[], dir.path());
     }
-    let index = helm
-        .repo_index(dir.path(), &json!({"base_url": server.url}))
-        .expect("helm repo index");
-    std::fs::write(dir.path().join("index.yaml"), index).expect("write");
+    index(&helm, dir.path(), &server.url);
     ChartRepo {
         url: server.url.clone(),
         _server: server,
-        _dir: dir,
+        dir,
     }
+}
+
+/// `helm create NAME` at `version`, packaged into `out`. Its Helm test Pod behaves as the value `testBehavior`
+/// says (kube-sim's behaviour annotation: `ready`, the default, succeeds; `fail` fails).
+fn created_chart(
+    helm: &helm_c::Helm,
+    name: &str,
+    version: &str,
+    files: &[(&str, &str)],
+    out: &std::path::Path,
+) {
+    let work = tempfile::tempdir().expect("tempdir");
+    let path = helm.create_chart(name, work.path()).expect("helm create");
+    for (file, text) in files {
+        let at = std::path::Path::new(&path).join(file);
+        std::fs::create_dir_all(at.parent().expect("a directory")).expect("mkdir");
+        std::fs::write(at, text).expect("a chart file");
+    }
+    let chart_yaml = std::path::Path::new(&path).join("Chart.yaml");
+    let text = std::fs::read_to_string(&chart_yaml).expect("Chart.yaml");
+    let text: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("version:") {
+                format!("version: {version}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&chart_yaml, text).expect("Chart.yaml");
+    let test_pod = std::path::Path::new(&path).join("templates/tests/test-connection.yaml");
+    let hook = std::fs::read_to_string(&test_pod).expect("helm create's test hook");
+    let behaviour = format!(
+        "    \"helm.sh/hook\": test\n    {}: {{{{ .Values.testBehavior | default \"ready\" | quote }}}}",
+        kube_sim::workloads::BEHAVIOR_ANNOTATION
+    );
+    let hook = hook.replace("    \"helm.sh/hook\": test", &behaviour);
+    assert!(
+        hook.contains(kube_sim::workloads::BEHAVIOR_ANNOTATION),
+        "{hook}"
+    );
+    std::fs::write(&test_pod, hook).expect("the test hook");
+    let archive = package(helm, &path, work.path());
+    std::fs::write(out.join(format!("{name}-{version}.tgz")), archive).expect("write");
+}
+
+/// `helm repo index`: `index.yaml` for the archives in `dir`, served under `base_url`.
+fn index(helm: &helm_c::Helm, dir: &std::path::Path, base_url: &str) {
+    let index = helm
+        .repo_index(dir, &json!({"base_url": base_url}))
+        .expect("helm repo index");
+    std::fs::write(dir.join("index.yaml"), index).expect("write");
 }
 
 /// A real OCI registry on loopback (Debian's `docker-registry`, the CNCF distribution registry), stopped on drop.

@@ -184,3 +184,45 @@ async fn dependent_releases_install_after_their_dependencies_and_cycles_are_refu
         assert!(env.revisions(name).is_empty());
     }
 }
+
+/// A version range (`>=1.0.0 <2.0.0`) installs the newest matching chart; when a newer matching version is
+/// published to the repository, the next check upgrades to it, with a `NewChartVersion` Event naming the old and
+/// the new version. A version outside the range is never taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_range_follows_new_chart_versions_in_the_repository() {
+    let env = Env::start().await;
+    env.repo.add("ranged", "1.0.0");
+    env.repo.add("ranged", "0.9.0");
+    env.apply(&env.release(
+        "follow",
+        json!({"interval": "2s", "chart": {"chart": "ranged", "version": ">=1.0.0 <2.0.0"}}),
+    ))
+    .await;
+    let installed = env
+        .wait("follow", "installed", |o| {
+            is(o, "Ready", "True", "HelmInstalled")
+        })
+        .await;
+    assert_eq!(installed["status"]["history"][0]["chartVersion"], "1.0.0");
+
+    env.repo.add("ranged", "2.0.0");
+    env.repo.add("ranged", "1.1.0");
+    let upgraded = env
+        .wait("follow", "upgraded to 1.1.0", |o| {
+            is(o, "Ready", "True", "HelmUpgraded")
+                && o["status"]["history"][0]["chartVersion"] == "1.1.0"
+        })
+        .await;
+    assert_eq!(upgraded["status"]["releaseRevision"], 2);
+    // The range stays what the spec says; the version deployed is the newest match.
+    assert_eq!(upgraded["status"]["chartVersion"], ">=1.0.0 <2.0.0");
+    let events = env.events("follow");
+    assert!(
+        events.iter().any(|(t, r, n)| t == "Normal"
+            && r == "NewChartVersion"
+            && n == "chart \"ranged\" version \">=1.0.0 <2.0.0\" now resolves to 1.1.0 (deployed: 1.0.0); \
+                      upgrading Helm release \"follow\""),
+        "{events:?}"
+    );
+    assert_eq!(env.revisions("follow").len(), 2);
+}

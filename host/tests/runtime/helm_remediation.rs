@@ -315,3 +315,79 @@ async fn drift_is_reported_in_warn_mode_and_corrected_in_enabled_mode() {
     // No new revision: drift correction is not a Helm upgrade.
     assert_eq!(env.revisions("fixed").len(), 1);
 }
+
+/// A CustomResourceDefinition as a chart's `crds/` file: version `v1` of `widgets.example.com`, with the printer
+/// columns given.
+fn widget_crd(columns: &[&str]) -> String {
+    let columns: Vec<Value> = columns
+        .iter()
+        .map(|c| json!({"name": c, "type": "string", "jsonPath": format!(".spec.{}", c.to_lowercase())}))
+        .collect();
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+                "additionalPrinterColumns": columns}]}});
+    serde_json::to_string(&crd).expect("JSON is YAML")
+}
+
+/// Helm installs a chart's CRDs only when they are missing and never updates them; with `crds: CreateReplace`
+/// (Flux's policy) the CRDs of the chart version being installed or upgraded to are applied first, so the new
+/// chart's CRD change reaches the cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_create_replace_crd_policy_brings_a_charts_new_crds_on_upgrade() {
+    let env = Env::start().await;
+    env.repo.add_with(
+        "crdful",
+        "1.0.0",
+        &[("crds/widgets.yaml", &widget_crd(&["Size"]))],
+    );
+    env.repo.add_with(
+        "crdful",
+        "1.1.0",
+        &[("crds/widgets.yaml", &widget_crd(&["Size", "Color"]))],
+    );
+    env.apply(&env.release(
+        "widgets",
+        json!({"chart": {"chart": "crdful", "version": "1.0.0"},
+            "install": {"crds": "CreateReplace"}, "upgrade": {"crds": "CreateReplace"}}),
+    ))
+    .await;
+    env.wait("widgets", "installed", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+    let columns = |env: &Env| -> Vec<String> {
+        env.workload
+            .get(
+                "apiextensions.k8s.io/v1",
+                "CustomResourceDefinition",
+                "",
+                "widgets.example.com",
+            )
+            .map(|crd| {
+                crd["spec"]["versions"][0]["additionalPrinterColumns"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|c| c["name"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(columns(&env), ["Size"]);
+
+    env.patch_spec("widgets", json!({"chart": {"version": "1.1.0"}}))
+        .await;
+    env.wait("widgets", "upgraded", |o| {
+        is(o, "Ready", "True", "HelmUpgraded")
+    })
+    .await;
+    assert_eq!(
+        columns(&env),
+        ["Size", "Color"],
+        "the chart's new CRD is applied"
+    );
+}

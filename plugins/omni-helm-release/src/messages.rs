@@ -87,6 +87,15 @@ pub fn action_succeeded(action: Action, release: &str, revision: u64) -> String 
     }
 }
 
+pub fn new_chart_version(chart: &str, range: &str, old: &str, new: &str, release: &str) -> String {
+    format!(
+        "chart {} version {} now resolves to {new} (deployed: {old}); upgrading Helm release {}",
+        q(chart),
+        q(range),
+        q(release)
+    )
+}
+
 pub fn drift_detected(release: &str, what: &str) -> String {
     format!(
         "objects of Helm release {} drifted from its manifest: {what}",

@@ -13,7 +13,7 @@ use omni_api::conditions::reasons;
 use omni_api::{API_VERSION, OmniClusterSpec, OmniKind};
 use omni_plugin_sdk::helm::{Action, Observation, Step};
 use omni_plugin_sdk::time::parse_rfc3339;
-use omni_plugin_sdk::{Host, HostError, LogLevel, ObjectRef, ReconcileError, Value};
+use omni_plugin_sdk::{EventType, Host, HostError, LogLevel, ObjectRef, ReconcileError, Value};
 
 use crate::dependencies::{self, Blocked};
 use crate::drift;
@@ -44,6 +44,8 @@ pub const DEPENDENCY_CHECK_MS: u64 = 15_000;
 pub const DEPENDENCY_NOT_READY: &str = "DependencyNotReady";
 /// A `dependsOn` cycle: nothing in it can ever become ready.
 pub const DEPENDENCY_CYCLE: &str = "DependencyCycle";
+/// The Event of an upgrade a version range asked for.
+pub const NEW_CHART_VERSION: &str = "NewChartVersion";
 
 /// Helm's status of a release that is up.
 const DEPLOYED: &str = "deployed";
@@ -252,6 +254,9 @@ impl<H: Host> Stepper<'_, H> {
                     ledger.attempt(action, &self.observed.wanted, self.generation);
                     ledger.forced(self.annotations);
                 }
+                if attempted == Some(ReleaseAction::Upgrade) {
+                    self.announce_new_chart_version();
+                }
                 let seen = self.seen(&ledger);
                 self.report
                     .progressing(&seen, &messages::running(record.action, name));
@@ -271,6 +276,31 @@ impl<H: Host> Stepper<'_, H> {
                 RETRY_MS
             }
         }
+    }
+
+    /// An upgrade because the spec's version range now resolves to another chart version: a Normal
+    /// `NewChartVersion` Event naming the range, the old version and the new.
+    fn announce_new_chart_version(&self) {
+        let o = self.observed;
+        let range = &self.release.typed.spec.chart.version;
+        let Some(deployed) = o.release.as_ref().map(|r| &r.current) else {
+            return;
+        };
+        let (old, new) = (&deployed.chart_version, &o.chart_version);
+        if new.is_empty() || old.is_empty() || old == new || range == new {
+            return;
+        }
+        self.host.event(
+            EventType::Normal,
+            NEW_CHART_VERSION,
+            &messages::new_chart_version(
+                &deployed.chart,
+                range,
+                old,
+                new,
+                self.release.release_name(),
+            ),
+        );
     }
 
     /// What is wanted is deployed (§6.6): `HelmInstalled` or `HelmUpgraded`, by the action that made the revision

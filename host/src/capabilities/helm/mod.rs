@@ -212,12 +212,19 @@ impl CallScope {
                 }
             }
         }
-        Ok((
-            location,
-            source.chart.version.clone(),
-            Value::Object(values),
-            plain_http,
-        ))
+        // A version constraint is resolved to the newest matching version, so the digest (and the revision) follow
+        // new chart versions as they appear.
+        let budget = self.budget(ctx, budget::CHART)?;
+        let releases = self.services.helm.releases.clone();
+        let resolving = format!("{what}: resolving chart version {:?}", source.chart.version);
+        let version = within(&resolving, budget, async {
+            releases
+                .resolve_version(&location, &source.chart.version, plain_http)
+                .await
+                .map_err(|e| release_error(what, e))
+        })
+        .await?;
+        Ok((location, version, Value::Object(values), plain_http))
     }
 
     /// An install or upgrade step as the release wanted.
@@ -229,13 +236,8 @@ impl CallScope {
     ) -> Result<Wanted, HostFailure> {
         let (chart, version, values, plain_http) =
             self.release_source(ctx, what, &a.source).await?;
-        if a.crds == wit::CrdPolicy::CreateReplace {
-            return Err(HostError::Unavailable(format!(
-                "{what}: the CRD policy CreateReplace is not supported by this host yet"
-            ))
-            .into());
-        }
         let skip_crds = a.crds == wit::CrdPolicy::Skip;
+        let replace_crds = a.crds == wit::CrdPolicy::CreateReplace;
         Ok(Wanted {
             chart,
             version,
@@ -246,6 +248,7 @@ impl CallScope {
                 skip_crds,
                 rollback_on_failure: a.rollback_on_failure,
                 replace: a.replace,
+                replace_crds,
             },
             upgrade: UpgradeSettings {
                 skip_crds,
@@ -253,6 +256,7 @@ impl CallScope {
                 cleanup_on_fail: a.cleanup_on_fail,
                 max_history: a.max_history,
                 force: a.force,
+                replace_crds,
             },
             plain_http,
         })
@@ -339,6 +343,7 @@ fn release_error(what: &str, e: ReleaseError) -> HostError {
         ReleaseError::Storage(other) => HostError::Other(format!("{what}: {other}")),
         e @ ReleaseError::Busy(_) => HostError::Conflict(format!("{what}: {e}")),
         ReleaseError::Inapplicable(why) => HostError::Invalid(format!("{what}: {why}")),
+        e @ ReleaseError::Resolve { .. } => HostError::Other(format!("{what}: {e}")),
         ReleaseError::Drift(DriftError::Kube { object, source }) => {
             HostError::from_kube(&format!("{what}: {object}"), source)
         }
@@ -497,6 +502,7 @@ impl wit::Host for HelmCap<'_> {
                 skip_crds: spec.install.skip_crds,
                 rollback_on_failure: spec.install.rollback_on_failure,
                 replace: false,
+                replace_crds: false,
             },
             upgrade: UpgradeSettings {
                 skip_crds: spec.upgrade.skip_crds,
@@ -504,6 +510,7 @@ impl wit::Host for HelmCap<'_> {
                 cleanup_on_fail: spec.upgrade.cleanup_on_fail,
                 max_history: spec.upgrade.max_history,
                 force: false,
+                replace_crds: false,
             },
             plain_http,
         };
