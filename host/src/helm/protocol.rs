@@ -36,6 +36,29 @@ impl std::fmt::Debug for Target {
     }
 }
 
+/// What reaching a chart source takes besides its URL: basic-auth credentials, a CA to trust, a client certificate.
+/// Read by the host from the Secrets an object names; only the worker unpacks it, into Helm's options and files
+/// it removes when the call ends.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChartAuth {
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub ca_pem: Option<String>,
+    pub cert_pem: Option<String>,
+    pub key_pem: Option<String>,
+}
+
+impl std::fmt::Debug for ChartAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Credentials: what is set, never what it is.
+        f.debug_struct("ChartAuth")
+            .field("basic_auth", &self.username.is_some())
+            .field("ca", &self.ca_pem.is_some())
+            .field("client_cert", &self.cert_pem.is_some())
+            .finish()
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "action")]
 pub enum Op {
@@ -52,6 +75,8 @@ pub enum Op {
         release: String,
         values: Value,
         options: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        auth: Option<ChartAuth>,
     },
     Upgrade {
         target: Target,
@@ -59,6 +84,8 @@ pub enum Op {
         release: String,
         values: Value,
         options: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        auth: Option<ChartAuth>,
     },
     Uninstall {
         target: Target,
@@ -82,6 +109,8 @@ pub enum Op {
     Show {
         chart: String,
         options: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        auth: Option<ChartAuth>,
     },
     Status {
         target: Target,

@@ -21,7 +21,7 @@ use sha2::Digest as _;
 
 use super::crds;
 use super::drift::{self, DriftError, Drifted, Ignore};
-use super::protocol::{ChartRef, Op, Target};
+use super::protocol::{ChartAuth, ChartRef, Op, Target};
 use super::storage::{self, DIGEST_LABEL, StorageError, StoredRevision};
 use super::{EngineError, HelmEngine};
 
@@ -173,6 +173,8 @@ pub struct Wanted {
     pub upgrade: UpgradeSettings,
     /// Reach the OCI registry over plain HTTP (an operator setting for registries it names, never the plugin's).
     pub plain_http: bool,
+    /// Credentials and TLS material for the chart source; not part of the digest (a rotation is no new revision).
+    pub auth: Option<ChartAuth>,
 }
 
 impl Wanted {
@@ -568,6 +570,7 @@ impl Releases {
         chart: &ChartLocation,
         version: &str,
         plain_http: bool,
+        auth: Option<&ChartAuth>,
     ) -> Result<String, ReleaseError> {
         if is_exact_version(version) {
             return Ok(version.to_string());
@@ -602,6 +605,7 @@ impl Releases {
                 Op::Show {
                     chart: reference,
                     options,
+                    auth: auth.cloned(),
                 },
                 None,
                 RESOLVE_DEADLINE,
@@ -850,6 +854,7 @@ impl Job {
         let op = Op::Show {
             chart: reference,
             options,
+            auth: w.auth.clone(),
         };
         let text = self
             .engine
@@ -1112,6 +1117,7 @@ fn action_op(action: Action, target: &Target, release: &str, w: &Wanted, digest:
         w.values.clone(),
         Value::Object(o),
     );
+    let auth = w.auth.clone();
     if action == Action::Install {
         Op::Install {
             target,
@@ -1119,6 +1125,7 @@ fn action_op(action: Action, target: &Target, release: &str, w: &Wanted, digest:
             release,
             values,
             options,
+            auth,
         }
     } else {
         Op::Upgrade {
@@ -1127,6 +1134,7 @@ fn action_op(action: Action, target: &Target, release: &str, w: &Wanted, digest:
             release,
             values,
             options,
+            auth,
         }
     }
 }
@@ -1152,6 +1160,7 @@ mod tests {
             install: InstallSettings::default(),
             upgrade: UpgradeSettings::default(),
             plain_http: false,
+            auth: None,
         }
     }
 

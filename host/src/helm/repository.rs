@@ -1,16 +1,36 @@
-//! A chart repository on loopback: `index.yaml` and the chart archives of one directory, served over plain HTTP
-//! (GET only, one request per connection), for `dev` and the tests. Helm made the directory (`Op::Publish`).
+//! A chart repository on loopback: `index.yaml` and the chart archives of one directory, served over HTTP or
+//! HTTPS (GET only, one request per connection), optionally behind basic auth, for `dev` and the tests. Helm made
+//! the directory (`Op::Publish`).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use base64::Engine as _;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Requests larger than this are not a chart download; the connection is dropped.
 const MAX_REQUEST: usize = 16 << 10;
 
+/// Who may download: anyone, or only with these basic-auth credentials; over TLS with this configuration.
+#[derive(Clone, Default)]
+pub struct Access {
+    pub basic_auth: Option<(String, String)>,
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+impl std::fmt::Debug for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The password is a credential: never in a debug print.
+        f.debug_struct("Access")
+            .field("basic_auth", &self.basic_auth.is_some())
+            .field("tls", &self.tls.is_some())
+            .finish()
+    }
+}
+
 /// A served directory; serving stops when this is dropped.
 pub struct ChartRepository {
-    /// The repository URL, `http://127.0.0.1:<port>/charts`.
+    /// The repository URL, `http://127.0.0.1:<port>/charts` (`https://…` with TLS).
     pub url: String,
     task: tokio::task::JoinHandle<()>,
 }
@@ -22,21 +42,49 @@ impl Drop for ChartRepository {
 }
 
 impl ChartRepository {
-    /// Binds a free loopback port; files are served once they exist in `dir`.
+    /// Binds a free loopback port; files are served to anyone, over plain HTTP, once they exist in `dir`.
     pub async fn bind(dir: &Path) -> std::io::Result<ChartRepository> {
+        ChartRepository::serve(dir, Access::default()).await
+    }
+
+    /// As [`ChartRepository::bind`], with `access`'s rules.
+    pub async fn serve(dir: &Path, access: Access) -> std::io::Result<ChartRepository> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let url = format!("http://{}/charts", listener.local_addr()?);
+        let scheme = if access.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let url = format!("{scheme}://{}/charts", listener.local_addr()?);
         let root = dir.to_path_buf();
+        let expected = access.basic_auth.as_ref().map(|(user, password)| {
+            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+        });
+        let acceptor = access.tls.map(tokio_rustls::TlsAcceptor::from);
         let task = tokio::spawn(async move {
             while let Ok((conn, _)) = listener.accept().await {
-                tokio::spawn(answer(conn, root.clone()));
+                let (root, expected, acceptor) = (root.clone(), expected.clone(), acceptor.clone());
+                tokio::spawn(async move {
+                    match acceptor {
+                        Some(acceptor) => {
+                            if let Ok(tls) = acceptor.accept(conn).await {
+                                answer(tls, root, expected).await;
+                            }
+                        }
+                        None => answer(conn, root, expected).await,
+                    }
+                });
             }
         });
         Ok(ChartRepository { url, task })
     }
 }
 
-async fn answer(mut conn: tokio::net::TcpStream, root: PathBuf) {
+async fn answer<C: AsyncRead + AsyncWrite + Unpin>(
+    mut conn: C,
+    root: PathBuf,
+    expected: Option<String>,
+) {
     let mut request = Vec::new();
     let mut buf = [0u8; 4096];
     while !request.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -51,6 +99,24 @@ async fn answer(mut conn: tokio::net::TcpStream, root: PathBuf) {
     let text = String::from_utf8_lossy(&request);
     let mut words = text.split_whitespace();
     let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or("/"));
+    // `Authorization: Basic <base64(user:password)>`, the scheme in any case.
+    let authorised = expected.as_deref().is_none_or(|want| {
+        text.lines().any(|line| {
+            line.split_once(':').is_some_and(|(name, value)| {
+                name.trim().eq_ignore_ascii_case("authorization")
+                    && value.trim().split_once(' ').is_some_and(|(scheme, token)| {
+                        scheme.eq_ignore_ascii_case("basic") && token.trim() == want
+                    })
+            })
+        })
+    });
+    if !authorised {
+        let head = "HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Basic realm=\"charts\"\r\n\
+                    content-length: 0\r\nconnection: close\r\n\r\n";
+        let _ = conn.write_all(head.as_bytes()).await;
+        let _ = conn.shutdown().await;
+        return;
+    }
     let body = match (method, path.strip_prefix("/charts/")) {
         // One file name, no directories: nothing outside the served directory is reachable.
         ("GET", Some(file))
@@ -71,4 +137,5 @@ async fn answer(mut conn: tokio::net::TcpStream, root: PathBuf) {
     if let Some(b) = body {
         let _ = conn.write_all(&b).await;
     }
+    let _ = conn.shutdown().await;
 }

@@ -12,7 +12,7 @@ use base64::Engine as _;
 use helm_c::{ChartSource, Helm, HelmError};
 use serde_json::{Value, json};
 
-use super::protocol::{ChartRef, Op, Outcome, Reply, Request, Target};
+use super::protocol::{ChartAuth, ChartRef, Op, Outcome, Reply, Request, Target};
 
 /// The contexts of running actions, and cancels that arrived before their action's context existed.
 #[derive(Default)]
@@ -160,26 +160,34 @@ fn run(helm: &Helm, id: u64, op: Op, contexts: &Mutex<Contexts>) -> Result<Value
             release,
             values,
             options,
-        } => install_or_upgrade(
-            helm,
-            id,
-            contexts,
-            false,
-            (&target, &chart, &release, &values, &options),
-        ),
+            auth,
+        } => {
+            let (options, _files) = with_auth(options, auth.as_ref())?;
+            install_or_upgrade(
+                helm,
+                id,
+                contexts,
+                false,
+                (&target, &chart, &release, &values, &options),
+            )
+        }
         Op::Upgrade {
             target,
             chart,
             release,
             values,
             options,
-        } => install_or_upgrade(
-            helm,
-            id,
-            contexts,
-            true,
-            (&target, &chart, &release, &values, &options),
-        ),
+            auth,
+        } => {
+            let (options, _files) = with_auth(options, auth.as_ref())?;
+            install_or_upgrade(
+                helm,
+                id,
+                contexts,
+                true,
+                (&target, &chart, &release, &values, &options),
+            )
+        }
         Op::Uninstall {
             target,
             release,
@@ -217,13 +225,89 @@ fn run(helm: &Helm, id: u64, op: Op, contexts: &Mutex<Contexts>) -> Result<Value
             })?;
             Ok(json!({"archives": archives}))
         }
-        Op::Show { chart, options } => Ok(Value::String(helm.show(&chart, &options)?)),
+        Op::Show {
+            chart,
+            options,
+            auth,
+        } => {
+            let (options, _files) = with_auth(options, auth.as_ref())?;
+            Ok(Value::String(helm.show(&chart, &options)?))
+        }
         Op::Status { target, release } => config(helm, &target)?.status(&release, &json!({})),
         Op::History { target, release } => config(helm, &target)?.history(&release, &json!({})),
         // Answered on the reading thread (see `serve`).
         Op::Cancel { .. } => Ok(Value::Null),
     }
 }
+
+/// PEM files Helm reads a CA or a client certificate from, in a directory only this process may read; removed
+/// when dropped, at the end of the call that needed them.
+struct AuthFiles(std::path::PathBuf);
+
+impl Drop for AuthFiles {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `options` with `auth` added in Helm's terms: `username`/`password`, and `ca_file`/`cert_file`/`key_file`
+/// written to private files (Helm takes paths, not contents).
+fn with_auth(
+    mut options: Value,
+    auth: Option<&ChartAuth>,
+) -> Result<(Value, Option<AuthFiles>), HelmError> {
+    let Some(auth) = auth else {
+        return Ok((options, None));
+    };
+    let failed = |e: std::io::Error| HelmError::Answer {
+        call: "chart credentials",
+        reason: format!("writing the TLS files: {e}"),
+    };
+    if let (Some(user), Some(password)) = (&auth.username, &auth.password) {
+        options["username"] = user.clone().into();
+        options["password"] = password.clone().into();
+    }
+    let pems = [
+        ("ca_file", &auth.ca_pem),
+        ("cert_file", &auth.cert_pem),
+        ("key_file", &auth.key_pem),
+    ];
+    if pems.iter().all(|(_, pem)| pem.is_none()) {
+        return Ok((options, None));
+    }
+    let dir = std::env::temp_dir().join(format!(
+        "omni-operator-chart-tls-{}-{}",
+        std::process::id(),
+        AUTH_DIRS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    let files = AuthFiles(dir.clone());
+    {
+        use std::os::unix::fs::DirBuilderExt as _;
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map_err(failed)?;
+    }
+    for (key, pem) in pems {
+        let Some(pem) = pem else { continue };
+        let path = dir.join(key);
+        {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .map_err(failed)?;
+            f.write_all(pem.as_bytes()).map_err(failed)?;
+        }
+        options[key] = path.to_string_lossy().into_owned().into();
+    }
+    Ok((options, Some(files)))
+}
+
+/// Numbers the directories of [`with_auth`] within this process.
+static AUTH_DIRS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// An install or upgrade, cancellable through its context.
 fn install_or_upgrade(

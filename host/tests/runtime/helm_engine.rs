@@ -49,6 +49,7 @@ async fn the_worker_answers_installs_and_is_replaced_when_it_dies() {
         release: "web".into(),
         values: json!({"replicaCount": 2}),
         options: json!({"namespace": "default", "wait": "watcher", "timeout_seconds": 60}),
+        auth: None,
     };
     let installed = engine
         .run(install, Some("default/web".into()), MINUTE)
@@ -109,6 +110,7 @@ async fn a_deadline_cancels_the_action_through_helm() {
         release: "stuck".into(),
         values: json!({"image": {"repository": kube_sim::workloads::NEVER_READY_IMAGE}}),
         options: json!({"namespace": "default", "wait": "watcher", "timeout_seconds": 300}),
+        auth: None,
     };
     let started = Instant::now();
     let err = engine
@@ -151,6 +153,7 @@ async fn shutdown_cancels_running_actions_through_helm() {
         release: "halted".into(),
         values: json!({"image": {"repository": kube_sim::workloads::NEVER_READY_IMAGE}}),
         options: json!({"namespace": "default", "wait": "watcher", "timeout_seconds": 300}),
+        auth: None,
     };
     let running = {
         let engine = engine.clone();
@@ -207,6 +210,7 @@ async fn actions_on_one_release_never_overlap() {
         release: "serial".into(),
         values: json!({}),
         options: json!({"namespace": "default", "wait": "watcher", "timeout_seconds": 60}),
+        auth: None,
     };
     engine
         .run(first, Some("default/serial".into()), MINUTE)
@@ -218,6 +222,7 @@ async fn actions_on_one_release_never_overlap() {
         release: "serial".into(),
         values: json!({"replicaCount": n}),
         options: json!({"namespace": "default", "wait": "watcher", "timeout_seconds": 60}),
+        auth: None,
     };
     // Concurrent upgrades of one release would collide in Helm ("another operation is in progress"); serialised,
     // every one succeeds and the revisions count up.
@@ -267,6 +272,7 @@ async fn a_chart_from_an_http_repository_installs() {
         values: json!({}),
         options: json!({"namespace": "default", "chart_repo_url": repo.url, "chart_version": version,
             "wait": "watcher", "timeout_seconds": 60}),
+        auth: None,
     };
     let installed = engine
         .run(
@@ -312,6 +318,7 @@ async fn a_chart_from_an_oci_registry_installs() {
                 values: json!({}),
                 options: json!({"namespace": "default", "chart_version": "0.1.0", "plain_http": true,
                     "wait": "watcher", "timeout_seconds": 60}),
+                auth: None,
             },
             Some("default/from-oci".into()),
             MINUTE,

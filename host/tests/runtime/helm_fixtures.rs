@@ -68,8 +68,16 @@ pub async fn chart_repo() -> ChartRepo {
 /// The repository with the demo chart and, besides, `helm create NAME` charts at the given versions (the seed's
 /// example names a real chart, `cilium` 1.18.2; this stands in for it).
 pub async fn chart_repo_with(extra: &[(&str, &str)]) -> ChartRepo {
+    chart_repo_serving(extra, omni_operator::helm::repository::Access::default()).await
+}
+
+/// As [`chart_repo_with`], served under `access` (basic auth, TLS).
+pub async fn chart_repo_serving(
+    extra: &[(&str, &str)],
+    access: omni_operator::helm::repository::Access,
+) -> ChartRepo {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = omni_operator::helm::repository::ChartRepository::bind(dir.path())
+    let server = omni_operator::helm::repository::ChartRepository::serve(dir.path(), access)
         .await
         .expect("bind");
     let archive = base64::engine::general_purpose::STANDARD

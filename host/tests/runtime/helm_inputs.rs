@@ -226,3 +226,94 @@ async fn a_version_range_follows_new_chart_versions_in_the_repository() {
     );
     assert_eq!(env.revisions("follow").len(), 2);
 }
+
+/// The repository's basic-auth password and the client key: never in status, Events or logs.
+const REPO_PASSWORD: &str = "repo-pass-5d1c7e";
+
+/// TLS for a chart repository: the kube-sim CA's serving certificate, HTTP/1.1 only, client certificates from
+/// that CA required.
+fn repository_tls(pki: &kube_sim::tls::Pki) -> std::sync::Arc<rustls::ServerConfig> {
+    use kube_sim::tls::{pem_certs, pem_key};
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    for c in pem_certs(pki.ca_cert_pem()).expect("CA") {
+        roots.add(c).expect("root");
+    }
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        std::sync::Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .expect("client verifier");
+    let (cert, key) = pki
+        .issue_server_cert(&["127.0.0.1".into(), "localhost".into()])
+        .expect("serving certificate");
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(pem_certs(&cert).expect("cert"), pem_key(&key).expect("key"))
+        .expect("server config");
+    std::sync::Arc::new(config)
+}
+
+/// A chart repository behind basic auth and TLS with client certificates: without `secretRef` and
+/// `certSecretRef` the release fails with the repository's refusal; with them (Secrets in the object's
+/// namespace, read by the host) it installs. The password and the client key appear in no status, Event or log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chart_repository_behind_basic_auth_and_client_tls_is_reached_with_the_named_secrets() {
+    let env = Env::start().await;
+    let pki = kube_sim::tls::Pki::generate().expect("a CA");
+    let (client_cert, client_key) = pki
+        .issue_client_cert("omni-operator", &[])
+        .expect("client certificate");
+    let guarded = super::helm_fixtures::chart_repo_serving(
+        &[],
+        omni_operator::helm::repository::Access {
+            basic_auth: Some(("charts".into(), REPO_PASSWORD.into())),
+            tls: Some(repository_tls(&pki)),
+        },
+    )
+    .await;
+    assert!(guarded.url.starts_with("https://"), "{}", guarded.url);
+    let spec = json!({"chart": {"repository": guarded.url, "chart": "demo", "version": "0.1.0"}});
+    env.apply(&env.release("guarded", spec)).await;
+    let refused = env
+        .wait("guarded", "refused without credentials", |o| {
+            is(o, "Ready", "False", "ReconcileFailed")
+        })
+        .await;
+    assert!(env.revisions("guarded").is_empty(), "{refused:#}");
+
+    env.secret(
+        "repo-creds",
+        json!({"username": "charts", "password": REPO_PASSWORD}),
+    )
+    .await;
+    env.secret(
+        "repo-tls",
+        json!({"ca.crt": pki.ca_cert_pem(), "tls.crt": client_cert, "tls.key": client_key}),
+    )
+    .await;
+    env.patch_spec(
+        "guarded",
+        json!({"chart": {"secretRef": {"name": "repo-creds"}, "certSecretRef": {"name": "repo-tls"}}}),
+    )
+    .await;
+    env.wait("guarded", "installed with the credentials", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+    assert_eq!(env.revisions("guarded").len(), 1);
+
+    let said = env.everything_said("guarded");
+    assert!(
+        !said.contains(REPO_PASSWORD),
+        "the repository password leaked"
+    );
+    let key_line = client_key
+        .lines()
+        .find(|l| !l.starts_with("-----") && l.len() > 20)
+        .expect("a key line");
+    assert!(!said.contains(key_line), "the client key leaked");
+}

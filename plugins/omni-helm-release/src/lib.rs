@@ -62,6 +62,9 @@ pub use omni_api::{API_VERSION, FINALIZER, GROUP, VERSION};
 /// Where the object names the Secrets and ConfigMaps its values come from.
 const VALUES_FROM_SECRETS: &str = "spec.valuesFrom[kind=Secret].name";
 const VALUES_FROM_CONFIG_MAPS: &str = "spec.valuesFrom[kind=ConfigMap].name";
+/// Where the object names the Secrets its chart source is reached with.
+const CHART_CREDENTIALS: &str = "spec.chart.secretRef.name";
+const CHART_TLS: &str = "spec.chart.certSecretRef.name";
 
 /// The kind this plugin reconciles.
 pub const KIND: &str = OmniHelmReleaseSpec::KIND;
@@ -113,6 +116,8 @@ impl Plugin for OmniHelmReleasePlugin {
                 SecretField::local("spec.kubeconfigSecretRef.name"),
                 SecretField::local(VALUES_FROM_SECRETS),
                 SecretField::local(VALUES_FROM_CONFIG_MAPS),
+                SecretField::local(CHART_CREDENTIALS),
+                SecretField::local(CHART_TLS),
             ],
         }
     }

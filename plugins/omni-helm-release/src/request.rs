@@ -64,8 +64,16 @@ pub fn source(release: &ReleaseObject) -> ReleaseSource {
         chart: ChartPull {
             location,
             version: spec.version.clone(),
-            credentials: None,
-            tls: None,
+            credentials: spec
+                .secret_ref
+                .as_ref()
+                .map(|r| r.name.clone())
+                .filter(|n| !n.is_empty()),
+            tls: spec
+                .cert_secret_ref
+                .as_ref()
+                .map(|r| r.name.clone())
+                .filter(|n| !n.is_empty()),
         },
         values: referenced.chain([ValuesPart::Inline(values)]).collect(),
     }

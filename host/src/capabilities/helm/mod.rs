@@ -16,6 +16,7 @@ use crate::contract::Wakeups;
 use crate::contract::bindings::omni::operator::helm as wit;
 use crate::contract::bindings::omni::operator::types::SecretKeyRef;
 use crate::helm::drift::{DriftError, Ignore, Reason, Target as DriftTarget};
+use crate::helm::protocol::ChartAuth;
 use crate::helm::releases::{
     self, ChartLocation, Cluster, InstallSettings, Observation, Outcome, Progress, Propagation,
     ReleaseError, Releases, Report, RollbackSettings, Running, Settings, StepRequest, TestSettings,
@@ -24,6 +25,7 @@ use crate::helm::releases::{
 use crate::helm::storage::StoredRevision;
 use crate::secrets::quoted;
 
+mod auth;
 mod sources;
 mod values;
 
@@ -150,7 +152,7 @@ impl CallScope {
         ctx: &Resource<CallContext>,
         what: &str,
         source: &wit::ReleaseSource,
-    ) -> Result<(ChartLocation, String, Value, bool), HostFailure> {
+    ) -> Result<Resolved, HostFailure> {
         let not_yet = |feature: &str| -> HostFailure {
             HostError::Unavailable(format!(
                 "{what}: {feature} are not supported by this host yet"
@@ -165,10 +167,8 @@ impl CallScope {
             wit::ChartLocation::Oci(reference) => ChartLocation::Oci(reference.clone()),
             wit::ChartLocation::Git(_) => return Err(not_yet("charts from Git repositories")),
         };
-        if source.chart.credentials.is_some() || source.chart.tls.is_some() {
-            return Err(not_yet("chart credentials and TLS settings"));
-        }
         let plain_http = self.check_chart(what, &location)?;
+        let auth = self.chart_auth(ctx, what, &source.chart).await?;
         let mut values = serde_json::Map::new();
         for (i, part) in source.values.iter().enumerate() {
             match part {
@@ -219,12 +219,57 @@ impl CallScope {
         let resolving = format!("{what}: resolving chart version {:?}", source.chart.version);
         let version = within(&resolving, budget, async {
             releases
-                .resolve_version(&location, &source.chart.version, plain_http)
+                .resolve_version(&location, &source.chart.version, plain_http, auth.as_ref())
                 .await
                 .map_err(|e| release_error(what, e))
         })
         .await?;
-        Ok((location, version, Value::Object(values), plain_http))
+        Ok(Resolved {
+            location,
+            version,
+            values: Value::Object(values),
+            plain_http,
+            auth,
+        })
+    }
+
+    /// The credentials and TLS material the chart source's Secrets hold; each Secret must be named by the object
+    /// in its own namespace, and the plugin granted Secrets.
+    async fn chart_auth(
+        &mut self,
+        ctx: &Resource<CallContext>,
+        what: &str,
+        chart: &wit::ChartPull,
+    ) -> Result<Option<ChartAuth>, HostFailure> {
+        if chart.credentials.is_none() && chart.tls.is_none() {
+            return Ok(None);
+        }
+        if !self.grants.allows(Capability::Secrets) {
+            let reason = "chart credentials from a Secret need the \"secrets\" grant";
+            return Err(self.denied(Capability::Secrets, what, reason).into());
+        }
+        let mut found = ChartAuth::default();
+        for (name, is_tls) in [(&chart.credentials, false), (&chart.tls, true)] {
+            let Some(name) = name else { continue };
+            let namespace = self.named_local_source(ctx, Capability::Helm, "Secret", name, what)?;
+            let budget = self.budget(ctx, budget::SECRET)?;
+            let Some(client) = self.services.management.clone() else {
+                return Err(HostError::Unavailable(format!(
+                    "{what}: this host has no Kubernetes client for chart credentials"
+                ))
+                .into());
+            };
+            let reading = format!("{what}: reading chart Secret {name:?}");
+            within(&reading, budget, async {
+                if is_tls {
+                    auth::tls(&client, &namespace, name, &mut found, what).await
+                } else {
+                    auth::credentials(&client, &namespace, name, &mut found, what).await
+                }
+            })
+            .await?;
+        }
+        Ok(Some(found))
     }
 
     /// An install or upgrade step as the release wanted.
@@ -234,8 +279,13 @@ impl CallScope {
         what: &str,
         a: &wit::ApplyRequest,
     ) -> Result<Wanted, HostFailure> {
-        let (chart, version, values, plain_http) =
-            self.release_source(ctx, what, &a.source).await?;
+        let Resolved {
+            location: chart,
+            version,
+            values,
+            plain_http,
+            auth,
+        } = self.release_source(ctx, what, &a.source).await?;
         let skip_crds = a.crds == wit::CrdPolicy::Skip;
         let replace_crds = a.crds == wit::CrdPolicy::CreateReplace;
         Ok(Wanted {
@@ -259,6 +309,7 @@ impl CallScope {
                 replace_crds,
             },
             plain_http,
+            auth,
         })
     }
 
@@ -283,6 +334,17 @@ impl CallScope {
             wakeups.wake(&group, &kind, (namespace.clone(), name.clone()));
         }))
     }
+}
+
+/// What a release source resolves to.
+struct Resolved {
+    location: ChartLocation,
+    /// The exact version (a constraint resolved).
+    version: String,
+    /// The merged values, a JSON object.
+    values: Value,
+    plain_http: bool,
+    auth: Option<ChartAuth>,
 }
 
 fn check_release_name(name: &str) -> Result<(), String> {
@@ -513,6 +575,7 @@ impl wit::Host for HelmCap<'_> {
                 replace_crds: false,
             },
             plain_http,
+            auth: None,
         };
         let wake = self.helm_wake(&ctx)?;
         let releases = self.services.helm.releases.clone();
@@ -572,11 +635,10 @@ impl wit::Host for HelmCap<'_> {
         )?;
         let (wanted, chart_version) = match &source {
             Some(source) => {
-                let (location, version, values, _) =
-                    self.release_source(&ctx, &what, source).await?;
+                let r = self.release_source(&ctx, &what, source).await?;
                 (
-                    releases::source_digest(&location, &version, &values),
-                    version,
+                    releases::source_digest(&r.location, &r.version, &r.values),
+                    r.version,
                 )
             }
             None => (String::new(), String::new()),

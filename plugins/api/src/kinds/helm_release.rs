@@ -5,7 +5,9 @@ use super::helm_actions::{
     HelmDriftDetection, HelmInstallSpec, HelmReleaseSnapshot, HelmRollbackSpec, HelmTestSpec,
     HelmUninstallSpec, HelmUpgradeSpec,
 };
-use crate::common::{CommonStatusFields, KubeconfigSecretRef, OmniClusterRef};
+use crate::common::{
+    CommonStatusFields, KubeconfigSecretRef, LocalObjectReference, OmniClusterRef,
+};
 
 /// A Helm release the operator installs and upgrades in an Omni workload cluster.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -155,6 +157,18 @@ pub struct HelmChartSpec {
         schemars(schema_with = "crate::field_schemas::preserve_unknown_fields")
     )]
     pub values: Option<Value>,
+    /// secretRef names a Secret in this namespace with `username` and `password` for the chart repository or
+    /// OCI registry (Flux's HelmRepository field); the operator reads it, the plugin never does.
+    #[serde(rename = "secretRef", default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<LocalObjectReference>,
+    /// certSecretRef names a Secret in this namespace with `ca.crt` (a CA to trust) and/or `tls.crt` and
+    /// `tls.key` (a client certificate) for reaching the chart source.
+    #[serde(
+        rename = "certSecretRef",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cert_secret_ref: Option<LocalObjectReference>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

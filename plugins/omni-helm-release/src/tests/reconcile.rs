@@ -1318,3 +1318,47 @@ fn fields_not_recomputed_keep_their_values() {
         assert_eq!(after["status"][key], earlier[key], "{key}");
     }
 }
+
+#[test]
+fn chart_credentials_and_tls_are_named_to_the_host_and_values_from_come_first_in_order() {
+    let object = set(
+        set(
+            release(),
+            "spec.chart.secretRef",
+            json!({"name": "repo-creds"}),
+        ),
+        "spec.chart.certSecretRef",
+        json!({"name": "repo-tls"}),
+    );
+    let object = set(
+        object,
+        "spec.valuesFrom",
+        json!([{"kind": "ConfigMap", "name": "defaults"},
+            {"kind": "Secret", "name": "token", "valuesKey": "t", "targetPath": "a.b", "optional": true}]),
+    );
+    let h = reconciled(host(object, deployed(1, None)));
+    let source = sources(&h).into_iter().next().flatten().expect("a source");
+    assert_eq!(source.chart.credentials.as_deref(), Some("repo-creds"));
+    assert_eq!(source.chart.tls.as_deref(), Some("repo-tls"));
+    use omni_plugin_sdk::helm::{ValuesKind, ValuesPart, ValuesRef};
+    assert_eq!(
+        source.values,
+        vec![
+            ValuesPart::Referenced(ValuesRef {
+                kind: ValuesKind::ConfigMap,
+                name: "defaults".into(),
+                key: "values.yaml".into(),
+                target_path: None,
+                optional: false,
+            }),
+            ValuesPart::Referenced(ValuesRef {
+                kind: ValuesKind::Secret,
+                name: "token".into(),
+                key: "t".into(),
+                target_path: Some("a.b".into()),
+                optional: true,
+            }),
+            ValuesPart::Inline(json!({"replicaCount": 2, "ui": {"color": "#34577c"}})),
+        ]
+    );
+}
