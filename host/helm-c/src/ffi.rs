@@ -47,6 +47,11 @@ pub(crate) struct Functions {
     pub push: unsafe extern "C" fn(Handle, Str, Str, Str, Out, Out) -> i32,
     /// (registry client or 0, chart reference, options, out, err).
     pub show: unsafe extern "C" fn(Handle, Str, Str, Out, Out) -> i32,
+    pub registry_client_new: unsafe extern "C" fn(Str, *mut Handle, Out) -> i32,
+    pub registry_client_free: unsafe extern "C" fn(Handle, Out) -> i32,
+    /// (client, host, username, password, options, err).
+    pub registry_login: unsafe extern "C" fn(Handle, Str, Str, Str, Str, Out) -> i32,
+    pub config_set_registry_client: unsafe extern "C" fn(Handle, Handle, Out) -> i32,
 }
 
 /// libhelm_c, loaded for the life of the process.
@@ -104,6 +109,10 @@ impl Library {
             repo_index_generate: symbol!(b"helm_repo_index_generate"),
             push: symbol!(b"helm_push"),
             show: symbol!(b"helm_show"),
+            registry_client_new: symbol!(b"helm_registry_client_new"),
+            registry_client_free: symbol!(b"helm_registry_client_free"),
+            registry_login: symbol!(b"helm_registry_login"),
+            config_set_registry_client: symbol!(b"helm_config_set_registry_client"),
         };
         Ok(Library { f })
     }

@@ -218,12 +218,32 @@ impl Helm {
     /// `helm show`: a chart's `Chart.yaml` (options `format: chart`), values, README or CRDs, as text. A remote
     /// chart (`chart_repo_url` + name, or `oci://…`) is resolved as an install resolves it: `chart_version` may be
     /// a constraint, and the newest matching version is shown.
-    pub fn show(&self, chart_ref: &str, options: &Value) -> Result<String> {
+    pub fn show(
+        &self,
+        registry: Option<&RegistryClient>,
+        chart_ref: &str,
+        options: &Value,
+    ) -> Result<String> {
         const CALL: &str = "helm_show";
         let chart_ref = cstring(CALL, "the chart reference", chart_ref)?;
         let opts = cstring(CALL, "the options", &options.to_string())?;
+        let client = registry.map_or(0, |r| r.handle);
         self.lib.call_out(CALL, |f, out, err| unsafe {
-            (f.show)(0, chart_ref.as_ptr(), opts.as_ptr(), out, err)
+            (f.show)(client, chart_ref.as_ptr(), opts.as_ptr(), out, err)
+        })
+    }
+
+    /// An OCI registry client (`helm_registry_client_new` options: `plain_http`, `credentials_file`: where
+    /// logins are kept; without it, Helm's shared per-user file).
+    pub fn registry_client(&self, options: &Value) -> Result<RegistryClient> {
+        const CALL: &str = "helm_registry_client_new";
+        let opts = cstring(CALL, "the options", &options.to_string())?;
+        let handle = self.lib.call_handle(CALL, |f, h, err| unsafe {
+            (f.registry_client_new)(opts.as_ptr(), h, err)
+        })?;
+        Ok(RegistryClient {
+            helm: self.clone(),
+            handle,
         })
     }
 
@@ -322,6 +342,49 @@ impl Drop for Chart {
     }
 }
 
+/// An OCI registry client, logged in to the registries it was given credentials for.
+pub struct RegistryClient {
+    helm: Helm,
+    handle: u64,
+}
+
+impl RegistryClient {
+    /// `helm registry login` (options: `plain_http`, `insecure`, `ca_file`, `cert_file`, `key_file`).
+    pub fn login(&self, host: &str, username: &str, password: &str, options: &Value) -> Result<()> {
+        const CALL: &str = "helm_registry_login";
+        let host = cstring(CALL, "the registry host", host)?;
+        let user = cstring(CALL, "the username", username)?;
+        let password = cstring(CALL, "the password", password)?;
+        let opts = cstring(CALL, "the options", &options.to_string())?;
+        self.helm.lib.call_status(CALL, |f, err| unsafe {
+            (f.registry_login)(
+                self.handle,
+                host.as_ptr(),
+                user.as_ptr(),
+                password.as_ptr(),
+                opts.as_ptr(),
+                err,
+            )
+        })
+    }
+}
+
+impl std::fmt::Debug for RegistryClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RegistryClient(handle {})", self.handle)
+    }
+}
+
+impl Drop for RegistryClient {
+    fn drop(&mut self) {
+        self.helm
+            .lib
+            .free("helm_registry_client_free", self.handle, |f| {
+                f.registry_client_free
+            });
+    }
+}
+
 /// A cancellation context: [`Context::cancel`] from any thread makes the action using it return
 /// [`ErrorCode::Cancelled`].
 pub struct Context {
@@ -360,6 +423,14 @@ pub enum ChartSource<'a> {
 }
 
 impl Config {
+    /// Makes the configuration's actions pull OCI charts through `client` (and its logins).
+    pub fn set_registry_client(&self, client: &RegistryClient) -> Result<()> {
+        const CALL: &str = "helm_config_set_registry_client";
+        self.helm.lib.call_status(CALL, |f, err| unsafe {
+            (f.config_set_registry_client)(self.handle, client.handle, err)
+        })
+    }
+
     /// `helm install` (options as §C.4 lists them); returns the release summary.
     pub fn install(
         &self,

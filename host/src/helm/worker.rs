@@ -162,12 +162,19 @@ fn run(helm: &Helm, id: u64, op: Op, contexts: &Mutex<Contexts>) -> Result<Value
             options,
             auth,
         } => {
-            let (options, _files) = with_auth(options, auth.as_ref())?;
+            let (options, files) = with_auth(options, auth.as_ref())?;
+            let registry = registry_login(
+                helm,
+                reference_of(&chart),
+                &options,
+                auth.as_ref(),
+                files.as_ref(),
+            )?;
             install_or_upgrade(
                 helm,
                 id,
                 contexts,
-                false,
+                (false, registry.as_ref()),
                 (&target, &chart, &release, &values, &options),
             )
         }
@@ -179,12 +186,19 @@ fn run(helm: &Helm, id: u64, op: Op, contexts: &Mutex<Contexts>) -> Result<Value
             options,
             auth,
         } => {
-            let (options, _files) = with_auth(options, auth.as_ref())?;
+            let (options, files) = with_auth(options, auth.as_ref())?;
+            let registry = registry_login(
+                helm,
+                reference_of(&chart),
+                &options,
+                auth.as_ref(),
+                files.as_ref(),
+            )?;
             install_or_upgrade(
                 helm,
                 id,
                 contexts,
-                true,
+                (true, registry.as_ref()),
                 (&target, &chart, &release, &values, &options),
             )
         }
@@ -230,8 +244,13 @@ fn run(helm: &Helm, id: u64, op: Op, contexts: &Mutex<Contexts>) -> Result<Value
             options,
             auth,
         } => {
-            let (options, _files) = with_auth(options, auth.as_ref())?;
-            Ok(Value::String(helm.show(&chart, &options)?))
+            let (options, files) = with_auth(options, auth.as_ref())?;
+            let registry = registry_login(helm, &chart, &options, auth.as_ref(), files.as_ref())?;
+            Ok(Value::String(helm.show(
+                registry.as_ref(),
+                &chart,
+                &options,
+            )?))
         }
         Op::Status { target, release } => config(helm, &target)?.status(&release, &json!({})),
         Op::History { target, release } => config(helm, &target)?.history(&release, &json!({})),
@@ -272,9 +291,6 @@ fn with_auth(
         ("cert_file", &auth.cert_pem),
         ("key_file", &auth.key_pem),
     ];
-    if pems.iter().all(|(_, pem)| pem.is_none()) {
-        return Ok((options, None));
-    }
     let dir = std::env::temp_dir().join(format!(
         "omni-operator-chart-tls-{}-{}",
         std::process::id(),
@@ -306,6 +322,45 @@ fn with_auth(
     Ok((options, Some(files)))
 }
 
+fn reference_of(chart: &ChartRef) -> &str {
+    match chart {
+        ChartRef::Reference(r) => r,
+        ChartRef::Archive(_) => "",
+    }
+}
+
+/// For an `oci://` chart with credentials: a registry client logged in to its registry, keeping the login in the
+/// call's private directory (never Helm's shared per-user file, which would hand it to every later pull).
+fn registry_login(
+    helm: &Helm,
+    chart: &str,
+    options: &Value,
+    auth: Option<&ChartAuth>,
+    files: Option<&AuthFiles>,
+) -> Result<Option<helm_c::RegistryClient>, HelmError> {
+    let (Some(registry), Some(auth), Some(files)) = (chart.strip_prefix("oci://"), auth, files)
+    else {
+        return Ok(None);
+    };
+    let (Some(user), Some(password)) = (&auth.username, &auth.password) else {
+        return Ok(None);
+    };
+    let host = registry.split('/').next().unwrap_or_default();
+    let plain_http = options["plain_http"] == true;
+    let client = helm.registry_client(&json!({
+        "plain_http": plain_http,
+        "credentials_file": files.0.join("registry.json").to_string_lossy(),
+    }))?;
+    let mut login = json!({"plain_http": plain_http});
+    for key in ["ca_file", "cert_file", "key_file"] {
+        if let Some(path) = options.get(key) {
+            login[key] = path.clone();
+        }
+    }
+    client.login(host, user, password, &login)?;
+    Ok(Some(client))
+}
+
 /// Numbers the directories of [`with_auth`] within this process.
 static AUTH_DIRS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -314,10 +369,13 @@ fn install_or_upgrade(
     helm: &Helm,
     id: u64,
     contexts: &Mutex<Contexts>,
-    upgrade: bool,
+    (upgrade, registry): (bool, Option<&helm_c::RegistryClient>),
     (target, source, release, values, options): (&Target, &ChartRef, &str, &Value, &Value),
 ) -> Result<Value, HelmError> {
     let cfg = config(helm, target)?;
+    if let Some(client) = registry {
+        cfg.set_registry_client(client)?;
+    }
     let loaded = chart(helm, source)?;
     let context = cancellable(helm, id, contexts)?;
     let chart = chart_source(&loaded, source);

@@ -166,23 +166,70 @@ impl Drop for Registry {
 
 /// Starts the registry on a free port and waits until it answers `/v2/`.
 pub async fn registry() -> Registry {
-    let binary = "docker-registry";
     let dir = tempfile::tempdir().expect("tempdir");
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
     let host = format!("127.0.0.1:{port}");
-    let config = dir.path().join("config.yml");
+    let child = spawn_registry(dir.path(), &host, None);
+    let registry = Registry {
+        host,
+        child,
+        _dir: dir,
+    };
+    registry.listening().await;
+    registry
+}
+
+impl Registry {
+    /// Restarts the registry (same port, same storage) requiring basic auth (an htpasswd file, bcrypt, the only
+    /// format the registry takes) from now on.
+    pub async fn require_auth(&mut self, user: &str, password: &str) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let hash = bcrypt::hash(password, 4).expect("bcrypt");
+        let htpasswd = self._dir.path().join("htpasswd");
+        std::fs::write(&htpasswd, format!("{user}:{hash}\n")).expect("htpasswd");
+        self.child = spawn_registry(self._dir.path(), &self.host, Some(&htpasswd));
+        self.listening().await;
+    }
+
+    async fn listening(&self) {
+        let deadline = Instant::now() + MINUTE;
+        while tokio::net::TcpStream::connect(&self.host).await.is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the registry never listened on {}",
+                self.host
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn spawn_registry(
+    dir: &std::path::Path,
+    host: &str,
+    htpasswd: Option<&std::path::Path>,
+) -> std::process::Child {
+    let binary = "docker-registry";
+    let auth = htpasswd.map_or(String::new(), |path| {
+        format!(
+            "auth:\n  htpasswd:\n    realm: charts\n    path: {}\n",
+            path.display()
+        )
+    });
+    let config = dir.join("config.yml");
     std::fs::write(
         &config,
         format!(
-            "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {host}\n",
-            dir.path().join("data").display()
+            "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {host}\n{auth}",
+            dir.join("data").display()
         ),
     )
     .expect("config");
-    let child = std::process::Command::new(binary)
+    std::process::Command::new(binary)
         .arg("serve")
         .arg(&config)
         .stdout(std::process::Stdio::null())
@@ -190,24 +237,7 @@ pub async fn registry() -> Registry {
         .spawn()
         .unwrap_or_else(|e| {
             panic!("{binary} could not start ({e}): the OCI tests need Debian's docker-registry package, which .ci/run installs")
-        });
-    let registry = Registry {
-        host,
-        child,
-        _dir: dir,
-    };
-    let deadline = Instant::now() + MINUTE;
-    loop {
-        if tokio::net::TcpStream::connect(&registry.host).await.is_ok() {
-            return registry;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the registry never listened on {}",
-            registry.host
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        })
 }
 
 /// Pushes the demo chart with Helm to `registry` (plain HTTP) and returns the `oci://…/charts` remote it lies

@@ -317,3 +317,47 @@ async fn a_chart_repository_behind_basic_auth_and_client_tls_is_reached_with_the
         .expect("a key line");
     assert!(!said.contains(key_line), "the client key leaked");
 }
+
+/// An OCI registry that requires credentials (the registry's htpasswd auth): the release fails without
+/// `chart.secretRef` and installs with it; the registry password appears in no status, Event or log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oci_registry_requiring_credentials_is_reached_with_the_named_secret() {
+    const REGISTRY_PASSWORD: &str = "registry-pass-8e2a41";
+    let mut registry = super::helm_fixtures::registry().await;
+    let remote = super::helm_fixtures::push_demo_chart(&registry);
+    registry.require_auth("puller", REGISTRY_PASSWORD).await;
+    let sources =
+        omni_operator::capabilities::ChartSources::any().with_plain_http([registry.host.as_str()]);
+    let env = Env::start_with(sources).await;
+    let chart = format!("{remote}/demo");
+    env.apply(&env.release(
+        "pulled",
+        json!({"chart": {"repository": remote, "chart": chart}}),
+    ))
+    .await;
+    env.wait("pulled", "refused without credentials", |o| {
+        is(o, "Ready", "False", "ReconcileFailed")
+    })
+    .await;
+    assert!(env.revisions("pulled").is_empty());
+
+    env.secret(
+        "registry-creds",
+        json!({"username": "puller", "password": REGISTRY_PASSWORD}),
+    )
+    .await;
+    env.patch_spec(
+        "pulled",
+        json!({"chart": {"secretRef": {"name": "registry-creds"}}}),
+    )
+    .await;
+    env.wait("pulled", "installed with the credentials", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+    let said = env.everything_said("pulled");
+    assert!(
+        !said.contains(REGISTRY_PASSWORD),
+        "the registry password leaked"
+    );
+}

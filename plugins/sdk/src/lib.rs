@@ -54,6 +54,7 @@
 
 pub mod go;
 pub mod helm;
+mod helm_convert;
 pub mod mock;
 pub mod omni;
 pub mod secrets;
