@@ -7,6 +7,7 @@
 
 pub mod crds;
 pub mod drift;
+pub mod git;
 pub mod protocol;
 pub mod releases;
 pub mod repository;

@@ -3,6 +3,8 @@
 //! workload cluster) and are never written anywhere else.
 
 use serde::{Deserialize, Serialize};
+
+pub use super::git::GitRef;
 use serde_json::Value;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -109,6 +111,22 @@ pub enum Op {
     Show {
         chart: String,
         options: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        auth: Option<ChartAuth>,
+    },
+    /// The commit a Git reference names (`ls-remote`).
+    GitResolve {
+        url: String,
+        reference: GitRef,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        auth: Option<ChartAuth>,
+    },
+    /// Writes the directory `path` of `commit` under `cache` for Helm to load; answers `{"chart": dir}`.
+    GitCheckout {
+        url: String,
+        commit: String,
+        path: String,
+        cache: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         auth: Option<ChartAuth>,
     },

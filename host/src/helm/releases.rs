@@ -21,7 +21,7 @@ use sha2::Digest as _;
 
 use super::crds;
 use super::drift::{self, DriftError, Drifted, Ignore};
-use super::protocol::{ChartAuth, ChartRef, Op, Target};
+use super::protocol::{ChartAuth, ChartRef, GitRef, Op, Target};
 use super::storage::{self, DIGEST_LABEL, StorageError, StoredRevision};
 use super::{EngineError, HelmEngine};
 
@@ -46,8 +46,17 @@ pub type Wake = Arc<dyn Fn() + Send + Sync>;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ChartLocation {
-    Repository { url: String, name: String },
+    Repository {
+        url: String,
+        name: String,
+    },
     Oci(String),
+    /// A chart directory in a Git repository; its "version" is the commit the reference resolves to.
+    Git {
+        url: String,
+        reference: GitRef,
+        path: String,
+    },
 }
 
 /// What every action shares.
@@ -191,6 +200,7 @@ pub fn source_digest(chart: &ChartLocation, version: &str, values: &Value) -> St
     let chart = match chart {
         ChartLocation::Repository { url, name } => json!({"repository": url, "chart": name}),
         ChartLocation::Oci(reference) => json!({"oci": reference}),
+        ChartLocation::Git { url, path, .. } => json!({"git": url, "path": path}),
     };
     let made_from = json!({"chart": chart, "version": version, "values": canonical(values)});
     let hex: String = sha2::Sha256::digest(made_from.to_string().as_bytes())
@@ -572,7 +582,8 @@ impl Releases {
         plain_http: bool,
         auth: Option<&ChartAuth>,
     ) -> Result<String, ReleaseError> {
-        if is_exact_version(version) {
+        let git = matches!(chart, ChartLocation::Git { .. });
+        if is_exact_version(version) && !git {
             return Ok(version.to_string());
         }
         let key = (format!("{chart:?}"), version.to_string());
@@ -589,36 +600,44 @@ impl Releases {
             reason,
         };
         let engine = self.engine.clone().map_err(ReleaseError::Unavailable)?;
-        let mut options = json!({"format": "chart", "chart_version": version});
-        let reference = match chart {
-            ChartLocation::Repository { url, name } => {
-                options["chart_repo_url"] = url.clone().into();
-                name.clone()
-            }
-            ChartLocation::Oci(reference) => reference.clone(),
+        let resolved = if let ChartLocation::Git { url, reference, .. } = chart {
+            // A Git chart's version is the commit its reference names now.
+            let op = Op::GitResolve {
+                url: url.clone(),
+                reference: reference.clone(),
+                auth: auth.cloned(),
+            };
+            let answer = engine
+                .run(op, None, RESOLVE_DEADLINE)
+                .await
+                .map_err(|e| failed(engine_message(&e)))?;
+            answer["commit"]
+                .as_str()
+                .filter(|c| !c.is_empty())
+                .ok_or_else(|| failed("the repository named no commit".into()))?
+                .to_string()
+        } else {
+            let mut options = Map::new();
+            options.insert("format".into(), "chart".into());
+            let reference =
+                chart_reference(chart, version, plain_http, None, &mut options).map_err(failed)?;
+            let op = Op::Show {
+                chart: reference,
+                options: Value::Object(options),
+                auth: auth.cloned(),
+            };
+            let answer = engine
+                .run(op, None, RESOLVE_DEADLINE)
+                .await
+                .map_err(|e| failed(engine_message(&e)))?;
+            let chart_yaml: Value = yaml_serde::from_str(answer.as_str().unwrap_or_default())
+                .map_err(|e| failed(format!("the chart's Chart.yaml: {e}")))?;
+            chart_yaml["version"]
+                .as_str()
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| failed("the chart's Chart.yaml has no version".into()))?
+                .to_string()
         };
-        if plain_http {
-            options["plain_http"] = true.into();
-        }
-        let answer = engine
-            .run(
-                Op::Show {
-                    chart: reference,
-                    options,
-                    auth: auth.cloned(),
-                },
-                None,
-                RESOLVE_DEADLINE,
-            )
-            .await
-            .map_err(|e| failed(engine_message(&e)))?;
-        let chart_yaml: Value = yaml_serde::from_str(answer.as_str().unwrap_or_default())
-            .map_err(|e| failed(format!("the chart's Chart.yaml: {e}")))?;
-        let resolved = chart_yaml["version"]
-            .as_str()
-            .filter(|v| !v.is_empty())
-            .ok_or_else(|| failed("the chart's Chart.yaml has no version".into()))?
-            .to_string();
         let mut cache = self.resolved.lock().unwrap_or_else(|p| p.into_inner());
         if cache.len() > MAX_ENTRIES {
             cache.retain(|_, (at, _)| at.elapsed() < RESOLVED_FOR);
@@ -824,10 +843,16 @@ impl Job {
                 Action::Install => wanted.install.replace_crds,
                 _ => wanted.upgrade.replace_crds,
             };
+            let local = self.git_checkout(&wanted).await?;
             if replace_crds {
-                self.replace_crds(&wanted).await?;
+                self.replace_crds(&wanted, local.as_deref()).await?;
             }
-            let op = action_op(action, &self.target(), &self.key.2, &wanted, &self.running.digest);
+            let op = action_op(
+                (action, &self.target(), &self.key.2),
+                &wanted,
+                &self.running.digest,
+                local.as_deref(),
+            )?;
             let deadline = wanted.settings.timeout() + DEADLINE_MARGIN;
             self.engine
                 .run(op, Some(self.release()), deadline)
@@ -838,22 +863,37 @@ impl Job {
         self.finish(action, result);
     }
 
-    /// Applies the chart's CRDs (as `helm show crds` prints them) to the workload cluster.
-    async fn replace_crds(&self, w: &Wanted) -> Result<(), String> {
-        let mut options = json!({"format": "crds", "chart_version": w.version});
-        let reference = match &w.chart {
-            ChartLocation::Repository { url, name } => {
-                options["chart_repo_url"] = url.clone().into();
-                name.clone()
-            }
-            ChartLocation::Oci(reference) => reference.clone(),
+    /// A Git chart's directory at the wanted commit, written out by the worker; None for other charts.
+    async fn git_checkout(&self, w: &Wanted) -> Result<Option<String>, String> {
+        let ChartLocation::Git { url, path, .. } = &w.chart else {
+            return Ok(None);
         };
-        if w.plain_http {
-            options["plain_http"] = true.into();
-        }
+        let op = Op::GitCheckout {
+            url: url.clone(),
+            commit: w.version.clone(),
+            path: path.clone(),
+            cache: git_cache().to_string_lossy().into_owned(),
+            auth: w.auth.clone(),
+        };
+        let answer = self
+            .engine
+            .run(op, Some(self.release()), RESOLVE_DEADLINE)
+            .await
+            .map_err(|e| engine_message(&e))?;
+        answer["chart"]
+            .as_str()
+            .map(|dir| Some(dir.to_string()))
+            .ok_or_else(|| "the worker named no chart directory".to_string())
+    }
+
+    /// Applies the chart's CRDs (as `helm show crds` prints them) to the workload cluster.
+    async fn replace_crds(&self, w: &Wanted, local: Option<&str>) -> Result<(), String> {
+        let mut options = Map::new();
+        options.insert("format".into(), "crds".into());
+        let reference = chart_reference(&w.chart, &w.version, w.plain_http, local, &mut options)?;
         let op = Op::Show {
             chart: reference,
-            options,
+            options: Value::Object(options),
             auth: w.auth.clone(),
         };
         let text = self
@@ -1070,24 +1110,59 @@ fn action_options(s: &Settings) -> Map<String, Value> {
     o
 }
 
-fn action_op(action: Action, target: &Target, release: &str, w: &Wanted, digest: &str) -> Op {
+/// Where the worker's Git checkouts live (a commit's chart directory is kept: it never changes).
+fn git_cache() -> std::path::PathBuf {
+    std::env::temp_dir().join("omni-operator-git")
+}
+
+/// The reference Helm loads the chart by, with the options that complete it: a repository chart's name with
+/// `chart_repo_url` and `chart_version`, an OCI reference with `chart_version`, or a Git chart's directory
+/// (`local`, written out before).
+fn chart_reference(
+    chart: &ChartLocation,
+    version: &str,
+    plain_http: bool,
+    local: Option<&str>,
+    o: &mut Map<String, Value>,
+) -> Result<String, String> {
+    if plain_http {
+        o.insert("plain_http".into(), true.into());
+    }
+    match chart {
+        ChartLocation::Repository { url, name } => {
+            o.insert("chart_repo_url".into(), url.clone().into());
+            o.insert("chart_version".into(), version.into());
+            Ok(name.clone())
+        }
+        ChartLocation::Oci(reference) => {
+            o.insert("chart_version".into(), version.into());
+            Ok(reference.clone())
+        }
+        ChartLocation::Git { url, .. } => local
+            .map(str::to_string)
+            .ok_or_else(|| format!("the chart from {url} was not checked out")),
+    }
+}
+
+fn action_op(
+    (action, target, release): (Action, &Target, &str),
+    w: &Wanted,
+    digest: &str,
+    local: Option<&str>,
+) -> Result<Op, String> {
     let mut o = action_options(&w.settings);
     o.insert("namespace".into(), target.namespace.clone().into());
     o.insert("wait_for_jobs".into(), w.settings.wait_for_jobs.into());
-    o.insert("chart_version".into(), w.version.clone().into());
     // Server-side apply takes fields others changed behind Helm's back, as Flux does.
     o.insert("force_conflicts".into(), true.into());
     o.insert("labels".into(), json!({ DIGEST_LABEL: digest }));
-    if w.plain_http {
-        o.insert("plain_http".into(), true.into());
-    }
-    let chart = match &w.chart {
-        ChartLocation::Repository { url, name } => {
-            o.insert("chart_repo_url".into(), url.clone().into());
-            ChartRef::Reference(name.clone())
-        }
-        ChartLocation::Oci(reference) => ChartRef::Reference(reference.clone()),
-    };
+    let chart = ChartRef::Reference(chart_reference(
+        &w.chart,
+        &w.version,
+        w.plain_http,
+        local,
+        &mut o,
+    )?);
     let rollback_on_failure = if action == Action::Install {
         o.insert("create_namespace".into(), w.install.create_namespace.into());
         o.insert("skip_crds".into(), w.install.skip_crds.into());
@@ -1118,7 +1193,7 @@ fn action_op(action: Action, target: &Target, release: &str, w: &Wanted, digest:
         Value::Object(o),
     );
     let auth = w.auth.clone();
-    if action == Action::Install {
+    Ok(if action == Action::Install {
         Op::Install {
             target,
             chart,
@@ -1136,7 +1211,7 @@ fn action_op(action: Action, target: &Target, release: &str, w: &Wanted, digest:
             options,
             auth,
         }
-    }
+    })
 }
 
 #[cfg(test)]
@@ -1311,7 +1386,9 @@ mod tests {
             kubeconfig: String::new(),
             namespace: "apps".into(),
         };
-        let Op::Install { options, .. } = action_op(Action::Install, &target, "r", &w, "d") else {
+        let Op::Install { options, .. } =
+            action_op((Action::Install, &target, "r"), &w, "d", None).unwrap()
+        else {
             panic!("an install")
         };
         assert_eq!(options["wait"], "watcher");
@@ -1319,7 +1396,9 @@ mod tests {
         assert_eq!(options["chart_repo_url"], "http://127.0.0.1:1/charts");
         assert_eq!(options["labels"][DIGEST_LABEL], "d");
         w.upgrade.max_history = 5;
-        let Op::Upgrade { options, .. } = action_op(Action::Upgrade, &target, "r", &w, "d") else {
+        let Op::Upgrade { options, .. } =
+            action_op((Action::Upgrade, &target, "r"), &w, "d", None).unwrap()
+        else {
             panic!("an upgrade")
         };
         assert_eq!(options["max_history"], 5);

@@ -12,6 +12,7 @@ use base64::Engine as _;
 use helm_c::{ChartSource, Helm, HelmError};
 use serde_json::{Value, json};
 
+use super::git::{self, GitError};
 use super::protocol::{ChartAuth, ChartRef, Op, Outcome, Reply, Request, Target};
 
 /// The contexts of running actions, and cancels that arrived before their action's context existed.
@@ -69,7 +70,7 @@ pub fn serve(lib: &Path) -> anyhow::Result<()> {
                 .ok()
                 .flatten();
             let outcome = match cancelled {
-                Some(Err(e)) => failure(&e),
+                Some(Err(e)) => failure(&WorkerError::Helm(e)),
                 _ => Outcome::Ok(Value::Null),
             };
             write(
@@ -99,11 +100,27 @@ pub fn serve(lib: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn failure(e: &HelmError) -> Outcome {
-    Outcome::Err {
-        code: e
+/// Why a request failed in the worker: Helm's own error, a Git repository's, or files the worker writes for Helm.
+#[derive(Debug, thiserror::Error)]
+enum WorkerError {
+    #[error(transparent)]
+    Helm(#[from] HelmError),
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error("{0}")]
+    Files(String),
+}
+
+fn failure(e: &WorkerError) -> Outcome {
+    let code = match e {
+        WorkerError::Helm(h) => h
             .code()
             .map_or_else(|| "Wrapper".to_string(), |c| format!("{c:?}")),
+        WorkerError::Git(_) => "Git".into(),
+        WorkerError::Files(_) => "Files".into(),
+    };
+    Outcome::Err {
+        code,
         message: e.to_string(),
     }
 }
@@ -137,7 +154,7 @@ fn config(helm: &Helm, target: &Target) -> Result<helm_c::Config, HelmError> {
     helm.config(&json!({"kubeconfig_content": target.kubeconfig, "namespace": target.namespace}))
 }
 
-fn run(helm: &Helm, id: u64, op: Op, contexts: &Mutex<Contexts>) -> Result<Value, HelmError> {
+fn run(helm: &Helm, id: u64, op: Op, contexts: &Mutex<Contexts>) -> Result<Value, WorkerError> {
     match op {
         Op::Versions => {
             let (c, sdk) = helm.versions();
@@ -148,11 +165,12 @@ fn run(helm: &Helm, id: u64, op: Op, contexts: &Mutex<Contexts>) -> Result<Value
             values,
             options,
         } => match chart(helm, &source)? {
-            Some(c) => c.render(&values, &options),
+            Some(c) => Ok(c.render(&values, &options)?),
             None => Err(HelmError::Answer {
                 call: "render",
                 reason: "rendering needs the chart's archive".into(),
-            }),
+            }
+            .into()),
         },
         Op::Install {
             target,
@@ -170,13 +188,13 @@ fn run(helm: &Helm, id: u64, op: Op, contexts: &Mutex<Contexts>) -> Result<Value
                 auth.as_ref(),
                 files.as_ref(),
             )?;
-            install_or_upgrade(
+            Ok(install_or_upgrade(
                 helm,
                 id,
                 contexts,
                 (false, registry.as_ref()),
                 (&target, &chart, &release, &values, &options),
-            )
+            )?)
         }
         Op::Upgrade {
             target,
@@ -194,19 +212,19 @@ fn run(helm: &Helm, id: u64, op: Op, contexts: &Mutex<Contexts>) -> Result<Value
                 auth.as_ref(),
                 files.as_ref(),
             )?;
-            install_or_upgrade(
+            Ok(install_or_upgrade(
                 helm,
                 id,
                 contexts,
                 (true, registry.as_ref()),
                 (&target, &chart, &release, &values, &options),
-            )
+            )?)
         }
         Op::Uninstall {
             target,
             release,
             options,
-        } => config(helm, &target)?.uninstall(&release, &options),
+        } => Ok(config(helm, &target)?.uninstall(&release, &options)?),
         Op::Rollback {
             target,
             release,
@@ -215,13 +233,13 @@ fn run(helm: &Helm, id: u64, op: Op, contexts: &Mutex<Contexts>) -> Result<Value
             let cfg = config(helm, &target)?;
             cfg.rollback(&release, &options)?;
             // Rollback answers nothing; the release's summary says which revision it made.
-            cfg.status(&release, &json!({}))
+            Ok(cfg.status(&release, &json!({}))?)
         }
         Op::Test {
             target,
             release,
             options,
-        } => config(helm, &target)?.test(&release, &options),
+        } => Ok(config(helm, &target)?.test(&release, &options)?),
         Op::Publish {
             charts,
             dir,
@@ -233,10 +251,8 @@ fn run(helm: &Helm, id: u64, op: Op, contexts: &Mutex<Contexts>) -> Result<Value
                 archives.push(helm.load_chart(Path::new(chart))?.save(out)?);
             }
             let index = helm.repo_index(out, &json!({"base_url": base_url}))?;
-            std::fs::write(out.join("index.yaml"), index).map_err(|e| HelmError::Answer {
-                call: "publish",
-                reason: format!("writing index.yaml in {dir}: {e}"),
-            })?;
+            std::fs::write(out.join("index.yaml"), index)
+                .map_err(|e| WorkerError::Files(format!("writing index.yaml in {dir}: {e}")))?;
             Ok(json!({"archives": archives}))
         }
         Op::Show {
@@ -252,8 +268,28 @@ fn run(helm: &Helm, id: u64, op: Op, contexts: &Mutex<Contexts>) -> Result<Value
                 &options,
             )?))
         }
-        Op::Status { target, release } => config(helm, &target)?.status(&release, &json!({})),
-        Op::History { target, release } => config(helm, &target)?.history(&release, &json!({})),
+        Op::GitResolve {
+            url,
+            reference,
+            auth,
+        } => {
+            let commit = git::resolve(&url, &reference, auth.as_ref())?;
+            Ok(json!({ "commit": commit }))
+        }
+        Op::GitCheckout {
+            url,
+            commit,
+            path,
+            cache,
+            auth,
+        } => {
+            let chart = git::checkout(&url, &commit, &path, Path::new(&cache), auth.as_ref())?;
+            Ok(json!({ "chart": chart.to_string_lossy() }))
+        }
+        Op::Status { target, release } => Ok(config(helm, &target)?.status(&release, &json!({}))?),
+        Op::History { target, release } => {
+            Ok(config(helm, &target)?.history(&release, &json!({}))?)
+        }
         // Answered on the reading thread (see `serve`).
         Op::Cancel { .. } => Ok(Value::Null),
     }
@@ -274,13 +310,12 @@ impl Drop for AuthFiles {
 fn with_auth(
     mut options: Value,
     auth: Option<&ChartAuth>,
-) -> Result<(Value, Option<AuthFiles>), HelmError> {
+) -> Result<(Value, Option<AuthFiles>), WorkerError> {
     let Some(auth) = auth else {
         return Ok((options, None));
     };
-    let failed = |e: std::io::Error| HelmError::Answer {
-        call: "chart credentials",
-        reason: format!("writing the TLS files: {e}"),
+    let failed = |e: std::io::Error| {
+        WorkerError::Files(format!("writing the chart source's TLS files: {e}"))
     };
     if let (Some(user), Some(password)) = (&auth.username, &auth.password) {
         options["username"] = user.clone().into();

@@ -230,28 +230,36 @@ async fn a_version_range_follows_new_chart_versions_in_the_repository() {
 /// The repository's basic-auth password and the client key: never in status, Events or logs.
 const REPO_PASSWORD: &str = "repo-pass-5d1c7e";
 
-/// TLS for a chart repository: the kube-sim CA's serving certificate, HTTP/1.1 only, client certificates from
-/// that CA required.
-fn repository_tls(pki: &kube_sim::tls::Pki) -> std::sync::Arc<rustls::ServerConfig> {
+/// TLS for a chart source: the kube-sim CA's serving certificate, HTTP/1.1 only, client certificates from that CA
+/// required when `client_certs`.
+fn repository_tls(
+    pki: &kube_sim::tls::Pki,
+    client_certs: bool,
+) -> std::sync::Arc<rustls::ServerConfig> {
     use kube_sim::tls::{pem_certs, pem_key};
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
     let mut roots = rustls::RootCertStore::empty();
     for c in pem_certs(pki.ca_cert_pem()).expect("CA") {
         roots.add(c).expect("root");
     }
-    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
-        std::sync::Arc::new(roots),
-        provider.clone(),
-    )
-    .build()
-    .expect("client verifier");
     let (cert, key) = pki
         .issue_server_cert(&["127.0.0.1".into(), "localhost".into()])
         .expect("serving certificate");
-    let config = rustls::ServerConfig::builder_with_provider(provider)
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .expect("versions")
-        .with_client_cert_verifier(verifier)
+        .expect("versions");
+    let builder = if client_certs {
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            std::sync::Arc::new(roots),
+            provider,
+        )
+        .build()
+        .expect("client verifier");
+        builder.with_client_cert_verifier(verifier)
+    } else {
+        builder.with_no_client_auth()
+    };
+    let config = builder
         .with_single_cert(pem_certs(&cert).expect("cert"), pem_key(&key).expect("key"))
         .expect("server config");
     std::sync::Arc::new(config)
@@ -271,7 +279,7 @@ async fn a_chart_repository_behind_basic_auth_and_client_tls_is_reached_with_the
         &[],
         omni_operator::helm::repository::Access {
             basic_auth: Some(("charts".into(), REPO_PASSWORD.into())),
-            tls: Some(repository_tls(&pki)),
+            tls: Some(repository_tls(&pki, true)),
         },
     )
     .await;
@@ -360,4 +368,62 @@ async fn an_oci_registry_requiring_credentials_is_reached_with_the_named_secret(
         !said.contains(REGISTRY_PASSWORD),
         "the registry password leaked"
     );
+}
+
+/// A chart from a Git repository behind HTTPS (its own CA) and basic auth, served by Git's own `http-backend`:
+/// installed from the branch's commit, then upgraded when a new commit lands on the branch. The password appears
+/// in no status, Event or log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chart_from_a_git_repository_follows_its_branch() {
+    const GIT_PASSWORD: &str = "git-pass-41c9d0";
+    let env = Env::start().await;
+    let pki = kube_sim::tls::Pki::generate().expect("a CA");
+    let server =
+        super::git_server::GitServer::start(repository_tls(&pki, false), "reader", GIT_PASSWORD)
+            .await;
+    let work = tempfile::tempdir().expect("a work tree");
+    let helm = helm_c::Helm::load(&super::helm_fixtures::lib()).expect("libhelm_c");
+    std::fs::create_dir_all(work.path().join("charts")).expect("mkdir");
+    let chart_dir = helm
+        .create_chart("gitdemo", &work.path().join("charts"))
+        .expect("helm create");
+    let first = server.publish("charts", work.path(), "the chart");
+    env.secret(
+        "git-creds",
+        json!({"username": "reader", "password": GIT_PASSWORD}),
+    )
+    .await;
+    env.secret("git-ca", json!({"ca.crt": pki.ca_cert_pem()}))
+        .await;
+    env.apply(&env.release(
+        "from-git",
+        json!({"interval": "2s", "chart": {
+            "repository": null, "chart": null, "version": null,
+            "git": {"url": format!("{}charts.git", server.url), "branch": "main", "path": "charts/gitdemo"},
+            "secretRef": {"name": "git-creds"}, "certSecretRef": {"name": "git-ca"}}}),
+    ))
+    .await;
+    let installed = env
+        .wait("from-git", "installed from Git", |o| {
+            is(o, "Ready", "True", "HelmInstalled")
+        })
+        .await;
+    assert_eq!(installed["status"]["history"][0]["chartName"], "gitdemo");
+    assert_eq!(env.deployment("from-git-gitdemo")["spec"]["replicas"], 1);
+
+    // A new commit on the branch: the next check upgrades to it.
+    let values = std::path::Path::new(&chart_dir).join("values.yaml");
+    let text = std::fs::read_to_string(&values).expect("values.yaml");
+    std::fs::write(&values, text.replace("replicaCount: 1", "replicaCount: 2"))
+        .expect("values.yaml");
+    let second = server.publish("charts", work.path(), "two replicas");
+    assert_ne!(first, second);
+    env.wait("from-git", "upgraded to the new commit", |o| {
+        is(o, "Ready", "True", "HelmUpgraded")
+    })
+    .await;
+    assert_eq!(env.deployment("from-git-gitdemo")["spec"]["replicas"], 2);
+    assert_eq!(env.revisions("from-git").len(), 2);
+    let said = env.everything_said("from-git");
+    assert!(!said.contains(GIT_PASSWORD), "the Git password leaked");
 }

@@ -15,6 +15,7 @@ mod calls;
 mod controllers;
 mod field_selectors;
 mod files_capability;
+mod git_server;
 mod grants;
 mod helm_engine;
 mod helm_env;

@@ -361,7 +361,7 @@ async fn invalid_objects_are_rejected_with_the_field_path_and_message() {
             "OmniHelmRelease",
             "/spec/chart/version",
             None,
-            "spec.chart.version: Required value",
+            r#"spec.chart: Invalid value: "object": chart.repository, chart.chart and chart.version are required unless chart.git is set"#,
         ),
         (
             "OmniHelmRelease",

@@ -45,21 +45,29 @@ pub fn validate(object: &Value, _old: Option<&Value>) -> Verdict {
             "namespace must not include leading or trailing whitespace",
         );
     }
-    let repository = text(&chart["repository"]);
-    if repository.trim().is_empty() {
-        v.required("spec.chart.repository", "chart.repository is required");
-    } else if !url::is_absolute(repository) {
-        v.invalid(
-            "spec.chart.repository",
-            Value::String(repository.into()),
-            "chart.repository must be an absolute URL",
-        );
-    }
-    if blank(&chart["chart"]) {
-        v.required("spec.chart.chart", "chart.chart is required");
-    }
-    if blank(&chart["version"]) {
-        v.required("spec.chart.version", "chart.version is required");
+    if chart["git"].is_object() {
+        for (field, why) in rules::git_chart_problems(&chart["git"]) {
+            let path = format!("spec.{field}");
+            let value = chart["git"][field.rsplit('.').next().unwrap_or_default()].clone();
+            v.invalid(&path, value, &why);
+        }
+    } else {
+        let repository = text(&chart["repository"]);
+        if repository.trim().is_empty() {
+            v.required("spec.chart.repository", "chart.repository is required");
+        } else if !url::is_absolute(repository) {
+            v.invalid(
+                "spec.chart.repository",
+                Value::String(repository.into()),
+                "chart.repository must be an absolute URL",
+            );
+        }
+        if blank(&chart["chart"]) {
+            v.required("spec.chart.chart", "chart.chart is required");
+        }
+        if blank(&chart["version"]) {
+            v.required("spec.chart.version", "chart.version is required");
+        }
     }
     match rules::timeout(spec) {
         // Go printed the parsed duration (`Duration.String()`): `-5m0s`, `0s`.

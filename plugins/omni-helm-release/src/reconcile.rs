@@ -282,7 +282,14 @@ impl<H: Host> Stepper<'_, H> {
     /// `NewChartVersion` Event naming the range, the old version and the new.
     fn announce_new_chart_version(&self) {
         let o = self.observed;
-        let range = &self.release.typed.spec.chart.version;
+        let range = self
+            .release
+            .typed
+            .spec
+            .chart
+            .version
+            .as_deref()
+            .unwrap_or_default();
         let Some(deployed) = o.release.as_ref().map(|r| &r.current) else {
             return;
         };

@@ -5,14 +5,17 @@
 use omni_api::{HelmActionCommon, HelmCrdPolicy, HelmDeletionPropagation, HelmValuesKind};
 use omni_plugin_sdk::helm::{
     ActionOptions, ApplyRequest, ChartLocation, ChartPull, CrdPolicy, DeletionPropagation,
-    ReleaseRef, ReleaseSource, RollbackRequest, Step, TestFilter, TestRequest, UninstallRequest,
-    ValuesKind, ValuesPart, ValuesRef, WaitStrategy,
+    GitChart, GitReference, ReleaseRef, ReleaseSource, RollbackRequest, Step, TestFilter,
+    TestRequest, UninstallRequest, ValuesKind, ValuesPart, ValuesRef, WaitStrategy,
 };
 use omni_plugin_sdk::{Value, json};
 
 use crate::machine::Move;
 use crate::object::ReleaseObject;
 use crate::policy::{self, Tests};
+
+/// The branch a Git chart follows when it names no branch, tag or commit.
+pub const DEFAULT_GIT_BRANCH: &str = "main";
 
 /// The key a `valuesFrom` entry reads when it names none (Flux's default).
 pub const DEFAULT_VALUES_KEY: &str = "values.yaml";
@@ -25,18 +28,33 @@ pub fn release_ref(release: &ReleaseObject) -> ReleaseRef {
     }
 }
 
-/// An `oci://` chart is a full reference and the repository is ignored (§6.2); anything else is a chart name in
-/// the HTTP(S) repository. The values are `spec.chart.values`, `{}` when absent (§6.1; validation has refused
-/// anything but an object).
+/// A Git chart (`chart.git`) is a directory of a repository at a branch (`main` when none is named), tag or
+/// commit. Otherwise an `oci://` chart is a full reference and the repository is ignored (§6.2); anything else is
+/// a chart name in the HTTP(S) repository. The values are `spec.chart.values`, `{}` when absent (§6.1;
+/// validation has refused anything but an object).
 pub fn source(release: &ReleaseObject) -> ReleaseSource {
     let spec = &release.typed.spec.chart;
-    let reference = spec.chart.trim();
-    let location = if reference.starts_with("oci://") {
-        ChartLocation::Oci(reference.into())
+    let text = |v: &Option<String>| v.clone().unwrap_or_default();
+    let reference = text(&spec.chart);
+    let location = if let Some(git) = &spec.git {
+        let reference = match (&git.tag, &git.commit, &git.branch) {
+            (Some(tag), _, _) => GitReference::Tag(tag.clone()),
+            (None, Some(commit), _) => GitReference::Commit(commit.clone()),
+            (None, None, branch) => {
+                GitReference::Branch(branch.clone().unwrap_or_else(|| DEFAULT_GIT_BRANCH.into()))
+            }
+        };
+        ChartLocation::Git(GitChart {
+            url: git.url.clone(),
+            reference,
+            path: git.path.clone().unwrap_or_default(),
+        })
+    } else if reference.trim().starts_with("oci://") {
+        ChartLocation::Oci(reference.trim().into())
     } else {
         ChartLocation::Repository {
-            url: spec.repository.clone(),
-            name: spec.chart.clone(),
+            url: text(&spec.repository),
+            name: reference,
         }
     };
     let values = match &spec.values {
@@ -63,7 +81,7 @@ pub fn source(release: &ReleaseObject) -> ReleaseSource {
     ReleaseSource {
         chart: ChartPull {
             location,
-            version: spec.version.clone(),
+            version: text(&spec.version),
             credentials: spec
                 .secret_ref
                 .as_ref()

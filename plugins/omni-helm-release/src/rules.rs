@@ -71,6 +71,49 @@ pub fn bad_flux_durations(spec: &Value) -> Vec<(&'static str, String, String)> {
         .collect()
 }
 
+/// What is wrong with `spec.chart.git`, by field (`chart.git.url`, …); empty when it is fine or absent.
+pub fn git_chart_problems(git: &Value) -> Vec<(&'static str, String)> {
+    if !git.is_object() {
+        return Vec::new();
+    }
+    let mut problems = Vec::new();
+    let url = text(&git["url"]);
+    if url.trim().is_empty() {
+        problems.push(("chart.git.url", "chart.git.url is required".to_string()));
+    } else if !(url.starts_with("https://") || url.starts_with("http://")) {
+        problems.push((
+            "chart.git.url",
+            "chart.git.url must be an https:// (or http://) URL".to_string(),
+        ));
+    }
+    let named = ["branch", "tag", "commit"]
+        .iter()
+        .filter(|k| !text(&git[**k]).is_empty())
+        .count();
+    if named > 1 {
+        problems.push((
+            "chart.git",
+            "chart.git: set only one of branch, tag and commit".to_string(),
+        ));
+    }
+    let commit = text(&git["commit"]);
+    let full_id = commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit());
+    if !commit.is_empty() && !full_id {
+        problems.push((
+            "chart.git.commit",
+            "chart.git.commit must be a full commit id of 40 hexadecimal digits".to_string(),
+        ));
+    }
+    let path = text(&git["path"]);
+    if path.starts_with('/') || path.split('/').any(|s| s == "..") {
+        problems.push((
+            "chart.git.path",
+            "chart.git.path must be a relative path inside the repository".to_string(),
+        ));
+    }
+    problems
+}
+
 /// `spec.maxHistory` when it is a negative integer.
 pub fn negative_max_history(spec: &Value) -> Option<i64> {
     spec["maxHistory"].as_i64().filter(|n| *n < 0)

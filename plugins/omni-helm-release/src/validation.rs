@@ -38,14 +38,20 @@ pub fn first_failure(object: &Value) -> Option<String> {
     if object::release_namespace(object).trim().is_empty() {
         return fail("namespace is required");
     }
-    if blank(&chart["repository"]) {
-        return fail("chart.repository is required");
-    }
-    if blank(&chart["chart"]) {
-        return fail("chart.chart is required");
-    }
-    if blank(&chart["version"]) {
-        return fail("chart.version is required");
+    if chart["git"].is_object() {
+        if let Some((_, why)) = rules::git_chart_problems(&chart["git"]).into_iter().next() {
+            return Some(why);
+        }
+    } else {
+        if blank(&chart["repository"]) {
+            return fail("chart.repository is required");
+        }
+        if blank(&chart["chart"]) {
+            return fail("chart.chart is required");
+        }
+        if blank(&chart["version"]) {
+            return fail("chart.version is required");
+        }
     }
     match rules::timeout(spec) {
         Some(Err(why)) => {

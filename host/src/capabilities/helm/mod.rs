@@ -16,7 +16,7 @@ use crate::contract::Wakeups;
 use crate::contract::bindings::omni::operator::helm as wit;
 use crate::contract::bindings::omni::operator::types::SecretKeyRef;
 use crate::helm::drift::{DriftError, Ignore, Reason, Target as DriftTarget};
-use crate::helm::protocol::ChartAuth;
+use crate::helm::protocol::{ChartAuth, GitRef};
 use crate::helm::releases::{
     self, ChartLocation, Cluster, InstallSettings, Observation, Outcome, Progress, Propagation,
     ReleaseError, Releases, Report, RollbackSettings, Running, Settings, StepRequest, TestSettings,
@@ -124,13 +124,26 @@ impl CallScope {
                 url.as_str()
             }
             ChartLocation::Oci(reference) => reference.as_str(),
+            ChartLocation::Git { url, path, .. } => {
+                // A path inside the repository: never absolute, never up and out.
+                let escapes = path.starts_with('/')
+                    || path.split('/').any(|segment| segment == "..")
+                    || path.contains('\\');
+                if escapes {
+                    return Err(HostError::Invalid(format!(
+                        "{what}: the chart path {path:?} must be relative and inside the repository"
+                    ))
+                    .into());
+                }
+                url.as_str()
+            }
         };
         let parsed = SourceUrl::parse(source_url)
             .map_err(|why| HostError::Invalid(format!("{what}: chart source {why}")))?;
         let oci = matches!(location, ChartLocation::Oci(_));
         if oci != (parsed.scheme == "oci") {
             return Err(HostError::Invalid(format!(
-                "{what}: an OCI chart is an oci:// reference, a repository chart an http(s) URL"
+                "{what}: an OCI chart is an oci:// reference, a repository or Git chart an http(s) URL"
             ))
             .into());
         }
@@ -153,19 +166,21 @@ impl CallScope {
         what: &str,
         source: &wit::ReleaseSource,
     ) -> Result<Resolved, HostFailure> {
-        let not_yet = |feature: &str| -> HostFailure {
-            HostError::Unavailable(format!(
-                "{what}: {feature} are not supported by this host yet"
-            ))
-            .into()
-        };
         let location = match &source.chart.location {
             wit::ChartLocation::Repository(r) => ChartLocation::Repository {
                 url: r.url.clone(),
                 name: r.name.clone(),
             },
             wit::ChartLocation::Oci(reference) => ChartLocation::Oci(reference.clone()),
-            wit::ChartLocation::Git(_) => return Err(not_yet("charts from Git repositories")),
+            wit::ChartLocation::Git(g) => ChartLocation::Git {
+                url: g.url.clone(),
+                reference: match &g.reference {
+                    wit::GitReference::Branch(b) => GitRef::Branch(b.clone()),
+                    wit::GitReference::Tag(t) => GitRef::Tag(t.clone()),
+                    wit::GitReference::Commit(c) => GitRef::Commit(c.clone()),
+                },
+                path: g.path.clone(),
+            },
         };
         let plain_http = self.check_chart(what, &location)?;
         let auth = self.chart_auth(ctx, what, &source.chart).await?;

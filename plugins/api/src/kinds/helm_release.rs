@@ -124,6 +124,25 @@ pub struct HelmValuesReference {
     pub optional: Option<bool>,
 }
 
+/// A chart directory in a Git repository, at a branch, a tag or a commit (one of them; branch main when none).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct HelmGitChart {
+    /// url of the repository, https:// (or http://).
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    /// commit is a full 40-hex-digit commit id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// path of the chart directory in the repository; the repository's root when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
 /// An OmniHelmRelease this one waits for.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -137,19 +156,33 @@ pub struct HelmReleaseDependency {
     pub namespace: Option<String>,
 }
 
-/// A Helm chart from an HTTP(S) or OCI repository.
+/// A Helm chart from an HTTP(S) or OCI repository (the Go operator's three fields), or from a Git repository.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(
+    feature = "schema",
+    schemars(extend("x-kubernetes-validations" = [{
+        "rule": "has(self.git) || (has(self.repository) && has(self.chart) && has(self.version))",
+        "message": "chart.repository, chart.chart and chart.version are required unless chart.git is set"
+    }]))
+)]
 pub struct HelmChartSpec {
-    /// repository is the absolute URL of the chart repository.
+    /// repository is the absolute URL of the chart repository (required unless git is set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
-    pub repository: String,
-    /// chart is the chart name, or a full oci:// reference.
+    pub repository: Option<String>,
+    /// chart is the chart name, or a full oci:// reference (required unless git is set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
-    pub chart: String,
-    /// version is the chart version.
+    pub chart: Option<String>,
+    /// version is the chart version, or a version range such as ">=1.2 <2" (required unless git is set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
-    pub version: String,
+    pub version: Option<String>,
+    /// git takes the chart from a directory of a Git repository instead (HTTPS; credentials and CA from
+    /// secretRef and certSecretRef).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<HelmGitChart>,
     /// values are passed to Helm on install and upgrade; must be an object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(

@@ -244,3 +244,54 @@ fn the_warning_follows_a_non_empty_kubeconfig_name_even_when_blank() {
     );
     assert!(empty.warnings.is_empty());
 }
+
+/// A Git chart replaces the repository's three fields; its own rules are checked field by field.
+#[test]
+fn a_git_chart_needs_no_repository_fields_and_its_own_are_checked() {
+    let git = |git: Value| {
+        let mut object = release();
+        object["spec"]["chart"] = json!({"git": git});
+        object
+    };
+    assert_eq!(
+        messages(&git(json!({"url": "https://git.example.com/charts.git", "path": "charts/web"}))),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        messages(&git(json!({"url": "git@example.com:charts.git", "branch": "main", "tag": "v1",
+            "commit": "abc", "path": "../outside"}))),
+        [
+            "spec.chart.git.url: Invalid value: \"git@example.com:charts.git\": chart.git.url must be an https:// \
+             (or http://) URL",
+            "spec.chart.git: Invalid value: null: chart.git: set only one of branch, tag and commit",
+            "spec.chart.git.commit: Invalid value: \"abc\": chart.git.commit must be a full commit id of 40 \
+             hexadecimal digits",
+            "spec.chart.git.path: Invalid value: \"../outside\": chart.git.path must be a relative path inside \
+             the repository",
+        ]
+    );
+    // The controller reports the first problem, as for every other rule.
+    let h = reconciled(host(git(json!({"branch": "main"})), deployed(1, None)));
+    assert_eq!(
+        cond(&h, "Ready"),
+        expect(F, "ValidationFailed", "chart.git.url is required")
+    );
+}
+
+/// A Git chart is asked of the host as a Git location: branch `main` when the spec names no reference.
+#[test]
+fn a_git_chart_is_sent_as_a_git_location_following_main_by_default() {
+    use omni_plugin_sdk::helm::{ChartLocation, GitChart, GitReference};
+    let mut object = release();
+    object["spec"]["chart"] = json!({"git": {"url": "https://git.example.com/charts.git", "path": "web"}});
+    let h = reconciled(host(object, deployed(1, None)));
+    let (_, source) = h.requests().helm_observes.remove(0);
+    assert_eq!(
+        source.expect("a source").chart.location,
+        ChartLocation::Git(GitChart {
+            url: "https://git.example.com/charts.git".into(),
+            reference: GitReference::Branch("main".into()),
+            path: "web".into(),
+        })
+    );
+}
