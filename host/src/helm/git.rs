@@ -144,7 +144,9 @@ pub fn resolve(
 }
 
 /// The directory `path` of `commit`, written out under `cache` (kept: a commit never changes, so the next action
-/// on it reads the files already there). Fetches what the cache's clone of the repository lacks.
+/// on it reads the files already there). Fetches what the cache's clone of the repository lacks. The cache is
+/// kept apart per repository and credentials, so a commit fetched with one object's credentials is never handed to
+/// a request without them.
 pub fn checkout(
     url: &str,
     commit: &str,
@@ -157,7 +159,8 @@ pub fn checkout(
         source,
     };
     let path = path.trim_matches('/');
-    let key = hex(url);
+    // Keyed by the credentials too: what one object's credentials fetched never serves another's request.
+    let key = hex(&format!("{url}\0{}", ChartAuth::fingerprint(auth)));
     let out = cache.join(&key).join(format!("{commit}-{}", hex(path)));
     let chart = out.join("chart");
     if chart.is_dir() {
@@ -316,5 +319,13 @@ mod tests {
             checkout(&url, &commit, "charts/other", cache.path(), None),
             Err(GitError::NotFound { .. })
         ));
+        // Other credentials never reach the anonymous checkout: they get a cache of their own.
+        let auth = ChartAuth {
+            username: Some("u".into()),
+            password: Some("p".into()),
+            ..Default::default()
+        };
+        let theirs = checkout(&url, &commit, "charts/demo", cache.path(), Some(&auth)).unwrap();
+        assert_ne!(theirs, chart);
     }
 }

@@ -586,7 +586,11 @@ impl Releases {
         if is_exact_version(version) && !git {
             return Ok(version.to_string());
         }
-        let key = (format!("{chart:?}"), version.to_string());
+        // Resolutions are kept apart per credentials, as the sources may answer them differently.
+        let key = (
+            format!("{chart:?}"),
+            format!("{version}\0{}", ChartAuth::fingerprint(auth)),
+        );
         {
             let resolved = self.resolved.lock().unwrap_or_else(|p| p.into_inner());
             if let Some((at, v)) = resolved.get(&key)

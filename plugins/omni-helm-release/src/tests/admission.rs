@@ -254,12 +254,16 @@ fn a_git_chart_needs_no_repository_fields_and_its_own_are_checked() {
         object
     };
     assert_eq!(
-        messages(&git(json!({"url": "https://git.example.com/charts.git", "path": "charts/web"}))),
+        messages(&git(
+            json!({"url": "https://git.example.com/charts.git", "path": "charts/web"})
+        )),
         Vec::<String>::new()
     );
     assert_eq!(
-        messages(&git(json!({"url": "git@example.com:charts.git", "branch": "main", "tag": "v1",
-            "commit": "abc", "path": "../outside"}))),
+        messages(&git(
+            json!({"url": "git@example.com:charts.git", "branch": "main", "tag": "v1",
+            "commit": "abc", "path": "../outside"})
+        )),
         [
             "spec.chart.git.url: Invalid value: \"git@example.com:charts.git\": chart.git.url must be an https:// \
              (or http://) URL",
@@ -283,7 +287,8 @@ fn a_git_chart_needs_no_repository_fields_and_its_own_are_checked() {
 fn a_git_chart_is_sent_as_a_git_location_following_main_by_default() {
     use omni_plugin_sdk::helm::{ChartLocation, GitChart, GitReference};
     let mut object = release();
-    object["spec"]["chart"] = json!({"git": {"url": "https://git.example.com/charts.git", "path": "web"}});
+    object["spec"]["chart"] =
+        json!({"git": {"url": "https://git.example.com/charts.git", "path": "web"}});
     let h = reconciled(host(object, deployed(1, None)));
     let (_, source) = h.requests().helm_observes.remove(0);
     assert_eq!(
