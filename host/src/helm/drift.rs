@@ -124,13 +124,13 @@ pub async fn detect(
     manifest: &str,
     ignore: &[Ignore],
 ) -> Result<Vec<Drifted>, DriftError> {
-    let mut drifted = Vec::new();
-    for d in desired(client, release, release_namespace, manifest).await? {
-        if let Some(found) = check(client, &d, ignore).await? {
-            drifted.push(found);
-        }
-    }
-    Ok(drifted)
+    Ok(
+        drifted(client, release, release_namespace, manifest, ignore)
+            .await?
+            .into_iter()
+            .map(|(_, found)| found)
+            .collect(),
+    )
 }
 
 /// Applies the drifted objects again (creating the missing ones); answers what it corrected.
@@ -141,21 +141,35 @@ pub async fn correct(
     manifest: &str,
     ignore: &[Ignore],
 ) -> Result<Vec<Drifted>, DriftError> {
-    let mut corrected = Vec::new();
+    let found = drifted(client, release, release_namespace, manifest, ignore).await?;
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    for (d, _) in &found {
+        d.api(client)
+            .patch(&d.name, &params, &Patch::Apply(&d.object))
+            .await
+            .map_err(|source| DriftError::Kube {
+                object: d.describe(),
+                source,
+            })?;
+    }
+    Ok(found.into_iter().map(|(_, f)| f).collect())
+}
+
+/// Each object of the manifest that drifted, with how.
+async fn drifted(
+    client: &kube::Client,
+    release: &str,
+    release_namespace: &str,
+    manifest: &str,
+    ignore: &[Ignore],
+) -> Result<Vec<(Desired, Drifted)>, DriftError> {
+    let mut out = Vec::new();
     for d in desired(client, release, release_namespace, manifest).await? {
         if let Some(found) = check(client, &d, ignore).await? {
-            let params = PatchParams::apply(FIELD_MANAGER).force();
-            d.api(client)
-                .patch(&d.name, &params, &Patch::Apply(&d.object))
-                .await
-                .map_err(|source| DriftError::Kube {
-                    object: d.describe(),
-                    source,
-                })?;
-            corrected.push(found);
+            out.push((d, found));
         }
     }
-    Ok(corrected)
+    Ok(out)
 }
 
 /// What Helm stamps on every object it applies (its `setMetadataVisitor`) but does not keep in the stored

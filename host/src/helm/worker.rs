@@ -155,6 +155,7 @@ fn config(helm: &Helm, target: &Target) -> Result<helm_c::Config, HelmError> {
 }
 
 fn run(helm: &Helm, id: u64, op: Op, contexts: &Mutex<Contexts>) -> Result<Value, WorkerError> {
+    let upgrade = matches!(op, Op::Upgrade { .. });
     match op {
         Op::Versions => {
             let (c, sdk) = helm.versions();
@@ -179,24 +180,8 @@ fn run(helm: &Helm, id: u64, op: Op, contexts: &Mutex<Contexts>) -> Result<Value
             values,
             options,
             auth,
-        } => {
-            let (options, files) = with_auth(options, auth.as_ref())?;
-            let registry = registry_login(
-                helm,
-                reference_of(&chart),
-                &options,
-                auth.as_ref(),
-                files.as_ref(),
-            )?;
-            Ok(install_or_upgrade(
-                helm,
-                id,
-                contexts,
-                (false, registry.as_ref()),
-                (&target, &chart, &release, &values, &options),
-            )?)
         }
-        Op::Upgrade {
+        | Op::Upgrade {
             target,
             chart,
             release,
@@ -216,7 +201,7 @@ fn run(helm: &Helm, id: u64, op: Op, contexts: &Mutex<Contexts>) -> Result<Value
                 helm,
                 id,
                 contexts,
-                (true, registry.as_ref()),
+                (upgrade, registry.as_ref()),
                 (&target, &chart, &release, &values, &options),
             )?)
         }

@@ -85,6 +85,22 @@ impl CallScope {
         Ok(scope)
     }
 
+    /// [`CallScope::helm_scope`] for a release named by reference.
+    fn release_scope(
+        &mut self,
+        ctx: &Resource<CallContext>,
+        release: &wit::ReleaseRef,
+        what: &str,
+    ) -> Result<SecretScope, HostFailure> {
+        self.helm_scope(
+            ctx,
+            &release.kubeconfig,
+            &release.name,
+            &release.namespace,
+            what,
+        )
+    }
+
     /// The workload cluster behind the kubeconfig Secret of a checked scope, and the time left for the call.
     async fn helm_cluster(
         &mut self,
@@ -641,13 +657,7 @@ impl wit::Host for HelmCap<'_> {
         source: Option<wit::ReleaseSource>,
     ) -> Result<wit::Observation, HostFailure> {
         let what = format!("Helm release {}", quoted(&release.namespace, &release.name));
-        let scope = self.helm_scope(
-            &ctx,
-            &release.kubeconfig,
-            &release.name,
-            &release.namespace,
-            &what,
-        )?;
+        let scope = self.release_scope(&ctx, &release, &what)?;
         let (wanted, chart_version) = match &source {
             Some(source) => {
                 let r = self.release_source(&ctx, &what, source).await?;
@@ -682,13 +692,7 @@ impl wit::Host for HelmCap<'_> {
             "drift of Helm release {}",
             quoted(&release.namespace, &release.name)
         );
-        let scope = self.helm_scope(
-            &ctx,
-            &release.kubeconfig,
-            &release.name,
-            &release.namespace,
-            &what,
-        )?;
+        let scope = self.release_scope(&ctx, &release, &what)?;
         let ignore: Vec<Ignore> = ignore.iter().map(drift_ignore).collect();
         let (cluster, budget) = self
             .helm_cluster(&ctx, scope, &release.kubeconfig, &what)
@@ -724,13 +728,7 @@ impl wit::Host for HelmCap<'_> {
         step: wit::Step,
     ) -> Result<wit::StepRecord, HostFailure> {
         let what = format!("Helm release {}", quoted(&release.namespace, &release.name));
-        let scope = self.helm_scope(
-            &ctx,
-            &release.kubeconfig,
-            &release.name,
-            &release.namespace,
-            &what,
-        )?;
+        let scope = self.release_scope(&ctx, &release, &what)?;
         let request = match &step {
             wit::Step::Install(a) | wit::Step::Upgrade(a) => {
                 let wanted = self.apply_request(&ctx, &what, a).await?;
