@@ -102,8 +102,10 @@ impl Plugin for OmniHelmReleasePlugin {
             finalizer: Some(FINALIZER.into()),
             // This kind never had the legacy finalizer (spec §0.2), so there is none to honour.
             legacy_finalizers: Vec::new(),
-            // kube-read: the OmniCluster; secrets: whether the kubeconfig Secret and key exist, never their
-            // values; helm: the releases; clock: lastAttemptTime of failures that have no action outcome.
+            // kube-read: the OmniCluster, the releases in dependsOn and the export writing the kubeconfig; secrets:
+            // whether the kubeconfig Secret and key exist (never their values), and the host may read the values
+            // and chart-credential Secrets the object names for Helm; helm: the releases; clock: retry delays, the
+            // age of a pending revision, lastAttemptTime of failures that have no action outcome.
             capabilities: vec![
                 "kube-read".into(),
                 "secrets".into(),
