@@ -250,12 +250,7 @@ fn write_tree(
 
 /// A short, file-name-safe digest of `text`.
 fn hex(text: &str) -> String {
-    use sha2::Digest as _;
-    sha2::Sha256::digest(text.as_bytes())
-        .iter()
-        .take(12)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    super::sha256_prefix(text.as_bytes(), 24)
 }
 
 #[cfg(test)]

@@ -29,6 +29,17 @@ use tokio::sync::{Semaphore, oneshot};
 
 use protocol::{Op, Outcome, Reply, Request};
 
+/// The first `chars` hex digits of the SHA-256 of `bytes`: the digests this module keys and labels things with
+/// (release digests, cache directories, credential fingerprints).
+pub(crate) fn sha256_prefix(bytes: &[u8], chars: usize) -> String {
+    use sha2::Digest as _;
+    let hex: String = sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    hex[..chars.min(hex.len())].to_string()
+}
+
 /// Why a Helm action did not answer.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {

@@ -54,20 +54,15 @@ impl ChartAuth {
     /// A digest of the material, for keeping apart what different credentials fetched or resolved (one
     /// object's credentials must never open another's cached chart).
     pub fn fingerprint(auth: Option<&ChartAuth>) -> String {
-        use sha2::Digest as _;
         let Some(a) = auth else {
             return "anonymous".into();
         };
-        let mut h = sha2::Sha256::new();
+        let mut material = Vec::new();
         for part in [&a.username, &a.password, &a.ca_pem, &a.cert_pem, &a.key_pem] {
-            h.update(part.as_deref().unwrap_or_default().as_bytes());
-            h.update([0u8]);
+            material.extend_from_slice(part.as_deref().unwrap_or_default().as_bytes());
+            material.push(0);
         }
-        h.finalize()
-            .iter()
-            .take(16)
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        super::sha256_prefix(&material, 32)
     }
 }
 

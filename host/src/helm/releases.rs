@@ -17,7 +17,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
-use sha2::Digest as _;
 
 use super::crds;
 use super::drift::{self, DriftError, Drifted, Ignore};
@@ -203,11 +202,7 @@ pub fn source_digest(chart: &ChartLocation, version: &str, values: &Value) -> St
         ChartLocation::Git { url, path, .. } => json!({"git": url, "path": path}),
     };
     let made_from = json!({"chart": chart, "version": version, "values": canonical(values)});
-    let hex: String = sha2::Sha256::digest(made_from.to_string().as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    hex[..40].to_string()
+    super::sha256_prefix(made_from.to_string().as_bytes(), 40)
 }
 
 /// `v` with every object's keys in sorted order, whatever the map type serde_json was built with.
@@ -663,11 +658,10 @@ impl Releases {
         if self.lock().get(&key).is_some_and(|e| e.running.is_some()) {
             return Ok(Vec::new());
         }
-        let revisions = storage::read(&cluster.client, namespace, name).await?;
-        let Some(latest) = revisions.first().filter(|r| r.status == "deployed") else {
+        let latest = storage::latest_with_manifest(&cluster.client, namespace, name).await?;
+        let Some((_, manifest)) = latest.filter(|(r, _)| r.status == "deployed") else {
             return Ok(Vec::new());
         };
-        let manifest = storage::manifest(&cluster.client, namespace, &latest.secret).await?;
         Ok(drift::detect(&cluster.client, name, namespace, &manifest, ignore).await?)
     }
 
@@ -994,15 +988,10 @@ impl Job {
     /// Applies the drifted objects of the latest revision again.
     async fn correct(&self, ignore: &[Ignore]) -> Result<Value, String> {
         let (client, namespace) = (&self.cluster.client, &self.key.1);
-        let latest = storage::read(client, namespace, &self.key.2)
+        let (latest, manifest) = storage::latest_with_manifest(client, namespace, &self.key.2)
             .await
             .map_err(|e| e.to_string())?
-            .into_iter()
-            .next()
             .ok_or_else(|| "the release is gone".to_string())?;
-        let manifest = storage::manifest(client, namespace, &latest.secret)
-            .await
-            .map_err(|e| e.to_string())?;
         let corrected = drift::correct(client, &self.key.2, namespace, &manifest, ignore)
             .await
             .map_err(|e| e.to_string())?;

@@ -86,29 +86,20 @@ pub async fn read(
         namespace: namespace.into(),
         source,
     };
-    let selector = format!("owner=helm,name={name}");
-    let list = api
-        .list_metadata(&ListParams::default().labels(&selector))
-        .await
-        .map_err(kube_err)?;
-    let mut found: Vec<(u64, ObjectMeta)> = list
-        .items
-        .into_iter()
-        .filter_map(|m| {
-            let revision = m.metadata.labels.as_ref()?.get("version")?.parse().ok()?;
-            Some((revision, m.metadata))
-        })
-        .collect();
-    found.sort_by_key(|f| std::cmp::Reverse(f.0));
     let mut revisions = Vec::new();
-    for (revision, meta) in found.into_iter().take(HISTORY + 1) {
+    for (revision, meta) in listed(&api, name)
+        .await
+        .map_err(kube_err)?
+        .into_iter()
+        .take(HISTORY + 1)
+    {
         let secret = meta.name.clone().unwrap_or_default();
         if revisions.is_empty() {
             // Gone between the LIST and the GET (an uninstall, a prune): the next read sees the new state.
             let Some(s) = api.get_opt(&secret).await.map_err(kube_err)? else {
                 continue;
             };
-            revisions.push(revision_of(revision, &s)?);
+            revisions.push(revision_of(revision, &s, &decoded(&s)?));
         } else {
             let text = |key: &str| meta_label(&meta, key).map(str::to_string);
             revisions.push(StoredRevision {
@@ -123,6 +114,56 @@ pub async fn read(
     Ok(revisions)
 }
 
+/// The latest revision with the manifest Helm rendered for it (every object of the release, as YAML documents),
+/// from one LIST of metadata and one GET; None when Helm stores no revision.
+pub async fn latest_with_manifest(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<(StoredRevision, String)>, StorageError> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let kube_err = |source| StorageError::Kube {
+        namespace: namespace.into(),
+        source,
+    };
+    let Some((revision, meta)) = listed(&api, name)
+        .await
+        .map_err(kube_err)?
+        .into_iter()
+        .next()
+    else {
+        return Ok(None);
+    };
+    let Some(s) = api
+        .get_opt(&meta.name.unwrap_or_default())
+        .await
+        .map_err(kube_err)?
+    else {
+        return Ok(None);
+    };
+    let release = decoded(&s)?;
+    let manifest = release["manifest"].as_str().unwrap_or_default().to_string();
+    Ok(Some((revision_of(revision, &s, &release), manifest)))
+}
+
+/// The release's revision Secrets by their metadata, newest first.
+async fn listed(api: &Api<Secret>, name: &str) -> Result<Vec<(u64, ObjectMeta)>, kube::Error> {
+    let selector = format!("owner=helm,name={name}");
+    let list = api
+        .list_metadata(&ListParams::default().labels(&selector))
+        .await?;
+    let mut found: Vec<(u64, ObjectMeta)> = list
+        .items
+        .into_iter()
+        .filter_map(|m| {
+            let revision = m.metadata.labels.as_ref()?.get("version")?.parse().ok()?;
+            Some((revision, m.metadata))
+        })
+        .collect();
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
+    Ok(found)
+}
+
 fn meta_label<'a>(m: &'a ObjectMeta, key: &str) -> Option<&'a str> {
     m.labels.as_ref()?.get(key).map(String::as_str)
 }
@@ -131,12 +172,16 @@ fn label<'a>(s: &'a Secret, key: &str) -> Option<&'a str> {
     meta_label(&s.metadata, key)
 }
 
-fn revision_of(revision: u64, s: &Secret) -> Result<StoredRevision, StorageError> {
-    let secret = s.metadata.name.clone().unwrap_or_default();
-    let release = decode(s).map_err(|reason| StorageError::Undecodable {
-        secret: secret.clone(),
+/// The release JSON of a revision Secret.
+fn decoded(s: &Secret) -> Result<Value, StorageError> {
+    decode(s).map_err(|reason| StorageError::Undecodable {
+        secret: s.metadata.name.clone().unwrap_or_default(),
         reason,
-    })?;
+    })
+}
+
+fn revision_of(revision: u64, s: &Secret, release: &Value) -> StoredRevision {
+    let secret = s.metadata.name.clone().unwrap_or_default();
     let text = |v: &Value, path: &[&str]| {
         path.iter()
             .try_fold(v, |v, k| v.get(k))
@@ -145,21 +190,21 @@ fn revision_of(revision: u64, s: &Secret) -> Result<StoredRevision, StorageError
             .to_string()
     };
     let metadata = release.pointer("/chart/metadata").unwrap_or(&Value::Null);
-    Ok(StoredRevision {
+    StoredRevision {
         revision,
         // The label and the JSON agree unless someone edited one; the label is what Helm's queries use.
         status: label(s, "status")
             .map(str::to_string)
-            .unwrap_or_else(|| text(&release, &["info", "status"])),
+            .unwrap_or_else(|| text(release, &["info", "status"])),
         chart: text(metadata, &["name"]),
         chart_version: text(metadata, &["version"]),
         app_version: text(metadata, &["appVersion"]),
-        updated: text(&release, &["info", "last_deployed"]),
-        description: text(&release, &["info", "description"]),
+        updated: text(release, &["info", "last_deployed"]),
+        description: text(release, &["info", "description"]),
         digest: label(s, DIGEST_LABEL).map(str::to_string),
         secret,
-        tests: test_hooks(&release),
-    })
+        tests: test_hooks(release),
+    }
 }
 
 /// The hooks that run on `helm test` (event `test`, or Helm 2's `test-success`), in the release's order.
@@ -240,25 +285,6 @@ fn encode(release: &Value) -> Result<ByteString, String> {
     ))
 }
 
-/// The manifest Helm rendered for the revision stored in Secret `secret` (every object of the release, as
-/// YAML documents).
-pub async fn manifest(
-    client: &kube::Client,
-    namespace: &str,
-    secret: &str,
-) -> Result<String, StorageError> {
-    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    let s = api.get(secret).await.map_err(|source| StorageError::Kube {
-        namespace: namespace.into(),
-        source,
-    })?;
-    let release = decode(&s).map_err(|reason| StorageError::Undecodable {
-        secret: secret.into(),
-        reason,
-    })?;
-    Ok(release["manifest"].as_str().unwrap_or_default().to_string())
-}
-
 /// Marks a revision left `pending-*` as `failed`, in its label and its JSON, as Flux's unlock does: Helm
 /// refuses every action on a release whose latest revision is pending, and nothing else ever clears it when the
 /// action's process died. The write is conditioned on the Secret's resourceVersion, so a revision that moved on
@@ -304,6 +330,11 @@ pub async fn mark_failed(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A revision Secret as `read` takes the latest one.
+    fn read_one(revision: u64, s: &Secret) -> Result<StoredRevision, StorageError> {
+        decoded(s).map(|release| revision_of(revision, s, &release))
+    }
     use serde_json::json;
 
     fn secret(release: &Value, gzip: bool, labels: &[(&str, &str)]) -> Secret {
@@ -347,7 +378,7 @@ mod tests {
             true,
             &[("status", "deployed"), (DIGEST_LABEL, "abc")],
         );
-        let r = revision_of(2, &s).unwrap();
+        let r = read_one(2, &s).unwrap();
         assert_eq!(
             r,
             StoredRevision {
@@ -375,7 +406,7 @@ mod tests {
              "last_run": {"started_at": "0001-01-01T00:00:00Z", "completed_at": "0001-01-01T00:00:00Z", "phase": ""}},
             {"name": "demo-pre", "events": ["pre-install"], "last_run": {"phase": "Succeeded"}},
         ]);
-        let got = revision_of(2, &secret(&r, true, &[])).unwrap().tests;
+        let got = read_one(2, &secret(&r, true, &[])).unwrap().tests;
         assert_eq!(
             got,
             vec![
@@ -398,7 +429,7 @@ mod tests {
     #[test]
     fn plain_json_without_the_gzip_magic_is_read_as_helm_reads_it() {
         let s = secret(&release(), false, &[]);
-        let r = revision_of(2, &s).unwrap();
+        let r = read_one(2, &s).unwrap();
         // No status label: the JSON's status stands in.
         assert_eq!((r.status.as_str(), r.digest), ("deployed", None));
     }
@@ -407,7 +438,7 @@ mod tests {
     fn a_secret_that_is_not_a_release_is_an_error_naming_it() {
         let mut s = secret(&release(), true, &[]);
         s.data = Some([("release".to_string(), ByteString(b"%%%".to_vec()))].into());
-        let err = revision_of(2, &s).unwrap_err().to_string();
+        let err = read_one(2, &s).unwrap_err().to_string();
         assert!(
             err.contains("sh.helm.release.v1.demo.v2") && err.contains("not base64"),
             "{err}"
