@@ -157,6 +157,11 @@ async fn helm_tests_run_after_installs_and_a_failing_one_is_remediated_by_uninst
         "{passed:#}"
     );
     assert!(hooks["passes-tested-test-connection"]["lastCompleted"].is_string());
+    // The host records an outcome's Event after the status that reports it: wait for it, then count.
+    env.wait_until("the TestSucceeded Event", || {
+        count(&env.events("passes"), "TestSucceeded") >= 1
+    })
+    .await;
     assert_eq!(count(&env.events("passes"), "TestSucceeded"), 1);
 
     let failed = env
@@ -179,6 +184,10 @@ async fn helm_tests_run_after_installs_and_a_failing_one_is_remediated_by_uninst
         "{:?}",
         env.revisions("fails")
     );
+    env.wait_until("the last remediation's Event", || {
+        count(&env.events("fails"), "UninstallSucceeded") >= 2
+    })
+    .await;
     let events = env.events("fails");
     assert_eq!(count(&events, "InstallSucceeded"), 2, "{events:?}");
     assert_eq!(count(&events, "TestFailed"), 2, "{events:?}");
