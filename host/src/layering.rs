@@ -12,6 +12,7 @@ use std::path::Path;
 const ALLOWED: &[(&str, &[&str])] = &[
     ("contract", &[]),
     ("helm", &[]),
+    ("distribution", &[]),
     ("omni", &["contract"]),
     ("secrets", &["contract"]),
     ("capabilities", &["contract", "helm", "omni", "secrets"]),

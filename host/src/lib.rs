@@ -14,6 +14,7 @@ pub mod contract;
 pub mod controllers;
 pub mod defaults;
 pub mod dev;
+pub mod distribution;
 pub mod helm;
 pub mod omni;
 pub mod operator;

@@ -8,6 +8,8 @@
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+mod plugin_cli;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -268,8 +270,10 @@ enum Command {
 
 #[derive(Subcommand)]
 enum PluginCommand {
-    /// Load a plugin and print what it is, what it imports, and whether its grants cover that.
+    /// Load a plugin and print what it is, what it imports, its metadata, and whether its grants cover that.
     Inspect(PluginArgs),
+    #[command(flatten)]
+    Distribution(plugin_cli::DistributionCommand),
     /// Run one reconcile of an object (JSON file) and print the outputs the operator would commit.
     /// There is no Kubernetes behind `kube-read` here: reads answer `unavailable`.
     Reconcile {
@@ -443,9 +447,17 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Plugin(PluginCommand::Distribution(command)) => {
+            plugin_cli::run(command).await?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Plugin(PluginCommand::Inspect(args)) => {
             let runtime = Runtime::new(runtime_config)?;
             let plugin = load(&runtime, &args).await?;
+            let bytes = std::fs::read(&args.wasm)
+                .with_context(|| format!("reading {}", args.wasm.display()))?;
+            let metadata = omni_operator::distribution::metadata::read(&bytes)?;
+            let interfaces = omni_operator::distribution::metadata::interfaces(&bytes)?;
             let info = plugin.info();
             let report = json!({
                 "name": info.name,
@@ -455,6 +467,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 "finalizer": info.finalizer,
                 "declaredCapabilities": info.capabilities,
                 "imports": plugin.imports(),
+                "metadata": metadata,
+                "componentImports": interfaces.imports,
+                "componentExports": interfaces.exports,
             });
             println!("{}", serde_json::to_string_pretty(&report)?);
             Ok(ExitCode::SUCCESS)

@@ -15,13 +15,16 @@ use crate::kinds::{
     OmniClusterSpec, OmniConnectionSpec, OmniControlPlaneSpec, OmniHelmReleaseSpec,
     OmniKubeconfigExportSpec, OmniMachineSpec, OmniSecretSyncSpec, OmniWorkersSpec,
 };
-use crate::meta::{GROUP, OmniKind, VERSION};
+use crate::meta::{OmniKind, VERSION};
+use crate::platform::{ClusterBinding, PluginBindingSpec, PluginSpec};
 use crate::structural::structural;
 
 /// `kubectl get omni` lists every object of the API.
 pub const CATEGORY: &str = "omni";
+/// `kubectl get omni-plugins` lists the plugin platform's objects.
+pub const PLATFORM_CATEGORY: &str = "omni-plugins";
 
-/// All eight CRDs, in a fixed order, with object keys sorted so that rendering is deterministic.
+/// All eight CRDs and the three of the plugin platform, in a fixed order, with object keys sorted so that rendering is deterministic.
 ///
 /// Each gets the columns of its key spec fields, then its readiness condition. The child kinds
 /// (control plane, workers, machine) only ever get `Accepted` (spec §1.4–§1.6), so that is theirs.
@@ -74,6 +77,27 @@ pub fn all() -> Vec<Value> {
             ],
             "Ready",
         ),
+        crd::<PluginSpec>(
+            &[
+                column("Artifact", "string", ".spec.artifact"),
+                column("Digest", "string", ".status.digest"),
+            ],
+            "Ready",
+        ),
+        crd::<PluginBindingSpec>(
+            &[
+                column("Plugin", "string", ".spec.plugin"),
+                column("Digest", "string", ".status.digest"),
+            ],
+            "Ready",
+        ),
+        crd::<ClusterBinding>(
+            &[
+                column("Plugin", "string", ".spec.plugin"),
+                column("Digest", "string", ".status.digest"),
+            ],
+            "Ready",
+        ),
     ]
 }
 
@@ -107,7 +131,7 @@ impl std::error::Error for RenderError {
 pub const FILE_HEADER: &str = "# Generated from the Rust types in plugins/api by omni_api::crds; do not edit.\n\
 # Regenerate with: UPDATE_CRDS=1 cargo test -p omni-api --features schema --test crds_committed\n";
 
-/// [`all`] rendered as the files under `crds/` (`omni.texashpc.com_<plural>.yaml`).
+/// [`all`] rendered as the files under `crds/` (`<group>_<plural>.yaml`).
 pub fn files() -> Result<Vec<CrdFile>, RenderError> {
     all()
         .into_iter()
@@ -116,13 +140,13 @@ pub fn files() -> Result<Vec<CrdFile>, RenderError> {
                 .as_str()
                 .unwrap_or_default()
                 .to_string();
-            let plural = name.split('.').next().unwrap_or_default();
+            let (plural, group) = name.split_once('.').unwrap_or_default();
             let body = yaml_serde::to_string(&crd).map_err(|source| RenderError {
                 crd: name.clone(),
                 source,
             })?;
             Ok(CrdFile {
-                file_name: format!("{GROUP}_{plural}.yaml"),
+                file_name: format!("{group}_{plural}.yaml"),
                 yaml: format!("{FILE_HEADER}---\n{body}"),
             })
         })
@@ -161,7 +185,7 @@ where
         "properties": {
             "apiVersion": {
                 "type": "string",
-                "description": "APIVersion is the versioned schema of this object: omni.texashpc.com/v1alpha1."
+                "description": format!("APIVersion is the versioned schema of this object: {}/{VERSION}.", S::GROUP)
             },
             "kind": {
                 "type": "string",
@@ -188,17 +212,17 @@ where
     sorted(json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": { "name": format!("{}.{GROUP}", S::PLURAL) },
+        "metadata": { "name": format!("{}.{}", S::PLURAL, S::GROUP) },
         "spec": {
-            "group": GROUP,
+            "group": S::GROUP,
             "names": {
                 "kind": S::KIND,
                 "listKind": S::LIST_KIND,
                 "plural": S::PLURAL,
                 "singular": S::SINGULAR,
-                "categories": [CATEGORY]
+                "categories": [if S::GROUP == crate::platform::PLATFORM_GROUP { PLATFORM_CATEGORY } else { CATEGORY }]
             },
-            "scope": "Namespaced",
+            "scope": if S::CLUSTER_SCOPED { "Cluster" } else { "Namespaced" },
             "versions": [{
                 "name": VERSION,
                 "served": true,

@@ -1,6 +1,7 @@
 //! The `omni.texashpc.com/v1alpha1` API: Rust types for the eight kinds of the Go omni-cluster-operator,
 //! wire-compatible with it (same JSON field names, same defaults, same validation), and — with the cargo
-//! feature `schema` — the CustomResourceDefinitions generated from them.
+//! feature `schema` — the CustomResourceDefinitions generated from them. [`platform`] adds this operator's own
+//! `plugins.omni.texashpc.com` kinds (Plugin, PluginBinding, ClusterPluginBinding).
 //!
 //! The crate depends only on serde and serde_json by default so that WebAssembly guests (wasm32-wasip2)
 //! can use the types; schemars and the CRD code compile only with `schema`.
@@ -20,6 +21,7 @@ pub mod kinds;
 pub mod labels;
 pub mod meta;
 pub mod patterns;
+pub mod platform;
 
 #[cfg(feature = "schema")]
 pub mod crds;

@@ -31,6 +31,10 @@ pub trait OmniKind: Serialize + DeserializeOwned {
     const PLURAL: &'static str;
     const SINGULAR: &'static str;
     const LIST_KIND: &'static str;
+    /// The kind's API group: [`GROUP`] for the eight Omni kinds.
+    const GROUP: &'static str = GROUP;
+    /// Cluster-scoped rather than namespaced (the plugin platform's Plugin and ClusterPluginBinding).
+    const CLUSTER_SCOPED: bool = false;
     type Status: Serialize + DeserializeOwned;
 }
 
@@ -53,7 +57,7 @@ impl<S: OmniKind> Object<S> {
     /// A new object with `apiVersion` and `kind` filled in, ready to be created or applied.
     pub fn new(namespace: impl Into<String>, name: impl Into<String>, spec: S) -> Self {
         Object {
-            api_version: API_VERSION.to_string(),
+            api_version: format!("{}/{VERSION}", S::GROUP),
             kind: S::KIND.to_string(),
             metadata: ObjectMeta {
                 name: Some(name.into()),

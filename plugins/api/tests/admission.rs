@@ -679,11 +679,16 @@ async fn kubectl_get_shows_the_printer_columns() {
 }
 
 #[test]
-fn every_kind_is_in_the_omni_category() {
+fn every_kind_is_in_the_omni_category_and_the_plugin_platforms_in_its_own() {
     for crd in omni_api::crds::all() {
+        let category = if crd["spec"]["group"] == "plugins.omni.texashpc.com" {
+            "omni-plugins"
+        } else {
+            "omni"
+        };
         assert_eq!(
             crd["spec"]["names"]["categories"],
-            json!(["omni"]),
+            json!([category]),
             "{}",
             crd["metadata"]["name"]
         );

@@ -37,7 +37,10 @@ fn committed_crds_match_the_rust_types() {
     let generated: Vec<&str> = files.iter().map(|f| f.file_name.as_str()).collect();
     for entry in fs::read_dir(&dir).expect("listing crds/").flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with("omni.texashpc.com_") && !generated.contains(&name.as_str()) {
+        if (name.starts_with("omni.texashpc.com_")
+            || name.starts_with("plugins.omni.texashpc.com_"))
+            && !generated.contains(&name.as_str())
+        {
             if update {
                 fs::remove_file(entry.path()).unwrap_or_else(|e| panic!("removing {name}: {e}"));
             } else {
@@ -87,6 +90,9 @@ fn every_kind_has_one_file_named_like_controller_gen_names_it() {
             "omni.texashpc.com_omnihelmreleases.yaml",
             "omni.texashpc.com_omnikubeconfigexports.yaml",
             "omni.texashpc.com_omnisecretsyncs.yaml",
+            "plugins.omni.texashpc.com_plugins.yaml",
+            "plugins.omni.texashpc.com_pluginbindings.yaml",
+            "plugins.omni.texashpc.com_clusterpluginbindings.yaml",
         ]
     );
 }

@@ -338,10 +338,80 @@ pub trait Plugin {
     }
 }
 
-/// Exports a [`Plugin`] as the component's `plugin`, `reconciler` and `validator` interfaces.
+/// The contract package this SDK is built against, as the metadata section and `omni-operator plugin inspect`
+/// name it.
+pub const WIT_PACKAGE: &str = "omni:operator@0.1.0";
+/// This SDK's version, recorded in every plugin built with it.
+pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Builds the metadata custom section at compile time (`export_plugin!` uses it; not for plugins to call).
+#[doc(hidden)]
+pub mod metadata {
+    /// The section's name; the host reads exactly this one.
+    pub const SECTION: &str = "omni-operator:metadata";
+
+    pub const fn len(parts: &[&str]) -> usize {
+        let mut total = 0;
+        let mut i = 0;
+        while i < parts.len() {
+            total += parts[i].len();
+            i += 1;
+        }
+        total
+    }
+
+    pub const fn join<const N: usize>(parts: &[&str]) -> [u8; N] {
+        let mut out = [0u8; N];
+        let (mut at, mut i) = (0, 0);
+        while i < parts.len() {
+            let bytes = parts[i].as_bytes();
+            let mut j = 0;
+            while j < bytes.len() {
+                out[at] = bytes[j];
+                at += 1;
+                j += 1;
+            }
+            i += 1;
+        }
+        out
+    }
+}
+
+/// Writes the plugin's metadata (its crate's name and version, the contract and SDK versions, and the grants it
+/// requests) into the custom section `omni-operator:metadata` of the component, where it travels with the bytes.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __plugin_metadata {
+    ($($capabilities:literal)?) => {
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            const PARTS: &[&str] = &[
+                "{\"name\":\"",
+                ::core::env!("CARGO_PKG_NAME"),
+                "\",\"version\":\"",
+                ::core::env!("CARGO_PKG_VERSION"),
+                "\",\"wit\":\"",
+                $crate::WIT_PACKAGE,
+                "\",\"sdk\":\"",
+                $crate::SDK_VERSION,
+                "\""
+                $(, ",\"capabilities\":\"", $capabilities, "\"")?,
+                "}",
+            ];
+            const LEN: usize = $crate::metadata::len(PARTS);
+            #[unsafe(link_section = "omni-operator:metadata")]
+            #[used]
+            static METADATA: [u8; LEN] = $crate::metadata::join::<LEN>(PARTS);
+        };
+    };
+}
+
+/// Exports a [`Plugin`] as the component's `plugin`, `reconciler` and `validator` interfaces, and writes its
+/// metadata section. `capabilities = "kube-read,helm"` names the grants the plugin requests (the `--grant`
+/// grammar); an operator never grants it more. Without it, the plugin requests what its imports need.
 #[macro_export]
 macro_rules! export_plugin {
-    ($plugin:ty) => {
+    (@export $plugin:ty) => {
         const _: () = {
             struct __OmniPluginExport;
 
@@ -379,5 +449,13 @@ macro_rules! export_plugin {
             #[cfg(target_arch = "wasm32")]
             $crate::bindings::export!(__OmniPluginExport with_types_in $crate::bindings);
         };
+    };
+    ($plugin:ty) => {
+        $crate::export_plugin!(@export $plugin);
+        $crate::__plugin_metadata!();
+    };
+    ($plugin:ty, capabilities = $capabilities:literal) => {
+        $crate::export_plugin!(@export $plugin);
+        $crate::__plugin_metadata!($capabilities);
     };
 }

@@ -1,0 +1,351 @@
+//! Plugins as OCI artifacts in the CNCF Wasm layout (what `wkg oci push` writes, and wasmCloud and Spin read): an
+//! image manifest whose config has media type `application/vnd.wasm.config.v0+json` and whose one layer is the
+//! component, `application/wasm`. Pulls are by digest only, and every byte is checked against it: the manifest
+//! against the digest asked for, the layer against the manifest, the size against a ceiling before it is read.
+
+use std::collections::BTreeMap;
+
+use futures::StreamExt;
+use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
+use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciImageManifest, OciManifest};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+use serde::{Deserialize, Serialize};
+
+use super::reference::{is_sha256_digest, sha256_digest};
+
+pub const CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
+pub const LAYER_MEDIA_TYPE: &str = "application/wasm";
+/// The `artifactType` tools put on Wasm component manifests.
+pub const COMPONENT_ARTIFACT_TYPE: &str = "application/vnd.wasm.component.v1+wasm";
+/// The largest component this operator pulls. The built-in plugins are under 1 MiB; non-Rust components run to a
+/// few MiB. A bigger layer is refused before a byte of it is read.
+pub const MAX_COMPONENT_BYTES: u64 = 64 << 20;
+/// The largest manifest or config read.
+const MAX_MANIFEST_BYTES: usize = 1 << 20;
+
+/// How to reach a registry.
+#[derive(Clone, Default)]
+pub struct Access {
+    pub auth: Credentials,
+    /// Plain HTTP instead of HTTPS, for a registry on a trusted network only (Docker's "insecure registries").
+    pub plain_http: bool,
+}
+
+/// Registry credentials; their `Debug` never shows them.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub enum Credentials {
+    #[default]
+    Anonymous,
+    Basic {
+        username: String,
+        password: String,
+    },
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Credentials::Anonymous => f.write_str("Anonymous"),
+            Credentials::Basic { username, .. } => {
+                write!(f, "Basic({username:?}, <redacted>)")
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Access")
+            .field("auth", &self.auth)
+            .field("plain_http", &self.plain_http)
+            .finish()
+    }
+}
+
+impl Credentials {
+    pub(super) fn registry_auth(&self) -> RegistryAuth {
+        match self {
+            Credentials::Anonymous => RegistryAuth::Anonymous,
+            Credentials::Basic { username, password } => {
+                RegistryAuth::Basic(username.clone(), password.clone())
+            }
+        }
+    }
+}
+
+impl Access {
+    pub(super) fn client_protocol(&self) -> ClientProtocol {
+        if self.plain_http {
+            ClientProtocol::Http
+        } else {
+            ClientProtocol::Https
+        }
+    }
+
+    fn client(&self) -> Client {
+        Client::new(ClientConfig {
+            protocol: self.client_protocol(),
+            ..ClientConfig::default()
+        })
+    }
+}
+
+/// What went wrong talking to a registry, or with what it sent.
+#[derive(Debug, thiserror::Error)]
+pub enum OciError {
+    #[error("registry request for {reference} failed: {source}")]
+    Registry {
+        reference: String,
+        #[source]
+        source: oci_client::errors::OciDistributionError,
+    },
+    #[error("{reference} is not a Wasm component artifact: {reason}")]
+    NotWasm { reference: String, reason: String },
+    #[error("{reference}: the registry sent {what} with digest {actual}, not {expected}")]
+    DigestMismatch {
+        reference: String,
+        what: &'static str,
+        expected: String,
+        actual: String,
+    },
+    #[error(
+        "{reference}: the component is {size} bytes, above the {MAX_COMPONENT_BYTES}-byte ceiling"
+    )]
+    TooLarge { reference: String, size: u64 },
+    #[error("{reference}: reading the component: {source}")]
+    Read {
+        reference: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The config blob of the Wasm layout (CNCF TAG Runtime's "Wasm OCI Artifact layout").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WasmConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    pub architecture: String,
+    pub os: String,
+    #[serde(default)]
+    pub layer_digests: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component: Option<ComponentConfig>,
+}
+
+/// What a component imports and exports, by interface name, for registries and tools that show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ComponentConfig {
+    #[serde(default)]
+    pub imports: Vec<String>,
+    #[serde(default)]
+    pub exports: Vec<String>,
+}
+
+/// A component pulled and checked.
+#[derive(Debug, Clone)]
+pub struct Pulled {
+    /// The manifest digest: what a pinned reference names and what signatures sign.
+    pub digest: String,
+    /// The manifest exactly as the registry sent it.
+    pub manifest: Vec<u8>,
+    pub component: Vec<u8>,
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// Pushes `component` to `reference` in the Wasm layout; returns the manifest digest. `annotations` go on the
+/// manifest (OCI's `org.opencontainers.image.*` and this project's plugin metadata).
+pub async fn push(
+    reference: &Reference,
+    component: &[u8],
+    interfaces: ComponentConfig,
+    annotations: BTreeMap<String, String>,
+    access: &Access,
+) -> Result<String, OciError> {
+    let layer = ImageLayer::new(component.to_vec(), LAYER_MEDIA_TYPE.to_string(), None);
+    let config = WasmConfig {
+        created: annotations.get("org.opencontainers.image.created").cloned(),
+        author: None,
+        architecture: "wasm".into(),
+        os: "wasip2".into(),
+        layer_digests: vec![sha256_digest(component)],
+        component: Some(interfaces),
+    };
+    let config = Config::new(
+        serde_json::to_vec(&config).unwrap_or_default(),
+        CONFIG_MEDIA_TYPE.to_string(),
+        None,
+    );
+    let mut manifest = OciImageManifest::build(
+        std::slice::from_ref(&layer),
+        &config,
+        Some(annotations).filter(|a| !a.is_empty()),
+    );
+    manifest.artifact_type = Some(COMPONENT_ARTIFACT_TYPE.into());
+    let manifest_bytes =
+        serde_json::to_vec(&OciManifest::Image(manifest.clone())).unwrap_or_default();
+    let client = access.client();
+    client
+        .push(
+            reference,
+            &[layer],
+            config,
+            &access.auth.registry_auth(),
+            Some(manifest),
+        )
+        .await
+        .map_err(|source| OciError::Registry {
+            reference: reference.whole(),
+            source,
+        })?;
+    // The digest of what was sent, so a tag push still reports the digest to pin; checked against the registry's.
+    let digest = resolve(reference, access).await?;
+    let sent = sha256_digest(&manifest_bytes);
+    if digest != sent {
+        tracing::debug!(%digest, %sent, "the registry re-encoded the manifest; its digest is the one to pin");
+    }
+    Ok(digest)
+}
+
+/// The digest `reference` names now (a tag's current manifest, or the digest it pins).
+pub async fn resolve(reference: &Reference, access: &Access) -> Result<String, OciError> {
+    let digest = access
+        .client()
+        .fetch_manifest_digest(reference, &access.auth.registry_auth())
+        .await
+        .map_err(|source| OciError::Registry {
+            reference: reference.whole(),
+            source,
+        })?;
+    if !is_sha256_digest(&digest) {
+        return Err(OciError::NotWasm {
+            reference: reference.whole(),
+            reason: format!("the registry answered digest {digest:?}, not a sha256 digest"),
+        });
+    }
+    Ok(digest)
+}
+
+/// Pulls the component `reference` pins by `digest` and checks the layout, the digests and the size.
+pub async fn pull(
+    reference: &Reference,
+    digest: &str,
+    access: &Access,
+) -> Result<Pulled, OciError> {
+    let whole = reference.whole();
+    let pinned = Reference::with_digest(
+        reference.registry().to_string(),
+        reference.repository().to_string(),
+        digest.to_string(),
+    );
+    let client = access.client();
+    let auth = access.auth.registry_auth();
+    let (raw, _) = client
+        .pull_manifest_raw(&pinned, &auth, &[OCI_IMAGE_MEDIA_TYPE])
+        .await
+        .map_err(|source| OciError::Registry {
+            reference: whole.clone(),
+            source,
+        })?;
+    let actual = sha256_digest(&raw);
+    if actual != digest {
+        return Err(OciError::DigestMismatch {
+            reference: whole,
+            what: "a manifest",
+            expected: digest.to_string(),
+            actual,
+        });
+    }
+    if raw.len() > MAX_MANIFEST_BYTES {
+        return Err(not_wasm(&whole, "the manifest is larger than 1 MiB"));
+    }
+    let manifest: OciImageManifest = serde_json::from_slice(&raw).map_err(|e| {
+        not_wasm(
+            &whole,
+            &format!("the manifest is not an OCI image manifest: {e}"),
+        )
+    })?;
+    if manifest.config.media_type != CONFIG_MEDIA_TYPE {
+        return Err(not_wasm(
+            &whole,
+            &format!(
+                "its config has media type {:?}, not {CONFIG_MEDIA_TYPE:?}",
+                manifest.config.media_type
+            ),
+        ));
+    }
+    let [layer] = manifest.layers.as_slice() else {
+        return Err(not_wasm(
+            &whole,
+            &format!(
+                "it has {} layers; the Wasm layout has exactly one",
+                manifest.layers.len()
+            ),
+        ));
+    };
+    if layer.media_type != LAYER_MEDIA_TYPE {
+        return Err(not_wasm(
+            &whole,
+            &format!(
+                "its layer has media type {:?}, not {LAYER_MEDIA_TYPE:?}",
+                layer.media_type
+            ),
+        ));
+    }
+    let size = u64::try_from(layer.size).unwrap_or(u64::MAX);
+    if size > MAX_COMPONENT_BYTES {
+        return Err(OciError::TooLarge {
+            reference: whole,
+            size,
+        });
+    }
+    let mut stream = client
+        .pull_blob_stream(&pinned, layer)
+        .await
+        .map_err(|source| OciError::Registry {
+            reference: whole.clone(),
+            source,
+        })?
+        .stream;
+    let mut component = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|source| OciError::Read {
+            reference: whole.clone(),
+            source,
+        })?;
+        // The descriptor's size is the registry's word; the bytes are counted as they come.
+        if (component.len() + chunk.len()) as u64 > size.min(MAX_COMPONENT_BYTES) {
+            return Err(OciError::TooLarge {
+                reference: whole,
+                size: (component.len() + chunk.len()) as u64,
+            });
+        }
+        component.extend_from_slice(&chunk);
+    }
+    let actual = sha256_digest(&component);
+    if actual != layer.digest {
+        return Err(OciError::DigestMismatch {
+            reference: whole,
+            what: "a component layer",
+            expected: layer.digest.clone(),
+            actual,
+        });
+    }
+    Ok(Pulled {
+        digest: digest.to_string(),
+        manifest: raw.to_vec(),
+        component,
+        annotations: manifest.annotations.unwrap_or_default(),
+    })
+}
+
+fn not_wasm(reference: &str, reason: &str) -> OciError {
+    OciError::NotWasm {
+        reference: reference.to_string(),
+        reason: reason.to_string(),
+    }
+}
