@@ -18,6 +18,16 @@ pub struct DefaultPlugin {
     pub timeout: Option<Duration>,
 }
 
+impl std::fmt::Debug for DefaultPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not the component's bytes.
+        f.debug_struct("DefaultPlugin")
+            .field("name", &self.name)
+            .field("grants", &self.grants)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The defaults, in load order. README.md's grant table lists the same grants: change both together.
 pub const PLUGINS: &[DefaultPlugin] = &[
     DefaultPlugin {

@@ -30,10 +30,30 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     ("defaults", &["capabilities", "runtime"]),
     (
-        "operator",
-        &["capabilities", "controllers", "defaults", "runtime"],
+        "platform",
+        &[
+            "capabilities",
+            "controllers",
+            "defaults",
+            "distribution",
+            "runtime",
+        ],
     ),
-    ("stack", &["controllers", "defaults", "omni", "runtime"]),
+    (
+        "operator",
+        &[
+            "capabilities",
+            "controllers",
+            "defaults",
+            "distribution",
+            "platform",
+            "runtime",
+        ],
+    ),
+    (
+        "stack",
+        &["controllers", "defaults", "omni", "platform", "runtime"],
+    ),
     (
         "dev",
         &[

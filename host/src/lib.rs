@@ -18,6 +18,7 @@ pub mod distribution;
 pub mod helm;
 pub mod omni;
 pub mod operator;
+pub mod platform;
 pub mod runtime;
 pub mod secrets;
 pub mod stack;

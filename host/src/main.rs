@@ -155,12 +155,17 @@ struct SourceArgs {
     /// Core kinds are never allowed.
     #[arg(long = "allow-kind", value_name = "GROUP/KIND")]
     allow_kinds: Vec<String>,
+    /// Keep Plugin artifacts here by digest. A cache seeded with `omni-operator plugin pull --cache` serves pinned
+    /// Plugins without their registry (air-gapped clusters); signatures are verified again from it.
+    #[arg(long, env = "OMNI_OPERATOR_PLUGIN_CACHE")]
+    plugin_cache: Option<PathBuf>,
 }
 
 impl SourceArgs {
     fn sources(&self) -> anyhow::Result<PluginSources> {
         let mut sources = PluginSources {
             plugin_dir: self.plugin_dir.clone(),
+            artifact_cache: self.plugin_cache.clone(),
             ..PluginSources::default()
         };
         for g in &self.grants {

@@ -12,6 +12,7 @@ use futures::FutureExt;
 use crate::capabilities::Grants;
 use crate::controllers::{self, Settings};
 use crate::defaults;
+use crate::platform::{Platform, PlatformOptions};
 use crate::runtime::{LoadedPlugin, PluginRegistry, PluginSpec, Runtime};
 
 /// Where plugins come from and what they may do.
@@ -29,6 +30,9 @@ pub struct PluginSources {
     /// Kinds besides the eight `omni.texashpc.com` kinds that plugins may reconcile (`--allow-kind GROUP/KIND`).
     /// Core kinds never.
     pub allowed_kinds: Vec<(String, String)>,
+    /// Where Plugin artifacts are cached by digest; a pre-seeded one serves air-gapped clusters
+    /// (`--plugin-cache`).
+    pub artifact_cache: Option<PathBuf>,
 }
 
 impl PluginSources {
@@ -188,7 +192,8 @@ impl Operator {
             .collect()
     }
 
-    /// Runs every plugin's controllers, and swaps in changed plugin files, until `shutdown` resolves.
+    /// Runs every kind's controllers, the plugin platform (Plugin and binding objects), and swaps in changed
+    /// plugin files, until `shutdown` resolves.
     pub async fn run(
         &self,
         client: kube::Client,
@@ -197,40 +202,37 @@ impl Operator {
     ) -> Result<()> {
         let shutdown = shutdown.boxed().shared();
         let tasks = controllers::spawn_all(&client, &self.registry, &settings, shutdown.clone());
+        let platform = Platform::new(
+            client.clone(),
+            self.runtime.clone(),
+            self.registry.clone(),
+            PlatformOptions {
+                cache: self
+                    .sources
+                    .artifact_cache
+                    .clone()
+                    .map(crate::distribution::ArtifactCache::new),
+                allowed_kinds: self.sources.allowed_kinds.clone(),
+                manager: settings.manager.clone(),
+            },
+        );
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            if let Err(e) = platform.run(stop).await {
+                tracing::error!(error = %format!("{e:#}"), "the plugin platform stopped");
+            }
+        });
         if self.sources.plugin_dir.is_some() {
+            // A plugin that appears while running gets controllers of its own: the supervisor sees the new kinds.
             let (runtime, sources, registry, stop) = (
                 self.runtime.clone(),
                 self.sources.clone(),
                 self.registry.clone(),
                 shutdown.clone(),
             );
-            // A plugin that appears while running gets controllers of its own.
-            let start = {
-                let (client, registry, settings, stop) = (
-                    client.clone(),
-                    self.registry.clone(),
-                    settings.clone(),
-                    shutdown.clone(),
-                );
-                move |name: String| {
-                    let (client, registry, settings, stop) = (
-                        client.clone(),
-                        registry.clone(),
-                        settings.clone(),
-                        stop.clone(),
-                    );
-                    tokio::spawn(async move {
-                        if let Err(e) =
-                            controllers::run_plugin(client, registry, &name, settings, stop).await
-                        {
-                            tracing::error!(plugin = %name, error = %format!("{e:#}"), "controllers of a new plugin stopped");
-                        }
-                    });
-                }
-            };
             tokio::spawn(async move {
                 tokio::select! {
-                    _ = watch_plugin_dir(runtime, sources, registry, start) => {}
+                    _ = watch_plugin_dir(runtime, sources, registry) => {}
                     _ = stop => {}
                 }
             });
@@ -294,12 +296,7 @@ fn install(registry: &PluginRegistry, plugin: Arc<LoadedPlugin>) {
 
 /// Polls the plugin directory; a changed file is loaded and, if it loads, replaces the running version (calls in
 /// flight finish on the old one). A file that fails to load leaves the running version in place.
-async fn watch_plugin_dir(
-    runtime: Runtime,
-    sources: PluginSources,
-    registry: Arc<PluginRegistry>,
-    start: impl Fn(String),
-) {
+async fn watch_plugin_dir(runtime: Runtime, sources: PluginSources, registry: Arc<PluginRegistry>) {
     let mut seen: HashMap<String, Option<SystemTime>> = HashMap::new();
     if let Ok(files) = sources.scan() {
         for (name, _, modified) in files {
@@ -321,13 +318,7 @@ async fn watch_plugin_dir(
             }
             seen.insert(name.clone(), modified);
             match load_file(&runtime, &sources, &registry, &name, &path).await {
-                Ok(plugin) => {
-                    let new = registry.get(&name).is_none();
-                    install(&registry, plugin);
-                    if new {
-                        start(name.clone());
-                    }
-                }
+                Ok(plugin) => install(&registry, plugin),
                 Err(e) => {
                     tracing::warn!(plugin = %name, error = %format!("{e:#}"), "new plugin version refused; the running one stays")
                 }

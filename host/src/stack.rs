@@ -246,6 +246,8 @@ pub struct HostBuilder {
     runtime: Runtime,
     plugins: Vec<Source>,
     settings: Settings,
+    /// Runs the plugin platform (Plugin and binding objects) beside the controllers.
+    platform: Option<crate::platform::PlatformOptions>,
 }
 
 impl HostBuilder {
@@ -255,6 +257,7 @@ impl HostBuilder {
             runtime,
             plugins: Vec::new(),
             settings: Settings::default(),
+            platform: None,
         }
     }
 
@@ -300,6 +303,12 @@ impl HostBuilder {
 
     pub fn settings(mut self, settings: Settings) -> Self {
         self.settings = settings;
+        self
+    }
+
+    /// Serves Plugin and binding objects too, as the operator does.
+    pub fn platform(mut self, options: crate::platform::PlatformOptions) -> Self {
+        self.platform = Some(options);
         self
     }
 
@@ -353,7 +362,9 @@ impl HostBuilder {
             runtime: Some(runtime),
             registry: Arc::new(PluginRegistry::new()),
         };
-        let (plugin_runtime, plugins, settings) = (self.runtime, self.plugins, self.settings);
+        let (plugin_runtime, plugins, settings, platform) =
+            (self.runtime, self.plugins, self.settings, self.platform);
+        let platform_runtime = plugin_runtime.clone();
         // The client and the registry are made on the host's runtime: a kube client's background tasks live on
         // the runtime that made it, and must die with the host, not outlive it on the caller's.
         let ready = host.spawn(async move {
@@ -366,6 +377,19 @@ impl HostBuilder {
             .context("loading the host's plugins panicked")??;
         host.registry = registry.clone();
         host.spawn(async move {
+            if let Some(options) = platform {
+                let platform = crate::platform::Platform::new(
+                    client.clone(),
+                    platform_runtime,
+                    registry.clone(),
+                    options,
+                );
+                tokio::spawn(async move {
+                    if let Err(e) = platform.run(std::future::pending::<()>()).await {
+                        tracing::error!(error = %format!("{e:#}"), "the plugin platform stopped");
+                    }
+                });
+            }
             let tasks =
                 controllers::spawn_all(&client, &registry, &settings, std::future::pending::<()>());
             for task in tasks {

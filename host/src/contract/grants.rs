@@ -178,6 +178,38 @@ impl KindPattern {
         self.group.as_deref().is_none_or(|g| g == group)
             && self.kind.as_deref().is_none_or(|k| k == kind)
     }
+
+    /// The kinds both patterns reach, if any: `*` ∩ p = p, `g/*` ∩ `g/K` = `g/K`, different groups or kinds
+    /// reach nothing in common.
+    fn meet(&self, other: &KindPattern) -> Option<KindPattern> {
+        fn one(a: &Option<String>, b: &Option<String>) -> Option<Option<String>> {
+            match (a, b) {
+                (None, x) | (x, None) => Some(x.clone()),
+                (Some(x), Some(y)) => (x == y).then(|| Some(x.clone())),
+            }
+        }
+        let group = one(&self.group, &other.group)?;
+        let kind = one(&self.kind, &other.kind)?;
+        // `*/Kind` is not a form a grant can be written in; a group-less pattern with a kind never arises,
+        // because a pattern with a kind always names its group.
+        Some(KindPattern { group, kind })
+    }
+}
+
+/// The patterns both sets reach.
+fn meet_patterns(a: &BTreeSet<KindPattern>, b: &BTreeSet<KindPattern>) -> BTreeSet<KindPattern> {
+    a.iter()
+        .flat_map(|x| b.iter().filter_map(move |y| x.meet(y)))
+        .collect()
+}
+
+/// The namespaces both sets reach (`*` is every namespace).
+fn meet_namespaces(a: &BTreeSet<String>, b: &BTreeSet<String>) -> BTreeSet<String> {
+    match (a.contains("*"), b.contains("*")) {
+        (true, _) => b.clone(),
+        (_, true) => a.clone(),
+        _ => a.intersection(b).cloned().collect(),
+    }
 }
 
 impl fmt::Display for KindPattern {
@@ -310,6 +342,23 @@ impl Grants {
         in_scope(&self.secret_namespaces, own, Some(namespace))
     }
 
+    /// What both grant sets allow: the effective grants of a plugin binding are what the component requests
+    /// ∩ the Plugin's ceiling ∩ the binding's grants. Each part meets separately, so the result never allows
+    /// anything one side does not (a kind pattern narrows to the more specific, `*` namespaces to the named).
+    pub fn intersect(&self, other: &Grants) -> Grants {
+        Grants {
+            capabilities: self
+                .capabilities
+                .intersection(&other.capabilities)
+                .copied()
+                .collect(),
+            read_kinds: meet_patterns(&self.read_kinds, &other.read_kinds),
+            cluster_kinds: meet_patterns(&self.cluster_kinds, &other.cluster_kinds),
+            read_namespaces: meet_namespaces(&self.read_namespaces, &other.read_namespaces),
+            secret_namespaces: meet_namespaces(&self.secret_namespaces, &other.secret_namespaces),
+        }
+    }
+
     /// Every grant, spelled as [`Grants::parse`] takes it: for messages, `plugin inspect` and the docs.
     pub fn describe(&self) -> Vec<String> {
         let mut out: Vec<String> = self.capabilities.iter().map(|c| c.name().into()).collect();
@@ -377,6 +426,97 @@ mod tests {
             "{err}"
         );
         assert!(Grants::parse(["kube-write:core/ConfigMap"]).is_err());
+    }
+
+    /// Whether `g` reads `group/kind` in namespace `ns` from an object in `own`.
+    fn reads(g: &Grants, group: &str, kind: &str, own: &str, ns: &str) -> bool {
+        g.may_read_kind(group, kind, true) && g.may_read(Some(own), Some(ns))
+    }
+
+    #[test]
+    fn an_intersection_allows_only_what_both_sides_allow() {
+        let requested = Grants::parse([
+            "kube-read:core/*",
+            "kube-read:omni.texashpc.com/OmniCluster",
+            "helm",
+            "secrets",
+            "namespace:*",
+        ])
+        .unwrap();
+        let ceiling = Grants::parse([
+            "kube-read:*",
+            "secrets",
+            "namespace:shared",
+            "namespace:tools",
+        ])
+        .unwrap();
+        let binding = Grants::parse([
+            "kube-read:core/ConfigMap",
+            "kube-read:apps/Deployment",
+            "secrets",
+            "helm",
+            "namespace:shared",
+        ])
+        .unwrap();
+        let effective = requested.intersect(&ceiling).intersect(&binding);
+        assert_eq!(
+            effective.describe(),
+            [
+                "kube-read",
+                "secrets",
+                "kube-read:core/ConfigMap",
+                "namespace:shared"
+            ]
+        );
+        // helm: requested and bound, but over the ceiling.
+        assert!(!effective.allows(Capability::Helm));
+        // apps/Deployment: bound and under the ceiling, but never requested.
+        assert!(!reads(&effective, "apps", "Deployment", "a", "a"));
+        assert!(reads(&effective, "", "ConfigMap", "a", "shared"));
+        assert!(!reads(&effective, "", "ConfigMap", "a", "tools"));
+        // Intersection is symmetric and idempotent, and meeting nothing gives nothing.
+        assert_eq!(
+            binding.intersect(&ceiling).intersect(&requested).describe(),
+            effective.describe()
+        );
+        assert_eq!(
+            effective.intersect(&effective).describe(),
+            effective.describe()
+        );
+        assert!(effective.intersect(&Grants::none()).describe().is_empty());
+    }
+
+    #[test]
+    fn kind_patterns_meet_at_the_narrower() {
+        let meet = |a: &str, b: &str| {
+            let a = Grants::parse([format!("kube-read:{a}")]).unwrap();
+            let b = Grants::parse([format!("kube-read:{b}")]).unwrap();
+            a.intersect(&b).describe()
+        };
+        assert_eq!(
+            meet("*", "apps/Deployment"),
+            ["kube-read", "kube-read:apps/Deployment"]
+        );
+        assert_eq!(
+            meet("apps/*", "apps/Deployment"),
+            ["kube-read", "kube-read:apps/Deployment"]
+        );
+        assert_eq!(meet("apps/*", "apps/*"), ["kube-read", "kube-read:apps/*"]);
+        assert_eq!(meet("apps/*", "core/*"), ["kube-read"]);
+        assert_eq!(meet("apps/Deployment", "apps/StatefulSet"), ["kube-read"]);
+        // Cluster-scoped kinds meet only cluster-scoped grants.
+        let cluster = Grants::parse(["kube-read-cluster:core/Namespace"]).unwrap();
+        let namespaced = Grants::parse(["kube-read:*"]).unwrap();
+        assert!(
+            !cluster
+                .intersect(&namespaced)
+                .may_read_kind("", "Namespace", false)
+        );
+        assert!(
+            cluster
+                .intersect(&cluster)
+                .may_read_kind("", "Namespace", false)
+        );
     }
 
     #[test]

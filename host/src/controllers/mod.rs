@@ -7,6 +7,7 @@ pub mod finalizers;
 pub mod hub;
 pub mod reader;
 pub mod status;
+pub mod supervisor;
 pub mod throttle;
 pub mod trigger;
 
@@ -14,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::ApiResource;
@@ -29,7 +30,9 @@ use crate::capabilities::{
     TemplateRoots, rfc3339_seconds,
 };
 use crate::omni::OmniConnections;
-use crate::runtime::{CallError, ErrorKind, PluginRegistry, ReconcileError, RelatedMapping};
+use crate::runtime::{
+    CallError, ErrorKind, KindKey, LoadedPlugin, PluginRegistry, ReconcileError, RelatedMapping,
+};
 use reader::ApiReader;
 
 /// Settings shared by every kind's controller.
@@ -93,10 +96,15 @@ pub struct Stats {
     pub status_writes_deferred: std::sync::atomic::AtomicU64,
     /// Requeues a plugin asked for sooner than the floor, raised to it.
     pub requeues_raised: std::sync::atomic::AtomicU64,
+    /// Reconciles put off because the serving binding's quota was used up.
+    pub quota_deferred: std::sync::atomic::AtomicU64,
 }
 
 /// The soonest a plugin may ask to be called again: `requeue-after 0` must not become a busy loop.
 pub const MIN_REQUEUE: Duration = Duration::from_secs(1);
+
+/// The soonest a reconcile turned away by a quota is tried again.
+const QUOTA_RETRY: Duration = Duration::from_millis(100);
 
 /// The condition that reports capability calls the plugin's grants refused.
 const DENIED_CONDITION: &str = "CapabilityDenied";
@@ -105,7 +113,8 @@ const DENIED_CONDITION: &str = "CapabilityDenied";
 struct Shared {
     client: kube::Client,
     registry: Arc<PluginRegistry>,
-    plugin: String,
+    /// The kind; which plugin serves an object is asked of the registry per call (namespace routes, swaps).
+    kind: KindKey,
     resource: ApiResource,
     settings: Settings,
     reader: Arc<ApiReader>,
@@ -117,78 +126,56 @@ struct Shared {
     events: throttle::Throttle,
 }
 
-/// Starts the controllers of every plugin in the registry on the current Tokio runtime, one task per plugin,
-/// each running until `shutdown` resolves. A task's error names its plugin.
+/// Runs the controllers of every kind the registry serves until `shutdown` resolves, starting and stopping them
+/// as kinds come and go ([`supervisor`]).
 pub fn spawn_all(
     client: &kube::Client,
     registry: &Arc<PluginRegistry>,
     settings: &Settings,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + Clone + 'static,
 ) -> Vec<tokio::task::JoinHandle<Result<()>>> {
-    registry
-        .names()
-        .into_iter()
-        .map(|name| {
-            let (client, registry, settings, stop) = (
-                client.clone(),
-                registry.clone(),
-                settings.clone(),
-                shutdown.clone(),
-            );
-            tokio::spawn(async move {
-                run_plugin(client, registry, &name, settings, stop)
-                    .await
-                    .with_context(|| format!("the controllers of plugin {name:?}"))
-            })
-        })
-        .collect()
+    let (client, registry, settings) = (client.clone(), registry.clone(), settings.clone());
+    vec![tokio::spawn(async move {
+        supervisor::supervise(client, registry, settings, shutdown).await
+    })]
 }
 
-/// Runs controllers for every kind the named plugin declares until `shutdown` resolves.
-pub async fn run_plugin(
+/// Runs the controller of one kind until `shutdown` resolves. `related` are the kinds whose changes map to its
+/// objects, from every plugin that may serve it.
+pub async fn run_kind_controller(
     client: kube::Client,
     registry: Arc<PluginRegistry>,
-    plugin: &str,
+    gvk: crate::runtime::Gvk,
+    related: Vec<crate::runtime::RelatedKind>,
     settings: Settings,
-    shutdown: impl std::future::Future<Output = ()> + Send + Sync + Clone + 'static,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) -> Result<()> {
-    let loaded = registry
-        .get(plugin)
-        .with_context(|| format!("plugin {plugin:?} is not loaded"))?;
     let reader = Arc::new(ApiReader::new(client.clone()));
-    let mut tasks = Vec::new();
-    for gvk in &loaded.info().kinds {
-        let (resource, _) = &*reader
-            .resolve(&gvk.api_version(), &gvk.kind)
-            .await
-            .map_err(|e| anyhow::anyhow!("plugin {plugin:?} reconciles {}: {e}", gvk.kind))?;
-        let shared = Arc::new(Shared {
-            client: client.clone(),
-            registry: registry.clone(),
-            plugin: plugin.to_string(),
-            resource: resource.clone(),
-            settings: settings.clone(),
-            // Reads go through the shared watches' caches, which apply an event before any controller sees it:
-            // a reconcile an event triggers never reads an older copy than that event.
-            reader: Arc::new(ApiReader::new(client.clone())),
-            recorder: Recorder::new(
-                client.clone(),
-                Reporter {
-                    controller: settings.manager.clone(),
-                    instance: None,
-                },
-            ),
-            failures: Mutex::new(HashMap::new()),
-            status_writes: throttle::Throttle::status_writes(),
-            events: throttle::Throttle::events(),
-        });
-        let related = loaded.info().related.clone();
-        tasks.push(tokio::spawn(run_kind(shared, related, shutdown.clone())));
-    }
-    for t in tasks {
-        t.await.context("a controller task panicked")??;
-    }
-    Ok(())
+    let (resource, _) = &*reader
+        .resolve(&gvk.api_version(), &gvk.kind)
+        .await
+        .map_err(|e| anyhow::anyhow!("kind {}: {e}", gvk.kind))?;
+    let shared = Arc::new(Shared {
+        client: client.clone(),
+        registry,
+        kind: KindKey::new(&gvk.group, &gvk.kind),
+        resource: resource.clone(),
+        settings: settings.clone(),
+        // Reads go through the shared watches' caches, which apply an event before any controller sees it:
+        // a reconcile an event triggers never reads an older copy than that event.
+        reader,
+        recorder: Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: settings.manager.clone(),
+                instance: None,
+            },
+        ),
+        failures: Mutex::new(HashMap::new()),
+        status_writes: throttle::Throttle::status_writes(),
+        events: throttle::Throttle::events(),
+    });
+    run_kind(shared, related, shutdown).await
 }
 
 /// Reconciled objects whose field at `path` names `related` (same namespace), from the watch's index.
@@ -299,10 +286,12 @@ async fn run_kind(
             ),
         };
     }
-    // A swapped plugin version re-evaluates every object of the kind, not only the next one to change.
-    let swaps = futures::stream::unfold(shared.registry.subscribe(), |mut rx| async move {
-        rx.changed().await.ok().map(|_| ((), rx))
-    });
+    // A swapped plugin version (or a changed binding) re-evaluates every object of the kind, not only the next
+    // one to change.
+    let swaps = futures::stream::unfold(
+        shared.registry.subscribe_kind(&shared.kind),
+        |mut rx| async move { rx.changed().await.ok().map(|_| ((), rx)) },
+    );
     // Objects a capability asks to see again at once (a Helm action it started has ended).
     let woken = {
         let rx = shared
@@ -344,13 +333,30 @@ enum Failure {
     Kube(#[from] kube::Error),
     #[error("reconcile of {0} exceeded its deadline")]
     Deadline(String),
-    #[error("plugin {0:?} is not loaded")]
-    NoPlugin(String),
     #[error("{0}")]
     Encode(#[from] serde_json::Error),
 }
 
 async fn reconcile(obj: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Action, Failure> {
+    // The plugin is looked up per call, so a hot swap or a new binding takes over at the next reconcile, and
+    // the call finishes on the version it started with.
+    let uid = obj.uid().unwrap_or_default();
+    let Some(plugin) = shared
+        .registry
+        .serving(&shared.kind, obj.namespace().as_deref(), &uid)
+    else {
+        // Nothing serves the kind here any more (its last binding went); the supervisor stops this controller.
+        return Ok(Action::await_change());
+    };
+    // A tenant over its quota is asked again shortly, without taking a worker while it waits.
+    if let Err(wait) = plugin.admit(std::time::Instant::now()) {
+        shared
+            .settings
+            .stats
+            .quota_deferred
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        return Ok(Action::requeue(wait.max(QUOTA_RETRY)));
+    }
     shared
         .settings
         .stats
@@ -358,7 +364,8 @@ async fn reconcile(obj: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Actio
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let who = format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any());
     let deadline = shared.settings.reconcile_timeout;
-    let action = match tokio::time::timeout(deadline, reconcile_inner(&obj, &shared)).await {
+    let action = match tokio::time::timeout(deadline, reconcile_inner(&obj, &shared, &plugin)).await
+    {
         Ok(r) => r,
         Err(_) => Err(Failure::Deadline(who.clone())),
     };
@@ -379,18 +386,17 @@ async fn reconcile(obj: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Actio
                 .stats
                 .failures
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            report_failure(&obj, &shared, e).await
+            report_failure(&obj, &shared, plugin.name(), e).await
         }
     }
     action
 }
 
-async fn reconcile_inner(obj: &DynamicObject, shared: &Shared) -> Result<Action, Failure> {
-    // The plugin is looked up per call, so a hot swap takes over at the next reconcile.
-    let plugin = shared
-        .registry
-        .get(&shared.plugin)
-        .ok_or_else(|| Failure::NoPlugin(shared.plugin.clone()))?;
+async fn reconcile_inner(
+    obj: &DynamicObject,
+    shared: &Shared,
+    plugin: &LoadedPlugin,
+) -> Result<Action, Failure> {
     let info = plugin.info().clone();
     let api = Api::<DynamicObject>::namespaced_with(
         shared.client.clone(),
@@ -414,7 +420,7 @@ async fn reconcile_inner(obj: &DynamicObject, shared: &Shared) -> Result<Action,
             return Ok(Action::await_change());
         }
         let done = plugin.finalize(&call_obj, &services).await?;
-        let deferred = commit(obj, shared, &json, &done.outputs).await?;
+        let deferred = commit(obj, shared, plugin.name(), &json, &done.outputs).await?;
         if done.value {
             let kept = finalizers::after_cleanup(&current, finalizer, legacy);
             let patch = json!({"metadata": {"finalizers": kept, "resourceVersion": obj.resource_version()}});
@@ -443,7 +449,7 @@ async fn reconcile_inner(obj: &DynamicObject, shared: &Shared) -> Result<Action,
     }
 
     let done = plugin.reconcile(&call_obj, &services).await?;
-    let deferred = commit(obj, shared, &json, &done.outputs).await?;
+    let deferred = commit(obj, shared, plugin.name(), &json, &done.outputs).await?;
     Ok(requeue(shared, done.outputs.requeue_after, deferred))
 }
 
@@ -473,6 +479,7 @@ fn requeue(shared: &Shared, asked: Option<Duration>, deferred: Option<Duration>)
 async fn commit(
     obj: &DynamicObject,
     shared: &Shared,
+    plugin: &str,
     json: &Value,
     outputs: &crate::capabilities::Outputs,
 ) -> Result<Option<Duration>, Failure> {
@@ -481,7 +488,13 @@ async fn commit(
     let stats = &shared.settings.stats;
     let mut conditions = outputs.conditions.clone();
     let mut events: Vec<Event> = outputs.events.iter().map(kube_event).collect();
-    let (condition, event) = denial_report(shared, json, &outputs.denials, outputs.denials_dropped);
+    let (condition, event) = denial_report(
+        shared,
+        plugin,
+        json,
+        &outputs.denials,
+        outputs.denials_dropped,
+    );
     conditions.extend(condition);
     events.extend(event);
     let mut deferred = None;
@@ -492,7 +505,7 @@ async fn commit(
                 stats
                     .status_writes_deferred
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                tracing::debug!(plugin = %shared.plugin, object = %key, "status write deferred by the per-object rate limit");
+                tracing::debug!(%plugin, object = %key, "status write deferred by the per-object rate limit");
                 deferred = Some(wait);
             }
         }
@@ -527,6 +540,7 @@ async fn publish(obj: &DynamicObject, shared: &Shared, key: &str, events: Vec<Ev
 /// condition turned False if it was True.
 fn denial_report(
     shared: &Shared,
+    plugin: &str,
     object: &Value,
     denials: &[Denial],
     dropped: usize,
@@ -537,10 +551,7 @@ fn denial_report(
                 DENIED_CONDITION,
                 false,
                 "NoDenials",
-                format!(
-                    "plugin {:?} made no denied capability call in its last reconcile",
-                    shared.plugin
-                ),
+                format!("plugin {plugin:?} made no denied capability call in its last reconcile"),
             )
         });
         return (cleared, None);
@@ -556,7 +567,7 @@ fn denial_report(
     } else {
         String::new()
     };
-    let message = format!("{}{more}", first.message(&shared.plugin));
+    let message = format!("{}{more}", first.message(plugin));
     let condition =
         status::host_condition(DENIED_CONDITION, true, "CapabilityDenied", message.clone());
     let event = Event {
@@ -609,7 +620,7 @@ async fn write_status(
 }
 
 /// Failures become a condition, an Event and a log line naming the plugin; the other objects keep being served.
-async fn report_failure(obj: &DynamicObject, shared: &Shared, failure: &Failure) {
+async fn report_failure(obj: &DynamicObject, shared: &Shared, plugin: &str, failure: &Failure) {
     let (reason, message) = match failure {
         Failure::Call(CallError::Failed {
             plugin,
@@ -617,16 +628,10 @@ async fn report_failure(obj: &DynamicObject, shared: &Shared, failure: &Failure)
             ..
         }) => ("ReconcileFailed", format!("plugin {plugin:?}: {m}")),
         Failure::Call(CallError::Aborted(e)) => (plugin_reason(e.kind()), e.to_string()),
-        Failure::Deadline(_) => (
-            "ReconcileTimeout",
-            format!("plugin {:?}: {failure}", shared.plugin),
-        ),
-        other => (
-            "ReconcileFailed",
-            format!("plugin {:?}: {other}", shared.plugin),
-        ),
+        Failure::Deadline(_) => ("ReconcileTimeout", format!("plugin {plugin:?}: {failure}")),
+        other => ("ReconcileFailed", format!("plugin {plugin:?}: {other}")),
     };
-    tracing::warn!(plugin = %shared.plugin, object = %format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any()), reason, "{message}");
+    tracing::warn!(%plugin, object = %format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any()), reason, "{message}");
     let json = serde_json::to_value(obj).unwrap_or(Value::Null);
     let mut conditions = vec![status::host_condition(
         "Ready",
@@ -649,7 +654,7 @@ async fn report_failure(obj: &DynamicObject, shared: &Shared, failure: &Failure)
         ..
     }) = failure
     {
-        let (condition, event) = denial_report(shared, &json, denials, *denials_dropped);
+        let (condition, event) = denial_report(shared, plugin, &json, denials, *denials_dropped);
         conditions.extend(condition);
         events.extend(event);
     }

@@ -24,6 +24,7 @@ mod registry;
 mod stdio;
 mod store;
 mod types;
+mod usage;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -40,12 +41,13 @@ pub use cache::{CompiledFrom, Digest};
 pub use engine::Allocator;
 pub use error::{ErrorKind, PluginError};
 pub use limits::CallLimits;
-pub use plugin::{CallError, CallResult, Completed, LoadedPlugin, PluginSpec};
-pub use registry::PluginRegistry;
+pub use plugin::{CallError, CallResult, Completed, LoadedPlugin, PluginSpec, Quota};
+pub use registry::{CanaryRoute, KindKey, KindRoutes, PluginRegistry, Route};
 pub(crate) use store::HostState;
 pub use types::{
     FieldError, FieldErrorType, Gvk, Info, ReconcileError, RelatedKind, RelatedMapping, Verdict,
 };
+pub use usage::{RateLimit, Usage, UsageFigures};
 
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {

@@ -21,6 +21,7 @@ use super::limits::{CallLimits, MAX_MEMORIES, MAX_TABLES};
 use super::native::NativePlugin;
 use super::store::HostState;
 use super::types::{Info, ReconcileError, Verdict};
+use super::usage::{RateLimit, Usage};
 use crate::capabilities::{
     CallContext, CallObject, Capability, Denial, Grants, HostServices, Outputs, truncate,
 };
@@ -42,6 +43,17 @@ pub struct PluginSpec {
     pub grants: Grants,
     /// `None`: the runtime's defaults.
     pub limits: Option<CallLimits>,
+    /// A tenant's quota (a plugin binding's): calls over it are turned away at once rather than queued.
+    pub quota: Option<Quota>,
+}
+
+/// What one binding's calls may take from the operator.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Quota {
+    /// Calls running at once.
+    pub concurrency: Option<usize>,
+    /// Calls per second, sustained (bursts up to twice it).
+    pub calls_per_second: Option<u32>,
 }
 
 impl PluginSpec {
@@ -51,6 +63,7 @@ impl PluginSpec {
             wasm: wasm.into(),
             grants: Grants::none(),
             limits: None,
+            quota: None,
         }
     }
 
@@ -65,6 +78,11 @@ impl PluginSpec {
 
     pub fn limits(mut self, limits: CallLimits) -> Self {
         self.limits = Some(limits);
+        self
+    }
+
+    pub fn quota(mut self, quota: Quota) -> Self {
+        self.quota = Some(quota);
         self
     }
 }
@@ -103,6 +121,9 @@ pub struct LoadedPlugin {
     digest: Digest,
     imports: Vec<String>,
     compiled_from: CompiledFrom,
+    usage: Usage,
+    /// `None`: no tenant quota; calls queue for the plugin's permits as before.
+    quota: Option<Option<RateLimit>>,
 }
 
 impl std::fmt::Debug for LoadedPlugin {
@@ -161,8 +182,12 @@ impl LoadedPlugin {
             wasm,
             grants,
             limits,
+            quota,
         } = spec;
-        let limits = limits.unwrap_or(shared.config.default_limits);
+        let mut limits = limits.unwrap_or(shared.config.default_limits);
+        if let Some(n) = quota.and_then(|q| q.concurrency) {
+            limits.max_concurrent = limits.max_concurrent.min(n.max(1));
+        }
         if limits.memory_bytes > shared.config.memory_ceiling {
             return Err(PluginError::new(
                 &name,
@@ -209,7 +234,9 @@ impl LoadedPlugin {
             })?;
 
         let exec = Executor::new(shared, &name, Code::Component(pre), grants, limits);
-        LoadedPlugin::ready(exec, digest, imports, compiled_from).await
+        let mut plugin = LoadedPlugin::ready(exec, digest, imports, compiled_from).await?;
+        plugin.quota = quota.map(|q| q.calls_per_second.map(RateLimit::per_second));
+        Ok(plugin)
     }
 
     /// Serves `native`'s logic under `name`. There is no component, so nothing to compile or link, and no
@@ -245,6 +272,8 @@ impl LoadedPlugin {
             digest,
             imports,
             compiled_from,
+            usage: Usage::default(),
+            quota: None,
         })
     }
 
@@ -293,31 +322,73 @@ impl LoadedPlugin {
 
     /// Level-triggered reconcile of `object`. The outputs are the caller's to commit.
     pub async fn reconcile(&self, object: &CallObject, services: &HostServices) -> CallResult<()> {
-        let (returned, outputs) = self
-            .exec
-            .invoke(Some(object), services, Export::Reconcile)
-            .await?;
-        match returned {
-            Returned::Reconcile(Ok(())) => Ok(Completed { value: (), outputs }),
-            Returned::Reconcile(Err(e)) => Err(self.failed(e, outputs)),
-            _ => Err(self.exec.mismatch("reconcile").into()),
+        let result = async {
+            let (returned, outputs) = self
+                .exec
+                .invoke(Some(object), services, Export::Reconcile)
+                .await?;
+            match returned {
+                Returned::Reconcile(Ok(())) => Ok(Completed { value: (), outputs }),
+                Returned::Reconcile(Err(e)) => Err(self.failed(e, outputs)),
+                _ => Err(self.exec.mismatch("reconcile").into()),
+            }
         }
+        .await;
+        self.count(&result);
+        result
     }
 
     /// Cleanup before deletion; `value: true` lets the caller remove the finalizer.
     pub async fn finalize(&self, object: &CallObject, services: &HostServices) -> CallResult<bool> {
-        let (returned, outputs) = self
-            .exec
-            .invoke(Some(object), services, Export::Finalize)
-            .await?;
-        match returned {
-            Returned::Finalize(Ok(done)) => Ok(Completed {
-                value: done,
-                outputs,
-            }),
-            Returned::Finalize(Err(e)) => Err(self.failed(e, outputs)),
-            _ => Err(self.exec.mismatch("finalize").into()),
+        let result = async {
+            let (returned, outputs) = self
+                .exec
+                .invoke(Some(object), services, Export::Finalize)
+                .await?;
+            match returned {
+                Returned::Finalize(Ok(done)) => Ok(Completed {
+                    value: done,
+                    outputs,
+                }),
+                Returned::Finalize(Err(e)) => Err(self.failed(e, outputs)),
+                _ => Err(self.exec.mismatch("finalize").into()),
+            }
         }
+        .await;
+        self.count(&result);
+        result
+    }
+
+    fn count<T>(&self, result: &CallResult<T>) {
+        self.usage.record(
+            result.is_err(),
+            matches!(result, Err(CallError::Aborted(_))),
+        );
+    }
+
+    /// What this version has done since it was loaded.
+    pub fn usage(&self) -> &Usage {
+        &self.usage
+    }
+
+    /// Whether a call may start now under this version's quotas; otherwise how long to wait. A call that may
+    /// not start is counted as a quota hit and never waits inside the host: its caller requeues it, so a
+    /// tenant that has used its share holds no worker another tenant could use.
+    pub fn admit(&self, now: Instant) -> Result<(), std::time::Duration> {
+        let Some(rate) = &self.quota else {
+            return Ok(());
+        };
+        if self.exec.permits.available_permits() == 0 {
+            self.usage.quota_hit();
+            return Err(std::time::Duration::from_millis(200));
+        }
+        if let Some(rate) = rate
+            && let Err(wait) = rate.take(now)
+        {
+            self.usage.quota_hit();
+            return Err(wait);
+        }
+        Ok(())
     }
 
     /// Admission checks; `old` is set on updates.

@@ -30,6 +30,7 @@ mod omni_capability;
 mod omni_cluster;
 mod omni_connection;
 mod omni_kubeconfig;
+mod platform;
 mod plugin_distribution;
 mod sandbox;
 mod swap;

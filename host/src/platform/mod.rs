@@ -1,0 +1,1003 @@
+//! The plugin platform: Plugin, PluginBinding and ClusterPluginBinding objects (`plugins.omni.texashpc.com`)
+//! turned into the routes the controllers call through (wasm-host.md §4.4–§4.5).
+//!
+//! Level-triggered like everything else: any change to the three kinds (and a tick) runs [`Platform::sync`],
+//! which, from the objects as they are now:
+//! 1. fetches and verifies each Plugin's artifact when its spec changed ([`artifacts`]); a new digest that fails
+//!    leaves the previous one serving, reported as `Degraded`;
+//! 2. loads each binding's version with its effective grants (requested ∩ ceiling ∩ binding) and quota, which
+//!    compiles (cached by digest) and probes it (`describe`, imports against grants) before it serves;
+//! 3. resolves conflicts and publishes every route at once ([`bindings`]); only kinds whose routes changed are
+//!    re-evaluated, and calls in flight finish on the version they started with;
+//! 4. watches a new digest for its rollback window and returns to the previous digest when its failure rate
+//!    crosses the Plugin's threshold;
+//! 5. writes the objects' status (only when it changed) and Events for swaps, refusals and rollbacks.
+
+pub mod artifacts;
+pub mod bindings;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+use omni_api::platform::{
+    ComponentInfo, FailureRecord, PLATFORM_GROUP, PluginBindingSpec, PluginBindingStatus,
+    PluginSpec, PluginStatus,
+};
+use serde_json::{Map, Value, json};
+
+use crate::capabilities::{Condition, Grants, rfc3339_seconds};
+use crate::controllers::status;
+use crate::distribution::ArtifactCache;
+use crate::runtime::{
+    CallLimits, KindKey, LoadedPlugin, PluginRegistry, PluginSpec as LoadSpec, Quota, Route,
+    Runtime,
+};
+use artifacts::{Artifact, Refusal};
+use bindings::{BindingView, Candidate};
+
+/// How the platform runs.
+#[derive(Debug, Clone, Default)]
+pub struct PlatformOptions {
+    /// Pulled artifacts are kept here, and a pre-seeded cache serves air-gapped clusters (`--plugin-cache`).
+    pub cache: Option<ArtifactCache>,
+    /// Kinds besides the operator's own that bindings may route (`--allow-kind`); never core kinds.
+    pub allowed_kinds: Vec<(String, String)>,
+    /// Field manager and Event reporter.
+    pub manager: String,
+}
+
+/// A failed fetch is tried again after this long (a registry outage, a signature published late).
+const RETRY: Duration = Duration::from_secs(30);
+/// How often the platform looks again without being told (rollback windows, retries).
+const TICK: Duration = Duration::from_secs(1);
+/// Failures kept in a Plugin's status.
+const MAX_FAILURES: usize = 10;
+
+/// What the platform knows of one Plugin between syncs.
+#[derive(Default)]
+struct PluginState {
+    /// The artifact-relevant spec last acted on.
+    fingerprint: String,
+    serving: Option<Arc<Artifact>>,
+    previous: Option<Arc<Artifact>>,
+    /// Why the wanted artifact is not the one serving (or not serving at all).
+    refusal: Option<Refusal>,
+    retry_at: Option<Instant>,
+    /// Digests rolled back; not served again until the spec changes.
+    rolled_back: BTreeSet<String>,
+    /// When the serving digest took over from a previous one (its rollback window runs from here).
+    swapped_at: Option<Instant>,
+    failures: Vec<FailureRecord>,
+}
+
+impl PluginState {
+    fn fail(&mut self, digest: Option<String>, refusal: &Refusal) {
+        self.failures.insert(
+            0,
+            FailureRecord {
+                time: now(),
+                digest,
+                reason: refusal.reason.to_string(),
+                message: refusal.message.clone(),
+            },
+        );
+        self.failures.truncate(MAX_FAILURES);
+    }
+}
+
+/// The plugin platform's controller.
+pub struct Platform {
+    client: kube::Client,
+    runtime: Runtime,
+    registry: Arc<PluginRegistry>,
+    options: PlatformOptions,
+    plugins: HashMap<String, PluginState>,
+    /// Loaded versions by digest, grants and quota, reused across syncs.
+    loaded: HashMap<String, Arc<LoadedPlugin>>,
+    recorder: Recorder,
+    resources: [ApiResource; 3],
+}
+
+fn resource(kind: &str) -> ApiResource {
+    ApiResource::from_gvk(&GroupVersionKind::gvk(
+        PLATFORM_GROUP,
+        omni_api::VERSION,
+        kind,
+    ))
+}
+
+fn now() -> String {
+    rfc3339_seconds(std::time::SystemTime::now())
+}
+
+impl Platform {
+    pub fn new(
+        client: kube::Client,
+        runtime: Runtime,
+        registry: Arc<PluginRegistry>,
+        options: PlatformOptions,
+    ) -> Self {
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: if options.manager.is_empty() {
+                    "omni-operator".into()
+                } else {
+                    options.manager.clone()
+                },
+                instance: None,
+            },
+        );
+        Platform {
+            client,
+            runtime,
+            registry,
+            options,
+            plugins: HashMap::new(),
+            loaded: HashMap::new(),
+            recorder,
+            resources: [
+                resource("Plugin"),
+                resource("PluginBinding"),
+                resource("ClusterPluginBinding"),
+            ],
+        }
+    }
+
+    /// Syncs at every change of the three kinds and every [`TICK`], until `shutdown` resolves.
+    pub async fn run(
+        mut self,
+        shutdown: impl std::future::Future<Output = ()> + Send,
+    ) -> Result<()> {
+        let streams = self.resources.clone().map(|ar| {
+            watcher::watcher(
+                Api::<DynamicObject>::all_with(self.client.clone(), &ar),
+                watcher::Config::default(),
+            )
+            .map(|_| ())
+            .boxed()
+        });
+        let mut changes = futures::stream::select_all(streams);
+        tokio::pin!(shutdown);
+        loop {
+            if let Err(e) = self.sync().await {
+                tracing::warn!(error = %format!("{e:#}"), "plugin platform sync failed; trying again");
+            }
+            tokio::select! {
+                _ = &mut shutdown => return Ok(()),
+                _ = changes.next() => {
+                    // Let a burst of changes (a kubectl apply of several objects) land before looking.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                _ = tokio::time::sleep(TICK) => {}
+            }
+        }
+    }
+
+    fn api(&self, index: usize, namespace: Option<&str>) -> Api<DynamicObject> {
+        match namespace {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, &self.resources[index]),
+            None => Api::all_with(self.client.clone(), &self.resources[index]),
+        }
+    }
+
+    /// One pass over every Plugin and binding.
+    pub async fn sync(&mut self) -> Result<()> {
+        let plugins = self.api(0, None).list(&ListParams::default()).await?.items;
+        let namespaced = self.api(1, None).list(&ListParams::default()).await?.items;
+        let cluster = self.api(2, None).list(&ListParams::default()).await?.items;
+
+        // 1. Artifacts.
+        let mut specs: BTreeMap<String, (DynamicObject, PluginSpec)> = BTreeMap::new();
+        for object in plugins {
+            let name = object.name_any();
+            match decode::<PluginSpec>(&object) {
+                Ok(spec) => {
+                    self.fetch(&object, &spec).await;
+                    specs.insert(name, (object, spec));
+                }
+                Err(e) => {
+                    let state = self.plugins.entry(name.clone()).or_default();
+                    state.refusal = Some(Refusal::new("InvalidSpec", e));
+                }
+            }
+        }
+        self.plugins.retain(|name, _| specs.contains_key(name));
+        self.watch_rollbacks(&specs).await;
+
+        // 2. Bindings.
+        let mut views = Vec::new();
+        for (object, cluster_wide) in namespaced
+            .into_iter()
+            .map(|o| (o, false))
+            .chain(cluster.into_iter().map(|o| (o, true)))
+        {
+            let spec = decode::<PluginBindingSpec>(&object);
+            views.push((object, cluster_wide, spec));
+        }
+        let mut candidates = Vec::new();
+        let mut outcomes: Vec<(DynamicObject, bool, BindingOutcome)> = Vec::new();
+        let mut used = BTreeSet::new();
+        for (object, cluster_wide, spec) in views {
+            let outcome = match spec {
+                Err(e) => BindingOutcome::refused("InvalidSpec", e),
+                Ok(spec) => {
+                    let view = BindingView {
+                        namespace: if cluster_wide {
+                            None
+                        } else {
+                            object.namespace()
+                        },
+                        name: object.name_any(),
+                        created: object
+                            .meta()
+                            .creation_timestamp
+                            .as_ref()
+                            .map(|t| t.0.to_string())
+                            .unwrap_or_default(),
+                        spec,
+                    };
+                    self.bind(&view, &specs, &mut used, &mut candidates).await
+                }
+            };
+            outcomes.push((object, cluster_wide, outcome));
+        }
+        self.loaded.retain(|key, _| used.contains(key));
+
+        // 3. Routes.
+        let resolution = bindings::resolve(&candidates);
+        self.registry.set_routes(resolution.routes);
+
+        // 4. Status.
+        for (object, cluster_wide, outcome) in outcomes {
+            let id = if cluster_wide {
+                format!("ClusterPluginBinding {}", object.name_any())
+            } else {
+                format!(
+                    "PluginBinding {}/{}",
+                    object.namespace().unwrap_or_default(),
+                    object.name_any()
+                )
+            };
+            let conflicts = resolution.conflicts.get(&id).cloned().unwrap_or_default();
+            let serving = resolution.serving.contains(&id);
+            let index = if cluster_wide { 2 } else { 1 };
+            self.write_binding_status(index, &object, outcome, serving, &conflicts)
+                .await;
+        }
+        for (object, spec) in specs.values() {
+            self.write_plugin_status(object, spec).await;
+        }
+        Ok(())
+    }
+
+    /// Fetches a Plugin's artifact when its spec changed or a failed fetch is due again.
+    async fn fetch(&mut self, object: &DynamicObject, spec: &PluginSpec) {
+        let name = object.name_any();
+        let fingerprint = artifacts::fingerprint(spec);
+        let state = self.plugins.entry(name.clone()).or_default();
+        let changed = state.fingerprint != fingerprint;
+        let due = state.refusal.is_some() && state.retry_at.is_some_and(|t| Instant::now() >= t);
+        if !changed && !due {
+            return;
+        }
+        if changed {
+            state.fingerprint = fingerprint;
+            state.rolled_back.clear();
+        }
+        // A tag resolved before stays resolved: the status keeps the digest, across restarts too.
+        let resolved = resolved_digest(object, &spec.artifact);
+        let result = artifacts::resolve(
+            &self.client,
+            spec,
+            resolved.as_deref(),
+            self.options.cache.as_ref(),
+        )
+        .await;
+        let state = self.plugins.entry(name.clone()).or_default();
+        let event = match result {
+            Ok(artifact) if state.rolled_back.contains(&artifact.digest) => {
+                let refusal = Refusal::new(
+                    "RolledBack",
+                    format!(
+                        "digest {} was rolled back; change spec.artifact to try again",
+                        artifact.digest
+                    ),
+                );
+                state.refusal = Some(refusal);
+                state.retry_at = None;
+                None
+            }
+            Ok(artifact) => {
+                state.refusal = None;
+                state.retry_at = None;
+                let same = state
+                    .serving
+                    .as_ref()
+                    .is_some_and(|s| s.digest == artifact.digest);
+                if same {
+                    None
+                } else {
+                    let message = match &state.serving {
+                        Some(old) => format!(
+                            "digest {} verified{}; replacing {}",
+                            artifact.digest,
+                            signed_text(&artifact),
+                            old.digest
+                        ),
+                        None => format!(
+                            "digest {} verified{}",
+                            artifact.digest,
+                            signed_text(&artifact)
+                        ),
+                    };
+                    state.previous = state.serving.take();
+                    state.swapped_at = state.previous.is_some().then(Instant::now);
+                    state.serving = Some(Arc::new(artifact));
+                    Some((EventType::Normal, "ArtifactVerified", message))
+                }
+            }
+            Err(refusal) => {
+                state.fail(None, &refusal);
+                let message = if state.serving.is_some() {
+                    format!("{}; the previous digest keeps serving", refusal.message)
+                } else {
+                    refusal.message.clone()
+                };
+                state.refusal = Some(refusal.clone());
+                state.retry_at = Some(Instant::now() + RETRY);
+                Some((EventType::Warning, refusal.reason, message))
+            }
+        };
+        if let Some((type_, reason, message)) = event {
+            self.event(object, 0, type_, reason, message).await;
+        }
+    }
+
+    /// Rolls a new digest back when its failure rate over its window crosses the Plugin's threshold.
+    async fn watch_rollbacks(&mut self, specs: &BTreeMap<String, (DynamicObject, PluginSpec)>) {
+        for (name, (object, spec)) in specs {
+            let policy = spec
+                .rollout
+                .as_ref()
+                .and_then(|r| r.rollback.clone())
+                .unwrap_or_default();
+            if policy.disabled == Some(true) {
+                continue;
+            }
+            let window = policy
+                .window
+                .as_deref()
+                .and_then(parse_duration)
+                .unwrap_or(Duration::from_secs(300));
+            let Some(state) = self.plugins.get_mut(name) else {
+                continue;
+            };
+            let (Some(serving), Some(_), Some(at)) =
+                (&state.serving, &state.previous, state.swapped_at)
+            else {
+                continue;
+            };
+            if at.elapsed() > window {
+                continue;
+            }
+            let prefix = format!("{}|", serving.digest);
+            let (calls, failures) = self
+                .loaded
+                .iter()
+                .filter(|(k, _)| k.starts_with(&prefix))
+                .map(|(_, p)| p.usage().figures())
+                .fold((0, 0), |(c, f), u| (c + u.calls, f + u.failures));
+            let min_calls = u64::from(policy.min_calls.unwrap_or(10));
+            let percent = u64::from(policy.failure_percent.unwrap_or(20));
+            if calls < min_calls || failures * 100 < percent * calls {
+                continue;
+            }
+            let bad = serving.digest.clone();
+            let message = format!(
+                "digest {bad} failed {failures} of its {calls} calls (threshold {percent}%); rolled back to {}",
+                state
+                    .previous
+                    .as_ref()
+                    .map(|p| p.digest.as_str())
+                    .unwrap_or("?")
+            );
+            let refusal = Refusal::new("RolledBack", message.clone());
+            state.fail(Some(bad.clone()), &refusal);
+            state.rolled_back.insert(bad);
+            state.refusal = Some(refusal);
+            state.serving = state.previous.take();
+            state.swapped_at = None;
+            tracing::warn!(plugin = %name, "{message}");
+            self.event(object, 0, EventType::Warning, "RolledBack", message)
+                .await;
+        }
+    }
+
+    /// Loads one binding's version and says whether it can serve.
+    async fn bind(
+        &mut self,
+        view: &BindingView,
+        specs: &BTreeMap<String, (DynamicObject, PluginSpec)>,
+        used: &mut BTreeSet<String>,
+        candidates: &mut Vec<Candidate>,
+    ) -> BindingOutcome {
+        let plugin_name = &view.spec.plugin;
+        let Some((_, plugin_spec)) = specs.get(plugin_name) else {
+            return BindingOutcome::refused(
+                "PluginNotFound",
+                format!("spec.plugin: Plugin {plugin_name:?} does not exist"),
+            );
+        };
+        let Some(state) = self.plugins.get(plugin_name) else {
+            return BindingOutcome::refused(
+                "PluginNotReady",
+                format!("Plugin {plugin_name:?} is not ready"),
+            );
+        };
+        let Some(artifact) = state.serving.clone() else {
+            let why = state
+                .refusal
+                .as_ref()
+                .map(|r| r.message.clone())
+                .unwrap_or_else(|| "its artifact is not fetched yet".into());
+            return BindingOutcome::refused(
+                "PluginNotReady",
+                format!("Plugin {plugin_name:?} is not ready: {why}"),
+            );
+        };
+        let previous = state.previous.clone();
+        let ceiling = match ceiling(plugin_spec, &artifact) {
+            Ok(c) => c,
+            Err(e) => {
+                return BindingOutcome::refused(
+                    "InvalidGrants",
+                    format!("Plugin {plugin_name:?} {e}"),
+                );
+            }
+        };
+        let effective =
+            match bindings::effective_grants(artifact.requested.as_ref(), &ceiling, &view.spec) {
+                Ok(g) => g,
+                Err(e) => return BindingOutcome::refused("InvalidGrants", e),
+            };
+        let (limits, quota) = match limits(&self.runtime, &view.spec) {
+            Ok(l) => l,
+            Err(e) => return BindingOutcome::refused("InvalidQuota", e),
+        };
+        // The new digest is probed for this binding; if it cannot serve it, the previous digest keeps serving.
+        let mut note = None;
+        let loaded = match self
+            .load(plugin_name, &artifact, &effective, limits, quota, used)
+            .await
+        {
+            Ok(p) => p,
+            Err(message) => match &previous {
+                Some(old) => match self
+                    .load(plugin_name, old, &effective, limits, quota, used)
+                    .await
+                {
+                    Ok(p) => {
+                        note = Some(format!(
+                            "digest {} was refused for this binding ({message}); digest {} keeps serving",
+                            artifact.digest, old.digest
+                        ));
+                        p
+                    }
+                    Err(_) => return BindingOutcome::refused("LoadFailed", message),
+                },
+                None => return BindingOutcome::refused("LoadFailed", message),
+            },
+        };
+        let kinds = match bindings::bound_kinds(&loaded, &view.spec) {
+            Ok(k) => k,
+            Err(e) => return BindingOutcome::refused("InvalidKinds", e),
+        };
+        if let Some(kind) = kinds.iter().find(|k| !self.serves(k)) {
+            return BindingOutcome::refused(
+                "KindNotServed",
+                format!(
+                    "{kind} is not a kind this operator serves: bindings route the {} kinds and kinds an \
+                     administrator allows with --allow-kind (never core kinds)",
+                    omni_api::GROUP
+                ),
+            );
+        }
+        let digest = artifact_digest(&loaded, &artifact, previous.as_deref());
+        let outcome = BindingOutcome {
+            ready: true,
+            reason: "Serving",
+            message: note.unwrap_or_else(|| {
+                format!(
+                    "{} serves {} with digest {digest}",
+                    view.id(),
+                    kinds
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }),
+            digest: Some(digest),
+            grants: effective.describe(),
+            kinds: kinds.iter().map(ToString::to_string).collect(),
+        };
+        candidates.push(Candidate {
+            binding: view.clone(),
+            kinds,
+            route: Arc::new(Route::new(view.id(), loaded)),
+        });
+        outcome
+    }
+
+    /// The loaded version of `artifact` with these grants and quota, loading (compiling once per digest,
+    /// probing every time) when new.
+    async fn load(
+        &mut self,
+        name: &str,
+        artifact: &Artifact,
+        grants: &Grants,
+        limits: CallLimits,
+        quota: Quota,
+        used: &mut BTreeSet<String>,
+    ) -> Result<Arc<LoadedPlugin>, String> {
+        let key = format!(
+            "{}|{name}|{:?}|{:?}|{:?}",
+            artifact.digest,
+            grants.describe(),
+            limits.memory_bytes,
+            quota
+        );
+        used.insert(key.clone());
+        if let Some(p) = self.loaded.get(&key) {
+            return Ok(p.clone());
+        }
+        let spec = LoadSpec::new(name, artifact.component.clone())
+            .grants(grants.clone())
+            .limits(limits)
+            .quota(quota);
+        let loaded = self.runtime.load(spec).await.map_err(|e| e.to_string())?;
+        self.loaded.insert(key, loaded.clone());
+        Ok(loaded)
+    }
+
+    fn serves(&self, kind: &KindKey) -> bool {
+        if kind.group.is_empty() {
+            return false;
+        }
+        (kind.group == omni_api::GROUP && omni_api::KINDS.contains(&kind.kind.as_str()))
+            || self
+                .options
+                .allowed_kinds
+                .iter()
+                .any(|(g, k)| *g == kind.group && *k == kind.kind)
+    }
+
+    async fn write_binding_status(
+        &self,
+        index: usize,
+        object: &DynamicObject,
+        outcome: BindingOutcome,
+        serving: bool,
+        conflicts: &[String],
+    ) {
+        let mut conditions = Vec::new();
+        let (ready, reason, message) = if outcome.ready && !serving {
+            (
+                false,
+                "Conflict",
+                format!(
+                    "another binding serves its kinds here: {}",
+                    conflicts.join("; ")
+                ),
+            )
+        } else {
+            (outcome.ready, outcome.reason, outcome.message.clone())
+        };
+        conditions.push(status::host_condition("Ready", ready, reason, message));
+        conditions.push(if conflicts.is_empty() {
+            status::host_condition(
+                "Conflict",
+                false,
+                "NoConflict",
+                "no other binding claims its kinds in its scope".into(),
+            )
+        } else {
+            status::host_condition("Conflict", true, "Conflict", conflicts.join("; "))
+        });
+        let fields = PluginBindingStatus {
+            digest: outcome.digest.filter(|_| serving),
+            effective_grants: outcome.grants,
+            kinds: outcome.kinds,
+            ..PluginBindingStatus::default()
+        };
+        self.write_status(index, object, &fields, &conditions).await;
+    }
+
+    async fn write_plugin_status(&self, object: &DynamicObject, spec: &PluginSpec) {
+        let Some(state) = self.plugins.get(&object.name_any()) else {
+            return;
+        };
+        let mut conditions = Vec::new();
+        match (&state.serving, &state.refusal) {
+            (Some(a), None) => {
+                conditions.push(status::host_condition(
+                    "Ready",
+                    true,
+                    "Serving",
+                    format!("digest {} is verified and loaded", a.digest),
+                ));
+                conditions.push(status::host_condition(
+                    "Degraded",
+                    false,
+                    "AsExpected",
+                    "the artifact spec.artifact names is the one serving".into(),
+                ));
+            }
+            (Some(a), Some(r)) => {
+                conditions.push(status::host_condition(
+                    "Ready",
+                    true,
+                    "Serving",
+                    format!(
+                        "digest {} serves; the wanted artifact was refused",
+                        a.digest
+                    ),
+                ));
+                conditions.push(status::host_condition(
+                    "Degraded",
+                    true,
+                    r.reason,
+                    r.message.clone(),
+                ));
+            }
+            (None, refusal) => {
+                let (reason, message) = refusal
+                    .as_ref()
+                    .map(|r| (r.reason, r.message.clone()))
+                    .unwrap_or(("Pending", "the artifact is being fetched".into()));
+                conditions.push(status::host_condition(
+                    "Ready",
+                    false,
+                    reason,
+                    message.clone(),
+                ));
+                conditions.push(status::host_condition("Degraded", true, reason, message));
+            }
+        }
+        let verified = match (
+            &state.serving,
+            spec.verification.as_ref().and_then(|v| v.disabled),
+        ) {
+            (Some(a), _) if a.built_in.is_some() => status::host_condition(
+                "Verified",
+                true,
+                "BuiltIn",
+                "part of the operator binary".into(),
+            ),
+            (Some(a), _) if a.signed_by.is_some() => status::host_condition(
+                "Verified",
+                true,
+                "SignatureVerified",
+                format!(
+                    "signed by key {:?}",
+                    a.signed_by.clone().unwrap_or_default()
+                ),
+            ),
+            (_, Some(true)) => status::host_condition(
+                "Verified",
+                false,
+                "VerificationDisabled",
+                "spec.verification.disabled: the artifact runs unsigned".into(),
+            ),
+            (_, _) => {
+                let (reason, message) = state
+                    .refusal
+                    .as_ref()
+                    .map(|r| (r.reason, r.message.clone()))
+                    .unwrap_or(("Pending", "not verified yet".into()));
+                status::host_condition("Verified", false, reason, message)
+            }
+        };
+        conditions.push(verified);
+        let serving = state.serving.as_ref();
+        let fields = PluginStatus {
+            resolved_artifact: serving.map(|a| a.pinned.clone()),
+            digest: serving.map(|a| a.digest.clone()),
+            previous_digest: state.previous.as_ref().map(|a| a.digest.clone()),
+            signed_by: serving.and_then(|a| a.signed_by.clone()),
+            component: serving.map(|a| ComponentInfo {
+                name: a.metadata.as_ref().map(|m| m.name.clone()),
+                version: a.metadata.as_ref().map(|m| m.version.clone()),
+                wit: a.metadata.as_ref().map(|m| m.wit.clone()),
+                requested_grants: a
+                    .requested
+                    .as_ref()
+                    .map(Grants::describe)
+                    .unwrap_or_default(),
+                kinds: self
+                    .loaded
+                    .iter()
+                    .find(|(k, _)| k.starts_with(&format!("{}|", a.digest)))
+                    .map(|(_, p)| {
+                        p.info()
+                            .kinds
+                            .iter()
+                            .map(|k| KindKey::new(&k.group, &k.kind).to_string())
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            }),
+            failures: state.failures.clone(),
+            ..PluginStatus::default()
+        };
+        self.write_status(0, object, &fields, &conditions).await;
+    }
+
+    /// Writes `fields` and `conditions` as the object's status when they differ from what it has. Fields the
+    /// platform owns and left unset are removed.
+    async fn write_status<T: serde::Serialize>(
+        &self,
+        index: usize,
+        object: &DynamicObject,
+        fields: &T,
+        conditions: &[Condition],
+    ) {
+        let json = match serde_json::to_value(object) {
+            Ok(v) => v,
+            Err(_) => return,
+        };
+        let mut map: Map<String, Value> = match serde_json::to_value(fields) {
+            Ok(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        map.remove("conditions");
+        map.remove("observedGeneration");
+        // Owned fields not set now are removed (a digest that stopped serving, say).
+        for owned in OWNED_FIELDS {
+            map.entry(owned.to_string()).or_insert(Value::Null);
+        }
+        let Some(next) = status::next_status(&json, &map, conditions, &now()) else {
+            return;
+        };
+        let api = self.api(index, object.namespace().as_deref());
+        let patch = json!([{"op": "add", "path": "/status", "value": next}]);
+        let patch = match serde_json::from_value(patch) {
+            Ok(p) => p,
+            Err(_) => return,
+        };
+        if let Err(e) = api
+            .patch_status(
+                &object.name_any(),
+                &PatchParams::default(),
+                &Patch::<()>::Json(patch),
+            )
+            .await
+        {
+            tracing::debug!(error = %e, object = %object.name_any(), "platform status write failed; retried at the next sync");
+        }
+    }
+
+    async fn event(
+        &self,
+        object: &DynamicObject,
+        index: usize,
+        type_: EventType,
+        reason: &str,
+        message: String,
+    ) {
+        let event = Event {
+            type_,
+            reason: reason.into(),
+            note: Some(message),
+            action: "Reconcile".into(),
+            secondary: None,
+        };
+        if let Err(e) = self
+            .recorder
+            .publish(&event, &object.object_ref(&self.resources[index]))
+            .await
+        {
+            tracing::warn!(error = %e, "could not publish a plugin platform event");
+        }
+    }
+}
+
+/// Status fields the platform owns on its objects (all of them are written or removed at every write).
+const OWNED_FIELDS: &[&str] = &[
+    "resolvedArtifact",
+    "digest",
+    "previousDigest",
+    "canaryDigest",
+    "signedBy",
+    "component",
+    "failures",
+    "effectiveGrants",
+    "kinds",
+];
+
+/// What a binding's status says.
+struct BindingOutcome {
+    ready: bool,
+    reason: &'static str,
+    message: String,
+    digest: Option<String>,
+    grants: Vec<String>,
+    kinds: Vec<String>,
+}
+
+impl BindingOutcome {
+    fn refused(reason: &'static str, message: impl Into<String>) -> Self {
+        BindingOutcome {
+            ready: false,
+            reason,
+            message: message.into(),
+            digest: None,
+            grants: Vec::new(),
+            kinds: Vec::new(),
+        }
+    }
+}
+
+/// The digest of whichever artifact `loaded` was loaded from.
+fn artifact_digest(
+    loaded: &LoadedPlugin,
+    artifact: &Artifact,
+    previous: Option<&Artifact>,
+) -> String {
+    let component = loaded.digest().to_string();
+    match previous {
+        Some(p)
+            if crate::distribution::reference::sha256_digest(&p.component) == component
+                && crate::distribution::reference::sha256_digest(&artifact.component)
+                    != component =>
+        {
+            p.digest.clone()
+        }
+        _ => artifact.digest.clone(),
+    }
+}
+
+/// A Plugin's grant ceiling; a built-in's is also bounded by the grants it has as a built-in.
+fn ceiling(spec: &PluginSpec, artifact: &Artifact) -> Result<Grants, String> {
+    let mut ceiling = Grants::none();
+    for (i, text) in spec.grants.iter().enumerate() {
+        ceiling = ceiling
+            .grant(text)
+            .map_err(|e| format!("spec.grants[{i}]: {e}"))?;
+    }
+    if let Some(built_in) = artifact.built_in {
+        let own = built_in.grants().map_err(|e| e.to_string())?;
+        ceiling = ceiling.intersect(&own);
+    }
+    Ok(ceiling)
+}
+
+/// A binding's call limits and quota from `spec.quota`.
+fn limits(runtime: &Runtime, spec: &PluginBindingSpec) -> Result<(CallLimits, Quota), String> {
+    let mut limits = runtime.config().default_limits;
+    let Some(q) = &spec.quota else {
+        return Ok((limits, Quota::default()));
+    };
+    if let Some(memory) = &q.memory {
+        let bytes = parse_quantity(memory).ok_or_else(|| {
+            format!("spec.quota.memory: {memory:?} is not a quantity such as 64Mi")
+        })?;
+        let ceiling = runtime.config().memory_ceiling;
+        if bytes > ceiling {
+            return Err(format!(
+                "spec.quota.memory: {memory} is above this operator's ceiling of {ceiling} bytes"
+            ));
+        }
+        limits.memory_bytes = bytes;
+    }
+    Ok((
+        limits,
+        Quota {
+            concurrency: q.concurrency.map(|c| c as usize),
+            calls_per_second: q.calls_per_second,
+        },
+    ))
+}
+
+/// `64Mi`, `1Gi`, `500M`, `1048576`: a Kubernetes quantity of bytes.
+fn parse_quantity(text: &str) -> Option<usize> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, suffix) = text.split_at(split);
+    let n: usize = digits.parse().ok()?;
+    let factor: usize = match suffix {
+        "" => 1,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        "k" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        _ => return None,
+    };
+    n.checked_mul(factor)
+}
+
+/// A Go duration of whole units (`30s`, `5m`, `1h`, `1m30s`).
+fn parse_duration(text: &str) -> Option<Duration> {
+    let mut total = Duration::ZERO;
+    let mut number = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        let n: u64 = number.parse().ok()?;
+        number.clear();
+        total += match c {
+            'h' => Duration::from_secs(n * 3600),
+            's' => Duration::from_secs(n),
+            'm' if chars.peek() == Some(&'s') => {
+                chars.next();
+                Duration::from_millis(n)
+            }
+            'm' => Duration::from_secs(n * 60),
+            _ => return None,
+        };
+    }
+    number.is_empty().then_some(total)
+}
+
+/// The digest the status pinned `artifact` to, when the status describes the current spec (its
+/// observedGeneration is the object's generation) and the same repository: a tag is resolved once, also across
+/// operator restarts, and a changed spec resolves again.
+fn resolved_digest(object: &DynamicObject, artifact: &str) -> Option<String> {
+    let generation = object.meta().generation?;
+    if object.data["status"]["observedGeneration"].as_i64() != Some(generation) {
+        return None;
+    }
+    let pinned = object.data["status"]["resolvedArtifact"].as_str()?;
+    let (repository, digest) = pinned.rsplit_once('@')?;
+    let wanted = artifact.trim_start_matches("oci://");
+    let wanted_repo = wanted.split('@').next()?;
+    let wanted_repo = match wanted_repo.rsplit_once(':') {
+        // A tag, not a port: the part after the last ':' has no '/'.
+        Some((repo, tag)) if !tag.contains('/') => repo,
+        _ => wanted_repo,
+    };
+    (repository.trim_start_matches("oci://") == wanted_repo).then(|| digest.to_string())
+}
+
+fn signed_text(artifact: &Artifact) -> String {
+    match &artifact.signed_by {
+        Some(key) => format!(" (signed by {key:?})"),
+        None => String::new(),
+    }
+}
+
+fn decode<T: serde::de::DeserializeOwned>(object: &DynamicObject) -> Result<T, String> {
+    serde_json::from_value(object.data["spec"].clone()).map_err(|e| format!("spec: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantities_and_durations_parse_as_kubernetes_and_go_write_them() {
+        assert_eq!(parse_quantity("64Mi"), Some(64 << 20));
+        assert_eq!(parse_quantity("1Gi"), Some(1 << 30));
+        assert_eq!(parse_quantity("500M"), Some(500_000_000));
+        assert_eq!(parse_quantity("12x"), None);
+        assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_duration("5"), None);
+    }
+}

@@ -1,0 +1,4 @@
+//! Widget 3.0: a broken release that traps on half its objects.
+const VERSION: &str = "v3";
+const FLAKY: bool = true;
+include!("../../widget/src/logic.rs");
