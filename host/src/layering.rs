@@ -54,6 +54,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "stack",
         &["controllers", "defaults", "omni", "platform", "runtime"],
     ),
+    ("testkit", &["capabilities", "contract", "runtime"]),
     (
         "dev",
         &[

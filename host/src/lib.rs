@@ -22,6 +22,7 @@ pub mod platform;
 pub mod runtime;
 pub mod secrets;
 pub mod stack;
+pub mod testkit;
 
 #[cfg(test)]
 mod layering;

@@ -16,12 +16,12 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
-use omni_operator::capabilities::{CallObject, Grants, HostServices, Outputs};
+use omni_operator::capabilities::{CallObject, Grants, HostServices};
 use omni_operator::controllers::Settings;
 use omni_operator::omni::OmniConnections;
 use omni_operator::operator::{Operator, PluginSources};
 use omni_operator::runtime::{CallError, LoadedPlugin, PluginSpec, Runtime, RuntimeConfig};
-use serde_json::{Value, json};
+use serde_json::json;
 
 #[derive(Parser)]
 #[command(version, about = "The omni-cluster-operator host")]
@@ -278,7 +278,7 @@ enum PluginCommand {
     /// Load a plugin and print what it is, what it imports, its metadata, and whether its grants cover that.
     Inspect(PluginArgs),
     #[command(flatten)]
-    Distribution(plugin_cli::DistributionCommand),
+    Author(plugin_cli::AuthorCommand),
     /// Run one reconcile of an object (JSON file) and print the outputs the operator would commit.
     /// There is no Kubernetes behind `kube-read` here: reads answer `unavailable`.
     Reconcile {
@@ -452,9 +452,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Plugin(PluginCommand::Distribution(command)) => {
-            plugin_cli::run(command).await?;
-            Ok(ExitCode::SUCCESS)
+        Command::Plugin(PluginCommand::Author(command)) => {
+            let ok = plugin_cli::run(command, || Runtime::new(runtime_config)).await?;
+            Ok(if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         Command::Plugin(PluginCommand::Inspect(args)) => {
             let runtime = Runtime::new(runtime_config)?;
@@ -490,7 +494,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Ok(done) => {
                     println!(
                         "{}",
-                        serde_json::to_string_pretty(&outputs_json(&done.outputs))?
+                        serde_json::to_string_pretty(&omni_operator::testkit::outputs_json(
+                            &done.outputs
+                        ))?
                     );
                     Ok(ExitCode::SUCCESS)
                 }
@@ -523,18 +529,4 @@ async fn load(
     let spec = PluginSpec::from_file(name, &args.wasm)
         .with_context(|| format!("reading {}", args.wasm.display()))?;
     Ok(runtime.load(spec.grants(grants)).await?)
-}
-
-fn outputs_json(outputs: &Outputs) -> Value {
-    json!({
-        "status": outputs.status,
-        "conditions": outputs.conditions.iter().map(|c| json!({
-            "type": c.type_, "status": c.status.as_str(), "reason": c.reason, "message": c.message,
-        })).collect::<Vec<_>>(),
-        "events": outputs.events.iter().map(|e| json!({
-            "type": format!("{:?}", e.type_), "reason": e.reason, "message": e.message,
-        })).collect::<Vec<_>>(),
-        "requeueAfterMs": outputs.requeue_after.map(|d| d.as_millis() as u64),
-        "logs": outputs.logs.iter().map(|l| format!("{:?} {:?}: {}", l.source, l.level, l.message)).collect::<Vec<_>>(),
-    })
 }

@@ -1,6 +1,10 @@
-//! `omni-operator plugin push|pull|sign|verify|keygen`: distributing plugins as signed OCI artifacts (or signed
-//! files for air-gapped clusters), with the operator's own code, so what the CLI accepts is what the operator
-//! accepts. Key passwords come from `COSIGN_PASSWORD`, as with cosign; registry passwords from
+//! The plugin author's commands:
+//! * `plugin new` creates a plugin crate from the template (`host/templates/plugin`);
+//! * `plugin test` runs a component against fixtures with recorded interactions and snapshots;
+//! * `plugin push|pull|sign|verify|keygen` distribute plugins as signed OCI artifacts (or signed files for
+//!   air-gapped clusters), with the operator's own code, so what the CLI accepts is what the operator accepts.
+//!
+//! Key passwords come from `COSIGN_PASSWORD`, as with cosign; registry passwords from
 //! `OMNI_OPERATOR_REGISTRY_PASSWORD`, never from a flag that would show in `ps`.
 
 use std::path::{Path, PathBuf};
@@ -11,10 +15,47 @@ use omni_operator::distribution::{
     self, Access, ArtifactCache, ArtifactRef, Credentials, Trust, TrustedKeys, metadata, oci,
     signature,
 };
+use omni_operator::testkit::{self, Mode, Outcome};
 use serde_json::json;
 
 #[derive(Subcommand)]
-pub enum DistributionCommand {
+pub enum AuthorCommand {
+    /// Create a plugin crate: Cargo.toml, src/lib.rs with native unit tests, a fixture, and a README saying how
+    /// to build, test, push and bind it.
+    New {
+        /// The plugin's name (lowercase letters, digits and '-'); also the crate's directory.
+        name: String,
+        /// The kind it reconciles: its API group.
+        #[arg(long, default_value = "example.com")]
+        group: String,
+        #[arg(long, default_value = "Widget")]
+        kind: String,
+        /// The SDK crate (plugins/sdk of the operator's source); default: the tree this binary was built from.
+        #[arg(long)]
+        sdk: Option<PathBuf>,
+        /// Where to create it (default: ./NAME).
+        #[arg(long)]
+        path: Option<PathBuf>,
+    },
+    /// Run a component against fixtures (DIR/NAME.object.json), replaying recorded reads and comparing outputs
+    /// with snapshots; exits non-zero when a case fails.
+    Test {
+        /// The component (`.wasm`).
+        wasm: PathBuf,
+        #[arg(long)]
+        fixtures: PathBuf,
+        /// A grant for the run (repeatable), as --grant of `plugin inspect`.
+        #[arg(long = "grant", value_name = "CAPABILITY")]
+        grants: Vec<String>,
+        /// Record the reads from the cluster this kubeconfig names, and write transcripts and snapshots.
+        #[arg(long, requires = "kubeconfig")]
+        record: bool,
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+        /// Accept the current outputs as the snapshots.
+        #[arg(long)]
+        update: bool,
+    },
     /// Push a component to an OCI registry in the Wasm artifact layout; prints the reference pinned by digest.
     Push {
         /// The component (`.wasm`).
@@ -143,9 +184,63 @@ fn oci_reference(text: &str) -> anyhow::Result<oci_client::Reference> {
     }
 }
 
-pub async fn run(command: DistributionCommand) -> anyhow::Result<()> {
+pub async fn run(
+    command: AuthorCommand,
+    runtime: impl FnOnce() -> anyhow::Result<omni_operator::runtime::Runtime>,
+) -> anyhow::Result<bool> {
     match command {
-        DistributionCommand::Push {
+        AuthorCommand::New {
+            name,
+            group,
+            kind,
+            sdk,
+            path,
+        } => new_plugin(&name, &group, &kind, sdk, path)?,
+        AuthorCommand::Test {
+            wasm,
+            fixtures,
+            grants,
+            record,
+            kubeconfig,
+            update,
+        } => {
+            let runtime = runtime()?;
+            let grants = omni_operator::capabilities::Grants::parse(&grants)?;
+            let name = wasm
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "plugin".into());
+            let spec = omni_operator::runtime::PluginSpec::from_file(name, &wasm)
+                .with_context(|| format!("reading {}", wasm.display()))?
+                .grants(grants);
+            let plugin = runtime.load(spec).await?;
+            let mode = match (record, kubeconfig) {
+                (true, Some(path)) => {
+                    let yaml = std::fs::read_to_string(&path)
+                        .with_context(|| format!("reading {}", path.display()))?;
+                    let client = omni_operator::stack::client(&yaml).await?;
+                    Mode::Record(std::sync::Arc::new(
+                        omni_operator::controllers::reader::ApiReader::new(client),
+                    ))
+                }
+                _ => Mode::Replay { update },
+            };
+            let results = testkit::run(&plugin, &fixtures, &mode).await?;
+            let mut failed = 0;
+            for r in &results {
+                match &r.outcome {
+                    Outcome::Passed => println!("ok      {}", r.name),
+                    Outcome::Written => println!("written {}", r.name),
+                    Outcome::Failed(why) => {
+                        failed += 1;
+                        println!("FAILED  {}: {why}", r.name);
+                    }
+                }
+            }
+            println!("{} passed, {failed} failed", results.len() - failed);
+            return Ok(failed == 0);
+        }
+        AuthorCommand::Push {
             wasm,
             reference,
             sign_key,
@@ -172,7 +267,7 @@ pub async fn run(command: DistributionCommand) -> anyhow::Result<()> {
                 reference.repository()
             );
         }
-        DistributionCommand::Pull {
+        AuthorCommand::Pull {
             reference,
             trust,
             output,
@@ -195,7 +290,7 @@ pub async fn run(command: DistributionCommand) -> anyhow::Result<()> {
             }
             print_fetched(&fetched)?;
         }
-        DistributionCommand::Verify {
+        AuthorCommand::Verify {
             reference,
             trust,
             registry,
@@ -210,7 +305,7 @@ pub async fn run(command: DistributionCommand) -> anyhow::Result<()> {
             .await?;
             print_fetched(&fetched)?;
         }
-        DistributionCommand::Sign {
+        AuthorCommand::Sign {
             reference,
             key,
             registry,
@@ -240,8 +335,85 @@ pub async fn run(command: DistributionCommand) -> anyhow::Result<()> {
                 }
             }
         }
-        DistributionCommand::Keygen { output_prefix } => keygen(&output_prefix)?,
+        AuthorCommand::Keygen { output_prefix } => keygen(&output_prefix)?,
     }
+    Ok(true)
+}
+
+/// The template's files, with `{{placeholders}}`.
+const TEMPLATE: &[(&str, &str)] = &[
+    (
+        "Cargo.toml",
+        include_str!("../templates/plugin/Cargo.toml.txt"),
+    ),
+    ("src/lib.rs", include_str!("../templates/plugin/lib.rs.txt")),
+    (
+        "README.md",
+        include_str!("../templates/plugin/README.md.txt"),
+    ),
+    (
+        "fixtures/example.object.json",
+        include_str!("../templates/plugin/fixture.object.json.txt"),
+    ),
+];
+
+fn new_plugin(
+    name: &str,
+    group: &str,
+    kind: &str,
+    sdk: Option<PathBuf>,
+    path: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let valid = !name.is_empty()
+        && name.len() <= 63
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if !valid {
+        bail!(
+            "plugin name {name:?}: use lowercase letters, digits and '-', starting with a letter"
+        );
+    }
+    if !kind.starts_with(|c: char| c.is_ascii_uppercase())
+        || !kind.bytes().all(|b| b.is_ascii_alphanumeric())
+    {
+        bail!("--kind {kind:?}: a kind is CamelCase letters and digits, e.g. Widget");
+    }
+    if group.is_empty() || !group.contains('.') || group == "core" {
+        bail!("--group {group:?}: use a DNS name you own, e.g. example.com (never a core group)");
+    }
+    let sdk = match sdk {
+        Some(p) => p,
+        None => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../plugins/sdk")),
+    };
+    let sdk = std::fs::canonicalize(&sdk).with_context(|| {
+        format!(
+            "the SDK crate is not at {}; name it with --sdk PATH/TO/plugins/sdk",
+            sdk.display()
+        )
+    })?;
+    let dir = path.unwrap_or_else(|| PathBuf::from(name));
+    if dir.exists() {
+        bail!("{} exists; not overwriting it", dir.display());
+    }
+    let lib = name.replace('-', "_");
+    for (file, text) in TEMPLATE {
+        let text = text
+            .replace("{{name}}", name)
+            .replace("{{crate}}", name)
+            .replace("{{lib}}", &lib)
+            .replace("{{group}}", group)
+            .replace("{{kind}}", kind)
+            .replace("{{sdk}}", &sdk.display().to_string());
+        let target = dir.join(file);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        std::fs::write(&target, text).with_context(|| format!("writing {}", target.display()))?;
+    }
+    println!("{}", dir.display());
     Ok(())
 }
 

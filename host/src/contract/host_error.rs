@@ -32,6 +32,51 @@ pub enum HostError {
 }
 
 impl HostError {
+    /// The contract's name of the case (`not-found`, …), as transcripts store it.
+    pub fn case(&self) -> &'static str {
+        match self {
+            HostError::Denied(_) => "denied",
+            HostError::NotFound(_) => "not-found",
+            HostError::Conflict(_) => "conflict",
+            HostError::Invalid(_) => "invalid",
+            HostError::Unavailable(_) => "unavailable",
+            HostError::Timeout(_) => "timeout",
+            HostError::Unauthenticated(_) => "unauthenticated",
+            HostError::Forbidden(_) => "forbidden",
+            HostError::Other(_) => "other",
+        }
+    }
+
+    /// The case's text.
+    pub fn message(&self) -> &str {
+        match self {
+            HostError::Denied(m)
+            | HostError::NotFound(m)
+            | HostError::Conflict(m)
+            | HostError::Invalid(m)
+            | HostError::Unavailable(m)
+            | HostError::Timeout(m)
+            | HostError::Unauthenticated(m)
+            | HostError::Forbidden(m)
+            | HostError::Other(m) => m,
+        }
+    }
+
+    /// The error of case `case` (as [`HostError::case`] names it); an unknown case is `other`.
+    pub fn from_case(case: &str, message: String) -> HostError {
+        match case {
+            "denied" => HostError::Denied(message),
+            "not-found" => HostError::NotFound(message),
+            "conflict" => HostError::Conflict(message),
+            "invalid" => HostError::Invalid(message),
+            "unavailable" => HostError::Unavailable(message),
+            "timeout" => HostError::Timeout(message),
+            "unauthenticated" => HostError::Unauthenticated(message),
+            "forbidden" => HostError::Forbidden(message),
+            _ => HostError::Other(message),
+        }
+    }
+
     /// The answer of a contract function whose implementation lands in a later version of the host.
     pub fn later(function: &str) -> HostError {
         HostError::Unavailable(format!("{function} lands in a later version of the host"))

@@ -75,7 +75,15 @@ struct PluginState {
     rolled_back: BTreeSet<String>,
     /// When the serving digest took over from a previous one (its rollback window runs from here).
     swapped_at: Option<Instant>,
+    /// A new digest serving part of the objects before it serves all of them.
+    canary: Option<Canary>,
     failures: Vec<FailureRecord>,
+}
+
+/// A canary in progress.
+struct Canary {
+    artifact: Arc<Artifact>,
+    since: Instant,
 }
 
 impl PluginState {
@@ -323,8 +331,28 @@ impl Platform {
                     .serving
                     .as_ref()
                     .is_some_and(|s| s.digest == artifact.digest);
-                if same {
+                let canary_same = state
+                    .canary
+                    .as_ref()
+                    .is_some_and(|c| c.artifact.digest == artifact.digest);
+                let canary = spec.rollout.as_ref().and_then(|r| r.canary.as_ref());
+                if same || canary_same {
+                    if same {
+                        state.canary = None;
+                    }
                     None
+                } else if let (Some(_), Some(old)) = (canary, &state.serving) {
+                    let message = format!(
+                        "digest {} verified{}; serving it to the canary first while {} serves the rest",
+                        artifact.digest,
+                        signed_text(&artifact),
+                        old.digest
+                    );
+                    state.canary = Some(Canary {
+                        artifact: Arc::new(artifact),
+                        since: Instant::now(),
+                    });
+                    Some((EventType::Normal, "CanaryStarted", message))
                 } else {
                     let message = match &state.serving {
                         Some(old) => format!(
@@ -342,6 +370,7 @@ impl Platform {
                     state.previous = state.serving.take();
                     state.swapped_at = state.previous.is_some().then(Instant::now);
                     state.serving = Some(Arc::new(artifact));
+                    state.canary = None;
                     Some((EventType::Normal, "ArtifactVerified", message))
                 }
             }
@@ -362,34 +391,37 @@ impl Platform {
         }
     }
 
-    /// Rolls a new digest back when its failure rate over its window crosses the Plugin's threshold.
+    /// Rolls a new digest back when its failure rate crosses the Plugin's threshold (during its window after a
+    /// swap, or while it is a canary), and promotes a canary that ran its duration without crossing it.
     async fn watch_rollbacks(&mut self, specs: &BTreeMap<String, (DynamicObject, PluginSpec)>) {
         for (name, (object, spec)) in specs {
-            let policy = spec
-                .rollout
-                .as_ref()
-                .and_then(|r| r.rollback.clone())
-                .unwrap_or_default();
-            if policy.disabled == Some(true) {
-                continue;
-            }
+            let rollout = spec.rollout.clone().unwrap_or_default();
+            let policy = rollout.rollback.clone().unwrap_or_default();
             let window = policy
                 .window
                 .as_deref()
                 .and_then(parse_duration)
                 .unwrap_or(Duration::from_secs(300));
-            let Some(state) = self.plugins.get_mut(name) else {
+            let Some(state) = self.plugins.get(name) else {
                 continue;
             };
-            let (Some(serving), Some(_), Some(at)) =
-                (&state.serving, &state.previous, state.swapped_at)
-            else {
+            // The digest on trial: a canary, or a new digest within its window.
+            let trial = match (
+                &state.canary,
+                &state.serving,
+                &state.previous,
+                state.swapped_at,
+            ) {
+                (Some(c), _, _, _) => Some((c.artifact.digest.clone(), true)),
+                (None, Some(s), Some(_), Some(at)) if at.elapsed() <= window => {
+                    Some((s.digest.clone(), false))
+                }
+                _ => None,
+            };
+            let Some((digest, is_canary)) = trial else {
                 continue;
             };
-            if at.elapsed() > window {
-                continue;
-            }
-            let prefix = format!("{}|", serving.digest);
+            let prefix = format!("{digest}|");
             let (calls, failures) = self
                 .loaded
                 .iter()
@@ -398,27 +430,61 @@ impl Platform {
                 .fold((0, 0), |(c, f), u| (c + u.calls, f + u.failures));
             let min_calls = u64::from(policy.min_calls.unwrap_or(10));
             let percent = u64::from(policy.failure_percent.unwrap_or(20));
-            if calls < min_calls || failures * 100 < percent * calls {
+            let failing = calls >= min_calls && failures * 100 >= percent * calls;
+            let Some(state) = self.plugins.get_mut(name) else {
+                continue;
+            };
+            if failing && policy.disabled != Some(true) {
+                let back_to = if is_canary {
+                    state.serving.as_ref()
+                } else {
+                    state.previous.as_ref()
+                }
+                .map(|a| a.digest.clone())
+                .unwrap_or_default();
+                let message = format!(
+                    "digest {digest} failed {failures} of its {calls} calls (threshold {percent}%); rolled back to {back_to}"
+                );
+                let refusal = Refusal::new("RolledBack", message.clone());
+                state.fail(Some(digest.clone()), &refusal);
+                state.rolled_back.insert(digest);
+                state.refusal = Some(refusal);
+                if is_canary {
+                    state.canary = None;
+                } else {
+                    state.serving = state.previous.take();
+                    state.swapped_at = None;
+                }
+                tracing::warn!(plugin = %name, "{message}");
+                self.event(object, 0, EventType::Warning, "RolledBack", message)
+                    .await;
                 continue;
             }
-            let bad = serving.digest.clone();
-            let message = format!(
-                "digest {bad} failed {failures} of its {calls} calls (threshold {percent}%); rolled back to {}",
-                state
-                    .previous
+            let duration = rollout
+                .canary
+                .as_ref()
+                .and_then(|c| c.duration.as_deref())
+                .and_then(parse_duration)
+                .unwrap_or(Duration::from_secs(60));
+            if is_canary
+                && state
+                    .canary
                     .as_ref()
-                    .map(|p| p.digest.as_str())
-                    .unwrap_or("?")
-            );
-            let refusal = Refusal::new("RolledBack", message.clone());
-            state.fail(Some(bad.clone()), &refusal);
-            state.rolled_back.insert(bad);
-            state.refusal = Some(refusal);
-            state.serving = state.previous.take();
-            state.swapped_at = None;
-            tracing::warn!(plugin = %name, "{message}");
-            self.event(object, 0, EventType::Warning, "RolledBack", message)
-                .await;
+                    .is_some_and(|c| c.since.elapsed() >= duration)
+            {
+                let Some(canary) = state.canary.take() else {
+                    continue;
+                };
+                let message = format!(
+                    "canary digest {} ran {}s with {failures} failures in {calls} calls; it now serves every object",
+                    canary.artifact.digest,
+                    duration.as_secs()
+                );
+                state.previous = state.serving.replace(canary.artifact);
+                state.swapped_at = Some(Instant::now());
+                self.event(object, 0, EventType::Normal, "CanaryPromoted", message)
+                    .await;
+            }
         }
     }
 
@@ -511,6 +577,23 @@ impl Platform {
                 ),
             );
         }
+        // A canary serves the objects the Plugin's rollout picks; a canary that cannot load for this binding
+        // is left out here (the others still try it).
+        let canary = match (
+            state_canary(&self.plugins, plugin_name),
+            plugin_spec.rollout.as_ref().and_then(|r| r.canary.as_ref()),
+        ) {
+            (Some(c), Some(policy)) => self
+                .load(plugin_name, &c, &effective, limits, quota, used)
+                .await
+                .ok()
+                .map(|plugin| crate::runtime::CanaryRoute {
+                    plugin,
+                    namespaces: policy.namespaces.iter().cloned().collect(),
+                    percent: policy.percent.unwrap_or(0).min(100),
+                }),
+            _ => None,
+        };
         let digest = artifact_digest(&loaded, &artifact, previous.as_deref());
         let outcome = BindingOutcome {
             ready: true,
@@ -530,10 +613,12 @@ impl Platform {
             grants: effective.describe(),
             kinds: kinds.iter().map(ToString::to_string).collect(),
         };
+        let mut route = Route::new(view.id(), loaded);
+        route.canary = canary;
         candidates.push(Candidate {
             binding: view.clone(),
             kinds,
-            route: Arc::new(Route::new(view.id(), loaded)),
+            route: Arc::new(route),
         });
         outcome
     }
@@ -713,6 +798,7 @@ impl Platform {
             resolved_artifact: serving.map(|a| a.pinned.clone()),
             digest: serving.map(|a| a.digest.clone()),
             previous_digest: state.previous.as_ref().map(|a| a.digest.clone()),
+            canary_digest: state.canary.as_ref().map(|c| c.artifact.digest.clone()),
             signed_by: serving.and_then(|a| a.signed_by.clone()),
             component: serving.map(|a| ComponentInfo {
                 name: a.metadata.as_ref().map(|m| m.name.clone()),
@@ -845,6 +931,14 @@ impl BindingOutcome {
             kinds: Vec::new(),
         }
     }
+}
+
+/// The canary artifact of a Plugin, if one is in progress.
+fn state_canary(plugins: &HashMap<String, PluginState>, name: &str) -> Option<Arc<Artifact>> {
+    plugins
+        .get(name)
+        .and_then(|s| s.canary.as_ref())
+        .map(|c| c.artifact.clone())
 }
 
 /// The digest of whichever artifact `loaded` was loaded from.

@@ -35,6 +35,10 @@ fn plain() -> Access {
 }
 
 async fn start() -> Env {
+    start_with(PlatformOptions::default()).await
+}
+
+async fn start_with(options: PlatformOptions) -> Env {
     let sim = stack::management_cluster(kube_sim::KubeSim::builder())
         .await
         .expect("kube-sim");
@@ -53,7 +57,7 @@ async fn start() -> Env {
     let host = HostBuilder::new(support::runtime().clone())
         .built_ins()
         .expect("built-ins")
-        .platform(PlatformOptions::default())
+        .platform(options)
         .start(sim.kubeconfig(&sim.admin()))
         .await
         .expect("host");
@@ -444,4 +448,347 @@ async fn a_release_that_traps_on_half_its_objects_is_rolled_back_with_events() {
     // The rolled-back digest is not tried again while the spec names it.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(env.plugin("widget")["status"]["digest"], v1.as_str());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_canary_serves_its_namespace_first_and_then_every_object() {
+    let env = start().await;
+    let v1 = env.push("widget", "1.0", Some(&env.private_key)).await;
+    let v2 = env.push("widget_v2", "2.0", Some(&env.private_key)).await;
+    let host = env.registry.host.clone();
+    let canary = "  rollout:\n    canary: {namespaces: [team-b], duration: 10s}\n";
+    env.kubectl_apply(&plugin_yaml(
+        "widget",
+        &format!("oci://{host}/plugins/widget@{v1}"),
+        canary,
+    ));
+    env.kubectl_apply(&format!(
+        "apiVersion: {PLATFORM}\nkind: ClusterPluginBinding\nmetadata:\n  name: widget\nspec:\n  plugin: widget\n  grants: [clock]\n"
+    ));
+    env.control_plane("team-a", "cp").await;
+    env.control_plane("team-b", "cp").await;
+    eventually(&env, "both namespaces on v1", || {
+        env.served_by("team-a", "cp") == "ServedByv1"
+            && env.served_by("team-b", "cp") == "ServedByv1"
+    })
+    .await;
+
+    env.kubectl_apply(&plugin_yaml(
+        "widget",
+        &format!("oci://{host}/plugins/widget@{v2}"),
+        canary,
+    ));
+    eventually(&env, "the canary namespace on v2", || {
+        env.served_by("team-b", "cp") == "ServedByv2"
+    })
+    .await;
+    // While the canary runs (10 s), the rest stays on v1 and the status says which digest is on trial.
+    let plugin = env.plugin("widget");
+    assert_eq!(plugin["status"]["canaryDigest"], v2.as_str(), "{plugin:#}");
+    assert_eq!(plugin["status"]["digest"], v1.as_str(), "{plugin:#}");
+    assert_eq!(env.served_by("team-a", "cp"), "ServedByv1");
+    eventually(&env, "the canary promoted to every object", || {
+        env.served_by("team-a", "cp") == "ServedByv2"
+    })
+    .await;
+    eventually(&env, "the status after promotion", || {
+        let p = env.plugin("widget");
+        p["status"]["digest"] == v2.as_str()
+            && p["status"].get("canaryDigest").is_none()
+            && p["status"]["previousDigest"] == v1.as_str()
+    })
+    .await;
+    assert!(
+        env.events("CanaryStarted")
+            .iter()
+            .any(|e| e["note"].as_str().unwrap_or_default().contains(&v2)),
+        "a Normal Event when the canary starts"
+    );
+    assert!(!env.events("CanaryPromoted").is_empty());
+}
+
+/// Fair scheduling between tenants: team-a's plugin spins on every object until the host's 5 s call deadline
+/// stops it, with 12 objects, more than the kind's 4 workers. Its binding's quota (one call at a time) turns
+/// its other reconciles away at once instead of letting them take workers, so team-b's new object is served
+/// within the bound the README states (3 s; without the quota it waits behind the spinning calls, 5 s and more).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_looping_plugin_leaves_another_tenants_reconciles_within_the_bound() {
+    let env = start().await;
+    let v1 = env.push("widget", "1.0", Some(&env.private_key)).await;
+    let spinning = env
+        .push("widget_loop", "loop", Some(&env.private_key))
+        .await;
+    let host = env.registry.host.clone();
+    env.kubectl_apply(&plugin_yaml(
+        "widget",
+        &format!("oci://{host}/plugins/widget@{v1}"),
+        "",
+    ));
+    env.kubectl_apply(&plugin_yaml(
+        "widget-loop",
+        &format!("oci://{host}/plugins/widget@{spinning}"),
+        "",
+    ));
+    env.kubectl_apply(&binding_yaml("team-b", "widget", "widget"));
+    env.kubectl_apply(&format!(
+        "{}  quota: {{concurrency: 1, callsPerSecond: 5}}\n",
+        binding_yaml("team-a", "widget", "widget-loop")
+    ));
+    eventually(&env, "both bindings ready", || {
+        is(&env.binding("team-a", "widget"), "Ready", "True", "Serving")
+            && is(&env.binding("team-b", "widget"), "Ready", "True", "Serving")
+    })
+    .await;
+    for i in 0..12 {
+        env.control_plane("team-a", &format!("spin-{i}")).await;
+    }
+    // The spinning calls have started (they end in their deadline, reported on the objects).
+    eventually(&env, "a spinning call stopped by its deadline", || {
+        (0..12).any(|i| {
+            let o = env
+                .sim
+                .get(API, "OmniControlPlane", "team-a", &format!("spin-{i}"))
+                .unwrap_or(Value::Null);
+            is(&o, "Ready", "False", "PluginTimeout")
+        })
+    })
+    .await;
+
+    let started = std::time::Instant::now();
+    env.control_plane("team-b", "cp").await;
+    eventually(&env, "team-b served", || {
+        env.served_by("team-b", "cp") == "ServedByv1"
+    })
+    .await;
+    let latency = started.elapsed();
+    assert!(
+        latency < Duration::from_secs(3),
+        "team-b waited {latency:?} behind team-a's spinning plugin"
+    );
+}
+
+/// Runs the operator's CLI in `dir`.
+fn cli(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_omni-operator"))
+        .args(args)
+        .current_dir(dir)
+        .env("COSIGN_PASSWORD", "pw")
+        .output()
+        .expect("the CLI runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "omni-operator {args:?} failed:\n{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// Builds a plugin crate for wasm32-wasip2 as its README says; returns the component's path. The target dir
+/// is shared between runs (the SDK's dependencies compile once); the crate itself stays where it is.
+fn build_plugin(dir: &std::path::Path, lib: &str) -> std::path::PathBuf {
+    let target = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target/tmp has a parent")
+        .join("author-kit");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "--target",
+            "wasm32-wasip2",
+            "--target-dir",
+        ])
+        .arg(&target)
+        .current_dir(dir)
+        // The outer build's settings are for the host target.
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "building {} failed:\n{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    target.join(format!("wasm32-wasip2/release/{lib}.wasm"))
+}
+
+/// The author kit end to end, from a clean directory outside the workspace: `plugin new` → build → `plugin test`
+/// → `plugin push` (signed) → Plugin and PluginBinding applied with kubectl → serving a kind of its own in one
+/// namespace. The example third-party plugin in examples/plugins/site-widgets goes the same way, its committed
+/// fixtures replayed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_plugin_goes_from_template_to_serving_and_so_does_the_example() {
+    let env = start_with(PlatformOptions {
+        allowed_kinds: vec![
+            ("example.com".into(), "Widget".into()),
+            ("sites.example.com".into(), "SiteWidget".into()),
+        ],
+        ..PlatformOptions::default()
+    })
+    .await;
+    let work = tempfile::tempdir().expect("a directory outside the workspace");
+    std::fs::write(work.path().join("release.key"), &env.private_key).expect("key");
+
+    // plugin new → build → plugin test (the first run writes the snapshot, the second compares with it).
+    cli(work.path(), &["plugin", "new", "team-widgets"]);
+    let crate_dir = work.path().join("team-widgets");
+    let wasm = build_plugin(&crate_dir, "team_widgets");
+    let wasm_arg = wasm.display().to_string();
+    let first = cli(
+        &crate_dir,
+        &[
+            "plugin",
+            "test",
+            &wasm_arg,
+            "--fixtures",
+            "fixtures",
+            "--grant",
+            "clock",
+        ],
+    );
+    assert!(first.contains("written example"), "{first}");
+    let second = cli(
+        &crate_dir,
+        &[
+            "plugin",
+            "test",
+            &wasm_arg,
+            "--fixtures",
+            "fixtures",
+            "--grant",
+            "clock",
+        ],
+    );
+    assert!(
+        second.contains("ok      example") && second.contains("1 passed, 0 failed"),
+        "{second}"
+    );
+
+    // The example plugin: its recorded interactions and snapshots replay without a cluster.
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/plugins/site-widgets");
+    let example_wasm = build_plugin(&example, "site_widgets");
+    let example_arg = example_wasm.display().to_string();
+    let replayed = cli(
+        &example,
+        &[
+            "plugin",
+            "test",
+            &example_arg,
+            "--fixtures",
+            "fixtures",
+            "--grant",
+            "kube-read:core/ConfigMap",
+        ],
+    );
+    assert!(replayed.contains("2 passed, 0 failed"), "{replayed}");
+
+    // push, signed.
+    let host = env.registry.host.clone();
+    let pinned = |out: String| out.trim().to_string();
+    let widgets = pinned(cli(
+        work.path(),
+        &[
+            "plugin",
+            "push",
+            &wasm_arg,
+            &format!("oci://{host}/team/widgets:0.1.0"),
+            "--sign-key",
+            "release.key",
+            "--plain-http",
+        ],
+    ));
+    let sites = pinned(cli(
+        work.path(),
+        &[
+            "plugin",
+            "push",
+            &example_arg,
+            &format!("oci://{host}/examples/site-widgets:0.1.0"),
+            "--sign-key",
+            "release.key",
+            "--plain-http",
+        ],
+    ));
+
+    // The kinds' CRDs, then Plugins and bindings with kubectl.
+    env.sim
+        .apply_yaml(&std::fs::read_to_string(example.join("crd.yaml")).expect("crd.yaml"))
+        .await
+        .expect("SiteWidget CRD");
+    env.sim
+        .apply_yaml(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\n\
+             spec:\n  group: example.com\n  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}\n  \
+             scope: Namespaced\n  versions:\n  - name: v1alpha1\n    served: true\n    storage: true\n    subresources: {status: {}}\n    \
+             schema:\n      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}\n",
+        )
+        .await
+        .expect("Widget CRD");
+    let plugin = |name: &str, artifact: &str, grants: &str| {
+        format!(
+            "apiVersion: {PLATFORM}\nkind: Plugin\nmetadata:\n  name: {name}\nspec:\n  artifact: {artifact}\n  plainHTTP: true\n  \
+             grants: [{grants}]\n  verification:\n    publicKeys:\n    - name: release\n      secretKeyRef: \
+             {{name: plugin-keys, namespace: omni-system, key: release.pub}}\n"
+        )
+    };
+    let binding = |ns: &str, name: &str, plugin: &str, grants: &str| {
+        format!(
+            "apiVersion: {PLATFORM}\nkind: PluginBinding\nmetadata:\n  name: {name}\n  namespace: {ns}\nspec:\n  plugin: {plugin}\n  grants: [{grants}]\n"
+        )
+    };
+    env.kubectl_apply(&plugin("team-widgets", &widgets, "clock"));
+    env.kubectl_apply(&binding("team-a", "widgets", "team-widgets", "clock"));
+    env.kubectl_apply(&plugin("site-widgets", &sites, "kube-read:core/ConfigMap"));
+    env.kubectl_apply(&binding(
+        "team-b",
+        "site-widgets",
+        "site-widgets",
+        "kube-read:core/ConfigMap",
+    ));
+    env.sim
+        .apply(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "site-defaults", "namespace": "team-b"}, "data": {"replicas": "4"}}))
+        .await
+        .expect("site defaults");
+    env.sim
+        .apply(&json!({"apiVersion": "example.com/v1alpha1", "kind": "Widget", "metadata": {"name": "w", "namespace": "team-a"}, "spec": {"replicas": 2}}))
+        .await
+        .expect("widget");
+    env.sim
+        .apply(&json!({"apiVersion": "sites.example.com/v1alpha1", "kind": "SiteWidget", "metadata": {"name": "s", "namespace": "team-b"}, "spec": {}}))
+        .await
+        .expect("site widget");
+
+    // A binding that introduces a kind starts its controller; each plugin serves its own namespace.
+    eventually(&env, "the new plugin's Widget reconciled", || {
+        let w = env
+            .sim
+            .get("example.com/v1alpha1", "Widget", "team-a", "w")
+            .unwrap_or(Value::Null);
+        is(&w, "Ready", "True", "Reconciled") && w["status"]["replicas"] == 2
+    })
+    .await;
+    eventually(
+        &env,
+        "the example's SiteWidget given the site's default",
+        || {
+            let s = env
+                .sim
+                .get("sites.example.com/v1alpha1", "SiteWidget", "team-b", "s")
+                .unwrap_or(Value::Null);
+            s["status"]["replicas"] == 4
+        },
+    )
+    .await;
+    assert_eq!(
+        env.binding("team-b", "site-widgets")["status"]["effectiveGrants"],
+        json!(["kube-read", "kube-read:core/ConfigMap"])
+    );
 }

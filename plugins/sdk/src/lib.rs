@@ -79,7 +79,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../../wit",
+        path: "wit",
         world: "reconcile-plugin",
         pub_export_macro: true,
         export_macro_name: "export",

@@ -1,7 +1,7 @@
-// The widget plugin's logic, shared by its versions (each crate sets VERSION and FLAKY and includes this): it
+// The widget plugin's logic, shared by its versions (each crate sets VERSION, FLAKY and SPINS and includes this): it
 // reconciles OmniControlPlanes and says which version answered in its `Accepted` condition's reason, so tests
 // see which digest served which object. The flaky version traps on objects whose name ends in an odd digit:
-// half of `cp-0` … `cp-9`.
+// half of `cp-0` … `cp-9`; the spinning version never returns.
 
 use omni_plugin_sdk::{Condition, Gvk, Host, Info, Plugin, ReconcileError};
 
@@ -25,6 +25,9 @@ impl Plugin for Widget {
             .last()
             .and_then(|c| c.to_digit(10))
             .is_some_and(|d| d % 2 == 1);
+        while SPINS {
+            core::hint::spin_loop();
+        }
         if FLAKY && odd {
             panic!("widget {VERSION} cannot handle {name}");
         }
