@@ -375,15 +375,21 @@ impl Platform {
                 }
             }
             Err(refusal) => {
-                state.fail(None, &refusal);
-                let message = if state.serving.is_some() {
-                    format!("{}; the previous digest keeps serving", refusal.message)
-                } else {
-                    refusal.message.clone()
-                };
-                state.refusal = Some(refusal.clone());
+                // A retry that fails the same way again is neither a new failure nor a new Event.
+                let repeated = state.refusal.as_ref() == Some(&refusal);
                 state.retry_at = Some(Instant::now() + RETRY);
-                Some((EventType::Warning, refusal.reason, message))
+                if repeated {
+                    None
+                } else {
+                    state.fail(None, &refusal);
+                    let message = if state.serving.is_some() {
+                        format!("{}; the previous digest keeps serving", refusal.message)
+                    } else {
+                        refusal.message.clone()
+                    };
+                    state.refusal = Some(refusal.clone());
+                    Some((EventType::Warning, refusal.reason, message))
+                }
             }
         };
         if let Some((type_, reason, message)) = event {
@@ -503,6 +509,22 @@ impl Platform {
                 format!("spec.plugin: Plugin {plugin_name:?} does not exist"),
             );
         };
+        // An administrator may keep a Plugin (and its ceiling) to some tenants.
+        if !plugin_spec.namespaces.is_empty() {
+            let allowed = view
+                .namespace
+                .as_ref()
+                .is_some_and(|ns| plugin_spec.namespaces.contains(ns));
+            if !allowed {
+                return BindingOutcome::refused(
+                    "NamespaceNotAllowed",
+                    format!(
+                        "spec.plugin: Plugin {plugin_name:?} may be bound only in {} (its spec.namespaces)",
+                        plugin_spec.namespaces.join(", ")
+                    ),
+                );
+            }
+        }
         let Some(state) = self.plugins.get(plugin_name) else {
             return BindingOutcome::refused(
                 "PluginNotReady",

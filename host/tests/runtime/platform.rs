@@ -346,6 +346,27 @@ async fn signed_plugins_bound_with_kubectl_serve_their_namespaces_and_bad_artifa
         "a Warning Event for the refusal"
     );
 
+    // A Plugin kept to one namespace cannot be bound elsewhere.
+    env.kubectl_apply(&plugin_yaml(
+        "widget-team-a-only",
+        &format!("oci://{host}/plugins/widget@{v1}"),
+        "  namespaces: [team-a]\n",
+    ));
+    env.kubectl_apply(&binding_yaml("team-c", "kept-out", "widget-team-a-only"));
+    eventually(
+        &env,
+        "a binding outside the Plugin's namespaces refused",
+        || {
+            is(
+                &env.binding("team-c", "kept-out"),
+                "Ready",
+                "False",
+                "NamespaceNotAllowed",
+            )
+        },
+    )
+    .await;
+
     // A second binding for the same kind in team-a: both are told, naming each other; the older keeps serving.
     env.kubectl_apply(&binding_yaml("team-a", "widget-again", "widget-v2"));
     eventually(&env, "both team-a bindings report the conflict", || {

@@ -48,6 +48,11 @@ pub struct PluginSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[cfg_attr(feature = "schema", schemars(extend("x-kubernetes-list-type" = "set")))]
     pub grants: Vec<String>,
+    /// namespaces whose PluginBindings may use this Plugin; every namespace when empty. ClusterPluginBindings
+    /// may use it only when it is empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "schema", schemars(extend("x-kubernetes-list-type" = "set")))]
+    pub namespaces: Vec<String>,
     /// rollout says how a new digest takes over from the one serving.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<Rollout>,
