@@ -33,6 +33,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "platform",
         &[
             "capabilities",
+            "contract",
             "controllers",
             "defaults",
             "distribution",

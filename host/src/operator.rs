@@ -202,24 +202,44 @@ impl Operator {
     ) -> Result<()> {
         let shutdown = shutdown.boxed().shared();
         let tasks = controllers::spawn_all(&client, &self.registry, &settings, shutdown.clone());
-        let platform = Platform::new(
+        // The platform is supervised: if it ever panics it starts again (from the objects as they are), rather
+        // than leaving routes frozen and rollbacks unwatched while the operator looks healthy.
+        let options = PlatformOptions {
+            cache: self
+                .sources
+                .artifact_cache
+                .clone()
+                .map(crate::distribution::ArtifactCache::new),
+            allowed_kinds: self.sources.allowed_kinds.clone(),
+            manager: settings.manager.clone(),
+        };
+        let (platform_client, runtime, registry, stop) = (
             client.clone(),
             self.runtime.clone(),
             self.registry.clone(),
-            PlatformOptions {
-                cache: self
-                    .sources
-                    .artifact_cache
-                    .clone()
-                    .map(crate::distribution::ArtifactCache::new),
-                allowed_kinds: self.sources.allowed_kinds.clone(),
-                manager: settings.manager.clone(),
-            },
+            shutdown.clone(),
         );
-        let stop = shutdown.clone();
         tokio::spawn(async move {
-            if let Err(e) = platform.run(stop).await {
-                tracing::error!(error = %format!("{e:#}"), "the plugin platform stopped");
+            loop {
+                let platform = Platform::new(
+                    platform_client.clone(),
+                    runtime.clone(),
+                    registry.clone(),
+                    options.clone(),
+                );
+                match tokio::spawn(platform.run(stop.clone())).await {
+                    Ok(Ok(())) => return,
+                    Ok(Err(e)) => {
+                        tracing::error!(error = %format!("{e:#}"), "the plugin platform stopped; starting it again")
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "the plugin platform panicked; starting it again")
+                    }
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+                    _ = stop.clone() => return,
+                }
             }
         });
         if self.sources.plugin_dir.is_some() {

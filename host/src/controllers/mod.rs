@@ -210,11 +210,20 @@ async fn run_kind(
     let mut controller = Controller::for_stream_with(main, store.clone(), shared.resource.clone())
         .with_config(ControllerConfig::default().concurrency(shared.settings.concurrency));
     for rel in related {
-        let (rel_ar, _) = &*shared
+        // A related kind the API server does not serve costs this kind its trigger from it, not its controller:
+        // one plugin's bad declaration must not stop every namespace's reconciles.
+        let rel_ar = match shared
             .reader
             .resolve(&rel.kind.api_version(), &rel.kind.kind)
             .await
-            .map_err(|e| anyhow::anyhow!("related kind {}: {e}", rel.kind.kind))?;
+        {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::error!(kind = %shared.kind, related = %rel.kind.kind, error = %e, "a related kind is not served; its changes will not trigger reconciles");
+                continue;
+            }
+        };
+        let (rel_ar, _) = &*rel_ar;
         // The related kind's watch also feeds the cache plugins read it from.
         let rel_watch = watches.subscribe(&shared.client, rel_ar, ns.as_deref());
         shared

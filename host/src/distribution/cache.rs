@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::oci::{LAYER_MEDIA_TYPE, MAX_COMPONENT_BYTES};
+use super::oci::LAYER_MEDIA_TYPE;
 use super::reference::{is_sha256_digest, sha256_digest};
 use super::signature::StoredSignature;
 
@@ -83,13 +83,13 @@ impl ArtifactCache {
             })
             .ok_or_else(|| corrupt("its manifest is not a Wasm component manifest".into()))?;
         let path = entry.join("component.wasm");
-        let size = std::fs::metadata(&path)
-            .map_err(|source| io(&path, source))?
-            .len();
-        if size > MAX_COMPONENT_BYTES {
-            return Err(corrupt(format!("its component is {size} bytes")));
-        }
-        let component = std::fs::read(&path).map_err(|source| io(&path, source))?;
+        let component = match super::read_bounded(&path) {
+            Ok(bytes) => bytes,
+            Err(super::Bounded::Io(source)) => return Err(io(&path, source)),
+            Err(super::Bounded::TooLarge(size)) => {
+                return Err(corrupt(format!("its component is more than {size} bytes")));
+            }
+        };
         if sha256_digest(&component) != layer {
             return Err(corrupt(
                 "its component does not hash to the manifest's layer".into(),

@@ -113,18 +113,16 @@ pub async fn fetch(
 
 fn fetch_file(path: &Path, trust: &Trust) -> Result<Fetched, FetchError> {
     let display = path.display().to_string();
-    let file_error = |source| FetchError::File {
-        path: display.clone(),
-        source,
-    };
-    let size = std::fs::metadata(path).map_err(file_error)?.len();
-    if size > oci::MAX_COMPONENT_BYTES {
-        return Err(FetchError::FileTooLarge {
-            path: display,
+    let component = read_bounded(path).map_err(|e| match e {
+        Bounded::Io(source) => FetchError::File {
+            path: display.clone(),
+            source,
+        },
+        Bounded::TooLarge(size) => FetchError::FileTooLarge {
+            path: display.clone(),
             size,
-        });
-    }
-    let component = std::fs::read(path).map_err(file_error)?;
+        },
+    })?;
     let digest = sha256_digest(&component);
     let signed_by = match trust {
         Trust::Disabled => None,
@@ -157,6 +155,36 @@ fn fetch_file(path: &Path, trust: &Trust) -> Result<Fetched, FetchError> {
         metadata,
         from_cache: false,
     })
+}
+
+/// Why a bounded read stopped.
+pub(crate) enum Bounded {
+    Io(std::io::Error),
+    /// At least this many bytes.
+    TooLarge(u64),
+}
+
+/// A regular file's bytes, read through one open handle and never more than [`oci::MAX_COMPONENT_BYTES`]:
+/// what the size check saw is what is read (a file that grows, a symbolic link to a device, or a FIFO is
+/// refused, not read without end).
+pub(crate) fn read_bounded(path: &Path) -> Result<Vec<u8>, Bounded> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path).map_err(Bounded::Io)?;
+    let meta = file.metadata().map_err(Bounded::Io)?;
+    if !meta.is_file() {
+        return Err(Bounded::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(oci::MAX_COMPONENT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(Bounded::Io)?;
+    if bytes.len() as u64 > oci::MAX_COMPONENT_BYTES {
+        return Err(Bounded::TooLarge(bytes.len() as u64));
+    }
+    Ok(bytes)
 }
 
 async fn fetch_oci(
@@ -232,4 +260,26 @@ async fn fetch_oci(
         metadata,
         from_cache,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_reads_take_regular_files_only_and_never_more_than_the_ceiling() {
+        let dir = tempfile::tempdir().unwrap();
+        let small = dir.path().join("small.wasm");
+        std::fs::write(&small, b"\0asm").unwrap();
+        assert_eq!(read_bounded(&small).ok(), Some(b"\0asm".to_vec()));
+        // A link to a device whose size reads as 0 but never ends.
+        let zero = dir.path().join("zero.wasm");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        assert!(matches!(read_bounded(&zero), Err(Bounded::Io(_))));
+        // One byte over the ceiling.
+        let big = dir.path().join("big.wasm");
+        let file = std::fs::File::create(&big).unwrap();
+        file.set_len(oci::MAX_COMPONENT_BYTES + 1).unwrap();
+        assert!(matches!(read_bounded(&big), Err(Bounded::TooLarge(_))));
+    }
 }

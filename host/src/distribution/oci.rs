@@ -186,8 +186,7 @@ pub async fn push(
         Some(annotations).filter(|a| !a.is_empty()),
     );
     manifest.artifact_type = Some(COMPONENT_ARTIFACT_TYPE.into());
-    let manifest_bytes =
-        serde_json::to_vec(&OciManifest::Image(manifest.clone())).unwrap_or_default();
+    let manifest_bytes = canonical(&OciManifest::Image(manifest.clone()));
     let client = access.client();
     client
         .push(
@@ -202,13 +201,19 @@ pub async fn push(
             reference: reference.whole(),
             source,
         })?;
-    // The digest of what was sent, so a tag push still reports the digest to pin; checked against the registry's.
-    let digest = resolve(reference, access).await?;
+    // The digest to pin (and sign) is the one of the manifest this push sent; the tag is read back only to check
+    // that it names it. A tag moved in between (someone else pushing) is an error, never something to sign.
     let sent = sha256_digest(&manifest_bytes);
-    if digest != sent {
-        tracing::debug!(%digest, %sent, "the registry re-encoded the manifest; its digest is the one to pin");
+    let tagged = resolve(reference, access).await?;
+    if tagged != sent {
+        return Err(OciError::DigestMismatch {
+            reference: reference.whole(),
+            what: "the tag just pushed, naming a manifest",
+            expected: sent,
+            actual: tagged,
+        });
     }
-    Ok(digest)
+    Ok(sent)
 }
 
 /// The digest `reference` names now (a tag's current manifest, or the digest it pins).
@@ -341,6 +346,17 @@ pub async fn pull(
         component,
         annotations: manifest.annotations.unwrap_or_default(),
     })
+}
+
+/// A manifest exactly as the OCI client sends it: canonical JSON (sorted keys, no whitespace).
+fn canonical(manifest: &OciManifest) -> Vec<u8> {
+    use serde::Serialize as _;
+    let mut body = Vec::new();
+    let mut serializer =
+        serde_json::Serializer::with_formatter(&mut body, olpc_cjson::CanonicalFormatter::new());
+    // Serialising plain data into a Vec cannot fail; an empty body would only fail the digest check below.
+    let _ = manifest.serialize(&mut serializer);
+    body
 }
 
 fn not_wasm(reference: &str, reason: &str) -> OciError {

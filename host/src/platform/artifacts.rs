@@ -26,8 +26,12 @@ pub struct Artifact {
     pub pinned: String,
     pub signed_by: Option<String>,
     pub metadata: Option<PluginMetadata>,
-    /// The grants the component requests (its metadata), or None: whatever its imports need.
-    pub requested: Option<Grants>,
+    /// The grants the component requests: its metadata's, or, without them, the bare capabilities its imports
+    /// need (no kinds, no namespaces: a component that wants to read kinds says which). A built-in requests its
+    /// built-in grants.
+    pub requested: Grants,
+    /// The `spec.artifact` it was fetched for (a tag's digest is reused only for the same text).
+    pub source: String,
     /// The grants a built-in gets from the operator itself (its ceiling when bound).
     pub built_in: Option<&'static defaults::DefaultPlugin>,
 }
@@ -100,7 +104,10 @@ pub async fn resolve(
             // Part of the operator binary: trusted as the operator is.
             signed_by: None,
             metadata: distribution::metadata::read(built_in.wasm).ok().flatten(),
-            requested: None,
+            requested: built_in
+                .grants()
+                .map_err(|e| Refusal::new("InvalidArtifact", format!("builtin:{name}: {e}")))?,
+            source: spec.artifact.clone(),
             built_in: Some(built_in),
         });
     }
@@ -112,13 +119,13 @@ pub async fn resolve(
         .as_ref()
         .and_then(|m| m.capabilities.as_ref())
     {
-        None => None,
-        Some(list) => Some(Grants::parse(list).map_err(|e| {
+        None => imports_request(&fetched.component)?,
+        Some(list) => Grants::parse(list).map_err(|e| {
             Refusal::new(
                 "InvalidArtifact",
                 format!("the component's metadata requests an invalid grant: {e}"),
             )
-        })?),
+        })?,
     };
     Ok(Artifact {
         component: Arc::from(fetched.component),
@@ -127,8 +134,27 @@ pub async fn resolve(
         signed_by: fetched.signed_by,
         metadata: fetched.metadata,
         requested,
+        source: spec.artifact.clone(),
         built_in: None,
     })
+}
+
+/// What a component without requested grants gets at most: the contract interfaces it imports, without any
+/// kind or namespace scope.
+fn imports_request(component: &[u8]) -> Result<Grants, Refusal> {
+    let interfaces = distribution::metadata::interfaces(component)
+        .map_err(|e| Refusal::new("InvalidArtifact", e.to_string()))?;
+    let mut grants = Grants::none();
+    for import in &interfaces.imports {
+        let Some(rest) = import.strip_prefix("omni:operator/") else {
+            continue;
+        };
+        let interface = rest.split('@').next().unwrap_or(rest);
+        if let Ok(Some(capability)) = crate::contract::Capability::guarding(interface) {
+            grants = grants.with(capability);
+        }
+    }
+    Ok(grants)
 }
 
 /// The keys the Plugin trusts, or its explicit opt-out. Neither is a refusal: deny by default.
@@ -294,4 +320,24 @@ async fn secret_data(
         .into_iter()
         .map(|(k, v)| (k, v.0))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_component_without_requests_gets_its_imports_bare_interfaces_only() {
+        let export = defaults::PLUGINS
+            .iter()
+            .find(|p| p.name == "omni-kubeconfig-export")
+            .unwrap();
+        let requested = imports_request(export.wasm).unwrap();
+        // The interfaces it imports, and not one kind or namespace to read.
+        assert_eq!(
+            requested.describe(),
+            ["kube-read", "secrets", "omni", "workload", "clock"]
+        );
+        assert!(!requested.may_read_kind("omni.texashpc.com", "OmniCluster", true));
+    }
 }

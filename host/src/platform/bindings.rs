@@ -33,22 +33,28 @@ impl BindingView {
 }
 
 /// The effective grants of a binding, or the field that is wrong.
+///
+/// A namespaced binding reaches named namespaces only: `namespace:*` and `secrets-namespace:*` are for
+/// ClusterPluginBindings, so a tenant cannot stretch a Plugin's ceiling over every other tenant.
 pub fn effective_grants(
-    requested: Option<&Grants>,
+    requested: &Grants,
     ceiling: &Grants,
     binding: &PluginBindingSpec,
+    namespaced: bool,
 ) -> Result<Grants, String> {
     let mut bound = Grants::none();
     for (i, text) in binding.grants.iter().enumerate() {
+        if namespaced && (text == "namespace:*" || text == "secrets-namespace:*") {
+            return Err(format!(
+                "spec.grants[{i}]: {text} reaches every namespace; a PluginBinding names the namespaces it \
+                 reaches (every namespace is for a ClusterPluginBinding)"
+            ));
+        }
         bound = bound
             .grant(text)
             .map_err(|e| format!("spec.grants[{i}]: {e}"))?;
     }
-    let effective = ceiling.intersect(&bound);
-    Ok(match requested {
-        Some(requested) => requested.intersect(&effective),
-        None => effective,
-    })
+    Ok(requested.intersect(&ceiling.intersect(&bound)))
 }
 
 /// The kinds a binding serves: those it names (each must be one its plugin reconciles), or all of them.
@@ -181,20 +187,40 @@ mod tests {
         let ceiling = Grants::parse(["kube-read:core/*", "helm"]).unwrap();
         let requested = Grants::parse(["kube-read:core/ConfigMap", "helm", "omni"]).unwrap();
         let g = effective_grants(
-            Some(&requested),
+            &requested,
             &ceiling,
             &spec(&["kube-read:*", "omni", "secrets"]),
+            true,
         )
         .unwrap();
         assert_eq!(g.describe(), ["kube-read", "kube-read:core/ConfigMap"]);
-        // Without a request, the ceiling and the binding decide.
-        let g = effective_grants(None, &ceiling, &spec(&["helm", "omni"])).unwrap();
-        assert_eq!(g.describe(), ["helm"]);
     }
 
     #[test]
     fn a_bad_binding_grant_is_named_by_its_field() {
-        let err = effective_grants(None, &Grants::none(), &spec(&["helm", "root"])).unwrap_err();
+        let err = effective_grants(
+            &Grants::none(),
+            &Grants::none(),
+            &spec(&["helm", "root"]),
+            true,
+        )
+        .unwrap_err();
         assert!(err.starts_with("spec.grants[1]: "), "{err}");
+    }
+
+    #[test]
+    fn only_cluster_bindings_reach_every_namespace() {
+        let all = Grants::parse([
+            "kube-read:*",
+            "namespace:*",
+            "secrets",
+            "secrets-namespace:*",
+        ])
+        .unwrap();
+        for wide in ["namespace:*", "secrets-namespace:*"] {
+            let err = effective_grants(&all, &all, &spec(&["secrets", wide]), true).unwrap_err();
+            assert!(err.contains("spec.grants[1]"), "{err}");
+            assert!(effective_grants(&all, &all, &spec(&["secrets", wide]), false).is_ok());
+        }
     }
 }

@@ -58,6 +58,8 @@ pub struct PlatformOptions {
 const RETRY: Duration = Duration::from_secs(30);
 /// How often the platform looks again without being told (rollback windows, retries).
 const TICK: Duration = Duration::from_secs(1);
+/// The longest one artifact fetch (resolve, pull, signatures) may take.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(60);
 /// Failures kept in a Plugin's status.
 const MAX_FAILURES: usize = 10;
 
@@ -303,13 +305,24 @@ impl Platform {
         }
         // A tag resolved before stays resolved: the status keeps the digest, across restarts too.
         let resolved = resolved_digest(object, &spec.artifact);
-        let result = artifacts::resolve(
+        // A slow or hostile registry holds up one sync for at most this long.
+        let fetch = artifacts::resolve(
             &self.client,
             spec,
             resolved.as_deref(),
             self.options.cache.as_ref(),
-        )
-        .await;
+        );
+        let result = match tokio::time::timeout(FETCH_TIMEOUT, fetch).await {
+            Ok(result) => result,
+            Err(_) => Err(Refusal::new(
+                "PullFailed",
+                format!(
+                    "fetching {} took longer than {} s",
+                    spec.artifact,
+                    FETCH_TIMEOUT.as_secs()
+                ),
+            )),
+        };
         let state = self.plugins.entry(name.clone()).or_default();
         let event = match result {
             Ok(artifact) if state.rolled_back.contains(&artifact.digest) => {
@@ -427,13 +440,15 @@ impl Platform {
             let Some((digest, is_canary)) = trial else {
                 continue;
             };
-            let prefix = format!("{digest}|");
+            // This Plugin's versions of the digest only; traps count, out-of-memory excepted (a binding's own
+            // memory quota can cause it, and one tenant must not be able to roll a release back for all).
+            let prefix = format!("{digest}|{name}|");
             let (calls, failures) = self
                 .loaded
                 .iter()
                 .filter(|(k, _)| k.starts_with(&prefix))
                 .map(|(_, p)| p.usage().figures())
-                .fold((0, 0), |(c, f), u| (c + u.calls, f + u.failures));
+                .fold((0, 0), |(c, f), u| (c + u.calls, f + u.rollback_failures));
             let min_calls = u64::from(policy.min_calls.unwrap_or(10));
             let percent = u64::from(policy.failure_percent.unwrap_or(20));
             let failing = calls >= min_calls && failures * 100 >= percent * calls;
@@ -543,36 +558,39 @@ impl Platform {
             );
         };
         let previous = state.previous.clone();
-        let ceiling = match ceiling(plugin_spec, &artifact) {
-            Ok(c) => c,
-            Err(e) => {
-                return BindingOutcome::refused(
-                    "InvalidGrants",
-                    format!("Plugin {plugin_name:?} {e}"),
-                );
-            }
+        // Each artifact gets the grants its own request allows: a fallback or a canary never inherits another
+        // digest's.
+        let namespaced = view.namespace.is_some();
+        let effective_for = |artifact: &Artifact| -> Result<Grants, String> {
+            let ceiling = ceiling(plugin_spec, artifact)
+                .map_err(|e| format!("Plugin {plugin_name:?} {e}"))?;
+            bindings::effective_grants(&artifact.requested, &ceiling, &view.spec, namespaced)
         };
-        let effective =
-            match bindings::effective_grants(artifact.requested.as_ref(), &ceiling, &view.spec) {
-                Ok(g) => g,
-                Err(e) => return BindingOutcome::refused("InvalidGrants", e),
-            };
-        let (limits, quota) = match limits(&self.runtime, &view.spec) {
+        let mut effective = match effective_for(&artifact) {
+            Ok(g) => g,
+            Err(e) => return BindingOutcome::refused("InvalidGrants", e),
+        };
+        let (limits, quota) = match limits(&self.runtime, plugin_spec, &view.spec) {
             Ok(l) => l,
             Err(e) => return BindingOutcome::refused("InvalidQuota", e),
         };
+        let id = view.id();
         // The new digest is probed for this binding; if it cannot serve it, the previous digest keeps serving.
         let mut note = None;
         let loaded = match self
-            .load(plugin_name, &artifact, &effective, limits, quota, used)
+            .load(&id, plugin_name, &artifact, &effective, limits, quota, used)
             .await
         {
             Ok(p) => p,
             Err(message) => match &previous {
-                Some(old) => match self
-                    .load(plugin_name, old, &effective, limits, quota, used)
-                    .await
-                {
+                Some(old) => match match effective_for(old) {
+                    Ok(g) => {
+                        effective = g;
+                        self.load(&id, plugin_name, old, &effective, limits, quota, used)
+                            .await
+                    }
+                    Err(e) => Err(e),
+                } {
                     Ok(p) => {
                         note = Some(format!(
                             "digest {} was refused for this binding ({message}); digest {} keeps serving",
@@ -589,6 +607,26 @@ impl Platform {
             Ok(k) => k,
             Err(e) => return BindingOutcome::refused("InvalidKinds", e),
         };
+        // A related kind makes the host watch (and cache) every object of it: only kinds this operator serves,
+        // the ConfigMaps and Secrets capabilities read on a plugin's behalf, or kinds it may read itself.
+        if let Some(related) = loaded.info().related.iter().find(|r| {
+            let key = KindKey::new(&r.kind.group, &r.kind.kind);
+            let capability_read =
+                r.kind.group.is_empty() && (r.kind.kind == "ConfigMap" || r.kind.kind == "Secret");
+            !(self.serves(&key)
+                || capability_read
+                || effective.may_read_kind(&r.kind.group, &r.kind.kind, true)
+                || effective.may_read_kind(&r.kind.group, &r.kind.kind, false))
+        }) {
+            return BindingOutcome::refused(
+                "RelatedKindNotAllowed",
+                format!(
+                    "plugin {plugin_name:?} declares related kind {}, which is not a kind this operator serves \
+                     and not one its effective grants read",
+                    KindKey::new(&related.kind.group, &related.kind.kind)
+                ),
+            );
+        }
         if let Some(kind) = kinds.iter().find(|k| !self.serves(k)) {
             return BindingOutcome::refused(
                 "KindNotServed",
@@ -605,15 +643,18 @@ impl Platform {
             state_canary(&self.plugins, plugin_name),
             plugin_spec.rollout.as_ref().and_then(|r| r.canary.as_ref()),
         ) {
-            (Some(c), Some(policy)) => self
-                .load(plugin_name, &c, &effective, limits, quota, used)
-                .await
-                .ok()
-                .map(|plugin| crate::runtime::CanaryRoute {
-                    plugin,
-                    namespaces: policy.namespaces.iter().cloned().collect(),
-                    percent: policy.percent.unwrap_or(0).min(100),
-                }),
+            (Some(c), Some(policy)) => match effective_for(&c) {
+                Ok(grants) => self
+                    .load(&id, plugin_name, &c, &grants, limits, quota, used)
+                    .await
+                    .ok(),
+                Err(_) => None,
+            }
+            .map(|plugin| crate::runtime::CanaryRoute {
+                plugin,
+                namespaces: policy.namespaces.iter().cloned().collect(),
+                percent: policy.percent.unwrap_or(0).min(100),
+            }),
             _ => None,
         };
         let digest = artifact_digest(&loaded, &artifact, previous.as_deref());
@@ -647,8 +688,11 @@ impl Platform {
 
     /// The loaded version of `artifact` with these grants and quota, loading (compiling once per digest,
     /// probing every time) when new.
+    /// Each binding gets versions of its own, so one tenant's calls never use another's quota.
+    #[allow(clippy::too_many_arguments)]
     async fn load(
         &mut self,
+        binding: &str,
         name: &str,
         artifact: &Artifact,
         grants: &Grants,
@@ -657,7 +701,7 @@ impl Platform {
         used: &mut BTreeSet<String>,
     ) -> Result<Arc<LoadedPlugin>, String> {
         let key = format!(
-            "{}|{name}|{:?}|{:?}|{:?}",
+            "{}|{name}|{binding}|{:?}|{:?}|{:?}",
             artifact.digest,
             grants.describe(),
             limits.memory_bytes,
@@ -817,6 +861,7 @@ impl Platform {
         conditions.push(verified);
         let serving = state.serving.as_ref();
         let fields = PluginStatus {
+            artifact: serving.map(|a| a.source.clone()),
             resolved_artifact: serving.map(|a| a.pinned.clone()),
             digest: serving.map(|a| a.digest.clone()),
             previous_digest: state.previous.as_ref().map(|a| a.digest.clone()),
@@ -826,11 +871,7 @@ impl Platform {
                 name: a.metadata.as_ref().map(|m| m.name.clone()),
                 version: a.metadata.as_ref().map(|m| m.version.clone()),
                 wit: a.metadata.as_ref().map(|m| m.wit.clone()),
-                requested_grants: a
-                    .requested
-                    .as_ref()
-                    .map(Grants::describe)
-                    .unwrap_or_default(),
+                requested_grants: a.requested.describe(),
                 kinds: self
                     .loaded
                     .iter()
@@ -921,6 +962,7 @@ impl Platform {
 
 /// Status fields the platform owns on its objects (all of them are written or removed at every write).
 const OWNED_FIELDS: &[&str] = &[
+    "artifact",
     "resolvedArtifact",
     "digest",
     "previousDigest",
@@ -997,31 +1039,44 @@ fn ceiling(spec: &PluginSpec, artifact: &Artifact) -> Result<Grants, String> {
     Ok(ceiling)
 }
 
-/// A binding's call limits and quota from `spec.quota`.
-fn limits(runtime: &Runtime, spec: &PluginBindingSpec) -> Result<(CallLimits, Quota), String> {
+/// A binding's call limits and quota: the Plugin's quota, lowered by the binding's own (a tenant can only ask
+/// for less than the administrator allows).
+fn limits(
+    runtime: &Runtime,
+    plugin: &PluginSpec,
+    spec: &PluginBindingSpec,
+) -> Result<(CallLimits, Quota), String> {
     let mut limits = runtime.config().default_limits;
-    let Some(q) = &spec.quota else {
-        return Ok((limits, Quota::default()));
-    };
-    if let Some(memory) = &q.memory {
-        let bytes = parse_quantity(memory).ok_or_else(|| {
-            format!("spec.quota.memory: {memory:?} is not a quantity such as 64Mi")
-        })?;
-        let ceiling = runtime.config().memory_ceiling;
-        if bytes > ceiling {
-            return Err(format!(
-                "spec.quota.memory: {memory} is above this operator's ceiling of {ceiling} bytes"
-            ));
+    let ceiling = runtime.config().memory_ceiling;
+    let mut quota = Quota::default();
+    fn lower<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
-        limits.memory_bytes = bytes;
     }
-    Ok((
-        limits,
-        Quota {
-            concurrency: q.concurrency.map(|c| c as usize),
-            calls_per_second: q.calls_per_second,
-        },
-    ))
+    for (field, q) in [
+        ("Plugin spec.quota", &plugin.quota),
+        ("spec.quota", &spec.quota),
+    ] {
+        let Some(q) = q else {
+            continue;
+        };
+        if let Some(memory) = &q.memory {
+            let bytes = parse_quantity(memory).ok_or_else(|| {
+                format!("{field}.memory: {memory:?} is not a quantity such as 64Mi")
+            })?;
+            if bytes > ceiling {
+                return Err(format!(
+                    "{field}.memory: {memory} is above this operator's ceiling of {ceiling} bytes"
+                ));
+            }
+            limits.memory_bytes = limits.memory_bytes.min(bytes);
+        }
+        quota.concurrency = lower(quota.concurrency, q.concurrency.map(|c| c as usize));
+        quota.calls_per_second = lower(quota.calls_per_second, q.calls_per_second);
+    }
+    Ok((limits, quota))
 }
 
 /// `64Mi`, `1Gi`, `500M`, `1048576`: a Kubernetes quantity of bytes.
@@ -1057,26 +1112,26 @@ fn parse_duration(text: &str) -> Option<Duration> {
         }
         let n: u64 = number.parse().ok()?;
         number.clear();
-        total += match c {
-            'h' => Duration::from_secs(n * 3600),
+        let part = match c {
+            'h' => Duration::from_secs(n.checked_mul(3600)?),
             's' => Duration::from_secs(n),
             'm' if chars.peek() == Some(&'s') => {
                 chars.next();
                 Duration::from_millis(n)
             }
-            'm' => Duration::from_secs(n * 60),
+            'm' => Duration::from_secs(n.checked_mul(60)?),
             _ => return None,
         };
+        total = total.checked_add(part)?;
     }
     number.is_empty().then_some(total)
 }
 
-/// The digest the status pinned `artifact` to, when the status describes the current spec (its
-/// observedGeneration is the object's generation) and the same repository: a tag is resolved once, also across
-/// operator restarts, and a changed spec resolves again.
+/// The digest the status pinned `artifact` to, when the serving digest was fetched for exactly this
+/// `spec.artifact`: a tag is resolved once, also across operator restarts, and a changed spec (or one whose fetch
+/// failed) resolves again.
 fn resolved_digest(object: &DynamicObject, artifact: &str) -> Option<String> {
-    let generation = object.meta().generation?;
-    if object.data["status"]["observedGeneration"].as_i64() != Some(generation) {
+    if object.data["status"]["artifact"].as_str() != Some(artifact) {
         return None;
     }
     let pinned = object.data["status"]["resolvedArtifact"].as_str()?;
@@ -1115,5 +1170,7 @@ mod tests {
         assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
         assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
         assert_eq!(parse_duration("5"), None);
+        assert_eq!(parse_duration("18446744073709551615s1s"), None);
+        assert_eq!(parse_duration("9999999999999999h"), None);
     }
 }

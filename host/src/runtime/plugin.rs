@@ -360,10 +360,11 @@ impl LoadedPlugin {
     }
 
     fn count<T>(&self, result: &CallResult<T>) {
-        self.usage.record(
-            result.is_err(),
-            matches!(result, Err(CallError::Aborted(_))),
-        );
+        let trap = match result {
+            Err(CallError::Aborted(e)) => Some(e.kind()),
+            _ => None,
+        };
+        self.usage.record(result.is_err(), trap);
     }
 
     /// What this version has done since it was loaded.

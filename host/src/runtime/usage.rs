@@ -5,12 +5,17 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use super::error::ErrorKind;
+
 /// Counters of one loaded version, since it was loaded.
 #[derive(Debug, Default)]
 pub struct Usage {
     calls: AtomicU64,
     failures: AtomicU64,
     traps: AtomicU64,
+    /// Traps a rollback counts: every class but running out of memory, which a tenant's own memory quota can
+    /// cause.
+    rollback_failures: AtomicU64,
     quota_hits: AtomicU64,
 }
 
@@ -23,18 +28,24 @@ pub struct UsageFigures {
     pub failures: u64,
     /// Calls the runtime stopped.
     pub traps: u64,
+    /// Traps other than out-of-memory: what a rollback decides on.
+    pub rollback_failures: u64,
     /// Calls not started because a quota was used up.
     pub quota_hits: u64,
 }
 
 impl Usage {
-    pub(super) fn record(&self, failed: bool, trapped: bool) {
+    /// One call: whether it failed, and the class of its trap if the runtime stopped it.
+    pub(super) fn record(&self, failed: bool, trap: Option<ErrorKind>) {
         self.calls.fetch_add(1, Ordering::Relaxed);
         if failed {
             self.failures.fetch_add(1, Ordering::Relaxed);
         }
-        if trapped {
+        if let Some(kind) = trap {
             self.traps.fetch_add(1, Ordering::Relaxed);
+            if kind != ErrorKind::OutOfMemory {
+                self.rollback_failures.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 
@@ -47,6 +58,7 @@ impl Usage {
             calls: self.calls.load(Ordering::Relaxed),
             failures: self.failures.load(Ordering::Relaxed),
             traps: self.traps.load(Ordering::Relaxed),
+            rollback_failures: self.rollback_failures.load(Ordering::Relaxed),
             quota_hits: self.quota_hits.load(Ordering::Relaxed),
         }
     }
@@ -112,16 +124,18 @@ mod tests {
     #[test]
     fn usage_counts_calls_failures_and_traps() {
         let usage = Usage::default();
-        usage.record(false, false);
-        usage.record(true, false);
-        usage.record(true, true);
+        usage.record(false, None);
+        usage.record(true, None);
+        usage.record(true, Some(ErrorKind::Panic));
+        usage.record(true, Some(ErrorKind::OutOfMemory));
         usage.quota_hit();
         assert_eq!(
             usage.figures(),
             UsageFigures {
-                calls: 3,
-                failures: 2,
-                traps: 1,
+                calls: 4,
+                failures: 3,
+                traps: 2,
+                rollback_failures: 1,
                 quota_hits: 1
             }
         );

@@ -53,6 +53,9 @@ pub struct PluginSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[cfg_attr(feature = "schema", schemars(extend("x-kubernetes-list-type" = "set")))]
     pub namespaces: Vec<String>,
+    /// quota is the most any binding's calls may take; a binding's own quota may only lower it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<Quota>,
     /// rollout says how a new digest takes over from the one serving.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<Rollout>,
@@ -178,6 +181,9 @@ pub struct PluginStatus {
     /// digest was refused or rolled back).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+    /// artifact is the spec.artifact the serving digest was fetched for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<String>,
     /// resolvedArtifact is spec.artifact pinned to the digest it resolved to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved_artifact: Option<String>,
