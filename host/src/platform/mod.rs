@@ -28,8 +28,8 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use omni_api::platform::{
-    ComponentInfo, FailureRecord, PLATFORM_GROUP, PluginBindingSpec, PluginBindingStatus,
-    PluginSpec, PluginStatus,
+    BindingUsage, ComponentInfo, FailureRecord, PLATFORM_GROUP, PluginBindingSpec,
+    PluginBindingStatus, PluginSpec, PluginStatus,
 };
 use serde_json::{Map, Value, json};
 
@@ -38,7 +38,7 @@ use crate::controllers::status;
 use crate::distribution::ArtifactCache;
 use crate::runtime::{
     CallLimits, KindKey, LoadedPlugin, PluginRegistry, PluginSpec as LoadSpec, Quota, Route,
-    Runtime,
+    Runtime, UsageFigures,
 };
 use artifacts::{Artifact, Refusal};
 use bindings::{BindingView, Candidate};
@@ -60,6 +60,8 @@ const RETRY: Duration = Duration::from_secs(30);
 const TICK: Duration = Duration::from_secs(1);
 /// The longest one artifact fetch (resolve, pull, signatures) may take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often a binding's usage figures are written to its status.
+const USAGE_EVERY: Duration = Duration::from_secs(10);
 /// Failures kept in a Plugin's status.
 const MAX_FAILURES: usize = 10;
 
@@ -114,6 +116,8 @@ pub struct Platform {
     loaded: HashMap<String, Arc<LoadedPlugin>>,
     recorder: Recorder,
     resources: [ApiResource; 3],
+    /// When each binding's usage was last reported, and its quota hits then.
+    reported: HashMap<String, (Instant, u64)>,
 }
 
 fn resource(kind: &str) -> ApiResource {
@@ -153,6 +157,7 @@ impl Platform {
             options,
             plugins: HashMap::new(),
             loaded: HashMap::new(),
+            reported: HashMap::new(),
             recorder,
             resources: [
                 resource("Plugin"),
@@ -261,6 +266,11 @@ impl Platform {
             outcomes.push((object, cluster_wide, outcome));
         }
         self.loaded.retain(|key, _| used.contains(key));
+        let ids: BTreeSet<String> = outcomes
+            .iter()
+            .map(|(o, cluster_wide, _)| binding_id(o, *cluster_wide))
+            .collect();
+        self.reported.retain(|id, _| ids.contains(id));
 
         // 3. Routes.
         let resolution = bindings::resolve(&candidates);
@@ -268,19 +278,12 @@ impl Platform {
 
         // 4. Status.
         for (object, cluster_wide, outcome) in outcomes {
-            let id = if cluster_wide {
-                format!("ClusterPluginBinding {}", object.name_any())
-            } else {
-                format!(
-                    "PluginBinding {}/{}",
-                    object.namespace().unwrap_or_default(),
-                    object.name_any()
-                )
-            };
+            let id = binding_id(&object, cluster_wide);
             let conflicts = resolution.conflicts.get(&id).cloned().unwrap_or_default();
             let serving = resolution.serving.contains(&id);
             let index = if cluster_wide { 2 } else { 1 };
-            self.write_binding_status(index, &object, outcome, serving, &conflicts)
+            let usage = self.usage(index, &object, &id).await;
+            self.write_binding_status(index, &object, outcome, serving, &conflicts, usage)
                 .await;
         }
         for (object, spec) in specs.values() {
@@ -732,6 +735,64 @@ impl Platform {
                 .any(|(g, k)| *g == kind.group && *k == kind.kind)
     }
 
+    /// A binding's usage for its status: refreshed at most every [`USAGE_EVERY`] (the status keeps the last
+    /// figures in between, so a busy binding is not a status write a second), with a Warning Event when its
+    /// quota turned calls away since the last report.
+    async fn usage(
+        &mut self,
+        index: usize,
+        object: &DynamicObject,
+        id: &str,
+    ) -> Option<BindingUsage> {
+        let current: Option<BindingUsage> =
+            serde_json::from_value(object.data["status"]["usage"].clone()).ok();
+        let due = self
+            .reported
+            .get(id)
+            .is_none_or(|(at, _)| at.elapsed() >= USAGE_EVERY);
+        if !due {
+            return current;
+        }
+        let marker = format!("|{id}|");
+        let figures: Vec<UsageFigures> = self
+            .loaded
+            .iter()
+            .filter(|(k, _)| k.contains(&marker))
+            .map(|(_, p)| p.usage().figures())
+            .collect();
+        if figures.is_empty() {
+            return None;
+        }
+        let mut usage = BindingUsage::default();
+        let mut busy = Duration::ZERO;
+        for f in &figures {
+            usage.calls += f.calls;
+            usage.failures += f.failures;
+            usage.denials += f.denials;
+            usage.quota_hits += f.quota_hits;
+            busy += f.busy;
+            for (class, n) in &f.traps_by_class {
+                *usage.traps.entry(class.to_string()).or_default() += n;
+            }
+        }
+        usage.mean_call_micros = u64::try_from(busy.as_micros())
+            .unwrap_or(u64::MAX)
+            .checked_div(usage.calls)
+            .unwrap_or(0);
+        let before = self.reported.get(id).map(|(_, hits)| *hits).unwrap_or(0);
+        self.reported
+            .insert(id.to_string(), (Instant::now(), usage.quota_hits));
+        if usage.quota_hits > before {
+            let message = format!(
+                "{} calls turned away by the binding's quota since the last report; they are retried shortly",
+                usage.quota_hits - before
+            );
+            self.event(object, index, EventType::Warning, "QuotaExceeded", message)
+                .await;
+        }
+        Some(usage)
+    }
+
     async fn write_binding_status(
         &self,
         index: usize,
@@ -739,6 +800,7 @@ impl Platform {
         outcome: BindingOutcome,
         serving: bool,
         conflicts: &[String],
+        usage: Option<BindingUsage>,
     ) {
         let mut conditions = Vec::new();
         let (ready, reason, message) = if outcome.ready && !serving {
@@ -768,6 +830,7 @@ impl Platform {
             digest: outcome.digest.filter(|_| serving),
             effective_grants: outcome.grants,
             kinds: outcome.kinds,
+            usage: usage.filter(|_| serving),
             ..PluginBindingStatus::default()
         };
         self.write_status(index, object, &fields, &conditions).await;
@@ -972,7 +1035,21 @@ const OWNED_FIELDS: &[&str] = &[
     "failures",
     "effectiveGrants",
     "kinds",
+    "usage",
 ];
+
+/// How routes and messages name a binding object (as [`BindingView::id`]).
+fn binding_id(object: &DynamicObject, cluster_wide: bool) -> String {
+    if cluster_wide {
+        format!("ClusterPluginBinding {}", object.name_any())
+    } else {
+        format!(
+            "PluginBinding {}/{}",
+            object.namespace().unwrap_or_default(),
+            object.name_any()
+        )
+    }
+}
 
 /// What a binding's status says.
 struct BindingOutcome {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::sync::Semaphore;
+use tracing::Instrument as _;
 use wasmtime::Store;
 use wasmtime::component::Resource;
 
@@ -322,6 +323,8 @@ impl LoadedPlugin {
 
     /// Level-triggered reconcile of `object`. The outputs are the caller's to commit.
     pub async fn reconcile(&self, object: &CallObject, services: &HostServices) -> CallResult<()> {
+        let span = self.call_span("reconcile");
+        let started = Instant::now();
         let result = async {
             let (returned, outputs) = self
                 .exec
@@ -333,13 +336,16 @@ impl LoadedPlugin {
                 _ => Err(self.exec.mismatch("reconcile").into()),
             }
         }
+        .instrument(span.clone())
         .await;
-        self.count(&result);
+        self.count(&result, &span, started);
         result
     }
 
     /// Cleanup before deletion; `value: true` lets the caller remove the finalizer.
     pub async fn finalize(&self, object: &CallObject, services: &HostServices) -> CallResult<bool> {
+        let span = self.call_span("finalize");
+        let started = Instant::now();
         let result = async {
             let (returned, outputs) = self
                 .exec
@@ -354,17 +360,46 @@ impl LoadedPlugin {
                 _ => Err(self.exec.mismatch("finalize").into()),
             }
         }
+        .instrument(span.clone())
         .await;
-        self.count(&result);
+        self.count(&result, &span, started);
         result
     }
 
-    fn count<T>(&self, result: &CallResult<T>) {
-        let trap = match result {
-            Err(CallError::Aborted(e)) => Some(e.kind()),
-            _ => None,
+    /// One span per call (`plugin.call`), with the plugin, its digest and the export; the outcome and duration
+    /// are recorded when it ends.
+    fn call_span(&self, export: &'static str) -> tracing::Span {
+        tracing::debug_span!(
+            "plugin.call",
+            plugin = %self.exec.name,
+            digest = %self.digest,
+            export,
+            outcome = tracing::field::Empty,
+            duration_us = tracing::field::Empty,
+        )
+    }
+
+    fn count<T>(&self, result: &CallResult<T>, span: &tracing::Span, started: Instant) {
+        let took = started.elapsed();
+        let (outcome, trap, denials) = match result {
+            Ok(done) => (
+                "ok",
+                None,
+                done.outputs.denials.len() + done.outputs.denials_dropped,
+            ),
+            Err(CallError::Failed {
+                denials,
+                denials_dropped,
+                ..
+            }) => ("error", None, denials.len() + denials_dropped),
+            Err(CallError::Aborted(e)) => (e.kind().reason(), Some(e.kind()), 0),
         };
-        self.usage.record(result.is_err(), trap);
+        span.record("outcome", outcome);
+        span.record(
+            "duration_us",
+            u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
+        );
+        self.usage.record(result.is_err(), trap, denials, took);
     }
 
     /// What this version has done since it was loaded.

@@ -17,10 +17,28 @@ pub struct Usage {
     /// cause.
     rollback_failures: AtomicU64,
     quota_hits: AtomicU64,
+    /// Capability calls refused for lack of a grant.
+    denials: AtomicU64,
+    /// Time spent in calls, in microseconds.
+    busy_micros: AtomicU64,
+    /// Traps by class, in [`TRAP_CLASSES`] order.
+    traps_by_class: [AtomicU64; TRAP_CLASSES.len()],
 }
 
+/// The classes traps are counted in (`ErrorKind::reason`, a stable label for metrics).
+pub const TRAP_CLASSES: [ErrorKind; 8] = [
+    ErrorKind::Timeout,
+    ErrorKind::OutOfMemory,
+    ErrorKind::Panic,
+    ErrorKind::DeniedCapability,
+    ErrorKind::OutputTooLarge,
+    ErrorKind::InvalidOutput,
+    ErrorKind::TooManyHostCalls,
+    ErrorKind::Other,
+];
+
 /// A copy of [`Usage`] at one moment.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UsageFigures {
     /// Reconcile and finalize calls that ran.
     pub calls: u64,
@@ -32,12 +50,33 @@ pub struct UsageFigures {
     pub rollback_failures: u64,
     /// Calls not started because a quota was used up.
     pub quota_hits: u64,
+    /// Capability calls refused for lack of a grant.
+    pub denials: u64,
+    /// Time spent in calls.
+    pub busy: Duration,
+    /// Traps by class (`PluginTimeout`, `PluginPanic`, …), the classes with none left out.
+    pub traps_by_class: Vec<(&'static str, u64)>,
 }
 
 impl Usage {
-    /// One call: whether it failed, and the class of its trap if the runtime stopped it.
-    pub(super) fn record(&self, failed: bool, trap: Option<ErrorKind>) {
+    /// One call: whether it failed, the class of its trap if the runtime stopped it, how many capability calls
+    /// it was denied, and how long it took.
+    pub(super) fn record(
+        &self,
+        failed: bool,
+        trap: Option<ErrorKind>,
+        denials: usize,
+        took: Duration,
+    ) {
         self.calls.fetch_add(1, Ordering::Relaxed);
+        self.denials.fetch_add(denials as u64, Ordering::Relaxed);
+        self.busy_micros.fetch_add(
+            u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        if let Some(i) = trap.and_then(|k| TRAP_CLASSES.iter().position(|c| *c == k)) {
+            self.traps_by_class[i].fetch_add(1, Ordering::Relaxed);
+        }
         if failed {
             self.failures.fetch_add(1, Ordering::Relaxed);
         }
@@ -60,6 +99,14 @@ impl Usage {
             traps: self.traps.load(Ordering::Relaxed),
             rollback_failures: self.rollback_failures.load(Ordering::Relaxed),
             quota_hits: self.quota_hits.load(Ordering::Relaxed),
+            denials: self.denials.load(Ordering::Relaxed),
+            busy: Duration::from_micros(self.busy_micros.load(Ordering::Relaxed)),
+            traps_by_class: TRAP_CLASSES
+                .iter()
+                .zip(&self.traps_by_class)
+                .map(|(k, n)| (k.reason(), n.load(Ordering::Relaxed)))
+                .filter(|(_, n)| *n > 0)
+                .collect(),
         }
     }
 }
@@ -124,10 +171,11 @@ mod tests {
     #[test]
     fn usage_counts_calls_failures_and_traps() {
         let usage = Usage::default();
-        usage.record(false, None);
-        usage.record(true, None);
-        usage.record(true, Some(ErrorKind::Panic));
-        usage.record(true, Some(ErrorKind::OutOfMemory));
+        let ms = Duration::from_millis;
+        usage.record(false, None, 0, ms(2));
+        usage.record(true, None, 3, ms(2));
+        usage.record(true, Some(ErrorKind::Panic), 0, ms(2));
+        usage.record(true, Some(ErrorKind::OutOfMemory), 0, ms(4));
         usage.quota_hit();
         assert_eq!(
             usage.figures(),
@@ -136,7 +184,10 @@ mod tests {
                 failures: 3,
                 traps: 2,
                 rollback_failures: 1,
-                quota_hits: 1
+                quota_hits: 1,
+                denials: 3,
+                busy: ms(10),
+                traps_by_class: vec![("PluginOutOfMemory", 1), ("PluginPanic", 1)],
             }
         );
     }

@@ -586,6 +586,23 @@ async fn a_tenants_looping_plugin_leaves_another_tenants_reconciles_within_the_b
         latency < Duration::from_secs(3),
         "team-b waited {latency:?} behind team-a's spinning plugin"
     );
+
+    // Per-binding figures: team-a's status counts its timeouts and the calls its quota turned away, and a
+    // Warning Event says so.
+    eventually(&env, "team-a's usage in its binding's status", || {
+        let usage = &env.binding("team-a", "widget")["status"]["usage"];
+        usage["quotaHits"].as_u64().unwrap_or(0) > 0
+            && usage["traps"]["PluginTimeout"].as_u64().unwrap_or(0) > 0
+    })
+    .await;
+    assert!(
+        env.events("QuotaExceeded")
+            .iter()
+            .any(|e| e["regarding"]["name"] == "widget" && e["regarding"]["namespace"] == "team-a"),
+        "a QuotaExceeded Event on team-a's binding"
+    );
+    let team_b = &env.binding("team-b", "widget")["status"]["usage"];
+    assert_eq!(team_b["quotaHits"].as_u64().unwrap_or(0), 0, "{team_b}");
 }
 
 /// Runs the operator's CLI in `dir`.

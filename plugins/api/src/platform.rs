@@ -306,6 +306,28 @@ pub struct PluginBindingStatus {
     /// kinds this binding serves (GROUP/KIND).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kinds: Vec<String>,
+    /// usage is what this binding's calls did since its versions were loaded (refreshed every 10 s at most).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<BindingUsage>,
+}
+
+/// A binding's call figures.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct BindingUsage {
+    pub calls: u64,
+    /// failures: calls that returned an error or were stopped.
+    pub failures: u64,
+    /// traps by class (PluginTimeout, PluginPanic, PluginOutOfMemory, …).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub traps: std::collections::BTreeMap<String, u64>,
+    /// denials: capability calls refused for lack of a grant.
+    pub denials: u64,
+    /// quotaHits: calls turned away because the quota was used up.
+    pub quota_hits: u64,
+    /// meanCallMicros: the mean duration of a call.
+    pub mean_call_micros: u64,
 }
 
 /// Which Plugin reconciles kinds in every namespace that has no PluginBinding for them, with which grants.
