@@ -307,10 +307,11 @@ fn install(registry: &PluginRegistry, plugin: Arc<LoadedPlugin>) {
             to = %digest,
             built_in,
             grants = %grants,
-            "plugin replaced by a file from the plugin directory"
+            "plugin replaced by a file from the plugin directory (a development source: not signature-verified; \
+             production plugins come from Plugin objects)"
         );
     } else {
-        tracing::info!(plugin = %name, %digest, grants = %grants, "plugin added from the plugin directory");
+        tracing::warn!(plugin = %name, %digest, grants = %grants, "plugin added from the plugin directory (a development source: not signature-verified; production plugins come from Plugin objects)");
     }
 }
 

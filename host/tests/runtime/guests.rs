@@ -18,30 +18,31 @@ fn dir() -> &'static Path {
     BUILT.get_or_init(build)
 }
 
+/// `cargo build --release --target wasm32-wasip2` into `target_dir`, without the outer build's settings (they
+/// are for the host target, not for wasm guests).
+pub fn wasm_build(target_dir: &Path) -> Command {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .args(["build", "--release", "--quiet", "--target", "wasm32-wasip2"])
+        .arg("--target-dir")
+        .arg(target_dir)
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .env_remove("CARGO_TARGET_DIR");
+    command
+}
+
 fn build() -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/guests/Cargo.toml");
     let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()
         .expect("target/tmp has a parent")
         .join("wasm-guests");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(cargo)
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "--target",
-            "wasm32-wasip2",
-            "--manifest-path",
-        ])
+    let output = wasm_build(&target_dir)
+        .arg("--manifest-path")
         .arg(&manifest)
-        .arg("--target-dir")
-        .arg(&target_dir)
-        // The outer build's settings are for the host target, not for wasm guests.
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_BUILD_TARGET")
-        .env_remove("CARGO_TARGET_DIR")
         .output()
         .expect("running cargo to build the test plugins");
     assert!(

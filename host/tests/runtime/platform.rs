@@ -629,23 +629,8 @@ fn build_plugin(dir: &std::path::Path, lib: &str) -> std::path::PathBuf {
         .parent()
         .expect("target/tmp has a parent")
         .join("author-kit");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let out = std::process::Command::new(cargo)
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "--target",
-            "wasm32-wasip2",
-            "--target-dir",
-        ])
-        .arg(&target)
+    let out = guests::wasm_build(&target)
         .current_dir(dir)
-        // The outer build's settings are for the host target.
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_BUILD_TARGET")
-        .env_remove("CARGO_TARGET_DIR")
         .output()
         .expect("cargo runs");
     assert!(
@@ -828,5 +813,59 @@ async fn a_new_plugin_goes_from_template_to_serving_and_so_does_the_example() {
     assert_eq!(
         env.binding("team-b", "site-widgets")["status"]["effectiveGrants"],
         json!(["kube-read", "kube-read:core/ConfigMap"])
+    );
+}
+
+/// Registry credentials come from the Secret a Plugin names (dockerconfigjson), reach the registry, and appear
+/// in no status, Event or log line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registry_requiring_credentials_is_reached_with_the_secret_the_plugin_names() {
+    use base64::Engine as _;
+    let mut env = start().await;
+    let v1 = env.push("widget", "1.0", Some(&env.private_key)).await;
+    let token = "s3cret-registry-token";
+    env.registry.require_auth("puller", token).await;
+    let host = env.registry.host.clone();
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let config =
+        json!({"auths": {host.clone(): {"auth": b64(&format!("puller:{token}"))}}}).to_string();
+    env.sim
+        .apply(
+            &json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+            "metadata": {"name": "registry", "namespace": "omni-system"},
+            "data": {".dockerconfigjson": b64(&config)}}),
+        )
+        .await
+        .expect("pull secret");
+
+    let artifact = format!("oci://{host}/plugins/widget@{v1}");
+    env.kubectl_apply(&plugin_yaml("anonymous", &artifact, ""));
+    env.kubectl_apply(&plugin_yaml(
+        "authenticated",
+        &artifact,
+        "  credentialsSecretRef: {name: registry, namespace: omni-system}\n",
+    ));
+    eventually(
+        &env,
+        "the Plugin with credentials verified and ready",
+        || is(&env.plugin("authenticated"), "Ready", "True", "Serving"),
+    )
+    .await;
+    eventually(&env, "the anonymous Plugin refused by the registry", || {
+        is(&env.plugin("anonymous"), "Ready", "False", "PullFailed")
+    })
+    .await;
+
+    let everything = format!(
+        "{} {} {:?} {}",
+        env.plugin("authenticated"),
+        env.plugin("anonymous"),
+        env.sim.list("events.k8s.io/v1", "Event", None),
+        support::log_tail(2000)
+    );
+    assert!(!everything.contains(token), "the registry token leaked");
+    assert!(
+        !everything.contains(&b64(&format!("puller:{token}"))),
+        "the encoded credentials leaked"
     );
 }
