@@ -32,7 +32,7 @@ use futures::StreamExt;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use omni_api::platform::{FailureRecord, PLATFORM_GROUP, PluginBindingSpec, PluginSpec};
 
@@ -58,10 +58,12 @@ pub struct PlatformOptions {
 
 /// A failed fetch is tried again after this long (a registry outage, a signature published late).
 const RETRY: Duration = Duration::from_secs(30);
-/// How often the platform looks again without being told (rollback windows, retries).
+/// How often the platform checks whether time-based work is due (rollback windows, canaries, retries).
 const TICK: Duration = Duration::from_secs(1);
 /// The longest one artifact fetch (resolve, pull, signatures) may take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a new digest is looked at every tick; after that, at the usage cadence.
+const CLOSE_WATCH: Duration = Duration::from_secs(600);
 /// How often a binding's usage figures are written to its status.
 const USAGE_EVERY: Duration = Duration::from_secs(10);
 /// Failures kept in a Plugin's status.
@@ -179,24 +181,53 @@ impl Platform {
                 Api::<DynamicObject>::all_with(self.client.clone(), &ar),
                 watcher::Config::default(),
             )
+            // Without the CRDs (or the API), errors come back off at a growing interval, not in a hot loop.
+            .default_backoff()
             .map(|_| ())
             .boxed()
         });
         let mut changes = futures::stream::select_all(streams);
         tokio::pin!(shutdown);
         loop {
-            if let Err(e) = self.sync().await {
-                tracing::warn!(error = %format!("{e:#}"), "plugin platform sync failed; trying again");
-            }
-            tokio::select! {
-                _ = &mut shutdown => return Ok(()),
-                _ = changes.next() => {
-                    // Let a burst of changes (a kubectl apply of several objects) land before looking.
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+            let failed = match self.sync().await {
+                Ok(()) => false,
+                Err(e) => {
+                    tracing::warn!(error = %format!("{e:#}"), "plugin platform sync failed; trying again");
+                    true
                 }
-                _ = tokio::time::sleep(TICK) => {}
+            };
+            let synced = Instant::now();
+            // Wait for a change, or for time-based work: a tick looks again only when something is due, so a
+            // quiet platform lists its objects every USAGE_EVERY, not every second.
+            loop {
+                tokio::select! {
+                    _ = &mut shutdown => return Ok(()),
+                    _ = changes.next() => {
+                        // Let a burst of changes (a kubectl apply of several objects) land before looking.
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        break;
+                    }
+                    _ = tokio::time::sleep(TICK) => {
+                        if failed || self.timed_work_due(synced) {
+                            break;
+                        }
+                    }
+                }
             }
         }
+    }
+
+    /// Whether something waits on the clock: a usage report, a fetch to retry, a canary, or a new digest in its
+    /// first minutes (longer rollback windows are watched at the usage cadence).
+    fn timed_work_due(&self, synced: Instant) -> bool {
+        let now = Instant::now();
+        now.duration_since(synced) >= USAGE_EVERY
+            || self.plugins.values().any(|s| {
+                s.canary.is_some()
+                    || s.retry_at.is_some_and(|t| now >= t)
+                    || s.swapped_at
+                        .is_some_and(|t| now.duration_since(t) < CLOSE_WATCH)
+            })
     }
 
     fn api(&self, index: usize, namespace: Option<&str>) -> Api<DynamicObject> {
