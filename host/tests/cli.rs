@@ -188,10 +188,17 @@ fn dev_shows_the_operators_events_in_kubectl_describe() {
             let _ = Command::new("kill").arg(pid.to_string()).status();
         }
     });
+    // Stdout is drained to the end by a thread of its own: dropping the pipe after the line we wait for would
+    // kill `dev` at its next print (a write to a closed pipe), racing the kubectl below.
     let stdout = child.stdout.take().expect("stdout");
+    let (line_tx, line_rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = line_tx.send(line);
+        }
+    });
     let mut seen = String::new();
-    for line in BufReader::new(stdout).lines() {
-        let line = line.expect("a line");
+    while let Ok(line) = line_rx.recv() {
         seen.push_str(&line);
         seen.push('\n');
         if line.contains("reconciled objects are ready") {
@@ -215,6 +222,7 @@ fn dev_shows_the_operators_events_in_kubectl_describe() {
     let _ = child.wait();
     let _ = done_tx.send(());
     let _ = watchdog.join();
+    let _ = reader.join();
     let text = String::from_utf8_lossy(&describe.stdout);
     assert!(
         describe.status.success(),
