@@ -12,7 +12,7 @@ use std::path::Path;
 const ALLOWED: &[(&str, &[&str])] = &[
     ("contract", &[]),
     ("helm", &[]),
-    ("distribution", &[]),
+    ("distribution", &["runtime"]),
     ("omni", &["contract"]),
     ("secrets", &["contract"]),
     ("capabilities", &["contract", "helm", "omni", "secrets"]),

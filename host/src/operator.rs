@@ -44,14 +44,7 @@ impl PluginSources {
     /// Whether a plugin may reconcile `group`/`kind`: one of the operator's kinds, or one an administrator
     /// allowed; never a core kind, whatever the configuration says.
     fn serves(&self, group: &str, kind: &str) -> bool {
-        if group.is_empty() {
-            return false;
-        }
-        (group == omni_api::GROUP && omni_api::KINDS.contains(&kind))
-            || self
-                .allowed_kinds
-                .iter()
-                .any(|(g, k)| g == group && k == kind)
+        crate::runtime::serves_kind(&self.allowed_kinds, group, kind)
     }
 
     /// Refuses a plugin that reconciles a kind the operator does not serve, or one another plugin (by another

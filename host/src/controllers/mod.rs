@@ -8,7 +8,6 @@ pub mod hub;
 pub mod reader;
 pub mod status;
 pub mod supervisor;
-pub mod throttle;
 pub mod trigger;
 
 use std::collections::HashMap;
@@ -30,6 +29,7 @@ use crate::capabilities::{
     TemplateRoots, rfc3339_seconds,
 };
 use crate::omni::OmniConnections;
+use crate::runtime::throttle;
 use crate::runtime::{
     CallError, ErrorKind, KindKey, LoadedPlugin, PluginRegistry, ReconcileError, RelatedMapping,
 };

@@ -108,16 +108,9 @@ pub fn is_sha256_digest(digest: &str) -> bool {
     })
 }
 
-/// `sha256:<hex>` of `bytes`.
+/// `sha256:<hex>` of `bytes`: the runtime's content digest, in the form OCI digests are written.
 pub fn sha256_digest(bytes: &[u8]) -> String {
-    use sha2::Digest as _;
-    let hash = sha2::Sha256::digest(bytes);
-    let mut out = String::with_capacity(71);
-    out.push_str("sha256:");
-    for b in hash {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
+    crate::runtime::Digest::of(bytes).to_string()
 }
 
 #[cfg(test)]

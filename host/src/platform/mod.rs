@@ -514,31 +514,32 @@ impl Platform {
         let id = view.id();
         // The new digest is probed for this binding; if it cannot serve it, the previous digest keeps serving.
         let mut note = None;
-        let loaded = match self
+        let (loaded, served) = match self
             .load(&id, plugin_name, &artifact, &effective, limits, quota, used)
             .await
         {
-            Ok(p) => p,
-            Err(message) => match &previous {
-                Some(old) => match match effective_for(old) {
+            Ok(p) => (p, artifact.clone()),
+            Err(message) => {
+                let Some(old) = previous.clone() else {
+                    return BindingOutcome::refused("LoadFailed", message);
+                };
+                let fallback = match effective_for(&old) {
                     Ok(g) => {
                         effective = g;
-                        self.load(&id, plugin_name, old, &effective, limits, quota, used)
+                        self.load(&id, plugin_name, &old, &effective, limits, quota, used)
                             .await
                     }
                     Err(e) => Err(e),
-                } {
-                    Ok(p) => {
-                        note = Some(format!(
-                            "digest {} was refused for this binding ({message}); digest {} keeps serving",
-                            artifact.digest, old.digest
-                        ));
-                        p
-                    }
-                    Err(_) => return BindingOutcome::refused("LoadFailed", message),
-                },
-                None => return BindingOutcome::refused("LoadFailed", message),
-            },
+                };
+                let Ok(p) = fallback else {
+                    return BindingOutcome::refused("LoadFailed", message);
+                };
+                note = Some(format!(
+                    "digest {} was refused for this binding ({message}); digest {} keeps serving",
+                    artifact.digest, old.digest
+                ));
+                (p, old)
+            }
         };
         let kinds = match bindings::bound_kinds(&loaded, &view.spec) {
             Ok(k) => k,
@@ -594,7 +595,7 @@ impl Platform {
             }),
             _ => None,
         };
-        let digest = artifact_digest(&loaded, &artifact, previous.as_deref());
+        let digest = served.digest.clone();
         let outcome = BindingOutcome {
             ready: true,
             reason: "Serving",
@@ -658,15 +659,7 @@ impl Platform {
     }
 
     fn serves(&self, kind: &KindKey) -> bool {
-        if kind.group.is_empty() {
-            return false;
-        }
-        (kind.group == omni_api::GROUP && omni_api::KINDS.contains(&kind.kind.as_str()))
-            || self
-                .options
-                .allowed_kinds
-                .iter()
-                .any(|(g, k)| *g == kind.group && *k == kind.kind)
+        crate::runtime::serves_kind(&self.options.allowed_kinds, &kind.group, &kind.kind)
     }
 
     async fn event(
@@ -736,25 +729,6 @@ fn state_canary(plugins: &HashMap<String, PluginState>, name: &str) -> Option<Ar
         .get(name)
         .and_then(|s| s.canary.as_ref())
         .map(|c| c.artifact.clone())
-}
-
-/// The digest of whichever artifact `loaded` was loaded from.
-fn artifact_digest(
-    loaded: &LoadedPlugin,
-    artifact: &Artifact,
-    previous: Option<&Artifact>,
-) -> String {
-    let component = loaded.digest().to_string();
-    match previous {
-        Some(p)
-            if crate::distribution::reference::sha256_digest(&p.component) == component
-                && crate::distribution::reference::sha256_digest(&artifact.component)
-                    != component =>
-        {
-            p.digest.clone()
-        }
-        _ => artifact.digest.clone(),
-    }
 }
 
 /// A Plugin's grant ceiling; a built-in's is also bounded by the grants it has as a built-in.

@@ -23,6 +23,7 @@ mod plugin;
 mod registry;
 mod stdio;
 mod store;
+pub mod throttle;
 mod types;
 mod usage;
 
@@ -42,7 +43,7 @@ pub use engine::Allocator;
 pub use error::{ErrorKind, PluginError};
 pub use limits::CallLimits;
 pub use plugin::{CallError, CallResult, Completed, LoadedPlugin, PluginSpec, Quota};
-pub use registry::{CanaryRoute, KindKey, KindRoutes, PluginRegistry, Route};
+pub use registry::{CanaryRoute, KindKey, KindRoutes, PluginRegistry, Route, serves_kind};
 pub(crate) use store::HostState;
 pub use types::{
     FieldError, FieldErrorType, Gvk, Info, ReconcileError, RelatedKind, RelatedMapping, Verdict,

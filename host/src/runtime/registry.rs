@@ -47,6 +47,17 @@ impl std::fmt::Display for KindKey {
     }
 }
 
+/// Whether plugins may reconcile `group`/`kind`: one of the operator's eight kinds, or one an administrator
+/// allowed (`--allow-kind`); never a core kind, whatever the configuration says. The one rule for plugin files
+/// and bindings alike.
+pub fn serves_kind(allowed: &[(String, String)], group: &str, kind: &str) -> bool {
+    if group.is_empty() {
+        return false;
+    }
+    (group == omni_api::GROUP && omni_api::KINDS.contains(&kind))
+        || allowed.iter().any(|(g, k)| g == group && k == kind)
+}
+
 /// Who serves a kind in some scope: a binding's loaded plugin, and maybe a canary version for some objects.
 #[derive(Debug, Clone)]
 pub struct Route {

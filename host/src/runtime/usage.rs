@@ -1,11 +1,11 @@
 //! What one loaded version has done, and the call rate it may use: the figures a rollback decides on and the
 //! per-plugin metrics report, and the token bucket of a tenant's call-rate quota.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::error::ErrorKind;
+use super::throttle::Throttle;
 
 /// Counters of one loaded version, since it was loaded.
 #[derive(Debug, Default)]
@@ -111,37 +111,22 @@ impl Usage {
     }
 }
 
-/// A token bucket: `per_second` calls sustained, bursts up to twice that.
+/// A call-rate quota: `per_second` calls sustained, bursts up to twice that (one [`Throttle`] bucket).
 #[derive(Debug)]
-pub struct RateLimit {
-    per_second: f64,
-    burst: f64,
-    state: Mutex<(f64, Instant)>,
-}
+pub struct RateLimit(Throttle);
 
 impl RateLimit {
     pub fn per_second(calls: u32) -> Self {
-        let per_second = f64::from(calls.max(1));
-        RateLimit {
-            per_second,
-            burst: per_second * 2.0,
-            state: Mutex::new((per_second * 2.0, Instant::now())),
-        }
+        let calls = calls.max(1);
+        RateLimit(Throttle::new(
+            calls.saturating_mul(2),
+            Duration::from_secs(1) / calls,
+        ))
     }
 
     /// Takes a token now, or says how long until one is there.
     pub fn take(&self, now: Instant) -> Result<(), Duration> {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let (tokens, at) = *state;
-        let refilled = (tokens + now.saturating_duration_since(at).as_secs_f64() * self.per_second)
-            .min(self.burst);
-        if refilled >= 1.0 {
-            *state = (refilled - 1.0, now);
-            Ok(())
-        } else {
-            *state = (refilled, now);
-            Err(Duration::from_secs_f64((1.0 - refilled) / self.per_second))
-        }
+        self.0.take("", now)
     }
 }
 

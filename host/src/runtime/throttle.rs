@@ -1,7 +1,7 @@
-//! Per-object rate limits on what plugins make the host write: status writes and Events. A plugin that asks to
-//! be called back at once, or emits an Event on every call, must not turn the host into a flood of API writes.
-//! Token buckets per object, as Kubernetes' own event spam filter (`EventSourceObjectSpamFilter`: a burst of 25,
-//! then one every five minutes per source and object).
+//! Token buckets by key. The controllers rate-limit what plugins make the host write per object (status writes
+//! and Events: a plugin that asks to be called back at once, or emits an Event on every call, must not turn the
+//! host into a flood of API writes), as Kubernetes' own event spam filter (`EventSourceObjectSpamFilter`: a burst
+//! of 25, then one every five minutes per source and object); a tenant's call-rate quota is one bucket.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -38,7 +38,7 @@ impl Throttle {
     pub fn new(burst: u32, refill: Duration) -> Self {
         Throttle {
             burst: f64::from(burst.max(1)),
-            refill: refill.max(Duration::from_millis(1)),
+            refill: refill.max(Duration::from_micros(1)),
             buckets: Mutex::new(Buckets {
                 by_key: HashMap::new(),
                 prune_at: PRUNE_AT,
