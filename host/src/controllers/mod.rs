@@ -5,6 +5,7 @@
 
 pub mod finalizers;
 pub mod hub;
+pub mod own_writes;
 pub mod reader;
 pub mod status;
 pub mod supervisor;
@@ -94,6 +95,10 @@ pub struct Stats {
     pub events_dropped: std::sync::atomic::AtomicU64,
     /// Status writes the per-object rate limit deferred to a later reconcile.
     pub status_writes_deferred: std::sync::atomic::AtomicU64,
+    /// Status writes refused because the object changed since it was read (the next reconcile starts over).
+    pub status_conflicts: std::sync::atomic::AtomicU64,
+    /// Reconciles that read the object from the API server because the cache had not shown their last write.
+    pub fresh_reads: std::sync::atomic::AtomicU64,
     /// Requeues a plugin asked for sooner than the floor, raised to it.
     pub requeues_raised: std::sync::atomic::AtomicU64,
     /// Reconciles put off because the serving binding's quota was used up.
@@ -105,6 +110,9 @@ pub const MIN_REQUEUE: Duration = Duration::from_secs(1);
 
 /// The soonest a reconcile turned away by a quota is tried again.
 const QUOTA_RETRY: Duration = Duration::from_millis(100);
+
+/// How soon an object whose status write met a newer version is reconciled again.
+const CONFLICT_RETRY: Duration = Duration::from_secs(1);
 
 /// The condition that reports capability calls the plugin's grants refused.
 const DENIED_CONDITION: &str = "CapabilityDenied";
@@ -124,6 +132,8 @@ struct Shared {
     /// Per-object rate limits on status writes and Events.
     status_writes: throttle::Throttle,
     events: throttle::Throttle,
+    /// The last status write and any deferred one, per object.
+    own_writes: own_writes::OwnWrites,
 }
 
 /// Runs the controllers of every kind the registry serves until `shutdown` resolves, starting and stopping them
@@ -174,6 +184,7 @@ pub async fn run_kind_controller(
         failures: Mutex::new(HashMap::new()),
         status_writes: throttle::Throttle::status_writes(),
         events: throttle::Throttle::events(),
+        own_writes: own_writes::OwnWrites::default(),
     });
     run_kind(shared, related, shutdown).await
 }
@@ -371,13 +382,16 @@ async fn reconcile(obj: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Actio
         .stats
         .calls
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let who = format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any());
-    let deadline = shared.settings.reconcile_timeout;
-    let action = match tokio::time::timeout(deadline, reconcile_inner(&obj, &shared, &plugin)).await
-    {
-        Ok(r) => r,
-        Err(_) => Err(Failure::Deadline(who.clone())),
+    let Some(mut obj) = latest(obj, &shared).await? else {
+        return Ok(Action::await_change());
     };
+    let who = object_key(&obj);
+    let deadline = shared.settings.reconcile_timeout;
+    let action =
+        match tokio::time::timeout(deadline, reconcile_inner(&mut obj, &shared, &plugin)).await {
+            Ok(r) => r,
+            Err(_) => Err(Failure::Deadline(who.clone())),
+        };
     match &action {
         Ok(_) => {
             shared
@@ -401,8 +415,44 @@ async fn reconcile(obj: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Actio
     action
 }
 
+/// The copy of `obj` to reconcile: the cache's, unless the cache has not yet shown this controller's last status
+/// write, then the API server's (None once the object is gone).
+async fn latest(
+    obj: Arc<DynamicObject>,
+    shared: &Shared,
+) -> Result<Option<Arc<DynamicObject>>, Failure> {
+    let key = object_key(&obj);
+    if !shared
+        .own_writes
+        .lags(&key, obj.resource_version().as_deref())
+    {
+        return Ok(Some(obj));
+    }
+    shared
+        .settings
+        .stats
+        .fresh_reads
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let api = Api::<DynamicObject>::namespaced_with(
+        shared.client.clone(),
+        &obj.namespace().unwrap_or_default(),
+        &shared.resource,
+    );
+    Ok(api.get_opt(&obj.name_any()).await?.map(Arc::new))
+}
+
+/// The object as the plugin sees it: stored, with a status the rate limit deferred in place of the stored one.
+fn call_input(obj: &DynamicObject, shared: &Shared) -> Result<Value, serde_json::Error> {
+    let mut json = serde_json::to_value(obj)?;
+    let stored = json.get("status").cloned().unwrap_or(Value::Null);
+    if let Some(deferred) = shared.own_writes.deferred_over(&object_key(obj), &stored) {
+        json["status"] = deferred;
+    }
+    Ok(json)
+}
+
 async fn reconcile_inner(
-    obj: &DynamicObject,
+    obj: &mut Arc<DynamicObject>,
     shared: &Shared,
     plugin: &LoadedPlugin,
 ) -> Result<Action, Failure> {
@@ -412,7 +462,6 @@ async fn reconcile_inner(
         &obj.namespace().unwrap_or_default(),
         &shared.resource,
     );
-    let json = serde_json::to_value(obj)?;
     let current = obj.finalizers().to_vec();
     let (finalizer, legacy) = (info.finalizer.as_deref(), info.legacy_finalizers.as_slice());
     let mut services = HostServices::default()
@@ -422,12 +471,13 @@ async fn reconcile_inner(
         .with_clock(shared.settings.clock.clone())
         .with_helm(shared.settings.helm.clone());
     services.template_roots = shared.settings.template_roots.clone();
-    let call_obj = CallObject::new(json.to_string(), obj.namespace());
 
     if obj.meta().deletion_timestamp.is_some() {
         if !finalizers::held(&current, finalizer, legacy) {
             return Ok(Action::await_change());
         }
+        let json = call_input(obj, shared)?;
+        let call_obj = CallObject::new(json.to_string(), obj.namespace());
         let done = plugin.finalize(&call_obj, &services).await?;
         let deferred = commit(obj, shared, plugin.name(), &json, &done.outputs).await?;
         if done.value {
@@ -449,14 +499,19 @@ async fn reconcile_inner(
         // Before the plugin's first side effect, so a deletion can never skip its cleanup.
         let patch =
             json!({"metadata": {"finalizers": next, "resourceVersion": obj.resource_version()}});
-        api.patch(
-            &obj.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await?;
+        let patched = api
+            .patch(
+                &obj.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await?;
+        // Status is written over this version, not the one read before the finalizer.
+        *obj = Arc::new(patched);
     }
 
+    let json = call_input(obj, shared)?;
+    let call_obj = CallObject::new(json.to_string(), obj.namespace());
     let done = plugin.reconcile(&call_obj, &services).await?;
     let deferred = commit(obj, shared, plugin.name(), &json, &done.outputs).await?;
     Ok(requeue(shared, done.outputs.requeue_after, deferred))
@@ -492,9 +547,7 @@ async fn commit(
     json: &Value,
     outputs: &crate::capabilities::Outputs,
 ) -> Result<Option<Duration>, Failure> {
-    let now = rfc3339_seconds(std::time::SystemTime::now());
     let key = object_key(obj);
-    let stats = &shared.settings.stats;
     let mut conditions = outputs.conditions.clone();
     let mut events: Vec<Event> = outputs.events.iter().map(kube_event).collect();
     let (condition, event) = denial_report(
@@ -506,21 +559,56 @@ async fn commit(
     );
     conditions.extend(condition);
     events.extend(event);
-    let mut deferred = None;
-    if let Some(next) = status::next_status(json, &outputs.status, &conditions, &now) {
-        match shared.status_writes.take(&key, std::time::Instant::now()) {
-            Ok(()) => write_status(obj, shared, next).await?,
-            Err(wait) => {
-                stats
-                    .status_writes_deferred
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                tracing::debug!(%plugin, object = %key, "status write deferred by the per-object rate limit");
-                deferred = Some(wait);
-            }
-        }
-    }
+    let deferred = settle_status(obj, shared, json, &outputs.status, &conditions).await?;
     publish(obj, shared, &key, events).await;
     Ok(deferred)
+}
+
+/// Writes the status `fields` and `conditions` make of `json`'s (the status the call started from), unless it
+/// is what is stored. The write is conditional on the object's resourceVersion, so a reconcile that started
+/// from an older copy never overwrites a newer status. Returns how long until the object should be reconciled
+/// again because the write was deferred by the rate limit (the status is kept for that reconcile) or met a
+/// newer version.
+async fn settle_status(
+    obj: &DynamicObject,
+    shared: &Shared,
+    json: &Value,
+    fields: &serde_json::Map<String, Value>,
+    conditions: &[crate::capabilities::Condition],
+) -> Result<Option<Duration>, kube::Error> {
+    let now = rfc3339_seconds(std::time::SystemTime::now());
+    let key = object_key(obj);
+    let stats = &shared.settings.stats;
+    let stored = obj.data.get("status").cloned().unwrap_or(Value::Null);
+    let next = status::next_status(json, fields, conditions, &now)
+        .unwrap_or_else(|| json.get("status").cloned().unwrap_or(Value::Null));
+    if next == stored {
+        shared.own_writes.settled(&key);
+        return Ok(None);
+    }
+    if let Err(wait) = shared.status_writes.take(&key, std::time::Instant::now()) {
+        stats
+            .status_writes_deferred
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        tracing::debug!(object = %key, "status write deferred by the per-object rate limit");
+        shared.own_writes.defer(&key, stored, next);
+        return Ok(Some(wait));
+    }
+    match write_status(obj, shared, next).await {
+        Ok(rv) => {
+            shared.own_writes.wrote(&key, rv);
+            Ok(None)
+        }
+        Err(kube::Error::Api(e)) if e.code == 409 => {
+            stats
+                .status_conflicts
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tracing::debug!(object = %key, "status write met a newer version of the object; reconciling again");
+            shared.own_writes.settled(&key);
+            Ok(Some(CONFLICT_RETRY))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Publishes Events on the object, each within its rate limit (the rest are counted as dropped).
@@ -607,25 +695,34 @@ fn object_key(obj: &DynamicObject) -> String {
     format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any())
 }
 
+/// Replaces the status of `obj` as of its resourceVersion; answers the resourceVersion written.
 async fn write_status(
     obj: &DynamicObject,
     shared: &Shared,
     status: Value,
-) -> Result<(), kube::Error> {
+) -> Result<Option<String>, kube::Error> {
     let api = Api::<DynamicObject>::namespaced_with(
         shared.client.clone(),
         &obj.namespace().unwrap_or_default(),
         &shared.resource,
     );
-    // Replacing the whole status keeps removed fields removed; the status subresource leaves spec alone.
-    let patch = json!([{"op": "add", "path": "/status", "value": status}]);
-    api.patch_status(
-        &obj.name_any(),
-        &PatchParams::default(),
-        &Patch::<()>::Json(serde_json::from_value(patch).map_err(kube::Error::SerdeError)?),
-    )
-    .await?;
-    Ok(())
+    // Replacing the whole status keeps removed fields removed; the status subresource leaves spec alone. A
+    // resourceVersion in the patched object is a precondition: the API server answers 409 Conflict when the
+    // stored object is newer.
+    let mut patch = vec![json!({"op": "add", "path": "/status", "value": status})];
+    if let Some(rv) = obj.resource_version() {
+        patch.push(json!({"op": "add", "path": "/metadata/resourceVersion", "value": rv}));
+    }
+    let written = api
+        .patch_status(
+            &obj.name_any(),
+            &PatchParams::default(),
+            &Patch::<()>::Json(
+                serde_json::from_value(Value::Array(patch)).map_err(kube::Error::SerdeError)?,
+            ),
+        )
+        .await?;
+    Ok(written.resource_version())
 }
 
 /// Failures become a condition, an Event and a log line naming the plugin; the other objects keep being served.
@@ -640,8 +737,8 @@ async fn report_failure(obj: &DynamicObject, shared: &Shared, plugin: &str, fail
         Failure::Deadline(_) => ("ReconcileTimeout", format!("plugin {plugin:?}: {failure}")),
         other => ("ReconcileFailed", format!("plugin {plugin:?}: {other}")),
     };
-    tracing::warn!(%plugin, object = %format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any()), reason, "{message}");
-    let json = serde_json::to_value(obj).unwrap_or(Value::Null);
+    tracing::warn!(%plugin, object = %object_key(obj), reason, "{message}");
+    let json = call_input(obj, shared).unwrap_or(Value::Null);
     let mut conditions = vec![status::host_condition(
         "Ready",
         false,
@@ -667,23 +764,11 @@ async fn report_failure(obj: &DynamicObject, shared: &Shared, plugin: &str, fail
         conditions.extend(condition);
         events.extend(event);
     }
-    let now = rfc3339_seconds(std::time::SystemTime::now());
-    let key = object_key(obj);
-    let stats = &shared.settings.stats;
-    if let Some(next) = status::next_status(&json, &serde_json::Map::new(), &conditions, &now) {
-        if shared
-            .status_writes
-            .take(&key, std::time::Instant::now())
-            .is_err()
-        {
-            stats
-                .status_writes_deferred
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        } else if let Err(e) = write_status(obj, shared, next).await {
-            tracing::warn!(error = %e, "could not record the failure in status");
-        }
+    // A deferred or conflicting write is left to the retry, which reports the failure again if it persists.
+    if let Err(e) = settle_status(obj, shared, &json, &serde_json::Map::new(), &conditions).await {
+        tracing::warn!(error = %e, "could not record the failure in status");
     }
-    publish(obj, shared, &key, events).await;
+    publish(obj, shared, &object_key(obj), events).await;
 }
 
 fn plugin_reason(kind: ErrorKind) -> &'static str {

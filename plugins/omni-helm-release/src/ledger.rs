@@ -74,6 +74,21 @@ impl Ledger {
         }
     }
 
+    /// Takes the install or upgrade the host runs or last ran for the last attempted, whatever the status says:
+    /// a status write lost (the operator stopped between starting an action and recording it, or a write was
+    /// refused as stale) must not turn a failed install's test into an upgrade's.
+    pub fn recall(&mut self, record: &StepRecord) {
+        let action = match record.action {
+            Action::Install => ReleaseAction::Install,
+            Action::Upgrade => ReleaseAction::Upgrade,
+            _ => return,
+        };
+        self.last_release_action = Some(action);
+        if !record.digest.is_empty() {
+            self.config_digest = Some(record.digest.clone());
+        }
+    }
+
     /// Counts `last` when it ended and was not counted before; true when it was new.
     pub fn account(&mut self, last: &StepRecord, policy: &Policy) -> bool {
         if last.finished.is_empty() || self.last_action_id.as_deref() == Some(last.id.as_str()) {
@@ -89,7 +104,15 @@ impl Ledger {
             Action::Install => Some(ReleaseAction::Install),
             Action::Upgrade => Some(ReleaseAction::Upgrade),
             // A failed test is a failure of the install or upgrade it tested, unless the spec says to ignore it.
-            Action::Test => self.last_release_action.filter(|a| policy.tests_count(*a)),
+            // With no attempt on record, the tested revision tells: a first revision was installed.
+            Action::Test => self
+                .last_release_action
+                .or(Some(if last.revision <= 1 {
+                    ReleaseAction::Install
+                } else {
+                    ReleaseAction::Upgrade
+                }))
+                .filter(|a| policy.tests_count(*a)),
             // A failed remediation or uninstall counts; an unlock is bookkeeping.
             Action::Rollback | Action::Uninstall => {
                 self.failures += 1;
@@ -252,6 +275,41 @@ mod tests {
             &Policy::of(&spec, 300),
         );
         assert_eq!((l.failures, l.install_failures), (1, 1));
+    }
+
+    /// The race CI hit: a reconcile woken by the finished install read a copy without the install recorded and
+    /// rewrote the status. The host's record of the install still makes the failed test count against it.
+    #[test]
+    fn the_hosts_record_of_an_install_or_upgrade_wins_over_a_status_that_lost_it() {
+        let spec = omni_api::OmniHelmReleaseSpec {
+            test: Some(omni_api::HelmTestSpec {
+                enable: Some(true),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let tests_on = Policy::of(&spec, 300);
+        let mut l = Ledger::default();
+        let mut install = record("3-1", Action::Install, None);
+        install.digest = "d1".into();
+        l.recall(&install);
+        assert_eq!(l.last_release_action, Some(ReleaseAction::Install));
+        assert_eq!(l.config_digest.as_deref(), Some("d1"));
+        // A test or a remediation says nothing about which release action was attempted.
+        l.recall(&record("3-2", Action::Uninstall, None));
+        assert_eq!(l.last_release_action, Some(ReleaseAction::Install));
+        l.account(&record("3-3", Action::Test, Some("failed")), &tests_on);
+        assert_eq!((l.failures, l.install_failures), (1, 1));
+
+        // No attempt on record at all: the tested revision tells (1 was installed, later ones upgraded).
+        let mut l = Ledger::default();
+        let mut first = record("4-1", Action::Test, Some("failed"));
+        first.revision = 1;
+        l.account(&first, &tests_on);
+        assert_eq!((l.install_failures, l.upgrade_failures), (1, 0));
+        let mut l = Ledger::default();
+        l.account(&record("4-2", Action::Test, Some("failed")), &tests_on);
+        assert_eq!((l.install_failures, l.upgrade_failures), (0, 1));
     }
 
     #[test]

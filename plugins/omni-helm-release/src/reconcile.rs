@@ -107,6 +107,9 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
     };
     let policy = Policy::of(&release.typed.spec, release.timeout_seconds());
     let mut ledger = Ledger::read(&object);
+    for record in [&observed.last, &observed.running].into_iter().flatten() {
+        ledger.recall(record);
+    }
     if let Some(last) = &observed.last
         && ledger.account(last, &policy)
     {

@@ -502,6 +502,9 @@ fn an_install_that_succeeded_is_released() {
             "installFailures": 0,
             "upgradeFailures": 0,
             "lastActionID": "i1",
+            // From the host's record of the install, whether or not the status kept the attempt.
+            "lastAttemptedReleaseAction": "install",
+            "lastAttemptedConfigDigest": WANTED,
             "history": [snapshot(1, "deployed", Some(WANTED))],
         }))
     );
@@ -540,6 +543,8 @@ fn an_upgrade_that_succeeded_is_released() {
             "installFailures": 0,
             "upgradeFailures": 0,
             "lastActionID": "u3",
+            "lastAttemptedReleaseAction": "upgrade",
+            "lastAttemptedConfigDigest": WANTED,
             "history": [
                 snapshot(3, "deployed", Some(WANTED)),
                 {"version": 2, "status": "superseded", "configDigest": OLDER},
@@ -647,7 +652,9 @@ fn a_running_action_is_progress_not_failure() {
     assert_eq!(
         status(&rec),
         with_base(
-            json!({"failures": 0, "installFailures": 0, "upgradeFailures": 0, "history": []})
+            json!({"failures": 0, "installFailures": 0, "upgradeFailures": 0, "history": [],
+                // The install running is the attempt, even when the status that recorded it was lost.
+                "lastAttemptedReleaseAction": "install", "lastAttemptedConfigDigest": WANTED})
         ),
         "nothing new is known: lastError and the times stay"
     );
@@ -682,6 +689,8 @@ fn a_running_action_is_progress_not_failure() {
             "releaseRevision": 2, "releaseStatus": "pending-upgrade", "lastAction": "Install",
             "lastAttemptTime": T1, "lastActionID": "i1",
             "failures": 0, "installFailures": 0, "upgradeFailures": 0,
+            // The running upgrade, not the install counted before, is the attempt.
+            "lastAttemptedReleaseAction": "upgrade", "lastAttemptedConfigDigest": WANTED,
             "history": [snapshot(2, "pending-upgrade", Some(WANTED))],
         }))
     );
