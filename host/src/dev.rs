@@ -13,6 +13,10 @@ use serde_json::Value;
 use omni_wire::compression::Dictionary;
 use serde_json::json;
 
+use base64::Engine as _;
+use futures::FutureExt;
+
+use crate::admission::{AdmissionOptions, CertSettings, FailurePolicy, Target};
 use crate::controllers::Settings;
 use crate::omni::OmniConnections;
 use crate::omni::connections::DEFAULT_SECRET_KEY;
@@ -48,6 +52,10 @@ const DEV_SERVICE_ACCOUNT: &str = "omni-operator";
 const DEV_NAMESPACE: &str = "omni-system";
 const DEV_SECRET: &str = "omni-service-account";
 const DEV_CONNECTION: &str = "omni";
+
+/// The webhook configuration `dev` registers, and the Secret holding the webhook server's certificates.
+pub const DEV_WEBHOOK_CONFIGURATION: &str = "omni-operator-validating-webhook-configuration";
+const DEV_WEBHOOK_SECRET: &str = "omni-operator-webhook-server-cert";
 
 /// One applied object and what became of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,7 +147,10 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
         async move {
             let _ = rx.wait_for(|s| *s).await;
         }
-    };
+    }
+    .boxed()
+    .shared();
+    register_webhooks(sim, &client, operator.registry(), shutdown.clone()).await?;
     let helm = crate::helm::start(opts.helm.clone()).await;
     println!("{}", helm.summary);
     let charts_dir =
@@ -250,6 +261,59 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     drop(served);
     let _ = std::fs::remove_dir_all(&charts_dir);
     Ok(settled)
+}
+
+/// Serves the admission webhooks on loopback and registers them with the simulator, so `kubectl apply` of an
+/// invalid object is refused with the Go operator's message, as in a cluster.
+async fn register_webhooks(
+    sim: &kube_sim::KubeSim,
+    client: &kube::Client,
+    registry: &std::sync::Arc<crate::runtime::PluginRegistry>,
+    shutdown: impl std::future::Future<Output = ()> + Clone + Send + 'static,
+) -> Result<()> {
+    let failure = FailurePolicy::Fail;
+    let admission = crate::admission::start(
+        client.clone(),
+        registry.clone(),
+        AdmissionOptions {
+            listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            deadline: Duration::from_secs(5),
+            failure,
+            certs: CertSettings {
+                namespace: "default".into(),
+                secret: DEV_WEBHOOK_SECRET.into(),
+                hosts: vec!["127.0.0.1".into()],
+                // Registered below, with the CA bundle, once the server's address is known; a `dev` session
+                // ends long before its certificates would need renewing.
+                webhook_configurations: Vec::new(),
+            },
+            check_every: Duration::from_secs(3600),
+        },
+        shutdown,
+    )
+    .await?;
+    let ca = admission
+        .ca_bundle
+        .as_deref()
+        .context("the webhook certificates could not be made")?;
+    let kinds = crate::admission::served_kinds(client, registry).await?;
+    let config = crate::admission::configuration(
+        DEV_WEBHOOK_CONFIGURATION,
+        &kinds,
+        &Target::Url(format!("https://{}", admission.addr)),
+        failure,
+        10,
+        Some(&base64::engine::general_purpose::STANDARD.encode(ca)),
+    );
+    sim.apply(&config)
+        .await
+        .context("registering the admission webhooks")?;
+    println!(
+        "admission webhooks at https://{} validate {} kinds (ValidatingWebhookConfiguration {DEV_WEBHOOK_CONFIGURATION})",
+        admission.addr,
+        kinds.len()
+    );
+    Ok(())
 }
 
 /// Packages every chart under `roots` with Helm (in its worker) into `dir`, indexes them, and serves `dir` as a

@@ -11,6 +11,7 @@ use std::path::Path;
 /// Each module and the modules it may use.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("contract", &[]),
+    ("admission", &["runtime"]),
     ("helm", &[]),
     ("distribution", &["runtime"]),
     ("omni", &["contract"]),
@@ -49,6 +50,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "distribution",
             "platform",
             "runtime",
+            "admission",
         ],
     ),
     (
@@ -68,6 +70,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "runtime",
             "secrets",
             "stack",
+            "admission",
         ],
     ),
 ];

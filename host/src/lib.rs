@@ -9,6 +9,7 @@
 //! controllers; [`stack`] builds the simulated world that `dev`, the tests and the benchmarks run in. Each layer uses only those before it
 //! (`layering.rs` tests that).
 
+pub mod admission;
 pub mod capabilities;
 pub mod contract;
 pub mod controllers;

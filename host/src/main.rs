@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
+use futures::FutureExt;
 use omni_operator::capabilities::{CallObject, Grants, HostServices};
 use omni_operator::controllers::Settings;
 use omni_operator::omni::OmniConnections;
@@ -140,6 +141,88 @@ impl OmniArgs {
     }
 }
 
+/// The admission webhooks (original-operator.md §7, §8.1): served by every replica, with certificates the
+/// operator makes and renews itself in a Secret.
+#[derive(clap::Args, Clone)]
+struct WebhookArgs {
+    /// Serve the validating webhooks (`ENABLE_WEBHOOKS=false` turns them off, as for the Go operator).
+    #[arg(long, env = "ENABLE_WEBHOOKS", default_value_t = true, action = clap::ArgAction::Set)]
+    enable_webhooks: bool,
+    /// The webhook server's address.
+    #[arg(long, default_value = "0.0.0.0:9443")]
+    webhook_bind_address: std::net::SocketAddr,
+    /// The namespace of the webhook Service and certificate Secret (default: the operator's namespace).
+    #[arg(long)]
+    webhook_namespace: Option<String>,
+    /// The Service the API server reaches the webhooks through; the serving certificate is for its DNS names.
+    #[arg(long, default_value = "omni-operator-webhook-service")]
+    webhook_service: String,
+    /// The Secret holding the webhook CA and serving certificate (created and renewed by the operator).
+    #[arg(long, default_value = "omni-operator-webhook-server-cert")]
+    webhook_secret: String,
+    /// ValidatingWebhookConfigurations whose caBundle the operator keeps current (repeatable).
+    #[arg(
+        long = "webhook-configuration",
+        default_value = "omni-operator-validating-webhook-configuration"
+    )]
+    webhook_configurations: Vec<String>,
+    /// What a webhook answers when a plugin cannot decide (trap, failure, deadline): Fail refuses the object,
+    /// Ignore admits it with a warning.
+    #[arg(long, default_value = "Fail")]
+    webhook_failure_policy: String,
+    /// Milliseconds a plugin's validation may take (keep it under the configuration's timeoutSeconds).
+    #[arg(long, default_value_t = 5000)]
+    webhook_deadline_ms: u64,
+}
+
+impl WebhookArgs {
+    fn options(
+        &self,
+        namespace: Option<&str>,
+    ) -> anyhow::Result<Option<omni_operator::admission::AdmissionOptions>> {
+        use omni_operator::admission::{AdmissionOptions, CertSettings, FailurePolicy};
+        if !self.enable_webhooks {
+            return Ok(None);
+        }
+        let failure = FailurePolicy::parse(&self.webhook_failure_policy).with_context(|| {
+            format!(
+                "--webhook-failure-policy {:?}: expected Fail or Ignore",
+                self.webhook_failure_policy
+            )
+        })?;
+        let from_env = std::env::var("POD_NAMESPACE")
+            .ok()
+            .filter(|n| !n.trim().is_empty());
+        let Some(ns) = self
+            .webhook_namespace
+            .clone()
+            .or(from_env)
+            .or(namespace.map(str::to_string))
+        else {
+            bail!(
+                "the webhooks need a namespace for their Service and Secret: set --webhook-namespace or POD_NAMESPACE, \
+                 or ENABLE_WEBHOOKS=false"
+            );
+        };
+        let service = &self.webhook_service;
+        Ok(Some(AdmissionOptions {
+            listen: self.webhook_bind_address,
+            deadline: Duration::from_millis(self.webhook_deadline_ms.max(1)),
+            failure,
+            certs: CertSettings {
+                hosts: vec![
+                    format!("{service}.{ns}.svc"),
+                    format!("{service}.{ns}.svc.cluster.local"),
+                ],
+                namespace: ns,
+                secret: self.webhook_secret.clone(),
+                webhook_configurations: self.webhook_configurations.clone(),
+            },
+            check_every: Duration::from_secs(3600),
+        }))
+    }
+}
+
 #[derive(clap::Args, Clone)]
 struct SourceArgs {
     /// Plugins (`<name>.wasm`) that replace built-in ones by name or add new ones; watched while running. A file
@@ -231,6 +314,8 @@ enum Command {
         all_namespaces: bool,
         #[command(flatten)]
         sources: SourceArgs,
+        #[command(flatten)]
+        webhooks: WebhookArgs,
     },
     /// The whole system on the embedded Kubernetes simulator: CRDs, plugins, your manifests, progress.
     Dev {
@@ -353,8 +438,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             namespace,
             all_namespaces,
             sources,
+            webhooks,
         } => {
             let namespace = watched_namespace(namespace, all_namespaces)?;
+            let admission = webhooks.options(namespace.as_deref())?;
             let client = match kubeconfig {
                 Some(path) => {
                     let kc = kube::config::Kubeconfig::read_from(&path)
@@ -390,11 +477,21 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ),
                 ..Settings::default()
             };
-            let ran = operator
-                .run(client, settings, async {
-                    let _ = tokio::signal::ctrl_c().await;
-                })
-                .await;
+            let shutdown = async {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+            .boxed()
+            .shared();
+            if let Some(options) = admission {
+                omni_operator::admission::start(
+                    client.clone(),
+                    operator.registry().clone(),
+                    options,
+                    shutdown.clone(),
+                )
+                .await?;
+            }
+            let ran = operator.run(client, settings, shutdown).await;
             // Running Helm actions are cancelled through their contexts, so no release is left pending.
             releases.shutdown(HELM_SHUTDOWN_GRACE).await;
             ran?;

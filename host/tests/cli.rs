@@ -163,66 +163,14 @@ fn crds_prints_exactly_the_committed_crds() {
 /// In `dev`, the operator's Events are where kubectl looks: `kubectl describe omnicluster` shows the sync.
 #[test]
 fn dev_shows_the_operators_events_in_kubectl_describe() {
-    use std::io::{BufRead, BufReader};
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = dir.path().join("kc");
-    let mut cmd = bin();
-    cmd.args(["--cache-dir"])
-        .arg(dir.path().join("cache"))
-        .args(["dev", "--timeout", "90"]);
-    let mut child = quickstart(&mut cmd)
-        .arg("--kubeconfig-out")
-        .arg(&kubeconfig)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("omni-operator runs");
-    // A watchdog, so a dev that never settles fails the test instead of hanging it.
-    let pid = child.id();
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let watchdog = std::thread::spawn(move || {
-        if done_rx
-            .recv_timeout(std::time::Duration::from_secs(150))
-            .is_err()
-        {
-            let _ = Command::new("kill").arg(pid.to_string()).status();
-        }
-    });
-    // Stdout is drained to the end by a thread of its own: dropping the pipe after the line we wait for would
-    // kill `dev` at its next print (a write to a closed pipe), racing the kubectl below.
-    let stdout = child.stdout.take().expect("stdout");
-    let (line_tx, line_rx) = std::sync::mpsc::channel::<String>();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = line_tx.send(line);
-        }
-    });
-    let mut seen = String::new();
-    while let Ok(line) = line_rx.recv() {
-        seen.push_str(&line);
-        seen.push('\n');
-        if line.contains("reconciled objects are ready") {
-            break;
-        }
-    }
-    assert!(seen.contains("reconciled objects are ready"), "{seen}");
-    let describe = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args([
-            "describe",
-            "omnicluster",
-            "edge-sample",
-            "-n",
-            "omni-system",
-        ])
-        .output()
-        .expect("kubectl runs");
-    let _ = child.kill();
-    let _ = child.wait();
-    let _ = done_tx.send(());
-    let _ = watchdog.join();
-    let _ = reader.join();
+    let dev = DevSession::start();
+    let describe = dev.kubectl(&[
+        "describe",
+        "omnicluster",
+        "edge-sample",
+        "-n",
+        "omni-system",
+    ]);
     let text = String::from_utf8_lossy(&describe.stdout);
     assert!(
         describe.status.success(),
@@ -233,6 +181,319 @@ fn dev_shows_the_operators_events_in_kubectl_describe() {
     assert!(
         text.contains("Synced") && text.contains("synced the cluster template to Omni"),
         "the operator's sync Event is shown:\n{text}"
+    );
+}
+
+/// A `dev` run on the quickstart, once everything it applied is ready; killed when dropped.
+struct DevSession {
+    child: std::process::Child,
+    kubeconfig: std::path::PathBuf,
+    done: Option<std::sync::mpsc::Sender<()>>,
+    watchdog: Option<std::thread::JoinHandle<()>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    _dir: tempfile::TempDir,
+}
+
+impl DevSession {
+    fn start() -> DevSession {
+        use std::io::{BufRead, BufReader};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kubeconfig = dir.path().join("kc");
+        let mut cmd = bin();
+        cmd.args(["--cache-dir"])
+            .arg(dir.path().join("cache"))
+            .args(["dev", "--timeout", "90"]);
+        let mut child = quickstart(&mut cmd)
+            .arg("--kubeconfig-out")
+            .arg(&kubeconfig)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("omni-operator runs");
+        // A watchdog, so a dev that never settles fails the test instead of hanging it.
+        let pid = child.id();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let watchdog = std::thread::spawn(move || {
+            if done_rx
+                .recv_timeout(std::time::Duration::from_secs(150))
+                .is_err()
+            {
+                let _ = Command::new("kill").arg(pid.to_string()).status();
+            }
+        });
+        // Stdout is drained to the end by a thread of its own: dropping the pipe after the line we wait for
+        // would kill `dev` at its next print (a write to a closed pipe), racing the kubectl calls.
+        let stdout = child.stdout.take().expect("stdout");
+        let (line_tx, line_rx) = std::sync::mpsc::channel::<String>();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = line_tx.send(line);
+            }
+        });
+        let mut seen = String::new();
+        while let Ok(line) = line_rx.recv() {
+            seen.push_str(&line);
+            seen.push('\n');
+            if line.contains("reconciled objects are ready") {
+                break;
+            }
+        }
+        assert!(seen.contains("reconciled objects are ready"), "{seen}");
+        DevSession {
+            child,
+            kubeconfig,
+            done: Some(done_tx),
+            watchdog: Some(watchdog),
+            reader: Some(reader),
+            _dir: dir,
+        }
+    }
+
+    fn kubectl(&self, args: &[&str]) -> std::process::Output {
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .output()
+            .expect("kubectl runs")
+    }
+}
+
+impl Drop for DevSession {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        drop(self.done.take());
+        if let Some(w) = self.watchdog.take() {
+            let _ = w.join();
+        }
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+    }
+}
+
+/// An invalid example of every kind (examples/invalid, original-operator.md §7.3) refused at `kubectl apply` by
+/// the webhooks `dev` registers: kubectl prints the webhook's warnings and the causes of the `Invalid` status one
+/// per line, and the status message the API server returns is the Go operator's, prefixed by the API server's
+/// `admission webhook "<name>" denied the request: `. The expected texts are the spec's rules, written out.
+#[test]
+fn dev_refuses_each_invalid_example_with_the_go_operators_message() {
+    const HELM_WARNING: &str = "OmniHelmRelease uses a workload-cluster kubeconfig Secret and writes directly to that cluster";
+    // (file, kind, name, warnings, causes in the Go webhook's order)
+    type Case<'a> = (&'a str, &'a str, &'a str, &'a [&'a str], &'a [&'a str]);
+    let cases: &[Case] = &[
+        (
+            "omnicluster.yaml",
+            "OmniCluster",
+            "bad-cluster",
+            &[
+                "cluster-level kernelArgs are valid only when every machine set uses static machines instead of \
+               machineClass",
+            ],
+            &[
+                "spec.deletePolicy: Invalid value: {\"destroyMachines\":true,\"orphan\":true}: orphan and \
+                 destroyMachines cannot both be true",
+                "spec.syncInterval: Invalid value: \"-5m\": syncInterval must not be negative",
+                "spec.patches[0]: Required value: patch requires exactly one of file or inline",
+                "spec.kubernetes.manifests[0]: Required value: manifest requires exactly one of file or inline",
+            ],
+        ),
+        (
+            "omniconnection.yaml",
+            "OmniConnection",
+            "bad-connection",
+            &["insecureSkipTLSVerify disables Omni endpoint TLS certificate verification"],
+            &[
+                "spec.auth.serviceAccountSecretRef.name: Required value: service account Secret name is required",
+                "spec.auth.serviceAccountSecretRef.key: Required value: service account Secret key is required",
+            ],
+        ),
+        (
+            "omnicontrolplane.yaml",
+            "OmniControlPlane",
+            "bad-control-plane",
+            &[],
+            &[
+                "spec.machines[0]: Invalid value: \"not-a-uuid\": machine ID must be a UUID",
+                "spec.machines[2]: Duplicate value: \"11111111-1111-4111-8111-111111111111\"",
+                "spec.machines[1]: Duplicate value: \"11111111-1111-4111-8111-111111111111\"",
+            ],
+        ),
+        (
+            "omniworkers.yaml",
+            "OmniWorkers",
+            "bad-workers",
+            &[],
+            &[
+                "spec.machineClass.size: Unsupported value: \"lots\": supported values: \"unlimited\", \
+                 \"infinity\", \"∞\"",
+                "spec.workerSetName: Invalid value: \"control-planes\": workerSetName is reserved by Omni",
+            ],
+        ),
+        (
+            "omnimachine.yaml",
+            "OmniMachine",
+            "bad-machine",
+            &[],
+            &[
+                "spec.machineID: Invalid value: \"bad-machine\": machineID must be a UUID; set spec.machineID when \
+               metadata.name is not the Omni machine ID",
+            ],
+        ),
+        (
+            "omnikubeconfigexport.yaml",
+            "OmniKubeconfigExport",
+            "bad-export",
+            &[],
+            &[
+                "spec.serviceAccount.groups[0]: Forbidden: system:masters requires \
+                 serviceAccount.allowClusterAdmin: true",
+                "spec.serviceAccount.groups[1]: Required value: service account group must not be blank",
+                "spec.serviceAccount.groups[3]: Duplicate value: \"ops\"",
+                "spec.serviceAccount.groups[2]: Duplicate value: \"ops\"",
+                // Go's webhook had only the decoded Duration to print: 48h is `48h0m0s`.
+                "spec.renewBefore: Invalid value: \"48h0m0s\": renewBefore must be less than ttl",
+            ],
+        ),
+        (
+            "omnihelmrelease.yaml",
+            "OmniHelmRelease",
+            "bad-release",
+            &[HELM_WARNING],
+            &[
+                "spec.kubeconfigSecretRef.key: Required value: kubeconfig Secret key must not be blank",
+                "spec.releaseName: Invalid value: \" hello\": releaseName must not include leading or trailing \
+                 whitespace",
+                "spec.namespace: Invalid value: \"apps \": namespace must not include leading or trailing \
+                 whitespace",
+                "spec.chart.repository: Invalid value: \"charts.example.com/stable\": chart.repository must be an \
+                 absolute URL",
+            ],
+        ),
+        (
+            "omnisecretsync.yaml",
+            "OmniSecretSync",
+            "bad-sync",
+            &[
+                "OmniSecretSync uses a workload-cluster kubeconfig Secret and writes Secret data directly to that \
+               cluster",
+            ],
+            &[
+                "spec.targetSecretRef.namespace: Required value: target Secret namespace is required",
+                "spec.type: Invalid value: \" \": type must not be blank",
+            ],
+        ),
+    ];
+    let dev = DevSession::start();
+    let invalid = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/invalid");
+    let runtime = tokio::runtime::Runtime::new().expect("tokio");
+    let client = runtime.block_on(async {
+        let kc = kube::config::Kubeconfig::read_from(&dev.kubeconfig).expect("kubeconfig");
+        let config =
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .expect("config");
+        kube::Client::try_from(config).expect("client")
+    });
+    for (file, kind, name, warnings, causes) in cases {
+        let path = invalid.join(file);
+        let out = dev.kubectl(&["apply", "-f", path.to_str().expect("utf-8 path")]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{file} was admitted: {stderr}");
+        // kubectl's rendering of an Invalid status with causes (cmdutil.checkErr).
+        let mut expected: String = warnings.iter().map(|w| format!("Warning: {w}\n")).collect();
+        match causes {
+            [one] => expected.push_str(&format!("The {kind} \"{name}\" is invalid: {one}\n")),
+            many => {
+                expected.push_str(&format!("The {kind} \"{name}\" is invalid: \n"));
+                for c in *many {
+                    expected.push_str(&format!("* {c}\n"));
+                }
+            }
+        }
+        assert_eq!(stderr, expected, "{file}");
+
+        // The status message itself, as the API server returns it to any client.
+        let object: serde_json::Value = serde_json::to_value(
+            kube_sim::yaml_documents(&std::fs::read_to_string(&path).expect("reads"))
+                .expect("parses")
+                .remove(0),
+        )
+        .expect("json");
+        let resource = kube::api::ApiResource {
+            group: "omni.texashpc.com".into(),
+            version: "v1alpha1".into(),
+            api_version: "omni.texashpc.com/v1alpha1".into(),
+            kind: kind.to_string(),
+            // OmniWorkers is already plural.
+            plural: match kind.to_lowercase() {
+                k if k.ends_with('s') => k,
+                k => format!("{k}s"),
+            },
+        };
+        let api: kube::Api<kube::api::DynamicObject> =
+            kube::Api::namespaced_with(client.clone(), "omni-system", &resource);
+        let object: kube::api::DynamicObject = serde_json::from_value(object).expect("object");
+        let refused = runtime
+            .block_on(api.create(&kube::api::PostParams::default(), &object))
+            .expect_err("refused");
+        let kube::Error::Api(status) = refused else {
+            panic!("{file}: not an API error: {refused}");
+        };
+        let errors = match causes {
+            [one] => one.to_string(),
+            many => format!("[{}]", many.join(", ")),
+        };
+        let webhook = format!("v{}-v1alpha1.kb.io", kind.to_lowercase());
+        assert_eq!(
+            (status.code, status.reason.as_str(), status.message.as_str()),
+            (
+                422,
+                "Invalid",
+                format!(
+                    "admission webhook \"{webhook}\" denied the request: {kind}.omni.texashpc.com \"{name}\" is \
+                     invalid: {errors}"
+                )
+                .as_str()
+            ),
+            "{file}"
+        );
+    }
+
+    // Valid objects are admitted, with their warnings: the quickstart's release again, under another name.
+    let release = std::fs::read_to_string(examples().join("70-helm-release.yaml"))
+        .expect("reads")
+        .replace("name: hello\n", "name: hello-again\n");
+    assert!(release.contains("hello-again"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let valid = dir.path().join("release.yaml");
+    std::fs::write(&valid, release).expect("writes");
+    let out = dev.kubectl(&["apply", "-f", valid.to_str().expect("utf-8 path")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr, format!("Warning: {HELM_WARNING}\n"));
+
+    // Updates are validated against the old object: an OmniSecretSync's kubeconfig Secret cannot be retargeted.
+    let out = dev.kubectl(&[
+        "patch",
+        "omnisecretsync",
+        "registry-credentials",
+        "-n",
+        "omni-system",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"kubeconfigSecretRef":{"name":"someone-elses-kubeconfig"}}}"#,
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "The OmniSecretSync \"registry-credentials\" is invalid: spec.kubeconfigSecretRef.name: Forbidden: \
+             kubeconfigSecretRef.name is immutable"
+        ),
+        "{stderr}"
     );
 }
 

@@ -9,6 +9,7 @@ mod support;
 #[global_allocator]
 static ALLOCATOR: support::LargestAllocation = support::LargestAllocation;
 
+mod admission;
 mod adversarial;
 mod cache;
 mod calls;

@@ -63,7 +63,7 @@ impl Admission {
             };
             out.warnings.extend(warnings_of(&resp));
             if resp["allowed"] != json!(true) {
-                return Err(denied(&hook.name, &resp));
+                return Err(denied(&hook.name, &resp).with_warnings(out.warnings));
             }
             if let Some(p) = resp["patch"].as_str() {
                 let raw = base64::engine::general_purpose::STANDARD
@@ -111,7 +111,7 @@ impl Admission {
             };
             warnings.extend(warnings_of(&resp));
             if resp["allowed"] != json!(true) {
-                return Err(denied(&hook.name, &resp));
+                return Err(denied(&hook.name, &resp).with_warnings(warnings));
             }
         }
         Ok(warnings)
@@ -501,7 +501,9 @@ fn warnings_of(resp: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The real server's rejection: `admission webhook "x" denied the request: <message>`, code at least 400.
+/// The real server's rejection (apiserver `webhook/errors.ToStatusErr`): the webhook's own Status, its message
+/// prefixed `admission webhook "x" denied the request: `, its code raised to at least 400, its reason and
+/// details kept (kubectl prints an `Invalid` denial's causes one per line from those details).
 fn denied(name: &str, resp: &Value) -> ApiError {
     let status = &resp["status"];
     let code = status["code"]
@@ -514,15 +516,49 @@ fn denied(name: &str, resp: &Value) -> ApiError {
         (_, Some(r)) if !r.is_empty() => format!("{prefix}: {r}"),
         _ => format!("{prefix} without explanation"),
     };
-    let reason: &'static str = match code {
-        400 => "BadRequest",
-        403 => "Forbidden",
-        404 => "NotFound",
-        409 => "Conflict",
-        422 => "Invalid",
-        _ => "",
+    // The webhook's reason when it is one of metav1's; the reason a code implies otherwise.
+    const REASONS: &[&str] = &[
+        "BadRequest",
+        "Unauthorized",
+        "Forbidden",
+        "NotFound",
+        "AlreadyExists",
+        "Conflict",
+        "Gone",
+        "Invalid",
+        "ServerTimeout",
+        "Timeout",
+        "TooManyRequests",
+        "MethodNotAllowed",
+        "NotAcceptable",
+        "RequestEntityTooLarge",
+        "UnsupportedMediaType",
+        "InternalError",
+        "Expired",
+        "ServiceUnavailable",
+    ];
+    let reason: &'static str = match REASONS
+        .iter()
+        .find(|r| status["reason"].as_str() == Some(**r))
+    {
+        Some(r) => r,
+        None => match status["reason"].as_str() {
+            Some(r) if !r.is_empty() => "",
+            _ => match code {
+                400 => "BadRequest",
+                403 => "Forbidden",
+                404 => "NotFound",
+                409 => "Conflict",
+                422 => "Invalid",
+                _ => "",
+            },
+        },
     };
-    ApiError::new(code, reason, message)
+    let error = ApiError::new(code, reason, message);
+    match status.get("details").filter(|d| d.is_object()) {
+        Some(details) => error.with_details(details.clone()),
+        None => error,
+    }
 }
 
 #[cfg(test)]
@@ -556,6 +592,16 @@ mod tests {
             e.message,
             "admission webhook \"check.example.com\" denied the request: no"
         );
+        // An Invalid status keeps its reason and details, as kube-apiserver passes them on.
+        let details = json!({"name": "bad", "group": "g", "kind": "K",
+            "causes": [{"reason": "FieldValueInvalid", "message": "Invalid value: 1", "field": "spec.x"}]});
+        let e = denied(
+            "v.kb.io",
+            &json!({"allowed": false, "status": {"code": 422, "reason": "Invalid",
+                "message": "K.g \"bad\" is invalid: spec.x: Invalid value: 1", "details": details}}),
+        );
+        assert_eq!((e.code, e.reason), (422, "Invalid"));
+        assert_eq!(e.details.as_deref(), Some(&details));
         let e = denied("x", &json!({"allowed": false}));
         assert_eq!(
             e.message,

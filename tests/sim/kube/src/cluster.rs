@@ -603,10 +603,19 @@ impl Cluster {
             let prepared = self.prepare(rt, ns, current.as_deref(), decoded, sub)?;
             self.validate(rt, ns, current.as_deref(), &prepared)?;
             let new = self.finish(rt, current.as_deref(), prepared, sub, ctx, managed);
-            self.admission
+            // Warnings gathered so far reach the client with a denial too (the real server writes them into
+            // the response headers as they arrive).
+            match self
+                .admission
                 .validate(self, rt, op, sub, &new, current.as_deref(), ctx)
                 .await
-                .map(|w| warnings.extend(w))?;
+            {
+                Ok(w) => warnings.extend(w),
+                Err(mut e) => {
+                    warnings.append(&mut e.warnings);
+                    return Err(e.with_warnings(warnings));
+                }
+            }
             let (new, current) = if view {
                 (crate::events::to_core(&new), stored)
             } else {

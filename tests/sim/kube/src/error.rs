@@ -15,6 +15,8 @@ pub struct ApiError {
     /// A `metadata.continue` token in the Status: the real server hands one out with the 410 for an expired
     /// continue token, to resume the list (inconsistently) at the latest revision.
     pub continue_token: Option<String>,
+    /// `Warning` headers sent with the error: admission webhooks' warnings reach the client on denials too.
+    pub warnings: Vec<String>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -28,7 +30,13 @@ impl ApiError {
             details: None,
             retry_after: None,
             continue_token: None,
+            warnings: Vec::new(),
         }
+    }
+
+    pub fn with_warnings(mut self, warnings: Vec<String>) -> Self {
+        self.warnings = warnings;
+        self
     }
 
     pub fn with_details(mut self, details: Value) -> Self {

@@ -323,7 +323,7 @@ pub fn text(status: u16, s: &'static str) -> Resp {
 }
 
 pub fn error(e: &ApiError) -> Resp {
-    let mut r = json_response(e.code, &e.to_status(), &[]);
+    let mut r = json_response(e.code, &e.to_status(), &e.warnings);
     if let Some(secs) = e.retry_after
         && let Ok(v) = HeaderValue::from_str(&secs.to_string())
     {

@@ -1,0 +1,236 @@
+//! Admission: validating webhooks answered by each plugin's `validate` export, with the Go operator's paths,
+//! names and messages (original-operator.md §7), served over TLS with certificates the operator makes and
+//! renews itself ([`certs`]; no cert-manager).
+//!
+//! The Go operator has no mutating webhook (§7.1: defaults come from the CRD schemas or are applied in controller
+//! code), so neither has this one.
+
+pub mod certs;
+pub mod review;
+pub mod server;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+
+pub use certs::{CertSettings, ServingCert};
+pub use server::{FailurePolicy, Webhooks, validate_path, webhook_name};
+
+use crate::runtime::PluginRegistry;
+
+/// How the webhook server runs.
+#[derive(Debug, Clone)]
+pub struct AdmissionOptions {
+    pub listen: SocketAddr,
+    /// How long a plugin's `validate` may take; the webhook configuration's `timeoutSeconds` should exceed it.
+    pub deadline: Duration,
+    pub failure: FailurePolicy,
+    pub certs: CertSettings,
+    /// How often the certificates are checked for renewal.
+    pub check_every: Duration,
+}
+
+/// A running webhook server.
+pub struct Admission {
+    pub addr: SocketAddr,
+    /// The CA bundle (PEM) clients trust, when the certificates were ready at start.
+    pub ca_bundle: Option<String>,
+    pub webhooks: Arc<Webhooks>,
+    pub serving: Arc<ServingCert>,
+}
+
+/// Binds the listener, makes sure the certificates exist (and the webhook configurations trust them) before
+/// answering, then serves and keeps the certificates current until `shutdown`. A failure to write the
+/// certificates at start is logged and retried: the webhooks start answering once it succeeds.
+pub async fn start(
+    client: kube::Client,
+    registry: Arc<PluginRegistry>,
+    options: AdmissionOptions,
+    shutdown: impl std::future::Future<Output = ()> + Clone + Send + 'static,
+) -> Result<Admission> {
+    let listener = tokio::net::TcpListener::bind(options.listen)
+        .await
+        .with_context(|| format!("binding the webhook server to {}", options.listen))?;
+    let addr = listener.local_addr()?;
+    let serving = Arc::new(ServingCert::default());
+    let now = jiff::Timestamp::now().as_second();
+    let mut ca_bundle = None;
+    match certs::ensure(&client, &options.certs, now).await {
+        Ok(bundle) => {
+            serving.set(bundle.tls()?);
+            ca_bundle = Some(bundle.ca_bundle.clone());
+            if let Err(e) = certs::inject_ca(
+                &client,
+                &options.certs.webhook_configurations,
+                &bundle.ca_bundle,
+            )
+            .await
+            {
+                tracing::warn!(error = %format!("{e:#}"), "could not update the webhook caBundle");
+            }
+        }
+        Err(e) => {
+            tracing::error!(error = %format!("{e:#}"), "webhook certificates not ready; retrying")
+        }
+    }
+    let webhooks = Arc::new(Webhooks::new(registry, options.deadline, options.failure));
+    tokio::spawn(certs::maintain(
+        client,
+        options.certs.clone(),
+        serving.clone(),
+        options.check_every,
+        shutdown.clone(),
+    ));
+    {
+        let (serving, webhooks) = (serving.clone(), webhooks.clone());
+        tokio::spawn(async move {
+            if let Err(e) = server::serve(listener, serving, webhooks, shutdown).await {
+                tracing::error!(error = %format!("{e:#}"), "the webhook server stopped");
+            }
+        });
+    }
+    tracing::info!(%addr, "admission webhooks served");
+    Ok(Admission {
+        addr,
+        ca_bundle,
+        webhooks,
+        serving,
+    })
+}
+
+/// Where the API server sends reviews.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// `clientConfig.url`: this base URL plus each kind's path (`dev`, where the operator is a local process).
+    Url(String),
+    /// `clientConfig.service` (in a cluster).
+    Service {
+        namespace: String,
+        name: String,
+        port: i32,
+    },
+}
+
+/// One kind the webhooks validate.
+#[derive(Debug, Clone)]
+pub struct WebhookKind {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub plural: String,
+}
+
+/// A ValidatingWebhookConfiguration as the Go operator registers it (§7.1): one webhook per kind, CREATE and
+/// UPDATE, `sideEffects: None`, AdmissionReview v1, no selectors.
+pub fn configuration(
+    name: &str,
+    kinds: &[WebhookKind],
+    target: &Target,
+    failure: FailurePolicy,
+    timeout_seconds: u32,
+    ca_bundle: Option<&str>,
+) -> Value {
+    let webhooks: Vec<Value> = kinds
+        .iter()
+        .map(|k| {
+            let path = validate_path(&k.group, &k.version, &k.kind);
+            let mut client_config = match target {
+                Target::Url(base) => json!({"url": format!("{}{path}", base.trim_end_matches('/'))}),
+                Target::Service {
+                    namespace,
+                    name,
+                    port,
+                } => json!({"service": {"namespace": namespace, "name": name, "path": path, "port": port}}),
+            };
+            if let Some(ca) = ca_bundle {
+                client_config["caBundle"] = json!(ca);
+            }
+            json!({
+                "name": webhook_name(&k.version, &k.kind),
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": failure.name(),
+                "timeoutSeconds": timeout_seconds,
+                "clientConfig": client_config,
+                "rules": [{
+                    "apiGroups": [k.group],
+                    "apiVersions": [k.version],
+                    "operations": ["CREATE", "UPDATE"],
+                    "resources": [k.plural],
+                }],
+            })
+        })
+        .collect();
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "omni-operator"}},
+        "webhooks": webhooks,
+    })
+}
+
+/// The kinds the registry serves, with their plurals from the API server's discovery; kinds it does not serve
+/// (their CRD is not installed) are left out.
+pub async fn served_kinds(
+    client: &kube::Client,
+    registry: &PluginRegistry,
+) -> Result<Vec<WebhookKind>> {
+    let mut out = Vec::new();
+    for (_, (gvk, _)) in registry.kinds() {
+        let gvk_k = kube::api::GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
+        match kube::discovery::pinned_kind(client, &gvk_k).await {
+            Ok((resource, _)) => out.push(WebhookKind {
+                group: gvk.group.clone(),
+                version: gvk.version.clone(),
+                kind: gvk.kind.clone(),
+                plural: resource.plural,
+            }),
+            Err(e) => {
+                tracing::warn!(kind = %gvk.kind, error = %e, "kind not served by the API server; no webhook for it")
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_configuration_has_one_webhook_per_kind_as_the_go_operator_registers_them() {
+        let kinds = [WebhookKind {
+            group: "omni.texashpc.com".into(),
+            version: "v1alpha1".into(),
+            kind: "OmniSecretSync".into(),
+            plural: "omnisecretsyncs".into(),
+        }];
+        let service = Target::Service {
+            namespace: "ops".into(),
+            name: "omni-operator-webhook-service".into(),
+            port: 443,
+        };
+        let c = configuration("vwc", &kinds, &service, FailurePolicy::Fail, 10, None);
+        let hook = &c["webhooks"][0];
+        assert_eq!(hook["name"], "vomnisecretsync-v1alpha1.kb.io");
+        assert_eq!(hook["failurePolicy"], "Fail");
+        assert_eq!(hook["sideEffects"], "None");
+        assert_eq!(
+            hook["clientConfig"]["service"]["path"],
+            "/validate-omni-texashpc-com-v1alpha1-omnisecretsync"
+        );
+        assert_eq!(hook["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
+        assert_eq!(hook["rules"][0]["resources"], json!(["omnisecretsyncs"]));
+        assert!(hook["clientConfig"].get("caBundle").is_none());
+        let url = Target::Url("https://127.0.0.1:9443/".into());
+        let c = configuration("vwc", &kinds, &url, FailurePolicy::Ignore, 5, Some("Q0E="));
+        assert_eq!(
+            c["webhooks"][0]["clientConfig"]["url"],
+            "https://127.0.0.1:9443/validate-omni-texashpc-com-v1alpha1-omnisecretsync"
+        );
+        assert_eq!(c["webhooks"][0]["clientConfig"]["caBundle"], "Q0E=");
+    }
+}

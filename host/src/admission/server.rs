@@ -1,0 +1,301 @@
+//! The admission webhook server: HTTPS over HTTP/1.1 (the Go operator turns HTTP/2 off, §8.1), one path per kind
+//! (controller-runtime's `/validate-<group, dots as dashes>-<version>-<kind, lower case>`), each answered by
+//! the `validate` export of the plugin serving the object, under a deadline. Every replica serves it: admission
+//! needs no leader.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::net::TcpListener;
+
+use super::certs::ServingCert;
+use super::review;
+use crate::runtime::{KindKey, PluginRegistry};
+
+/// The largest AdmissionReview read: the API server's own request limit is 3 MiB, and a review carries the
+/// object twice on updates.
+const MAX_BODY: usize = 8 << 20;
+
+/// What the webhook answers when the plugin cannot decide (it trapped, failed or missed the deadline).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FailurePolicy {
+    /// Refuse the object (the Go operator's `failurePolicy: Fail`).
+    #[default]
+    Fail,
+    /// Admit it, with a warning saying validation was skipped.
+    Ignore,
+}
+
+impl FailurePolicy {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "Fail" => Some(FailurePolicy::Fail),
+            "Ignore" => Some(FailurePolicy::Ignore),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FailurePolicy::Fail => "Fail",
+            FailurePolicy::Ignore => "Ignore",
+        }
+    }
+}
+
+/// controller-runtime's webhook path for a kind.
+pub fn validate_path(group: &str, version: &str, kind: &str) -> String {
+    format!(
+        "/validate-{}-{version}-{}",
+        group.replace('.', "-"),
+        kind.to_lowercase()
+    )
+}
+
+/// The Go operator's webhook name for a kind (`vomnicluster-v1alpha1.kb.io`).
+pub fn webhook_name(version: &str, kind: &str) -> String {
+    format!("v{}-{version}.kb.io", kind.to_lowercase())
+}
+
+/// Counts of what the webhooks answered.
+#[derive(Debug, Default)]
+pub struct AdmissionStats {
+    pub allowed: AtomicU64,
+    pub denied: AtomicU64,
+    /// Reviews the plugin could not decide (trap, failure, deadline).
+    pub undecided: AtomicU64,
+    /// Requests that were not reviews this server answers.
+    pub malformed: AtomicU64,
+}
+
+/// Answers reviews with the plugins the registry serves.
+pub struct Webhooks {
+    registry: Arc<PluginRegistry>,
+    deadline: Duration,
+    failure: FailurePolicy,
+    pub stats: AdmissionStats,
+}
+
+impl Webhooks {
+    pub fn new(registry: Arc<PluginRegistry>, deadline: Duration, failure: FailurePolicy) -> Self {
+        Webhooks {
+            registry,
+            deadline,
+            failure,
+            stats: AdmissionStats::default(),
+        }
+    }
+
+    /// The HTTP status and AdmissionReview answering a POST of `body` to `path`.
+    pub async fn answer(&self, path: &str, body: &[u8]) -> (StatusCode, Value) {
+        let request = match review::parse(body) {
+            Ok(r) => r,
+            Err(e) => {
+                self.stats.malformed.fetch_add(1, Ordering::Relaxed);
+                return (
+                    StatusCode::BAD_REQUEST,
+                    review::errored("", 400, &e.to_string()),
+                );
+            }
+        };
+        let expected = validate_path(&request.group, &request.version, &request.kind);
+        if path != expected {
+            self.stats.malformed.fetch_add(1, Ordering::Relaxed);
+            let message = format!(
+                "{path} does not validate {}/{} {} (its path is {expected})",
+                request.group, request.version, request.kind
+            );
+            return (
+                StatusCode::BAD_REQUEST,
+                review::errored(&request.uid, 400, &message),
+            );
+        }
+        // The Go operator validates creates and updates only; deletes and connects pass.
+        if !matches!(request.operation.as_str(), "CREATE" | "UPDATE") {
+            self.stats.allowed.fetch_add(1, Ordering::Relaxed);
+            return (StatusCode::OK, review::allowed(&request.uid, &[]));
+        }
+        let Some(object) = &request.object else {
+            self.stats.malformed.fetch_add(1, Ordering::Relaxed);
+            return (
+                StatusCode::BAD_REQUEST,
+                review::errored(
+                    &request.uid,
+                    400,
+                    "the AdmissionReview has no request.object",
+                ),
+            );
+        };
+        let uid = object["metadata"]["uid"].as_str().unwrap_or_default();
+        let Some(plugin) = self.registry.serving(
+            &KindKey::new(&request.group, &request.kind),
+            request.namespace.as_deref(),
+            uid,
+        ) else {
+            // No plugin serves the kind here: there is nothing to validate with.
+            self.stats.allowed.fetch_add(1, Ordering::Relaxed);
+            return (StatusCode::OK, review::allowed(&request.uid, &[]));
+        };
+        let old = request.old_object.as_ref().map(Value::to_string);
+        let decided = tokio::time::timeout(
+            self.deadline,
+            plugin.validate(&object.to_string(), old.as_deref()),
+        )
+        .await;
+        let who = format!(
+            "{} {}",
+            request.kind,
+            review_name(&request.namespace, &request.name)
+        );
+        let why = match decided {
+            Ok(Ok(verdict)) if verdict.allowed() => {
+                self.stats.allowed.fetch_add(1, Ordering::Relaxed);
+                return (
+                    StatusCode::OK,
+                    review::allowed(&request.uid, &verdict.warnings),
+                );
+            }
+            Ok(Ok(verdict)) => {
+                self.stats.denied.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(object = %who, errors = verdict.errors.len(), "admission denied");
+                return (StatusCode::OK, review::denied(&request, &verdict));
+            }
+            Ok(Err(e)) => format!("plugin {:?} failed to validate {who}: {e}", plugin.name()),
+            Err(_) => format!(
+                "plugin {:?} did not validate {who} within {} ms",
+                plugin.name(),
+                self.deadline.as_millis()
+            ),
+        };
+        self.stats.undecided.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(object = %who, policy = self.failure.name(), "{why}");
+        match self.failure {
+            FailurePolicy::Fail => (StatusCode::OK, review::errored(&request.uid, 500, &why)),
+            FailurePolicy::Ignore => (
+                StatusCode::OK,
+                review::allowed(
+                    &request.uid,
+                    &[format!("validation skipped (failurePolicy Ignore): {why}")],
+                ),
+            ),
+        }
+    }
+}
+
+fn review_name(namespace: &Option<String>, name: &str) -> String {
+    match namespace {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_string(),
+    }
+}
+
+/// Serves `webhooks` over TLS with the certificate `serving` holds, until `shutdown`.
+pub async fn serve(
+    listener: TcpListener,
+    serving: Arc<ServingCert>,
+    webhooks: Arc<Webhooks>,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_cert_resolver(serving);
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    tokio::pin!(shutdown);
+    loop {
+        let (tcp, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!(error = %e, "webhook server: accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            _ = &mut shutdown => return Ok(()),
+        };
+        let (acceptor, webhooks) = (acceptor.clone(), webhooks.clone());
+        tokio::spawn(async move {
+            let tls =
+                match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
+                    Ok(Ok(tls)) => tls,
+                    Ok(Err(e)) => {
+                        tracing::debug!(%peer, error = %e, "webhook server: TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => return,
+                };
+            let service = service_fn(move |req| handle(req, webhooks.clone()));
+            if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(tls), service)
+                .await
+            {
+                tracing::debug!(%peer, error = %e, "webhook server: connection ended");
+            }
+        });
+    }
+}
+
+async fn handle(
+    req: Request<Incoming>,
+    webhooks: Arc<Webhooks>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    if req.method() != Method::POST {
+        return Ok(reply(
+            StatusCode::METHOD_NOT_ALLOWED,
+            Bytes::from_static(b"POST an AdmissionReview\n"),
+        ));
+    }
+    let path = req.uri().path().to_string();
+    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            return Ok(reply(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                Bytes::from(format!("reading the request body: {e}\n")),
+            ));
+        }
+    };
+    let (status, answer) = webhooks.answer(&path, &body).await;
+    Ok(reply(status, Bytes::from(answer.to_string())))
+}
+
+fn reply(status: StatusCode, body: Bytes) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_and_names_are_the_go_operators() {
+        assert_eq!(
+            validate_path("omni.texashpc.com", "v1alpha1", "OmniKubeconfigExport"),
+            "/validate-omni-texashpc-com-v1alpha1-omnikubeconfigexport"
+        );
+        assert_eq!(
+            webhook_name("v1alpha1", "OmniCluster"),
+            "vomnicluster-v1alpha1.kb.io"
+        );
+        assert_eq!(FailurePolicy::parse("Ignore"), Some(FailurePolicy::Ignore));
+        assert_eq!(FailurePolicy::parse("ignore"), None);
+    }
+}
