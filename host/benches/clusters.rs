@@ -26,6 +26,11 @@
 //! as WebAssembly costs, since the elapsed time is mostly API server and Omni round trips. Plugin calls are the
 //! controllers' counter. The four processes share the machine's cores, as the operator, the API server and Omni
 //! would on one small node.
+//!
+//! The host also serves `/metrics` on loopback, as `omni-operator run --metrics-bind-address` does. The driver
+//! scrapes it while objects are being reconciled and once at the end, and checks what Prometheus would see:
+//! `controller_runtime_reconcile_total` summed over results equals the plugin calls the controllers counted,
+//! and each kind's count is at least its number of objects (each was reconciled at least once).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -313,14 +318,13 @@ async fn run(
         ],
     )
     .await?;
-    let ready: Vec<u64> = host
-        .ready()
-        .await?
-        .iter()
-        .filter_map(|n| n.parse().ok())
-        .collect();
+    let said = host.ready().await?;
+    let ready: Vec<u64> = said.iter().filter_map(|n| n.parse().ok()).collect();
     let [idle_rss_kib, start_cpu_ms] = ready[..] else {
-        bail!("the host said ready {ready:?}, expected its RSS and CPU time")
+        bail!("the host said ready {said:?}, expected its RSS, CPU time and metrics address")
+    };
+    let Some(metrics_at) = said.iter().find(|w| w.contains(':')).cloned() else {
+        bail!("the host said ready {said:?}, expected its RSS, CPU time and metrics address")
     };
     // The controllers' watches start right after; objects created before they list are found by that list anyway.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -366,8 +370,14 @@ async fn run(
         }
         if progress.elapsed() > Duration::from_secs(5) {
             let calls = Report::of(&host.ask("report").await?).calls;
+            let reconciles: f64 = scrape(&metrics_at)
+                .await?
+                .iter()
+                .filter(|(series, _)| series.starts_with("controller_runtime_reconcile_total{"))
+                .map(|(_, v)| v)
+                .sum();
             eprintln!(
-                "  {}: {} of {target} after {:.0} s ({calls} plugin calls so far)",
+                "  {}: {} of {target} after {:.0} s ({calls} plugin calls so far; /metrics: {reconciles} reconciles)",
                 mode.name(),
                 met.len(),
                 start.elapsed().as_secs_f64()
@@ -376,7 +386,61 @@ async fn run(
         }
     };
 
+    // Quiet first (the last status writes' reconciles done), so the scrape and the counter agree exactly.
+    let mut report = Report::of(&host.ask("report").await?);
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let again = Report::of(&host.ask("report").await?);
+        if again.calls == report.calls {
+            break;
+        }
+        report = again;
+    }
+    let scraped = scrape(&metrics_at).await?;
     let report = Report::of(&host.ask("report").await?);
+    let per_kind = |kind: &str| -> f64 {
+        let label = format!("controller=\"{}\"", kind.to_lowercase());
+        scraped
+            .iter()
+            .filter(|(series, _)| {
+                series.starts_with("controller_runtime_reconcile_total{") && series.contains(&label)
+            })
+            .map(|(_, v)| v)
+            .sum()
+    };
+    let kinds = [
+        ("OmniConnection", 1),
+        ("OmniCluster", clusters),
+        ("OmniControlPlane", clusters),
+        ("OmniWorkers", clusters),
+        ("OmniMachine", 2 * clusters),
+    ];
+    let total_reconciles: f64 = kinds.iter().map(|(k, _)| per_kind(k)).sum();
+    println!(
+        "  {:<6}  /metrics scraped at the end: controller_runtime_reconcile_total {} ({}), plugin calls {}",
+        mode.name(),
+        total_reconciles,
+        kinds
+            .iter()
+            .map(|(k, n)| format!("{} {} for {n} objects", k.to_lowercase(), per_kind(k)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        report.calls
+    );
+    if total_reconciles != report.calls as f64 {
+        bail!(
+            "/metrics says {total_reconciles} reconciles, the controllers counted {} plugin calls",
+            report.calls
+        );
+    }
+    if total.is_some()
+        && let Some((kind, n)) = kinds.iter().find(|(k, n)| per_kind(k) < *n as f64)
+    {
+        bail!(
+            "/metrics says {} reconciles of {kind}, fewer than its {n} objects",
+            per_kind(kind)
+        );
+    }
     let figures = Figures {
         mode,
         total,
@@ -392,6 +456,30 @@ async fn run(
         role.stop().await;
     }
     Ok(figures)
+}
+
+/// `/metrics` from `addr`, as (series, value) pairs.
+async fn scrape(addr: &str) -> Result<Vec<(String, f64)>> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(addr)
+        .await
+        .with_context(|| format!("connecting to the host's metrics at {addr}"))?;
+    tcp.write_all(b"GET /metrics HTTP/1.0\r\nHost: bench\r\n\r\n")
+        .await?;
+    let mut text = String::new();
+    tcp.read_to_string(&mut text).await?;
+    let (head, body) = text.split_once("\r\n\r\n").context("an HTTP response")?;
+    if !head.starts_with("HTTP/1.0 200") && !head.starts_with("HTTP/1.1 200") {
+        bail!("GET /metrics: {}", head.lines().next().unwrap_or_default());
+    }
+    Ok(body
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (series, v) = l.rsplit_once(' ')?;
+            Some((series.to_string(), v.parse().ok()?))
+        })
+        .collect())
 }
 
 /// What the host answers to `report`.
@@ -557,7 +645,16 @@ async fn host_role(args: &[String]) -> Result<()> {
         ..Settings::default()
     };
     let stats = settings.stats.clone();
+    let metrics = settings.metrics.clone();
     let host = host.settings(settings).load().await?;
+    let endpoints =
+        omni_operator::endpoints::Endpoints::new(metrics, host.registry().clone(), None);
+    let metrics_at = omni_operator::endpoints::start(
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        endpoints,
+        std::future::pending::<()>(),
+    )
+    .await?;
     let client = client(&kubeconfig).await?;
     tokio::spawn(async move {
         if let Err(e) = host.run(client, std::future::pending()).await {
@@ -565,7 +662,11 @@ async fn host_role(args: &[String]) -> Result<()> {
         }
     });
     ready_then_answer(
-        &[proc_status_kib("VmRSS").to_string(), cpu_ms().to_string()],
+        &[
+            proc_status_kib("VmRSS").to_string(),
+            cpu_ms().to_string(),
+            metrics_at.to_string(),
+        ],
         |line| match line {
             "report" => format!(
                 "report calls={} failures={} hwm_kib={} cpu_ms={}",

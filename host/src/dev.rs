@@ -150,7 +150,22 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     }
     .boxed()
     .shared();
-    register_webhooks(sim, &client, operator.registry(), shutdown.clone()).await?;
+    let admission = register_webhooks(sim, &client, operator.registry(), shutdown.clone()).await?;
+    let metrics = std::sync::Arc::new(crate::controllers::metrics::Metrics::default());
+    let probes = crate::endpoints::Endpoints::new(
+        metrics.clone(),
+        operator.registry().clone(),
+        Some(admission.webhooks.clone()),
+    );
+    let probes_at = crate::endpoints::start(
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        probes,
+        shutdown.clone(),
+    )
+    .await?;
+    println!(
+        "metrics at http://{probes_at}/metrics, health at http://{probes_at}/healthz and /readyz"
+    );
     let helm = crate::helm::start(opts.helm.clone()).await;
     println!("{}", helm.summary);
     let charts_dir =
@@ -169,6 +184,7 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
             releases: releases.clone(),
             ..Default::default()
         },
+        metrics,
         ..Settings::default()
     };
     let controllers = tokio::spawn(async move { operator.run(client, settings, shutdown).await });
@@ -270,7 +286,7 @@ async fn register_webhooks(
     client: &kube::Client,
     registry: &std::sync::Arc<crate::runtime::PluginRegistry>,
     shutdown: impl std::future::Future<Output = ()> + Clone + Send + 'static,
-) -> Result<()> {
+) -> Result<crate::admission::Admission> {
     let failure = FailurePolicy::Fail;
     let admission = crate::admission::start(
         client.clone(),
@@ -313,7 +329,7 @@ async fn register_webhooks(
         admission.addr,
         kinds.len()
     );
-    Ok(())
+    Ok(admission)
 }
 
 /// Packages every chart under `roots` with Helm (in its worker) into `dir`, indexes them, and serves `dir` as a

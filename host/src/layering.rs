@@ -12,6 +12,7 @@ use std::path::Path;
 const ALLOWED: &[(&str, &[&str])] = &[
     ("contract", &[]),
     ("admission", &["runtime"]),
+    ("endpoints", &["admission", "controllers", "runtime"]),
     ("helm", &[]),
     ("distribution", &["runtime"]),
     ("omni", &["contract"]),
@@ -71,6 +72,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "secrets",
             "stack",
             "admission",
+            "endpoints",
         ],
     ),
 ];

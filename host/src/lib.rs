@@ -16,6 +16,7 @@ pub mod controllers;
 pub mod defaults;
 pub mod dev;
 pub mod distribution;
+pub mod endpoints;
 pub mod helm;
 pub mod omni;
 pub mod operator;

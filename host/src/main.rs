@@ -19,6 +19,7 @@ use clap::{Parser, Subcommand};
 use futures::FutureExt;
 use omni_operator::capabilities::{CallObject, Grants, HostServices};
 use omni_operator::controllers::Settings;
+use omni_operator::endpoints;
 use omni_operator::omni::OmniConnections;
 use omni_operator::operator::{Operator, PluginSources};
 use omni_operator::runtime::{CallError, LoadedPlugin, PluginSpec, Runtime, RuntimeConfig};
@@ -30,12 +31,27 @@ struct Cli {
     /// Keep precompiled plugins here across runs.
     #[arg(long, env = "OMNI_OPERATOR_CACHE_DIR", global = true)]
     cache_dir: Option<PathBuf>,
+    /// Log lines as text or as one JSON object per line (RUST_LOG sets the level; default warn).
+    #[arg(
+        long,
+        env = "OMNI_OPERATOR_LOG_FORMAT",
+        value_enum,
+        default_value = "text",
+        global = true
+    )]
+    log_format: LogFormat,
     #[command(flatten)]
     omni: OmniArgs,
     #[command(flatten)]
     helm: HelmArgs,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 /// How long Helm actions get to end after their cancellation at shutdown.
@@ -316,6 +332,12 @@ enum Command {
         sources: SourceArgs,
         #[command(flatten)]
         webhooks: WebhookArgs,
+        /// Where `/metrics` is served (Prometheus text): `:8080`, `127.0.0.1:8080`, or `0` for nowhere.
+        #[arg(long, default_value = "0")]
+        metrics_bind_address: String,
+        /// Where `/healthz` and `/readyz` are served; `0` for nowhere.
+        #[arg(long, default_value = ":8081")]
+        health_probe_bind_address: String,
     },
     /// The whole system on the embedded Kubernetes simulator: CRDs, plugins, your manifests, progress.
     Dev {
@@ -390,13 +412,18 @@ struct PluginArgs {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
+    let cli = Cli::parse();
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )
-        .with_writer(std::io::stderr)
-        .init();
-    match run(Cli::parse()).await {
+        .with_writer(std::io::stderr);
+    match cli.log_format {
+        // One JSON object per line, for log pipelines (fields, span and level as keys).
+        LogFormat::Json => logs.json().with_current_span(true).init(),
+        LogFormat::Text => logs.init(),
+    }
+    match run(cli).await {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -439,9 +466,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             all_namespaces,
             sources,
             webhooks,
+            metrics_bind_address,
+            health_probe_bind_address,
         } => {
             let namespace = watched_namespace(namespace, all_namespaces)?;
             let admission = webhooks.options(namespace.as_deref())?;
+            let metrics_at =
+                endpoints::bind_address("--metrics-bind-address", &metrics_bind_address)?;
+            let health_at =
+                endpoints::bind_address("--health-probe-bind-address", &health_probe_bind_address)?;
             let client = match kubeconfig {
                 Some(path) => {
                     let kc = kube::config::Kubeconfig::read_from(&path)
@@ -482,14 +515,37 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             .boxed()
             .shared();
-            if let Some(options) = admission {
-                omni_operator::admission::start(
-                    client.clone(),
-                    operator.registry().clone(),
-                    options,
-                    shutdown.clone(),
-                )
-                .await?;
+            let served = match admission {
+                Some(options) => Some(
+                    omni_operator::admission::start(
+                        client.clone(),
+                        operator.registry().clone(),
+                        options,
+                        shutdown.clone(),
+                    )
+                    .await?,
+                ),
+                None => None,
+            };
+            let mut probes = endpoints::Endpoints::new(
+                settings.metrics.clone(),
+                operator.registry().clone(),
+                served.as_ref().map(|s| s.webhooks.clone()),
+            );
+            if let Some(served) = &served {
+                let serving = served.serving.clone();
+                probes = probes.ready_when(
+                    "webhook-certificates",
+                    std::sync::Arc::new(move || {
+                        (!serving.ready()).then(|| "no webhook serving certificate yet".to_string())
+                    }),
+                );
+            }
+            for (what, at) in [("metrics", metrics_at), ("health probes", health_at)] {
+                if let Some(at) = at {
+                    let bound = endpoints::start(at, probes.clone(), shutdown.clone()).await?;
+                    tracing::info!(%bound, "{what} served");
+                }
             }
             let ran = operator.run(client, settings, shutdown).await;
             // Running Helm actions are cancelled through their contexts, so no release is left pending.

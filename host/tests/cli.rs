@@ -539,3 +539,46 @@ fn dev_reports_helm_at_start_up() {
         "{stdout}"
     );
 }
+
+/// `--log-format json` (or OMNI_OPERATOR_LOG_FORMAT=json): every log line is one JSON object with the level,
+/// the message and its fields, for log pipelines.
+#[test]
+fn json_logs_are_one_object_per_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = bin()
+        .env("RUST_LOG", "info")
+        .env("OMNI_OPERATOR_LOG_FORMAT", "json")
+        .env_remove("HELM_C_LIB")
+        .args(["--cache-dir"])
+        .arg(dir.path().join("cache"))
+        .args([
+            "dev",
+            "--exit-when-settled",
+            "--timeout",
+            "30",
+            "--kubeconfig-out",
+        ])
+        .arg(dir.path().join("kc"))
+        .output()
+        .expect("omni-operator runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(lines.len() > 3, "{stderr}");
+    for line in &lines {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        assert!(
+            v["level"].is_string() && v["fields"]["message"].is_string(),
+            "{line}"
+        );
+    }
+    assert!(
+        lines.iter().any(|l| l.contains("\"plugin loaded\"")),
+        "{stderr}"
+    );
+}

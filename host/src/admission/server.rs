@@ -85,6 +85,15 @@ pub struct Webhooks {
     pub stats: AdmissionStats,
 }
 
+impl std::fmt::Debug for Webhooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Webhooks")
+            .field("deadline", &self.deadline)
+            .field("failure", &self.failure)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Webhooks {
     pub fn new(registry: Arc<PluginRegistry>, deadline: Duration, failure: FailurePolicy) -> Self {
         Webhooks {

@@ -5,6 +5,7 @@
 
 pub mod finalizers;
 pub mod hub;
+pub mod metrics;
 pub mod own_writes;
 pub mod reader;
 pub mod status;
@@ -62,6 +63,8 @@ pub struct Settings {
     /// Helm: the releases converged in a worker process, the chart sources allowed, and the wake-ups a
     /// finished action sends to the controller of the object that asked.
     pub helm: HelmServices,
+    /// Prometheus metrics under controller-runtime's names (`/metrics`).
+    pub metrics: Arc<metrics::Metrics>,
 }
 
 impl Default for Settings {
@@ -78,6 +81,7 @@ impl Default for Settings {
             workloads: Arc::default(),
             clock: Arc::new(SystemClock),
             helm: HelmServices::default(),
+            metrics: Arc::default(),
         }
     }
 }
@@ -134,6 +138,7 @@ struct Shared {
     events: throttle::Throttle,
     /// The last status write and any deferred one, per object.
     own_writes: own_writes::OwnWrites,
+    metrics: metrics::ControllerMetrics,
 }
 
 /// Runs the controllers of every kind the registry serves until `shutdown` resolves, starting and stopping them
@@ -185,6 +190,7 @@ pub async fn run_kind_controller(
         status_writes: throttle::Throttle::status_writes(),
         events: throttle::Throttle::events(),
         own_writes: own_writes::OwnWrites::default(),
+        metrics: settings.metrics.controller(&gvk.kind, settings.concurrency),
     });
     run_kind(shared, related, shutdown).await
 }
@@ -217,7 +223,12 @@ async fn run_kind(
     shared
         .reader
         .register_cache(&shared.resource, ns.clone(), main_watch.clone());
-    let main = trigger::spec_or_deletion_changes(main.stream());
+    let queue = shared.metrics.clone();
+    let main = trigger::spec_or_deletion_changes(main.stream()).inspect(move |event| {
+        if let Ok(obj) = event {
+            queue.added(&object_key(obj));
+        }
+    });
     let mut controller = Controller::for_stream_with(main, store.clone(), shared.resource.clone())
         .with_config(ControllerConfig::default().concurrency(shared.settings.concurrency));
     for rel in related {
@@ -243,23 +254,37 @@ async fn run_kind(
         let events = trigger::spec_or_deletion_changes(rel_watch.stream());
         let main_ar = shared.resource.clone();
         let main_watch = main_watch.clone();
+        // Which objects a related change asks for is known only inside each mapping: the work queue's adds are
+        // counted there.
+        let queue = shared.metrics.clone();
+        let added = move |refs: Vec<ObjectRef<DynamicObject>>| {
+            for r in &refs {
+                queue.added(&ref_key(r));
+            }
+            refs
+        };
         controller = match rel.mapping {
             RelatedMapping::NameField(path) => controller.watches_stream_with(
                 events,
-                move |o: DynamicObject| name_field_matches(&main_watch, &main_ar, &path, &o),
+                move |o: DynamicObject| added(name_field_matches(&main_watch, &main_ar, &path, &o)),
                 rel_ar.clone(),
             ),
             RelatedMapping::NamedBy(path) => controller.watches_stream_with(
                 events,
                 move |o: DynamicObject| {
                     let target = hub::field_text(&o, &path).filter(|name| !name.is_empty());
-                    target.map(|name| {
-                        let mut rf = ObjectRef::new_with(&name, main_ar.clone());
-                        if let Some(ns) = o.namespace() {
-                            rf = rf.within(&ns);
-                        }
-                        rf
-                    })
+                    added(
+                        target
+                            .map(|name| {
+                                let mut rf = ObjectRef::new_with(&name, main_ar.clone());
+                                if let Some(ns) = o.namespace() {
+                                    rf = rf.within(&ns);
+                                }
+                                rf
+                            })
+                            .into_iter()
+                            .collect(),
+                    )
                 },
                 rel_ar.clone(),
             ),
@@ -270,9 +295,10 @@ async fn run_kind(
                 events,
                 move |o: DynamicObject| {
                     let annotations = o.annotations();
-                    let name = annotations
-                        .get(&name_annotation)
-                        .filter(|n| !n.is_empty())?;
+                    let Some(name) = annotations.get(&name_annotation).filter(|n| !n.is_empty())
+                    else {
+                        return Vec::new();
+                    };
                     let ns = annotations
                         .get(&namespace_annotation)
                         .filter(|n| !n.is_empty())
@@ -282,7 +308,7 @@ async fn run_kind(
                     if let Some(ns) = ns {
                         rf = rf.within(&ns);
                     }
-                    Some(rf)
+                    added(vec![rf])
                 },
                 rel_ar.clone(),
             ),
@@ -290,17 +316,19 @@ async fn run_kind(
                 events,
                 move |o: DynamicObject| {
                     let ns = o.namespace();
-                    o.owner_references()
-                        .iter()
-                        .filter(|r| r.controller == Some(true) && r.kind == main_ar.kind)
-                        .map(|r| {
-                            let mut rf = ObjectRef::new_with(&r.name, main_ar.clone());
-                            if let Some(ns) = &ns {
-                                rf = rf.within(ns);
-                            }
-                            rf
-                        })
-                        .collect::<Vec<_>>()
+                    added(
+                        o.owner_references()
+                            .iter()
+                            .filter(|r| r.controller == Some(true) && r.kind == main_ar.kind)
+                            .map(|r| {
+                                let mut rf = ObjectRef::new_with(&r.name, main_ar.clone());
+                                if let Some(ns) = &ns {
+                                    rf = rf.within(ns);
+                                }
+                                rf
+                            })
+                            .collect::<Vec<_>>(),
+                    )
                 },
                 rel_ar.clone(),
             ),
@@ -308,10 +336,18 @@ async fn run_kind(
     }
     // A swapped plugin version (or a changed binding) re-evaluates every object of the kind, not only the next
     // one to change.
-    let swaps = futures::stream::unfold(
-        shared.registry.subscribe_kind(&shared.kind),
-        |mut rx| async move { rx.changed().await.ok().map(|_| ((), rx)) },
-    );
+    let swaps = {
+        let (queue, store) = (shared.metrics.clone(), store.clone());
+        futures::stream::unfold(
+            shared.registry.subscribe_kind(&shared.kind),
+            |mut rx| async move { rx.changed().await.ok().map(|_| ((), rx)) },
+        )
+        .inspect(move |_| {
+            for obj in store.state() {
+                queue.added(&object_key(&obj));
+            }
+        })
+    };
     // Objects a capability asks to see again at once (a Helm action it started has ended).
     let woken = {
         let rx = shared
@@ -319,14 +355,16 @@ async fn run_kind(
             .helm
             .wakeups
             .register(&shared.resource.group, &shared.resource.kind);
-        let ar = shared.resource.clone();
+        let (ar, queue) = (shared.resource.clone(), shared.metrics.clone());
         futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|t| (t, rx)) }).map(
             move |(ns, name)| {
                 let rf = ObjectRef::new_with(&name, ar.clone());
-                match ns {
+                let rf = match ns {
                     Some(ns) => rf.within(&ns),
                     None => rf,
-                }
+                };
+                queue.added(&ref_key(&rf));
+                rf
             },
         )
     };
@@ -357,7 +395,34 @@ enum Failure {
     Encode(#[from] serde_json::Error),
 }
 
+/// What a reconcile asks for next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    AwaitChange,
+    After(Duration),
+}
+
+/// One reconcile, measured: its time, its outcome and (for a requeue) when the object rejoins the queue.
 async fn reconcile(obj: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Action, Failure> {
+    let key = object_key(&obj);
+    let started = shared.metrics.started(&key);
+    let result = reconcile_once(obj, &shared).await;
+    match &result {
+        Ok(Next::AwaitChange) => started.finished(metrics::Outcome::Success),
+        Ok(Next::After(d)) => {
+            started.finished(metrics::Outcome::RequeueAfter);
+            shared.metrics.requeued(&key, *d, false);
+        }
+        // error_policy records the retry.
+        Err(_) => started.finished(metrics::Outcome::Error),
+    }
+    result.map(|next| match next {
+        Next::AwaitChange => Action::await_change(),
+        Next::After(d) => Action::requeue(d),
+    })
+}
+
+async fn reconcile_once(obj: Arc<DynamicObject>, shared: &Arc<Shared>) -> Result<Next, Failure> {
     // The plugin is looked up per call, so a hot swap or a new binding takes over at the next reconcile, and
     // the call finishes on the version it started with.
     let uid = obj.uid().unwrap_or_default();
@@ -366,7 +431,7 @@ async fn reconcile(obj: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Actio
         .serving(&shared.kind, obj.namespace().as_deref(), &uid)
     else {
         // Nothing serves the kind here any more (its last binding went); the supervisor stops this controller.
-        return Ok(Action::await_change());
+        return Ok(Next::AwaitChange);
     };
     // A tenant over its quota is asked again shortly, without taking a worker while it waits.
     if let Err(wait) = plugin.admit(std::time::Instant::now()) {
@@ -375,20 +440,20 @@ async fn reconcile(obj: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Actio
             .stats
             .quota_deferred
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        return Ok(Action::requeue(wait.max(QUOTA_RETRY)));
+        return Ok(Next::After(wait.max(QUOTA_RETRY)));
     }
     shared
         .settings
         .stats
         .calls
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let Some(mut obj) = latest(obj, &shared).await? else {
-        return Ok(Action::await_change());
+    let Some(mut obj) = latest(obj, shared).await? else {
+        return Ok(Next::AwaitChange);
     };
     let who = object_key(&obj);
     let deadline = shared.settings.reconcile_timeout;
     let action =
-        match tokio::time::timeout(deadline, reconcile_inner(&mut obj, &shared, &plugin)).await {
+        match tokio::time::timeout(deadline, reconcile_inner(&mut obj, shared, &plugin)).await {
             Ok(r) => r,
             Err(_) => Err(Failure::Deadline(who.clone())),
         };
@@ -409,7 +474,7 @@ async fn reconcile(obj: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Actio
                 .stats
                 .failures
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            report_failure(&obj, &shared, plugin.name(), e).await
+            report_failure(&obj, shared, plugin.name(), e).await
         }
     }
     action
@@ -455,7 +520,7 @@ async fn reconcile_inner(
     obj: &mut Arc<DynamicObject>,
     shared: &Shared,
     plugin: &LoadedPlugin,
-) -> Result<Action, Failure> {
+) -> Result<Next, Failure> {
     let info = plugin.info().clone();
     let api = Api::<DynamicObject>::namespaced_with(
         shared.client.clone(),
@@ -474,7 +539,7 @@ async fn reconcile_inner(
 
     if obj.meta().deletion_timestamp.is_some() {
         if !finalizers::held(&current, finalizer, legacy) {
-            return Ok(Action::await_change());
+            return Ok(Next::AwaitChange);
         }
         let json = call_input(obj, shared)?;
         let call_obj = CallObject::new(json.to_string(), obj.namespace());
@@ -489,7 +554,7 @@ async fn reconcile_inner(
                 &Patch::Merge(&patch),
             )
             .await?;
-            return Ok(Action::await_change());
+            return Ok(Next::AwaitChange);
         }
         let asked = done.outputs.requeue_after.or(Some(Duration::from_secs(10)));
         return Ok(requeue(shared, asked, deferred));
@@ -519,7 +584,7 @@ async fn reconcile_inner(
 
 /// The next reconcile: what the plugin asked for, never sooner than [`MIN_REQUEUE`], and no later than a
 /// status write the rate limit deferred.
-fn requeue(shared: &Shared, asked: Option<Duration>, deferred: Option<Duration>) -> Action {
+fn requeue(shared: &Shared, asked: Option<Duration>, deferred: Option<Duration>) -> Next {
     let asked = asked.map(|d| {
         if d < MIN_REQUEUE {
             shared
@@ -531,9 +596,9 @@ fn requeue(shared: &Shared, asked: Option<Duration>, deferred: Option<Duration>)
         d.max(MIN_REQUEUE)
     });
     match (asked, deferred.map(|d| d.max(MIN_REQUEUE))) {
-        (Some(a), Some(d)) => Action::requeue(a.min(d)),
-        (Some(t), None) | (None, Some(t)) => Action::requeue(t),
-        (None, None) => Action::await_change(),
+        (Some(a), Some(d)) => Next::After(a.min(d)),
+        (Some(t), None) | (None, Some(t)) => Next::After(t),
+        (None, None) => Next::AwaitChange,
     }
 }
 
@@ -690,9 +755,14 @@ fn kube_event(e: &crate::capabilities::Event) -> Event {
     }
 }
 
-/// `namespace/name`, the key of an object's rate limits.
+/// `namespace/name`, the key of an object's rate limits and work-queue entry.
 fn object_key(obj: &DynamicObject) -> String {
     format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any())
+}
+
+/// [`object_key`] of a reference.
+fn ref_key(r: &ObjectRef<DynamicObject>) -> String {
+    format!("{}/{}", r.namespace.as_deref().unwrap_or_default(), r.name)
 }
 
 /// Replaces the status of `obj` as of its resourceVersion; answers the resourceVersion written.
@@ -793,5 +863,7 @@ fn error_policy(obj: Arc<DynamicObject>, failure: &Failure, shared: Arc<Shared>)
     *n = n.saturating_add(1);
     let backoff = Duration::from_millis(5u64.saturating_mul(1u64 << (*n).min(30)))
         .min(Duration::from_secs(1000));
+    drop(failures);
+    shared.metrics.requeued(&object_key(&obj), backoff, true);
     Action::requeue(backoff)
 }

@@ -186,6 +186,14 @@ pub struct PluginRegistry {
     kinds: RwLock<HashMap<KindKey, watch::Sender<u64>>>,
 }
 
+impl std::fmt::Debug for PluginRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginRegistry")
+            .field("plugins", &self.names())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Default for PluginRegistry {
     fn default() -> Self {
         PluginRegistry {
@@ -291,6 +299,30 @@ impl PluginRegistry {
             }
         }
         state.default_for(key).cloned()
+    }
+
+    /// Every version loaded to serve something now, with the binding it serves for (`""` for the default
+    /// plugins): one entry per loaded version, a canary included.
+    pub fn versions(&self) -> Vec<(String, Arc<LoadedPlugin>)> {
+        let state = self.read();
+        let mut out: Vec<(String, Arc<LoadedPlugin>)> = Vec::new();
+        let mut push = |binding: &str, plugin: &Arc<LoadedPlugin>| {
+            if !out.iter().any(|(_, p)| Arc::ptr_eq(p, plugin)) {
+                out.push((binding.to_string(), plugin.clone()));
+            }
+        };
+        for d in state.defaults.values() {
+            push("", &d.plugin);
+        }
+        for routes in state.routes.values() {
+            for route in routes.cluster.iter().chain(routes.namespaces.values()) {
+                push(&route.binding, &route.stable);
+                if let Some(canary) = &route.canary {
+                    push(&route.binding, &canary.plugin);
+                }
+            }
+        }
+        out
     }
 
     /// Every kind something serves: its group, version and kind, and every version that may serve it (for the

@@ -484,3 +484,164 @@ async fn reads_of_watched_kinds_come_from_the_watch_cache() {
     .await;
     env.sim.faults().clear();
 }
+
+/// `/metrics`, scraped over HTTP as Prometheus does: controller-runtime's reconcile counts per kind match the
+/// objects reconciled, an error is counted as such and retried through the work queue, and each loaded plugin
+/// version's calls and traps are there under its name and digest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_reconciles_per_controller_and_calls_per_plugin_version() {
+    use omni_operator::endpoints::{Endpoints, start as serve_endpoints};
+    let env = start().await;
+    let endpoints = Endpoints::new(
+        env.settings.metrics.clone(),
+        env.host.registry().clone(),
+        None,
+    );
+    let at = serve_endpoints(
+        "127.0.0.1:0".parse().expect("address"),
+        endpoints,
+        std::future::pending::<()>(),
+    )
+    .await
+    .expect("serves");
+    let scrape = || async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut tcp = tokio::net::TcpStream::connect(at).await.expect("connects");
+        tcp.write_all(b"GET /metrics HTTP/1.0\r\n\r\n")
+            .await
+            .expect("writes");
+        let mut text = String::new();
+        tcp.read_to_string(&mut text).await.expect("reads");
+        assert!(
+            text.starts_with("HTTP/1.0 200") || text.starts_with("HTTP/1.1 200"),
+            "{text}"
+        );
+        text
+    };
+    let value = |text: &str, series: &str| -> f64 {
+        text.lines()
+            .filter_map(|l| l.strip_prefix(series))
+            .filter_map(|rest| rest.trim().parse::<f64>().ok())
+            .sum()
+    };
+
+    env.sim.apply(&cluster("edge")).await.expect("cluster");
+    for i in 0..3 {
+        env.sim
+            .apply(&json!({"apiVersion": API, "kind": "OmniControlPlane",
+                "metadata": {"name": format!("cp-{i}"), "namespace": "team"},
+                "spec": {"clusterRef": {"name": "edge"}, "machines": ["11111111-1111-4111-8111-111111111111"]}}))
+            .await
+            .expect("cp");
+    }
+    let get = |name: &str| {
+        env.sim
+            .get(API, "OmniControlPlane", "team", name)
+            .unwrap_or(Value::Null)
+    };
+    eventually("three control planes accepted", || {
+        (0..3)
+            .all(|i| accepted(&get(&format!("cp-{i}"))) == Some(("True".into(), "Accepted".into())))
+    })
+    .await;
+    // Reconciles of control planes: at least one per object, every one a success (no requeue asked), and the
+    // controller's count equals the plugin's calls.
+    let text = scrape().await;
+    let cp_success = value(
+        &text,
+        "controller_runtime_reconcile_total{controller=\"omnicontrolplane\",result=\"success\"}",
+    );
+    assert!(cp_success >= 3.0, "{text}");
+    let plugin = env
+        .host
+        .registry()
+        .get("omni-controlplane")
+        .expect("loaded");
+    let calls = value(
+        &text,
+        &format!(
+            "omni_operator_plugin_calls_total{{plugin=\"omni-controlplane\",digest=\"{}\",binding=\"\"}}",
+            plugin.digest()
+        ),
+    );
+    let cp_all: f64 = ["success", "error", "requeue", "requeue_after"]
+        .iter()
+        .map(|r| {
+            value(
+                &text,
+                &format!("controller_runtime_reconcile_total{{controller=\"omnicontrolplane\",result=\"{r}\"}}"),
+            )
+        })
+        .sum();
+    assert_eq!(cp_all, calls, "{text}");
+    assert_eq!(
+        value(
+            &text,
+            "controller_runtime_reconcile_time_seconds_count{controller=\"omnicontrolplane\"}"
+        ),
+        cp_all
+    );
+    assert_eq!(
+        value(
+            &text,
+            "controller_runtime_active_workers{controller=\"omnicontrolplane\"}"
+        ),
+        0.0
+    );
+    assert!(
+        text.contains("workqueue_depth{name=\"omnicontrolplane\",controller=\"omnicontrolplane\"}")
+    );
+    assert!(
+        value(
+            &text,
+            "workqueue_adds_total{name=\"omnicontrolplane\",controller=\"omnicontrolplane\"}"
+        ) >= 3.0,
+        "{text}"
+    );
+
+    // A plugin that panics: its reconciles are errors, retried through the queue, its traps counted by class.
+    let panicking = support::runtime()
+        .load(PluginSpec::new("omni-machine", guests::wasm("panic")))
+        .await
+        .expect("loads");
+    let digest = panicking.digest().to_string();
+    env.host.registry().install(panicking);
+    env.sim
+        .apply(&json!({"apiVersion": API, "kind": "OmniMachine",
+            "metadata": {"name": "11111111-1111-4111-8111-111111111111", "namespace": "team"},
+            "spec": {"clusterRef": {"name": "edge"}}}))
+        .await
+        .expect("machine");
+    let mut text = String::new();
+    for _ in 0..1500 {
+        text = scrape().await;
+        if value(
+            &text,
+            "workqueue_retries_total{name=\"omnimachine\",controller=\"omnimachine\"}",
+        ) >= 2.0
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let errors = value(
+        &text,
+        "controller_runtime_reconcile_total{controller=\"omnimachine\",result=\"error\"}",
+    );
+    assert!(errors >= 2.0, "{text}");
+    assert_eq!(
+        value(
+            &text,
+            "controller_runtime_reconcile_errors_total{controller=\"omnimachine\"}"
+        ),
+        errors
+    );
+    let traps = value(
+        &text,
+        &format!(
+            "omni_operator_plugin_traps_by_class_total{{plugin=\"omni-machine\",digest=\"{digest}\",binding=\"\",class=\"PluginPanic\"}}"
+        ),
+    );
+    assert!(traps >= 2.0, "{text}");
+    assert!(text.ends_with("# EOF\n"));
+}

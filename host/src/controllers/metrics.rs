@@ -1,0 +1,453 @@
+//! The controllers' Prometheus metrics, under controller-runtime's names and labels so dashboards and alerts
+//! written for Go operators read them unchanged: `controller_runtime_reconcile_total{controller,result}`,
+//! `controller_runtime_reconcile_errors_total`, `controller_runtime_reconcile_time_seconds`,
+//! `controller_runtime_active_workers`, `controller_runtime_max_concurrent_reconciles`, and client-go's
+//! `workqueue_*` for each controller's queue. The controller label is the kind in lower case, as
+//! controller-runtime names a controller built `For` a kind.
+//!
+//! kube-runtime's queue is internal, so [`QueueClock`] keeps the work queue's figures from outside it, with
+//! client-go's rules: an object is added once until a reconcile picks it up (adds while it waits are merged, as
+//! the real queue's dirty set merges them), its wait ends when a reconcile starts, and a requeue after a delay
+//! joins the queue when the delay is over.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ControllerLabel {
+    controller: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    controller: String,
+    result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QueueLabels {
+    name: String,
+    controller: String,
+}
+
+/// controller-runtime's reconcile-time buckets (seconds).
+const RECONCILE_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
+    1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0,
+    25.0, 30.0, 40.0, 50.0, 60.0,
+];
+
+fn reconcile_histogram() -> Histogram {
+    Histogram::new(RECONCILE_BUCKETS.iter().copied())
+}
+
+/// client-go's work-queue buckets: 10 ns to 10 s by powers of ten.
+fn queue_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(1e-8, 10.0, 10))
+}
+
+/// How a reconcile ended, as controller-runtime's `result` label says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Success,
+    Error,
+    Requeue,
+    RequeueAfter,
+}
+
+impl Outcome {
+    fn label(self) -> &'static str {
+        match self {
+            Outcome::Success => "success",
+            Outcome::Error => "error",
+            Outcome::Requeue => "requeue",
+            Outcome::RequeueAfter => "requeue_after",
+        }
+    }
+}
+
+/// Every controller's metrics, in one registry the `/metrics` endpoint encodes.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Mutex<Registry>,
+    reconciles: Family<ResultLabels, Counter>,
+    errors: Family<ControllerLabel, Counter>,
+    reconcile_time: Family<ControllerLabel, Histogram, fn() -> Histogram>,
+    active_workers: Family<ControllerLabel, Gauge>,
+    max_concurrent: Family<ControllerLabel, Gauge>,
+    queue_adds: Family<QueueLabels, Counter>,
+    queue_retries: Family<QueueLabels, Counter>,
+    queue_duration: Family<QueueLabels, Histogram, fn() -> Histogram>,
+    work_duration: Family<QueueLabels, Histogram, fn() -> Histogram>,
+    clocks: Mutex<HashMap<String, Arc<QueueClock>>>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::default();
+        let reconciles = Family::<ResultLabels, Counter>::default();
+        let errors = Family::<ControllerLabel, Counter>::default();
+        let reconcile_time =
+            Family::<ControllerLabel, Histogram, fn() -> Histogram>::new_with_constructor(
+                reconcile_histogram,
+            );
+        let active_workers = Family::<ControllerLabel, Gauge>::default();
+        let max_concurrent = Family::<ControllerLabel, Gauge>::default();
+        let queue_adds = Family::<QueueLabels, Counter>::default();
+        let queue_retries = Family::<QueueLabels, Counter>::default();
+        let queue_duration =
+            Family::<QueueLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+                queue_histogram,
+            );
+        let work_duration =
+            Family::<QueueLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+                queue_histogram,
+            );
+        // Counters are registered without `_total`: the encoder appends it.
+        registry.register(
+            "controller_runtime_reconcile",
+            "Total number of reconciliations per controller",
+            reconciles.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile_errors",
+            "Total number of reconciliation errors per controller",
+            errors.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            reconcile_time.clone(),
+        );
+        registry.register(
+            "controller_runtime_active_workers",
+            "Number of currently used workers per controller",
+            active_workers.clone(),
+        );
+        registry.register(
+            "controller_runtime_max_concurrent_reconciles",
+            "Maximum number of concurrent reconciles per controller",
+            max_concurrent.clone(),
+        );
+        registry.register(
+            "workqueue_adds",
+            "Total number of adds handled by workqueue",
+            queue_adds.clone(),
+        );
+        registry.register(
+            "workqueue_retries",
+            "Total number of retries handled by workqueue",
+            queue_retries.clone(),
+        );
+        registry.register(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            queue_duration.clone(),
+        );
+        registry.register(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes",
+            work_duration.clone(),
+        );
+        Metrics {
+            registry: Mutex::new(registry),
+            reconciles,
+            errors,
+            reconcile_time,
+            active_workers,
+            max_concurrent,
+            queue_adds,
+            queue_retries,
+            queue_duration,
+            work_duration,
+            clocks: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl Metrics {
+    /// The metrics of the controller of `kind` (created on first use).
+    pub fn controller(self: &Arc<Self>, kind: &str, concurrency: u16) -> ControllerMetrics {
+        let name = kind.to_lowercase();
+        self.max_concurrent
+            .get_or_create(&ControllerLabel {
+                controller: name.clone(),
+            })
+            .set(i64::from(concurrency));
+        let clock = self
+            .clocks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(name.clone())
+            .or_default()
+            .clone();
+        ControllerMetrics {
+            metrics: self.clone(),
+            name,
+            clock,
+        }
+    }
+
+    /// Registers more metrics (the per-plugin figures, admission) beside the controllers'.
+    pub fn with_registry<T>(&self, f: impl FnOnce(&mut Registry) -> T) -> T {
+        f(&mut self.registry.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The Prometheus text exposition of everything registered, with each queue's depth as of now.
+    pub fn encode(&self) -> Result<String, std::fmt::Error> {
+        let now = Instant::now();
+        let depths: Vec<(String, usize)> = self
+            .clocks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(name, clock)| (name.clone(), clock.depth(now)))
+            .collect();
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode_registry(
+            &mut out,
+            &self.registry.lock().unwrap_or_else(PoisonError::into_inner),
+        )?;
+        // The depth is a figure of the moment, computed at the scrape (the clock holds the waiting objects).
+        out.push_str(
+            "# HELP workqueue_depth Current depth of workqueue.\n# TYPE workqueue_depth gauge\n",
+        );
+        for (name, depth) in depths {
+            out.push_str(&format!(
+                "workqueue_depth{{name=\"{name}\",controller=\"{name}\"}} {depth}\n"
+            ));
+        }
+        prometheus_client::encoding::text::encode_eof(&mut out)?;
+        Ok(out)
+    }
+}
+
+/// One controller's handle on the metrics.
+#[derive(Debug, Clone)]
+pub struct ControllerMetrics {
+    metrics: Arc<Metrics>,
+    name: String,
+    clock: Arc<QueueClock>,
+}
+
+impl ControllerMetrics {
+    fn label(&self) -> ControllerLabel {
+        ControllerLabel {
+            controller: self.name.clone(),
+        }
+    }
+
+    fn queue(&self) -> QueueLabels {
+        QueueLabels {
+            name: self.name.clone(),
+            controller: self.name.clone(),
+        }
+    }
+
+    /// `key` was asked for (a watch event, a related change, a wake-up), to run as soon as a worker is free.
+    pub fn added(&self, key: &str) {
+        self.added_at(key, Instant::now());
+    }
+
+    /// `key` is to run after `delay` (a requeue), joining the queue then.
+    pub fn requeued(&self, key: &str, delay: Duration, retry: bool) {
+        if retry {
+            self.metrics
+                .queue_retries
+                .get_or_create(&self.queue())
+                .inc();
+        }
+        self.added_at(key, Instant::now() + delay);
+    }
+
+    fn added_at(&self, key: &str, due: Instant) {
+        if self.clock.add(key, due) {
+            self.metrics.queue_adds.get_or_create(&self.queue()).inc();
+        }
+    }
+
+    /// A reconcile of `key` starts: its wait in the queue ends.
+    pub fn started(&self, key: &str) -> Started {
+        let now = Instant::now();
+        if let Some(waited) = self.clock.take(key, now) {
+            self.metrics
+                .queue_duration
+                .get_or_create(&self.queue())
+                .observe(waited.as_secs_f64());
+        }
+        self.metrics
+            .active_workers
+            .get_or_create(&self.label())
+            .inc();
+        Started {
+            metrics: self.clone(),
+            at: now,
+        }
+    }
+}
+
+/// A reconcile in progress; [`Started::finished`] records how it ended.
+#[derive(Debug)]
+pub struct Started {
+    metrics: ControllerMetrics,
+    at: Instant,
+}
+
+impl Started {
+    pub fn finished(self, outcome: Outcome) {
+        let m = &self.metrics;
+        let took = self.at.elapsed().as_secs_f64();
+        m.metrics
+            .reconcile_time
+            .get_or_create(&m.label())
+            .observe(took);
+        m.metrics
+            .work_duration
+            .get_or_create(&m.queue())
+            .observe(took);
+        m.metrics
+            .reconciles
+            .get_or_create(&ResultLabels {
+                controller: m.name.clone(),
+                result: outcome.label().into(),
+            })
+            .inc();
+        if outcome == Outcome::Error {
+            m.metrics.errors.get_or_create(&m.label()).inc();
+        }
+        m.metrics.active_workers.get_or_create(&m.label()).dec();
+    }
+}
+
+/// When each waiting object joined the queue (or will, after its requeue delay).
+#[derive(Debug, Default)]
+pub struct QueueClock {
+    waiting: Mutex<HashMap<String, Instant>>,
+}
+
+impl QueueClock {
+    /// True when `key` was not already waiting (client-go counts an add only then). A sooner due time replaces
+    /// a later one, as a watch event overtakes a pending requeue.
+    fn add(&self, key: &str, due: Instant) -> bool {
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        match waiting.get_mut(key) {
+            Some(at) => {
+                if due < *at {
+                    *at = due;
+                }
+                false
+            }
+            None => {
+                waiting.insert(key.to_owned(), due);
+                true
+            }
+        }
+    }
+
+    /// How long `key` waited in the queue, once due; None when it was not waiting (or started early).
+    fn take(&self, key: &str, now: Instant) -> Option<Duration> {
+        let due = self
+            .waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key)?;
+        now.checked_duration_since(due)
+    }
+
+    /// Objects due and not yet picked up.
+    fn depth(&self, now: Instant) -> usize {
+        self.waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .filter(|due| **due <= now)
+            .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(text: &str, series: &str) -> Option<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+    }
+
+    #[test]
+    fn reconciles_are_counted_under_controller_runtimes_names() {
+        let metrics = Arc::new(Metrics::default());
+        let c = metrics.controller("OmniCluster", 4);
+        c.added("ns/a");
+        c.added("ns/a");
+        c.added("ns/b");
+        let text = metrics.encode().expect("encodes");
+        assert_eq!(
+            value(
+                &text,
+                "workqueue_depth{name=\"omnicluster\",controller=\"omnicluster\"}"
+            ),
+            Some(2.0),
+            "{text}"
+        );
+        c.started("ns/a").finished(Outcome::Success);
+        c.started("ns/b").finished(Outcome::Error);
+        c.requeued("ns/b", Duration::from_secs(60), true);
+        let text = metrics.encode().expect("encodes");
+        for (series, want) in [
+            (
+                "controller_runtime_reconcile_total{controller=\"omnicluster\",result=\"success\"}",
+                1.0,
+            ),
+            (
+                "controller_runtime_reconcile_total{controller=\"omnicluster\",result=\"error\"}",
+                1.0,
+            ),
+            (
+                "controller_runtime_reconcile_errors_total{controller=\"omnicluster\"}",
+                1.0,
+            ),
+            (
+                "controller_runtime_reconcile_time_seconds_count{controller=\"omnicluster\"}",
+                2.0,
+            ),
+            (
+                "controller_runtime_active_workers{controller=\"omnicluster\"}",
+                0.0,
+            ),
+            (
+                "controller_runtime_max_concurrent_reconciles{controller=\"omnicluster\"}",
+                4.0,
+            ),
+            // a twice while waiting is one add; b's requeue is a third.
+            (
+                "workqueue_adds_total{name=\"omnicluster\",controller=\"omnicluster\"}",
+                3.0,
+            ),
+            (
+                "workqueue_retries_total{name=\"omnicluster\",controller=\"omnicluster\"}",
+                1.0,
+            ),
+            // The requeue is not due for a minute: not in the queue yet.
+            (
+                "workqueue_depth{name=\"omnicluster\",controller=\"omnicluster\"}",
+                0.0,
+            ),
+            (
+                "workqueue_queue_duration_seconds_count{name=\"omnicluster\",controller=\"omnicluster\"}",
+                2.0,
+            ),
+        ] {
+            assert_eq!(value(&text, series), Some(want), "{series} in\n{text}");
+        }
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+}
