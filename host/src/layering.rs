@@ -11,6 +11,7 @@ use std::path::Path;
 /// Each module and the modules it may use.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("contract", &[]),
+    ("leader", &[]),
     ("admission", &["runtime"]),
     ("endpoints", &["admission", "controllers", "runtime"]),
     ("helm", &[]),

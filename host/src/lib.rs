@@ -18,6 +18,7 @@ pub mod dev;
 pub mod distribution;
 pub mod endpoints;
 pub mod helm;
+pub mod leader;
 pub mod omni;
 pub mod operator;
 pub mod platform;

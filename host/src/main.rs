@@ -157,6 +157,82 @@ impl OmniArgs {
     }
 }
 
+/// Leader election (§8.1: the Go operator's `--leader-elect`, Lease `5dc6398d.texashpc.com`, client-go's
+/// timings). Webhooks, metrics and probes are served by every replica; only the leader reconciles.
+#[derive(clap::Args, Clone)]
+struct LeaderArgs {
+    /// Reconcile only while holding the Lease, so several replicas never write at once.
+    #[arg(long)]
+    leader_elect: bool,
+    /// The Lease's namespace (default: POD_NAMESPACE, then the watched namespace).
+    #[arg(long)]
+    leader_election_namespace: Option<String>,
+    /// How long a Lease not renewed stays held (Go duration).
+    #[arg(long, default_value = "15s", value_parser = go_duration)]
+    leader_elect_lease_duration: Duration,
+    /// How long the leader keeps trying to renew before it stops (shorter than the lease duration).
+    #[arg(long, default_value = "10s", value_parser = go_duration)]
+    leader_elect_renew_deadline: Duration,
+    /// How often candidates try to acquire, and the leader renews.
+    #[arg(long, default_value = "2s", value_parser = go_duration)]
+    leader_elect_retry_period: Duration,
+}
+
+impl LeaderArgs {
+    fn config(
+        &self,
+        namespace: Option<&str>,
+    ) -> anyhow::Result<Option<omni_operator::leader::LeaderConfig>> {
+        if !self.leader_elect {
+            return Ok(None);
+        }
+        let from_env = std::env::var("POD_NAMESPACE")
+            .ok()
+            .filter(|n| !n.trim().is_empty());
+        let Some(ns) = self
+            .leader_election_namespace
+            .clone()
+            .or(from_env)
+            .or(namespace.map(str::to_string))
+        else {
+            bail!(
+                "--leader-elect needs a namespace for its Lease: set --leader-election-namespace or POD_NAMESPACE"
+            );
+        };
+        let mut config = omni_operator::leader::LeaderConfig::new(&ns);
+        config.lease_duration = self.leader_elect_lease_duration;
+        config.renew_deadline = self.leader_elect_renew_deadline;
+        config.retry_period = self.leader_elect_retry_period;
+        config.check()?;
+        Ok(Some(config))
+    }
+}
+
+/// A Go duration (`15s`, `1m30s`, `500ms`), positive.
+fn go_duration(s: &str) -> Result<Duration, String> {
+    let nanos = omni_plugin_sdk::go::parse_duration(s)?;
+    if nanos <= 0 {
+        return Err(format!("{s:?} must be positive"));
+    }
+    Ok(Duration::from_nanos(nanos as u64))
+}
+
+/// Resolves on Ctrl-C or SIGTERM (what Kubernetes sends a pod it stops).
+async fn terminated() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}
+
 /// The admission webhooks (original-operator.md §7, §8.1): served by every replica, with certificates the
 /// operator makes and renews itself in a Secret.
 #[derive(clap::Args, Clone)]
@@ -338,6 +414,8 @@ enum Command {
         /// Where `/healthz` and `/readyz` are served; `0` for nowhere.
         #[arg(long, default_value = ":8081")]
         health_probe_bind_address: String,
+        #[command(flatten)]
+        leader: LeaderArgs,
     },
     /// The whole system on the embedded Kubernetes simulator: CRDs, plugins, your manifests, progress.
     Dev {
@@ -468,6 +546,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             webhooks,
             metrics_bind_address,
             health_probe_bind_address,
+            leader,
         } => {
             let namespace = watched_namespace(namespace, all_namespaces)?;
             let admission = webhooks.options(namespace.as_deref())?;
@@ -475,6 +554,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 endpoints::bind_address("--metrics-bind-address", &metrics_bind_address)?;
             let health_at =
                 endpoints::bind_address("--health-probe-bind-address", &health_probe_bind_address)?;
+            let leader = leader.config(namespace.as_deref())?;
             let client = match kubeconfig {
                 Some(path) => {
                     let kc = kube::config::Kubeconfig::read_from(&path)
@@ -510,11 +590,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ),
                 ..Settings::default()
             };
-            let shutdown = async {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-            .boxed()
-            .shared();
+            let shutdown = terminated().boxed().shared();
             let served = match admission {
                 Some(options) => Some(
                     omni_operator::admission::start(
@@ -547,7 +623,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     tracing::info!(%bound, "{what} served");
                 }
             }
-            let ran = operator.run(client, settings, shutdown).await;
+            let ran = match leader {
+                None => operator.run(client, settings, shutdown).await,
+                Some(config) => lead(&operator, client, settings, config, shutdown).await,
+            };
             // Running Helm actions are cancelled through their contexts, so no release is left pending.
             releases.shutdown(HELM_SHUTDOWN_GRACE).await;
             ran?;
@@ -682,4 +761,41 @@ async fn load(
     let spec = PluginSpec::from_file(name, &args.wasm)
         .with_context(|| format!("reading {}", args.wasm.display()))?;
     Ok(runtime.load(spec.grants(grants)).await?)
+}
+
+/// Runs the controllers while this replica holds the Lease. Losing it ends the process with an error at once
+/// (a replica that cannot renew must stop writing before another may take over); on shutdown the controllers
+/// stop first and the Lease is released after, so the next leader starts only once nothing here writes.
+async fn lead(
+    operator: &Operator,
+    client: kube::Client,
+    settings: Settings,
+    config: omni_operator::leader::LeaderConfig,
+    shutdown: futures::future::Shared<futures::future::BoxFuture<'static, ()>>,
+) -> anyhow::Result<()> {
+    let mut elector = omni_operator::leader::Elector::new(client.clone(), config);
+    tracing::info!(identity = %elector.identity(), "waiting to become the leader");
+    if !elector.acquire(shutdown.clone()).await {
+        return Ok(());
+    }
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+    let controllers = async {
+        let ran = operator.run(client, settings, shutdown).await;
+        let _ = done_tx.send(());
+        ran
+    };
+    let holding = elector.hold(async {
+        let _ = done_rx.await;
+    });
+    tokio::pin!(controllers);
+    tokio::pin!(holding);
+    let ran = tokio::select! {
+        ended = &mut holding => {
+            bail!("leader election lost ({ended:?}); stopping so that only the new leader writes");
+        }
+        ran = &mut controllers => ran,
+    };
+    // The controllers have stopped: now the Lease may go.
+    holding.await;
+    ran
 }

@@ -582,3 +582,325 @@ fn json_logs_are_one_object_per_line() {
         "{stderr}"
     );
 }
+
+/// One `omni-operator run --leader-elect` replica, as its own user (so kube-sim's request log tells the replicas
+/// apart).
+struct Replica {
+    child: std::process::Child,
+    stderr: std::path::PathBuf,
+}
+
+impl Replica {
+    fn start(sim: &kube_sim::KubeSim, user: &str, dir: &Path) -> Replica {
+        let credentials = sim.add_token_user(user, &["system:masters"]);
+        let kubeconfig = dir.join(format!("{user}.kubeconfig"));
+        sim.write_kubeconfig(&kubeconfig, &credentials)
+            .expect("kubeconfig");
+        let stderr = dir.join(format!("{user}-{}.log", std::process::id()));
+        let log = std::fs::File::create(&stderr).expect("log file");
+        let child = bin()
+            .env("RUST_LOG", "info")
+            .env_remove("HELM_C_LIB")
+            .env_remove("POD_NAMESPACE")
+            .args(["--cache-dir"])
+            .arg(dir.join("cache"))
+            .args(["run", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .args([
+                "--namespace",
+                "ops",
+                "--leader-elect",
+                "--leader-elect-lease-duration",
+                "4s",
+                "--leader-elect-renew-deadline",
+                "3s",
+                "--leader-elect-retry-period",
+                "500ms",
+                "--enable-webhooks=false",
+                "--health-probe-bind-address",
+                "0",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("omni-operator run starts");
+        Replica { child, stderr }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Two `omni-operator run --leader-elect` processes against one kube-sim (client-go's rules with a 4 s lease,
+/// 3 s renew deadline, 500 ms retry period):
+/// - exactly one reconciles; the other writes nothing;
+/// - a few failed renewals (faults on Lease updates) keep the leader;
+/// - killing the leader (SIGKILL, no release) hands over once the lease runs out on the candidate's clock: the
+///   lease duration after it saw the last renewal, plus its next try (client-go's bound);
+/// - renewals failing for the renew deadline make the leader stop and exit with an error before anyone else
+///   may take over;
+/// - SIGTERM releases the Lease after the controllers stop, so the standby takes over within about a retry
+///   period.
+///
+/// Checked over kube-sim's request log of the whole run: every write by a replica is made while that replica
+/// holds the Lease (the last successful Lease write was its own).
+#[test]
+fn two_replicas_never_write_at_once_and_hand_over_within_the_lease() {
+    use std::time::{Duration, Instant};
+    const LEASE: &str = "5dc6398d.texashpc.com";
+    let runtime = tokio::runtime::Runtime::new().expect("tokio");
+    let sim = runtime.block_on(async {
+        let sim = omni_operator::stack::management_cluster(kube_sim::KubeSim::builder())
+            .await
+            .expect("kube-sim");
+        sim.apply(&serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ops"}}))
+            .await
+            .expect("namespace");
+        sim.apply(&serde_json::json!({"apiVersion": "omni.texashpc.com/v1alpha1", "kind": "OmniCluster",
+            "metadata": {"name": "edge", "namespace": "ops"},
+            "spec": {"connectionRef": {"name": "c"}, "kubernetes": {"version": "v1.35.0"},
+                "talos": {"version": "v1.13.2"}}}))
+            .await
+            .expect("cluster");
+        sim
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let control_plane = |name: &str| {
+        serde_json::json!({"apiVersion": "omni.texashpc.com/v1alpha1", "kind": "OmniControlPlane",
+            "metadata": {"name": name, "namespace": "ops"},
+            "spec": {"clusterRef": {"name": "edge"}, "machines": ["11111111-1111-4111-8111-111111111111"]}})
+    };
+    let accepted = |name: &str| {
+        sim.get(
+            "omni.texashpc.com/v1alpha1",
+            "OmniControlPlane",
+            "ops",
+            name,
+        )
+        .and_then(|o| {
+            o["status"]["conditions"].as_array().map(|cs| {
+                cs.iter()
+                    .any(|c| c["type"] == "Accepted" && c["status"] == "True")
+            })
+        })
+        .unwrap_or(false)
+    };
+    let wait = |what: &str, bound: Duration, f: &dyn Fn() -> bool| -> Instant {
+        let start = Instant::now();
+        while start.elapsed() < bound {
+            if f() {
+                return Instant::now();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("timed out after {bound:?} waiting for {what}");
+    };
+    let lease_writes = |user: &str| {
+        sim.requests()
+            .iter()
+            .filter(|r| {
+                r.user == user
+                    && r.resource == "leases"
+                    && (r.name == LEASE || r.verb == "create")
+                    && r.is_write()
+                    && r.succeeded()
+            })
+            .count()
+    };
+    let writes_by = |user: &str, resource: &str| {
+        sim.requests()
+            .iter()
+            .filter(|r| r.user == user && r.resource == resource && r.is_write() && r.succeeded())
+            .count()
+    };
+    let apply = |name: &str| {
+        runtime
+            .block_on(sim.apply(&control_plane(name)))
+            .expect("control plane");
+    };
+
+    // Phase 1: a leads (started first, it takes the free Lease), b stands by.
+    let mut a = Replica::start(&sim, "replica-a", dir.path());
+    wait("a to take the lease", Duration::from_secs(60), &|| {
+        lease_writes("replica-a") > 0
+    });
+    let b = Replica::start(&sim, "replica-b", dir.path());
+    wait(
+        "b to start watching the lease",
+        Duration::from_secs(60),
+        &|| {
+            sim.requests()
+                .iter()
+                .any(|r| r.user == "replica-b" && r.resource == "leases")
+        },
+    );
+    for i in 0..3 {
+        apply(&format!("cp-{i}"));
+    }
+    wait(
+        "a to reconcile the control planes",
+        Duration::from_secs(30),
+        &|| (0..3).all(|i| accepted(&format!("cp-{i}"))),
+    );
+    assert!(writes_by("replica-a", "omnicontrolplanes") >= 3);
+    assert_eq!(
+        writes_by("replica-b", "omnicontrolplanes"),
+        0,
+        "the standby writes nothing"
+    );
+
+    // Phase 2: two renewals fail (1 s of a 3 s deadline): a keeps leading.
+    sim.faults().fail_next(
+        kube_sim::Matcher::verb_resource("update", "leases"),
+        2,
+        500,
+        None,
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    apply("cp-3");
+    wait("a to reconcile cp-3", Duration::from_secs(30), &|| {
+        accepted("cp-3")
+    });
+    assert!(
+        a.child.try_wait().expect("status").is_none(),
+        "a is still running:\n{}",
+        a.log()
+    );
+    assert_eq!(writes_by("replica-b", "omnicontrolplanes"), 0);
+
+    // Phase 3: a killed without releasing: b takes over once the lease runs out.
+    let b_lease_writes = lease_writes("replica-b");
+    let _ = a.child.kill();
+    let killed = Instant::now();
+    let _ = a.child.wait();
+    let took_over = wait("b to take the lease", Duration::from_secs(30), &|| {
+        lease_writes("replica-b") > b_lease_writes
+    });
+    // client-go's bound: the candidate saw the last renewal at most one try (a retry period plus up to 1.2 of
+    // jitter) after it was made, the lease then runs 4 s on its clock, and its next try comes at most one more
+    // try later. One second more for a loaded machine.
+    let handover = took_over - killed;
+    let one_try = Duration::from_millis(500 * 22 / 10);
+    assert!(
+        handover <= Duration::from_secs(4) + 2 * one_try + Duration::from_secs(1),
+        "handover took {handover:?}"
+    );
+    println!("handover after SIGKILL: {handover:?} (lease 4 s, retry 500 ms)");
+    apply("cp-4");
+    wait("b to reconcile cp-4", Duration::from_secs(30), &|| {
+        accepted("cp-4")
+    });
+
+    // Phase 4: b's renewals fail for longer than the renew deadline: it stops writing and exits with an error;
+    // a (started again) takes over once the faults end.
+    drop(a);
+    let a = Replica::start(&sim, "replica-a", dir.path());
+    let a_lease_writes = lease_writes("replica-a");
+    sim.faults().fail_next(
+        kube_sim::Matcher::verb_resource("update", "leases"),
+        1000,
+        500,
+        None,
+    );
+    let mut b = b;
+    let faulted = Instant::now();
+    let status = loop {
+        if let Some(status) = b.child.try_wait().expect("status") {
+            break status;
+        }
+        assert!(
+            faulted.elapsed() < Duration::from_secs(30),
+            "b kept running:\n{}",
+            b.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(!status.success());
+    assert!(b.log().contains("leader election lost"), "{}", b.log());
+    // It stopped within the renew deadline (3 s) plus one retry, before the lease (4 s) could pass on.
+    assert!(
+        faulted.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        faulted.elapsed()
+    );
+    sim.faults().clear();
+    wait(
+        "a to take the lease again",
+        Duration::from_secs(30),
+        &|| lease_writes("replica-a") > a_lease_writes,
+    );
+    apply("cp-5");
+    wait("a to reconcile cp-5", Duration::from_secs(30), &|| {
+        accepted("cp-5")
+    });
+
+    // Phase 5: SIGTERM: a stops its controllers, releases the Lease, and b (started again) takes over well
+    // before the lease would have run out.
+    drop(b);
+    let b = Replica::start(&sim, "replica-b", dir.path());
+    wait("b to watch the lease", Duration::from_secs(60), &|| {
+        sim.requests()
+            .iter()
+            .filter(|r| r.user == "replica-b" && r.resource == "leases")
+            .count()
+            > 2
+    });
+    let b_lease_writes = lease_writes("replica-b");
+    let mut a = a;
+    let terminated = Instant::now();
+    let _ = Command::new("kill")
+        .args(["-TERM", &a.child.id().to_string()])
+        .status();
+    let took_over = wait(
+        "b to take the released lease",
+        Duration::from_secs(30),
+        &|| lease_writes("replica-b") > b_lease_writes,
+    );
+    let status = a.child.wait().expect("a exits");
+    assert!(status.success(), "{}", a.log());
+    assert!(a.log().contains("released the lease"), "{}", a.log());
+    let handover = took_over - terminated;
+    assert!(
+        handover < Duration::from_secs(3),
+        "handover after SIGTERM took {handover:?}"
+    );
+    println!("handover after SIGTERM: {handover:?}");
+    apply("cp-6");
+    wait("b to reconcile cp-6", Duration::from_secs(30), &|| {
+        accepted("cp-6")
+    });
+
+    // The whole run: every write by a replica happened while it held the Lease.
+    let mut holder: Option<String> = None;
+    let mut writes = 0;
+    for r in sim.requests() {
+        if !r.user.starts_with("replica-") || !r.is_write() || !r.succeeded() {
+            continue;
+        }
+        // A create names no object in its path.
+        if r.resource == "leases" && (r.name == LEASE || r.verb == "create") {
+            holder = Some(r.user.clone());
+            continue;
+        }
+        writes += 1;
+        assert_eq!(
+            holder.as_deref(),
+            Some(r.user.as_str()),
+            "{} wrote {}/{} {} while the lease was {holder:?}'s",
+            r.user,
+            r.resource,
+            r.subresource,
+            r.name
+        );
+    }
+    assert!(writes >= 7, "{writes} writes checked");
+    drop(b);
+}

@@ -30,6 +30,7 @@ pub mod managed_fields;
 pub mod patch;
 pub mod pods;
 pub mod rbac;
+pub mod request_log;
 pub mod resources;
 pub mod schema;
 pub mod selectors;
@@ -153,6 +154,7 @@ impl Builder {
             auth: Authenticator::new(anonymous),
             faults: Faults::default(),
             address: addr.to_string(),
+            log: request_log::RequestLog::default(),
         });
         let admin_token = uuid::Uuid::new_v4().simple().to_string();
         api.auth.add_token(&admin_token, admin_user());
@@ -251,6 +253,11 @@ impl KubeSim {
 
     pub fn faults(&self) -> &Faults {
         &self.api.faults
+    }
+
+    /// The requests answered so far, in order, with their users and statuses.
+    pub fn requests(&self) -> Vec<request_log::RequestRecord> {
+        self.api.log.records()
     }
 
     /// The cluster administrator, authenticating with a bearer token.

@@ -48,6 +48,8 @@ pub struct Api {
     pub faults: Faults,
     /// `host:port` clients reach this server at (for discovery's serverAddressByClientCIDRs).
     pub address: String,
+    /// Every resource request answered, with its user and status.
+    pub log: crate::request_log::RequestLog,
 }
 
 /// One request with everything the handlers need.
@@ -114,11 +116,28 @@ where
         namespace: &info.namespace,
         name: &info.name,
     };
+    let logged = |status: u16, user: &UserInfo, info: &RequestInfo| {
+        if info.is_resource {
+            api.log.record(crate::request_log::RequestRecord {
+                seq: 0,
+                user: user.name.clone(),
+                verb: info.verb.clone(),
+                group: info.group.clone(),
+                resource: info.resource.clone(),
+                subresource: info.subresource.clone(),
+                namespace: info.namespace.clone(),
+                name: info.name.clone(),
+                status,
+            });
+        }
+    };
     if let Some(e) = api.faults.before(&facts).await {
+        logged(e.code, &user, &info);
         return error(&e);
     }
 
     if let Err(e) = auth::authorize(&api.cluster, &user, &info.attributes()) {
+        logged(e.code, &user, &info);
         return error(&e);
     }
     let body = match read_body(body).await {
@@ -134,6 +153,7 @@ where
         body,
     };
     let resp = protobuf::answer(&call, route(&api, &call).await).await;
+    logged(resp.status().as_u16(), &call.user, &call.info);
     tracing::debug!(verb = %call.info.verb, path = %call.info.path, status = resp.status().as_u16(), "request");
     resp
 }

@@ -1,0 +1,80 @@
+//! A record of the requests the server answered, in the order it answered them, with who made each (the
+//! authenticated user) and the status it got: what an audit log gives a real cluster's operator. Tests read it to
+//! check properties across clients, such as two operator replicas never both writing.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+/// One answered request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestRecord {
+    /// Order of answering, from 1.
+    pub seq: u64,
+    pub user: String,
+    pub verb: String,
+    pub group: String,
+    pub resource: String,
+    pub subresource: String,
+    pub namespace: String,
+    pub name: String,
+    pub status: u16,
+}
+
+impl RequestRecord {
+    /// A create, update, patch or delete (of one object or a collection).
+    pub fn is_write(&self) -> bool {
+        matches!(
+            self.verb.as_str(),
+            "create" | "update" | "patch" | "delete" | "deletecollection"
+        )
+    }
+
+    pub fn succeeded(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+}
+
+/// The most recent requests (older ones are dropped past the capacity).
+#[derive(Debug)]
+pub struct RequestLog {
+    inner: Mutex<Inner>,
+    capacity: usize,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    records: VecDeque<RequestRecord>,
+    next: u64,
+}
+
+impl Default for RequestLog {
+    fn default() -> Self {
+        RequestLog {
+            inner: Mutex::default(),
+            capacity: 200_000,
+        }
+    }
+}
+
+impl RequestLog {
+    /// Records a request; its `seq` is assigned here.
+    pub fn record(&self, mut r: RequestRecord) {
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner.next += 1;
+        r.seq = inner.next;
+        if inner.records.len() >= self.capacity {
+            inner.records.pop_front();
+        }
+        inner.records.push_back(r);
+    }
+
+    pub fn records(&self) -> Vec<RequestRecord> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .records
+            .iter()
+            .cloned()
+            .collect()
+    }
+}
