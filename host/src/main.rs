@@ -240,9 +240,9 @@ struct WebhookArgs {
     /// Serve the validating webhooks (`ENABLE_WEBHOOKS=false` turns them off, as for the Go operator).
     #[arg(long, env = "ENABLE_WEBHOOKS", default_value_t = true, action = clap::ArgAction::Set)]
     enable_webhooks: bool,
-    /// The webhook server's address.
-    #[arg(long, default_value = "0.0.0.0:9443")]
-    webhook_bind_address: std::net::SocketAddr,
+    /// The webhook server's address (`:9443`, `HOST:PORT`).
+    #[arg(long, default_value = ":9443")]
+    webhook_bind_address: String,
     /// The namespace of the webhook Service and certificate Secret (default: the operator's namespace).
     #[arg(long)]
     webhook_namespace: Option<String>,
@@ -297,8 +297,13 @@ impl WebhookArgs {
             );
         };
         let service = &self.webhook_service;
+        let Some(listen) =
+            endpoints::bind_address("--webhook-bind-address", &self.webhook_bind_address)?
+        else {
+            bail!("--webhook-bind-address 0: to serve no webhooks, set --enable-webhooks=false");
+        };
         Ok(Some(AdmissionOptions {
-            listen: self.webhook_bind_address,
+            listen,
             deadline: Duration::from_millis(self.webhook_deadline_ms.max(1)),
             failure,
             certs: CertSettings {

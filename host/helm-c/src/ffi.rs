@@ -52,6 +52,8 @@ pub(crate) struct Functions {
     /// (client, host, username, password, options, err).
     pub registry_login: unsafe extern "C" fn(Handle, Str, Str, Str, Str, Out) -> i32,
     pub config_set_registry_client: unsafe extern "C" fn(Handle, Handle, Out) -> i32,
+    /// (chart directory, values, out, err): `helm lint`.
+    pub lint_run: unsafe extern "C" fn(Str, Str, Out, Out) -> i32,
 }
 
 /// libhelm_c, loaded for the life of the process.
@@ -113,6 +115,7 @@ impl Library {
             registry_client_free: symbol!(b"helm_registry_client_free"),
             registry_login: symbol!(b"helm_registry_login"),
             config_set_registry_client: symbol!(b"helm_config_set_registry_client"),
+            lint_run: symbol!(b"helm_lint_run"),
         };
         Ok(Library { f })
     }

@@ -183,6 +183,18 @@ impl Helm {
         })
     }
 
+    /// `helm lint` of the chart directory `dir` with `values`: the library's report (its messages with their
+    /// severities).
+    pub fn lint(&self, dir: &Path, values: &Value) -> Result<Value> {
+        const CALL: &str = "helm_lint_run";
+        let dir = cstring(CALL, "the directory", &dir.to_string_lossy())?;
+        let values = cstring(CALL, "the values", &values.to_string())?;
+        let text = self.lib.call_out(CALL, |f, out, err| unsafe {
+            (f.lint_run)(dir.as_ptr(), values.as_ptr(), out, err)
+        })?;
+        json(CALL, text)
+    }
+
     /// `helm repo index`: the repository index of the chart archives in `dir`, as JSON (options: `base_url`, the
     /// URL the entries point under; `merge`, an existing index file to merge). JSON is valid YAML, so the text
     /// serves as `index.yaml` as it is.

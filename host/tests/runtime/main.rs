@@ -13,6 +13,7 @@ mod admission;
 mod adversarial;
 mod cache;
 mod calls;
+mod charts;
 mod controllers;
 mod field_selectors;
 mod files_capability;

@@ -1,5 +1,6 @@
-//! The CRDs checked in under `crds/` are exactly what `omni_api::crds` generates from the Rust types.
-//! `UPDATE_CRDS=1` rewrites them instead of failing.
+//! The CRDs checked in under `crds/`, and the copies the CRDs chart installs
+//! (`charts/omni-cluster-operator-crds/templates/`), are exactly what `omni_api::crds` generates from the Rust
+//! types. `UPDATE_CRDS=1` rewrites them instead of failing.
 
 use std::fs;
 use std::path::PathBuf;
@@ -13,10 +14,24 @@ fn crds_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../crds")
 }
 
+fn chart_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../charts/omni-cluster-operator-crds/templates")
+}
+
 #[test]
 fn committed_crds_match_the_rust_types() {
+    check(&crds_dir(), "crds/");
+}
+
+#[test]
+fn the_crds_chart_installs_exactly_the_generated_crds() {
+    check(&chart_dir(), "charts/omni-cluster-operator-crds/templates/");
+}
+
+fn check(dir: &std::path::Path, shown: &str) {
     let files = crds::files().expect("rendering the CRDs");
-    let dir = crds_dir();
+    let dir = dir.to_path_buf();
     let update = std::env::var("UPDATE_CRDS").is_ok_and(|v| v == "1");
     let mut stale = Vec::new();
 
@@ -24,7 +39,7 @@ fn committed_crds_match_the_rust_types() {
         let path = dir.join(&file.file_name);
         if fs::read_to_string(&path).ok().as_deref() != Some(file.yaml.as_str()) {
             if update {
-                fs::create_dir_all(&dir).expect("creating crds/");
+                fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {shown}: {e}"));
                 fs::write(&path, &file.yaml)
                     .unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
             } else {
@@ -35,7 +50,10 @@ fn committed_crds_match_the_rust_types() {
 
     // A file for a kind that no longer exists would still be installed by `kubectl apply -f crds/`.
     let generated: Vec<&str> = files.iter().map(|f| f.file_name.as_str()).collect();
-    for entry in fs::read_dir(&dir).expect("listing crds/").flatten() {
+    for entry in fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("listing {shown}: {e}"))
+        .flatten()
+    {
         let name = entry.file_name().to_string_lossy().into_owned();
         if (name.starts_with("omni.texashpc.com_")
             || name.starts_with("plugins.omni.texashpc.com_"))
@@ -51,7 +69,7 @@ fn committed_crds_match_the_rust_types() {
 
     assert!(
         stale.is_empty(),
-        "crds/ is out of date with the Rust types in plugins/api: {}.\nRegenerate with: {REGENERATE}",
+        "{shown} is out of date with the Rust types in plugins/api: {}.\nRegenerate with: {REGENERATE}",
         stale.join(", ")
     );
 }
