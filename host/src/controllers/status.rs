@@ -35,6 +35,9 @@ pub fn next_status(
     for c in conditions {
         upsert_condition(&mut list, c, generation, now);
     }
+    if let Some(c) = reconciling(&list) {
+        upsert_condition(&mut list, &c, generation, now);
+    }
     if !list.is_empty() {
         next.insert("conditions".into(), Value::Array(list));
     }
@@ -68,6 +71,28 @@ pub fn upsert_condition(list: &mut Vec<Value>, c: &Condition, generation: i64, n
     }
 }
 
+/// kstatus (what Flux's health checks and `kubectl wait --for=condition` tooling read) takes `Reconciling=True`
+/// as in progress and `Stalled=True` as failed, and an object with neither as current once its
+/// observedGeneration matches. So an object whose `Ready` is not True is `Reconciling` unless a plugin said it
+/// `Stalled`; one that is Ready is not. Kinds without a `Ready` condition get nothing.
+fn reconciling(list: &[Value]) -> Option<Condition> {
+    let ready = list.iter().find(|c| c["type"] == "Ready")?;
+    let stalled = list
+        .iter()
+        .any(|c| c["type"] == "Stalled" && c["status"] == "True");
+    let is_ready = ready["status"] == "True";
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    Some(if !is_ready && !stalled {
+        let reason = Some(text(&ready["reason"]))
+            .filter(|r| !r.is_empty())
+            .unwrap_or_else(|| "Progressing".into());
+        host_condition("Reconciling", true, &reason, text(&ready["message"]))
+    } else {
+        let reason = if is_ready { "Succeeded" } else { "Stalled" };
+        host_condition("Reconciling", false, reason, text(&ready["message"]))
+    })
+}
+
 /// A condition the host itself reports (plugin failures), in the runtime's type.
 /// Whether the object's status has condition `type_` with `status` (`"True"`, `"False"`).
 pub fn condition_is(object: &Value, type_: &str, status: &str) -> bool {
@@ -98,6 +123,32 @@ mod tests {
 
     fn accepted(ok: bool, reason: &str) -> Condition {
         host_condition("Accepted", ok, reason, format!("{reason} message"))
+    }
+
+    /// kstatus reads Reconciling=True as in progress, Stalled=True as failed, neither as current.
+    #[test]
+    fn ready_false_is_reconciling_unless_stalled_and_ready_true_is_not() {
+        let obj = json!({"metadata": {"generation": 2}});
+        let ready = |ok: bool, reason: &str| host_condition("Ready", ok, reason, "m".into());
+        let reconciling = |s: &Value| {
+            s["conditions"]
+                .as_array()
+                .and_then(|l| l.iter().find(|c| c["type"] == "Reconciling").cloned())
+                .map(|c| (c["status"].clone(), c["reason"].clone()))
+        };
+        let s =
+            next_status(&obj, &Map::new(), &[ready(false, "Progressing")], "T1").expect("changed");
+        assert_eq!(reconciling(&s), Some((json!("True"), json!("Progressing"))));
+        let s = next_status(&obj, &Map::new(), &[ready(true, "Synced")], "T1").expect("changed");
+        assert_eq!(reconciling(&s), Some((json!("False"), json!("Succeeded"))));
+        let stalled = host_condition("Stalled", true, "RetriesExceeded", "m".into());
+        let s = next_status(&obj, &Map::new(), &[ready(false, "Failed"), stalled], "T1")
+            .expect("changed");
+        assert_eq!(reconciling(&s), Some((json!("False"), json!("Stalled"))));
+        // No Ready condition: nothing added.
+        let s =
+            next_status(&obj, &Map::new(), &[accepted(true, "Accepted")], "T1").expect("changed");
+        assert_eq!(reconciling(&s), None);
     }
 
     #[test]

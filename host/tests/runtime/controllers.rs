@@ -545,13 +545,24 @@ async fn metrics_count_reconciles_per_controller_and_calls_per_plugin_version() 
     })
     .await;
     // Reconciles of control planes: at least one per object, every one a success (no requeue asked), and the
-    // controller's count equals the plugin's calls.
-    let text = scrape().await;
-    let cp_success = value(
-        &text,
-        "controller_runtime_reconcile_total{controller=\"omnicontrolplane\",result=\"success\"}",
-    );
-    assert!(cp_success >= 3.0, "{text}");
+    // controller's count equals the plugin's calls. A reconcile is counted when it returns, just after the
+    // status write the wait above saw: scrape until all three are in.
+    let success =
+        "controller_runtime_reconcile_total{controller=\"omnicontrolplane\",result=\"success\"}";
+    let mut text = scrape().await;
+    for _ in 0..1500 {
+        if value(&text, success) >= 3.0
+            && value(
+                &text,
+                "controller_runtime_active_workers{controller=\"omnicontrolplane\"}",
+            ) == 0.0
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        text = scrape().await;
+    }
+    assert!(value(&text, success) >= 3.0, "{text}");
     let plugin = env
         .host
         .registry()

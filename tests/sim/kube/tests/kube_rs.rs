@@ -1154,6 +1154,47 @@ async fn lease_micro_time_round_trips_and_non_micro_precision_is_rejected() -> R
 // 6. Faults
 // ---------------------------------------------------------------------------------------------------------------
 
+/// The request log: each resource request in the order answered, with the authenticated user and the status,
+/// injected faults and authorization refusals included.
+#[tokio::test]
+async fn the_request_log_records_who_asked_what_and_how_it_ended() -> R {
+    let sim = KubeSim::start().await?;
+    let alice = sim.add_token_user("alice", &["system:masters"]);
+    let bob = sim.add_token_user("bob", &[]);
+    let as_alice: Api<ConfigMap> = Api::namespaced(sim.client_for(&alice).await?, "default");
+    let as_bob: Api<ConfigMap> = Api::namespaced(sim.client_for(&bob).await?, "default");
+    let pp = PostParams::default();
+    as_alice.create(&pp, &cm("logged", "1")).await?;
+    sim.faults()
+        .fail_next(Matcher::verb_resource("update", "configmaps"), 1, 500, None);
+    let current = as_alice.get("logged").await?;
+    assert!(as_alice.replace("logged", &pp, &current).await.is_err());
+    // Bob has no role: refused by authorization.
+    assert!(as_bob.get("logged").await.is_err());
+    let log: Vec<_> = sim
+        .requests()
+        .into_iter()
+        .filter(|r| r.resource == "configmaps")
+        .map(|r| {
+            let write = r.is_write();
+            (r.user, r.verb, r.name, r.status, write)
+        })
+        .collect();
+    let s = |x: &str| x.to_string();
+    assert_eq!(
+        log,
+        [
+            (s("alice"), s("create"), s(""), 201, true),
+            (s("alice"), s("get"), s("logged"), 200, false),
+            (s("alice"), s("update"), s("logged"), 500, true),
+            (s("bob"), s("get"), s("logged"), 403, false),
+        ]
+    );
+    let seqs: Vec<u64> = sim.requests().iter().map(|r| r.seq).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    Ok(())
+}
+
 #[tokio::test]
 async fn injected_write_failures_surface_as_api_errors_with_the_real_status() -> R {
     let sim = KubeSim::start().await?;
