@@ -13,6 +13,7 @@ use anyhow::{Context, Result, bail};
 use omni_operator::admission::{self, AdmissionOptions, CertSettings, FailurePolicy};
 use omni_operator::defaults;
 use omni_operator::runtime::{PluginRegistry, PluginSpec, Runtime, RuntimeConfig};
+use rustls::pki_types::pem::PemObject;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 

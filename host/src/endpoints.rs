@@ -28,12 +28,24 @@ use crate::runtime::PluginRegistry;
 /// A readiness check: None when ready, else why not.
 pub type Check = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 
+/// Which paths one listener answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Paths {
+    /// `/healthz`, `/readyz` and `/metrics` (`dev`, the benchmarks).
+    All,
+    /// The health-probe address: `/healthz` and `/readyz` only, so turning metrics off turns them off.
+    Probes,
+    /// The metrics address: `/metrics` only.
+    Metrics,
+}
+
 /// What the endpoints report on.
 #[derive(Clone)]
 pub struct Endpoints {
     pub metrics: Arc<Metrics>,
     /// Named checks `/readyz` runs; `/healthz` answers while the process serves requests.
     pub ready: Vec<(String, Check)>,
+    pub paths: Paths,
 }
 
 impl Endpoints {
@@ -53,7 +65,14 @@ impl Endpoints {
         Endpoints {
             metrics,
             ready: Vec::new(),
+            paths: Paths::All,
         }
+    }
+
+    /// The same endpoints, answering only `paths`.
+    pub fn answering(mut self, paths: Paths) -> Self {
+        self.paths = paths;
+        self
     }
 
     pub fn ready_when(mut self, name: &str, check: Check) -> Self {
@@ -63,9 +82,11 @@ impl Endpoints {
 
     fn answer(&self, path: &str) -> (StatusCode, &'static str, String) {
         const TEXT: &str = "text/plain; charset=utf-8";
+        let probes = self.paths != Paths::Metrics;
+        let metrics = self.paths != Paths::Probes;
         match path {
-            "/healthz" | "/livez" => (StatusCode::OK, TEXT, "ok".into()),
-            "/readyz" => {
+            "/healthz" | "/livez" if probes => (StatusCode::OK, TEXT, "ok".into()),
+            "/readyz" if probes => {
                 let failing: Vec<String> = self
                     .ready
                     .iter()
@@ -83,7 +104,7 @@ impl Endpoints {
                     )
                 }
             }
-            "/metrics" => match self.metrics.encode() {
+            "/metrics" if metrics => match self.metrics.encode() {
                 Ok(text) => (
                     StatusCode::OK,
                     "application/openmetrics-text; version=1.0.0; charset=utf-8",
@@ -158,6 +179,8 @@ pub async fn serve(
                 }
             });
             let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(Duration::from_secs(10))
                 .serve_connection(TokioIo::new(tcp), service)
                 .await;
         });
@@ -315,6 +338,7 @@ mod tests {
         let endpoints = Endpoints {
             metrics: Arc::default(),
             ready: Vec::new(),
+            paths: Paths::All,
         }
         .ready_when("controllers", Arc::new(|| None))
         .ready_when(
@@ -329,5 +353,12 @@ mod tests {
         );
         assert_eq!(endpoints.answer("/healthz").0, StatusCode::OK);
         assert_eq!(endpoints.answer("/nope").0, StatusCode::NOT_FOUND);
+        // Each address answers only its own paths.
+        let probes = endpoints.clone().answering(Paths::Probes);
+        assert_eq!(probes.answer("/metrics").0, StatusCode::NOT_FOUND);
+        assert_eq!(probes.answer("/healthz").0, StatusCode::OK);
+        let metrics = endpoints.answering(Paths::Metrics);
+        assert_eq!(metrics.answer("/healthz").0, StatusCode::NOT_FOUND);
+        assert_eq!(metrics.answer("/metrics").0, StatusCode::OK);
     }
 }

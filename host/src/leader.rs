@@ -79,7 +79,6 @@ fn identity() -> String {
                 .map(|h| h.trim().to_string())
         })
         .unwrap_or_else(|| "omni-operator".into());
-    let mut bytes = [0u8; 8];
     // The process id and the start time make the suffix unique enough without a random source of its own.
     let seed = format!(
         "{}-{}",
@@ -87,8 +86,7 @@ fn identity() -> String {
         jiff::Timestamp::now().as_nanosecond()
     );
     let digest = <sha2::Sha256 as sha2::Digest>::digest(seed.as_bytes());
-    bytes.copy_from_slice(&digest[..8]);
-    let suffix: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let suffix: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
     format!("{host}_{suffix}")
 }
 
@@ -202,9 +200,11 @@ impl Elector {
                 .config
                 .renew_deadline
                 .saturating_sub(last_renewed.elapsed());
+            // A renewal counts from when it was sent, not answered: the other replicas see it from about then.
+            let attempt = Instant::now();
             let renewed = tokio::time::timeout(left, self.try_acquire_or_renew()).await;
             match renewed {
-                Ok(Ok(true)) => last_renewed = Instant::now(),
+                Ok(Ok(true)) => last_renewed = attempt,
                 Ok(Ok(false)) => {
                     tracing::error!(lease = %self.config.name, holder = ?self.holder(), "the lease was taken by another replica");
                     return Ended::Lost;

@@ -186,15 +186,7 @@ impl LeaderArgs {
         if !self.leader_elect {
             return Ok(None);
         }
-        let from_env = std::env::var("POD_NAMESPACE")
-            .ok()
-            .filter(|n| !n.trim().is_empty());
-        let Some(ns) = self
-            .leader_election_namespace
-            .clone()
-            .or(from_env)
-            .or(namespace.map(str::to_string))
-        else {
+        let Some(ns) = own_namespace(self.leader_election_namespace.as_deref(), namespace) else {
             bail!(
                 "--leader-elect needs a namespace for its Lease: set --leader-election-namespace or POD_NAMESPACE"
             );
@@ -206,6 +198,17 @@ impl LeaderArgs {
         config.check()?;
         Ok(Some(config))
     }
+}
+
+/// The namespace the operator's own objects (its Lease, its webhook Secret) live in: the flag, else the pod's
+/// namespace (POD_NAMESPACE), else the one namespace it watches.
+fn own_namespace(flag: Option<&str>, watched: Option<&str>) -> Option<String> {
+    let from_env = std::env::var("POD_NAMESPACE")
+        .ok()
+        .filter(|n| !n.trim().is_empty());
+    flag.map(str::to_string)
+        .or(from_env)
+        .or(watched.map(str::to_string))
 }
 
 /// A Go duration (`15s`, `1m30s`, `500ms`), positive.
@@ -282,15 +285,7 @@ impl WebhookArgs {
                 self.webhook_failure_policy
             )
         })?;
-        let from_env = std::env::var("POD_NAMESPACE")
-            .ok()
-            .filter(|n| !n.trim().is_empty());
-        let Some(ns) = self
-            .webhook_namespace
-            .clone()
-            .or(from_env)
-            .or(namespace.map(str::to_string))
-        else {
+        let Some(ns) = own_namespace(self.webhook_namespace.as_deref(), namespace) else {
             bail!(
                 "the webhooks need a namespace for their Service and Secret: set --webhook-namespace or POD_NAMESPACE, \
                  or ENABLE_WEBHOOKS=false"
@@ -622,9 +617,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     }),
                 );
             }
-            for (what, at) in [("metrics", metrics_at), ("health probes", health_at)] {
+            for (what, at, paths) in [
+                ("metrics", metrics_at, endpoints::Paths::Metrics),
+                ("health probes", health_at, endpoints::Paths::Probes),
+            ] {
                 if let Some(at) = at {
-                    let bound = endpoints::start(at, probes.clone(), shutdown.clone()).await?;
+                    let answering = probes.clone().answering(paths);
+                    let bound = endpoints::start(at, answering, shutdown.clone()).await?;
                     tracing::info!(%bound, "{what} served");
                 }
             }
@@ -779,13 +778,27 @@ async fn lead(
     shutdown: futures::future::Shared<futures::future::BoxFuture<'static, ()>>,
 ) -> anyhow::Result<()> {
     let mut elector = omni_operator::leader::Elector::new(client.clone(), config);
+    // Every replica keeps its plugin routes current (its webhooks validate with the versions the bindings
+    // name); only the leader writes the platform's status and Events.
+    let writes = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    operator.start_platform(
+        client.clone(),
+        &settings.manager,
+        writes.clone(),
+        shutdown.clone(),
+    );
     tracing::info!(identity = %elector.identity(), "waiting to become the leader");
     if !elector.acquire(shutdown.clone()).await {
         return Ok(());
     }
+    writes.store(true, std::sync::atomic::Ordering::Relaxed);
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+    let releases = settings.helm.releases.clone();
     let controllers = async {
-        let ran = operator.run(client, settings, shutdown).await;
+        let ran = operator.run_controllers(client, settings, shutdown).await;
+        // Helm actions in flight are cancelled and waited for too: the next leader must find no action of
+        // ours still running against a release.
+        releases.shutdown(HELM_SHUTDOWN_GRACE).await;
         let _ = done_tx.send(());
         ran
     };
@@ -796,7 +809,12 @@ async fn lead(
     tokio::pin!(holding);
     let ran = tokio::select! {
         ended = &mut holding => {
-            bail!("leader election lost ({ended:?}); stopping so that only the new leader writes");
+            // The controllers, the plugin platform and Helm's actions run in tasks of their own: only ending
+            // the process stops every one of them now, before another replica may take over (as
+            // controller-runtime's manager exits in OnStoppedLeading).
+            tracing::error!(?ended, "leader election lost; exiting so that only the new leader writes");
+            eprintln!("error: leader election lost; exiting so that only the new leader writes");
+            std::process::exit(1);
         }
         ran = &mut controllers => ran,
     };

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result, bail};
@@ -194,7 +195,26 @@ impl Operator {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<()> {
         let shutdown = shutdown.boxed().shared();
-        let tasks = controllers::spawn_all(&client, &self.registry, &settings, shutdown.clone());
+        self.start_platform(
+            client.clone(),
+            &settings.manager,
+            Arc::new(AtomicBool::new(true)),
+            shutdown.clone(),
+        );
+        self.run_controllers(client, settings, shutdown).await
+    }
+
+    /// Starts the plugin platform: Plugin and binding objects resolved into the registry's routes, so webhooks
+    /// and controllers call the versions the bindings name. `writes` says whether it may also write their
+    /// status and Events: a standby replica resolves routes (its webhooks need them) but leaves writing to the
+    /// leader.
+    pub fn start_platform(
+        &self,
+        client: kube::Client,
+        manager: &str,
+        writes: Arc<AtomicBool>,
+        shutdown: impl std::future::Future<Output = ()> + Clone + Send + Sync + 'static,
+    ) {
         // The platform is supervised: if it ever panics it starts again (from the objects as they are), rather
         // than leaving routes frozen and rollbacks unwatched while the operator looks healthy.
         let options = PlatformOptions {
@@ -204,7 +224,8 @@ impl Operator {
                 .clone()
                 .map(crate::distribution::ArtifactCache::new),
             allowed_kinds: self.sources.allowed_kinds.clone(),
-            manager: settings.manager.clone(),
+            manager: manager.to_string(),
+            writes,
         };
         let (platform_client, runtime, registry, stop) = (
             client.clone(),
@@ -250,6 +271,16 @@ impl Operator {
                 }
             });
         }
+    }
+
+    /// Runs every kind's controllers until `shutdown` resolves (the platform started on its own).
+    pub async fn run_controllers(
+        &self,
+        client: kube::Client,
+        settings: Settings,
+        shutdown: impl std::future::Future<Output = ()> + Clone + Send + Sync + 'static,
+    ) -> Result<()> {
+        let tasks = controllers::spawn_all(&client, &self.registry, &settings, shutdown);
         for t in tasks {
             t.await.context("a controller task panicked")??;
         }

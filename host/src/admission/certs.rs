@@ -223,7 +223,7 @@ fn rustls_pemfile_certs(pem: &str) -> Result<Vec<CertificateDer<'static>>> {
 fn first_pem(bundle: &str) -> Option<String> {
     const END: &str = "-----END CERTIFICATE-----";
     let end = bundle.find(END)? + END.len();
-    Some(format!("{}\n", &bundle[..end]))
+    Some(format!("{}\n", bundle.get(..end)?))
 }
 
 fn parsed<T>(
@@ -437,6 +437,13 @@ pub async fn maintain(
         let now = jiff::Timestamp::now().as_second();
         match ensure(&client, &settings, now).await {
             Ok(bundle) => {
+                // The CA first, then the certificate it signed: the other way round, a rotated CA would leave
+                // a window in which the API server cannot verify what this replica presents.
+                if let Err(e) =
+                    inject_ca(&client, &settings.webhook_configurations, &bundle.ca_bundle).await
+                {
+                    tracing::warn!(error = %format!("{e:#}"), "could not update the webhook caBundle");
+                }
                 if last.as_ref() != Some(&bundle) {
                     match bundle.tls() {
                         Ok(key) => serving.set(key),
@@ -444,11 +451,6 @@ pub async fn maintain(
                             tracing::error!(error = %format!("{e:#}"), "the webhook serving certificate does not load")
                         }
                     }
-                }
-                if let Err(e) =
-                    inject_ca(&client, &settings.webhook_configurations, &bundle.ca_bundle).await
-                {
-                    tracing::warn!(error = %format!("{e:#}"), "could not update the webhook caBundle");
                 }
                 last = Some(bundle);
             }

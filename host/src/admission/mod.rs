@@ -54,14 +54,15 @@ pub async fn start(
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
         .with_context(|| format!("binding the webhook server to {}", options.listen))?;
-    let addr = listener.local_addr()?;
+    let addr = listener
+        .local_addr()
+        .context("the webhook server's bound address")?;
     let serving = Arc::new(ServingCert::default());
     let now = jiff::Timestamp::now().as_second();
     let mut ca_bundle = None;
     match certs::ensure(&client, &options.certs, now).await {
         Ok(bundle) => {
-            serving.set(bundle.tls()?);
-            ca_bundle = Some(bundle.ca_bundle.clone());
+            // The CA is trusted before the certificate it signed is presented.
             if let Err(e) = certs::inject_ca(
                 &client,
                 &options.certs.webhook_configurations,
@@ -71,6 +72,8 @@ pub async fn start(
             {
                 tracing::warn!(error = %format!("{e:#}"), "could not update the webhook caBundle");
             }
+            serving.set(bundle.tls()?);
+            ca_bundle = Some(bundle.ca_bundle.clone());
         }
         Err(e) => {
             tracing::error!(error = %format!("{e:#}"), "webhook certificates not ready; retrying")

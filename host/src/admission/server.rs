@@ -24,6 +24,11 @@ use crate::runtime::{KindKey, PluginRegistry};
 /// The largest AdmissionReview read: the API server's own request limit is 3 MiB, and a review carries the
 /// object twice on updates.
 const MAX_BODY: usize = 8 << 20;
+/// Connections served at once; more wait to be accepted. With [`MAX_BODY`], the memory reviews can hold.
+const MAX_CONNECTIONS: usize = 64;
+/// How long a client may take to send a request's headers, and then its body: the API server sends at once, a
+/// slow sender is holding a connection.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the webhook answers when the plugin cannot decide (it trapped, failed or missed the deadline).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -221,8 +226,16 @@ pub async fn serve(
         .with_cert_resolver(serving);
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     tokio::pin!(shutdown);
     loop {
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => return Ok(()),
+            },
+            _ = &mut shutdown => return Ok(()),
+        };
         let (tcp, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
@@ -236,17 +249,19 @@ pub async fn serve(
         };
         let (acceptor, webhooks) = (acceptor.clone(), webhooks.clone());
         tokio::spawn(async move {
-            let tls =
-                match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
-                    Ok(Ok(tls)) => tls,
-                    Ok(Err(e)) => {
-                        tracing::debug!(%peer, error = %e, "webhook server: TLS handshake failed");
-                        return;
-                    }
-                    Err(_) => return,
-                };
+            let _slot = slot;
+            let tls = match tokio::time::timeout(READ_TIMEOUT, acceptor.accept(tcp)).await {
+                Ok(Ok(tls)) => tls,
+                Ok(Err(e)) => {
+                    tracing::debug!(%peer, error = %e, "webhook server: TLS handshake failed");
+                    return;
+                }
+                Err(_) => return,
+            };
             let service = service_fn(move |req| handle(req, webhooks.clone()));
             if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(READ_TIMEOUT)
                 .serve_connection(TokioIo::new(tls), service)
                 .await
             {
@@ -267,12 +282,28 @@ async fn handle(
         ));
     }
     let path = req.uri().path().to_string();
-    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => {
+    let read = tokio::time::timeout(
+        READ_TIMEOUT,
+        Limited::new(req.into_body(), MAX_BODY).collect(),
+    )
+    .await;
+    let body = match read {
+        Ok(Ok(b)) => b.to_bytes(),
+        Ok(Err(e)) => {
+            let status = if e.is::<http_body_util::LengthLimitError>() {
+                StatusCode::PAYLOAD_TOO_LARGE
+            } else {
+                StatusCode::BAD_REQUEST
+            };
             return Ok(reply(
-                StatusCode::PAYLOAD_TOO_LARGE,
+                status,
                 Bytes::from(format!("reading the request body: {e}\n")),
+            ));
+        }
+        Err(_) => {
+            return Ok(reply(
+                StatusCode::REQUEST_TIMEOUT,
+                Bytes::from_static(b"the request body did not arrive in time\n"),
             ));
         }
     };

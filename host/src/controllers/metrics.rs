@@ -265,7 +265,8 @@ impl ControllerMetrics {
                 .get_or_create(&self.queue())
                 .inc();
         }
-        self.added_at(key, Instant::now() + delay);
+        let now = Instant::now();
+        self.added_at(key, now.checked_add(delay).unwrap_or(now));
     }
 
     fn added_at(&self, key: &str, due: Instant) {
@@ -327,6 +328,9 @@ impl Started {
     }
 }
 
+/// Longer than any object waits for a worker in a working operator.
+const STALE: Duration = Duration::from_secs(600);
+
 /// When each waiting object joined the queue (or will, after its requeue delay).
 #[derive(Debug, Default)]
 pub struct QueueClock {
@@ -362,14 +366,16 @@ impl QueueClock {
         now.checked_duration_since(due)
     }
 
-    /// Objects due and not yet picked up.
+    /// Objects due and not yet picked up. An entry due for longer than [`STALE`] is an object kube-runtime will
+    /// never reconcile (it was deleted while waiting: the controller skips objects gone from its store) and is
+    /// dropped, so the depth returns to zero and the clock does not grow with churn.
     fn depth(&self, now: Instant) -> usize {
-        self.waiting
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .values()
-            .filter(|due| **due <= now)
-            .count()
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        waiting.retain(|_, due| {
+            now.checked_duration_since(*due)
+                .is_none_or(|late| late < STALE)
+        });
+        waiting.values().filter(|due| **due <= now).count()
     }
 }
 

@@ -486,7 +486,7 @@ async fn latest(
     obj: Arc<DynamicObject>,
     shared: &Shared,
 ) -> Result<Option<Arc<DynamicObject>>, Failure> {
-    let key = object_key(&obj);
+    let key = own_key(&obj);
     if !shared
         .own_writes
         .lags(&key, obj.resource_version().as_deref())
@@ -503,15 +503,30 @@ async fn latest(
         &obj.namespace().unwrap_or_default(),
         &shared.resource,
     );
-    Ok(api.get_opt(&obj.name_any()).await?.map(Arc::new))
+    let fresh = api.get_opt(&obj.name_any()).await?;
+    match &fresh {
+        // Recreated under the same name: the copy read is another object's.
+        Some(o) if o.uid() != obj.uid() => shared.own_writes.forget(&key),
+        Some(_) => shared.own_writes.read_fresh(&key),
+        None => shared.own_writes.forget(&key),
+    }
+    Ok(fresh.map(Arc::new))
+}
+
+/// The key of an object's own writes: its name and uid, so an object recreated under the same name never
+/// inherits what was deferred for the one before.
+fn own_key(obj: &DynamicObject) -> String {
+    format!("{}#{}", object_key(obj), obj.uid().unwrap_or_default())
 }
 
 /// The object as the plugin sees it: stored, with a status the rate limit deferred in place of the stored one.
 fn call_input(obj: &DynamicObject, shared: &Shared) -> Result<Value, serde_json::Error> {
     let mut json = serde_json::to_value(obj)?;
     let stored = json.get("status").cloned().unwrap_or(Value::Null);
-    if let Some(deferred) = shared.own_writes.deferred_over(&object_key(obj), &stored) {
-        json["status"] = deferred;
+    if let Some(deferred) = shared.own_writes.deferred_over(&own_key(obj), &stored)
+        && let Some(fields) = json.as_object_mut()
+    {
+        fields.insert("status".into(), deferred);
     }
     Ok(json)
 }
@@ -544,20 +559,23 @@ async fn reconcile_inner(
         let json = call_input(obj, shared)?;
         let call_obj = CallObject::new(json.to_string(), obj.namespace());
         let done = plugin.finalize(&call_obj, &services).await?;
-        let deferred = commit(obj, shared, plugin.name(), &json, &done.outputs).await?;
+        let settled = commit(obj, shared, plugin.name(), &json, &done.outputs).await?;
         if done.value {
             let kept = finalizers::after_cleanup(&current, finalizer, legacy);
-            let patch = json!({"metadata": {"finalizers": kept, "resourceVersion": obj.resource_version()}});
+            // Over the version the status write just made, when it made one.
+            let version = settled.written.or_else(|| obj.resource_version());
+            let patch = json!({"metadata": {"finalizers": kept, "resourceVersion": version}});
             api.patch(
                 &obj.name_any(),
                 &PatchParams::default(),
                 &Patch::Merge(&patch),
             )
             .await?;
+            shared.own_writes.forget(&own_key(obj));
             return Ok(Next::AwaitChange);
         }
         let asked = done.outputs.requeue_after.or(Some(Duration::from_secs(10)));
-        return Ok(requeue(shared, asked, deferred));
+        return Ok(requeue(shared, asked, settled.requeue));
     }
 
     if let Some(next) = finalizers::to_add(&current, finalizer, legacy) {
@@ -578,8 +596,8 @@ async fn reconcile_inner(
     let json = call_input(obj, shared)?;
     let call_obj = CallObject::new(json.to_string(), obj.namespace());
     let done = plugin.reconcile(&call_obj, &services).await?;
-    let deferred = commit(obj, shared, plugin.name(), &json, &done.outputs).await?;
-    Ok(requeue(shared, done.outputs.requeue_after, deferred))
+    let settled = commit(obj, shared, plugin.name(), &json, &done.outputs).await?;
+    Ok(requeue(shared, done.outputs.requeue_after, settled.requeue))
 }
 
 /// The next reconcile: what the plugin asked for, never sooner than [`MIN_REQUEUE`], and no later than a
@@ -611,7 +629,7 @@ async fn commit(
     plugin: &str,
     json: &Value,
     outputs: &crate::capabilities::Outputs,
-) -> Result<Option<Duration>, Failure> {
+) -> Result<Settled, Failure> {
     let key = object_key(obj);
     let mut conditions = outputs.conditions.clone();
     let mut events: Vec<Event> = outputs.events.iter().map(kube_event).collect();
@@ -624,56 +642,79 @@ async fn commit(
     );
     conditions.extend(condition);
     events.extend(event);
-    let deferred = settle_status(obj, shared, json, &outputs.status, &conditions).await?;
+    let settled = settle_status(obj, shared, json, &outputs.status, &conditions).await?;
     publish(obj, shared, &key, events).await;
-    Ok(deferred)
+    Ok(settled)
 }
 
 /// Writes the status `fields` and `conditions` make of `json`'s (the status the call started from), unless it
 /// is what is stored. The write is conditional on the object's resourceVersion, so a reconcile that started
 /// from an older copy never overwrites a newer status. Returns how long until the object should be reconciled
-/// again because the write was deferred by the rate limit (the status is kept for that reconcile) or met a
-/// newer version.
+/// again because the write was deferred by the rate limit or met a newer version, and the resourceVersion a
+/// write produced. A status not written (deferred, refused, failed) is kept for the next reconcile to start from,
+/// as long as the stored status stays the one it was computed from: counts kept in status are never lost.
 async fn settle_status(
     obj: &DynamicObject,
     shared: &Shared,
     json: &Value,
     fields: &serde_json::Map<String, Value>,
     conditions: &[crate::capabilities::Condition],
-) -> Result<Option<Duration>, kube::Error> {
+) -> Result<Settled, kube::Error> {
     let now = rfc3339_seconds(std::time::SystemTime::now());
-    let key = object_key(obj);
+    let (key, own) = (object_key(obj), own_key(obj));
     let stats = &shared.settings.stats;
     let stored = obj.data.get("status").cloned().unwrap_or(Value::Null);
     let next = status::next_status(json, fields, conditions, &now)
         .unwrap_or_else(|| json.get("status").cloned().unwrap_or(Value::Null));
     if next == stored {
-        shared.own_writes.settled(&key);
-        return Ok(None);
+        shared.own_writes.settled(&own);
+        return Ok(Settled::default());
     }
     if let Err(wait) = shared.status_writes.take(&key, std::time::Instant::now()) {
         stats
             .status_writes_deferred
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         tracing::debug!(object = %key, "status write deferred by the per-object rate limit");
-        shared.own_writes.defer(&key, stored, next);
-        return Ok(Some(wait));
+        shared.own_writes.defer(&own, stored, next);
+        return Ok(Settled {
+            requeue: Some(wait),
+            written: None,
+        });
     }
-    match write_status(obj, shared, next).await {
+    match write_status(obj, shared, next.clone()).await {
         Ok(rv) => {
-            shared.own_writes.wrote(&key, rv);
-            Ok(None)
+            shared.own_writes.wrote(&own, rv.clone());
+            Ok(Settled {
+                requeue: None,
+                written: rv,
+            })
         }
-        Err(kube::Error::Api(e)) if e.code == 409 => {
-            stats
-                .status_conflicts
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            tracing::debug!(object = %key, "status write met a newer version of the object; reconciling again");
-            shared.own_writes.settled(&key);
-            Ok(Some(CONFLICT_RETRY))
+        Err(e) => {
+            shared.own_writes.defer(&own, stored, next);
+            if let kube::Error::Api(status) = &e
+                && status.code == 409
+            {
+                stats
+                    .status_conflicts
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tracing::debug!(object = %key, "status write met a newer version of the object; reconciling again");
+                return Ok(Settled {
+                    requeue: Some(CONFLICT_RETRY),
+                    written: None,
+                });
+            }
+            Err(e)
         }
-        Err(e) => Err(e),
     }
+}
+
+/// How a status write went.
+#[derive(Debug, Default)]
+struct Settled {
+    /// Reconcile again this soon (the write was deferred, or met a newer version).
+    requeue: Option<Duration>,
+    /// The resourceVersion the write produced.
+    written: Option<String>,
 }
 
 /// Publishes Events on the object, each within its rate limit (the rest are counted as dropped).

@@ -41,20 +41,44 @@ struct Deferred {
 
 impl OwnWrites {
     /// Whether the cached copy of `key`, at `cached_rv`, may predate the last status write: true when a write
-    /// is remembered and the cache shows another version. The write is forgotten either way, since the caller
-    /// then reads the latest copy.
+    /// is remembered and the cache shows another version. A cache showing the write itself has caught up: the
+    /// write is forgotten. Otherwise it stays remembered until [`OwnWrites::read_fresh`] says the caller got
+    /// the latest copy, so a failed fresh read leaves the next attempt as careful.
     pub fn lags(&self, key: &str, cached_rv: Option<&str>) -> bool {
         let mut map = self.by_key.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(entry) = map.get_mut(key) else {
             return false;
         };
-        let Some(written) = entry.written.take() else {
+        let Some(written) = &entry.written else {
             return false;
         };
-        if entry.deferred.is_none() {
-            map.remove(key);
+        if cached_rv == Some(written.as_str()) {
+            entry.written = None;
+            if entry.deferred.is_none() {
+                map.remove(key);
+            }
+            return false;
         }
-        cached_rv != Some(written.as_str())
+        true
+    }
+
+    /// The caller read `key` from the API server: nothing older than that copy can come from the cache now.
+    pub fn read_fresh(&self, key: &str) {
+        let mut map = self.by_key.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(entry) = map.get_mut(key) {
+            entry.written = None;
+            if entry.deferred.is_none() {
+                map.remove(key);
+            }
+        }
+    }
+
+    /// The object is gone (or no longer ours to write): everything about it is forgotten.
+    pub fn forget(&self, key: &str) {
+        self.by_key
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key);
     }
 
     /// A status write of `key` produced `rv`; nothing is deferred any more.
@@ -126,10 +150,19 @@ mod tests {
         assert!(!w.lags("ns/a", Some("5")), "nothing written");
         w.wrote("ns/a", Some("7".into()));
         assert!(w.lags("ns/a", Some("5")));
+        assert!(
+            w.lags("ns/a", Some("5")),
+            "still remembered while no fresh read succeeded"
+        );
+        w.read_fresh("ns/a");
         assert!(!w.lags("ns/a", Some("5")), "forgotten after the fresh read");
         w.wrote("ns/a", Some("9".into()));
         assert!(!w.lags("ns/a", Some("9")), "the cache caught up");
+        assert!(!w.lags("ns/a", Some("5")), "and that was remembered");
         assert!(!w.lags("ns/b", None));
+        w.wrote("ns/c", Some("3".into()));
+        w.forget("ns/c");
+        assert!(!w.lags("ns/c", Some("1")));
     }
 
     #[test]

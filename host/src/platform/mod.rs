@@ -46,7 +46,7 @@ use artifacts::{Artifact, Refusal};
 use bindings::{BindingView, Candidate};
 
 /// How the platform runs.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct PlatformOptions {
     /// Pulled artifacts are kept here, and a pre-seeded cache serves air-gapped clusters (`--plugin-cache`).
     pub cache: Option<ArtifactCache>,
@@ -54,6 +54,21 @@ pub struct PlatformOptions {
     pub allowed_kinds: Vec<(String, String)>,
     /// Field manager and Event reporter.
     pub manager: String,
+    /// Whether this replica may write the objects' status and Events (the leader's job; a standby only keeps
+    /// its routes current for its webhooks).
+    pub writes: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Default for PlatformOptions {
+    fn default() -> Self {
+        PlatformOptions {
+            cache: None,
+            allowed_kinds: Vec::new(),
+            manager: "omni-operator".into(),
+            // One replica, or the leader: it writes.
+            writes: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+        }
+    }
 }
 
 /// A failed fetch is tried again after this long (a registry outage, a signature published late).
@@ -658,6 +673,12 @@ impl Platform {
         Ok(loaded)
     }
 
+    fn writes(&self) -> bool {
+        self.options
+            .writes
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn serves(&self, kind: &KindKey) -> bool {
         crate::runtime::serves_kind(&self.options.allowed_kinds, &kind.group, &kind.kind)
     }
@@ -670,6 +691,9 @@ impl Platform {
         reason: &str,
         message: String,
     ) {
+        if !self.writes() {
+            return;
+        }
         let event = Event {
             type_,
             reason: reason.into(),

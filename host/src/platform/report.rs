@@ -277,6 +277,9 @@ impl Platform {
         let Some(next) = status::next_status(&json, &map, conditions, &now()) else {
             return;
         };
+        if !self.writes() {
+            return;
+        }
         let api = self.api(index, object.namespace().as_deref());
         let patch = json!([{"op": "add", "path": "/status", "value": next}]);
         let patch = match serde_json::from_value(patch) {
