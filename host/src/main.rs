@@ -608,6 +608,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 operator.registry().clone(),
                 served.as_ref().map(|s| s.webhooks.clone()),
             );
+            {
+                let resolved = operator.routes_resolved();
+                probes = probes.ready_when(
+                    "plugin-routes",
+                    std::sync::Arc::new(move || {
+                        (!resolved.load(std::sync::atomic::Ordering::Relaxed))
+                            .then(|| "Plugins and bindings not resolved yet".to_string())
+                    }),
+                );
+            }
             if let Some(served) = &served {
                 let serving = served.serving.clone();
                 probes = probes.ready_when(

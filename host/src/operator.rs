@@ -121,6 +121,8 @@ pub struct Operator {
     registry: Arc<PluginRegistry>,
     sources: PluginSources,
     refused: Vec<(String, String)>,
+    /// Whether the platform has resolved the Plugin and binding objects into routes once (readiness).
+    routes_resolved: Arc<AtomicBool>,
 }
 
 impl Operator {
@@ -166,7 +168,14 @@ impl Operator {
             registry,
             sources,
             refused,
+            routes_resolved: Arc::new(AtomicBool::new(false)),
         })
+    }
+
+    /// Set once the plugin platform has published the routes its Plugins and bindings name: before that,
+    /// webhooks and controllers would answer every namespace with the built-ins.
+    pub fn routes_resolved(&self) -> Arc<AtomicBool> {
+        self.routes_resolved.clone()
     }
 
     /// Plugins that were refused at start-up, with the reason.
@@ -226,6 +235,7 @@ impl Operator {
             allowed_kinds: self.sources.allowed_kinds.clone(),
             manager: manager.to_string(),
             writes,
+            resolved: self.routes_resolved.clone(),
         };
         let (platform_client, runtime, registry, stop) = (
             client.clone(),

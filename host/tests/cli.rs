@@ -11,6 +11,23 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_omni-operator"))
 }
 
+/// `dev` with nothing to apply, settling at once: its state under `dir`.
+fn dev_with_nothing_applied(dir: &Path) -> Command {
+    let mut command = bin();
+    command
+        .args(["--cache-dir"])
+        .arg(dir.join("cache"))
+        .args([
+            "dev",
+            "--exit-when-settled",
+            "--timeout",
+            "30",
+            "--kubeconfig-out",
+        ])
+        .arg(dir.join("kc"));
+    command
+}
+
 fn examples() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/quickstart")
 }
@@ -503,18 +520,8 @@ fn dev_refuses_each_invalid_example_with_the_go_operators_message() {
 fn dev_reports_helm_at_start_up() {
     let dir = tempfile::tempdir().expect("tempdir");
     let run = |lib: &std::path::Path| {
-        bin()
+        dev_with_nothing_applied(dir.path())
             .env("HELM_C_LIB", lib)
-            .args(["--cache-dir"])
-            .arg(dir.path().join("cache"))
-            .args([
-                "dev",
-                "--exit-when-settled",
-                "--timeout",
-                "30",
-                "--kubeconfig-out",
-            ])
-            .arg(dir.path().join("kc"))
             .output()
             .expect("omni-operator runs")
     };
@@ -545,20 +552,10 @@ fn dev_reports_helm_at_start_up() {
 #[test]
 fn json_logs_are_one_object_per_line() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = bin()
+    let out = dev_with_nothing_applied(dir.path())
         .env("RUST_LOG", "info")
         .env("OMNI_OPERATOR_LOG_FORMAT", "json")
         .env_remove("HELM_C_LIB")
-        .args(["--cache-dir"])
-        .arg(dir.path().join("cache"))
-        .args([
-            "dev",
-            "--exit-when-settled",
-            "--timeout",
-            "30",
-            "--kubeconfig-out",
-        ])
-        .arg(dir.path().join("kc"))
         .output()
         .expect("omni-operator runs");
     assert!(

@@ -13,17 +13,19 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
 use base64::Engine as _;
+use futures::StreamExt as _;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ObjectMeta, PostParams};
+use kube::runtime::{WatchStreamExt as _, watcher};
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
-    Issuer, KeyPair, KeyUsagePurpose, SanType,
+    Issuer, KeyPair, KeyUsagePurpose, PublicKeyData as _, SanType,
 };
 use rustls::crypto::ring::sign::any_supported_type;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
@@ -105,15 +107,55 @@ impl Bundle {
     /// What must change, if anything, for this bundle to serve `hosts` at `now`.
     fn needs(&self, hosts: &[String], now: i64) -> Need {
         let ca_left = expiry(&self.ca_cert).map_or(0, |t| t - now);
-        if ca_left < SERVING_LIFETIME.as_secs() as i64 || KeyPair::from_pem(&self.ca_key).is_err() {
+        if ca_left < SERVING_LIFETIME.as_secs() as i64
+            || !ca_key_matches(&self.ca_cert, &self.ca_key)
+        {
             return Need::NewCa;
         }
         let serving_left = expiry(&self.cert).map_or(0, |t| t - now);
-        let covers = names(&self.cert).is_ok_and(|n| hosts.iter().all(|h| n.contains(h)));
-        if serving_left < SERVING_LIFETIME.as_secs() as i64 / 3 || !covers || self.tls().is_err() {
+        if serving_left < SERVING_LIFETIME.as_secs() as i64 / 3
+            || self.serving_verifies(hosts, now).is_err()
+        {
             return Need::NewServing;
         }
         Need::Nothing
+    }
+
+    /// Checks the serving pair as its clients will: the key is the one the certificate certifies (else every
+    /// handshake fails), and the certificate verifies against the CA bundle for each host at `now` (what the
+    /// API server does with the `caBundle` it is given). A Secret edited by hand, restored from an old backup or
+    /// half-written by another tool fails here and is replaced, rather than served and refused by every client.
+    fn serving_verifies(&self, hosts: &[String], now: i64) -> Result<()> {
+        use rustls::client::danger::ServerCertVerifier as _;
+        let certified = self.tls()?;
+        certified
+            .keys_match()
+            .map_err(|e| anyhow!("the serving key does not match its certificate: {e}"))?;
+        let (leaf, intermediates) = certified
+            .cert
+            .split_first()
+            .ok_or_else(|| anyhow!("no serving certificate"))?;
+        let mut roots = rustls::RootCertStore::empty();
+        for ca in rustls_pemfile_certs(&self.ca_bundle)? {
+            roots
+                .add(ca)
+                .map_err(|e| anyhow!("a CA in the bundle is not usable: {e}"))?;
+        }
+        let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
+            Arc::new(roots),
+            Arc::new(rustls::crypto::ring::default_provider()),
+        )
+        .build()
+        .map_err(|e| anyhow!("the CA bundle: {e}"))?;
+        let at = UnixTime::since_unix_epoch(Duration::from_secs(u64::try_from(now).unwrap_or(0)));
+        for host in hosts {
+            let name = ServerName::try_from(host.clone())
+                .map_err(|e| anyhow!("webhook host {host:?}: {e}"))?;
+            verifier
+                .verify_server_cert(leaf, intermediates, &name, &[], at)
+                .map_err(|e| anyhow!("the serving certificate for {host}: {e}"))?;
+        }
+        Ok(())
     }
 
     fn from_secret(secret: &Secret) -> Option<Bundle> {
@@ -210,6 +252,18 @@ fn serve(ca_cert: &str, ca_key: &str, hosts: &[String], now: i64) -> Result<(Str
     Ok((cert.pem(), key.serialize_pem()))
 }
 
+/// Whether `ca_key` is the private key of the CA certificate: a CA whose key was swapped would sign serving
+/// certificates nobody trusting the CA accepts.
+fn ca_key_matches(ca_cert: &str, ca_key: &str) -> bool {
+    let Ok(key) = KeyPair::from_pem(ca_key) else {
+        return false;
+    };
+    parsed(ca_cert, |c| {
+        c.public_key().raw == key.subject_public_key_info().as_slice()
+    })
+    .unwrap_or(false)
+}
+
 fn rustls_pemfile_certs(pem: &str) -> Result<Vec<CertificateDer<'static>>> {
     let certs = CertificateDer::pem_slice_iter(pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
@@ -243,7 +297,8 @@ fn expiry(pem: &str) -> Result<i64> {
     parsed(pem, |c| c.validity().not_after.timestamp())
 }
 
-/// The DNS names and IP addresses the certificate is for.
+/// The DNS names and IP addresses the certificate is for (tests read them; serving checks verify the chain).
+#[cfg(test)]
 fn names(pem: &str) -> Result<Vec<String>> {
     use x509_parser::extensions::GeneralName;
     parsed(pem, |c| {
@@ -390,15 +445,11 @@ pub async fn inject_ca(client: &kube::Client, names: &[String], ca_bundle: &str)
                 tracing::warn!(configuration = %name, "webhook configuration not found; its caBundle is not managed");
                 break;
             };
-            let mut changed = false;
-            for hook in config.webhooks.iter_mut().flatten() {
-                if hook.client_config.ca_bundle.as_ref() != Some(&want) {
-                    hook.client_config.ca_bundle = Some(want.clone());
-                    changed = true;
-                }
-            }
-            if !changed {
+            if trusts_only(&config, ca_bundle) {
                 break;
+            }
+            for hook in config.webhooks.iter_mut().flatten() {
+                hook.client_config.ca_bundle = Some(want.clone());
             }
             match api.replace(name, &PostParams::default(), &config).await {
                 Ok(_) => {
@@ -424,6 +475,10 @@ pub fn ca_bundle_base64(bundle: &Bundle) -> String {
 
 /// Keeps the certificates current until `shutdown`: checks every `period`, swaps a renewed pair into `serving`
 /// and the CA bundle into the webhook configurations. Failures are logged and retried at the next check.
+///
+/// The webhook configurations are also watched (each by name, which is all the chart's RBAC allows): a GitOps
+/// tool or a `helm upgrade` that applies one without its `caBundle` would otherwise leave the API server unable
+/// to call the webhooks (and, failing closed, refusing every Omni object) until the next check.
 pub async fn maintain(
     client: kube::Client,
     settings: CertSettings,
@@ -432,6 +487,17 @@ pub async fn maintain(
     shutdown: impl std::future::Future<Output = ()>,
 ) {
     tokio::pin!(shutdown);
+    let configurations: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let mut edits =
+        futures::stream::select_all(settings.webhook_configurations.iter().map(|name| {
+            watcher::watcher(
+                configurations.clone(),
+                watcher::Config::default().fields(&format!("metadata.name={name}")),
+            )
+            .default_backoff()
+            .applied_objects()
+            .boxed()
+        }));
     let mut last: Option<Bundle> = None;
     loop {
         let now = jiff::Timestamp::now().as_second();
@@ -464,11 +530,37 @@ pub async fn maintain(
         } else {
             Duration::from_secs(2)
         };
-        tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
-            _ = &mut shutdown => return,
+        let next_check = tokio::time::sleep(wait);
+        tokio::pin!(next_check);
+        loop {
+            tokio::select! {
+                _ = &mut next_check => break,
+                _ = &mut shutdown => return,
+                Some(edited) = edits.next() => {
+                    let (Ok(config), Some(bundle)) = (edited, &last) else { continue };
+                    if trusts_only(&config, &bundle.ca_bundle) {
+                        continue;
+                    }
+                    let name = config.metadata.name.unwrap_or_default();
+                    tracing::info!(configuration = %name, "webhook configuration changed without the CA; writing it again");
+                    if let Err(e) = inject_ca(&client, &[name], &bundle.ca_bundle).await {
+                        tracing::warn!(error = %format!("{e:#}"), "could not update the webhook caBundle");
+                    }
+                }
+            }
         }
     }
+}
+
+/// Whether every webhook of `config` carries exactly `ca_bundle`.
+fn trusts_only(config: &ValidatingWebhookConfiguration, ca_bundle: &str) -> bool {
+    config.webhooks.iter().flatten().all(|hook| {
+        hook.client_config
+            .ca_bundle
+            .as_ref()
+            .map(|b| b.0.as_slice())
+            == Some(ca_bundle.as_bytes())
+    })
 }
 
 #[cfg(test)]
@@ -548,5 +640,38 @@ mod tests {
         };
         assert_eq!(broken.needs(&hosts(), NOW), Need::NewCa);
         assert!(!format!("{broken:?}").contains("PRIVATE"));
+    }
+
+    /// Each part parses on its own, but the parts do not belong together: every TLS client would refuse what
+    /// such a Secret serves, so it is replaced rather than trusted.
+    #[test]
+    fn parts_that_do_not_belong_together_are_replaced() {
+        let b = Bundle::generate(&hosts(), NOW).expect("generates");
+        let other = Bundle::generate(&hosts(), NOW).expect("generates");
+        assert!(b.serving_verifies(&hosts(), NOW).is_ok());
+        // The serving key of another pair: the handshake would fail.
+        let swapped_key = Bundle {
+            key: other.key.clone(),
+            ..b.clone()
+        };
+        assert_eq!(swapped_key.needs(&hosts(), NOW), Need::NewServing);
+        // A serving certificate signed by another CA than the bundle's: the API server would not trust it.
+        let foreign = Bundle {
+            cert: other.cert.clone(),
+            key: other.key.clone(),
+            ..b.clone()
+        };
+        assert_eq!(foreign.needs(&hosts(), NOW), Need::NewServing);
+        let repaired = foreign.renewed(&hosts(), NOW).expect("renews");
+        assert_eq!(repaired.needs(&hosts(), NOW), Need::Nothing);
+        // A CA key that is not the CA certificate's: what it signs would not verify, so the CA is replaced.
+        let wrong_ca_key = Bundle {
+            ca_key: other.ca_key.clone(),
+            ..b.clone()
+        };
+        assert_eq!(wrong_ca_key.needs(&hosts(), NOW), Need::NewCa);
+        // Not yet valid (a clock far behind) is not a reason to replace anything: the certificate starts an
+        // hour before it was made.
+        assert_eq!(b.needs(&hosts(), NOW - 1800), Need::Nothing);
     }
 }

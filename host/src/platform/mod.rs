@@ -25,6 +25,7 @@ mod units;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -57,6 +58,10 @@ pub struct PlatformOptions {
     /// Whether this replica may write the objects' status and Events (the leader's job; a standby only keeps
     /// its routes current for its webhooks).
     pub writes: Arc<std::sync::atomic::AtomicBool>,
+    /// Set once a first pass over the Plugins and bindings has published their routes (or the API serves no
+    /// such kinds): until then a replica's webhooks and controllers would answer with the built-ins, so it is
+    /// not ready.
+    pub resolved: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Default for PlatformOptions {
@@ -67,6 +72,7 @@ impl Default for PlatformOptions {
             manager: "omni-operator".into(),
             // One replica, or the leader: it writes.
             writes: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+            resolved: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         }
     }
 }
@@ -147,6 +153,15 @@ fn resource(kind: &str) -> ApiResource {
     ))
 }
 
+/// Whether a sync failed because the API server does not serve the plugin kinds (their CRDs are not installed),
+/// as opposed to failing to answer.
+fn api_not_served(error: &anyhow::Error) -> bool {
+    error
+        .chain()
+        .filter_map(|e| e.downcast_ref::<kube::Error>())
+        .any(|e| matches!(e, kube::Error::Api(status) if status.code == 404))
+}
+
 fn now() -> String {
     rfc3339_seconds(std::time::SystemTime::now())
 }
@@ -205,7 +220,17 @@ impl Platform {
         tokio::pin!(shutdown);
         loop {
             let failed = match self.sync().await {
-                Ok(()) => false,
+                Ok(()) => {
+                    self.options.resolved.store(true, Ordering::Relaxed);
+                    false
+                }
+                Err(e) if api_not_served(&e) => {
+                    // Without the plugin CRDs nothing can be bound: the built-ins are the routes.
+                    self.options.resolved.store(true, Ordering::Relaxed);
+                    // Its watches retry with a growing backoff and wake this loop once the CRDs appear.
+                    tracing::debug!(error = %format!("{e:#}"), "the plugin API is not served; built-ins serve every kind");
+                    false
+                }
                 Err(e) => {
                     tracing::warn!(error = %format!("{e:#}"), "plugin platform sync failed; trying again");
                     true

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use base64::Engine as _;
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject, PostParams};
 use omni_operator::admission::{
@@ -39,6 +40,18 @@ fn options(failure: FailurePolicy) -> AdmissionOptions {
     }
 }
 
+/// A management cluster with the operator's namespace, and a client of it.
+async fn cluster() -> (kube_sim::KubeSim, kube::Client) {
+    let kube = management_cluster(kube_sim::KubeSim::builder())
+        .await
+        .expect("kube-sim");
+    let client = kube.client().await.expect("client");
+    kube.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}))
+        .await
+        .expect("namespace");
+    (kube, client)
+}
+
 fn connection(name: &str, secret: &str) -> DynamicObject {
     serde_json::from_value(json!({
         "apiVersion": "omni.texashpc.com/v1alpha1", "kind": "OmniConnection",
@@ -55,13 +68,7 @@ fn connection(name: &str, secret: &str) -> DynamicObject {
 /// one. A serving certificate that no longer covers the Service (renamed) is replaced under the same CA.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_share_the_certificates_they_make_and_the_api_server_trusts_them() {
-    let kube = management_cluster(kube_sim::KubeSim::builder())
-        .await
-        .expect("kube-sim");
-    let client = kube.client().await.expect("client");
-    kube.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}))
-        .await
-        .expect("namespace");
+    let (kube, client) = cluster().await;
     let kinds = [WebhookKind {
         group: "omni.texashpc.com".into(),
         version: "v1alpha1".into(),
@@ -174,6 +181,49 @@ async fn replicas_share_the_certificates_they_make_and_the_api_server_trusts_the
     assert_eq!(answered(&a), (1, 0));
     assert_eq!(answered(&b), (1, 1));
 
+    // Something replaces the configuration without its caBundle (a GitOps tool syncing the rendered chart, a
+    // `kubectl replace`): the replicas watch it and write the CA back at once, long before their hourly check,
+    // and the API server calls the webhooks again.
+    let configurations: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let mut stripped = configurations
+        .get(CONFIGURATION)
+        .await
+        .expect("configuration");
+    for hook in stripped.webhooks.iter_mut().flatten() {
+        hook.client_config.ca_bundle = None;
+    }
+    configurations
+        .replace(CONFIGURATION, &PostParams::default(), &stripped)
+        .await
+        .expect("replaced without the CA");
+    let restored = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let current = configurations
+                .get(CONFIGURATION)
+                .await
+                .expect("configuration");
+            let bundles: Vec<_> = current
+                .webhooks
+                .iter()
+                .flatten()
+                .map(|h| h.client_config.ca_bundle.as_ref().map(|b| b.0.clone()))
+                .collect();
+            if bundles.iter().all(|b| b.as_deref() == Some(ca.as_bytes())) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(
+        restored.is_ok(),
+        "the caBundle was not written back within 30 s"
+    );
+    connections
+        .create(&PostParams::default(), &connection("good-again", "omni-sa"))
+        .await
+        .expect("admitted again once the CA is back");
+
     // The Service renamed: the next check writes a serving certificate for the new name, from the same CA.
     let mut renamed = options(FailurePolicy::Fail).certs;
     renamed.hosts = vec![format!("webhooks.{NS}.svc")];
@@ -204,13 +254,7 @@ async fn replicas_share_the_certificates_they_make_and_the_api_server_trusts_the
 async fn an_undecided_validation_follows_the_failure_policy() {
     use omni_operator::runtime::PluginRegistry;
     use std::sync::Arc;
-    let kube = management_cluster(kube_sim::KubeSim::builder())
-        .await
-        .expect("kube-sim");
-    let client = kube.client().await.expect("client");
-    kube.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}))
-        .await
-        .expect("namespace");
+    let (_kube, client) = cluster().await;
     // The widget release that spins in every export, `validate` included.
     let spinning = super::support::load(
         "widget_loop",

@@ -456,6 +456,8 @@ async fn the_charts_install_into_kube_sim_and_their_rbac_covers_what_the_operato
         ("leases", "create"),
         ("secrets", "create"),
         ("validatingwebhookconfigurations", "update"),
+        // The caBundle watch lists (then watches) its configuration by name: resourceNames allow it only so.
+        ("validatingwebhookconfigurations", "list"),
         ("omniclusters", "patch"),
         ("omniclusters", "watch"),
     ] {

@@ -869,3 +869,93 @@ async fn a_registry_requiring_credentials_is_reached_with_the_secret_the_plugin_
         "the encoded credentials leaked"
     );
 }
+
+/// A replica counts as ready (`/readyz`'s `plugin-routes` check) only once its platform has resolved the Plugins
+/// and bindings already stored into routes: when `resolved` is first seen set, the namespace's binding already
+/// serves it, so there is no window in which its webhooks or controllers answer that namespace with the
+/// built-in. Without the plugin API (its CRDs not installed) nothing can be bound and the built-ins are the
+/// routes: resolved as well, rather than never ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_is_ready_only_once_the_stored_bindings_serve() {
+    use omni_operator::runtime::KindKey;
+    let wait_resolved = |resolved: std::sync::Arc<std::sync::atomic::AtomicBool>| async move {
+        let seen = tokio::time::timeout(Duration::from_secs(60), async {
+            while !resolved.load(std::sync::atomic::Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+        assert!(
+            seen.is_ok(),
+            "routes not resolved within 60 s\n{}",
+            support::log_tail(30)
+        );
+    };
+    let key = KindKey::new("omni.texashpc.com", "OmniControlPlane");
+
+    let sim = stack::management_cluster(kube_sim::KubeSim::builder())
+        .await
+        .expect("kube-sim");
+    for ns in ["team-a", "team-b"] {
+        sim.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+            .await
+            .expect("namespace");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("widget.wasm");
+    std::fs::write(&path, guests::wasm("widget")).expect("write");
+    sim.apply(
+        &json!({"apiVersion": PLATFORM, "kind": "Plugin", "metadata": {"name": "widget"},
+        "spec": {"artifact": format!("file://{}", path.display()), "grants": ["clock"],
+            "verification": {"disabled": true}}}),
+    )
+    .await
+    .expect("plugin");
+    sim.apply(&json!({"apiVersion": PLATFORM, "kind": "PluginBinding",
+        "metadata": {"name": "widget", "namespace": "team-a"},
+        "spec": {"plugin": "widget", "kinds": [{"group": "omni.texashpc.com", "kind": "OmniControlPlane"}],
+            "grants": ["clock"]}}))
+        .await
+        .expect("binding");
+    let options = PlatformOptions::default();
+    let resolved = options.resolved.clone();
+    let host = HostBuilder::new(support::runtime().clone())
+        .built_ins()
+        .expect("built-ins")
+        .platform(options)
+        .start(sim.kubeconfig(&sim.admin()))
+        .await
+        .expect("host");
+    wait_resolved(resolved).await;
+    let bound = host
+        .registry()
+        .serving(&key, Some("team-a"), "u1")
+        .expect("team-a served");
+    let default = host
+        .registry()
+        .serving(&key, Some("team-b"), "u1")
+        .expect("team-b served");
+    assert!(
+        !std::sync::Arc::ptr_eq(&bound, &default),
+        "team-a was still served by the built-in ({}) when the routes were reported resolved",
+        bound.name()
+    );
+    host.kill();
+
+    // A cluster without the plugin CRDs.
+    let bare = kube_sim::KubeSim::builder()
+        .start()
+        .await
+        .expect("kube-sim");
+    let options = PlatformOptions::default();
+    let resolved = options.resolved.clone();
+    let host = HostBuilder::new(support::runtime().clone())
+        .built_ins()
+        .expect("built-ins")
+        .platform(options)
+        .start(bare.kubeconfig(&bare.admin()))
+        .await
+        .expect("host");
+    wait_resolved(resolved).await;
+    host.kill();
+}
