@@ -390,7 +390,11 @@ pub async fn ensure(client: &kube::Client, settings: &CertSettings, now: i64) ->
             Some(mut secret) => {
                 // The resourceVersion read is the precondition: another replica's newer write wins.
                 secret.data = Some(next.secret_data());
-                secret.type_ = Some("kubernetes.io/tls".into());
+                // A Secret's type is immutable: one made beforehand as Opaque keeps its type (rewriting it
+                // would be refused at every check, and the webhooks would never get a certificate).
+                secret
+                    .type_
+                    .get_or_insert_with(|| "kubernetes.io/tls".into());
                 secrets
                     .replace(&settings.secret, &PostParams::default(), &secret)
                     .await

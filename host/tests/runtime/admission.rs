@@ -248,6 +248,37 @@ async fn replicas_share_the_certificates_they_make_and_the_api_server_trusts_the
     let _ = stop_tx.send(true);
 }
 
+/// A Secret of the certificates' name made beforehand as Opaque (by hand, or by another tool) is filled in
+/// place. The API server keeps a Secret's type immutable, so rewriting it as `kubernetes.io/tls` would be
+/// refused (422) at every check and the webhooks would never get a certificate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_opaque_secret_made_beforehand_is_filled_in_place() {
+    let (kube, client) = cluster().await;
+    kube.apply(&json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": SECRET, "namespace": NS},
+        "type": "Opaque", "stringData": {"note": "made by hand"}}))
+        .await
+        .expect("the Opaque Secret");
+    let settings = options(FailurePolicy::Fail).certs;
+    let now = jiff::Timestamp::now().as_second();
+    let bundle = admission::certs::ensure(&client, &settings, now)
+        .await
+        .expect("certificates written into the Opaque Secret");
+    let secret = Api::<Secret>::namespaced(client.clone(), NS)
+        .get(SECRET)
+        .await
+        .expect("the Secret");
+    assert_eq!(secret.type_.as_deref(), Some("Opaque"));
+    assert_eq!(
+        secret.data.expect("data")["tls.crt"].0,
+        bundle.cert.as_bytes()
+    );
+    let again = admission::certs::ensure(&client, &settings, now)
+        .await
+        .expect("kept");
+    assert_eq!(again, bundle, "kept from then on");
+}
+
 /// A plugin that cannot decide (here: a `validate` that never returns) is refused
 /// under `Fail` and admitted with a warning under `Ignore`, the webhook answering within the deadline either way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
