@@ -878,7 +878,18 @@ async fn a_registry_requiring_credentials_is_reached_with_the_secret_the_plugin_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_is_ready_only_once_the_stored_bindings_serve() {
     use omni_operator::runtime::KindKey;
-    let wait_resolved = |resolved: std::sync::Arc<std::sync::atomic::AtomicBool>| async move {
+    // Starts a host with the platform on the cluster `kubeconfig` names and waits until it reports its routes
+    // resolved.
+    let start_resolved = |kubeconfig: String| async move {
+        let options = PlatformOptions::default();
+        let resolved = options.resolved.clone();
+        let host = HostBuilder::new(support::runtime().clone())
+            .built_ins()
+            .expect("built-ins")
+            .platform(options)
+            .start(kubeconfig)
+            .await
+            .expect("host");
         let seen = tokio::time::timeout(Duration::from_secs(60), async {
             while !resolved.load(std::sync::atomic::Ordering::Relaxed) {
                 tokio::time::sleep(Duration::from_millis(5)).await;
@@ -890,6 +901,7 @@ async fn a_replica_is_ready_only_once_the_stored_bindings_serve() {
             "routes not resolved within 60 s\n{}",
             support::log_tail(30)
         );
+        host
     };
     let key = KindKey::new("omni.texashpc.com", "OmniControlPlane");
 
@@ -917,16 +929,7 @@ async fn a_replica_is_ready_only_once_the_stored_bindings_serve() {
             "grants": ["clock"]}}))
         .await
         .expect("binding");
-    let options = PlatformOptions::default();
-    let resolved = options.resolved.clone();
-    let host = HostBuilder::new(support::runtime().clone())
-        .built_ins()
-        .expect("built-ins")
-        .platform(options)
-        .start(sim.kubeconfig(&sim.admin()))
-        .await
-        .expect("host");
-    wait_resolved(resolved).await;
+    let host = start_resolved(sim.kubeconfig(&sim.admin())).await;
     let bound = host
         .registry()
         .serving(&key, Some("team-a"), "u1")
@@ -947,15 +950,5 @@ async fn a_replica_is_ready_only_once_the_stored_bindings_serve() {
         .start()
         .await
         .expect("kube-sim");
-    let options = PlatformOptions::default();
-    let resolved = options.resolved.clone();
-    let host = HostBuilder::new(support::runtime().clone())
-        .built_ins()
-        .expect("built-ins")
-        .platform(options)
-        .start(bare.kubeconfig(&bare.admin()))
-        .await
-        .expect("host");
-    wait_resolved(resolved).await;
-    host.kill();
+    start_resolved(bare.kubeconfig(&bare.admin())).await.kill();
 }
