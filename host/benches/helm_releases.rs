@@ -236,6 +236,7 @@ async fn publish_example_chart(lib: &Path, dir: &Path, url: &str) -> Result<()> 
         program: env!("CARGO_BIN_EXE_omni-operator").into(),
         lib: lib.to_path_buf(),
         concurrency: 1,
+        memory_limit: Some(omni_operator::helm::DEFAULT_WORKER_MEMORY),
     });
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/charts/hello");
     let publish = Op::Publish {
@@ -294,6 +295,7 @@ async fn host_role(args: &[String]) -> Result<()> {
         program: env!("CARGO_BIN_EXE_omni-operator").into(),
         lib,
         concurrency: 4,
+        memory_limit: Some(omni_operator::helm::DEFAULT_WORKER_MEMORY),
     }));
     engine
         .run(Op::Versions, None, Duration::from_secs(60))
@@ -307,7 +309,7 @@ async fn host_role(args: &[String]) -> Result<()> {
         helm: HelmServices {
             releases: releases.clone(),
             sources: ChartSources::any(),
-            wakeups: Arc::default(),
+            ..HelmServices::default()
         },
         ..Settings::default()
     };

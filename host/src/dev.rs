@@ -41,6 +41,9 @@ pub struct DevOptions {
     pub template_roots: Vec<PathBuf>,
     /// Helm's worker, when a libhelm_c is configured.
     pub helm: Option<crate::helm::WorkerOptions>,
+    /// The operator's chart-source policy (`--helm-chart-source`), enforced as `run` enforces it; the chart
+    /// repository `dev` serves itself is added to a restricted policy.
+    pub chart_sources: crate::capabilities::ChartSources,
     /// Directories of chart directories (`examples/charts`) to serve as a chart repository on loopback; the
     /// applied OmniHelmReleases naming one of those charts are pointed at it.
     pub charts: Vec<PathBuf>,
@@ -177,11 +180,18 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
         _ => None,
     };
     let releases = std::sync::Arc::new(helm.releases());
+    let mut sources = opts.chart_sources.clone();
+    if let Some((repo, _)) = &served {
+        sources = sources
+            .also_allowing(&repo.url)
+            .map_err(|e| anyhow::anyhow!("the chart repository dev serves: {e}"))?;
+    }
     let settings = Settings {
         omni: std::sync::Arc::new(OmniConnections::new(opts.omni_dictionary.clone())),
         template_roots: crate::capabilities::TemplateRoots::new(opts.template_roots.clone()),
         helm: crate::capabilities::HelmServices {
             releases: releases.clone(),
+            sources,
             ..Default::default()
         },
         metrics,

@@ -66,6 +66,10 @@ struct HelmArgs {
     /// Helm actions running at once (never two on one release).
     #[arg(long, default_value_t = 4, global = true)]
     helm_concurrency: usize,
+    /// The Helm worker's memory limit in MiB: a worker that grows past it is stopped, the actions it ran fail
+    /// with a message saying so, and the next action starts a new worker (0: no limit).
+    #[arg(long, default_value_t = 1024, global = true)]
+    helm_worker_memory_limit: u64,
     /// A chart source OmniHelmReleases may install from (repeatable, or comma-separated in the environment
     /// variable): `https://charts.example.com/stable`, `oci://registry.example.com/charts`. A chart is allowed when
     /// it lies under one, by scheme, host, port and whole path segments. Without any, every source is allowed.
@@ -97,20 +101,27 @@ impl HelmArgs {
                 .context("finding this binary to run the Helm worker")?,
             lib: lib.clone(),
             concurrency: self.helm_concurrency.max(1),
+            memory_limit: Some(self.helm_worker_memory_limit << 20).filter(|l| *l > 0),
         }))
+    }
+
+    /// The operator's chart-source policy, the same for `run` and `dev`.
+    fn sources(&self) -> anyhow::Result<omni_operator::capabilities::ChartSources> {
+        Ok(
+            omni_operator::capabilities::ChartSources::only(&self.helm_chart_sources)
+                .map_err(|e| anyhow::anyhow!("--helm-chart-source: {e}"))?
+                .with_plain_http(&self.helm_plain_http_registries),
+        )
     }
 
     fn services(
         &self,
         setup: &omni_operator::helm::HelmSetup,
     ) -> anyhow::Result<omni_operator::capabilities::HelmServices> {
-        let sources = omni_operator::capabilities::ChartSources::only(&self.helm_chart_sources)
-            .map_err(|e| anyhow::anyhow!("--helm-chart-source: {e}"))?
-            .with_plain_http(&self.helm_plain_http_registries);
         Ok(omni_operator::capabilities::HelmServices {
             releases: std::sync::Arc::new(setup.releases()),
-            sources,
-            wakeups: Default::default(),
+            sources: self.sources()?,
+            ..Default::default()
         })
     }
 }
@@ -668,6 +679,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 omni_dictionary: cli.omni.dictionary()?,
                 template_roots: cli.omni.template_roots()?,
                 helm: cli.helm.worker()?,
+                chart_sources: cli.helm.sources()?,
                 charts: serve_charts,
             };
             let settled = omni_operator::dev::run(opts).await?;

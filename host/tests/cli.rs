@@ -119,6 +119,46 @@ fn dev_reports_what_did_not_settle_and_fails() {
     );
 }
 
+/// `dev` enforces `--helm-chart-source` as `run` does: the quickstart's release names a repository outside the
+/// allowed source, so its chart is refused (and the release never settles); a source spelled with an encoded
+/// dot segment is refused at start, naming the flag.
+#[test]
+fn dev_enforces_the_chart_source_policy() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = bin()
+        .args(["--cache-dir"])
+        .arg(dir.path().join("cache"))
+        .args(["--helm-chart-source", "https://charts.allowed.test/stable"])
+        .args(["dev", "--exit-when-settled", "--timeout", "30", "--apply"])
+        .arg(examples())
+        .arg("--kubeconfig-out")
+        .arg(dir.path().join("kc"))
+        .output()
+        .expect("omni-operator runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    assert!(
+        stdout.contains("chart source \"https://charts.example.com/omni-operator\" is not among the operator's allowed chart sources (https://charts.allowed.test/stable)"),
+        "{stdout}"
+    );
+    let out = bin()
+        .args(["--cache-dir"])
+        .arg(dir.path().join("cache"))
+        .args([
+            "--helm-chart-source",
+            "https://charts.allowed.test/stable/%2e%2e",
+        ])
+        .args(["dev", "--exit-when-settled", "--timeout", "5"])
+        .output()
+        .expect("omni-operator runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--helm-chart-source") && stderr.contains("dot segment"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn dev_refuses_a_bad_manifest_naming_the_file() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -29,6 +29,12 @@ const MAX_CONNECTIONS: usize = 64;
 /// How long a client may take to send a request's headers, and then its body: the API server sends at once, a
 /// slow sender is holding a connection.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Reviews of one kind decided at once: each kind has a pool of its own, so one kind's slow or flooded plugin
+/// holds at most this many calls (and connections) and never fails another kind's admission.
+pub const REVIEWS_PER_KIND: usize = 16;
+/// How long a review waits for its kind's pool before it is answered as undecided: short, so a flood is turned
+/// away instead of holding connections.
+const POOL_WAIT: Duration = Duration::from_secs(1);
 
 /// What the webhook answers when the plugin cannot decide (it trapped, failed or missed the deadline).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -87,6 +93,8 @@ pub struct Webhooks {
     registry: Arc<PluginRegistry>,
     deadline: Duration,
     failure: FailurePolicy,
+    /// One pool of [`REVIEWS_PER_KIND`] per kind.
+    pools: std::sync::Mutex<std::collections::HashMap<KindKey, Arc<tokio::sync::Semaphore>>>,
     pub stats: AdmissionStats,
 }
 
@@ -105,8 +113,21 @@ impl Webhooks {
             registry,
             deadline,
             failure,
+            pools: std::sync::Mutex::default(),
             stats: AdmissionStats::default(),
         }
+    }
+
+    /// The pool reviews of `kind` are decided in.
+    fn pool(&self, kind: &KindKey) -> Arc<tokio::sync::Semaphore> {
+        let mut pools = self
+            .pools
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        pools
+            .entry(kind.clone())
+            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(REVIEWS_PER_KIND)))
+            .clone()
     }
 
     /// The HTTP status and AdmissionReview answering a POST of `body` to `path`.
@@ -150,26 +171,54 @@ impl Webhooks {
             );
         };
         let uid = object["metadata"]["uid"].as_str().unwrap_or_default();
-        let Some(plugin) = self.registry.serving(
-            &KindKey::new(&request.group, &request.kind),
-            request.namespace.as_deref(),
-            uid,
-        ) else {
+        let kind = KindKey::new(&request.group, &request.kind);
+        let Some(plugin) = self
+            .registry
+            .serving(&kind, request.namespace.as_deref(), uid)
+        else {
             // No plugin serves the kind here: there is nothing to validate with.
             self.stats.allowed.fetch_add(1, Ordering::Relaxed);
             return (StatusCode::OK, review::allowed(&request.uid, &[]));
         };
-        let old = request.old_object.as_ref().map(Value::to_string);
-        let decided = tokio::time::timeout(
-            self.deadline,
-            plugin.validate(&object.to_string(), old.as_deref()),
-        )
-        .await;
         let who = format!(
             "{} {}",
             request.kind,
             review_name(&request.namespace, &request.name)
         );
+        // The kind's own pool, then the tenant's quota (a binding's call rate and concurrency cover admission as
+        // they cover reconciles): a review over either is undecided at once, never queued behind the flood.
+        let pool = self.pool(&kind);
+        let slot = tokio::time::timeout(POOL_WAIT, pool.acquire_owned()).await;
+        let refused = match &slot {
+            Ok(Ok(_)) => plugin.admit(std::time::Instant::now()).err().map(|wait| {
+                format!(
+                    "plugin {:?} is over its tenant's quota; {who} was not validated (retry in {} ms)",
+                    plugin.name(),
+                    wait.as_millis().max(1)
+                )
+            }),
+            _ => Some(format!(
+                "{REVIEWS_PER_KIND} reviews of {} are being decided already; {who} was not validated",
+                request.kind
+            )),
+        };
+        let decided = match refused {
+            Some(why) => Err(why),
+            None => {
+                let old = request.old_object.as_ref().map(Value::to_string);
+                let object = object.to_string();
+                let validating = plugin.validate(&object, old.as_deref());
+                match tokio::time::timeout(self.deadline, validating).await {
+                    Ok(decided) => Ok(decided),
+                    Err(_) => Err(format!(
+                        "plugin {:?} did not validate {who} within {} ms",
+                        plugin.name(),
+                        self.deadline.as_millis()
+                    )),
+                }
+            }
+        };
+        drop(slot);
         let why = match decided {
             Ok(Ok(verdict)) if verdict.allowed() => {
                 self.stats.allowed.fetch_add(1, Ordering::Relaxed);
@@ -184,11 +233,7 @@ impl Webhooks {
                 return (StatusCode::OK, review::denied(&request, &verdict));
             }
             Ok(Err(e)) => format!("plugin {:?} failed to validate {who}: {e}", plugin.name()),
-            Err(_) => format!(
-                "plugin {:?} did not validate {who} within {} ms",
-                plugin.name(),
-                self.deadline.as_millis()
-            ),
+            Err(why) => why,
         };
         self.stats.undecided.fetch_add(1, Ordering::Relaxed);
         tracing::warn!(object = %who, policy = self.failure.name(), "{why}");

@@ -20,6 +20,7 @@ mod helm;
 mod kube_read;
 mod kube_write;
 mod omni;
+mod reach;
 mod secrets;
 mod workload;
 
@@ -39,7 +40,7 @@ pub use crate::contract::{
 };
 pub use clock::{Clock, FixedClock, SystemClock, rfc3339_seconds};
 pub use files::{MAX_FILE_BYTES, TemplateRoots};
-pub use helm::{ChartSources, HelmServices};
+pub use helm::{ActionBudget, ChartSources, HelmServices, MAX_VALUES_BYTES, STARTS_PER_CALL};
 
 pub(crate) use clock::ClockCap;
 pub(crate) use context::ContextCap;
@@ -149,6 +150,8 @@ pub struct CallScope {
     pub(crate) denials_dropped: usize,
     /// The `omni` capability's state for this call.
     omni: omni::CallState,
+    /// The `helm` capability's state for this call.
+    helm: helm::CallState,
 }
 
 impl CallScope {
@@ -167,6 +170,7 @@ impl CallScope {
             denials: Vec::new(),
             denials_dropped: 0,
             omni: omni::CallState::default(),
+            helm: helm::CallState::default(),
         }
     }
 }

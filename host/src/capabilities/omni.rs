@@ -11,7 +11,8 @@ use omni_wire::cosi;
 use wasmtime::component::Resource;
 
 use super::budget::{self, within};
-use super::secrets::{Reach, string_map};
+use super::reach::Reach;
+use super::secrets::string_map;
 use super::{CallContext, CallScope, Capability, HostError, HostFailure};
 use crate::contract::bindings::omni::operator::omni as wit;
 use crate::omni::client::{Key, ReadResource};
@@ -242,7 +243,7 @@ impl wit::Host for OmniCap<'_> {
             Capability::SecretsWrite,
         ];
         let namespace = request.target.namespace.clone();
-        let scope = self.secret_scope(&ctx, &needed, Reach::Owned, namespace, &name, &what)?;
+        let scope = self.secret_scope(&ctx, &needed, Reach::Spec, namespace, &name, &what)?;
         let labels = string_map(&request.labels, "labels")?;
         let mut annotations = string_map(&request.annotations, "annotations")?;
         let owner = self.own_label(&ctx, Capability::SecretsWrite, request.owner, &what)?;

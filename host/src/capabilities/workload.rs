@@ -9,7 +9,8 @@ use std::time::Duration;
 use wasmtime::component::Resource;
 
 use super::budget::within;
-use super::secrets::{Reach, SecretScope, removal, string_map};
+use super::reach::{Reach, SecretScope};
+use super::secrets::{removal, string_map};
 use super::{CallContext, CallScope, Capability, HostError, HostFailure};
 use crate::contract::bindings::omni::operator::types::{OwnerLabel, Removal, SecretKeyRef};
 use crate::contract::bindings::omni::operator::workload as wit;
@@ -19,23 +20,18 @@ use crate::secrets::{self as store, CopyOutcome, CopyRequest, quoted};
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl CallScope {
-    /// The scope of a workload call and the client for its kubeconfig.
+    /// The scope of a workload call and the client for its kubeconfig: named by the spec for a probe or a copy,
+    /// by the spec or the plugin's status for the owner-checked removal of a Secret the object wrote.
     async fn workload_client(
         &mut self,
         ctx: &Resource<CallContext>,
         kubeconfig: SecretKeyRef,
+        reach: Reach,
         what: &str,
     ) -> Result<(SecretScope, kube::Client), HostFailure> {
         let needed = [Capability::Workload];
         let namespace = kubeconfig.namespace.clone();
-        let scope = self.secret_scope(
-            ctx,
-            &needed,
-            Reach::Owned,
-            namespace,
-            &kubeconfig.name,
-            what,
-        )?;
+        let scope = self.secret_scope(ctx, &needed, reach, namespace, &kubeconfig.name, what)?;
         let clients = self.services.workloads.clone();
         let building = clients.client(
             &scope.management,
@@ -65,7 +61,9 @@ impl wit::Host for WorkloadCap<'_> {
             "probe the workload cluster of kubeconfig Secret {:?}",
             kubeconfig.name
         );
-        let (scope, client) = self.workload_client(&ctx, kubeconfig, &what).await?;
+        let (scope, client) = self
+            .workload_client(&ctx, kubeconfig, Reach::Spec, &what)
+            .await?;
         let op = async move {
             client
                 .apiserver_version()
@@ -89,7 +87,9 @@ impl wit::Host for WorkloadCap<'_> {
         );
         let labels = string_map(&request.labels, "labels")?;
         let annotations = string_map(&request.annotations, "annotations")?;
-        let (scope, client) = self.workload_client(&ctx, kubeconfig, &what).await?;
+        let (scope, client) = self
+            .workload_client(&ctx, kubeconfig, Reach::Spec, &what)
+            .await?;
         let source_ns =
             self.named_local_secret(&ctx, Capability::Workload, &request.source_name, &what)?;
         let owner = self.own_label(&ctx, Capability::Workload, request.owner.clone(), &what)?;
@@ -143,7 +143,9 @@ impl wit::Host for WorkloadCap<'_> {
         owner_label: OwnerLabel,
     ) -> Result<Removal, HostFailure> {
         let what = format!("delete workload Secret {}", quoted(&namespace, &name));
-        let (scope, client) = self.workload_client(&ctx, kubeconfig, &what).await?;
+        let (scope, client) = self
+            .workload_client(&ctx, kubeconfig, Reach::Cleanup, &what)
+            .await?;
         let owner = self.own_label(&ctx, Capability::Workload, owner_label, &what)?;
         let op = async move {
             store::delete_owned(&client, "workload ", &namespace, &name, &owner).await

@@ -11,6 +11,7 @@ mod grants;
 mod host_error;
 mod kube;
 mod outputs;
+pub mod throttle;
 mod wake;
 
 pub use call::{CallContext, CallObject, SecretField};

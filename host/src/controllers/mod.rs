@@ -689,6 +689,13 @@ async fn settle_status(
                 written: rv,
             })
         }
+        Err(e) if status_refused(&e) => {
+            // The API server refused the status itself (the CRD's schema, a malformed field): it is not kept as
+            // the next reconcile's input, so the failure is reported over the stored status, which is valid, and
+            // the next good reconcile starts clean.
+            shared.own_writes.settled(&own);
+            Err(e)
+        }
         Err(e) => {
             shared.own_writes.defer(&own, stored, next);
             if let kube::Error::Api(status) = &e
@@ -708,6 +715,12 @@ async fn settle_status(
     }
 }
 
+/// Whether the API server refused a status write for what it held (400 Bad Request, 422 Invalid), not for when
+/// or where it was sent.
+fn status_refused(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 400 || s.code == 422)
+}
+
 /// How a status write went.
 #[derive(Debug, Default)]
 struct Settled {
@@ -717,9 +730,15 @@ struct Settled {
     written: Option<String>,
 }
 
-/// Publishes Events on the object, each within its rate limit (the rest are counted as dropped).
+/// Publishes Events on the object, each within its rate limit (the rest are counted as dropped), with the note
+/// and reason cut to the API's limits (events.k8s.io/v1: a note of at most 1 KiB, a reason of at most 128), so a
+/// long failure message still makes an Event.
 async fn publish(obj: &DynamicObject, shared: &Shared, key: &str, events: Vec<Event>) {
-    for ev in events {
+    for mut ev in events {
+        if let Some(note) = ev.note.as_mut() {
+            crate::contract::truncate(note, crate::contract::MAX_EVENT_MESSAGE);
+        }
+        crate::contract::truncate(&mut ev.reason, crate::contract::MAX_EVENT_REASON);
         if shared.events.take(key, std::time::Instant::now()).is_err() {
             shared
                 .settings
@@ -846,6 +865,13 @@ async fn report_failure(obj: &DynamicObject, shared: &Shared, plugin: &str, fail
         }) => ("ReconcileFailed", format!("plugin {plugin:?}: {m}")),
         Failure::Call(CallError::Aborted(e)) => (plugin_reason(e.kind()), e.to_string()),
         Failure::Deadline(_) => ("ReconcileTimeout", format!("plugin {plugin:?}: {failure}")),
+        Failure::Kube(e @ kube::Error::Api(s)) if status_refused(e) => (
+            "StatusRefused",
+            format!(
+                "the API server refused the status plugin {plugin:?} returned: {}",
+                s.message
+            ),
+        ),
         other => ("ReconcileFailed", format!("plugin {plugin:?}: {other}")),
     };
     tracing::warn!(%plugin, object = %object_key(obj), reason, "{message}");

@@ -104,7 +104,10 @@ pub fn condition_is(object: &Value, type_: &str, status: &str) -> bool {
         })
 }
 
-pub fn host_condition(type_: &str, ok: bool, reason: &str, message: String) -> Condition {
+/// A condition the host writes itself; its message is cut to `metav1.Condition`'s limit, so a long failure (an
+/// API error quoting a plugin's output) still makes a status the API server accepts.
+pub fn host_condition(type_: &str, ok: bool, reason: &str, mut message: String) -> Condition {
+    crate::contract::truncate(&mut message, crate::contract::MAX_CONDITION_MESSAGE);
     Condition {
         type_: type_.into(),
         status: if ok {

@@ -5,6 +5,7 @@
 //!
 //! * [`reference`] parses `oci://`, `file://` and `builtin:` references;
 //! * [`oci`] pushes and pulls the artifact layout;
+//! * [`registry`] reads every part a pull needs with a ceiling, from a registry that may lie;
 //! * [`signature`] verifies and makes cosign-compatible signatures;
 //! * [`cache`] keeps pulled artifacts by digest;
 //! * [`metadata`] reads the metadata section the SDK writes into a component.
@@ -13,6 +14,7 @@ pub mod cache;
 pub mod metadata;
 pub mod oci;
 pub mod reference;
+pub mod registry;
 pub mod signature;
 
 pub use cache::ArtifactCache;
@@ -80,7 +82,11 @@ impl FetchError {
             FetchError::Signature(SignatureError::Unsigned { .. }) => "Unsigned",
             FetchError::Signature(SignatureError::Untrusted { .. }) => "UntrustedSignature",
             FetchError::Signature(_) => "SignatureError",
-            FetchError::Oci(OciError::Registry { .. }) => "PullFailed",
+            FetchError::Oci(OciError::Fetch {
+                source: registry::ReadError::TooLarge { .. },
+                ..
+            }) => "InvalidArtifact",
+            FetchError::Oci(OciError::Registry { .. } | OciError::Fetch { .. }) => "PullFailed",
             FetchError::Oci(_) => "InvalidArtifact",
             FetchError::Metadata(_) => "InvalidArtifact",
             FetchError::File { .. } | FetchError::FileTooLarge { .. } => "PullFailed",

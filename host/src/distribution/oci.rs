@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 
-use futures::StreamExt;
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciImageManifest, OciManifest};
 use oci_client::secrets::RegistryAuth;
@@ -13,6 +12,7 @@ use oci_client::{Client, Reference};
 use serde::{Deserialize, Serialize};
 
 use super::reference::{is_sha256_digest, sha256_digest};
+use super::registry::Session;
 
 pub const CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
 pub const LAYER_MEDIA_TYPE: &str = "application/wasm";
@@ -113,11 +113,12 @@ pub enum OciError {
         "{reference}: the component is {size} bytes, above the {MAX_COMPONENT_BYTES}-byte ceiling"
     )]
     TooLarge { reference: String, size: u64 },
-    #[error("{reference}: reading the component: {source}")]
-    Read {
+    /// A part could not be read: the registry did not answer, refused, or sent more than the part's ceiling.
+    #[error("{reference}: {source}")]
+    Fetch {
         reference: String,
         #[source]
-        source: std::io::Error,
+        source: super::registry::ReadError,
     },
 }
 
@@ -242,20 +243,15 @@ pub async fn pull(
     access: &Access,
 ) -> Result<Pulled, OciError> {
     let whole = reference.whole();
-    let pinned = Reference::with_digest(
-        reference.registry().to_string(),
-        reference.repository().to_string(),
-        digest.to_string(),
-    );
-    let client = access.client();
-    let auth = access.auth.registry_auth();
-    let (raw, _) = client
-        .pull_manifest_raw(&pinned, &auth, &[OCI_IMAGE_MEDIA_TYPE])
+    let fetch_error = |source| OciError::Fetch {
+        reference: whole.clone(),
+        source,
+    };
+    let mut session = Session::new(reference, access).map_err(fetch_error)?;
+    let raw = session
+        .manifest(digest, &[OCI_IMAGE_MEDIA_TYPE], MAX_MANIFEST_BYTES)
         .await
-        .map_err(|source| OciError::Registry {
-            reference: whole.clone(),
-            source,
-        })?;
+        .map_err(fetch_error)?;
     let actual = sha256_digest(&raw);
     if actual != digest {
         return Err(OciError::DigestMismatch {
@@ -264,9 +260,6 @@ pub async fn pull(
             expected: digest.to_string(),
             actual,
         });
-    }
-    if raw.len() > MAX_MANIFEST_BYTES {
-        return Err(not_wasm(&whole, "the manifest is larger than 1 MiB"));
     }
     let manifest: OciImageManifest = serde_json::from_slice(&raw).map_err(|e| {
         not_wasm(
@@ -308,29 +301,12 @@ pub async fn pull(
             size,
         });
     }
-    let mut stream = client
-        .pull_blob_stream(&pinned, layer)
+    // The descriptor's size is the registry's word; the bytes are counted as they come, up to it.
+    let ceiling = usize::try_from(size.min(MAX_COMPONENT_BYTES)).unwrap_or(usize::MAX);
+    let component = session
+        .blob(&layer.digest, ceiling)
         .await
-        .map_err(|source| OciError::Registry {
-            reference: whole.clone(),
-            source,
-        })?
-        .stream;
-    let mut component = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|source| OciError::Read {
-            reference: whole.clone(),
-            source,
-        })?;
-        // The descriptor's size is the registry's word; the bytes are counted as they come.
-        if (component.len() + chunk.len()) as u64 > size.min(MAX_COMPONENT_BYTES) {
-            return Err(OciError::TooLarge {
-                reference: whole,
-                size: (component.len() + chunk.len()) as u64,
-            });
-        }
-        component.extend_from_slice(&chunk);
-    }
+        .map_err(fetch_error)?;
     let actual = sha256_digest(&component);
     if actual != layer.digest {
         return Err(OciError::DigestMismatch {

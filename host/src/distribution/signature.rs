@@ -194,7 +194,10 @@ fn pinned(reference: &oci_client::Reference, digest: &str) -> OciReference {
     )
 }
 
-/// The cosign signatures stored for `digest` in `reference`'s repository (none is an empty list).
+/// The cosign signatures stored for `digest` in `reference`'s repository (none is an empty list): the manifest
+/// tagged `sha256-<hex>.sig` and its layers, each a simple-signing payload with its signature in the
+/// `dev.cosignproject.cosign/signature` annotation. Every part is read with a ceiling ([`super::registry`]) and
+/// each payload is checked against its layer digest.
 pub async fn fetch(
     reference: &oci_client::Reference,
     digest: &str,
@@ -205,21 +208,71 @@ pub async fn fetch(
         artifact: artifact.clone(),
         reason,
     };
-    let mut client = cosign_client(access).map_err(&fail)?;
-    let layers = client
-        .trusted_signature_layers(&auth_of(access), &pinned(reference, digest))
+    let tag = format!("{}.sig", digest.replacen(':', "-", 1));
+    let mut session =
+        super::registry::Session::new(reference, access).map_err(|e| fail(e.to_string()))?;
+    let manifest = match session
+        .manifest(&tag, &SIGNATURE_MANIFEST_TYPES, MAX_SIGNATURE_MANIFEST)
         .await
-        .map_err(|e| fail(e.to_string()))?;
-    Ok(layers
-        .into_iter()
-        .filter_map(|layer: SignatureLayer| {
-            Some(StoredSignature {
-                payload: BASE64.encode(&layer.raw_data),
-                signature: layer.signature?,
-            })
-        })
-        .collect())
+    {
+        Ok(m) => m,
+        Err(e) if e.is_not_found() => return Ok(Vec::new()),
+        Err(e) => return Err(fail(e.to_string())),
+    };
+    #[derive(Deserialize)]
+    struct Layer {
+        digest: String,
+        #[serde(default)]
+        annotations: std::collections::BTreeMap<String, String>,
+    }
+    #[derive(Deserialize)]
+    struct Manifest {
+        #[serde(default)]
+        layers: Vec<Layer>,
+    }
+    let manifest: Manifest = serde_json::from_slice(&manifest)
+        .map_err(|e| fail(format!("the signature manifest is not a manifest: {e}")))?;
+    if manifest.layers.len() > MAX_SIGNATURES {
+        return Err(fail(format!(
+            "the signature manifest has {} layers; at most {MAX_SIGNATURES} are read",
+            manifest.layers.len()
+        )));
+    }
+    let mut found = Vec::new();
+    for layer in manifest.layers {
+        let Some(signature) = layer.annotations.get(SIGNATURE_ANNOTATION).cloned() else {
+            continue;
+        };
+        let payload = session
+            .blob(&layer.digest, MAX_SIGNATURE_PAYLOAD)
+            .await
+            .map_err(|e| fail(e.to_string()))?;
+        if super::reference::sha256_digest(&payload) != layer.digest {
+            return Err(fail(format!(
+                "a signature payload does not match its digest {}",
+                layer.digest
+            )));
+        }
+        found.push(StoredSignature {
+            payload: BASE64.encode(&payload),
+            signature,
+        });
+    }
+    Ok(found)
 }
+
+/// The media types a cosign signature manifest is stored with (OCI, or Docker's by older cosign).
+const SIGNATURE_MANIFEST_TYPES: [&str; 2] = [
+    "application/vnd.oci.image.manifest.v1+json",
+    "application/vnd.docker.distribution.manifest.v2+json",
+];
+/// Cosign keeps one layer per signature; an artifact signed more often than this is refused, not read.
+const MAX_SIGNATURES: usize = 64;
+const MAX_SIGNATURE_MANIFEST: usize = 256 << 10;
+/// A simple-signing payload is a few hundred bytes.
+const MAX_SIGNATURE_PAYLOAD: usize = 64 << 10;
+/// The annotation cosign puts a layer's signature in.
+const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
 
 /// Reads a private key: cosign's encrypted format with `password`, or an unencrypted PKCS#8 PEM without one.
 fn key_pair(key_pem: &[u8], password: &[u8]) -> Result<SigStoreKeyPair, SignatureError> {

@@ -52,6 +52,13 @@ pub enum EngineError {
     /// The worker died during the action (it is restarted for the next one).
     #[error("the Helm worker exited during the action")]
     WorkerLost,
+    /// The worker grew past its memory limit and was stopped during the action (it is restarted for the next).
+    #[error(
+        "the Helm worker was stopped during the action: it used {} MiB, above its limit of {} MiB",
+        .used >> 20,
+        .limit >> 20
+    )]
+    OverMemory { used: u64, limit: u64 },
     /// The action outlived its deadline and was cancelled.
     #[error("the Helm action did not finish within {0:?}")]
     Timeout(Duration),
@@ -83,12 +90,76 @@ pub struct WorkerOptions {
     pub lib: PathBuf,
     /// Actions running at once.
     pub concurrency: usize,
+    /// The worker's resident memory limit in bytes: a worker past it is stopped, the actions it ran fail with
+    /// [`EngineError::OverMemory`], and the next action starts a new worker. None: no limit.
+    pub memory_limit: Option<u64>,
 }
+
+/// The default worker memory limit: ten times its idle size, far above any chart's action.
+pub const DEFAULT_WORKER_MEMORY: u64 = 1 << 30;
+/// How often the worker's resident memory is read.
+const MEMORY_CHECK: Duration = Duration::from_millis(100);
 
 struct Worker {
     stdin: tokio::process::ChildStdin,
-    pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Outcome>>>>,
-    child: tokio::process::Child,
+    pending: Pending,
+    pid: Option<u32>,
+    /// Set by the supervisor once the process has exited.
+    exited: Arc<std::sync::atomic::AtomicBool>,
+    /// The resident size at which the supervisor stopped the worker for its memory (0: it did not).
+    stopped_at: Arc<AtomicU64>,
+    /// Dropped with the worker: the supervisor then kills the process if it still runs.
+    _kill: oneshot::Sender<()>,
+}
+
+/// Waiters for the worker's replies, by request id.
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Outcome>>>>;
+
+/// Owns the worker process: waits for it, stops it when it grows past `limit`, and kills it when its [`Worker`]
+/// is dropped. Once it has exited, every action still waiting learns it at once (without waiting for its pipe to
+/// close).
+async fn supervise(
+    mut child: tokio::process::Child,
+    limit: Option<u64>,
+    (exited, stopped_at, pending): (Arc<std::sync::atomic::AtomicBool>, Arc<AtomicU64>, Pending),
+    mut kill: oneshot::Receiver<()>,
+) {
+    let pid = child.id();
+    let mut tick = tokio::time::interval(MEMORY_CHECK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        // Decided while the wait is borrowed, acted on after.
+        let stop = tokio::select! {
+            _ = child.wait() => break,
+            _ = &mut kill => true,
+            _ = tick.tick() => match (limit, pid.and_then(resident_bytes)) {
+                (Some(limit), Some(used)) if used > limit => {
+                    stopped_at.store(used, Ordering::SeqCst);
+                    tracing::warn!(used_mib = used >> 20, limit_mib = limit >> 20,
+                        "the Helm worker grew past its memory limit; stopped (its actions fail, the next starts a new one)");
+                    true
+                }
+                _ => false,
+            },
+        };
+        if stop {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+            break;
+        }
+    }
+    exited.store(true, Ordering::SeqCst);
+    if let Ok(mut waiting) = pending.lock() {
+        waiting.clear();
+    }
+}
+
+/// A process's resident set size (`VmRSS` in `/proc/<pid>/status`).
+fn resident_bytes(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// The Helm engine backed by a supervised worker process.
@@ -166,10 +237,20 @@ impl WorkerEngine {
                 "Helm actions cancelled for shutdown"
             );
         }
-        // Closing stdin ends the worker's request loop; dropping the child kills whatever is left.
-        if let Some(mut worker) = guard.take() {
-            drop(worker.stdin);
-            let _ = tokio::time::timeout(Duration::from_secs(2), worker.child.wait()).await;
+        // Closing stdin ends the worker's request loop; dropping the worker kills whatever is left.
+        if let Some(worker) = guard.take() {
+            let Worker {
+                stdin,
+                exited,
+                _kill: kill,
+                ..
+            } = worker;
+            drop(stdin);
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+            while !exited.load(Ordering::SeqCst) && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            drop(kill);
         }
     }
 
@@ -180,18 +261,27 @@ impl WorkerEngine {
 
     /// The running worker's process id, if one runs (tests kill it to check recovery).
     pub async fn worker_pid(&self) -> Option<u32> {
-        self.worker.lock().await.as_ref().and_then(|w| w.child.id())
+        self.worker.lock().await.as_ref().and_then(|w| w.pid)
     }
 
     fn spawn(&self) -> Result<Worker, EngineError> {
-        let mut child = tokio::process::Command::new(&self.options.program)
+        let mut command = tokio::process::Command::new(&self.options.program);
+        command
             .arg("helm-worker")
             .arg("--lib")
             .arg(&self.options.lib)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
+            .kill_on_drop(true);
+        if let Some(limit) = self.options.memory_limit {
+            // Go's soft limit: its collector works harder as the heap nears it, well before the hard stop.
+            command.env(
+                "GOMEMLIMIT",
+                format!("{}MiB", (limit >> 20).saturating_mul(3) / 4),
+            );
+        }
+        let mut child = command
             .spawn()
             .map_err(|e| EngineError::Spawn(format!("{}: {e}", self.options.program.display())))?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
@@ -200,7 +290,7 @@ impl WorkerEngine {
             return Err(EngineError::Spawn("the worker's pipes are missing".into()));
         };
         self.starts.fetch_add(1, Ordering::Relaxed);
-        let pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Outcome>>>> = Arc::default();
+        let pending: Pending = Arc::default();
         let replies = pending.clone();
         tokio::spawn(async move {
             let mut lines = BufReader::new(stdout).lines();
@@ -227,20 +317,38 @@ impl WorkerEngine {
                 tracing::debug!(target: "helm", "{line}");
             }
         });
+        let exited = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped_at = Arc::new(AtomicU64::new(0));
+        let (kill, killed) = oneshot::channel();
+        let pid = child.id();
+        tokio::spawn(supervise(
+            child,
+            self.options.memory_limit,
+            (exited.clone(), stopped_at.clone(), pending.clone()),
+            killed,
+        ));
         Ok(Worker {
             stdin,
             pending,
-            child,
+            pid,
+            exited,
+            stopped_at,
+            _kill: kill,
         })
     }
 
     /// Sends `op` to a live worker (starting one when none runs or the last one died); returns the reply's
-    /// receiver.
-    async fn send(&self, id: u64, op: Op) -> Result<oneshot::Receiver<Outcome>, EngineError> {
+    /// receiver and where that worker's supervisor records a stop for memory.
+    async fn send(
+        &self,
+        id: u64,
+        op: Op,
+    ) -> Result<(oneshot::Receiver<Outcome>, Arc<AtomicU64>), EngineError> {
         let mut guard = self.worker.lock().await;
-        let dead = match guard.as_mut() {
+        // A worker stopped for its memory is dead from the moment the supervisor decides it, before it has exited.
+        let dead = match guard.as_ref() {
             None => true,
-            Some(w) => !matches!(w.child.try_wait(), Ok(None)),
+            Some(w) => w.exited.load(Ordering::SeqCst) || w.stopped_at.load(Ordering::SeqCst) > 0,
         };
         if dead {
             *guard = Some(self.spawn()?);
@@ -255,11 +363,28 @@ impl WorkerEngine {
         let mut line = serde_json::to_vec(&Request { id, op })
             .map_err(|e| EngineError::Spawn(format!("encoding a request: {e}")))?;
         line.push(b'\n');
-        if worker.stdin.write_all(&line).await.is_err() || worker.stdin.flush().await.is_err() {
+        let written =
+            worker.stdin.write_all(&line).await.is_ok() && worker.stdin.flush().await.is_ok();
+        // The supervisor marks the worker exited before it fails the waiting actions: a worker that exited before
+        // this request was registered is seen here, one that exits later fails it there.
+        if !written || worker.exited.load(Ordering::SeqCst) {
+            if let Ok(mut p) = worker.pending.lock() {
+                p.remove(&id);
+            }
+            let lost = self.lost(&worker.stopped_at);
             *guard = None;
-            return Err(EngineError::WorkerLost);
+            return Err(lost);
         }
-        Ok(rx)
+        Ok((rx, worker.stopped_at.clone()))
+    }
+
+    /// Why a worker went away during an action: stopped for its memory, or exited.
+    fn lost(&self, stopped_at: &AtomicU64) -> EngineError {
+        let used = stopped_at.load(Ordering::SeqCst);
+        match self.options.memory_limit {
+            Some(limit) if used > 0 => EngineError::OverMemory { used, limit },
+            _ => EngineError::WorkerLost,
+        }
     }
 
     fn release_lock(&self, release: &str) -> Arc<tokio::sync::Mutex<()>> {
@@ -293,10 +418,10 @@ impl WorkerEngine {
             ));
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut rx = self.send(id, op).await?;
+        let (mut rx, stopped_at) = self.send(id, op).await?;
         let outcome = match tokio::time::timeout(deadline, &mut rx).await {
             Ok(Ok(outcome)) => outcome,
-            Ok(Err(_)) => return Err(EngineError::WorkerLost),
+            Ok(Err(_)) => return Err(self.lost(&stopped_at)),
             Err(_) => {
                 // Cancel through Helm's context, then give it a moment to leave the release consistent.
                 let _ = self

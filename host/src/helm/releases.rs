@@ -21,7 +21,9 @@ use serde_json::{Map, Value, json};
 use super::crds;
 use super::drift::{self, DriftError, Drifted, Ignore};
 use super::protocol::{ChartAuth, ChartRef, GitRef, Op, Target};
-use super::storage::{self, DIGEST_LABEL, StorageError, StoredRevision};
+use super::storage::{
+    self, DIGEST_LABEL, OWNER_LABEL, OWNER_UID_LABEL, StorageError, StoredRevision,
+};
 use super::{EngineError, HelmEngine};
 
 /// Beyond its own timeout, how long a pending revision may stand before it is taken for abandoned.
@@ -42,6 +44,82 @@ const MAX_ENTRIES: usize = 10_000;
 
 /// Called when an action started for an object ends.
 pub type Wake = Arc<dyn Fn() + Send + Sync>;
+
+/// The object a call acts for. A release belongs to the object that made it: the host stamps every revision it
+/// makes with the object's identity ([`OWNER_LABEL`]) and UID, and acts on (or reads) a release only for the
+/// object its newest stamp names. The identity is a digest of the object's API group, kind, namespace and name,
+/// so an object deleted and created again under its name (a GitOps re-sync) keeps its release, as Flux keys
+/// releases by name; no other object can ever carry that identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    pub identity: String,
+    pub uid: String,
+    /// The object's user asked to adopt this release if nobody owns it (`omni.texashpc.com/adopt-release`).
+    pub adopt: bool,
+}
+
+impl Owner {
+    pub fn new(
+        group: &str,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+        adopt: bool,
+    ) -> Self {
+        let identity = format!("{group}/{kind}/{namespace}/{name}");
+        Owner {
+            identity: super::sha256_prefix(identity.as_bytes(), 40),
+            uid: uid.to_string(),
+            adopt,
+        }
+    }
+
+    /// The release labels that stamp a revision as this object's.
+    fn labels(&self) -> std::collections::BTreeMap<String, String> {
+        [
+            (OWNER_LABEL.to_string(), self.identity.clone()),
+            (OWNER_UID_LABEL.to_string(), self.uid.clone()),
+        ]
+        .into_iter()
+        .collect()
+    }
+}
+
+/// Whom a release's revisions say it belongs to: the newest stamp (a rollback Helm made from an older revision
+/// may carry none of its own).
+fn stamped_owner(revisions: &[StoredRevision]) -> Option<&str> {
+    revisions.iter().find_map(|r| r.owner.as_deref())
+}
+
+/// What a release's stamps allow `owner` to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ownership {
+    /// No release, or one stamped with this object's identity.
+    Owned,
+    /// Nobody's release the object's user asked to adopt: stamped now, then owned.
+    Adopt,
+}
+
+fn ownership(
+    revisions: &[StoredRevision],
+    owner: &Owner,
+    release: &str,
+) -> Result<Ownership, ReleaseError> {
+    match stamped_owner(revisions) {
+        _ if revisions.is_empty() => Ok(Ownership::Owned),
+        Some(stamp) if stamp == owner.identity => Ok(Ownership::Owned),
+        Some(_) => Err(ReleaseError::NotOwned {
+            release: release.to_string(),
+            unowned: false,
+        }),
+        None if owner.adopt => Ok(Ownership::Adopt),
+        None => Err(ReleaseError::NotOwned {
+            release: release.to_string(),
+            unowned: true,
+        }),
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ChartLocation {
@@ -336,7 +414,27 @@ pub enum ReleaseError {
     Resolve { constraint: String, reason: String },
     #[error(transparent)]
     Drift(#[from] DriftError),
+    /// The release belongs to another object, or to nobody and the object did not ask to adopt it.
+    #[error("{}", not_owned_message(.release, *.unowned))]
+    NotOwned { release: String, unowned: bool },
 }
+
+fn not_owned_message(release: &str, unowned: bool) -> String {
+    if unowned {
+        format!(
+            "Helm release {release} exists and no object owns it (made by hand, by another tool, or before the host \
+             stamped owners); to take it over, annotate this object with {ADOPT_ANNOTATION}={release}"
+        )
+    } else {
+        format!(
+            "Helm release {release} belongs to another object (its {OWNER_LABEL} label names that object); the \
+             host acts on a release only for the object that made it"
+        )
+    }
+}
+
+/// The annotation a user sets on an object (value `namespace/name`) to adopt a release nobody owns.
+pub const ADOPT_ANNOTATION: &str = "omni.texashpc.com/adopt-release";
 
 /// What this host remembers of one release.
 #[derive(Default)]
@@ -403,10 +501,13 @@ impl Releases {
         namespace: &str,
         name: &str,
         wanted: &Wanted,
+        owner: &Owner,
         wake: Wake,
     ) -> Result<Report, ReleaseError> {
         let digest = wanted.digest();
         let revisions = storage::read(&cluster.client, namespace, name).await?;
+        self.check_owner(cluster, namespace, name, &revisions, owner)
+            .await?;
         let key = (cluster.id.clone(), namespace.to_string(), name.to_string());
         // Decided and claimed under one lock, so two calls at once never start two actions.
         let progress = {
@@ -415,7 +516,7 @@ impl Releases {
             match decide_ensure(entry, revisions.first(), &digest, &wanted.settings) {
                 Step::Report(p) => p,
                 Step::Start { action, recover } => {
-                    let job = self.claim(entry, action, &key, cluster, &digest, wake)?;
+                    let job = self.claim(entry, action, &key, (cluster, owner), &digest, wake)?;
                     tokio::spawn(job.converge(action, recover, wanted.clone()));
                     Progress::Running(action)
                 }
@@ -427,14 +528,15 @@ impl Releases {
     /// Uninstalls `namespace/name` in the background; `Idle` with no revisions once it is gone.
     pub async fn uninstall(
         &self,
-        cluster: &Cluster,
+        (cluster, owner): (&Cluster, &Owner),
         namespace: &str,
         name: &str,
-        settings: Settings,
-        keep_history: bool,
+        (settings, keep_history): (Settings, bool),
         wake: Wake,
     ) -> Result<Report, ReleaseError> {
         let revisions = storage::read(&cluster.client, namespace, name).await?;
+        self.check_owner(cluster, namespace, name, &revisions, owner)
+            .await?;
         let key = (cluster.id.clone(), namespace.to_string(), name.to_string());
         let gone = revisions.first().is_none_or(|r| r.status == "uninstalled");
         let progress = {
@@ -447,7 +549,7 @@ impl Releases {
                     Some(wait) => Progress::RetryAfter(wait),
                     None => {
                         let action = Action::Uninstall;
-                        let job = self.claim(entry, action, &key, cluster, "", wake)?;
+                        let job = self.claim(entry, action, &key, (cluster, owner), "", wake)?;
                         tokio::spawn(job.uninstall(UninstallSettings {
                             settings,
                             keep_history,
@@ -468,7 +570,7 @@ impl Releases {
         entry: &mut Entry,
         action: Action,
         key: &Key,
-        cluster: &Cluster,
+        (cluster, owner): (&Cluster, &Owner),
         digest: &str,
         wake: Wake,
     ) -> Result<Job, ReleaseError> {
@@ -488,9 +590,30 @@ impl Releases {
             entries: self.entries.clone(),
             key: key.clone(),
             cluster: cluster.clone(),
+            owner: owner.clone(),
             running,
             wake,
         })
+    }
+
+    /// Checks that `owner` may act on the release whose revisions are `revisions` ([`ownership`]), and stamps a
+    /// release nobody owned that the object's user asked to adopt.
+    async fn check_owner(
+        &self,
+        cluster: &Cluster,
+        namespace: &str,
+        name: &str,
+        revisions: &[StoredRevision],
+        owner: &Owner,
+    ) -> Result<(), ReleaseError> {
+        let release = format!("{namespace}/{name}");
+        if ownership(revisions, owner, &release)? == Ownership::Adopt {
+            let secrets: Vec<String> = revisions.iter().map(|r| r.secret.clone()).collect();
+            storage::add_labels(&cluster.client, namespace, &secrets, &owner.labels()).await?;
+            tracing::info!(release = %release, owner = %owner.uid,
+                "adopted a Helm release nobody owned, as the object's annotation asks");
+        }
+        Ok(())
     }
 
     /// The release as Helm stores it, and what this host runs or ran for it; starts nothing.
@@ -499,8 +622,11 @@ impl Releases {
         cluster: &Cluster,
         namespace: &str,
         name: &str,
+        owner: &Owner,
     ) -> Result<Observation, ReleaseError> {
         let revisions = storage::read(&cluster.client, namespace, name).await?;
+        self.check_owner(cluster, namespace, name, &revisions, owner)
+            .await?;
         let key = (cluster.id.clone(), namespace.to_string(), name.to_string());
         let entries = self.lock();
         let entry = entries.get(&key);
@@ -520,9 +646,12 @@ impl Releases {
         namespace: &str,
         name: &str,
         request: StepRequest,
+        owner: &Owner,
         wake: Wake,
     ) -> Result<Running, ReleaseError> {
         let revisions = storage::read(&cluster.client, namespace, name).await?;
+        self.check_owner(cluster, namespace, name, &revisions, owner)
+            .await?;
         let latest = revisions.first();
         let stored = latest.is_some_and(|r| r.status != "uninstalled");
         let why = match &request {
@@ -561,7 +690,14 @@ impl Releases {
         if let Some(r) = &entry.running {
             return Err(ReleaseError::Busy(r.clone()));
         }
-        let job = self.claim(entry, request.action(), &key, cluster, &digest, wake)?;
+        let job = self.claim(
+            entry,
+            request.action(),
+            &key,
+            (cluster, owner),
+            &digest,
+            wake,
+        )?;
         let running = job.running.clone();
         tokio::spawn(job.step(request));
         Ok(running)
@@ -653,12 +789,21 @@ impl Releases {
         namespace: &str,
         name: &str,
         ignore: &[Ignore],
+        owner: &Owner,
     ) -> Result<Vec<Drifted>, ReleaseError> {
+        let latest = storage::latest_with_manifest(&cluster.client, namespace, name).await?;
+        if let Some((r, _)) = &latest
+            && r.owner.as_deref() != Some(owner.identity.as_str())
+        {
+            // Not stamped as this object's on its latest revision: judged on the history, as every call is.
+            let revisions = storage::read(&cluster.client, namespace, name).await?;
+            self.check_owner(cluster, namespace, name, &revisions, owner)
+                .await?;
+        }
         let key = (cluster.id.clone(), namespace.to_string(), name.to_string());
         if self.lock().get(&key).is_some_and(|e| e.running.is_some()) {
             return Ok(Vec::new());
         }
-        let latest = storage::latest_with_manifest(&cluster.client, namespace, name).await?;
         let Some((_, manifest)) = latest.filter(|(r, _)| r.status == "deployed") else {
             return Ok(Vec::new());
         };
@@ -671,8 +816,11 @@ impl Releases {
         cluster: &Cluster,
         namespace: &str,
         name: &str,
+        owner: &Owner,
     ) -> Result<Report, ReleaseError> {
         let revisions = storage::read(&cluster.client, namespace, name).await?;
+        self.check_owner(cluster, namespace, name, &revisions, owner)
+            .await?;
         let key = (cluster.id.clone(), namespace.to_string(), name.to_string());
         let progress = match self.lock().get(&key) {
             Some(Entry {
@@ -799,6 +947,8 @@ struct Job {
     entries: Arc<Mutex<HashMap<Key, Entry>>>,
     key: Key,
     cluster: Cluster,
+    /// Whom the revisions this job makes are stamped for.
+    owner: Owner,
     running: Running,
     wake: Wake,
 }
@@ -809,6 +959,18 @@ impl Job {
             kubeconfig: self.cluster.kubeconfig.to_string(),
             namespace: self.key.1.clone(),
         }
+    }
+
+    /// The release labels a revision this job makes carries: the digest of what it is made from, and its owner.
+    fn release_labels(&self) -> Map<String, Value> {
+        let mut labels: Map<String, Value> = self
+            .owner
+            .labels()
+            .into_iter()
+            .map(|(k, v)| (k, Value::String(v)))
+            .collect();
+        labels.insert(DIGEST_LABEL.into(), self.running.digest.clone().into());
+        labels
     }
 
     /// `release` for the engine's per-release serialisation: the cluster and the release.
@@ -848,7 +1010,7 @@ impl Job {
             let op = action_op(
                 (action, &self.target(), &self.key.2),
                 &wanted,
-                &self.running.digest,
+                self.release_labels(),
                 local.as_deref(),
             )?;
             let deadline = wanted.settings.timeout() + DEADLINE_MARGIN;
@@ -1140,7 +1302,7 @@ fn chart_reference(
 fn action_op(
     (action, target, release): (Action, &Target, &str),
     w: &Wanted,
-    digest: &str,
+    labels: Map<String, Value>,
     local: Option<&str>,
 ) -> Result<Op, String> {
     let mut o = action_options(&w.settings);
@@ -1148,7 +1310,7 @@ fn action_op(
     o.insert("wait_for_jobs".into(), w.settings.wait_for_jobs.into());
     // Server-side apply takes fields others changed behind Helm's back, as Flux does.
     o.insert("force_conflicts".into(), true.into());
-    o.insert("labels".into(), json!({ DIGEST_LABEL: digest }));
+    o.insert("labels".into(), Value::Object(labels));
     let chart = ChartRef::Reference(chart_reference(
         &w.chart,
         &w.version,
@@ -1240,6 +1402,110 @@ mod tests {
             updated: updated.into(),
             ..Default::default()
         }
+    }
+
+    fn labels() -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert(DIGEST_LABEL.into(), "d".into());
+        m
+    }
+
+    fn stamped(owner: Option<&str>) -> StoredRevision {
+        StoredRevision {
+            owner: owner.map(str::to_string),
+            ..revision("deployed", Some("d"), "")
+        }
+    }
+
+    #[test]
+    fn a_release_is_acted_on_only_for_the_object_its_newest_stamp_names() {
+        let me = Owner::new(
+            "omni.texashpc.com",
+            "OmniHelmRelease",
+            "team",
+            "web",
+            "uid-1",
+            false,
+        );
+        let other = Owner::new(
+            "omni.texashpc.com",
+            "OmniHelmRelease",
+            "team",
+            "api",
+            "uid-2",
+            false,
+        );
+        let mine = Some(me.identity.as_str());
+        assert_eq!(ownership(&[], &me, "apps/web").unwrap(), Ownership::Owned);
+        assert_eq!(
+            ownership(&[stamped(mine)], &me, "apps/web").unwrap(),
+            Ownership::Owned
+        );
+        // A rollback revision without a stamp of its own: the older stamp decides.
+        assert_eq!(
+            ownership(&[stamped(None), stamped(mine)], &me, "apps/web").unwrap(),
+            Ownership::Owned
+        );
+        let refused = ownership(&[stamped(mine)], &other, "apps/web").unwrap_err();
+        assert!(
+            matches!(refused, ReleaseError::NotOwned { unowned: false, .. }),
+            "{refused}"
+        );
+        // Re-created under its name (a new UID), the object is still the owner; the same name in another
+        // namespace or of another kind is not.
+        let again = Owner::new(
+            "omni.texashpc.com",
+            "OmniHelmRelease",
+            "team",
+            "web",
+            "uid-9",
+            false,
+        );
+        assert_eq!(
+            ownership(&[stamped(mine)], &again, "apps/web").unwrap(),
+            Ownership::Owned
+        );
+        for stranger in [
+            Owner::new(
+                "omni.texashpc.com",
+                "OmniHelmRelease",
+                "team-b",
+                "web",
+                "uid-1",
+                false,
+            ),
+            Owner::new(
+                "example.com",
+                "OmniHelmRelease",
+                "team",
+                "web",
+                "uid-1",
+                false,
+            ),
+        ] {
+            assert!(ownership(&[stamped(mine)], &stranger, "apps/web").is_err());
+        }
+        // Nobody's release: refused with the adoption step named, adopted only when asked, never someone else's.
+        let unowned = ownership(&[stamped(None)], &me, "apps/web").unwrap_err();
+        assert!(
+            unowned
+                .to_string()
+                .contains("omni.texashpc.com/adopt-release=apps/web"),
+            "{unowned}"
+        );
+        let adopting = Owner {
+            adopt: true,
+            ..me.clone()
+        };
+        assert_eq!(
+            ownership(&[stamped(None)], &adopting, "apps/web").unwrap(),
+            Ownership::Adopt
+        );
+        let adopting_other = Owner {
+            adopt: true,
+            ..other
+        };
+        assert!(ownership(&[stamped(mine)], &adopting_other, "apps/web").is_err());
     }
 
     fn started(step: Step) -> Option<Action> {
@@ -1380,7 +1646,7 @@ mod tests {
             namespace: "apps".into(),
         };
         let Op::Install { options, .. } =
-            action_op((Action::Install, &target, "r"), &w, "d", None).unwrap()
+            action_op((Action::Install, &target, "r"), &w, labels(), None).unwrap()
         else {
             panic!("an install")
         };
@@ -1390,7 +1656,7 @@ mod tests {
         assert_eq!(options["labels"][DIGEST_LABEL], "d");
         w.upgrade.max_history = 5;
         let Op::Upgrade { options, .. } =
-            action_op((Action::Upgrade, &target, "r"), &w, "d", None).unwrap()
+            action_op((Action::Upgrade, &target, "r"), &w, labels(), None).unwrap()
         else {
             panic!("an upgrade")
         };

@@ -14,6 +14,11 @@ use serde_json::Value;
 
 /// The release label the host stamps with the digest of the chart and values a revision was made from.
 pub const DIGEST_LABEL: &str = "omni.texashpc.com/release-digest";
+/// The release label naming the object a release belongs to: a digest of the object's identity (API group, kind,
+/// namespace and name; [`crate::helm::releases::Owner`]). The host acts on a release only for the object it names.
+pub const OWNER_LABEL: &str = "omni.texashpc.com/release-owner";
+/// The owning object's UID, beside [`OWNER_LABEL`], for people and tools (`kubectl get secrets -l …`).
+pub const OWNER_UID_LABEL: &str = "omni.texashpc.com/release-owner-uid";
 
 /// Revisions decoded beyond the latest, for the history summary.
 pub const HISTORY: usize = 10;
@@ -34,6 +39,8 @@ pub struct StoredRevision {
     pub updated: String,
     pub description: String,
     pub digest: Option<String>,
+    /// [`OWNER_LABEL`]: the object the revision was made for; None on a revision the host did not stamp.
+    pub owner: Option<String>,
     /// The Secret holding it.
     pub secret: String,
     /// Its test hooks and how their last run went (the latest revision only).
@@ -106,6 +113,7 @@ pub async fn read(
                 revision,
                 status: text("status").unwrap_or_default(),
                 digest: text(DIGEST_LABEL),
+                owner: text(OWNER_LABEL),
                 secret,
                 ..StoredRevision::default()
             });
@@ -202,6 +210,7 @@ fn revision_of(revision: u64, s: &Secret, release: &Value) -> StoredRevision {
         updated: text(release, &["info", "last_deployed"]),
         description: text(release, &["info", "description"]),
         digest: label(s, DIGEST_LABEL).map(str::to_string),
+        owner: label(s, OWNER_LABEL).map(str::to_string),
         secret,
         tests: test_hooks(release),
     }
@@ -327,6 +336,27 @@ pub async fn mark_failed(
     Ok(())
 }
 
+/// Adds `labels` to the revision Secrets `secrets` (a merge patch of their labels alone): how an adopted release is
+/// stamped with its new owner.
+pub async fn add_labels(
+    client: &kube::Client,
+    namespace: &str,
+    secrets: &[String],
+    labels: &std::collections::BTreeMap<String, String>,
+) -> Result<(), StorageError> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let patch = kube::api::Patch::Merge(serde_json::json!({"metadata": {"labels": labels}}));
+    for secret in secrets {
+        api.patch(secret, &kube::api::PatchParams::default(), &patch)
+            .await
+            .map_err(|source| StorageError::Kube {
+                namespace: namespace.into(),
+                source,
+            })?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -390,6 +420,7 @@ mod tests {
                 updated: "2026-11-26T10:00:00Z".into(),
                 description: "Upgrade complete".into(),
                 digest: Some("abc".into()),
+                owner: None,
                 secret: "sh.helm.release.v1.demo.v2".into(),
                 tests: Vec::new(),
             }

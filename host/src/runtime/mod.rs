@@ -23,7 +23,7 @@ mod plugin;
 mod registry;
 mod stdio;
 mod store;
-pub mod throttle;
+pub use crate::contract::throttle;
 mod types;
 mod usage;
 
@@ -46,7 +46,8 @@ pub use plugin::{CallError, CallResult, Completed, LoadedPlugin, PluginSpec, Quo
 pub use registry::{CanaryRoute, KindKey, KindRoutes, PluginRegistry, Route, serves_kind};
 pub(crate) use store::HostState;
 pub use types::{
-    FieldError, FieldErrorType, Gvk, Info, ReconcileError, RelatedKind, RelatedMapping, Verdict,
+    FieldError, FieldErrorType, Gvk, Info, MAX_CAUSES, MAX_WARNING, MAX_WARNINGS_TOTAL,
+    ReconcileError, RelatedKind, RelatedMapping, Verdict,
 };
 pub use usage::{RateLimit, Usage, UsageFigures};
 

@@ -427,10 +427,17 @@ impl LoadedPlugin {
         Ok(())
     }
 
-    /// Admission checks; `old` is set on updates.
+    /// Admission checks; `old` is set on updates. Counted in this version's usage as every call is, so a rollout
+    /// judges a digest whose `validate` traps as it judges one whose `reconcile` does; a call abandoned by its
+    /// caller (the webhook's deadline) counts as a timeout.
     pub async fn validate(&self, object: &str, old: Option<&str>) -> Result<Verdict, PluginError> {
+        let mut pending = Abandoned {
+            usage: &self.usage,
+            started: Instant::now(),
+            armed: true,
+        };
         let services = HostServices::default();
-        match self
+        let result = match self
             .exec
             .invoke(
                 None,
@@ -440,12 +447,17 @@ impl LoadedPlugin {
                     old: old.map(str::to_owned),
                 },
             )
-            .await?
-            .0
+            .await
         {
-            Returned::Validate(verdict) => Ok(verdict.into()),
-            _ => Err(self.exec.mismatch("validate")),
-        }
+            Ok((Returned::Validate(verdict), _)) => Ok(Verdict::from(verdict)),
+            Ok(_) => Err(self.exec.mismatch("validate")),
+            Err(e) => Err(e),
+        };
+        pending.armed = false;
+        let trap = result.as_ref().err().map(PluginError::kind);
+        self.usage
+            .record(result.is_err(), trap, 0, pending.started.elapsed());
+        result
     }
 
     /// A failed call's error; of its outputs only the denials are kept.
@@ -464,6 +476,22 @@ impl LoadedPlugin {
             error,
             denials: outputs.denials,
             denials_dropped: outputs.denials_dropped,
+        }
+    }
+}
+
+/// Records a call as a timeout if it is dropped before it answers (its caller gave up waiting).
+struct Abandoned<'a> {
+    usage: &'a Usage,
+    started: Instant,
+    armed: bool,
+}
+
+impl Drop for Abandoned<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.usage
+                .record(true, Some(ErrorKind::Timeout), 0, self.started.elapsed());
         }
     }
 }

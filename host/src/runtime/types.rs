@@ -1,11 +1,11 @@
 //! What plugins answer, in host types: the controllers use these, never the generated binding types, so a
 //! second contract version can feed the same controllers.
 
-use crate::contract::SecretField;
 use crate::contract::bindings::exports::omni::operator::{
     plugin as wit_plugin, validator as wit_validator,
 };
 use crate::contract::bindings::omni::operator::types as wit;
+use crate::contract::{SecretField, truncate};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Gvk {
@@ -163,14 +163,33 @@ impl From<wit::ReconcileError> for ReconcileError {
     }
 }
 
+/// Field errors a verdict keeps: beyond them one cause says how many more there were.
+pub const MAX_CAUSES: usize = 100;
+/// Bytes of a field path, a detail and an offending value a verdict keeps of each error.
+const MAX_FIELD: usize = 256;
+const MAX_DETAIL: usize = 1024;
+const MAX_VALUE: usize = 1024;
+/// The API server's own limits on admission warnings: each cut to 256 characters, and warnings past 4,096
+/// characters in all dropped (Kubernetes' dynamic admission control documentation, "Response").
+pub const MAX_WARNING: usize = 256;
+pub const MAX_WARNINGS_TOTAL: usize = 4096;
+
 impl From<wit_validator::Verdict> for Verdict {
+    /// A plugin's verdict is bad input like any of its output: bounded here, before it becomes an answer to the
+    /// API server, in the number of causes and in every string (a hostile `validate` answering a 48 MiB detail or
+    /// 200,000 errors gets a review of a few kilobytes).
     fn from(v: wit_validator::Verdict) -> Self {
-        Verdict {
-            errors: v
-                .errors
-                .into_iter()
-                .map(|e| FieldError {
-                    field: e.field,
+        let total = v.errors.len();
+        let mut errors: Vec<FieldError> = v
+            .errors
+            .into_iter()
+            .take(MAX_CAUSES)
+            .map(|e| {
+                let (mut field, mut detail) = (e.field, e.detail);
+                truncate(&mut field, MAX_FIELD);
+                truncate(&mut detail, MAX_DETAIL);
+                FieldError {
+                    field,
                     type_: match e.type_ {
                         wit_validator::FieldErrorType::Required => FieldErrorType::Required,
                         wit_validator::FieldErrorType::Invalid => FieldErrorType::Invalid,
@@ -178,11 +197,32 @@ impl From<wit_validator::Verdict> for Verdict {
                         wit_validator::FieldErrorType::Duplicate => FieldErrorType::Duplicate,
                         wit_validator::FieldErrorType::NotSupported => FieldErrorType::NotSupported,
                     },
-                    value: e.value,
-                    detail: e.detail,
-                })
-                .collect(),
-            warnings: v.warnings,
+                    value: e.value.map(|mut v| {
+                        truncate(&mut v, MAX_VALUE);
+                        v
+                    }),
+                    detail,
+                }
+            })
+            .collect();
+        if total > MAX_CAUSES {
+            errors.push(FieldError {
+                field: String::new(),
+                type_: FieldErrorType::Invalid,
+                value: None,
+                detail: format!("and {} more errors not shown", total - MAX_CAUSES),
+            });
         }
+        let mut warnings = Vec::new();
+        let mut used = 0;
+        for mut w in v.warnings {
+            truncate(&mut w, MAX_WARNING);
+            used += w.len();
+            if used > MAX_WARNINGS_TOTAL {
+                break;
+            }
+            warnings.push(w);
+        }
+        Verdict { errors, warnings }
     }
 }

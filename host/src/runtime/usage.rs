@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::error::ErrorKind;
-use super::throttle::Throttle;
+use crate::contract::throttle::Throttle;
 
 /// Counters of one loaded version, since it was loaded.
 #[derive(Debug, Default)]
@@ -40,7 +40,7 @@ pub const TRAP_CLASSES: [ErrorKind; 8] = [
 /// A copy of [`Usage`] at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UsageFigures {
-    /// Reconcile and finalize calls that ran.
+    /// Calls that ran: reconcile, finalize and validate.
     pub calls: u64,
     /// Calls that returned an error or were stopped (traps, timeouts, limits).
     pub failures: u64,

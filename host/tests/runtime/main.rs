@@ -25,6 +25,7 @@ mod helm_fixtures;
 mod helm_inputs;
 #[path = "../shared/helm_lib.rs"]
 mod helm_lib;
+mod helm_ownership;
 mod helm_release;
 mod helm_remediation;
 mod native;

@@ -419,3 +419,82 @@ async fn the_cli_pushes_signs_verifies_and_pulls() {
     ]);
     assert!(ok, "{err}");
 }
+
+/// A registry that lies, on loopback: it answers every GET with `200` and an endless body (no length), or with a
+/// `Content-Length` far above what a part may be. It counts the bytes it managed to send.
+struct LyingRegistry {
+    host: String,
+    sent: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl LyingRegistry {
+    async fn start(announce_length: bool) -> LyingRegistry {
+        use std::sync::atomic::Ordering;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let host = listener.local_addr().expect("addr").to_string();
+        let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counter = sent.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let counter = counter.clone();
+                tokio::spawn(async move {
+                    let mut request = [0u8; 4096];
+                    let _ = socket.read(&mut request).await;
+                    let head = if announce_length {
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\nContent-Length: 1099511627776\r\n\r\n"
+                    } else {
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\nConnection: close\r\n\r\n"
+                    };
+                    if socket.write_all(head.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    let chunk = vec![b'{'; 64 << 10];
+                    // Bounded by the client hanging up, and by this test's own ceiling (4 GiB).
+                    for _ in 0..(1 << 16) {
+                        if socket.write_all(&chunk).await.is_err() {
+                            return;
+                        }
+                        counter.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+        LyingRegistry { host, sent }
+    }
+}
+
+/// A registry that answers a manifest (or a signature manifest) with an endless body, or announces a terabyte:
+/// the pull stops at the part's ceiling instead of buffering what the registry sends.
+#[tokio::test]
+async fn a_registry_that_sends_endless_or_oversized_bodies_is_cut_off_at_the_ceiling() {
+    use std::sync::atomic::Ordering;
+    let digest = format!("sha256:{}", "a".repeat(64));
+    for announce_length in [false, true] {
+        let lying = LyingRegistry::start(announce_length).await;
+        let reference: oci_client::Reference = format!("{}/plugins/lie:1.0.0", lying.host)
+            .parse()
+            .expect("reference");
+        let err = oci::pull(&reference, &digest, &plain())
+            .await
+            .expect_err("a lying registry's manifest is refused");
+        assert!(
+            err.to_string().contains("is larger than 1048576 bytes"),
+            "{err}"
+        );
+        let refused = FetchError::from(err);
+        assert_eq!(refused.reason(), "InvalidArtifact");
+        let err = signature::fetch(&reference, &digest, &plain())
+            .await
+            .expect_err("a lying registry's signature manifest is refused");
+        assert!(err.to_string().contains("is larger than"), "{err}");
+        // What the registry got out before the client hung up is bounded by the ceiling plus what sockets buffer.
+        let sent = lying.sent.load(Ordering::Relaxed);
+        assert!(
+            sent < 64 << 20,
+            "the registry sent {sent} bytes before being cut off"
+        );
+    }
+}

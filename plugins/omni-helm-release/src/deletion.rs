@@ -66,6 +66,16 @@ pub fn finalize<H: Host>(host: &H) -> Result<bool, ReconcileError> {
     let release_ref = request::release_ref(&release);
     let observed = match host.helm_observe(&release_ref, None) {
         Ok(observed) => observed,
+        // The host answers `conflict` for a release that is not this object's (another object made it, or nobody
+        // owns it): there is nothing of this object's to uninstall, and the release is left alone.
+        Err(HostError::Conflict(why)) => {
+            host.log(
+                LogLevel::Info,
+                "the release is not this object's; deleting the object leaves it in the workload cluster",
+                &[("releaseName", name), ("why", &why)],
+            );
+            return Ok(true);
+        }
         Err(e) => {
             report.failed(
                 reasons::DELETE_FAILED,

@@ -10,7 +10,7 @@ use serde_json::Value;
 use wasmtime::component::Resource;
 
 use super::budget::{self, within};
-use super::secrets::{Reach, SecretScope};
+use super::reach::{Reach, SecretScope};
 use super::{CallContext, CallScope, Capability, HostError, HostFailure};
 use crate::contract::Wakeups;
 use crate::contract::bindings::omni::operator::helm as wit;
@@ -18,17 +18,19 @@ use crate::contract::bindings::omni::operator::types::SecretKeyRef;
 use crate::helm::drift::{DriftError, Ignore, Reason, Target as DriftTarget};
 use crate::helm::protocol::{ChartAuth, GitRef};
 use crate::helm::releases::{
-    self, ChartLocation, Cluster, InstallSettings, Observation, Outcome, Progress, Propagation,
-    ReleaseError, Releases, Report, RollbackSettings, Running, Settings, StepRequest, TestSettings,
-    UninstallSettings, UpgradeSettings, Wanted,
+    self, ADOPT_ANNOTATION, ChartLocation, Cluster, InstallSettings, Observation, Outcome, Owner,
+    Progress, Propagation, ReleaseError, Releases, Report, RollbackSettings, Running, Settings,
+    StepRequest, TestSettings, UninstallSettings, UpgradeSettings, Wanted,
 };
 use crate::helm::storage::StoredRevision;
 use crate::secrets::quoted;
 
 mod auth;
+mod limits;
 mod sources;
 mod values;
 
+pub use limits::{ActionBudget, MAX_VALUES_BYTES, STARTS_PER_CALL};
 pub use sources::ChartSources;
 use sources::SourceUrl;
 
@@ -42,6 +44,8 @@ pub struct HelmServices {
     pub releases: Arc<Releases>,
     pub sources: ChartSources,
     pub wakeups: Arc<Wakeups>,
+    /// How many actions each plugin and object may start.
+    pub budget: Arc<ActionBudget>,
 }
 
 impl Default for HelmServices {
@@ -50,8 +54,15 @@ impl Default for HelmServices {
             releases: Arc::new(Releases::new(None, "this host runs no Helm")),
             sources: ChartSources::any(),
             wakeups: Arc::default(),
+            budget: Arc::default(),
         }
     }
+}
+
+/// What `helm` keeps for one call: the actions it started.
+#[derive(Default)]
+pub(crate) struct CallState {
+    starts: u32,
 }
 
 super::capability_view!(
@@ -62,20 +73,21 @@ super::capability_view!(
 
 impl CallScope {
     /// The grant checks every `helm` call shares, before anything else is looked at: `helm` granted, the
-    /// kubeconfig Secret named by the object (or its own status, as for `workload`: the host uses it, the plugin
-    /// never sees it) in a namespace in reach; then Helm's rules for the release name and namespace.
+    /// kubeconfig Secret named by the object's spec (for an uninstall, also by the plugin's own status: the
+    /// release must then still be the object's own, [`Owner`]) in a namespace in reach; then Helm's rules for the
+    /// release name and namespace.
     fn helm_scope(
         &mut self,
         ctx: &Resource<CallContext>,
         kubeconfig: &SecretKeyRef,
-        name: &str,
-        namespace: &str,
+        (name, namespace): (&str, &str),
+        reach: Reach,
         what: &str,
     ) -> Result<SecretScope, HostFailure> {
         let scope = self.secret_scope(
             ctx,
             &[Capability::Helm],
-            Reach::Owned,
+            reach,
             kubeconfig.namespace.clone(),
             &kubeconfig.name,
             what,
@@ -90,15 +102,48 @@ impl CallScope {
         &mut self,
         ctx: &Resource<CallContext>,
         release: &wit::ReleaseRef,
+        reach: Reach,
         what: &str,
     ) -> Result<SecretScope, HostFailure> {
         self.helm_scope(
             ctx,
             &release.kubeconfig,
-            &release.name,
-            &release.namespace,
+            (&release.name, &release.namespace),
+            reach,
             what,
         )
+    }
+
+    /// The reconciled object as the owner of release `namespace/name`: its identity and UID, and whether its user
+    /// annotated it to adopt exactly this release ([`ADOPT_ANNOTATION`]). Read from the object as the host
+    /// observed it; a plugin cannot write annotations.
+    fn release_owner(
+        &self,
+        ctx: &Resource<CallContext>,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Owner, HostFailure> {
+        let object = self.table.get(ctx)?.object_value();
+        let text = |path: &str| {
+            object
+                .pointer(path)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        let group = text("/apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
+        let adopt = object
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(ADOPT_ANNOTATION))
+            .and_then(Value::as_str)
+            .is_some_and(|wanted| wanted == format!("{namespace}/{name}"));
+        Ok(Owner::new(
+            group,
+            text("/kind"),
+            text("/metadata/namespace"),
+            text("/metadata/name"),
+            text("/metadata/uid"),
+            adopt,
+        ))
     }
 
     /// The workload cluster behind the kubeconfig Secret of a checked scope, and the time left for the call.
@@ -204,6 +249,8 @@ impl CallScope {
         for (i, part) in source.values.iter().enumerate() {
             match part {
                 wit::ValuesPart::Inline(text) => {
+                    limits::check_part(i, text)
+                        .map_err(|why| HostError::Invalid(format!("{what}: {why}")))?;
                     let Value::Object(part) = serde_json::from_str(text).map_err(|e| {
                         HostError::Invalid(format!("{what}: values part {i} is not JSON: {e}"))
                     })?
@@ -243,6 +290,9 @@ impl CallScope {
                 }
             }
         }
+        let values = Value::Object(values);
+        limits::check_values(&values)
+            .map_err(|why| HostError::Invalid(format!("{what}: {why}")))?;
         // A version constraint is resolved to the newest matching version, so the digest (and the revision) follow
         // new chart versions as they appear.
         let budget = self.budget(ctx, budget::CHART)?;
@@ -258,7 +308,7 @@ impl CallScope {
         Ok(Resolved {
             location,
             version,
-            values: Value::Object(values),
+            values,
             plain_http,
             auth,
         })
@@ -344,6 +394,45 @@ impl CallScope {
         })
     }
 
+    /// Charges one Helm action to this call, the plugin and the object ([`limits`]): over any of them the start is
+    /// refused as `unavailable`, with the time to wait when there is one.
+    fn take_start(&mut self, ctx: &Resource<CallContext>, what: &str) -> Result<(), HostFailure> {
+        self.helm.starts += 1;
+        if self.helm.starts > STARTS_PER_CALL {
+            return Err(HostError::Unavailable(format!(
+                "{what}: a call may start at most {STARTS_PER_CALL} Helm actions"
+            ))
+            .into());
+        }
+        let object = self.table.get(ctx)?.object_value();
+        let text = |path: &str| {
+            object
+                .pointer(path)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        let key = format!(
+            "{}/{}/{}",
+            text("/kind"),
+            text("/metadata/namespace"),
+            text("/metadata/name")
+        );
+        if let Err(wait) =
+            self.services
+                .helm
+                .budget
+                .take(&self.plugin, &key, std::time::Instant::now())
+        {
+            tracing::warn!(plugin = %self.plugin, object = %key, "a Helm action was refused: over the plugin's or the object's action budget");
+            return Err(HostError::Unavailable(format!(
+                "{what}: over the Helm action budget of the plugin or this object; retry in {} s",
+                wait.as_secs().max(1)
+            ))
+            .into());
+        }
+        Ok(())
+    }
+
     /// Wakes the reconciled object when a background action it started ends.
     fn helm_wake(&self, ctx: &Resource<CallContext>) -> Result<releases::Wake, HostFailure> {
         let object = self.table.get(ctx)?.object_value();
@@ -426,7 +515,8 @@ fn settings(o: &wit::ActionOptions) -> Settings {
 }
 
 /// A release failure as the plugin sees it: a workload cluster that did not answer is `unavailable`; one that
-/// refused is `unauthenticated`/`forbidden`; release Secrets that do not decode are `other`.
+/// refused is `unauthenticated`/`forbidden`; another action running, or a release that is not the object's own,
+/// is `conflict`; release Secrets that do not decode are `other`.
 fn release_error(what: &str, e: ReleaseError) -> HostError {
     match e {
         ReleaseError::Unavailable(why) => HostError::Unavailable(why),
@@ -441,6 +531,8 @@ fn release_error(what: &str, e: ReleaseError) -> HostError {
             HostError::from_kube(&format!("{what}: {object}"), source)
         }
         ReleaseError::Drift(other) => HostError::Other(format!("{what}: {other}")),
+        // Another object's release is left alone, as a Secret without the object's owner label is.
+        e @ ReleaseError::NotOwned { .. } => HostError::Conflict(format!("{what}: {e}")),
     }
 }
 
@@ -568,12 +660,19 @@ impl wit::Host for HelmCap<'_> {
         spec: wit::ReleaseSpec,
     ) -> Result<wit::ReleaseReport, HostFailure> {
         let what = format!("Helm release {}", quoted(&spec.namespace, &spec.name));
-        let scope = self.helm_scope(&ctx, &spec.kubeconfig, &spec.name, &spec.namespace, &what)?;
+        let release = (spec.name.as_str(), spec.namespace.as_str());
+        let scope = self.helm_scope(&ctx, &spec.kubeconfig, release, Reach::Spec, &what)?;
+        let owner = self.release_owner(&ctx, &spec.namespace, &spec.name)?;
+        limits::check_part(0, &spec.values)
+            .map_err(|why| HostError::Invalid(format!("{what}: {why}")))?;
+        self.take_start(&ctx, &what)?;
         let values: Value = serde_json::from_str(&spec.values)
             .map_err(|e| HostError::Invalid(format!("{what}: values are not JSON: {e}")))?;
         if !values.is_object() {
             return Err(HostError::Invalid(format!("{what}: values must be a JSON object")).into());
         }
+        limits::check_values(&values)
+            .map_err(|why| HostError::Invalid(format!("{what}: {why}")))?;
         let location = match &spec.chart.source {
             wit::ChartSource::Repository(r) => ChartLocation::Repository {
                 url: r.url.clone(),
@@ -612,11 +711,12 @@ impl wit::Host for HelmCap<'_> {
         let releases = self.services.helm.releases.clone();
         let op = async {
             releases
-                .ensure(&cluster, &spec.namespace, &spec.name, &wanted, wake)
+                .ensure(&cluster, &spec.namespace, &spec.name, &wanted, &owner, wake)
                 .await
                 .map_err(|e| release_error(&what, e))
         };
-        Ok(to_report(within(&what, budget, op).await?))
+        let answer = within(&what, budget, op).await?;
+        Ok(to_report(answer))
     }
 
     async fn uninstall(
@@ -628,7 +728,9 @@ impl wit::Host for HelmCap<'_> {
             "uninstall Helm release {}",
             quoted(&spec.namespace, &spec.name)
         );
-        let scope = self.helm_scope(&ctx, &spec.kubeconfig, &spec.name, &spec.namespace, &what)?;
+        let release = (spec.name.as_str(), spec.namespace.as_str());
+        let scope = self.helm_scope(&ctx, &spec.kubeconfig, release, Reach::Cleanup, &what)?;
+        let owner = self.release_owner(&ctx, &spec.namespace, &spec.name)?;
         let (cluster, budget) = self
             .helm_cluster(&ctx, scope, &spec.kubeconfig, &what)
             .await?;
@@ -637,17 +739,17 @@ impl wit::Host for HelmCap<'_> {
         let op = async {
             releases
                 .uninstall(
-                    &cluster,
+                    (&cluster, &owner),
                     &spec.namespace,
                     &spec.name,
-                    settings(&spec.options),
-                    spec.keep_history,
+                    (settings(&spec.options), spec.keep_history),
                     wake,
                 )
                 .await
                 .map_err(|e| release_error(&what, e))
         };
-        Ok(to_report(within(&what, budget, op).await?))
+        let answer = within(&what, budget, op).await?;
+        Ok(to_report(answer))
     }
 
     async fn observe(
@@ -657,7 +759,8 @@ impl wit::Host for HelmCap<'_> {
         source: Option<wit::ReleaseSource>,
     ) -> Result<wit::Observation, HostFailure> {
         let what = format!("Helm release {}", quoted(&release.namespace, &release.name));
-        let scope = self.release_scope(&ctx, &release, &what)?;
+        let scope = self.release_scope(&ctx, &release, Reach::Spec, &what)?;
+        let owner = self.release_owner(&ctx, &release.namespace, &release.name)?;
         let (wanted, chart_version) = match &source {
             Some(source) => {
                 let r = self.release_source(&ctx, &what, source).await?;
@@ -674,11 +777,12 @@ impl wit::Host for HelmCap<'_> {
         let releases = self.services.helm.releases.clone();
         let op = async {
             releases
-                .observe(&cluster, &release.namespace, &release.name)
+                .observe(&cluster, &release.namespace, &release.name, &owner)
                 .await
                 .map_err(|e| release_error(&what, e))
         };
-        let observed = within(&what, budget, op).await?;
+        let answer = within(&what, budget, op).await?;
+        let observed = answer;
         Ok(to_observation(observed, wanted, chart_version))
     }
 
@@ -692,7 +796,8 @@ impl wit::Host for HelmCap<'_> {
             "drift of Helm release {}",
             quoted(&release.namespace, &release.name)
         );
-        let scope = self.release_scope(&ctx, &release, &what)?;
+        let scope = self.release_scope(&ctx, &release, Reach::Spec, &what)?;
+        let owner = self.release_owner(&ctx, &release.namespace, &release.name)?;
         let ignore: Vec<Ignore> = ignore.iter().map(drift_ignore).collect();
         let (cluster, budget) = self
             .helm_cluster(&ctx, scope, &release.kubeconfig, &what)
@@ -700,11 +805,12 @@ impl wit::Host for HelmCap<'_> {
         let releases = self.services.helm.releases.clone();
         let op = async {
             releases
-                .drift(&cluster, &release.namespace, &release.name, &ignore)
+                .drift(&cluster, &release.namespace, &release.name, &ignore, &owner)
                 .await
                 .map_err(|e| release_error(&what, e))
         };
-        let drifted = within(&what, budget, op).await?;
+        let answer = within(&what, budget, op).await?;
+        let drifted = answer;
         Ok(drifted
             .into_iter()
             .map(|d| wit::Drifted {
@@ -728,7 +834,14 @@ impl wit::Host for HelmCap<'_> {
         step: wit::Step,
     ) -> Result<wit::StepRecord, HostFailure> {
         let what = format!("Helm release {}", quoted(&release.namespace, &release.name));
-        let scope = self.release_scope(&ctx, &release, &what)?;
+        // Only an uninstall may go through a kubeconfig the plugin's status names: cleaning up a release this
+        // object made (the ownership check below holds it to that).
+        let reach = match step {
+            wit::Step::Uninstall(_) => Reach::Cleanup,
+            _ => Reach::Spec,
+        };
+        let scope = self.release_scope(&ctx, &release, reach, &what)?;
+        let owner = self.release_owner(&ctx, &release.namespace, &release.name)?;
         let request = match &step {
             wit::Step::Install(a) | wit::Step::Upgrade(a) => {
                 let wanted = self.apply_request(&ctx, &what, a).await?;
@@ -776,15 +889,24 @@ impl wit::Host for HelmCap<'_> {
         let (cluster, budget) = self
             .helm_cluster(&ctx, scope, &release.kubeconfig, &what)
             .await?;
+        self.take_start(&ctx, &what)?;
         let wake = self.helm_wake(&ctx)?;
         let releases = self.services.helm.releases.clone();
         let op = async {
             releases
-                .start(&cluster, &release.namespace, &release.name, request, wake)
+                .start(
+                    &cluster,
+                    &release.namespace,
+                    &release.name,
+                    request,
+                    &owner,
+                    wake,
+                )
                 .await
                 .map_err(|e| release_error(&what, e))
         };
-        Ok(running_record(within(&what, budget, op).await?))
+        let answer = within(&what, budget, op).await?;
+        Ok(running_record(answer))
     }
 
     async fn status(
@@ -795,16 +917,19 @@ impl wit::Host for HelmCap<'_> {
         namespace: String,
     ) -> Result<wit::ReleaseReport, HostFailure> {
         let what = format!("Helm release {}", quoted(&namespace, &name));
-        let scope = self.helm_scope(&ctx, &kubeconfig, &name, &namespace, &what)?;
+        let release = (name.as_str(), namespace.as_str());
+        let scope = self.helm_scope(&ctx, &kubeconfig, release, Reach::Spec, &what)?;
+        let owner = self.release_owner(&ctx, &namespace, &name)?;
         let (cluster, budget) = self.helm_cluster(&ctx, scope, &kubeconfig, &what).await?;
         let releases = self.services.helm.releases.clone();
         let op = async {
             releases
-                .status(&cluster, &namespace, &name)
+                .status(&cluster, &namespace, &name, &owner)
                 .await
                 .map_err(|e| release_error(&what, e))
         };
-        Ok(to_report(within(&what, budget, op).await?))
+        let answer = within(&what, budget, op).await?;
+        Ok(to_report(answer))
     }
 }
 

@@ -23,9 +23,29 @@ pub(super) struct SourceUrl {
 }
 
 impl SourceUrl {
-    /// Parses `scheme://authority/path`; only `http`, `https` and `oci`; no user-info, query or fragment (a
-    /// credential in a URL would end up in status and logs).
+    /// Parses `scheme://authority/path` into the form sources are compared in, refusing every spelling whose
+    /// meaning a server could see differently from this comparison:
+    /// * only `http`, `https` and `oci`; no user-info, query or fragment (a credential in a URL would end up in
+    ///   status and logs);
+    /// * the host lower-cased, without a trailing dot, and without the scheme's default port (443; 80 for http);
+    /// * each path segment percent-decoded; a segment that decodes to a separator (`%2f`, `%5c`), a `%` (double
+    ///   encoding), a control character or a dot segment (`.`, `..`, `%2e%2e`, `.%2E`, `..;x`) is refused, as is a
+    ///   backslash or anything outside ASCII: servers and proxies normalise those differently, so a source
+    ///   spelling one could lie inside an allowed prefix here and outside it on the wire.
     pub(super) fn parse(text: &str) -> Result<SourceUrl, String> {
+        if let Some(c) = text
+            .chars()
+            .find(|c| !c.is_ascii() || c.is_ascii_control() || c.is_ascii_whitespace())
+        {
+            return Err(format!(
+                "{text:?}: a chart source is printable ASCII without spaces (found {c:?})"
+            ));
+        }
+        if text.contains('\\') {
+            return Err(format!(
+                "{text:?}: a backslash is not allowed in a chart source"
+            ));
+        }
         let (scheme, rest) = text
             .split_once("://")
             .ok_or_else(|| format!("{text:?} is not an absolute URL"))?;
@@ -37,27 +57,17 @@ impl SourceUrl {
             return Err(format!("{text:?}: a chart source has no query or fragment"));
         }
         let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-        if authority.is_empty() {
-            return Err(format!("{text:?} has no host"));
-        }
-        if authority.contains('@') {
-            return Err(format!(
-                "{text:?}: credentials do not belong in a chart URL"
-            ));
-        }
-        let segments: Vec<String> = path
+        let authority =
+            normal_authority(&scheme, authority).map_err(|why| format!("{text:?}: {why}"))?;
+        let segments = path
             .split('/')
             .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect();
-        if segments.iter().any(|s| s == "." || s == "..") {
-            return Err(format!(
-                "{text:?}: `.` and `..` are not allowed in a chart source"
-            ));
-        }
+            .map(decoded_segment)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|why| format!("{text:?}: {why}"))?;
         Ok(SourceUrl {
             scheme,
-            authority: authority.to_ascii_lowercase(),
+            authority,
             segments,
         })
     }
@@ -67,6 +77,82 @@ impl SourceUrl {
             && self.authority == allowed.authority
             && self.segments.starts_with(&allowed.segments)
     }
+}
+
+/// The authority as sources are compared: lower-cased, no trailing dot on the host, no default port.
+fn normal_authority(scheme: &str, authority: &str) -> Result<String, String> {
+    if authority.is_empty() {
+        return Err("the URL has no host".into());
+    }
+    if authority.contains('@') {
+        return Err("credentials do not belong in a chart URL".into());
+    }
+    let allowed =
+        |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']');
+    if !authority.bytes().all(allowed) {
+        return Err(format!(
+            "the host {authority:?} may hold only letters, digits, '.', '-', and a port after ':'"
+        ));
+    }
+    let authority = authority.to_ascii_lowercase();
+    // A bracketed IPv6 literal keeps its colons; the port is what follows the last `]:` or the only `:`.
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((host, _)) if !host.ends_with(']') && host.contains(':') => (authority.as_str(), None),
+        Some((host, port)) => (host, Some(port)),
+        None => (authority.as_str(), None),
+    };
+    let host = host.strip_suffix('.').unwrap_or(host);
+    if host.is_empty() || host.starts_with('.') || host.contains("..") {
+        return Err(format!("{authority:?} is not a host name"));
+    }
+    let default = if scheme == "http" { "80" } else { "443" };
+    Ok(match port {
+        None => host.to_string(),
+        Some(p) if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) => {
+            return Err(format!("the port of {authority:?} is not a number"));
+        }
+        Some(p) if p.trim_start_matches('0') == default => host.to_string(),
+        Some(p) => format!("{host}:{}", p.trim_start_matches('0')),
+    })
+}
+
+/// One path segment, percent-decoded, refused when it could mean something else to a server.
+fn decoded_segment(raw: &str) -> Result<String, String> {
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| format!("the path segment {raw:?} has a malformed %-escape"))?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    let decoded = String::from_utf8(out)
+        .ok()
+        .filter(|d| d.is_ascii())
+        .ok_or_else(|| format!("the path segment {raw:?} does not decode to ASCII"))?;
+    if decoded.contains(['/', '\\', '%']) || decoded.bytes().any(|b| b.is_ascii_control()) {
+        return Err(format!(
+            "the path segment {raw:?} encodes a separator, a '%' or a control character"
+        ));
+    }
+    // `..;x` is `..` to servlet containers and some proxies (path parameters).
+    let bare = decoded.split(';').next().unwrap_or_default();
+    if bare == "." || bare == ".." {
+        return Err(format!(
+            "the path segment {raw:?} is a dot segment: `.` and `..` are not allowed in a chart source, however \
+             encoded"
+        ));
+    }
+    Ok(decoded)
 }
 
 impl ChartSources {
@@ -91,15 +177,28 @@ impl ChartSources {
         })
     }
 
+    /// These sources and `also`, a source the operator itself serves (`dev`'s chart repository on loopback); with
+    /// no sources configured every source stays allowed.
+    pub fn also_allowing(mut self, also: &str) -> Result<Self, String> {
+        if !self.allowed.is_empty() {
+            self.allowed.push(SourceUrl::parse(also)?);
+        }
+        Ok(self)
+    }
+
     /// Reach these OCI registries (`host:port`) over plain HTTP.
     pub fn with_plain_http<I, S>(mut self, registries: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
+        // Normalised as sources are, so `Registry:443` and `registry` name one registry.
         self.plain_http = registries
             .into_iter()
-            .map(|r| r.as_ref().to_ascii_lowercase())
+            .map(|r| {
+                let r = r.as_ref();
+                normal_authority("oci", r).unwrap_or_else(|_| r.to_ascii_lowercase())
+            })
             .collect();
         self
     }
@@ -146,6 +245,53 @@ mod tests {
         assert!(!allowed(&team, "https://charts.example.com/"));
         // With no sources configured, every well-formed source is allowed.
         assert!(ChartSources::any().allows(&SourceUrl::parse("oci://r.test/x").unwrap()));
+    }
+
+    #[test]
+    fn the_classic_path_bypass_spellings_are_refused_or_compared_decoded() {
+        let team = ["https://charts.example.com/team"];
+        // Dot segments and separators however encoded: refused outright, never compared.
+        for bad in [
+            "https://charts.example.com/team/%2e%2e/other",
+            "https://charts.example.com/team/%2E%2E/other",
+            "https://charts.example.com/team/.%2e/other",
+            "https://charts.example.com/team/%2e./other",
+            "https://charts.example.com/team/%2e/x",
+            "https://charts.example.com/team/..;/other",
+            "https://charts.example.com/team/%2e%2e;x/other",
+            "https://charts.example.com/team%2f..%2fother",
+            "https://charts.example.com/team%2F..%2Fother",
+            "https://charts.example.com/team/..%5cother",
+            "https://charts.example.com/team\\..\\other",
+            "https://charts.example.com/team/%252e%252e/other",
+            "https://charts.example.com/team/%00/x",
+            "https://charts.example.com/team/%e2%80%a4%e2%80%a4/other",
+            "https://charts.example.com/team/%zz",
+            "https://charts.example.com/team/x y",
+            "https://charts.example.com%2f@evil.test/team",
+            "https://charts.example.com%2eevil.test/team",
+            "oci://registry.example.com/team/%2e%2e/other/chart",
+        ] {
+            assert!(SourceUrl::parse(bad).is_err(), "{bad} must be refused");
+        }
+        // Harmless encodings and spellings compare as what they mean.
+        assert!(allowed(&team, "https://charts.example.com/%74eam/x"));
+        assert!(allowed(&team, "https://charts.example.com.:443/team/x"));
+        assert!(allowed(&team, "HTTPS://Charts.Example.COM:0443/team"));
+        assert!(!allowed(&team, "https://charts.example.com/%74eamx"));
+        assert!(!allowed(
+            &["oci://registry.example.com:5000/team"],
+            "oci://registry.example.com/team/x"
+        ));
+        assert!(allowed(
+            &["oci://registry.example.com/team"],
+            "oci://registry.example.com:443/team/x"
+        ));
+        // An allowed prefix spelled with an encoding allows what it means, and nothing more.
+        assert!(allowed(
+            &["https://charts.example.com/%74eam"],
+            "https://charts.example.com/team/x"
+        ));
     }
 
     #[test]

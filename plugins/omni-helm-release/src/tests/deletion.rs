@@ -489,6 +489,23 @@ fn a_host_that_cannot_uninstall_says_so_with_the_escape() {
 }
 
 #[test]
+fn a_release_that_is_not_this_objects_is_left_alone_and_the_object_released() {
+    // The host answers `conflict` when another object owns the release (or nobody does): nothing of this
+    // object's is there to uninstall, so the finalizer goes and no uninstall is started.
+    let why = "Helm release \"apps/podinfo\": Helm release apps/podinfo belongs to another object";
+    let (rec, done) = finalized(
+        mock(deleting("Uninstall"))
+            .with_secret(None, KUBECONFIG, kubeconfig())
+            .with_observation(Err(HostError::Conflict(why.into()))),
+    );
+    assert!(done, "the object must be released");
+    assert!(
+        starts(&rec).is_empty(),
+        "another object's release was uninstalled"
+    );
+}
+
+#[test]
 fn a_failed_uninstall_counted_before_a_start_that_failed_is_not_counted_again() {
     let failed = || {
         left(

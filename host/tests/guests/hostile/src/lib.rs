@@ -206,6 +206,106 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
                 Err(e) => err(e),
             }
         }
+        "helmInstall" | "helmStarts" => {
+            // Installs a chart of the attacker's choosing into kube-system (`helmInstall`), or starts distinct
+            // installs in a loop (`helmStarts`, `count` of them), through the kubeconfig `kubeconfig` names.
+            let count = if a["do"] == "helmStarts" { a["count"].as_u64().unwrap_or(1) } else { 1 };
+            let mut outcomes = Vec::new();
+            for i in 0..count {
+                let release = helm::ReleaseRef {
+                    kubeconfig: key_ref(&a["kubeconfig"]),
+                    name: if count == 1 { "loot".into() } else { format!("loot-{i}") },
+                    namespace: opt(a, "releaseNamespace").unwrap_or_else(|| "kube-system".into()),
+                };
+                let step = helm::Step::Install(helm::ApplyRequest {
+                    source: helm::ReleaseSource {
+                        chart: helm::ChartPull {
+                            location: helm::ChartLocation::Oci(text(a, "chart")),
+                            version: "1.0.0".into(),
+                            credentials: None,
+                            tls: None,
+                        },
+                        values: vec![helm::ValuesPart::Inline(match a["valuesBytes"].as_u64() {
+                            Some(n) => format!("{{\"x\":\"{}\"}}", "v".repeat(n as usize)),
+                            None => "{}".into(),
+                        })],
+                    },
+                    options: helm::ActionOptions {
+                        timeout_seconds: 60,
+                        wait: helm::WaitStrategy::Hooks,
+                        wait_for_jobs: false,
+                        disable_hooks: false,
+                    },
+                    crds: helm::CrdPolicy::Create,
+                    create_namespace: true,
+                    replace: false,
+                    force: false,
+                    cleanup_on_fail: false,
+                    rollback_on_failure: false,
+                    max_history: 0,
+                });
+                outcomes.push(match helm::start(ctx, &release, &step) {
+                    Ok(r) => json!({ "ok": r.id }),
+                    Err(e) => err(e),
+                });
+            }
+            if count == 1 {
+                outcomes.remove(0)
+            } else {
+                json!({ "started": outcomes.iter().filter(|o| o.get("ok").is_some()).count(),
+                    "last": outcomes.last().cloned().unwrap_or_default() })
+            }
+        }
+        "helmDrift" => {
+            let release = helm::ReleaseRef {
+                kubeconfig: key_ref(&a["kubeconfig"]),
+                name: text(a, "release"),
+                namespace: text(a, "releaseNamespace"),
+            };
+            match helm::detect_drift(ctx, &release, &[]) {
+                Ok(d) => json!({ "ok": d.len() }),
+                Err(e) => err(e),
+            }
+        }
+        "helmRead" => {
+            // Another object's release, through the kubeconfig both objects name.
+            let release = helm::ReleaseRef {
+                kubeconfig: key_ref(&a["kubeconfig"]),
+                name: text(a, "release"),
+                namespace: text(a, "releaseNamespace"),
+            };
+            match helm::observe(ctx, &release, None) {
+                Ok(o) => json!({ "ok": o.release.map(|r| r.current.status) }),
+                Err(e) => err(e),
+            }
+        }
+        "helmUninstall" => {
+            let release = helm::ReleaseRef {
+                kubeconfig: key_ref(&a["kubeconfig"]),
+                name: text(a, "release"),
+                namespace: text(a, "releaseNamespace"),
+            };
+            let step = helm::Step::Uninstall(helm::UninstallRequest {
+                options: helm::ActionOptions {
+                    timeout_seconds: 60,
+                    wait: helm::WaitStrategy::Hooks,
+                    wait_for_jobs: false,
+                    disable_hooks: true,
+                },
+                keep_history: false,
+                propagation: helm::DeletionPropagation::Background,
+            });
+            match helm::start(ctx, &release, &step) {
+                Ok(r) => json!({ "ok": r.id }),
+                Err(e) => err(e),
+            }
+        }
+        "workloadDelete" => {
+            match workload::delete_secret(ctx, &key_ref(&a["kubeconfig"]), &text(a, "targetNamespace"), &text(a, "targetName"), &owner(a)) {
+                Ok(r) => json!({ "ok": format!("{r:?}") }),
+                Err(e) => err(e),
+            }
+        }
         "helmObserve" => {
             // Values from a Secret the object does not name, through a kubeconfig it does: the Secret's data
             // would go to a cluster of the object's choosing.
@@ -244,6 +344,12 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
             // Points the object's own status at a Secret, for the next call to reach through `status.claimed`.
             ctx.set_status(&json!({ "releaseName": text(a, "name") }).to_string());
             json!({ "ok": "claimed" })
+        }
+        "badStatus" => {
+            // A status the CRD refuses: a string where the schema wants an integer, long enough that the API
+            // server's message quoting it passes an Event note's limit.
+            ctx.set_status(&json!({ "releaseRevision": "x".repeat(a["bytes"].as_u64().unwrap_or(8) as usize) }).to_string());
+            json!({ "ok": "written" })
         }
         "logHuge" => {
             let size = a["bytes"].as_u64().unwrap_or(0) as usize;
@@ -344,11 +450,33 @@ impl reconciler::Guest for Hostile {
 }
 
 impl validator::Guest for Hostile {
-    fn validate(_object: String, _old_object: Option<String>) -> validator::Verdict {
-        validator::Verdict {
-            errors: Vec::new(),
-            warnings: Vec::new(),
+    /// Answers what `spec.chart.values.validate` asks for: `errors` field errors (the first with a detail of
+    /// `detailBytes`), `warnings` warnings (the first of `warningBytes`), a `trap`, or a `spin` until the deadline.
+    fn validate(object: String, _old_object: Option<String>) -> validator::Verdict {
+        let object: Value = omni_plugin_sdk::serde_json::from_str(&object).unwrap_or_default();
+        let asked = &object["spec"]["chart"]["values"]["validate"];
+        if asked["trap"] == json!(true) {
+            panic!("validate traps on purpose");
         }
+        if asked["spin"] == json!(true) {
+            let mut n = 0u64;
+            loop {
+                n = std::hint::black_box(n.wrapping_add(1));
+            }
+        }
+        let count = |k: &str| asked[k].as_u64().unwrap_or(0) as usize;
+        let errors = (0..count("errors"))
+            .map(|i| validator::FieldError {
+                field: format!("spec.field{i}"),
+                type_: validator::FieldErrorType::Invalid,
+                value: None,
+                detail: if i == 0 { "d".repeat(count("detailBytes")) } else { "bad".into() },
+            })
+            .collect();
+        let warnings = (0..count("warnings"))
+            .map(|i| if i == 0 { "w".repeat(count("warningBytes")) } else { format!("warning {i}") })
+            .collect();
+        validator::Verdict { errors, warnings }
     }
 }
 

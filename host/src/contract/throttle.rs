@@ -1,7 +1,8 @@
-//! Token buckets by key. The controllers rate-limit what plugins make the host write per object (status writes
-//! and Events: a plugin that asks to be called back at once, or emits an Event on every call, must not turn the
-//! host into a flood of API writes), as Kubernetes' own event spam filter (`EventSourceObjectSpamFilter`: a burst
-//! of 25, then one every five minutes per source and object); a tenant's call-rate quota is one bucket.
+//! Token buckets by key, for every layer that bounds what a plugin makes the host do. The controllers rate-limit
+//! what plugins make the host write per object (status writes and Events: a plugin that asks to be called back at
+//! once, or emits an Event on every call, must not turn the host into a flood of API writes), as Kubernetes' own
+//! event spam filter (`EventSourceObjectSpamFilter`: a burst of 25, then one every five minutes per source and
+//! object); a tenant's call-rate quota is one bucket, and so are a plugin's Helm action budgets.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
