@@ -123,27 +123,45 @@ impl CallScope {
         namespace: &str,
         name: &str,
     ) -> Result<Owner, HostFailure> {
+        let o = self.reconciled(ctx)?;
+        let adopt = o
+            .adopt
+            .is_some_and(|wanted| wanted == format!("{namespace}/{name}"));
+        Ok(Owner::new(
+            &o.group,
+            &o.kind,
+            &o.namespace,
+            &o.name,
+            &o.uid,
+            adopt,
+        ))
+    }
+
+    /// Who the call reconciles, as `helm` keys releases, budgets and wake-ups by it.
+    fn reconciled(&self, ctx: &Resource<CallContext>) -> Result<Reconciled, HostFailure> {
         let object = self.table.get(ctx)?.object_value();
         let text = |path: &str| {
             object
                 .pointer(path)
                 .and_then(Value::as_str)
                 .unwrap_or_default()
+                .to_string()
         };
-        let group = text("/apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
-        let adopt = object
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(ADOPT_ANNOTATION))
-            .and_then(Value::as_str)
-            .is_some_and(|wanted| wanted == format!("{namespace}/{name}"));
-        Ok(Owner::new(
+        let group = text("/apiVersion")
+            .rsplit_once('/')
+            .map_or(String::new(), |(g, _)| g.to_string());
+        Ok(Reconciled {
             group,
-            text("/kind"),
-            text("/metadata/namespace"),
-            text("/metadata/name"),
-            text("/metadata/uid"),
-            adopt,
-        ))
+            kind: text("/kind"),
+            namespace: text("/metadata/namespace"),
+            name: text("/metadata/name"),
+            uid: text("/metadata/uid"),
+            adopt: object
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(ADOPT_ANNOTATION))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        })
     }
 
     /// The workload cluster behind the kubeconfig Secret of a checked scope, and the time left for the call.
@@ -404,19 +422,8 @@ impl CallScope {
             ))
             .into());
         }
-        let object = self.table.get(ctx)?.object_value();
-        let text = |path: &str| {
-            object
-                .pointer(path)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-        };
-        let key = format!(
-            "{}/{}/{}",
-            text("/kind"),
-            text("/metadata/namespace"),
-            text("/metadata/name")
-        );
+        let o = self.reconciled(ctx)?;
+        let key = format!("{}/{}/{}", o.kind, o.namespace, o.name);
         if let Err(wait) =
             self.services
                 .helm
@@ -435,25 +442,30 @@ impl CallScope {
 
     /// Wakes the reconciled object when a background action it started ends.
     fn helm_wake(&self, ctx: &Resource<CallContext>) -> Result<releases::Wake, HostFailure> {
-        let object = self.table.get(ctx)?.object_value();
-        let text = |path: &str| {
-            object
-                .pointer(path)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        };
-        let api_version = text("/apiVersion");
-        let group = api_version
-            .rsplit_once('/')
-            .map_or(String::new(), |(g, _)| g.to_string());
-        let (kind, name) = (text("/kind"), text("/metadata/name"));
-        let namespace = Some(text("/metadata/namespace")).filter(|ns| !ns.is_empty());
+        let Reconciled {
+            group,
+            kind,
+            namespace,
+            name,
+            ..
+        } = self.reconciled(ctx)?;
+        let namespace = Some(namespace).filter(|ns| !ns.is_empty());
         let wakeups = self.services.helm.wakeups.clone();
         Ok(Arc::new(move || {
             wakeups.wake(&group, &kind, (namespace.clone(), name.clone()));
         }))
     }
+}
+
+/// The reconciled object, as `helm` names it.
+struct Reconciled {
+    group: String,
+    kind: String,
+    namespace: String,
+    name: String,
+    uid: String,
+    /// The release its user asked to adopt (`namespace/name`), if any.
+    adopt: Option<String>,
 }
 
 /// What a release source resolves to.

@@ -184,28 +184,6 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
                 Err(e) => err(e),
             }
         }
-        "helmStart" => {
-            // A step of the attacker's choosing, through a kubeconfig the object does not name.
-            let release = helm::ReleaseRef {
-                kubeconfig: key_ref(&a["kubeconfig"]),
-                name: "loot".into(),
-                namespace: "kube-system".into(),
-            };
-            let step = helm::Step::Uninstall(helm::UninstallRequest {
-                options: helm::ActionOptions {
-                    timeout_seconds: 60,
-                    wait: helm::WaitStrategy::Hooks,
-                    wait_for_jobs: false,
-                    disable_hooks: true,
-                },
-                keep_history: false,
-                propagation: helm::DeletionPropagation::Background,
-            });
-            match helm::start(ctx, &release, &step) {
-                Ok(r) => json!({ "ok": r.id }),
-                Err(e) => err(e),
-            }
-        }
         "helmInstall" | "helmStarts" => {
             // Installs a chart of the attacker's choosing into kube-system (`helmInstall`), or starts distinct
             // installs in a loop (`helmStarts`, `count` of them), through the kubeconfig `kubeconfig` names.
@@ -279,11 +257,12 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
                 Err(e) => err(e),
             }
         }
-        "helmUninstall" => {
+        "helmStart" | "helmUninstall" => {
+            // An uninstall (by default of kube-system's `loot`) through the kubeconfig `kubeconfig` names.
             let release = helm::ReleaseRef {
                 kubeconfig: key_ref(&a["kubeconfig"]),
-                name: text(a, "release"),
-                namespace: text(a, "releaseNamespace"),
+                name: opt(a, "release").unwrap_or_else(|| "loot".into()),
+                namespace: opt(a, "releaseNamespace").unwrap_or_else(|| "kube-system".into()),
             };
             let step = helm::Step::Uninstall(helm::UninstallRequest {
                 options: helm::ActionOptions {
