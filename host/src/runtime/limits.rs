@@ -19,6 +19,9 @@ pub struct CallLimits {
     pub stdio_bytes: usize,
     /// Entries into the host (contract functions and WASI alike) one call may make.
     pub max_host_calls: u64,
+    /// Entries into the host the plugin may make per second across all its calls, sustained; bursts of four
+    /// seconds' worth ([`HostCallRate`]).
+    pub host_calls_per_second: u64,
     pub outputs: OutputBounds,
 }
 
@@ -30,6 +33,7 @@ impl Default for CallLimits {
             max_concurrent: 32,
             stdio_bytes: 64 * 1024,
             max_host_calls: 10_000,
+            host_calls_per_second: 50_000,
             outputs: OutputBounds::default(),
         }
     }
@@ -43,6 +47,77 @@ pub(crate) const MAX_TABLES: usize = 32;
 pub(crate) const MAX_INSTANCES: usize = 32;
 /// What one table element is counted as against the memory cap (a function reference in the host).
 const TABLE_ELEMENT_BYTES: usize = 16;
+
+/// The longest a call waits for its plugin's host-call budget to recover before it is refused.
+pub(crate) const MAX_HOST_CALL_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A plugin's host-call rate across all its calls: each call's host calls are charged when it ends, and a call
+/// that starts while the plugin is in debt waits until the debt is paid (slowed), or is refused when that would
+/// take longer than [`MAX_HOST_CALL_WAIT`]. One budget per loaded version, so a plugin looping on host calls in
+/// every call slows only itself. Charging after the call keeps the per-host-call path free of locks.
+#[derive(Debug)]
+pub(crate) struct HostCallRate {
+    per_second: f64,
+    burst: f64,
+    /// Tokens (negative: debt) as of `.1`.
+    state: std::sync::Mutex<(f64, std::time::Instant)>,
+}
+
+impl HostCallRate {
+    pub(crate) fn new(per_second: u64) -> Self {
+        let per_second = per_second.max(1) as f64;
+        HostCallRate {
+            per_second,
+            burst: per_second * 4.0,
+            state: std::sync::Mutex::new((per_second * 4.0, std::time::Instant::now())),
+        }
+    }
+
+    fn tokens(
+        &self,
+        now: std::time::Instant,
+    ) -> std::sync::MutexGuard<'_, (f64, std::time::Instant)> {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let earned = now.saturating_duration_since(state.1).as_secs_f64() * self.per_second;
+        *state = ((state.0 + earned).min(self.burst), now);
+        state
+    }
+
+    /// How long a call starting now must wait for the debt to be paid; zero when there is none.
+    pub(crate) fn wait(&self, now: std::time::Instant) -> std::time::Duration {
+        let state = self.tokens(now);
+        if state.0 >= 0.0 {
+            std::time::Duration::ZERO
+        } else {
+            std::time::Duration::from_secs_f64(-state.0 / self.per_second)
+        }
+    }
+
+    /// Charges the host calls a call made. The debt is capped at one burst, so a plugin is never locked out
+    /// for longer than the burst takes to earn back.
+    pub(crate) fn charge(&self, calls: u64, now: std::time::Instant) {
+        let mut state = self.tokens(now);
+        state.0 = (state.0 - calls as f64).max(-self.burst);
+    }
+
+    pub(crate) fn per_second(&self) -> u64 {
+        self.per_second as u64
+    }
+}
+
+/// A call refused because its plugin used up its host-call rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "was refused a call: it has used up its host-call rate ({per_second} per second across its calls; the budget \
+     recovers in {wait_ms} ms)"
+)]
+pub(crate) struct HostCallRateExceeded {
+    pub(crate) per_second: u64,
+    pub(crate) wait_ms: u128,
+}
 
 /// A memory or table growth past the cap. A typed error (rather than `StoreLimits`' message) so the call is
 /// classified as out-of-memory without matching on text.
@@ -134,6 +209,30 @@ impl ResourceLimiter for MemoryLimiter {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn host_calls_past_the_rate_are_a_debt_the_next_calls_wait_for() {
+        use super::HostCallRate;
+        use std::time::{Duration, Instant};
+        let rate = HostCallRate::new(1000);
+        let t0 = Instant::now();
+        assert_eq!(rate.wait(t0), Duration::ZERO);
+        rate.charge(3000, t0);
+        assert_eq!(rate.wait(t0), Duration::ZERO, "within the burst");
+        rate.charge(3000, t0);
+        assert_eq!(rate.wait(t0), Duration::from_secs(2));
+        assert_eq!(
+            rate.wait(t0 + Duration::from_millis(1500)),
+            Duration::from_millis(500)
+        );
+        assert_eq!(rate.wait(t0 + Duration::from_secs(2)), Duration::ZERO);
+        // The debt is capped at one burst.
+        rate.charge(1_000_000, t0 + Duration::from_secs(2));
+        assert_eq!(
+            rate.wait(t0 + Duration::from_secs(2)),
+            Duration::from_secs(4)
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -18,7 +18,9 @@ use super::Shared;
 use super::cache::{CompiledFrom, Digest};
 use super::error::{self, ErrorKind, Failure, PluginError};
 use super::imports;
-use super::limits::{CallLimits, MAX_MEMORIES, MAX_TABLES};
+use super::limits::{
+    CallLimits, HostCallRate, HostCallRateExceeded, MAX_HOST_CALL_WAIT, MAX_MEMORIES, MAX_TABLES,
+};
 use super::native::NativePlugin;
 use super::store::HostState;
 use super::types::{Info, ReconcileError, Verdict};
@@ -147,6 +149,8 @@ pub(super) struct Executor {
     pub(super) limits: CallLimits,
     /// Per-plugin concurrency, so one busy plugin cannot take every global permit.
     permits: Semaphore,
+    /// Host calls across all calls of this version.
+    host_call_rate: HostCallRate,
 }
 
 /// What runs the plugin's logic.
@@ -510,6 +514,7 @@ impl Executor {
             grants: Arc::new(grants),
             secret_fields: Arc::from([]),
             permits: Semaphore::new(limits.max_concurrent.max(1)),
+            host_call_rate: HostCallRate::new(limits.host_calls_per_second),
             limits,
             shared,
         }
@@ -541,6 +546,25 @@ impl Executor {
                 "was called while the host is shutting down",
             )
         };
+        // A plugin in debt on its host-call rate waits for it (slowed), or is refused when that would take too
+        // long. Before the permits, so a slowed call holds none. The refusal is classified like a trap, so it
+        // is reported on the object and counted.
+        let wait = self.host_call_rate.wait(Instant::now());
+        if wait > MAX_HOST_CALL_WAIT {
+            let refused = HostCallRateExceeded {
+                per_second: self.host_call_rate.per_second(),
+                wait_ms: wait.as_millis(),
+            };
+            return Err(PluginError::new(
+                &self.name,
+                ErrorKind::TooManyHostCalls,
+                refused.to_string(),
+            ));
+        }
+        if !wait.is_zero() {
+            tracing::debug!(plugin = %self.name, wait_ms = wait.as_millis(), "call slowed: the plugin is over its host-call rate");
+            tokio::time::sleep(wait).await;
+        }
         let _host_permit = self.shared.permits.acquire().await.map_err(closed)?;
         let _plugin_permit = self.permits.acquire().await.map_err(closed)?;
         match &self.code {
@@ -578,6 +602,10 @@ impl Executor {
         let outcome = tokio::time::timeout(limits.timeout, run).await;
 
         let state = store.data_mut();
+        // Charged when the call ends, trapped or not (a call its caller abandons is not charged; its own cap of
+        // host calls still bounds it).
+        self.host_call_rate
+            .charge(state.host_calls(), Instant::now());
         let stdio = state.drain_stdio();
         let mut outputs = close_context(state, context);
         outputs.logs.extend(stdio);

@@ -104,6 +104,11 @@ impl HostState {
         }
     }
 
+    /// Calls into the host this call made so far.
+    pub(crate) fn host_calls(&self) -> u64 {
+        self.host_calls
+    }
+
     /// Captured stdout and stderr as log lines, emitted to tracing with the plugin's name.
     pub(crate) fn drain_stdio(&self) -> Vec<LogLine> {
         let mut lines = Vec::new();

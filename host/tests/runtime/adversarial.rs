@@ -1043,3 +1043,64 @@ async fn validate_answers_are_bounded_and_one_kinds_flood_leaves_another_kinds_a
         "abandoned validate calls were not counted: {spun:?}"
     );
 }
+
+/// A plugin looping on host calls in every call runs up a debt on its host-call rate: its next calls are slowed
+/// until the debt is paid, refused (and classified, so reported and counted) when that would take too long, and
+/// served again once it is paid. Its own calls only: the budget is the plugin's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_looping_on_host_calls_is_slowed_then_refused_and_reported() {
+    let limits = omni_operator::runtime::CallLimits {
+        host_calls_per_second: 1000,
+        ..Default::default()
+    };
+    let plugin = try_load("hostile", hostile_grants(&[]), Some(limits))
+        .await
+        .expect("the hostile plugin loads");
+    let object = release("x", "none", json!([{"do": "spin", "calls": 3000}]));
+    let object =
+        omni_operator::capabilities::CallObject::parse(object.to_string()).expect("object");
+    let services = HostServices::default();
+    // Two calls of 3,000 host calls each: the first within the burst (4,000), the second into debt.
+    for _ in 0..2 {
+        plugin
+            .reconcile(&object, &services)
+            .await
+            .expect("within the rate");
+    }
+    let refused = match plugin.reconcile(&object, &services).await {
+        Err(CallError::Aborted(e)) => e,
+        Err(other) => panic!("refused for another reason: {other}"),
+        Ok(_) => panic!("a plugin two seconds in debt was called at once"),
+    };
+    assert_eq!(refused.kind(), ErrorKind::TooManyHostCalls);
+    assert!(
+        refused
+            .to_string()
+            .contains("has used up its host-call rate (1000 per second"),
+        "{refused}"
+    );
+    let figures = plugin.usage().figures();
+    assert!(
+        figures
+            .traps_by_class
+            .iter()
+            .any(|(class, n)| *class == "PluginTooManyHostCalls" && *n > 0),
+        "{figures:?}"
+    );
+    // Once the debt is within a second, calls are slowed rather than refused, and then served.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match plugin.reconcile(&object, &services).await {
+            Ok(_) => break,
+            Err(CallError::Aborted(e)) if e.kind() == ErrorKind::TooManyHostCalls => {}
+            Err(other) => panic!("{other}"),
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the plugin was never served again"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Another plugin's calls were never affected.
+    echo_still_serves().await;
+}
