@@ -1104,3 +1104,45 @@ async fn a_plugin_looping_on_host_calls_is_slowed_then_refused_and_reported() {
     // Another plugin's calls were never affected.
     echo_still_serves().await;
 }
+
+/// Admission is under the tenant's quota as reconciles are: a binding allowed one call a second (bursts of two)
+/// gets its third review in a row answered as undecided, naming the quota, without its plugin being called.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reviews_count_against_the_tenants_call_quota() {
+    use omni_operator::admission::{FailurePolicy, Webhooks};
+    use omni_operator::runtime::{PluginRegistry, Quota};
+    use std::sync::Arc;
+
+    let quota = Quota {
+        concurrency: None,
+        calls_per_second: Some(1),
+    };
+    let plugin = support::runtime()
+        .load(hostile(&[]).quota(quota))
+        .await
+        .expect("the hostile plugin loads");
+    let registry = Arc::new(PluginRegistry::new());
+    registry.install(plugin.clone());
+    let webhooks = Webhooks::new(registry, Duration::from_secs(5), FailurePolicy::Fail);
+    let mut answers = Vec::new();
+    for i in 0..3 {
+        let (path, body) = review_of(&plugin, &format!("u-{i}"), json!({}));
+        answers.push(webhooks.answer(&path, &body).await.1);
+    }
+    assert_eq!(answers[0]["response"]["allowed"], true, "{}", answers[0]);
+    assert_eq!(answers[1]["response"]["allowed"], true, "{}", answers[1]);
+    let refused = &answers[2]["response"];
+    assert_eq!(refused["allowed"], false, "{refused}");
+    assert!(
+        refused["status"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("is over its tenant's quota")),
+        "{refused}"
+    );
+    assert_eq!(
+        plugin.usage().figures().calls,
+        2,
+        "the refused review called the plugin"
+    );
+    assert!(plugin.usage().figures().quota_hits >= 1);
+}
