@@ -136,6 +136,26 @@ impl Env {
         self.kubectl(&["apply", "-f", "-"], yaml);
     }
 
+    /// Widget 1.0 and the flaky 3.0 pushed and signed, and 1.0 served everywhere through a cluster-wide binding,
+    /// its Plugin carrying `rollout`. Returns both digests.
+    async fn widget_serving_v1(&self, rollout: &str) -> (String, String) {
+        let v1 = self.push("widget", "1.0", Some(&self.private_key)).await;
+        let v3 = self
+            .push("widget_flaky", "3.0", Some(&self.private_key))
+            .await;
+        let host = &self.registry.host;
+        self.kubectl_apply(&plugin_yaml(
+            "widget",
+            &format!("oci://{host}/plugins/widget@{v1}"),
+            rollout,
+        ));
+        // A cluster-wide default binding.
+        self.kubectl_apply(&format!(
+            "apiVersion: {PLATFORM}\nkind: ClusterPluginBinding\nmetadata:\n  name: widget\nspec:\n  plugin: widget\n  grants: [clock]\n"
+        ));
+        (v1, v3)
+    }
+
     fn plugin(&self, name: &str) -> Value {
         self.sim
             .get(PLATFORM, "Plugin", "", name)
@@ -416,21 +436,9 @@ async fn signed_plugins_bound_with_kubectl_serve_their_namespaces_and_bad_artifa
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_that_traps_on_half_its_objects_is_rolled_back_with_events() {
     let env = start().await;
-    let v1 = env.push("widget", "1.0", Some(&env.private_key)).await;
-    let v3 = env
-        .push("widget_flaky", "3.0", Some(&env.private_key))
-        .await;
-    let host = env.registry.host.clone();
     let rollback = "  rollout:\n    rollback: {failurePercent: 30, minCalls: 4, window: 5m}\n";
-    env.kubectl_apply(&plugin_yaml(
-        "widget",
-        &format!("oci://{host}/plugins/widget@{v1}"),
-        rollback,
-    ));
-    // A cluster-wide default binding.
-    env.kubectl_apply(&format!(
-        "apiVersion: {PLATFORM}\nkind: ClusterPluginBinding\nmetadata:\n  name: widget\nspec:\n  plugin: widget\n  grants: [clock]\n"
-    ));
+    let (v1, v3) = env.widget_serving_v1(rollback).await;
+    let host = env.registry.host.clone();
     for i in 0..10 {
         env.control_plane("team-a", &format!("cp-{i}")).await;
     }
@@ -526,6 +534,68 @@ async fn a_canary_serves_its_namespace_first_and_then_every_object() {
         "a Normal Event when the canary starts"
     );
     assert!(!env.events("CanaryPromoted").is_empty());
+}
+
+/// A canary is judged on every export: a version whose `validate` traps (and nothing else runs in the canary's
+/// namespace, so no reconcile is there to fail) is rolled back, not promoted when its duration ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_canary_whose_validate_traps_is_rolled_back_not_promoted() {
+    use omni_operator::admission::{FailurePolicy, Webhooks};
+    use omni_operator::runtime::KindKey;
+
+    let env = start().await;
+    let rollout = "  rollout:\n    canary: {namespaces: [team-b], duration: 15s}\n    rollback: {failurePercent: 30, minCalls: 4, window: 5m}\n";
+    let (v1, v3) = env.widget_serving_v1(rollout).await;
+    let host = env.registry.host.clone();
+    eventually(&env, "v1 serving", || {
+        env.plugin("widget")["status"]["digest"] == v1.as_str()
+    })
+    .await;
+    env.kubectl_apply(&plugin_yaml(
+        "widget",
+        &format!("oci://{host}/plugins/widget@{v3}"),
+        rollout,
+    ));
+    let registry = env._host.registry().clone();
+    let kind = KindKey::new("omni.texashpc.com", "OmniControlPlane");
+    eventually(&env, "the canary routing team-b's reviews", || {
+        registry
+            .serving(&kind, Some("team-b"), "u")
+            .is_some_and(|p| p.info().version == "v3")
+    })
+    .await;
+    // Reviews of team-b objects with odd names: the canary's validate traps on each.
+    let webhooks = Webhooks::new(registry, Duration::from_secs(5), FailurePolicy::Fail);
+    let path = omni_operator::admission::validate_path(
+        "omni.texashpc.com",
+        "v1alpha1",
+        "OmniControlPlane",
+    );
+    for i in 0..8 {
+        let name = format!("cp-{}", 2 * i + 1);
+        let review = json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": format!("u-{i}"), "kind": {"group": "omni.texashpc.com", "version": "v1alpha1",
+                    "kind": "OmniControlPlane"},
+                "name": name, "namespace": "team-b", "operation": "CREATE",
+                "object": {"apiVersion": "omni.texashpc.com/v1alpha1", "kind": "OmniControlPlane",
+                    "metadata": {"name": name, "namespace": "team-b", "uid": format!("u-{i}")},
+                    "spec": {"clusterRef": {"name": "edge"}}}},
+        });
+        let (_, answer) = webhooks.answer(&path, review.to_string().as_bytes()).await;
+        assert_eq!(answer["response"]["status"]["code"], 500, "{answer}");
+    }
+    eventually(&env, "the canary rolled back", || {
+        is(&env.plugin("widget"), "Degraded", "True", "RolledBack")
+    })
+    .await;
+    let plugin = env.plugin("widget");
+    assert_eq!(plugin["status"]["digest"], v1.as_str(), "{plugin:#}");
+    assert!(plugin["status"].get("canaryDigest").is_none(), "{plugin:#}");
+    assert!(
+        env.events("CanaryPromoted").is_empty(),
+        "a failing canary was promoted"
+    );
 }
 
 /// Fair scheduling between tenants: team-a's plugin spins on every object until the host's 5 s call deadline
