@@ -10,7 +10,9 @@
 //! * a failed action is retried with a growing delay, at once when what is wanted changes;
 //! * a revision left `pending-*` by an action that died with its process (no action of this host runs for it,
 //!   and this host's own last action on it has ended, or it is older than its timeout allows) is marked `failed`,
-//!   so the next action can proceed.
+//!   so the next action can proceed;
+//! * a release belongs to the object that made it ([`Owner`]): every call reads the release's owner stamp first
+//!   and acts only for that object, so one object's plugin can neither read, upgrade nor uninstall another's.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -1,8 +1,9 @@
 //! `helm`: Helm releases in workload clusters, converged in the background ([`Releases`]). The checks at the
-//! top of each call are the grant: `helm` granted; the kubeconfig Secret named by the object (as for
-//! `workload`); the chart from a source the operator allows ([`ChartSources`]). The kubeconfig goes from the
-//! management cluster to the Helm worker without passing through the plugin, and the report carries no
-//! credential.
+//! top of each call are the grant: `helm` granted; the kubeconfig Secret named by the object's spec (for an
+//! uninstall, also by its status: [`super::reach`]); the chart from a source the operator allows
+//! ([`ChartSources`]); the values and the actions within their budgets ([`limits`]). The release itself must be
+//! the object's own ([`Owner`]). The kubeconfig goes from the management cluster to the Helm worker without
+//! passing through the plugin, and the report carries no credential.
 
 use std::sync::Arc;
 
