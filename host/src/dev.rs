@@ -44,6 +44,8 @@ pub struct DevOptions {
     /// The operator's chart-source policy (`--helm-chart-source`), enforced as `run` enforces it; the chart
     /// repository `dev` serves itself is added to a restricted policy.
     pub chart_sources: crate::capabilities::ChartSources,
+    /// The workload-cluster namespaces releases may live in (`--helm-target-namespace`).
+    pub target_namespaces: crate::capabilities::TargetNamespaces,
     /// Directories of chart directories (`examples/charts`) to serve as a chart repository on loopback; the
     /// applied OmniHelmReleases naming one of those charts are pointed at it.
     pub charts: Vec<PathBuf>,
@@ -192,6 +194,7 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
         helm: crate::capabilities::HelmServices {
             releases: releases.clone(),
             sources,
+            namespaces: opts.target_namespaces.clone(),
             ..Default::default()
         },
         metrics,

@@ -89,6 +89,15 @@ struct HelmArgs {
         global = true
     )]
     helm_plain_http_registries: Vec<String>,
+    /// A workload-cluster namespace Helm releases may live in (repeatable, or comma-separated in the environment
+    /// variable): a release elsewhere (`kube-system`, say) is refused. Without any, every namespace is allowed.
+    #[arg(
+        long = "helm-target-namespace",
+        env = "HELM_TARGET_NAMESPACES",
+        value_delimiter = ',',
+        global = true
+    )]
+    helm_target_namespaces: Vec<String>,
 }
 
 impl HelmArgs {
@@ -114,6 +123,12 @@ impl HelmArgs {
         )
     }
 
+    /// The namespaces releases may live in, the same for `run` and `dev`.
+    fn namespaces(&self) -> anyhow::Result<omni_operator::capabilities::TargetNamespaces> {
+        omni_operator::capabilities::TargetNamespaces::only(&self.helm_target_namespaces)
+            .map_err(|e| anyhow::anyhow!("--helm-target-namespace: {e}"))
+    }
+
     fn services(
         &self,
         setup: &omni_operator::helm::HelmSetup,
@@ -121,6 +136,7 @@ impl HelmArgs {
         Ok(omni_operator::capabilities::HelmServices {
             releases: std::sync::Arc::new(setup.releases()),
             sources: self.sources()?,
+            namespaces: self.namespaces()?,
             ..Default::default()
         })
     }
@@ -680,6 +696,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 template_roots: cli.omni.template_roots()?,
                 helm: cli.helm.worker()?,
                 chart_sources: cli.helm.sources()?,
+                target_namespaces: cli.helm.namespaces()?,
                 charts: serve_charts,
             };
             let settled = omni_operator::dev::run(opts).await?;

@@ -119,26 +119,43 @@ fn dev_reports_what_did_not_settle_and_fails() {
     );
 }
 
-/// `dev` enforces `--helm-chart-source` as `run` does: the quickstart's release names a repository outside the
-/// allowed source, so its chart is refused (and the release never settles); a source spelled with an encoded
-/// dot segment is refused at start, naming the flag.
+/// `dev` enforces `--helm-chart-source` and `--helm-target-namespace` as `run` does: the quickstart's release
+/// names a repository outside the allowed source, or goes into a namespace outside the allowed ones, so it is
+/// refused (and never settles); a source spelled with an encoded dot segment is refused at start, naming the flag.
 #[test]
 fn dev_enforces_the_chart_source_policy() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = bin()
-        .args(["--cache-dir"])
-        .arg(dir.path().join("cache"))
-        .args(["--helm-chart-source", "https://charts.allowed.test/stable"])
-        .args(["dev", "--exit-when-settled", "--timeout", "30", "--apply"])
-        .arg(examples())
-        .arg("--kubeconfig-out")
-        .arg(dir.path().join("kc"))
-        .output()
-        .expect("omni-operator runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    // The quickstart under a policy flag: it never settles, and what dev prints says why.
+    let refused = |flag: &str, value: &str| {
+        let out = bin()
+            .args(["--cache-dir"])
+            .arg(dir.path().join("cache"))
+            .args([flag, value])
+            .args(["dev", "--exit-when-settled", "--timeout", "30", "--apply"])
+            .arg(examples())
+            .arg("--kubeconfig-out")
+            .arg(dir.path().join("kc"))
+            .output()
+            .expect("omni-operator runs");
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let stdout = refused("--helm-chart-source", "https://charts.allowed.test/stable");
     assert!(
         stdout.contains("chart source \"https://charts.example.com/omni-operator\" is not among the operator's allowed chart sources (https://charts.allowed.test/stable)"),
+        "{stdout}"
+    );
+    // Releases only in the namespaces the operator allows: the quickstart's goes into `apps`.
+    let stdout = refused("--helm-target-namespace", "web");
+    assert!(
+        stdout.contains(
+            "namespace \"apps\" is not among the operator's allowed target namespaces (web)"
+        ),
         "{stdout}"
     );
     let out = bin()

@@ -40,7 +40,9 @@ pub use crate::contract::{
 };
 pub use clock::{Clock, FixedClock, SystemClock, rfc3339_seconds};
 pub use files::{MAX_FILE_BYTES, TemplateRoots};
-pub use helm::{ActionBudget, ChartSources, HelmServices, MAX_VALUES_BYTES, STARTS_PER_CALL};
+pub use helm::{
+    ActionBudget, ChartSources, HelmServices, MAX_VALUES_BYTES, STARTS_PER_CALL, TargetNamespaces,
+};
 
 pub(crate) use clock::ClockCap;
 pub(crate) use context::ContextCap;

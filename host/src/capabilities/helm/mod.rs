@@ -32,8 +32,8 @@ mod sources;
 mod values;
 
 pub use limits::{ActionBudget, MAX_VALUES_BYTES, STARTS_PER_CALL};
-pub use sources::ChartSources;
 use sources::SourceUrl;
+pub use sources::{ChartSources, TargetNamespaces};
 
 /// Helm refuses release names longer than this (its DNS-1123 rule plus room for revision suffixes).
 const MAX_RELEASE_NAME: usize = 53;
@@ -44,6 +44,8 @@ const MAX_RELEASE_NAME: usize = 53;
 pub struct HelmServices {
     pub releases: Arc<Releases>,
     pub sources: ChartSources,
+    /// The workload-cluster namespaces releases may live in.
+    pub namespaces: TargetNamespaces,
     pub wakeups: Arc<Wakeups>,
     /// How many actions each plugin and object may start.
     pub budget: Arc<ActionBudget>,
@@ -54,6 +56,7 @@ impl Default for HelmServices {
         HelmServices {
             releases: Arc::new(Releases::new(None, "this host runs no Helm")),
             sources: ChartSources::any(),
+            namespaces: TargetNamespaces::default(),
             wakeups: Arc::default(),
             budget: Arc::default(),
         }
@@ -95,6 +98,13 @@ impl CallScope {
         )?;
         check_release_name(name).map_err(|why| HostError::Invalid(format!("{what}: {why}")))?;
         check_namespace(namespace).map_err(|why| HostError::Invalid(format!("{what}: {why}")))?;
+        if !self.services.helm.namespaces.allows(namespace) {
+            let reason = format!(
+                "namespace {namespace:?} is not among the operator's allowed target namespaces ({})",
+                self.services.helm.namespaces.describe()
+            );
+            return Err(self.denied(Capability::Helm, what, &reason).into());
+        }
         Ok(scope)
     }
 

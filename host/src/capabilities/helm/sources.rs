@@ -14,6 +14,40 @@ pub struct ChartSources {
     plain_http: Vec<String>,
 }
 
+/// The workload-cluster namespaces releases may live in (`--helm-target-namespace`): the operator's policy, like
+/// the chart sources. With none configured every namespace is allowed, as the Go operator allowed every one.
+#[derive(Debug, Clone, Default)]
+pub struct TargetNamespaces {
+    allowed: Vec<String>,
+}
+
+impl TargetNamespaces {
+    /// Only these namespaces; each must be a namespace name.
+    pub fn only<I, S>(namespaces: I) -> Result<Self, String>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let allowed = namespaces
+            .into_iter()
+            .map(|n| {
+                let n = n.as_ref();
+                super::check_namespace(n).map(|()| n.to_string())
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(TargetNamespaces { allowed })
+    }
+
+    pub(super) fn allows(&self, namespace: &str) -> bool {
+        self.allowed.is_empty() || self.allowed.iter().any(|a| a == namespace)
+    }
+
+    /// The allowed namespaces, for messages.
+    pub(super) fn describe(&self) -> String {
+        self.allowed.join(", ")
+    }
+}
+
 /// A chart location split for comparison: scheme, authority (host and port, lower-cased) and path segments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct SourceUrl {
@@ -292,6 +326,17 @@ mod tests {
             &["https://charts.example.com/%74eam"],
             "https://charts.example.com/team/x"
         ));
+    }
+
+    #[test]
+    fn target_namespaces_are_whole_names_and_none_configured_allows_all() {
+        let apps = TargetNamespaces::only(["apps", "web"]).unwrap();
+        assert!(apps.allows("apps") && apps.allows("web"));
+        for other in ["kube-system", "app", "apps2", ""] {
+            assert!(!apps.allows(other), "{other}");
+        }
+        assert!(TargetNamespaces::default().allows("kube-system"));
+        assert!(TargetNamespaces::only(["Kube_System"]).is_err());
     }
 
     #[test]
