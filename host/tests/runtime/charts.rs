@@ -128,8 +128,36 @@ fn the_charts_lint_and_render_with_helms_own_sdk() {
         "--webhook-service=omni-cluster-operator-webhook-service",
         "--webhook-configuration=omni-cluster-operator-validating-webhook-configuration",
         "--webhook-failure-policy=Fail",
+        // The Helm worker's limit stays below the container's 512 MiB, which the host shares.
+        "--helm-worker-memory-limit=384",
     ] {
         assert!(args.contains(&want), "{want} not in {args:?}");
+    }
+    assert!(
+        !args
+            .iter()
+            .any(|a| a.starts_with("--helm-target-namespace")),
+        "no target-namespace policy unless the values set one: {args:?}"
+    );
+    let restricted = documents(
+        &render(json!({"helm": {"targetNamespaces": ["apps", "web"]}})).expect("renders"),
+    );
+    let restricted = find(
+        &restricted,
+        "Deployment",
+        &format!("{fullname}-controller-manager"),
+    )["spec"]["template"]["spec"]["containers"][0]["args"]
+        .clone();
+    for want in [
+        "--helm-target-namespace=apps",
+        "--helm-target-namespace=web",
+    ] {
+        assert!(
+            restricted
+                .as_array()
+                .is_some_and(|a| a.iter().any(|x| x == want)),
+            "{want} not in {restricted}"
+        );
     }
     assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
     assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
