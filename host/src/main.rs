@@ -247,6 +247,14 @@ fn go_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_nanos(nanos as u64))
 }
 
+/// A Go duration, or a bare number of seconds (what `--timeout` took before it took durations).
+fn seconds_or_duration(s: &str) -> Result<Duration, String> {
+    match s.parse::<u64>() {
+        Ok(seconds) => Ok(Duration::from_secs(seconds)),
+        Err(_) => go_duration(s),
+    }
+}
+
 /// Resolves on Ctrl-C or SIGTERM (what Kubernetes sends a pod it stops).
 async fn terminated() {
     let term = async {
@@ -461,9 +469,10 @@ enum Command {
         /// Exit 0 once everything applied is ready, non-zero with the reasons after --timeout.
         #[arg(long)]
         exit_when_settled: bool,
-        /// Seconds to wait for everything to settle.
-        #[arg(long, default_value_t = 120)]
-        timeout: u64,
+        /// How long to wait for everything to settle: a duration as kubectl and Flux take it (`90s`, `4m`,
+        /// `1m30s`), or a bare number of seconds.
+        #[arg(long, default_value = "120", value_parser = seconds_or_duration)]
+        timeout: Duration,
         /// A directory of chart directories (`examples/charts`) to serve as a chart repository on loopback
         /// (repeatable); OmniHelmReleases naming one of its charts are pointed at it. Needs Helm (HELM_C_LIB).
         #[arg(long)]
@@ -688,7 +697,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 kubeconfig_out,
                 listen,
                 exit_when_settled,
-                timeout: Duration::from_secs(timeout),
+                timeout,
                 sources: sources.sources()?,
                 cache_dir: cli.cache_dir,
                 omni_listen,
@@ -860,4 +869,21 @@ async fn lead(
     // The controllers have stopped: now the Lease may go.
     holding.await;
     ran
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_take_durations_as_kubectl_does_and_bare_numbers_as_seconds() {
+        assert_eq!(seconds_or_duration("240"), Ok(Duration::from_secs(240)));
+        assert_eq!(seconds_or_duration("240s"), Ok(Duration::from_secs(240)));
+        assert_eq!(seconds_or_duration("4m"), Ok(Duration::from_secs(240)));
+        assert_eq!(seconds_or_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(seconds_or_duration("500ms"), Ok(Duration::from_millis(500)));
+        for bad in ["", "4 minutes", "-5s", "0s"] {
+            assert!(seconds_or_duration(bad).is_err(), "{bad:?}");
+        }
+    }
 }

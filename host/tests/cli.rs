@@ -131,7 +131,8 @@ fn dev_enforces_the_chart_source_policy() {
             .args(["--cache-dir"])
             .arg(dir.path().join("cache"))
             .args([flag, value])
-            .args(["dev", "--exit-when-settled", "--timeout", "30", "--apply"])
+            // A duration, as kubectl and Flux take one.
+            .args(["dev", "--exit-when-settled", "--timeout", "30s", "--apply"])
             .arg(examples())
             .arg("--kubeconfig-out")
             .arg(dir.path().join("kc"))
