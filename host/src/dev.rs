@@ -173,6 +173,9 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     );
     let helm = crate::helm::start(opts.helm.clone()).await;
     println!("{}", helm.summary);
+    // From here on `dev` leaves things behind (its chart directory), so Ctrl-C and SIGTERM alike stop it through
+    // the clean-up below rather than ending the process where it stands.
+    let mut stop_requested = Box::pin(crate::shutdown::terminated());
     let charts_dir =
         std::env::temp_dir().join(format!("omni-operator-dev-charts-{}", std::process::id()));
     let served = match (&helm.engine, helm.ready, opts.charts.is_empty()) {
@@ -275,13 +278,17 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
             }
             break false;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+            _ = &mut stop_requested => {
+                println!("stopped before everything settled");
+                break false;
+            }
+        }
     };
-    if !opts.exit_when_settled {
+    if !opts.exit_when_settled && settled {
         println!("running; Ctrl-C to stop");
-        tokio::signal::ctrl_c()
-            .await
-            .context("waiting for Ctrl-C")?;
+        stop_requested.await;
     }
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(2), controllers).await;

@@ -12,6 +12,7 @@ use std::path::Path;
 const ALLOWED: &[(&str, &[&str])] = &[
     ("contract", &[]),
     ("leader", &[]),
+    ("shutdown", &[]),
     ("admission", &["runtime"]),
     ("endpoints", &["admission", "controllers", "runtime"]),
     ("helm", &[]),
@@ -74,6 +75,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "stack",
             "admission",
             "endpoints",
+            "shutdown",
         ],
     ),
 ];

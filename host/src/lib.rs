@@ -24,6 +24,7 @@ pub mod operator;
 pub mod platform;
 pub mod runtime;
 pub mod secrets;
+pub mod shutdown;
 pub mod stack;
 pub mod testkit;
 

@@ -255,22 +255,6 @@ fn seconds_or_duration(s: &str) -> Result<Duration, String> {
     }
 }
 
-/// Resolves on Ctrl-C or SIGTERM (what Kubernetes sends a pod it stops).
-async fn terminated() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
-    }
-}
-
 /// The admission webhooks (original-operator.md §7, §8.1): served by every replica, with certificates the
 /// operator makes and renews itself in a Secret.
 #[derive(clap::Args, Clone)]
@@ -626,7 +610,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ),
                 ..Settings::default()
             };
-            let shutdown = terminated().boxed().shared();
+            let shutdown = omni_operator::shutdown::terminated().boxed().shared();
             let served = match admission {
                 Some(options) => Some(
                     omni_operator::admission::start(

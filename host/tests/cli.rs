@@ -257,6 +257,21 @@ fn dev_shows_the_operators_events_in_kubectl_describe() {
         text.contains("Synced") && text.contains("synced the cluster template to Omni"),
         "the operator's sync Event is shown:\n{text}"
     );
+    // SIGTERM (what a process manager sends) stops dev as Ctrl-C does: the chart repository it served from a
+    // temporary directory goes with it.
+    let mut dev = dev;
+    let charts = std::env::temp_dir().join(format!("omni-operator-dev-charts-{}", dev.child.id()));
+    assert!(
+        charts.is_dir(),
+        "{} is not there to begin with",
+        charts.display()
+    );
+    let stopped = dev.terminate();
+    assert!(
+        stopped.code().is_some(),
+        "dev was killed by the signal: {stopped:?}"
+    );
+    assert!(!charts.exists(), "{} was left behind", charts.display());
 }
 
 /// A `dev` run on the quickstart, once everything it applied is ready; killed when dropped.
@@ -322,6 +337,14 @@ impl DevSession {
             reader: Some(reader),
             _dir: dir,
         }
+    }
+
+    /// Sends SIGTERM and waits for `dev` to exit.
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        self.child.wait().expect("dev exits")
     }
 
     fn kubectl(&self, args: &[&str]) -> std::process::Output {
