@@ -59,6 +59,36 @@ impl Throttle {
 
     /// Takes a token for `key`, or says how long until one is free.
     pub fn take(&self, key: &str, now: Instant) -> Result<(), Duration> {
+        self.with_bucket(key, now, |tokens| {
+            if tokens >= 1.0 {
+                (tokens - 1.0, Ok(()))
+            } else {
+                (tokens, Err(self.refill.mul_f64(1.0 - tokens)))
+            }
+        })
+    }
+
+    /// Charges `key` for `cost` tokens spent already (a cost known only after the fact): the bucket may go into
+    /// debt, at most one burst deep, which [`Throttle::debt`] then reports until it is earned back.
+    pub fn charge(&self, key: &str, cost: u64, now: Instant) {
+        let floor = -self.burst;
+        self.with_bucket(key, now, |tokens| ((tokens - cost as f64).max(floor), ()));
+    }
+
+    /// How long until `key`'s bucket is out of debt; zero when it is not in debt.
+    pub fn debt(&self, key: &str, now: Instant) -> Duration {
+        self.with_bucket(key, now, |tokens| {
+            let wait = if tokens >= 0.0 {
+                Duration::ZERO
+            } else {
+                Duration::from_secs_f64(-tokens * self.refill.as_secs_f64())
+            };
+            (tokens, wait)
+        })
+    }
+
+    /// Runs `f` on `key`'s tokens as of `now` (refilled, pruning full buckets first) and keeps what it returns.
+    fn with_bucket<T>(&self, key: &str, now: Instant, f: impl FnOnce(f64) -> (f64, T)) -> T {
         let mut guard = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
         let buckets = &mut *guard;
         if buckets.by_key.len() >= buckets.prune_at {
@@ -72,17 +102,9 @@ impl Throttle {
             tokens: self.burst,
             at: now,
         });
-        let tokens = refilled(*bucket, now, self.burst, self.refill);
-        if tokens >= 1.0 {
-            *bucket = Bucket {
-                tokens: tokens - 1.0,
-                at: now,
-            };
-            Ok(())
-        } else {
-            *bucket = Bucket { tokens, at: now };
-            Err(self.refill.mul_f64(1.0 - tokens))
-        }
+        let (tokens, answer) = f(refilled(*bucket, now, self.burst, self.refill));
+        *bucket = Bucket { tokens, at: now };
+        answer
     }
 }
 
@@ -94,6 +116,30 @@ fn refilled(bucket: Bucket, now: Instant, burst: f64, refill: Duration) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cost_charged_after_the_fact_is_a_debt_of_at_most_one_burst() {
+        let throttle = Throttle::new(4, Duration::from_secs(1));
+        let t0 = Instant::now();
+        assert_eq!(throttle.debt("a", t0), Duration::ZERO);
+        throttle.charge("a", 6, t0);
+        assert_eq!(throttle.debt("a", t0), Duration::from_secs(2));
+        assert!(throttle.take("a", t0).is_err(), "no token while in debt");
+        assert_eq!(
+            throttle.debt("a", t0 + Duration::from_secs(2)),
+            Duration::ZERO
+        );
+        throttle.charge("a", 1_000, t0 + Duration::from_secs(2));
+        assert_eq!(
+            throttle.debt("a", t0 + Duration::from_secs(2)),
+            Duration::from_secs(4)
+        );
+        assert_eq!(
+            throttle.debt("b", t0),
+            Duration::ZERO,
+            "another key has its own bucket"
+        );
+    }
 
     #[test]
     fn a_burst_then_one_per_refill() {

@@ -132,8 +132,8 @@ async fn supervise(
         let stop = tokio::select! {
             _ = child.wait() => break,
             _ = &mut kill => true,
-            _ = tick.tick() => match (limit, pid.and_then(resident_bytes)) {
-                (Some(limit), Some(used)) if used > limit => {
+            _ = tick.tick() => match limit.and_then(|l| Some((l, pid.and_then(resident_bytes)?))) {
+                Some((limit, used)) if used > limit => {
                     stopped_at.store(used, Ordering::SeqCst);
                     tracing::warn!(used_mib = used >> 20, limit_mib = limit >> 20,
                         "the Helm worker grew past its memory limit; stopped (its actions fail, the next starts a new one)");

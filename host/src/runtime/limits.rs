@@ -5,6 +5,7 @@ use std::time::Duration;
 use wasmtime::ResourceLimiter;
 
 use crate::contract::OutputBounds;
+use crate::contract::throttle::Throttle;
 
 /// What one plugin call may use. Defaults follow DESIGN.md §5.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,62 +50,42 @@ pub(crate) const MAX_INSTANCES: usize = 32;
 const TABLE_ELEMENT_BYTES: usize = 16;
 
 /// The longest a call waits for its plugin's host-call budget to recover before it is refused.
-pub(crate) const MAX_HOST_CALL_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+pub(crate) const MAX_HOST_CALL_WAIT: Duration = Duration::from_secs(1);
 
 /// A plugin's host-call rate across all its calls: each call's host calls are charged when it ends, and a call
 /// that starts while the plugin is in debt waits until the debt is paid (slowed), or is refused when that would
 /// take longer than [`MAX_HOST_CALL_WAIT`]. One budget per loaded version, so a plugin looping on host calls in
-/// every call slows only itself. Charging after the call keeps the per-host-call path free of locks.
+/// every call slows only itself. Charging after the call keeps the per-host-call path free of locks. One
+/// [`Throttle`] bucket of four seconds' worth.
 #[derive(Debug)]
 pub(crate) struct HostCallRate {
-    per_second: f64,
-    burst: f64,
-    /// Tokens (negative: debt) as of `.1`.
-    state: std::sync::Mutex<(f64, std::time::Instant)>,
+    per_second: u64,
+    bucket: Throttle,
 }
 
 impl HostCallRate {
     pub(crate) fn new(per_second: u64) -> Self {
-        let per_second = per_second.max(1) as f64;
+        let per_second = per_second.clamp(1, u64::from(u32::MAX / 4));
+        let burst = u32::try_from(per_second * 4).unwrap_or(u32::MAX);
         HostCallRate {
             per_second,
-            burst: per_second * 4.0,
-            state: std::sync::Mutex::new((per_second * 4.0, std::time::Instant::now())),
+            bucket: Throttle::new(burst, Duration::from_secs(1).div_f64(per_second as f64)),
         }
-    }
-
-    fn tokens(
-        &self,
-        now: std::time::Instant,
-    ) -> std::sync::MutexGuard<'_, (f64, std::time::Instant)> {
-        let mut state = self
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let earned = now.saturating_duration_since(state.1).as_secs_f64() * self.per_second;
-        *state = ((state.0 + earned).min(self.burst), now);
-        state
     }
 
     /// How long a call starting now must wait for the debt to be paid; zero when there is none.
-    pub(crate) fn wait(&self, now: std::time::Instant) -> std::time::Duration {
-        let state = self.tokens(now);
-        if state.0 >= 0.0 {
-            std::time::Duration::ZERO
-        } else {
-            std::time::Duration::from_secs_f64(-state.0 / self.per_second)
-        }
+    pub(crate) fn wait(&self, now: std::time::Instant) -> Duration {
+        self.bucket.debt("", now)
     }
 
     /// Charges the host calls a call made. The debt is capped at one burst, so a plugin is never locked out
     /// for longer than the burst takes to earn back.
     pub(crate) fn charge(&self, calls: u64, now: std::time::Instant) {
-        let mut state = self.tokens(now);
-        state.0 = (state.0 - calls as f64).max(-self.burst);
+        self.bucket.charge("", calls, now);
     }
 
     pub(crate) fn per_second(&self) -> u64 {
-        self.per_second as u64
+        self.per_second
     }
 }
 

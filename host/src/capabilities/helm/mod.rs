@@ -125,29 +125,6 @@ impl CallScope {
         )
     }
 
-    /// The reconciled object as the owner of release `namespace/name`: its identity and UID, and whether its user
-    /// annotated it to adopt exactly this release ([`ADOPT_ANNOTATION`]). Read from the object as the host
-    /// observed it; a plugin cannot write annotations.
-    fn release_owner(
-        &self,
-        ctx: &Resource<CallContext>,
-        namespace: &str,
-        name: &str,
-    ) -> Result<Owner, HostFailure> {
-        let o = self.reconciled(ctx)?;
-        let adopt = o
-            .adopt
-            .is_some_and(|wanted| wanted == format!("{namespace}/{name}"));
-        Ok(Owner::new(
-            &o.group,
-            &o.kind,
-            &o.namespace,
-            &o.name,
-            &o.uid,
-            adopt,
-        ))
-    }
-
     /// Who the call reconciles, as `helm` keys releases, budgets and wake-ups by it.
     fn reconciled(&self, ctx: &Resource<CallContext>) -> Result<Reconciled, HostFailure> {
         let object = self.table.get(ctx)?.object_value();
@@ -425,7 +402,7 @@ impl CallScope {
 
     /// Charges one Helm action to this call, the plugin and the object ([`limits`]): over any of them the start is
     /// refused as `unavailable`, with the time to wait when there is one.
-    fn take_start(&mut self, ctx: &Resource<CallContext>, what: &str) -> Result<(), HostFailure> {
+    fn take_start(&mut self, who: &Reconciled, what: &str) -> Result<(), HostFailure> {
         self.helm.starts += 1;
         if self.helm.starts > STARTS_PER_CALL {
             return Err(HostError::Unavailable(format!(
@@ -433,8 +410,7 @@ impl CallScope {
             ))
             .into());
         }
-        let o = self.reconciled(ctx)?;
-        let key = format!("{}/{}/{}", o.kind, o.namespace, o.name);
+        let key = format!("{}/{}/{}", who.kind, who.namespace, who.name);
         if let Err(wait) =
             self.services
                 .helm
@@ -452,19 +428,13 @@ impl CallScope {
     }
 
     /// Wakes the reconciled object when a background action it started ends.
-    fn helm_wake(&self, ctx: &Resource<CallContext>) -> Result<releases::Wake, HostFailure> {
-        let Reconciled {
-            group,
-            kind,
-            namespace,
-            name,
-            ..
-        } = self.reconciled(ctx)?;
-        let namespace = Some(namespace).filter(|ns| !ns.is_empty());
+    fn helm_wake(&self, who: &Reconciled) -> releases::Wake {
+        let (group, kind, name) = (who.group.clone(), who.kind.clone(), who.name.clone());
+        let namespace = Some(who.namespace.clone()).filter(|ns| !ns.is_empty());
         let wakeups = self.services.helm.wakeups.clone();
-        Ok(Arc::new(move || {
+        Arc::new(move || {
             wakeups.wake(&group, &kind, (namespace.clone(), name.clone()));
-        }))
+        })
     }
 }
 
@@ -477,6 +447,26 @@ struct Reconciled {
     uid: String,
     /// The release its user asked to adopt (`namespace/name`), if any.
     adopt: Option<String>,
+}
+
+impl Reconciled {
+    /// The object as the owner of release `namespace/name`: its identity and UID, and whether its user
+    /// annotated it to adopt exactly this release ([`ADOPT_ANNOTATION`]). Read from the object as the host
+    /// observed it; a plugin cannot write annotations.
+    fn owner_of(&self, namespace: &str, name: &str) -> Owner {
+        let adopt = self
+            .adopt
+            .as_ref()
+            .is_some_and(|wanted| *wanted == format!("{namespace}/{name}"));
+        Owner::new(
+            &self.group,
+            &self.kind,
+            &self.namespace,
+            &self.name,
+            &self.uid,
+            adopt,
+        )
+    }
 }
 
 /// What a release source resolves to.
@@ -685,10 +675,11 @@ impl wit::Host for HelmCap<'_> {
         let what = format!("Helm release {}", quoted(&spec.namespace, &spec.name));
         let release = (spec.name.as_str(), spec.namespace.as_str());
         let scope = self.helm_scope(&ctx, &spec.kubeconfig, release, Reach::Spec, &what)?;
-        let owner = self.release_owner(&ctx, &spec.namespace, &spec.name)?;
+        let who = self.reconciled(&ctx)?;
+        let owner = who.owner_of(&spec.namespace, &spec.name);
         limits::check_part(0, &spec.values)
             .map_err(|why| HostError::Invalid(format!("{what}: {why}")))?;
-        self.take_start(&ctx, &what)?;
+        self.take_start(&who, &what)?;
         let values: Value = serde_json::from_str(&spec.values)
             .map_err(|e| HostError::Invalid(format!("{what}: values are not JSON: {e}")))?;
         if !values.is_object() {
@@ -730,7 +721,7 @@ impl wit::Host for HelmCap<'_> {
             plain_http,
             auth: None,
         };
-        let wake = self.helm_wake(&ctx)?;
+        let wake = self.helm_wake(&who);
         let releases = self.services.helm.releases.clone();
         let op = async {
             releases
@@ -753,11 +744,12 @@ impl wit::Host for HelmCap<'_> {
         );
         let release = (spec.name.as_str(), spec.namespace.as_str());
         let scope = self.helm_scope(&ctx, &spec.kubeconfig, release, Reach::Cleanup, &what)?;
-        let owner = self.release_owner(&ctx, &spec.namespace, &spec.name)?;
+        let who = self.reconciled(&ctx)?;
+        let owner = who.owner_of(&spec.namespace, &spec.name);
         let (cluster, budget) = self
             .helm_cluster(&ctx, scope, &spec.kubeconfig, &what)
             .await?;
-        let wake = self.helm_wake(&ctx)?;
+        let wake = self.helm_wake(&who);
         let releases = self.services.helm.releases.clone();
         let op = async {
             releases
@@ -783,7 +775,8 @@ impl wit::Host for HelmCap<'_> {
     ) -> Result<wit::Observation, HostFailure> {
         let what = format!("Helm release {}", quoted(&release.namespace, &release.name));
         let scope = self.release_scope(&ctx, &release, Reach::Spec, &what)?;
-        let owner = self.release_owner(&ctx, &release.namespace, &release.name)?;
+        let who = self.reconciled(&ctx)?;
+        let owner = who.owner_of(&release.namespace, &release.name);
         let (wanted, chart_version) = match &source {
             Some(source) => {
                 let r = self.release_source(&ctx, &what, source).await?;
@@ -820,7 +813,8 @@ impl wit::Host for HelmCap<'_> {
             quoted(&release.namespace, &release.name)
         );
         let scope = self.release_scope(&ctx, &release, Reach::Spec, &what)?;
-        let owner = self.release_owner(&ctx, &release.namespace, &release.name)?;
+        let who = self.reconciled(&ctx)?;
+        let owner = who.owner_of(&release.namespace, &release.name);
         let ignore: Vec<Ignore> = ignore.iter().map(drift_ignore).collect();
         let (cluster, budget) = self
             .helm_cluster(&ctx, scope, &release.kubeconfig, &what)
@@ -864,7 +858,8 @@ impl wit::Host for HelmCap<'_> {
             _ => Reach::Spec,
         };
         let scope = self.release_scope(&ctx, &release, reach, &what)?;
-        let owner = self.release_owner(&ctx, &release.namespace, &release.name)?;
+        let who = self.reconciled(&ctx)?;
+        let owner = who.owner_of(&release.namespace, &release.name);
         let request = match &step {
             wit::Step::Install(a) | wit::Step::Upgrade(a) => {
                 let wanted = self.apply_request(&ctx, &what, a).await?;
@@ -912,8 +907,8 @@ impl wit::Host for HelmCap<'_> {
         let (cluster, budget) = self
             .helm_cluster(&ctx, scope, &release.kubeconfig, &what)
             .await?;
-        self.take_start(&ctx, &what)?;
-        let wake = self.helm_wake(&ctx)?;
+        self.take_start(&who, &what)?;
+        let wake = self.helm_wake(&who);
         let releases = self.services.helm.releases.clone();
         let op = async {
             releases
@@ -942,7 +937,8 @@ impl wit::Host for HelmCap<'_> {
         let what = format!("Helm release {}", quoted(&namespace, &name));
         let release = (name.as_str(), namespace.as_str());
         let scope = self.helm_scope(&ctx, &kubeconfig, release, Reach::Spec, &what)?;
-        let owner = self.release_owner(&ctx, &namespace, &name)?;
+        let who = self.reconciled(&ctx)?;
+        let owner = who.owner_of(&namespace, &name);
         let (cluster, budget) = self.helm_cluster(&ctx, scope, &kubeconfig, &what).await?;
         let releases = self.services.helm.releases.clone();
         let op = async {
