@@ -15,7 +15,9 @@ WORKDIR /src
 COPY . .
 RUN rustup toolchain install "$(sed -n 's/^channel = "\(.*\)"/\1/p' rust-toolchain.toml)" --profile minimal \
     && rustup target add wasm32-wasip2
-RUN cargo build --release --locked -p omni-operator --bin omni-operator
+# The production set: without the development features (`dev` with both simulators, the native plugin path and
+# the guest SDK it needs), so the image's binary has no `dev` command.
+RUN cargo build --release --locked -p omni-operator --bin omni-operator --no-default-features
 RUN HELM_C_DIR=/out/helm-c tools/fetch-helm-c
 
 FROM debian:bookworm-slim

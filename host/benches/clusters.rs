@@ -32,10 +32,10 @@
 //! `controller_runtime_reconcile_total` summed over results equals the plugin calls the controllers counted,
 //! and each kind's count is at least its number of objects (each was reconciled at least once).
 
+use omni_operator::controllers::metrics::Count;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -644,7 +644,7 @@ async fn host_role(args: &[String]) -> Result<()> {
         omni: Arc::new(OmniConnections::new(None)),
         ..Settings::default()
     };
-    let stats = settings.stats.clone();
+    let stats = settings.metrics.clone();
     let metrics = settings.metrics.clone();
     let host = host.settings(settings).load().await?;
     let endpoints =
@@ -670,8 +670,8 @@ async fn host_role(args: &[String]) -> Result<()> {
         |line| match line {
             "report" => format!(
                 "report calls={} failures={} hwm_kib={} cpu_ms={}",
-                stats.calls.load(Ordering::Relaxed),
-                stats.failures.load(Ordering::Relaxed),
+                stats.total(Count::PluginCalls),
+                stats.total(Count::PluginCallFailures),
                 proc_status_kib("VmHWM"),
                 cpu_ms(),
             ),

@@ -18,9 +18,9 @@
 mod helm_lib;
 mod support;
 
+use omni_operator::controllers::metrics::Count;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -313,7 +313,7 @@ async fn host_role(args: &[String]) -> Result<()> {
         },
         ..Settings::default()
     };
-    let stats = settings.stats.clone();
+    let stats = settings.metrics.clone();
     let host = HostBuilder::new(runtime)
         .plugin(plugin.spec()?)
         .settings(settings)
@@ -332,7 +332,7 @@ async fn host_role(args: &[String]) -> Result<()> {
             "report" => format!(
                 "report actions={} calls={} hwm_kib={} worker_hwm_kib={} cpu_ms={}",
                 releases.actions_started(),
-                stats.calls.load(Ordering::Relaxed),
+                stats.total(Count::PluginCalls),
                 proc_status_kib("VmHWM"),
                 worker.map_or(0, |pid| pid_status_kib(pid, "VmHWM")),
                 cpu_ms(),

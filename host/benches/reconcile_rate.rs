@@ -3,6 +3,7 @@
 //!
 //! Run: `cargo bench -p omni-operator --bench reconcile_rate` (`-- --quick` for 200 objects).
 
+use omni_operator::controllers::metrics::Count;
 use std::time::{Duration, Instant};
 
 use omni_operator::controllers::Settings;
@@ -29,7 +30,7 @@ fn main() {
             .expect("cluster");
         let runtime = Runtime::new(RuntimeConfig::default()).expect("runtime");
         let settings = Settings { concurrency: 8, ..Settings::default() };
-        let stats = settings.stats.clone();
+        let stats = settings.metrics.clone();
         let host = HostBuilder::new(runtime).built_ins().expect("the built-in plugins").settings(settings);
         let client = sim.client().await.expect("client");
         tokio::spawn(host.run(client, std::future::pending()));
@@ -64,7 +65,7 @@ fn main() {
             created.as_secs_f64(),
             total.as_secs_f64(),
             n as f64 / total.as_secs_f64(),
-            stats.calls.load(std::sync::atomic::Ordering::Relaxed)
+            stats.total(Count::PluginCalls)
         );
     });
 }

@@ -4,6 +4,10 @@
 //! ```text
 //! contract, helm ◄── omni, secrets ◄── capabilities ◄── runtime ◄── controllers, defaults ◄── operator, stack ◄── dev
 //! ```
+//!
+//! Inside `capabilities`, each capability module (one per WIT interface) is a factor of its own: it may use the
+//! call core (`capabilities/call`) and the items `capabilities` re-exports from the contract, never another
+//! capability module; the call core uses no capability module.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -167,4 +171,113 @@ fn the_allowed_graph_is_acyclic() {
             "module {name} is missing from ALLOWED"
         );
     }
+}
+
+/// The module paths a capability file names: every `super::…`, `super::super::…` and `crate::capabilities::…` it
+/// mentions, resolved to the name of the `capabilities` child it reaches (`secrets`, `call`, …). `depth` is how
+/// far below `capabilities` the file's module is (1 for `secrets.rs` or `helm/mod.rs`, 2 for `helm/values.rs`).
+fn capability_children_named(text: &str, depth: usize) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let ident = |rest: &str| -> Vec<String> {
+        let first = |s: &str| -> String {
+            s.trim_start()
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect()
+        };
+        match rest.strip_prefix('{') {
+            // A grouped import: the first segment of every path inside the braces.
+            Some(group) => group
+                .split('}')
+                .next()
+                .unwrap_or_default()
+                .split(',')
+                .map(first)
+                .collect(),
+            None => vec![first(rest)],
+        }
+    };
+    let prefixes = ["crate::capabilities::".to_string(), "super::".repeat(depth)];
+    for prefix in &prefixes {
+        for (i, _) in text.match_indices(prefix.as_str()) {
+            let before = &text[..i];
+            // `super::super::x` seen from a shallower prefix, or `$crate::`, is not this prefix's match.
+            if before.ends_with("super::") || before.ends_with('$') {
+                continue;
+            }
+            let rest = &text[i + prefix.len()..];
+            if rest.starts_with("super::") {
+                continue;
+            }
+            for name in ident(rest) {
+                if !name.is_empty() {
+                    found.insert(name);
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn a_capability_uses_the_call_core_and_no_other_capability() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/capabilities");
+    let mut capabilities = BTreeSet::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if name != "mod" {
+            capabilities.insert(name);
+        }
+    }
+    assert!(
+        capabilities.contains("call") && capabilities.contains("helm") && capabilities.len() > 8
+    );
+    let mut problems = Vec::new();
+    for module in &capabilities {
+        let mut files = Vec::new();
+        let single = dir.join(format!("{module}.rs"));
+        if single.is_file() {
+            files.push((single, 1));
+        }
+        let nested = dir.join(module);
+        if nested.is_dir() {
+            for entry in std::fs::read_dir(&nested).unwrap() {
+                let path = entry.unwrap().path();
+                let depth = if path.file_name().unwrap() == "mod.rs" {
+                    1
+                } else {
+                    2
+                };
+                files.push((path, depth));
+            }
+        }
+        for (file, depth) in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for named in capability_children_named(&text, depth) {
+                let allowed = named == *module || (named == "call" && module != "call");
+                if capabilities.contains(&named) && !allowed {
+                    problems.push(format!("{} uses capabilities::{named}", file.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "capabilities are not factors: {problems:?}"
+    );
+}
+
+#[test]
+fn the_capability_check_sees_every_spelling_of_a_path() {
+    let text = "use super::secrets::string_map;\nuse super::{call::budget, workload};\nuse crate::capabilities::omni::X;\nsuper::super::files::read();";
+    let named = capability_children_named(text, 1);
+    for name in ["secrets", "call", "workload", "omni"] {
+        assert!(named.contains(name), "{name}: {named:?}");
+    }
+    assert!(
+        !named.contains("files"),
+        "super::super:: is not a child at depth 1: {named:?}"
+    );
+    assert!(capability_children_named(text, 2).contains("files"));
 }

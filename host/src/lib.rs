@@ -6,14 +6,15 @@
 //! are the clients for Omni and for Secrets in the management and workload clusters; [`capabilities`] is what a
 //! plugin may ask of the host during a call; [`runtime`] compiles, sandboxes and calls plugins; [`controllers`]
 //! watch Kubernetes, call plugins and commit what they return; [`operator`] loads the plugins and runs their
-//! controllers; [`stack`] builds the simulated world that `dev`, the tests and the benchmarks run in. Each layer uses only those before it
-//! (`layering.rs` tests that).
+//! controllers; with feature `dev`, `stack` builds the simulated world that `dev`, the tests and the
+//! benchmarks run in. Each layer uses only those before it (`layering.rs` tests that).
 
 pub mod admission;
 pub mod capabilities;
 pub mod contract;
 pub mod controllers;
 pub mod defaults;
+#[cfg(feature = "dev")]
 pub mod dev;
 pub mod distribution;
 pub mod endpoints;
@@ -25,6 +26,7 @@ pub mod platform;
 pub mod runtime;
 pub mod secrets;
 pub mod shutdown;
+#[cfg(feature = "dev")]
 pub mod stack;
 pub mod testkit;
 

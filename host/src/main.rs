@@ -240,7 +240,7 @@ fn own_namespace(flag: Option<&str>, watched: Option<&str>) -> Option<String> {
 
 /// A Go duration (`15s`, `1m30s`, `500ms`), positive.
 fn go_duration(s: &str) -> Result<Duration, String> {
-    let nanos = omni_plugin_sdk::go::parse_duration(s)?;
+    let nanos = omni_go::parse_duration(s)?;
     if nanos <= 0 {
         return Err(format!("{s:?} must be positive"));
     }
@@ -248,6 +248,7 @@ fn go_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// A Go duration, or a bare number of seconds (what `--timeout` took before it took durations).
+#[cfg(feature = "dev")]
 fn seconds_or_duration(s: &str) -> Result<Duration, String> {
     match s.parse::<u64>() {
         Ok(seconds) => Ok(Duration::from_secs(seconds)),
@@ -284,9 +285,13 @@ struct WebhookArgs {
     /// Ignore admits it with a warning.
     #[arg(long, default_value = "Fail")]
     webhook_failure_policy: String,
-    /// Milliseconds a plugin's validation may take (keep it under the configuration's timeoutSeconds).
-    #[arg(long, default_value_t = 5000)]
-    webhook_deadline_ms: u64,
+    /// How long a plugin's validation may take, as a duration (`5s`, `1500ms`); keep it under the webhook
+    /// configuration's timeoutSeconds.
+    #[arg(long, default_value = "5s", value_parser = go_duration)]
+    webhook_deadline: Duration,
+    /// The same in milliseconds: the flag's earlier spelling, still taken (it wins when given).
+    #[arg(long, hide = true)]
+    webhook_deadline_ms: Option<u64>,
 }
 
 impl WebhookArgs {
@@ -318,7 +323,10 @@ impl WebhookArgs {
         };
         Ok(Some(AdmissionOptions {
             listen,
-            deadline: Duration::from_millis(self.webhook_deadline_ms.max(1)),
+            deadline: self
+                .webhook_deadline_ms
+                .map_or(self.webhook_deadline, Duration::from_millis)
+                .max(Duration::from_millis(1)),
             failure,
             certs: CertSettings {
                 hosts: vec![
@@ -411,6 +419,10 @@ impl SourceArgs {
 }
 
 #[derive(Subcommand)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "parsed once at start; the size does not matter"
+)]
 enum Command {
     /// Run the operator against a cluster (in-cluster configuration, or a kubeconfig).
     Run {
@@ -437,6 +449,7 @@ enum Command {
         leader: LeaderArgs,
     },
     /// The whole system on the embedded Kubernetes simulator: CRDs, plugins, your manifests, progress.
+    #[cfg(feature = "dev")]
     Dev {
         /// A manifest file or a directory of them to apply once running (repeatable).
         #[arg(long)]
@@ -666,6 +679,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             ran?;
             Ok(ExitCode::SUCCESS)
         }
+        #[cfg(feature = "dev")]
         Command::Dev {
             apply,
             kubeconfig_out,
@@ -859,6 +873,7 @@ async fn lead(
 mod tests {
     use super::*;
 
+    #[cfg(feature = "dev")]
     #[test]
     fn timeouts_take_durations_as_kubectl_does_and_bare_numbers_as_seconds() {
         assert_eq!(seconds_or_duration("240"), Ok(Duration::from_secs(240)));
@@ -869,5 +884,32 @@ mod tests {
         for bad in ["", "4 minutes", "-5s", "0s"] {
             assert!(seconds_or_duration(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn the_webhook_deadline_is_a_duration_and_its_millisecond_spelling_still_works() {
+        let deadline = |args: &[&str]| {
+            let mut all = vec!["omni-operator", "run"];
+            all.extend_from_slice(args);
+            let Cli { command, .. } = Cli::try_parse_from(all).expect("parses");
+            let Command::Run { webhooks, .. } = command else {
+                panic!("run")
+            };
+            webhooks
+                .options(Some("ns"))
+                .expect("options")
+                .map(|o| o.deadline)
+        };
+        let on = ["--webhook-service", "svc"];
+        assert_eq!(deadline(&on), Some(Duration::from_secs(5)));
+        assert_eq!(
+            deadline(&[&on[..], &["--webhook-deadline", "1500ms"]].concat()),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            deadline(&[&on[..], &["--webhook-deadline-ms", "2000"]].concat()),
+            Some(Duration::from_secs(2))
+        );
+        assert!(Cli::try_parse_from(["omni-operator", "run", "--webhook-deadline", "5"]).is_err());
     }
 }

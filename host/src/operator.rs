@@ -381,3 +381,14 @@ async fn watch_plugin_dir(runtime: Runtime, sources: PluginSources, registry: Ar
         }
     }
 }
+
+/// A kube client for the cluster a kubeconfig (YAML) names, on the current Tokio runtime.
+pub async fn client(kubeconfig: &str) -> anyhow::Result<kube::Client> {
+    let config =
+        kube::config::Kubeconfig::from_yaml(kubeconfig).context("parsing the kubeconfig")?;
+    let config =
+        kube::Config::from_custom_kubeconfig(config, &kube::config::KubeConfigOptions::default())
+            .await
+            .context("a client configuration from the kubeconfig")?;
+    kube::Client::try_from(config).context("a kube client")
+}

@@ -218,7 +218,7 @@ pub async fn run(
                 (true, Some(path)) => {
                     let yaml = std::fs::read_to_string(&path)
                         .with_context(|| format!("reading {}", path.display()))?;
-                    let client = omni_operator::stack::client(&yaml).await?;
+                    let client = omni_operator::operator::client(&yaml).await?;
                     Mode::Record(std::sync::Arc::new(
                         omni_operator::controllers::reader::ApiReader::new(client),
                     ))

@@ -433,16 +433,8 @@ impl LoadedHost {
     }
 }
 
-/// A kube client for the cluster a kubeconfig (YAML) names, on the current Tokio runtime.
-pub async fn client(kubeconfig: &str) -> Result<kube::Client> {
-    let config =
-        kube::config::Kubeconfig::from_yaml(kubeconfig).context("parsing the kubeconfig")?;
-    let config =
-        kube::Config::from_custom_kubeconfig(config, &kube::config::KubeConfigOptions::default())
-            .await
-            .context("a client configuration from the kubeconfig")?;
-    kube::Client::try_from(config).context("a kube client")
-}
+/// A client for the cluster a kubeconfig's current context names ([`crate::operator::client`]).
+pub use crate::operator::client;
 
 /// An operator host on a runtime of its own. Dropping it (or [`Host::kill`]) ends it as a crash would: no
 /// graceful shutdown, in-flight calls dropped where they stand.

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use omni_plugin_sdk::go::quote;
+use omni_go::quote;
 use serde_json::{Value, json};
 
 use crate::runtime::{FieldError, FieldErrorType, Verdict};

@@ -1,5 +1,6 @@
 //! `clock`: the current time, from a source the caller supplies so tests and replays are deterministic.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use wasmtime::component::Resource;
@@ -38,9 +39,27 @@ impl Clock for FixedClock {
     }
 }
 
+/// What `clock` serves with: the time source.
+#[derive(Debug, Clone)]
+pub struct Services {
+    pub(crate) clock: Arc<dyn Clock>,
+}
+
+impl Default for Services {
+    fn default() -> Self {
+        Services {
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+/// `clock` keeps nothing per call.
+pub(crate) type State = ();
+
 super::capability_view!(
     /// The `clock` capability's view of a call.
     ClockCap,
+    clock,
     clock
 );
 
@@ -115,5 +134,30 @@ mod tests {
     fn sub_second_precision_is_dropped() {
         let t = UNIX_EPOCH + Duration::from_millis(1_700_000_000_999);
         assert_eq!(rfc3339_seconds(t), "2023-11-14T22:13:20Z");
+    }
+}
+
+#[cfg(test)]
+mod grant_checks {
+    use clock::Host as _;
+    use serde_json::json;
+
+    use super::*;
+    use crate::capabilities::call::testing::TestCall;
+
+    /// `clock` is guarded when the plugin loads (an ungranted import fails the load); a linked call reads the
+    /// time the operator's services give, never the host's own.
+    #[tokio::test]
+    async fn the_time_comes_from_the_services_clock() {
+        let mut call = TestCall::new(&["clock"], json!({}), &[]);
+        let services = Services {
+            clock: Arc::new(FixedClock::at_unix(86_400)),
+        };
+        let ctx = call.ctx();
+        let now = ClockCap::over(&mut call.core, &mut (), &services)
+            .now(ctx)
+            .await
+            .expect("the time");
+        assert_eq!(now, "1970-01-02T00:00:00Z");
     }
 }

@@ -18,7 +18,7 @@ use cap_std::ambient_authority;
 use cap_std::fs::{Dir, File, FileTypeExt as _, Metadata, OpenOptions, OpenOptionsExt as _};
 use wasmtime::component::Resource;
 
-use super::budget::{self, within};
+use super::call::budget::{self, within};
 use super::{CallContext, Capability, HostError, HostFailure};
 use crate::contract::bindings::omni::operator::files as wit;
 
@@ -320,10 +320,21 @@ fn normalize_absolute(path: &Path) -> PathBuf {
     out
 }
 
+/// What `files` serves with: the directories plugins may read under (the operator's `--template-root`). None:
+/// every file read is denied.
+#[derive(Debug, Clone, Default)]
+pub struct Services {
+    pub(crate) roots: TemplateRoots,
+}
+
+/// `files` keeps nothing per call.
+pub(crate) type State = ();
+
 super::capability_view!(
     /// The `files` capability's view of a call.
     FilesCap,
-    wit
+    wit,
+    files
 );
 
 impl wit::Host for FilesCap<'_> {
@@ -334,12 +345,12 @@ impl wit::Host for FilesCap<'_> {
         path: String,
     ) -> Result<Vec<u8>, HostFailure> {
         let what = format!("files.read {path:?} under {root:?}");
-        if !self.grants.allows(Capability::Files) {
+        if !self.core.grants.allows(Capability::Files) {
             let reason = "the plugin is not granted \"files\"";
-            return Err(self.denied(Capability::Files, &what, reason).into());
+            return Err(self.core.denied(Capability::Files, &what, reason).into());
         }
-        let budget = self.budget(&ctx, budget::READ)?;
-        let roots = self.services.template_roots.clone();
+        let budget = self.core.budget(&ctx, budget::READ)?;
+        let roots = self.services.roots.clone();
         // Filesystem calls block; on tokio's blocking pool a slow disk (or network mount) never stalls the
         // threads that run other plugins' calls.
         let reading = async move {
@@ -347,7 +358,15 @@ impl wit::Host for FilesCap<'_> {
                 .await
                 .map_err(|failed| HostError::Other(format!("the read failed: {failed}")))?
         };
-        Ok(within(&what, budget, reading).await?)
+        match within(&what, budget, reading).await {
+            // A path outside the allowed roots is a refusal like any other: logged and reported on the object
+            // too. The plugin's answer stays the path's own message, which names the allowed roots.
+            Err(HostError::Denied(reason)) => {
+                self.core.denied(Capability::Files, &what, &reason);
+                Err(HostError::Denied(reason).into())
+            }
+            answer => Ok(answer?),
+        }
     }
 }
 
@@ -598,5 +617,66 @@ mod tests {
             matches!(&err, HostError::Denied(m) if m.contains("--template-root DIR")),
             "{err}"
         );
+    }
+}
+
+#[cfg(test)]
+mod grant_checks {
+    use serde_json::json;
+    use wit::Host as _;
+
+    use super::*;
+    use crate::capabilities::call::testing::TestCall;
+
+    async fn read(
+        grants: &[&str],
+        roots: &[&Path],
+        root: &Path,
+        path: &str,
+    ) -> (TestCall, Result<Vec<u8>, HostFailure>) {
+        let mut call = TestCall::new(grants, json!({}), &[]);
+        let services = Services {
+            roots: TemplateRoots::new(roots.iter().map(|r| r.to_path_buf())),
+        };
+        let ctx = call.ctx();
+        let answer = FilesCap::over(&mut call.core, &mut (), &services)
+            .read(ctx, root.display().to_string(), path.into())
+            .await;
+        (call, answer)
+    }
+
+    #[tokio::test]
+    async fn a_file_is_read_only_with_the_files_grant_and_only_under_an_allowed_root() {
+        let allowed = tempfile::tempdir().expect("a directory");
+        std::fs::write(allowed.path().join("a.yaml"), "a: 1").expect("a file");
+        let elsewhere = tempfile::tempdir().expect("a directory");
+        std::fs::write(elsewhere.path().join("key"), "secret").expect("a file");
+
+        let (call, answer) = read(&[], &[allowed.path()], allowed.path(), "a.yaml").await;
+        call.assert_denied(answer, "files", "a.yaml", "not granted \"files\"");
+        // Refusals of a root or path answer the path's own message, and are recorded as every refusal is.
+        let refused = |call: &TestCall, answer: Result<Vec<u8>, HostFailure>, why: &str| {
+            let Err(HostFailure::Host(HostError::Denied(message))) = answer else {
+                panic!("expected a denial ({why}), got {answer:?}")
+            };
+            assert!(message.contains(why), "{message}");
+            let denial = call.core.denials.last().expect("the refusal is recorded");
+            assert_eq!(denial.capability, "files");
+            assert!(denial.reason.contains(why), "{denial:?}");
+        };
+        let (call, answer) = read(&["files"], &[], allowed.path(), "a.yaml").await;
+        refused(&call, answer, "allows no template roots");
+        let (call, answer) = read(&["files"], &[allowed.path()], elsewhere.path(), "key").await;
+        refused(&call, answer, "is not an allowed template root");
+        let (call, answer) = read(&["files"], &[allowed.path()], allowed.path(), "../key").await;
+        assert!(
+            answer.is_err(),
+            "a path climbing out of the root is refused"
+        );
+        assert!(!format!("{answer:?}").contains("secret"));
+        drop(call);
+        let (call, answer) = read(&["files"], &[allowed.path()], allowed.path(), "a.yaml").await;
+        call.assert_allowed(&answer);
+        assert_eq!(answer.ok(), Some(b"a: 1".to_vec()));
     }
 }

@@ -7,10 +7,18 @@ use wasmtime::component::Resource;
 use super::{CallContext, HostError, HostFailure};
 use crate::contract::bindings::omni::operator::kube_write as wit;
 
+/// `kube-write` serves with nothing yet.
+#[derive(Debug, Clone, Default)]
+pub struct Services;
+
+/// `kube-write` keeps nothing per call.
+pub(crate) type State = ();
+
 super::capability_view!(
     /// The `kube-write` capability's view of a call.
     KubeWriteCap,
-    wit
+    wit,
+    kube_write
 );
 
 impl wit::Host for KubeWriteCap<'_> {
@@ -29,5 +37,28 @@ impl wit::Host for KubeWriteCap<'_> {
         _obj: wit::ObjectRef,
     ) -> Result<(), HostFailure> {
         Err(HostError::later("kube-write.delete").into())
+    }
+}
+
+#[cfg(test)]
+mod grant_checks {
+    use serde_json::json;
+    use wit::Host as _;
+
+    use super::*;
+    use crate::capabilities::call::testing::TestCall;
+
+    /// Granted or not, `kube-write` writes nothing yet: every call answers `unavailable`, never a trap.
+    #[tokio::test]
+    async fn every_call_answers_unavailable() {
+        let mut call = TestCall::new(&["kube-write"], json!({}), &[]);
+        let ctx = call.ctx();
+        let answer = KubeWriteCap::over(&mut call.core, &mut (), &Services)
+            .apply(ctx, "{}".into(), true)
+            .await;
+        assert!(
+            matches!(answer, Err(HostFailure::Host(HostError::Unavailable(_)))),
+            "{answer:?}"
+        );
     }
 }

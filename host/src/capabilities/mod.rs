@@ -1,32 +1,32 @@
-//! What a plugin may ask of the host during a call: one module per WIT interface, each with its grant check at
-//! the top. A module implements its interface's host trait on a view of its own (`OmniCap`, `KubeReadCap`, …)
-//! over [`CallScope`], the capability side of one call's store, and links it with bindgen's per-interface
-//! `add_to_linker` ([`link`] lists them). State a capability keeps for one call (the Omni clients it resolved)
-//! is a type of its module, held in the scope.
+//! What a plugin may ask of the host during a call: one module per WIT interface, each a factor of its own.
+//! A capability module declares what it serves with (`Services`, shared by every call: clients, caches, the
+//! operator's settings) and what it keeps for one call (`State`, made fresh per call), and implements its
+//! interface's host trait on a view (`OmniCap`, `KubeReadCap`, …) that holds exactly
+//! `(&mut CallCore, &mut State, &Services)`: the call's shared core ([`call`]: identity, grants, resource table,
+//! denials, time budgets) and its own parts, never another capability's grants, state or services. Each view is
+//! linked with bindgen's per-interface `add_to_linker`; [`capabilities!`] is the one table that registers them.
 //!
 //! Every host function takes the per-call `call-context` handle, so it knows the object, namespace, deadline
 //! and grants of the call it serves. Interfaces whose real implementation comes later are linked anyway and
 //! answer `host-error::unavailable`, so a plugin built against the full contract degrades instead of trapping.
 //!
-//! Layering: capabilities use [`crate::contract`] and the Omni and Secret clients; the runtime uses the
-//! capabilities; nothing here uses the runtime.
+//! Layering: capabilities use [`crate::contract`] and the Omni, Secret and Helm clients; a capability module uses
+//! [`call`] and no other capability; the runtime uses the capabilities; nothing here uses the runtime.
 
-mod budget;
+mod call;
 mod clock;
 mod context;
-mod denial;
 mod files;
 mod helm;
 mod kube_read;
 mod kube_write;
 mod omni;
-mod reach;
 mod secrets;
 mod workload;
 
 use std::sync::Arc;
 
-use wasmtime::component::{Linker, ResourceTable};
+use wasmtime::component::Linker;
 
 use crate::contract::bindings::omni::operator::types as wit_types;
 use crate::omni::OmniConnections;
@@ -44,69 +44,107 @@ pub use helm::{
     ActionBudget, ChartSources, HelmServices, MAX_VALUES_BYTES, STARTS_PER_CALL, TargetNamespaces,
 };
 
-pub(crate) use clock::ClockCap;
+pub use call::{CallCore, Management};
 pub(crate) use context::ContextCap;
-pub(crate) use files::FilesCap;
-pub(crate) use helm::HelmCap;
-pub(crate) use kube_read::KubeReadCap;
-pub(crate) use omni::OmniCap;
-pub(crate) use secrets::SecretsCap;
-pub(crate) use workload::WorkloadCap;
+// The native plugin path calls the capabilities' views directly.
+#[cfg(feature = "native")]
+pub(crate) use {
+    clock::ClockCap, files::FilesCap, helm::HelmCap, kube_read::KubeReadCap, omni::OmniCap,
+    secrets::SecretsCap, workload::WorkloadCap,
+};
+
+/// The registration table: each capability module, its interface's name, and so the fields of [`HostServices`]
+/// and [`CallStates`] that hold its services and per-call state, and its place in [`link`]. Adding a capability
+/// is one line here (see host/README.md's checklist).
+macro_rules! capabilities {
+    ($($module:ident: $interface:literal),* $(,)?) => {
+        /// The host's side of the capabilities, supplied by the caller for each call, one part per capability:
+        /// the controllers pass their watch caches, clients and the real clock, tests pass fakes.
+        #[derive(Clone, Default)]
+        pub struct HostServices {
+            $(pub(crate) $module: $module::Services,)*
+        }
+
+        /// What each capability keeps for one call.
+        #[derive(Default)]
+        pub(crate) struct CallStates {
+            $($module: $module::State,)*
+        }
+
+        /// Links every contract interface into `linker`, each through its own `add_to_linker` and view. Which of
+        /// them a plugin may use is decided by its imports and grants at load, and by each function's grant check.
+        pub fn link<T: HasCallScope>(linker: &mut Linker<T>) -> anyhow::Result<()> {
+            use anyhow::Context as _;
+            link_types(linker)
+                .map_err(anyhow::Error::from)
+                .context("linking the types interface")?;
+            $(
+                $module::link(linker)
+                    .map_err(anyhow::Error::from)
+                    .with_context(|| format!("linking the {} interface", $interface))?;
+            )*
+            Ok(())
+        }
+    };
+}
+
+capabilities! {
+    context: "context",
+    kube_read: "kube-read",
+    kube_write: "kube-write",
+    secrets: "secrets",
+    omni: "omni",
+    workload: "workload",
+    helm: "helm",
+    files: "files",
+    clock: "clock",
+}
 
 /// A store's data that carries a call's [`CallScope`]: what the capabilities are linked against.
 pub trait HasCallScope: Send + 'static {
     fn call_scope(&mut self) -> &mut CallScope;
 }
 
-/// Links every contract interface into `linker`, each through its own `add_to_linker` and view. Which of them a
-/// plugin may use is decided by its imports and grants at load, and by each function's grant check.
-pub fn link<T: HasCallScope>(linker: &mut Linker<T>) -> anyhow::Result<()> {
-    use anyhow::Context as _;
-    type Link<T> = fn(&mut Linker<T>) -> wasmtime::Result<()>;
-    let interfaces: [(&str, Link<T>); 10] = [
-        ("types", link_types),
-        ("context", context::link),
-        ("kube-read", kube_read::link),
-        ("kube-write", kube_write::link),
-        ("secrets", secrets::link),
-        ("omni", omni::link),
-        ("workload", workload::link),
-        ("helm", helm::link),
-        ("files", files::link),
-        ("clock", clock::link),
-    ];
-    for (name, link) in interfaces {
-        link(linker)
-            .map_err(anyhow::Error::from)
-            .with_context(|| format!("linking the {name} interface"))?;
-    }
-    Ok(())
-}
-
 /// `types` has no functions, only the types the others share; it is linked as the world's bindings link it.
 fn link_types<T: HasCallScope>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     wit_types::add_to_linker::<T, ContextCap<'static>>(linker, |state: &mut T| {
-        ContextCap(state.call_scope())
+        ContextCap::of(state.call_scope())
     })
 }
 
-/// Declares a capability's view of the call: a type of the capability's own that derefs to the [`CallScope`],
-/// answers the contract's `host-error` conversion, and is linked by the interface's own `add_to_linker`.
+/// Declares a capability's view of the call: the call's [`CallCore`] and the capability's own `State` and
+/// `Services` (types of the module it is invoked in), borrowed from the [`CallScope`] by `of`; answers the
+/// contract's `host-error` conversion, and is linked by the interface's own `add_to_linker`.
 macro_rules! capability_view {
-    ($(#[$doc:meta])* $view:ident, $interface:path) => {
+    ($(#[$doc:meta])* $view:ident, $interface:path, $field:ident) => {
         $(#[$doc])*
-        pub(crate) struct $view<'a>(pub(crate) &'a mut $crate::capabilities::CallScope);
-
-        impl std::ops::Deref for $view<'_> {
-            type Target = $crate::capabilities::CallScope;
-            fn deref(&self) -> &Self::Target {
-                self.0
-            }
+        pub(crate) struct $view<'a> {
+            #[allow(dead_code, reason = "a capability that checks no grant (the clock) does not read it")]
+            pub(crate) core: &'a mut $crate::capabilities::CallCore,
+            #[allow(dead_code, reason = "a capability without per-call state has a unit here")]
+            pub(crate) state: &'a mut State,
+            #[allow(dead_code, reason = "a capability without services has a unit here")]
+            pub(crate) services: &'a Services,
         }
 
-        impl std::ops::DerefMut for $view<'_> {
-            fn deref_mut(&mut self) -> &mut Self::Target {
-                self.0
+        impl<'a> $view<'a> {
+            /// The capability's parts of one call, and the call's core.
+            pub(crate) fn of(scope: &'a mut $crate::capabilities::CallScope) -> Self {
+                $view {
+                    core: &mut scope.core,
+                    state: &mut scope.states.$field,
+                    services: &scope.services.$field,
+                }
+            }
+
+            /// The view over parts held elsewhere (a unit test's).
+            #[cfg(test)]
+            pub(crate) fn over(
+                core: &'a mut $crate::capabilities::CallCore,
+                state: &'a mut State,
+                services: &'a Services,
+            ) -> Self {
+                $view { core, state, services }
             }
         }
 
@@ -129,31 +167,19 @@ macro_rules! capability_view {
         ) -> wasmtime::Result<()> {
             use $interface as interface;
             interface::add_to_linker::<T, $view<'static>>(linker, |state: &mut T| {
-                $view(state.call_scope())
+                $view::of(state.call_scope())
             })
         }
     };
 }
 use capability_view;
 
-/// The capability side of one call's store: who is calling with what grants, the services that answer, the
-/// resource table holding the call's `call-context`, and what the call was refused. Made fresh for every call
-/// and dropped with it.
+/// The capability side of one call's store: the call's core, each capability's state for it, and the services
+/// that answer. Made fresh for every call and dropped with it.
 pub struct CallScope {
-    pub(crate) plugin: Arc<str>,
-    pub(crate) grants: Arc<Grants>,
-    pub(crate) services: HostServices,
-    /// The fields of the reconciled object that name the Secrets this plugin may reach (from `describe`).
-    pub(crate) secret_fields: Arc<[SecretField]>,
-    pub(crate) table: ResourceTable,
-    /// Capability calls refused during this call (the first [`MAX_DENIALS`]); the caller reports them.
-    pub(crate) denials: Vec<Denial>,
-    /// Refusals beyond those, counted.
-    pub(crate) denials_dropped: usize,
-    /// The `omni` capability's state for this call.
-    omni: omni::CallState,
-    /// The `helm` capability's state for this call.
-    helm: helm::CallState,
+    pub(crate) core: CallCore,
+    states: CallStates,
+    services: HostServices,
 }
 
 impl CallScope {
@@ -164,84 +190,53 @@ impl CallScope {
         secret_fields: Arc<[SecretField]>,
     ) -> Self {
         CallScope {
-            plugin,
-            grants,
+            core: CallCore::new(plugin, grants, secret_fields),
+            states: CallStates::default(),
             services,
-            secret_fields,
-            table: ResourceTable::new(),
-            denials: Vec::new(),
-            denials_dropped: 0,
-            omni: omni::CallState::default(),
-            helm: helm::CallState::default(),
-        }
-    }
-}
-
-/// The host's side of the capabilities, supplied by the caller for each call: the controllers pass their watch
-/// caches and the real clock, tests pass fakes.
-#[derive(Clone)]
-pub struct HostServices {
-    pub kube: Arc<dyn KubeReader>,
-    pub clock: Arc<dyn Clock>,
-    /// Omni clients by connection, shared by every call.
-    pub omni: Arc<OmniConnections>,
-    /// Directories `files` may read under (the operator's `--template-root`). Empty: every file read is denied.
-    pub template_roots: TemplateRoots,
-    /// The management cluster, for `secrets` and the Secret writes of `omni.export-kubeconfig` (uncached: a
-    /// decision to overwrite or rotate must not rest on a stale copy). None: those calls answer `unavailable`.
-    pub management: Option<kube::Client>,
-    /// Workload-cluster clients by kubeconfig Secret version, shared by every call.
-    pub workloads: Arc<WorkloadClients>,
-    /// Helm releases converged in the background, the chart sources allowed, and the wake-ups of objects
-    /// whose action ended. By default no Helm: every `helm` call that needs an action answers `unavailable`.
-    pub helm: HelmServices,
-}
-
-impl Default for HostServices {
-    /// No Kubernetes behind `kube-read` (every read answers `unavailable`), no template roots (every file read
-    /// is denied) and the system clock: enough for `describe`, `validate` and plugins that read nothing.
-    fn default() -> Self {
-        HostServices {
-            kube: Arc::new(NoKubeReader),
-            clock: Arc::new(SystemClock),
-            omni: Arc::new(OmniConnections::default()),
-            template_roots: TemplateRoots::default(),
-            management: None,
-            workloads: Arc::default(),
-            helm: HelmServices::default(),
         }
     }
 }
 
 impl HostServices {
+    /// Serves `kube-read`, and the OmniConnection reads of `omni`, from `kube`.
     pub fn with_kube(mut self, kube: Arc<dyn KubeReader>) -> Self {
-        self.kube = kube;
+        self.kube_read.reader = kube.clone();
+        self.omni.reader = kube;
         self
     }
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
+        self.clock.clock = clock;
         self
+    }
+
+    /// The clock every capability and WASI's wall clock read.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock.clock
     }
 
     pub fn with_omni(mut self, omni: Arc<OmniConnections>) -> Self {
-        self.omni = omni;
+        self.omni.connections = omni;
         self
     }
 
-    /// Serves `secrets`, `workload` and the Secret side of `omni.export-kubeconfig` through this client.
+    /// Serves `secrets`, `workload`, the Secret side of `omni.export-kubeconfig` and Helm's workload clusters
+    /// through this client.
     pub fn with_management(
         mut self,
         client: kube::Client,
         workloads: Arc<WorkloadClients>,
     ) -> Self {
-        self.management = Some(client);
-        self.workloads = workloads;
+        let cluster = Management::new(client, workloads);
+        self.secrets.cluster = cluster.clone();
+        self.omni.cluster = cluster.clone();
+        self.workload.cluster = cluster.clone();
+        self.helm.cluster = cluster;
         self
     }
 
     pub fn with_helm(mut self, helm: HelmServices) -> Self {
-        self.helm = helm;
+        self.helm.config = helm;
         self
     }
 
@@ -251,7 +246,12 @@ impl HostServices {
         I: IntoIterator<Item = P>,
         P: Into<std::path::PathBuf>,
     {
-        self.template_roots = TemplateRoots::new(roots);
+        self.files.roots = TemplateRoots::new(roots);
         self
+    }
+
+    /// Replaces the template roots (the operator's `--template-root`).
+    pub fn set_template_roots(&mut self, roots: TemplateRoots) {
+        self.files.roots = roots;
     }
 }

@@ -10,46 +10,81 @@ use std::time::Duration;
 use omni_wire::cosi;
 use wasmtime::component::Resource;
 
-use super::budget::{self, within};
-use super::reach::Reach;
-use super::secrets::string_map;
-use super::{CallContext, CallScope, Capability, HostError, HostFailure};
+use super::call::Management;
+use super::call::budget::{self, within};
+use super::call::reach::Reach;
+use super::call::secret_types::string_map;
+use super::{CallContext, Capability, HostError, HostFailure, KubeReader, NoKubeReader};
 use crate::contract::bindings::omni::operator::omni as wit;
 use crate::omni::client::{Key, ReadResource};
-use crate::omni::{OmniClient, SetupError};
+use crate::omni::{OmniClient, OmniConnections, SetupError};
 use crate::secrets::{self as store, quoted};
 
 type Answer<T> = Result<T, HostFailure>;
 
-impl CallScope {
+/// What `omni` serves with: the pooled clients by connection, the reader the OmniConnection objects are read
+/// through, and the management cluster (for the connection's key Secret and `export-kubeconfig`'s writes).
+#[derive(Clone)]
+pub struct Services {
+    pub(crate) connections: Arc<OmniConnections>,
+    pub(crate) reader: Arc<dyn KubeReader>,
+    pub(crate) cluster: Management,
+}
+
+impl Default for Services {
+    fn default() -> Self {
+        Services {
+            connections: Arc::default(),
+            reader: Arc::new(NoKubeReader),
+            cluster: Management::default(),
+        }
+    }
+}
+
+/// What `omni` keeps for one call: the clients it resolved, by connection name, so a connection and its Secret
+/// are read once per call.
+#[derive(Default)]
+pub(crate) struct State {
+    clients: HashMap<String, Arc<OmniClient>>,
+}
+
+super::capability_view!(
+    /// The `omni` capability's view of a call.
+    OmniCap,
+    wit,
+    omni
+);
+
+impl OmniCap<'_> {
     /// The client for `connection`, resolved at most once per plugin call.
     async fn omni_client(
         &mut self,
         ctx: &Resource<CallContext>,
         connection: &str,
     ) -> Answer<Result<Arc<OmniClient>, SetupError>> {
-        if !self.grants.allows(Capability::Omni) {
-            let denied = self.denied(
+        if !self.core.grants.allows(Capability::Omni) {
+            let denied = self.core.denied(
                 Capability::Omni,
                 &format!("omni connection {connection:?}"),
                 "the plugin is not granted \"omni\"",
             );
             return Ok(Err(SetupError::Connection(denied)));
         }
-        let budget = self.budget(ctx, budget::OMNI)?;
-        if let Some(client) = self.omni.clients.get(connection) {
+        let budget = self.core.budget(ctx, budget::OMNI)?;
+        if let Some(client) = self.state.clients.get(connection) {
             return Ok(Ok(client.clone()));
         }
-        let call = self.table.get(ctx)?;
+        let call = self.core.table.get(ctx)?;
         let Some(namespace) = call.namespace().map(str::to_owned) else {
             return Ok(Err(SetupError::Connection(HostError::Invalid(
                 "Omni connections are namespaced; this object is cluster-scoped".into(),
             ))));
         };
-        let services = self.services.clone();
-        let resolving = services
-            .omni
-            .resolve(services.kube.as_ref(), &namespace, connection);
+        let (connections, reader) = (
+            self.services.connections.clone(),
+            self.services.reader.clone(),
+        );
+        let resolving = connections.resolve(reader.as_ref(), &namespace, connection);
         let client = match tokio::time::timeout(budget, resolving).await {
             Err(_) => {
                 return Ok(Err(SetupError::Connection(HostError::Timeout(format!(
@@ -60,7 +95,7 @@ impl CallScope {
             Ok(Err(e)) => return Ok(Err(e)),
             Ok(Ok(client)) => client,
         };
-        self.omni
+        self.state
             .clients
             .insert(connection.to_owned(), client.clone());
         Ok(Ok(client))
@@ -81,25 +116,12 @@ impl CallScope {
             .omni_client(ctx, connection)
             .await?
             .map_err(SetupError::into_host_error)?;
-        let budget = self.budget(ctx, budget::OMNI)?;
+        let budget = self.core.budget(ctx, budget::OMNI)?;
         // Operations of several requests (cluster status, the teardown fallback) share one budget, so the plugin
         // always gets a `timeout` answer before its own call deadline.
         let what = format!("the call on Omni connection {connection:?}");
         Ok(within(&what, budget, op(client, budget)).await?)
     }
-}
-
-super::capability_view!(
-    /// The `omni` capability's view of a call.
-    OmniCap,
-    wit
-);
-
-/// What `omni` keeps for one call: the clients it resolved, by connection name, so a connection and its Secret
-/// are read once per call.
-#[derive(Default)]
-pub(crate) struct CallState {
-    clients: HashMap<String, Arc<OmniClient>>,
 }
 
 impl wit::Host for OmniCap<'_> {
@@ -117,7 +139,7 @@ impl wit::Host for OmniCap<'_> {
             }
             Err(e) => return Err(e.into_host_error().into()),
         };
-        let budget = self.budget(&ctx, budget::OMNI)?;
+        let budget = self.core.budget(&ctx, budget::OMNI)?;
         client.ping(budget).await?;
         Ok(wit::EndpointInfo {
             endpoint: client.endpoint().normalized.clone(),
@@ -243,17 +265,26 @@ impl wit::Host for OmniCap<'_> {
             Capability::SecretsWrite,
         ];
         let namespace = request.target.namespace.clone();
-        let scope = self.secret_scope(&ctx, &needed, Reach::Spec, namespace, &name, &what)?;
+        let scope = self.core.secret_scope(
+            &ctx,
+            &needed,
+            Reach::Spec,
+            (namespace, &name),
+            &what,
+            &self.services.cluster,
+        )?;
         let labels = string_map(&request.labels, "labels")?;
         let mut annotations = string_map(&request.annotations, "annotations")?;
-        let owner = self.own_label(&ctx, Capability::SecretsWrite, request.owner, &what)?;
+        let owner = self
+            .core
+            .own_label(&ctx, Capability::SecretsWrite, request.owner, &what)?;
         let target = quoted(&scope.namespace, &name);
         // Ownership is checked before Omni mints a token: a Secret someone else owns costs no credential. The
         // version read here is the precondition of the write below.
         let reading = store::get(&scope.management, "", &scope.namespace, &name);
         let existing = within(&what, scope.budget, reading).await?;
         if existing.as_ref().is_some_and(|s| !owner.marks(s)) {
-            tracing::info!(plugin = %self.plugin, secret = %target, "left a Secret alone: it lacks the owner label");
+            tracing::info!(plugin = %self.core.plugin, secret = %target, "left a Secret alone: it lacks the owner label");
             return Err(store::not_owned(&target, &owner).into());
         }
         let (cluster, user, groups) = (
@@ -285,7 +316,7 @@ impl wit::Host for OmniCap<'_> {
             annotations,
             owner,
         };
-        let budget = self.budget(&ctx, budget::OMNI)?.min(scope.budget);
+        let budget = self.core.budget(&ctx, budget::OMNI)?.min(scope.budget);
         let op =
             store::write_kubeconfig(&scope.management, &scope.namespace, &name, existing, write);
         within(&what, budget, op).await?;
@@ -374,5 +405,128 @@ fn from_cosi(read: ReadResource) -> wit::Resource {
         finalizers: metadata.finalizers,
         spec: read.resource.spec.map(|s| s.proto_spec).unwrap_or_default(),
         unreadable: read.unreadable,
+    }
+}
+
+#[cfg(test)]
+mod grant_checks {
+    use serde_json::json;
+    use wit::Host as _;
+
+    use super::*;
+    use crate::capabilities::call::testing::{FakeKinds, NS, TestCall, UID, management};
+    use crate::contract::bindings::omni::operator::types::{OwnerLabel, SecretKeyRef};
+
+    /// The spec names the export target `admin-kubeconfig`; the status names `stolen`.
+    fn call(grants: &[&str]) -> TestCall {
+        let object =
+            json!({"spec": {"target": "admin-kubeconfig"}, "status": {"target": "stolen"}});
+        TestCall::new(
+            grants,
+            object,
+            &[("spec.target", None), ("status.target", None)],
+        )
+    }
+
+    fn services() -> Services {
+        Services {
+            connections: Arc::default(),
+            reader: Arc::new(FakeKinds),
+            cluster: management(&[(NS, "admin-kubeconfig", "kubeconfig", "old")]),
+        }
+    }
+
+    fn export(target: &str, owner: &str) -> wit::KubeconfigExport {
+        wit::KubeconfigExport {
+            cluster: "edge".into(),
+            user: "u".into(),
+            groups: vec!["system:masters".into()],
+            ttl_ns: 1,
+            target: SecretKeyRef {
+                namespace: None,
+                name: target.into(),
+                key: "kubeconfig".into(),
+            },
+            remove_key: None,
+            context_namespace: None,
+            labels: "{}".into(),
+            annotations: "{}".into(),
+            owner: OwnerLabel {
+                key: "omni.texashpc.com/owner".into(),
+                value: owner.into(),
+            },
+            digest_annotation: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn every_omni_call_needs_the_omni_grant() {
+        let services = services();
+        let mut ungranted = call(&[]);
+        let ctx = ungranted.ctx();
+        let answer = OmniCap::over(&mut ungranted.core, &mut State::default(), &services)
+            .ping(ctx, "omni".into())
+            .await;
+        ungranted.assert_denied(
+            answer,
+            "omni",
+            "omni connection \"omni\"",
+            "not granted \"omni\"",
+        );
+        let mut granted = call(&["omni"]);
+        let ctx = granted.ctx();
+        let answer = OmniCap::over(&mut granted.core, &mut State::default(), &services)
+            .ping(ctx, "omni".into())
+            .await;
+        granted.assert_allowed(&answer);
+        assert!(
+            matches!(&answer, Err(HostFailure::Host(HostError::NotFound(m))) if m.contains("OmniConnection \"omni\" not found")),
+            "the connection was looked up: {answer:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_export_writes_only_a_secret_the_spec_names_with_secrets_write_and_the_objects_label()
+     {
+        let services = services();
+        let ask = async |grants: &[&str], target: &str, owner: &str| {
+            let mut call = call(grants);
+            let ctx = call.ctx();
+            let answer = OmniCap::over(&mut call.core, &mut State::default(), &services)
+                .export_kubeconfig(ctx, "omni".into(), export(target, owner))
+                .await;
+            (call, answer)
+        };
+        let (call, answer) = ask(&["omni", "secrets"], "admin-kubeconfig", UID).await;
+        call.assert_denied(
+            answer,
+            "secrets-write",
+            "admin-kubeconfig",
+            "not granted \"secrets-write\"",
+        );
+        let writer = ["omni", "secrets", "secrets-write"];
+        let (call, answer) = ask(&writer, "kube-root", UID).await;
+        call.assert_denied(
+            answer,
+            "omni",
+            "kube-root",
+            "is not named by the reconciled object's spec",
+        );
+        let (call, answer) = ask(&writer, "stolen", UID).await;
+        call.assert_denied(
+            answer,
+            "omni",
+            "stolen",
+            "a name in the status reaches only the removal",
+        );
+        let (call, answer) = ask(&writer, "admin-kubeconfig", "uid-2").await;
+        call.assert_denied(
+            answer,
+            "secrets-write",
+            "admin-kubeconfig",
+            "does not carry the reconciled object's UID",
+        );
+        let (call, answer) = ask(&writer, "admin-kubeconfig", UID).await;
+        call.assert_allowed(&answer);
     }
 }

@@ -6,63 +6,14 @@ use std::collections::BTreeMap;
 
 use wasmtime::component::Resource;
 
-use super::budget::within;
-use super::reach::Reach;
-use super::{CallContext, CallScope, Capability, HostError, HostFailure};
+use super::call::Management;
+use super::call::budget::within;
+use super::call::reach::Reach;
+use super::call::secret_types::removal;
+use super::{CallContext, Capability, HostFailure};
 use crate::contract::bindings::omni::operator::secrets as wit;
 use crate::contract::bindings::omni::operator::types::{OwnerLabel, Removal, SecretKeyRef};
 use crate::secrets::{self as store, quoted};
-
-impl CallScope {
-    /// Checks the owner label a write or delete is conditioned on: it must mark the reconciled object itself
-    /// (its value is the object's UID), so a plugin can never claim, overwrite or delete Secrets that belong to
-    /// another object by naming that object's label.
-    pub(super) fn own_label(
-        &mut self,
-        ctx: &Resource<CallContext>,
-        capability: Capability,
-        label: OwnerLabel,
-        what: &str,
-    ) -> Result<store::OwnerLabel, HostFailure> {
-        let call = self.table.get(ctx)?;
-        let uid = call.object_value()["metadata"]["uid"]
-            .as_str()
-            .unwrap_or_default();
-        if uid.is_empty() || label.value != uid || label.key.is_empty() {
-            let reason = format!(
-                "the owner label {:?} does not carry the reconciled object's UID; the host writes and deletes only \
-                 what marks the object it reconciles",
-                label.key
-            );
-            return Err(self.denied(capability, what, &reason).into());
-        }
-        Ok(owner(label))
-    }
-}
-
-/// A JSON object of strings (labels, annotations) from the plugin.
-pub(super) fn string_map(json: &str, field: &str) -> Result<BTreeMap<String, String>, HostError> {
-    if json.trim().is_empty() {
-        return Ok(BTreeMap::new());
-    }
-    serde_json::from_str(json)
-        .map_err(|e| HostError::Invalid(format!("{field} must be a JSON object of strings: {e}")))
-}
-
-pub(super) fn owner(o: OwnerLabel) -> store::OwnerLabel {
-    store::OwnerLabel {
-        key: o.key,
-        value: o.value,
-    }
-}
-
-pub(super) fn removal(r: store::Removal) -> Removal {
-    match r {
-        store::Removal::Deleted => Removal::Deleted,
-        store::Removal::Absent => Removal::Absent,
-        store::Removal::NotOwned => Removal::NotOwned,
-    }
-}
 
 fn labels_json(m: Option<BTreeMap<String, String>>) -> String {
     serde_json::to_string(&m.unwrap_or_default()).unwrap_or_else(|_| "{}".into())
@@ -79,7 +30,23 @@ fn safe_annotations(annotations: Option<BTreeMap<String, String>>) -> String {
     labels_json(Some(annotations))
 }
 
-impl CallScope {
+/// What `secrets` serves with: the management cluster.
+#[derive(Clone, Default)]
+pub struct Services {
+    pub(crate) cluster: Management,
+}
+
+/// `secrets` keeps nothing per call.
+pub(crate) type State = ();
+
+super::capability_view!(
+    /// The `secrets` capability's view of a call.
+    SecretsCap,
+    wit,
+    secrets
+);
+
+impl SecretsCap<'_> {
     /// One key's value of a Secret the object names, after the checks for `needed`; stays in the host unless the
     /// caller hands it over.
     async fn key_value(
@@ -89,7 +56,14 @@ impl CallScope {
         key: SecretKeyRef,
         what: &str,
     ) -> Result<Option<Vec<u8>>, HostFailure> {
-        let scope = self.secret_scope(ctx, needed, Reach::Spec, key.namespace, &key.name, what)?;
+        let scope = self.core.secret_scope(
+            ctx,
+            needed,
+            Reach::Spec,
+            (key.namespace, &key.name),
+            what,
+            &self.services.cluster,
+        )?;
         let read = store::get(&scope.management, "", &scope.namespace, &key.name);
         let found = within(what, scope.budget, read).await?;
         Ok(found
@@ -98,12 +72,6 @@ impl CallScope {
             .map(|v| v.0))
     }
 }
-
-super::capability_view!(
-    /// The `secrets` capability's view of a call.
-    SecretsCap,
-    wit
-);
 
 impl wit::Host for SecretsCap<'_> {
     async fn info(
@@ -114,7 +82,14 @@ impl wit::Host for SecretsCap<'_> {
     ) -> Result<Option<wit::SecretInfo>, HostFailure> {
         let what = format!("secrets.info {name:?}");
         let needed = [Capability::Secrets];
-        let scope = self.secret_scope(&ctx, &needed, Reach::Spec, namespace, &name, &what)?;
+        let scope = self.core.secret_scope(
+            &ctx,
+            &needed,
+            Reach::Spec,
+            (namespace, &name),
+            &what,
+            &self.services.cluster,
+        )?;
         let read = store::get(&scope.management, "", &scope.namespace, &name);
         let found = within(&what, scope.budget, read).await?;
         Ok(found.map(|s| wit::SecretInfo {
@@ -157,14 +132,241 @@ impl wit::Host for SecretsCap<'_> {
     ) -> Result<Removal, HostFailure> {
         let what = format!("secrets.delete-owned {name:?}");
         let needed = [Capability::Secrets, Capability::SecretsWrite];
-        let scope = self.secret_scope(&ctx, &needed, Reach::Cleanup, namespace, &name, &what)?;
-        let owner = self.own_label(&ctx, Capability::SecretsWrite, owner_label, &what)?;
+        let scope = self.core.secret_scope(
+            &ctx,
+            &needed,
+            Reach::Cleanup,
+            (namespace, &name),
+            &what,
+            &self.services.cluster,
+        )?;
+        let owner = self
+            .core
+            .own_label(&ctx, Capability::SecretsWrite, owner_label, &what)?;
         let target = quoted(&scope.namespace, &name);
         let op = store::delete_owned(&scope.management, "", &scope.namespace, &name, &owner);
         let result = removal(within(&what, scope.budget, op).await?);
         if result == Removal::NotOwned {
-            tracing::info!(plugin = %self.plugin, secret = %target, "left a Secret alone: it lacks the owner label");
+            tracing::info!(plugin = %self.core.plugin, secret = %target, "left a Secret alone: it lacks the owner label");
         }
         Ok(result)
+    }
+}
+
+#[cfg(test)]
+mod grant_checks {
+    use serde_json::{Value, json};
+    use wit::Host as _;
+
+    use super::*;
+    use crate::capabilities::HostError;
+    use crate::capabilities::call::testing::{NS, TestCall, UID, management};
+
+    /// The object names `app` (and, in `vault`, `remote`) in its spec; its status names `claimed`, as a plugin
+    /// would write a name into it.
+    fn object() -> Value {
+        json!({"spec": {"secretRef": {"name": "app"}, "remoteRef": {"name": "remote", "namespace": "vault"}},
+            "status": {"claimed": "claimed"}})
+    }
+
+    fn call(grants: &[&str]) -> TestCall {
+        let fields = [
+            ("spec.secretRef.name", None),
+            ("spec.remoteRef.name", Some("spec.remoteRef.namespace")),
+            ("status.claimed", None),
+        ];
+        TestCall::new(grants, object(), &fields)
+    }
+
+    fn services() -> Services {
+        Services {
+            cluster: management(&[
+                (NS, "app", "password", "app-value"),
+                (NS, "claimed", "password", "claimed-value"),
+                ("vault", "remote", "password", "remote-value"),
+            ]),
+        }
+    }
+
+    fn key(namespace: Option<&str>, name: &str) -> SecretKeyRef {
+        SecretKeyRef {
+            namespace: namespace.map(str::to_string),
+            name: name.into(),
+            key: "password".into(),
+        }
+    }
+
+    async fn info(
+        call: &mut TestCall,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<wit::SecretInfo>, HostFailure> {
+        let services = services();
+        let ctx = call.ctx();
+        SecretsCap::over(&mut call.core, &mut (), &services)
+            .info(ctx, namespace.map(str::to_string), name.into())
+            .await
+    }
+
+    #[tokio::test]
+    async fn metadata_needs_the_secrets_grant_and_a_secret_the_spec_names() {
+        let mut denied = call(&[]);
+        let answer = info(&mut denied, None, "app").await;
+        denied.assert_denied(
+            answer,
+            "secrets",
+            "secrets.info \"app\"",
+            "not granted \"secrets\"",
+        );
+        let mut other = call(&["secrets"]);
+        let answer = info(&mut other, None, "kube-root").await;
+        other.assert_denied(
+            answer,
+            "secrets",
+            "kube-root",
+            "is not named by the reconciled object's spec",
+        );
+        let mut allowed = call(&["secrets"]);
+        let answer = info(&mut allowed, None, "app").await;
+        allowed.assert_allowed(&answer);
+        let found = answer.ok().flatten().expect("the named Secret's metadata");
+        assert_eq!(found.keys, vec!["password".to_string()]);
+    }
+
+    #[tokio::test]
+    async fn a_name_in_the_status_reaches_no_read_only_an_owner_checked_delete() {
+        let mut reading = call(&["secrets", "secrets-read-values"]);
+        let answer = info(&mut reading, None, "claimed").await;
+        reading.assert_denied(
+            answer,
+            "secrets",
+            "claimed",
+            "a name in the status reaches only the removal",
+        );
+        let services = services();
+        let ctx = reading.ctx();
+        let value = SecretsCap::over(&mut reading.core, &mut (), &services)
+            .read(ctx, key(None, "claimed"))
+            .await;
+        reading.assert_denied(
+            value,
+            "secrets",
+            "claimed",
+            "a name in the status reaches only the removal",
+        );
+
+        let mut deleting = call(&["secrets", "secrets-write"]);
+        let label = OwnerLabel {
+            key: "omni.texashpc.com/owner".into(),
+            value: UID.into(),
+        };
+        let ctx = deleting.ctx();
+        let answer = SecretsCap::over(&mut deleting.core, &mut (), &services)
+            .delete_owned(ctx, None, "claimed".into(), label)
+            .await;
+        deleting.assert_allowed(&answer);
+        // The fake cluster refuses the DELETE itself; what matters is that it got that far.
+        assert!(answer.is_err() || answer.ok() == Some(Removal::NotOwned));
+    }
+
+    #[tokio::test]
+    async fn another_namespace_needs_its_secrets_namespace_grant() {
+        let mut narrow = call(&["secrets"]);
+        let answer = info(&mut narrow, Some("vault"), "remote").await;
+        narrow.assert_denied(
+            answer,
+            "secrets",
+            "remote",
+            "grant `secrets-namespace:vault`",
+        );
+        let mut wide = call(&["secrets", "secrets-namespace:vault"]);
+        let answer = info(&mut wide, Some("vault"), "remote").await;
+        wide.assert_allowed(&answer);
+        assert!(answer.ok().flatten().is_some());
+        // The grant does not move a Secret the spec names in the object's namespace into another one.
+        let mut moved = call(&["secrets", "secrets-namespace:vault"]);
+        let answer = info(&mut moved, Some("vault"), "app").await;
+        moved.assert_denied(
+            answer,
+            "secrets",
+            "app",
+            "is not named by the reconciled object's spec",
+        );
+    }
+
+    #[tokio::test]
+    async fn values_need_secrets_read_values_and_a_digest_does_not() {
+        let services = services();
+        let mut plain = call(&["secrets"]);
+        let ctx = plain.ctx();
+        let value = SecretsCap::over(&mut plain.core, &mut (), &services)
+            .read(ctx, key(None, "app"))
+            .await;
+        plain.assert_denied(
+            value,
+            "secrets-read-values",
+            "secrets.read \"app\"",
+            "not granted \"secrets-read-values\"",
+        );
+        let ctx = plain.ctx();
+        plain.core.denials.clear();
+        let digest = SecretsCap::over(&mut plain.core, &mut (), &services)
+            .digest(ctx, key(None, "app"))
+            .await;
+        plain.assert_allowed(&digest);
+        assert_eq!(digest.ok().flatten().map(|d| d.len()), Some(64));
+
+        let mut granted = call(&["secrets", "secrets-read-values"]);
+        let ctx = granted.ctx();
+        let value = SecretsCap::over(&mut granted.core, &mut (), &services)
+            .read(ctx, key(None, "app"))
+            .await;
+        granted.assert_allowed(&value);
+        assert_eq!(value.ok().flatten(), Some(b"app-value".to_vec()));
+    }
+
+    #[tokio::test]
+    async fn a_delete_needs_secrets_write_and_the_objects_own_owner_label() {
+        let services = services();
+        let label = |value: &str| OwnerLabel {
+            key: "omni.texashpc.com/owner".into(),
+            value: value.into(),
+        };
+        let mut unwritable = call(&["secrets"]);
+        let ctx = unwritable.ctx();
+        let answer = SecretsCap::over(&mut unwritable.core, &mut (), &services)
+            .delete_owned(ctx, None, "app".into(), label(UID))
+            .await;
+        unwritable.assert_denied(
+            answer,
+            "secrets-write",
+            "secrets.delete-owned \"app\"",
+            "not granted \"secrets-write\"",
+        );
+        let mut forged = call(&["secrets", "secrets-write"]);
+        let ctx = forged.ctx();
+        let answer = SecretsCap::over(&mut forged.core, &mut (), &services)
+            .delete_owned(ctx, None, "app".into(), label("uid-of-another-object"))
+            .await;
+        forged.assert_denied(
+            answer,
+            "secrets-write",
+            "app",
+            "does not carry the reconciled object's UID",
+        );
+    }
+
+    #[tokio::test]
+    async fn a_host_without_a_management_cluster_answers_unavailable_after_the_checks() {
+        let mut call = call(&["secrets"]);
+        let services = Services::default();
+        let ctx = call.ctx();
+        let answer = SecretsCap::over(&mut call.core, &mut (), &services)
+            .info(ctx, None, "app".into())
+            .await;
+        assert!(
+            matches!(answer, Err(HostFailure::Host(HostError::Unavailable(_)))),
+            "{answer:?}"
+        );
     }
 }

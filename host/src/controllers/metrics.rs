@@ -38,6 +38,91 @@ struct QueueLabels {
     controller: String,
 }
 
+/// What the controllers count beyond controller-runtime's metrics, each a counter per controller
+/// (`omni_operator_controller_<name>_total{controller}`). Tests and benchmarks read the same counters
+/// ([`Metrics::total`]): the metrics registry is the one place anything is counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Count {
+    /// Plugin calls started (reconcile and finalize).
+    PluginCalls,
+    /// Calls that failed (plugin error, trap, deadline, API error).
+    PluginCallFailures,
+    /// Capability calls refused for lack of a grant.
+    Denials,
+    /// Events a plugin asked for that the per-object rate limit dropped.
+    EventsDropped,
+    /// Status writes the per-object rate limit deferred to a later reconcile.
+    StatusWritesDeferred,
+    /// Status writes refused because the object changed since it was read (the next reconcile starts over).
+    StatusConflicts,
+    /// Reconciles that read the object from the API server because the cache had not shown their last write.
+    FreshReads,
+    /// Requeues a plugin asked for sooner than the floor, raised to it.
+    RequeuesRaised,
+    /// Reconciles put off because the serving binding's quota was used up.
+    QuotaDeferred,
+}
+
+impl Count {
+    const ALL: [Count; 9] = [
+        Count::PluginCalls,
+        Count::PluginCallFailures,
+        Count::Denials,
+        Count::EventsDropped,
+        Count::StatusWritesDeferred,
+        Count::StatusConflicts,
+        Count::FreshReads,
+        Count::RequeuesRaised,
+        Count::QuotaDeferred,
+    ];
+
+    /// The metric's name (the encoder appends `_total`) and help.
+    fn metric(self) -> (&'static str, &'static str) {
+        match self {
+            Count::PluginCalls => (
+                "omni_operator_controller_plugin_calls",
+                "Plugin calls (reconcile and finalize) the controllers started",
+            ),
+            Count::PluginCallFailures => (
+                "omni_operator_controller_plugin_call_failures",
+                "Controller calls that failed: plugin error, trap, deadline or API error",
+            ),
+            Count::Denials => (
+                "omni_operator_controller_capability_denials",
+                "Capability calls refused for lack of a grant, as reported on objects",
+            ),
+            Count::EventsDropped => (
+                "omni_operator_controller_events_dropped",
+                "Events a plugin asked for that the per-object rate limit dropped",
+            ),
+            Count::StatusWritesDeferred => (
+                "omni_operator_controller_status_writes_deferred",
+                "Status writes the per-object rate limit deferred to a later reconcile",
+            ),
+            Count::StatusConflicts => (
+                "omni_operator_controller_status_conflicts",
+                "Status writes that met a newer version of the object",
+            ),
+            Count::FreshReads => (
+                "omni_operator_controller_fresh_reads",
+                "Reconciles that read the object from the API server because the cache lagged their last write",
+            ),
+            Count::RequeuesRaised => (
+                "omni_operator_controller_requeues_raised",
+                "Requeues a plugin asked for sooner than the one-second floor, raised to it",
+            ),
+            Count::QuotaDeferred => (
+                "omni_operator_controller_quota_deferred",
+                "Reconciles put off because the serving binding's quota was used up",
+            ),
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// controller-runtime's reconcile-time buckets (seconds).
 const RECONCILE_BUCKETS: &[f64] = &[
     0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
@@ -88,6 +173,8 @@ pub struct Metrics {
     queue_duration: Family<QueueLabels, Histogram, fn() -> Histogram>,
     work_duration: Family<QueueLabels, Histogram, fn() -> Histogram>,
     clocks: Mutex<HashMap<String, Arc<QueueClock>>>,
+    /// The [`Count`] counters, in `Count::ALL`'s order.
+    counts: Vec<Family<ControllerLabel, Counter>>,
 }
 
 impl Default for Metrics {
@@ -157,7 +244,17 @@ impl Default for Metrics {
             "How long in seconds processing an item from workqueue takes",
             work_duration.clone(),
         );
+        let counts = Count::ALL
+            .iter()
+            .map(|count| {
+                let (name, help) = count.metric();
+                let family = Family::<ControllerLabel, Counter>::default();
+                registry.register(name, help, family.clone());
+                family
+            })
+            .collect();
         Metrics {
+            counts,
             registry: Mutex::new(registry),
             reconciles,
             errors,
@@ -194,6 +291,22 @@ impl Metrics {
             name,
             clock,
         }
+    }
+
+    /// The sum of `what` over every controller so far.
+    pub fn total(&self, what: Count) -> u64 {
+        let names: Vec<String> = self
+            .clocks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect();
+        let family = &self.counts[what.index()];
+        names
+            .into_iter()
+            .map(|controller| family.get_or_create(&ControllerLabel { controller }).get())
+            .sum()
     }
 
     /// Registers more metrics (the per-plugin figures, admission) beside the controllers'.
@@ -250,6 +363,13 @@ impl ControllerMetrics {
             name: self.name.clone(),
             controller: self.name.clone(),
         }
+    }
+
+    /// Counts `by` of `what` for this controller.
+    pub fn count(&self, what: Count, by: u64) {
+        self.metrics.counts[what.index()]
+            .get_or_create(&self.label())
+            .inc_by(by);
     }
 
     /// `key` was asked for (a watch event, a related change, a wake-up), to run as soon as a worker is free.

@@ -48,8 +48,6 @@ pub struct Settings {
     pub concurrency: u16,
     /// Field manager and Event reporter name.
     pub manager: String,
-    /// Counters shared by every controller (progress displays and tests read them).
-    pub stats: Arc<Stats>,
     /// Omni clients, pooled across every reconcile of every kind.
     pub omni: Arc<OmniConnections>,
     /// Directories plugins granted `files` may read (`--template-root`).
@@ -63,7 +61,8 @@ pub struct Settings {
     /// Helm: the releases converged in a worker process, the chart sources allowed, and the wake-ups a
     /// finished action sends to the controller of the object that asked.
     pub helm: HelmServices,
-    /// Prometheus metrics under controller-runtime's names (`/metrics`).
+    /// Prometheus metrics under controller-runtime's names and the host's own counters (`/metrics`); what
+    /// tests and benchmarks read ([`metrics::Metrics::total`]).
     pub metrics: Arc<metrics::Metrics>,
 }
 
@@ -74,7 +73,6 @@ impl Default for Settings {
             reconcile_timeout: Duration::from_secs(30),
             concurrency: 4,
             manager: "omni-operator".into(),
-            stats: Arc::default(),
             omni: Arc::default(),
             template_roots: TemplateRoots::default(),
             watches: Arc::default(),
@@ -84,29 +82,6 @@ impl Default for Settings {
             metrics: Arc::default(),
         }
     }
-}
-
-/// What the controllers have done so far.
-#[derive(Debug, Default)]
-pub struct Stats {
-    /// Plugin calls started (reconcile and finalize).
-    pub calls: std::sync::atomic::AtomicU64,
-    /// Calls that failed (plugin error, trap, deadline, API error).
-    pub failures: std::sync::atomic::AtomicU64,
-    /// Capability calls refused for lack of a grant.
-    pub denials: std::sync::atomic::AtomicU64,
-    /// Events a plugin asked for that the per-object rate limit dropped.
-    pub events_dropped: std::sync::atomic::AtomicU64,
-    /// Status writes the per-object rate limit deferred to a later reconcile.
-    pub status_writes_deferred: std::sync::atomic::AtomicU64,
-    /// Status writes refused because the object changed since it was read (the next reconcile starts over).
-    pub status_conflicts: std::sync::atomic::AtomicU64,
-    /// Reconciles that read the object from the API server because the cache had not shown their last write.
-    pub fresh_reads: std::sync::atomic::AtomicU64,
-    /// Requeues a plugin asked for sooner than the floor, raised to it.
-    pub requeues_raised: std::sync::atomic::AtomicU64,
-    /// Reconciles put off because the serving binding's quota was used up.
-    pub quota_deferred: std::sync::atomic::AtomicU64,
 }
 
 /// The soonest a plugin may ask to be called again: `requeue-after 0` must not become a busy loop.
@@ -435,18 +410,10 @@ async fn reconcile_once(obj: Arc<DynamicObject>, shared: &Arc<Shared>) -> Result
     };
     // A tenant over its quota is asked again shortly, without taking a worker while it waits.
     if let Err(wait) = plugin.admit(std::time::Instant::now()) {
-        shared
-            .settings
-            .stats
-            .quota_deferred
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        shared.metrics.count(metrics::Count::QuotaDeferred, 1);
         return Ok(Next::After(wait.max(QUOTA_RETRY)));
     }
-    shared
-        .settings
-        .stats
-        .calls
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    shared.metrics.count(metrics::Count::PluginCalls, 1);
     let Some(mut obj) = latest(obj, shared).await? else {
         return Ok(Next::AwaitChange);
     };
@@ -469,11 +436,7 @@ async fn reconcile_once(obj: Arc<DynamicObject>, shared: &Arc<Shared>) -> Result
                 ));
         }
         Err(e) => {
-            shared
-                .settings
-                .stats
-                .failures
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            shared.metrics.count(metrics::Count::PluginCallFailures, 1);
             report_failure(&obj, shared, plugin.name(), e).await
         }
     }
@@ -493,11 +456,7 @@ async fn latest(
     {
         return Ok(Some(obj));
     }
-    shared
-        .settings
-        .stats
-        .fresh_reads
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    shared.metrics.count(metrics::Count::FreshReads, 1);
     let api = Api::<DynamicObject>::namespaced_with(
         shared.client.clone(),
         &obj.namespace().unwrap_or_default(),
@@ -550,7 +509,7 @@ async fn reconcile_inner(
         .with_management(shared.client.clone(), shared.settings.workloads.clone())
         .with_clock(shared.settings.clock.clone())
         .with_helm(shared.settings.helm.clone());
-    services.template_roots = shared.settings.template_roots.clone();
+    services.set_template_roots(shared.settings.template_roots.clone());
 
     if obj.meta().deletion_timestamp.is_some() {
         if !finalizers::held(&current, finalizer, legacy) {
@@ -605,11 +564,7 @@ async fn reconcile_inner(
 fn requeue(shared: &Shared, asked: Option<Duration>, deferred: Option<Duration>) -> Next {
     let asked = asked.map(|d| {
         if d < MIN_REQUEUE {
-            shared
-                .settings
-                .stats
-                .requeues_raised
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            shared.metrics.count(metrics::Count::RequeuesRaised, 1);
         }
         d.max(MIN_REQUEUE)
     });
@@ -662,7 +617,6 @@ async fn settle_status(
 ) -> Result<Settled, kube::Error> {
     let now = rfc3339_seconds(std::time::SystemTime::now());
     let (key, own) = (object_key(obj), own_key(obj));
-    let stats = &shared.settings.stats;
     let stored = obj.data.get("status").cloned().unwrap_or(Value::Null);
     let next = status::next_status(json, fields, conditions, &now)
         .unwrap_or_else(|| json.get("status").cloned().unwrap_or(Value::Null));
@@ -671,9 +625,9 @@ async fn settle_status(
         return Ok(Settled::default());
     }
     if let Err(wait) = shared.status_writes.take(&key, std::time::Instant::now()) {
-        stats
-            .status_writes_deferred
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        shared
+            .metrics
+            .count(metrics::Count::StatusWritesDeferred, 1);
         tracing::debug!(object = %key, "status write deferred by the per-object rate limit");
         shared.own_writes.defer(&own, stored, next);
         return Ok(Settled {
@@ -701,9 +655,7 @@ async fn settle_status(
             if let kube::Error::Api(status) = &e
                 && status.code == 409
             {
-                stats
-                    .status_conflicts
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                shared.metrics.count(metrics::Count::StatusConflicts, 1);
                 tracing::debug!(object = %key, "status write met a newer version of the object; reconciling again");
                 return Ok(Settled {
                     requeue: Some(CONFLICT_RETRY),
@@ -740,11 +692,7 @@ async fn publish(obj: &DynamicObject, shared: &Shared, key: &str, events: Vec<Ev
         }
         crate::contract::truncate(&mut ev.reason, crate::contract::MAX_EVENT_REASON);
         if shared.events.take(key, std::time::Instant::now()).is_err() {
-            shared
-                .settings
-                .stats
-                .events_dropped
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            shared.metrics.count(metrics::Count::EventsDropped, 1);
             continue;
         }
         if let Err(err) = shared
@@ -758,7 +706,7 @@ async fn publish(obj: &DynamicObject, shared: &Shared, key: &str, events: Vec<Ev
 }
 
 /// The report of the capability calls one completed call was denied: a `CapabilityDenied=True` condition and a
-/// Warning Event naming the first and counting the rest (counted in the stats too), or, with none, the
+/// Warning Event naming the first and counting the rest (counted in the metrics too), or, with none, the
 /// condition turned False if it was True.
 fn denial_report(
     shared: &Shared,
@@ -779,11 +727,7 @@ fn denial_report(
         return (cleared, None);
     };
     let denied = denials.len() + dropped;
-    shared
-        .settings
-        .stats
-        .denials
-        .fetch_add(denied as u64, std::sync::atomic::Ordering::Relaxed);
+    shared.metrics.count(metrics::Count::Denials, denied as u64);
     let more = if denied > 1 {
         format!(" (and {} more in the same call)", denied - 1)
     } else {

@@ -1,8 +1,9 @@
-//! Helm's release storage in a workload cluster, read (and, to recover a release a dead action left pending or to
-//! stamp an adopted one with its owner, written) directly: one Secret per revision, `sh.helm.release.v1.<name>.v<revision>` in the release's
-//! namespace, labelled `owner=helm,name=<name>,status=<status>,version=<revision>`, its `release` key holding
-//! base64(gzip(JSON)) (spec/helm.md §B). Reading it here costs one LIST and no Helm worker slot, so every
-//! `helm.ensure` can look at the release as it really is.
+//! Helm's release storage in a workload cluster, read (and, to unlock a release a dead action left pending or to
+//! stamp an adopted one with its owner, written) directly: one Secret per revision,
+//! `sh.helm.release.v1.<name>.v<revision>` in the release's namespace, labelled
+//! `owner=helm,name=<name>,status=<status>,version=<revision>`, its `release` key holding base64(gzip(JSON)), as
+//! Helm's own Secret storage driver writes it. Reading it here costs one LIST and no Helm worker slot, so every
+//! `helm.observe` can look at the release as it really is.
 
 use std::io::{Read, Write};
 

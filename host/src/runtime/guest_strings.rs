@@ -91,8 +91,14 @@ pub(super) fn link(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
                         ));
                     }
                     let scope = &mut store.data_mut().scope;
-                    wit::HostCallContext::log(&mut ContextCap(scope), ctx, level, message, kept)
-                        .await?;
+                    wit::HostCallContext::log(
+                        &mut ContextCap::of(scope),
+                        ctx,
+                        level,
+                        message,
+                        kept,
+                    )
+                    .await?;
                     Ok(())
                 })
             },
@@ -116,7 +122,7 @@ pub(super) fn link(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
                     let mut store = store;
                     let scope = &mut store.data_mut().scope;
                     wit::HostCallContext::event(
-                        &mut ContextCap(scope),
+                        &mut ContextCap::of(scope),
                         ctx,
                         type_,
                         reason,
@@ -142,7 +148,7 @@ pub(super) fn link(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
                         message: prefix(&condition.message, &store, MAX_CONDITION_MESSAGE, true)?,
                     };
                     let scope = &mut store.data_mut().scope;
-                    wit::HostCallContext::set_condition(&mut ContextCap(scope), ctx, condition)
+                    wit::HostCallContext::set_condition(&mut ContextCap::of(scope), ctx, condition)
                         .await?;
                     Ok(())
                 })
@@ -156,14 +162,15 @@ pub(super) fn link(linker: &mut Linker<HostState>) -> anyhow::Result<()> {
             |mut store: StoreContextMut<'_, HostState>,
              (ctx, fields): (Resource<CallContext>, WasmStr)| {
                 Box::new(async move {
-                    let bounds = *store.data().scope.table.get(&ctx)?.bounds();
+                    let bounds = *store.data().scope.core.table.get(&ctx)?.bounds();
                     let size = fields.to_str(&store)?.len();
                     if size > bounds.max_status_bytes {
                         return Err(wasmtime::Error::new(too_large_status(size, &bounds)));
                     }
                     let fields = fields.to_str(&store)?.into_owned();
                     let scope = &mut store.data_mut().scope;
-                    wit::HostCallContext::set_status(&mut ContextCap(scope), ctx, fields).await?;
+                    wit::HostCallContext::set_status(&mut ContextCap::of(scope), ctx, fields)
+                        .await?;
                     Ok(())
                 })
             },

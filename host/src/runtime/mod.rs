@@ -9,8 +9,8 @@
 //!        permit ─► fresh Store (deadline, memory cap, deny-all WASI) ─► instantiate ─► call ─► outputs
 //! ```
 //!
-//! `Runtime::load_native::<P>` serves a plugin's logic compiled into the host through the same path, for
-//! measuring what WebAssembly costs (`native.rs` says what the sandbox then no longer gives).
+//! With feature `native`, `Runtime::load_native::<P>` serves a plugin's logic compiled into the host through the
+//! same path, for measuring what WebAssembly costs (`native.rs` says what the sandbox then no longer gives).
 
 mod cache;
 mod engine;
@@ -18,6 +18,7 @@ mod error;
 mod guest_strings;
 mod imports;
 mod limits;
+#[cfg(feature = "native")]
 mod native;
 mod plugin;
 mod registry;

@@ -101,7 +101,7 @@ impl NativePlugin {
             services.clone(),
             &exec.limits,
         );
-        state.scope.secret_fields = exec.secret_fields.clone();
+        state.scope.core.secret_fields = exec.secret_fields.clone();
         let context = exec.open_context(&mut state, object, Instant::now() + timeout)?;
         let lent = context.as_ref().map(|c| c.rep());
         let runtime = Handle::current();

@@ -21,6 +21,7 @@ use super::imports;
 use super::limits::{
     CallLimits, HostCallRate, HostCallRateExceeded, MAX_HOST_CALL_WAIT, MAX_MEMORIES, MAX_TABLES,
 };
+#[cfg(feature = "native")]
 use super::native::NativePlugin;
 use super::store::HostState;
 use super::types::{Info, ReconcileError, Verdict};
@@ -158,6 +159,7 @@ enum Code {
     /// A component, instantiated in a fresh store for every call.
     Component(ReconcilePluginPre<HostState>),
     /// Rust compiled into the host.
+    #[cfg(feature = "native")]
     Native(NativePlugin),
 }
 
@@ -246,6 +248,7 @@ impl LoadedPlugin {
 
     /// Serves `native`'s logic under `name`. There is no component, so nothing to compile or link, and no
     /// import list: capabilities are checked call by call (see [`super::native`]).
+    #[cfg(feature = "native")]
     pub(super) async fn load_native(
         shared: Arc<Shared>,
         name: String,
@@ -317,7 +320,11 @@ impl LoadedPlugin {
 
     /// Whether the logic runs as native code in the host rather than as a sandboxed component.
     pub fn is_native(&self) -> bool {
-        matches!(self.exec.code, Code::Native(_))
+        #[cfg(feature = "native")]
+        if matches!(self.exec.code, Code::Native(_)) {
+            return true;
+        }
+        false
     }
 
     /// Asks the plugin again what it is.
@@ -569,6 +576,7 @@ impl Executor {
         let _plugin_permit = self.permits.acquire().await.map_err(closed)?;
         match &self.code {
             Code::Component(pre) => self.invoke_component(pre, object, services, export).await,
+            #[cfg(feature = "native")]
             Code::Native(native) => native.invoke(self, object, services, export).await,
         }
     }
@@ -590,7 +598,7 @@ impl Executor {
             services.clone(),
             limits,
         );
-        store.data_mut().scope.secret_fields = self.secret_fields.clone();
+        store.data_mut().scope.core.secret_fields = self.secret_fields.clone();
         let context = self.open_context(store.data_mut(), object, deadline)?;
         // The plugin gets a borrow; the host keeps the owning handle and takes the outputs back through it.
         let lent = context.as_ref().map(|c| Resource::new_borrow(c.rep()));
@@ -635,7 +643,7 @@ impl Executor {
             return Ok(None);
         };
         let context = CallContext::new(object.clone(), deadline, self.limits.outputs);
-        state.scope.table.push(context).map(Some).map_err(|e| {
+        state.scope.core.table.push(context).map(Some).map_err(|e| {
             PluginError::new(
                 &self.name,
                 ErrorKind::Other,
@@ -661,16 +669,17 @@ pub(super) fn close_context(
     let mut outputs = match context {
         Some(handle) => state
             .scope
+            .core
             .table
             .delete(handle)
             .map(CallContext::into_outputs)
             .unwrap_or_default(),
         None => Outputs::default(),
     };
-    for denial in state.scope.denials.drain(..) {
+    for denial in state.scope.core.denials.drain(..) {
         outputs.deny(denial);
     }
-    outputs.denials_dropped += std::mem::take(&mut state.scope.denials_dropped);
+    outputs.denials_dropped += std::mem::take(&mut state.scope.core.denials_dropped);
     outputs
 }
 

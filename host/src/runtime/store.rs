@@ -86,7 +86,7 @@ impl HostState {
         // (injectable) clock, and without the grant they stand still at the Unix epoch, so `SystemTime::now()`
         // in a plugin can neither bypass a test's clock nor give an ungranted plugin the time.
         if grants.allows(Capability::Clock) {
-            wasi.wall_clock(HostClock(services.clock.clone()))
+            wasi.wall_clock(HostClock(services.clock().clone()))
                 .monotonic_clock(SinceStart(Instant::now()));
         } else {
             wasi.wall_clock(StandingClock)
@@ -118,10 +118,10 @@ impl HostState {
         ] {
             let (captured, dropped) = pipe.lines(source);
             for line in &captured {
-                line.emit(&self.scope.plugin);
+                line.emit(&self.scope.core.plugin);
             }
             if dropped > 0 {
-                tracing::warn!(target: "omni_operator::plugin", plugin = %self.scope.plugin, ?source, dropped, "plugin output beyond the capture limit was dropped");
+                tracing::warn!(target: "omni_operator::plugin", plugin = %self.scope.core.plugin, ?source, dropped, "plugin output beyond the capture limit was dropped");
             }
             lines.extend(captured);
         }
@@ -192,7 +192,7 @@ impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
             ctx: &mut self.wasi,
-            table: &mut self.scope.table,
+            table: &mut self.scope.core.table,
         }
     }
 }

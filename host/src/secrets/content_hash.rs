@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use base64::Engine as _;
 // Go's string encoding, as the plugins' spec hashes use it: one implementation, checked against Go.
-use omni_plugin_sdk::go::json_string as go_json_string;
+use omni_go::json_string as go_json_string;
 
 /// Hex SHA-256 of the v1 content document. `data` keys are sorted (Go sorts map keys); values are standard
 /// base64 with padding (Go's `[]byte` encoding); no data at all is `"data":null`.

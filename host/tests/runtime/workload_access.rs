@@ -59,7 +59,7 @@ pub(super) struct Env {
     pub(super) kube: kube_sim::KubeSim,
     pub(super) workload: kube_sim::KubeSim,
     /// The host's counters.
-    pub(super) stats: Arc<controllers::Stats>,
+    pub(super) stats: Arc<controllers::metrics::Metrics>,
 }
 
 impl Env {
@@ -101,11 +101,11 @@ impl Env {
             .await
             .expect("cluster");
         let clock = SimClock::new();
-        let stats = Arc::new(controllers::Stats::default());
+        let stats = Arc::new(controllers::metrics::Metrics::default());
         let settings = Settings {
             omni: Arc::new(OmniConnections::default()),
             clock: Arc::new(SharedClock(clock.clone())),
-            stats: stats.clone(),
+            metrics: stats.clone(),
             ..Settings::default()
         };
         let mut host = HostBuilder::new(support::runtime().clone())

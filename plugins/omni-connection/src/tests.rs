@@ -266,29 +266,6 @@ impl omni_plugin_sdk::Workload for Recording {
 }
 
 impl omni_plugin_sdk::Helm for Recording {
-    fn helm_ensure(
-        &self,
-        spec: &omni_plugin_sdk::helm::ReleaseSpec,
-    ) -> Result<omni_plugin_sdk::helm::ReleaseReport, HostError> {
-        self.inner.helm_ensure(spec)
-    }
-
-    fn helm_uninstall(
-        &self,
-        spec: &omni_plugin_sdk::helm::UninstallSpec,
-    ) -> Result<omni_plugin_sdk::helm::ReleaseReport, HostError> {
-        self.inner.helm_uninstall(spec)
-    }
-
-    fn helm_status(
-        &self,
-        kubeconfig: &omni_plugin_sdk::secrets::SecretKeyRef,
-        name: &str,
-        namespace: &str,
-    ) -> Result<omni_plugin_sdk::helm::ReleaseReport, HostError> {
-        self.inner.helm_status(kubeconfig, name, namespace)
-    }
-
     fn helm_observe(
         &self,
         release: &omni_plugin_sdk::helm::ReleaseRef,

@@ -52,7 +52,8 @@
 //! ```
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
-pub mod go;
+/// Go-compatible text, shared with the host: the `omni-go` crate.
+pub use omni_go as go;
 pub mod helm;
 mod helm_convert;
 pub mod mock;
@@ -270,21 +271,6 @@ pub trait Workload {
 
 /// `helm`: releases in a workload cluster, converged by the operator in the background. Capability `helm`.
 pub trait Helm {
-    /// States the wanted release; the operator installs or upgrades only when the release is missing, failed,
-    /// or made from another chart, version or values, and reports where it stands.
-    fn helm_ensure(&self, spec: &helm::ReleaseSpec) -> Result<helm::ReleaseReport, HostError>;
-
-    /// Removes the release in the background; `Idle` with no release once it is gone.
-    fn helm_uninstall(&self, spec: &helm::UninstallSpec) -> Result<helm::ReleaseReport, HostError>;
-
-    /// Reads the release without starting anything.
-    fn helm_status(
-        &self,
-        kubeconfig: &secrets::SecretKeyRef,
-        name: &str,
-        namespace: &str,
-    ) -> Result<helm::ReleaseReport, HostError>;
-
     /// Reads the release and what the operator runs or ran for it; with `source`, also the digest a revision
     /// made from it would carry. Starts nothing.
     fn helm_observe(

@@ -6,10 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::helm::{
-    DriftIgnore, Drifted, Observation, Progress, ReleaseRef, ReleaseReport, ReleaseSource,
-    ReleaseSpec, Step, StepRecord, UninstallSpec,
-};
+use crate::helm::{DriftIgnore, Drifted, Observation, ReleaseRef, ReleaseSource, Step, StepRecord};
 use crate::omni::{ClusterHealth, LabelTerm, OmniResource, Phase, ResourceKey};
 use crate::secrets::{
     Copied, KubeconfigExport, OwnerLabel, Removal, SecretCopy, SecretInfo, SecretKeyRef,
@@ -42,10 +39,6 @@ pub struct Requests {
     pub copies: Vec<(SecretKeyRef, SecretCopy)>,
     /// `(kubeconfig, namespace, name, owner)` of every `workload_delete_secret`.
     pub workload_deletions: Vec<(SecretKeyRef, String, String, OwnerLabel)>,
-    pub helm_ensures: Vec<ReleaseSpec>,
-    pub helm_uninstalls: Vec<UninstallSpec>,
-    /// `(kubeconfig, name, namespace)` of every `helm_status`.
-    pub helm_statuses: Vec<(SecretKeyRef, String, String)>,
     /// Every `helm_observe`: the release and the source asked about.
     pub helm_observes: Vec<(ReleaseRef, Option<ReleaseSource>)>,
     /// Every `helm_start`.
@@ -74,8 +67,6 @@ pub struct MockHost {
     requests: RefCell<Requests>,
     /// `secret_info` answers "absent" (a Secret appearing between the plugin's look and the host's write).
     hide_secret_info: bool,
-    /// What every `helm_*` call answers once the kubeconfig checks pass.
-    helm: Result<ReleaseReport, HostError>,
     /// What `helm_observe` answers once the kubeconfig checks pass.
     observation: Result<Observation, HostError>,
     /// What `helm_start` answers; None: a record of the step, started at the mock's time.
@@ -124,23 +115,10 @@ impl MockHost {
             remaining_ms: 5_000,
             requests: RefCell::default(),
             hide_secret_info: false,
-            helm: Ok(ReleaseReport {
-                release: None,
-                progress: Progress::Idle,
-                last: None,
-                wanted: String::new(),
-            }),
             observation: Ok(Observation::default()),
             start: None,
             drift: Ok(Vec::new()),
         }
-    }
-
-    /// What every `helm_*` call answers (by default: no release, nothing running). The mock does not run Helm:
-    /// the real host's convergence is tested end to end; plugin tests script the reports it gives.
-    pub fn with_helm(mut self, answer: Result<ReleaseReport, HostError>) -> Self {
-        self.helm = answer;
-        self
     }
 
     /// What `helm_observe` answers (by default: no release, nothing running or remembered, no digest).
@@ -282,13 +260,6 @@ impl MockHost {
             Some(_) => {}
         }
         Ok(())
-    }
-
-    /// A `helm_*` call: the grant, then the kubeconfig, then the scripted report.
-    fn helm_answer(&self, kubeconfig: &SecretKeyRef) -> Result<ReleaseReport, HostError> {
-        self.check("helm")?;
-        self.kubeconfig_held(kubeconfig)?;
-        self.helm.clone()
     }
 
     /// What `omni_ping` answers (by default `Ok("grpc://omni.mock:80")`).
@@ -801,33 +772,6 @@ fn field_terms(selector: &str) -> Result<Vec<FieldTerm>, HostError> {
 }
 
 impl crate::Helm for MockHost {
-    fn helm_ensure(&self, spec: &ReleaseSpec) -> Result<ReleaseReport, HostError> {
-        self.requests.borrow_mut().helm_ensures.push(spec.clone());
-        self.helm_answer(&spec.kubeconfig)
-    }
-
-    fn helm_uninstall(&self, spec: &UninstallSpec) -> Result<ReleaseReport, HostError> {
-        self.requests
-            .borrow_mut()
-            .helm_uninstalls
-            .push(spec.clone());
-        self.helm_answer(&spec.kubeconfig)
-    }
-
-    fn helm_status(
-        &self,
-        kubeconfig: &SecretKeyRef,
-        name: &str,
-        namespace: &str,
-    ) -> Result<ReleaseReport, HostError> {
-        self.requests.borrow_mut().helm_statuses.push((
-            kubeconfig.clone(),
-            name.into(),
-            namespace.into(),
-        ));
-        self.helm_answer(kubeconfig)
-    }
-
     fn helm_observe(
         &self,
         release: &ReleaseRef,

@@ -530,31 +530,6 @@ pub fn validate<P: Plugin>(object: String, old_object: Option<String>) -> wvalid
 }
 
 impl crate::Helm for WasmHost<'_> {
-    fn helm_ensure(&self, spec: &helm::ReleaseSpec) -> Result<helm::ReleaseReport, HostError> {
-        let spec = to_release_spec(spec);
-        whelm::ensure(self.0, &spec)
-            .map(from_report)
-            .map_err(host_error)
-    }
-
-    fn helm_uninstall(&self, spec: &helm::UninstallSpec) -> Result<helm::ReleaseReport, HostError> {
-        let spec = to_uninstall_spec(spec);
-        whelm::uninstall(self.0, &spec)
-            .map(from_report)
-            .map_err(host_error)
-    }
-
-    fn helm_status(
-        &self,
-        kubeconfig: &SecretKeyRef,
-        name: &str,
-        namespace: &str,
-    ) -> Result<helm::ReleaseReport, HostError> {
-        whelm::status(self.0, &to_secret_key(kubeconfig), name, namespace)
-            .map(from_report)
-            .map_err(host_error)
-    }
-
     fn helm_observe(
         &self,
         release: &helm::ReleaseRef,

@@ -10,9 +10,10 @@ use std::sync::Arc;
 use serde_json::Value;
 use wasmtime::component::Resource;
 
-use super::budget::{self, within};
-use super::reach::{Reach, SecretScope};
-use super::{CallContext, CallScope, Capability, HostError, HostFailure};
+use super::call::Management;
+use super::call::budget::{self, within};
+use super::call::reach::{Reach, SecretScope};
+use super::{CallContext, Capability, HostError, HostFailure};
 use crate::contract::Wakeups;
 use crate::contract::bindings::omni::operator::helm as wit;
 use crate::contract::bindings::omni::operator::types::SecretKeyRef;
@@ -20,8 +21,8 @@ use crate::helm::drift::{DriftError, Ignore, Reason, Target as DriftTarget};
 use crate::helm::protocol::{ChartAuth, GitRef};
 use crate::helm::releases::{
     self, ADOPT_ANNOTATION, ChartLocation, Cluster, InstallSettings, Observation, Outcome, Owner,
-    Progress, Propagation, ReleaseError, Releases, Report, RollbackSettings, Running, Settings,
-    StepRequest, TestSettings, UninstallSettings, UpgradeSettings, Wanted,
+    Propagation, ReleaseError, Releases, RollbackSettings, Running, Settings, StepRequest,
+    TestSettings, UninstallSettings, UpgradeSettings, Wanted,
 };
 use crate::helm::storage::StoredRevision;
 use crate::secrets::quoted;
@@ -63,19 +64,28 @@ impl Default for HelmServices {
     }
 }
 
+/// What `helm` serves with: the operator's Helm settings and the management cluster, where the kubeconfig,
+/// values and chart credential Secrets are.
+#[derive(Debug, Clone, Default)]
+pub struct Services {
+    pub(crate) config: HelmServices,
+    pub(crate) cluster: Management,
+}
+
 /// What `helm` keeps for one call: the actions it started.
 #[derive(Default)]
-pub(crate) struct CallState {
+pub(crate) struct State {
     starts: u32,
 }
 
 super::capability_view!(
     /// The `helm` capability's view of a call.
     HelmCap,
-    wit
+    wit,
+    helm
 );
 
-impl CallScope {
+impl HelmCap<'_> {
     /// The grant checks every `helm` call shares, before anything else is looked at: `helm` granted, the
     /// kubeconfig Secret named by the object's spec (for an uninstall, also by the plugin's own status: the
     /// release must then still be the object's own, [`Owner`]) in a namespace in reach; then Helm's rules for the
@@ -88,27 +98,27 @@ impl CallScope {
         reach: Reach,
         what: &str,
     ) -> Result<SecretScope, HostFailure> {
-        let scope = self.secret_scope(
+        let scope = self.core.secret_scope(
             ctx,
             &[Capability::Helm],
             reach,
-            kubeconfig.namespace.clone(),
-            &kubeconfig.name,
+            (kubeconfig.namespace.clone(), &kubeconfig.name),
             what,
+            &self.services.cluster,
         )?;
         check_release_name(name).map_err(|why| HostError::Invalid(format!("{what}: {why}")))?;
         check_namespace(namespace).map_err(|why| HostError::Invalid(format!("{what}: {why}")))?;
-        if !self.services.helm.namespaces.allows(namespace) {
+        if !self.services.config.namespaces.allows(namespace) {
             let reason = format!(
                 "namespace {namespace:?} is not among the operator's allowed target namespaces ({})",
-                self.services.helm.namespaces.describe()
+                self.services.config.namespaces.describe()
             );
-            return Err(self.denied(Capability::Helm, what, &reason).into());
+            return Err(self.core.denied(Capability::Helm, what, &reason).into());
         }
         Ok(scope)
     }
 
-    /// [`CallScope::helm_scope`] for a release named by reference.
+    /// [`HelmCap::helm_scope`] for a release named by reference.
     fn release_scope(
         &mut self,
         ctx: &Resource<CallContext>,
@@ -127,7 +137,7 @@ impl CallScope {
 
     /// Who the call reconciles, as `helm` keys releases, budgets and wake-ups by it.
     fn reconciled(&self, ctx: &Resource<CallContext>) -> Result<Reconciled, HostFailure> {
-        let object = self.table.get(ctx)?.object_value();
+        let object = self.core.table.get(ctx)?.object_value();
         let text = |path: &str| {
             object
                 .pointer(path)
@@ -160,8 +170,8 @@ impl CallScope {
         kubeconfig: &SecretKeyRef,
         what: &str,
     ) -> Result<(Cluster, std::time::Duration), HostFailure> {
-        let budget = self.budget(ctx, budget::SECRET)?;
-        let clients = self.services.workloads.clone();
+        let budget = self.core.budget(ctx, budget::SECRET)?;
+        let clients = self.services.cluster.workloads().clone();
         let reading = format!("{what}: reading the kubeconfig Secret");
         let access = clients.access(
             &scope.management,
@@ -214,17 +224,17 @@ impl CallScope {
             ))
             .into());
         }
-        if !self.services.helm.sources.allows(&parsed) {
+        if !self.services.config.sources.allows(&parsed) {
             let reason = format!(
                 "chart source {source_url:?} is not among the operator's allowed chart sources ({})",
-                self.services.helm.sources.describe()
+                self.services.config.sources.describe()
             );
-            return Err(self.denied(Capability::Helm, what, &reason).into());
+            return Err(self.core.denied(Capability::Helm, what, &reason).into());
         }
-        Ok(self.services.helm.sources.plain_http(&parsed))
+        Ok(self.services.config.sources.plain_http(&parsed))
     }
 
-    /// What a step's source resolves to: the chart's location (checked as for `ensure`), its version and the
+    /// What a step's source resolves to: the chart's location (checked against the allowed sources), its version and the
     /// merged values, plus whether to reach the registry over plain HTTP. Referenced values are read here, from
     /// ConfigMaps and Secrets the object names in its own namespace.
     async fn release_source(
@@ -271,20 +281,18 @@ impl CallScope {
                 wit::ValuesPart::Referenced(r) => {
                     let kind = values::kind_name(r.kind);
                     // Secret data goes to Helm, never to the plugin, but only for a plugin granted Secrets.
-                    if r.kind == wit::ValuesKind::Secret && !self.grants.allows(Capability::Secrets)
+                    if r.kind == wit::ValuesKind::Secret
+                        && !self.core.grants.allows(Capability::Secrets)
                     {
-                        let reason = "values from a Secret need the \"secrets\" grant";
-                        return Err(self.denied(Capability::Secrets, what, reason).into());
+                        let reason =
+                            format!("values from Secret {:?} need the \"secrets\" grant", r.name);
+                        return Err(self.core.denied(Capability::Secrets, what, &reason).into());
                     }
                     let namespace =
-                        self.named_local_source(ctx, Capability::Helm, kind, &r.name, what)?;
-                    let budget = self.budget(ctx, budget::SECRET)?;
-                    let Some(client) = self.services.management.clone() else {
-                        return Err(HostError::Unavailable(format!(
-                            "{what}: this host has no Kubernetes client for valuesFrom"
-                        ))
-                        .into());
-                    };
+                        self.core
+                            .named_local_source(ctx, Capability::Helm, kind, &r.name, what)?;
+                    let budget = self.core.budget(ctx, budget::SECRET)?;
+                    let client = self.services.cluster.client(what)?;
                     let reading = format!("{what}: reading valuesFrom {kind} {:?}", r.name);
                     let text = within(&reading, budget, async {
                         values::read(&client, &namespace, r).await
@@ -301,8 +309,8 @@ impl CallScope {
             .map_err(|why| HostError::Invalid(format!("{what}: {why}")))?;
         // A version constraint is resolved to the newest matching version, so the digest (and the revision) follow
         // new chart versions as they appear.
-        let budget = self.budget(ctx, budget::CHART)?;
-        let releases = self.services.helm.releases.clone();
+        let budget = self.core.budget(ctx, budget::CHART)?;
+        let releases = self.services.config.releases.clone();
         let resolving = format!("{what}: resolving chart version {:?}", source.chart.version);
         let version = within(&resolving, budget, async {
             releases
@@ -331,21 +339,26 @@ impl CallScope {
         if chart.credentials.is_none() && chart.tls.is_none() {
             return Ok(None);
         }
-        if !self.grants.allows(Capability::Secrets) {
-            let reason = "chart credentials from a Secret need the \"secrets\" grant";
-            return Err(self.denied(Capability::Secrets, what, reason).into());
+        if !self.core.grants.allows(Capability::Secrets) {
+            let names: Vec<&str> = [&chart.credentials, &chart.tls]
+                .into_iter()
+                .flatten()
+                .map(String::as_str)
+                .collect();
+            let reason = format!(
+                "chart credentials from Secret {:?} need the \"secrets\" grant",
+                names.join(", ")
+            );
+            return Err(self.core.denied(Capability::Secrets, what, &reason).into());
         }
         let mut found = ChartAuth::default();
         for (name, is_tls) in [(&chart.credentials, false), (&chart.tls, true)] {
             let Some(name) = name else { continue };
-            let namespace = self.named_local_source(ctx, Capability::Helm, "Secret", name, what)?;
-            let budget = self.budget(ctx, budget::SECRET)?;
-            let Some(client) = self.services.management.clone() else {
-                return Err(HostError::Unavailable(format!(
-                    "{what}: this host has no Kubernetes client for chart credentials"
-                ))
-                .into());
-            };
+            let namespace =
+                self.core
+                    .named_local_source(ctx, Capability::Helm, "Secret", name, what)?;
+            let budget = self.core.budget(ctx, budget::SECRET)?;
+            let client = self.services.cluster.client(what)?;
             let reading = format!("{what}: reading chart Secret {name:?}");
             within(&reading, budget, async {
                 if is_tls {
@@ -403,8 +416,8 @@ impl CallScope {
     /// Charges one Helm action to this call, the plugin and the object ([`limits`]): over any of them the start is
     /// refused as `unavailable`, with the time to wait when there is one.
     fn take_start(&mut self, who: &Reconciled, what: &str) -> Result<(), HostFailure> {
-        self.helm.starts += 1;
-        if self.helm.starts > STARTS_PER_CALL {
+        self.state.starts += 1;
+        if self.state.starts > STARTS_PER_CALL {
             return Err(HostError::Unavailable(format!(
                 "{what}: a call may start at most {STARTS_PER_CALL} Helm actions"
             ))
@@ -413,11 +426,11 @@ impl CallScope {
         let key = format!("{}/{}/{}", who.kind, who.namespace, who.name);
         if let Err(wait) =
             self.services
-                .helm
+                .config
                 .budget
-                .take(&self.plugin, &key, std::time::Instant::now())
+                .take(&self.core.plugin, &key, std::time::Instant::now())
         {
-            tracing::warn!(plugin = %self.plugin, object = %key, "a Helm action was refused: over the plugin's or the object's action budget");
+            tracing::warn!(plugin = %self.core.plugin, object = %key, "a Helm action was refused: over the plugin's or the object's action budget");
             return Err(HostError::Unavailable(format!(
                 "{what}: over the Helm action budget of the plugin or this object; retry in {} s",
                 wait.as_secs().max(1)
@@ -431,7 +444,7 @@ impl CallScope {
     fn helm_wake(&self, who: &Reconciled) -> releases::Wake {
         let (group, kind, name) = (who.group.clone(), who.kind.clone(), who.name.clone());
         let namespace = Some(who.namespace.clone()).filter(|ns| !ns.is_empty());
-        let wakeups = self.services.helm.wakeups.clone();
+        let wakeups = self.services.config.wakeups.clone();
         Arc::new(move || {
             wakeups.wake(&group, &kind, (namespace.clone(), name.clone()));
         })
@@ -645,128 +658,7 @@ fn to_observation(o: Observation, wanted: String, chart_version: String) -> wit:
     }
 }
 
-fn to_report(r: Report) -> wit::ReleaseReport {
-    wit::ReleaseReport {
-        release: release_state(r.revisions),
-        progress: match r.progress {
-            Progress::Idle => wit::Progress::Idle,
-            Progress::Running(a) => wit::Progress::Running(to_action(a)),
-            Progress::RetryAfter(d) => {
-                wit::Progress::RetryAfter(u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1))
-            }
-        },
-        last: r.last.map(|l| wit::ActionOutcome {
-            action: to_action(l.action),
-            revision: l.revision,
-            error: l.error,
-            finished: l.finished,
-            digest: l.digest,
-        }),
-        wanted: r.wanted,
-    }
-}
-
 impl wit::Host for HelmCap<'_> {
-    async fn ensure(
-        &mut self,
-        ctx: Resource<CallContext>,
-        spec: wit::ReleaseSpec,
-    ) -> Result<wit::ReleaseReport, HostFailure> {
-        let what = format!("Helm release {}", quoted(&spec.namespace, &spec.name));
-        let release = (spec.name.as_str(), spec.namespace.as_str());
-        let scope = self.helm_scope(&ctx, &spec.kubeconfig, release, Reach::Spec, &what)?;
-        let who = self.reconciled(&ctx)?;
-        let owner = who.owner_of(&spec.namespace, &spec.name);
-        limits::check_part(0, &spec.values)
-            .map_err(|why| HostError::Invalid(format!("{what}: {why}")))?;
-        self.take_start(&who, &what)?;
-        let values: Value = serde_json::from_str(&spec.values)
-            .map_err(|e| HostError::Invalid(format!("{what}: values are not JSON: {e}")))?;
-        if !values.is_object() {
-            return Err(HostError::Invalid(format!("{what}: values must be a JSON object")).into());
-        }
-        limits::check_values(&values)
-            .map_err(|why| HostError::Invalid(format!("{what}: {why}")))?;
-        let location = match &spec.chart.source {
-            wit::ChartSource::Repository(r) => ChartLocation::Repository {
-                url: r.url.clone(),
-                name: r.name.clone(),
-            },
-            wit::ChartSource::Oci(reference) => ChartLocation::Oci(reference.clone()),
-        };
-        let plain_http = self.check_chart(&what, &location)?;
-        let (cluster, budget) = self
-            .helm_cluster(&ctx, scope, &spec.kubeconfig, &what)
-            .await?;
-        let wanted = Wanted {
-            chart: location,
-            version: spec.chart.version.clone(),
-            values,
-            settings: settings(&spec.options),
-            install: InstallSettings {
-                create_namespace: spec.install.create_namespace,
-                skip_crds: spec.install.skip_crds,
-                rollback_on_failure: spec.install.rollback_on_failure,
-                replace: false,
-                replace_crds: false,
-            },
-            upgrade: UpgradeSettings {
-                skip_crds: spec.upgrade.skip_crds,
-                rollback_on_failure: spec.upgrade.rollback_on_failure,
-                cleanup_on_fail: spec.upgrade.cleanup_on_fail,
-                max_history: spec.upgrade.max_history,
-                force: false,
-                replace_crds: false,
-            },
-            plain_http,
-            auth: None,
-        };
-        let wake = self.helm_wake(&who);
-        let releases = self.services.helm.releases.clone();
-        let op = async {
-            releases
-                .ensure(&cluster, &spec.namespace, &spec.name, &wanted, &owner, wake)
-                .await
-                .map_err(|e| release_error(&what, e))
-        };
-        let answer = within(&what, budget, op).await?;
-        Ok(to_report(answer))
-    }
-
-    async fn uninstall(
-        &mut self,
-        ctx: Resource<CallContext>,
-        spec: wit::UninstallSpec,
-    ) -> Result<wit::ReleaseReport, HostFailure> {
-        let what = format!(
-            "uninstall Helm release {}",
-            quoted(&spec.namespace, &spec.name)
-        );
-        let release = (spec.name.as_str(), spec.namespace.as_str());
-        let scope = self.helm_scope(&ctx, &spec.kubeconfig, release, Reach::Cleanup, &what)?;
-        let who = self.reconciled(&ctx)?;
-        let owner = who.owner_of(&spec.namespace, &spec.name);
-        let (cluster, budget) = self
-            .helm_cluster(&ctx, scope, &spec.kubeconfig, &what)
-            .await?;
-        let wake = self.helm_wake(&who);
-        let releases = self.services.helm.releases.clone();
-        let op = async {
-            releases
-                .uninstall(
-                    (&cluster, &owner),
-                    &spec.namespace,
-                    &spec.name,
-                    (settings(&spec.options), spec.keep_history),
-                    wake,
-                )
-                .await
-                .map_err(|e| release_error(&what, e))
-        };
-        let answer = within(&what, budget, op).await?;
-        Ok(to_report(answer))
-    }
-
     async fn observe(
         &mut self,
         ctx: Resource<CallContext>,
@@ -790,7 +682,7 @@ impl wit::Host for HelmCap<'_> {
         let (cluster, budget) = self
             .helm_cluster(&ctx, scope, &release.kubeconfig, &what)
             .await?;
-        let releases = self.services.helm.releases.clone();
+        let releases = self.services.config.releases.clone();
         let op = async {
             releases
                 .observe(&cluster, &release.namespace, &release.name, &owner)
@@ -819,7 +711,7 @@ impl wit::Host for HelmCap<'_> {
         let (cluster, budget) = self
             .helm_cluster(&ctx, scope, &release.kubeconfig, &what)
             .await?;
-        let releases = self.services.helm.releases.clone();
+        let releases = self.services.config.releases.clone();
         let op = async {
             releases
                 .drift(&cluster, &release.namespace, &release.name, &ignore, &owner)
@@ -909,7 +801,7 @@ impl wit::Host for HelmCap<'_> {
             .await?;
         self.take_start(&who, &what)?;
         let wake = self.helm_wake(&who);
-        let releases = self.services.helm.releases.clone();
+        let releases = self.services.config.releases.clone();
         let op = async {
             releases
                 .start(
@@ -925,30 +817,6 @@ impl wit::Host for HelmCap<'_> {
         };
         let answer = within(&what, budget, op).await?;
         Ok(running_record(answer))
-    }
-
-    async fn status(
-        &mut self,
-        ctx: Resource<CallContext>,
-        kubeconfig: SecretKeyRef,
-        name: String,
-        namespace: String,
-    ) -> Result<wit::ReleaseReport, HostFailure> {
-        let what = format!("Helm release {}", quoted(&namespace, &name));
-        let release = (name.as_str(), namespace.as_str());
-        let scope = self.helm_scope(&ctx, &kubeconfig, release, Reach::Spec, &what)?;
-        let who = self.reconciled(&ctx)?;
-        let owner = who.owner_of(&namespace, &name);
-        let (cluster, budget) = self.helm_cluster(&ctx, scope, &kubeconfig, &what).await?;
-        let releases = self.services.helm.releases.clone();
-        let op = async {
-            releases
-                .status(&cluster, &namespace, &name, &owner)
-                .await
-                .map_err(|e| release_error(&what, e))
-        };
-        let answer = within(&what, budget, op).await?;
-        Ok(to_report(answer))
     }
 }
 
@@ -968,5 +836,342 @@ mod tests {
         assert!(check_namespace("apps").is_ok());
         assert!(check_namespace("a.b").is_err());
         assert!(check_namespace(&"a".repeat(64)).is_err());
+    }
+}
+
+#[cfg(test)]
+mod grant_checks {
+    use serde_json::json;
+    use wit::Host as _;
+
+    use super::*;
+    use crate::capabilities::call::testing::{KUBECONFIG, NS, TestCall, management};
+
+    /// The spec names the kubeconfig `edge`, the values Secret `db` and the chart credentials `registry`; the
+    /// status names `admin`, a kubeconfig the plugin wrote there.
+    fn call(grants: &[&str]) -> TestCall {
+        let object = json!({"apiVersion": "omni.texashpc.com/v1alpha1", "kind": "OmniHelmRelease",
+            "spec": {"kubeconfig": "edge", "values": "db", "credentials": "registry"},
+            "status": {"kubeconfig": "admin"}});
+        let fields = [
+            ("spec.kubeconfig", None),
+            ("spec.values", None),
+            ("spec.credentials", None),
+            ("status.kubeconfig", None),
+        ];
+        TestCall::new(grants, object, &fields)
+    }
+
+    fn services() -> Services {
+        Services {
+            config: HelmServices {
+                sources: ChartSources::only(["oci://charts.example/team"]).expect("sources"),
+                namespaces: TargetNamespaces::only(["apps"]).expect("namespaces"),
+                ..HelmServices::default()
+            },
+            cluster: management(&[
+                (NS, "edge", "kubeconfig", KUBECONFIG),
+                (NS, "admin", "kubeconfig", KUBECONFIG),
+                (NS, "loot", "kubeconfig", KUBECONFIG),
+                (NS, "db", "values.yaml", "a: 1"),
+                (NS, "registry", "username", "u"),
+            ]),
+        }
+    }
+
+    fn release(kubeconfig: &str, namespace: &str) -> wit::ReleaseRef {
+        wit::ReleaseRef {
+            kubeconfig: SecretKeyRef {
+                namespace: None,
+                name: kubeconfig.into(),
+                key: "kubeconfig".into(),
+            },
+            name: "web".into(),
+            namespace: namespace.into(),
+        }
+    }
+
+    fn source(
+        chart: &str,
+        values: Vec<wit::ValuesPart>,
+        credentials: Option<&str>,
+    ) -> wit::ReleaseSource {
+        wit::ReleaseSource {
+            chart: wit::ChartPull {
+                location: wit::ChartLocation::Oci(chart.into()),
+                version: "1.0.0".into(),
+                credentials: credentials.map(str::to_string),
+                tls: None,
+            },
+            values,
+        }
+    }
+
+    fn from_secret(name: &str) -> wit::ValuesPart {
+        wit::ValuesPart::Referenced(wit::ValuesRef {
+            kind: wit::ValuesKind::Secret,
+            name: name.into(),
+            key: "values.yaml".into(),
+            target_path: None,
+            optional: false,
+        })
+    }
+
+    const CHART: &str = "oci://charts.example/team/web";
+
+    fn install(source: wit::ReleaseSource) -> wit::Step {
+        wit::Step::Install(wit::ApplyRequest {
+            source,
+            options: wit::ActionOptions {
+                timeout_seconds: 60,
+                wait: wit::WaitStrategy::Hooks,
+                wait_for_jobs: false,
+                disable_hooks: false,
+            },
+            crds: wit::CrdPolicy::Skip,
+            create_namespace: false,
+            replace: false,
+            force: false,
+            cleanup_on_fail: false,
+            rollback_on_failure: false,
+            max_history: 0,
+        })
+    }
+
+    fn uninstall() -> wit::Step {
+        wit::Step::Uninstall(wit::UninstallRequest {
+            options: wit::ActionOptions {
+                timeout_seconds: 60,
+                wait: wit::WaitStrategy::Hooks,
+                wait_for_jobs: false,
+                disable_hooks: false,
+            },
+            keep_history: false,
+            propagation: wit::DeletionPropagation::Background,
+        })
+    }
+
+    async fn observe(
+        call: &mut TestCall,
+        release: wit::ReleaseRef,
+        source: Option<wit::ReleaseSource>,
+    ) -> Result<wit::Observation, HostFailure> {
+        let services = services();
+        let ctx = call.ctx();
+        HelmCap::over(&mut call.core, &mut State::default(), &services)
+            .observe(ctx, release, source)
+            .await
+    }
+
+    async fn start(
+        call: &mut TestCall,
+        state: &mut State,
+        release: wit::ReleaseRef,
+        step: wit::Step,
+    ) -> Result<wit::StepRecord, HostFailure> {
+        let services = services();
+        let ctx = call.ctx();
+        HelmCap::over(&mut call.core, state, &services)
+            .start(ctx, release, step)
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_release_needs_the_helm_grant_and_a_kubeconfig_the_spec_names() {
+        let mut ungranted = call(&[]);
+        let answer = observe(&mut ungranted, release("edge", "apps"), None).await;
+        ungranted.assert_denied(
+            answer,
+            "helm",
+            "Helm release \"apps/web\"",
+            "not granted \"helm\"",
+        );
+        let mut unnamed = call(&["helm"]);
+        let answer = observe(&mut unnamed, release("loot", "apps"), None).await;
+        unnamed.assert_denied(
+            answer,
+            "helm",
+            "loot",
+            "is not named by the reconciled object's spec",
+        );
+        let mut named = call(&["helm"]);
+        let answer = observe(&mut named, release("edge", "apps"), None).await;
+        // Through every check to the workload cluster, which nobody serves.
+        named.assert_allowed(&answer);
+        assert!(answer.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_kubeconfig_the_status_names_reaches_only_an_uninstall() {
+        let mut reading = call(&["helm"]);
+        let answer = observe(&mut reading, release("admin", "apps"), None).await;
+        reading.assert_denied(
+            answer,
+            "helm",
+            "admin",
+            "a name in the status reaches only the removal",
+        );
+        let mut installing = call(&["helm"]);
+        let step = install(source(CHART, Vec::new(), None));
+        let answer = start(
+            &mut installing,
+            &mut State::default(),
+            release("admin", "apps"),
+            step,
+        )
+        .await;
+        installing.assert_denied(
+            answer,
+            "helm",
+            "admin",
+            "a name in the status reaches only the removal",
+        );
+        let mut removing = call(&["helm"]);
+        let answer = start(
+            &mut removing,
+            &mut State::default(),
+            release("admin", "apps"),
+            uninstall(),
+        )
+        .await;
+        removing.assert_allowed(&answer);
+    }
+
+    #[tokio::test]
+    async fn a_release_lives_only_in_the_operators_target_namespaces_and_by_helms_naming_rules() {
+        let mut elsewhere = call(&["helm"]);
+        let answer = observe(&mut elsewhere, release("edge", "kube-system"), None).await;
+        elsewhere.assert_denied(
+            answer,
+            "helm",
+            "kube-system",
+            "not among the operator's allowed target namespaces",
+        );
+        let mut badly_named = call(&["helm"]);
+        let mut bad = release("edge", "apps");
+        bad.name = "Web_1".into();
+        let answer = observe(&mut badly_named, bad, None).await;
+        assert!(
+            matches!(answer, Err(HostFailure::Host(HostError::Invalid(_)))),
+            "{answer:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_chart_comes_only_from_the_operators_allowed_sources() {
+        let mut foreign = call(&["helm"]);
+        let answer = observe(
+            &mut foreign,
+            release("edge", "apps"),
+            Some(source("oci://evil.test/loot", Vec::new(), None)),
+        )
+        .await;
+        foreign.assert_denied(
+            answer,
+            "helm",
+            "evil.test",
+            "not among the operator's allowed chart sources",
+        );
+        // A spelling that only looks like the allowed path is another path.
+        let mut sibling = call(&["helm"]);
+        let answer = observe(
+            &mut sibling,
+            release("edge", "apps"),
+            Some(source(
+                "oci://charts.example/team-evil/web",
+                Vec::new(),
+                None,
+            )),
+        )
+        .await;
+        sibling.assert_denied(
+            answer,
+            "helm",
+            "team-evil",
+            "not among the operator's allowed chart sources",
+        );
+        let mut allowed = call(&["helm"]);
+        let answer = observe(
+            &mut allowed,
+            release("edge", "apps"),
+            Some(source(CHART, Vec::new(), None)),
+        )
+        .await;
+        allowed.assert_allowed(&answer);
+    }
+
+    #[tokio::test]
+    async fn values_and_chart_credentials_from_secrets_need_the_secrets_grant_and_the_spec_naming_them()
+     {
+        let checks: [(&[&str], wit::ReleaseSource, &str, &str, &str); 4] = [
+            (
+                &["helm"],
+                source(CHART, vec![from_secret("db")], None),
+                "secrets",
+                "db",
+                "values from Secret \"db\" need the \"secrets\" grant",
+            ),
+            (
+                &["helm", "secrets"],
+                source(CHART, vec![from_secret("kube-root")], None),
+                "helm",
+                "kube-root",
+                "is not named by the reconciled object's spec",
+            ),
+            (
+                &["helm"],
+                source(CHART, Vec::new(), Some("registry")),
+                "secrets",
+                "registry",
+                "chart credentials from Secret \"registry\" need the \"secrets\" grant",
+            ),
+            (
+                &["helm", "secrets"],
+                source(CHART, Vec::new(), Some("kube-root")),
+                "helm",
+                "kube-root",
+                "is not named by the reconciled object's spec",
+            ),
+        ];
+        for (grants, source, capability, target, why) in checks {
+            let mut call = call(grants);
+            let answer = observe(&mut call, release("edge", "apps"), Some(source)).await;
+            call.assert_denied(answer, capability, target, why);
+        }
+        let mut allowed = call(&["helm", "secrets"]);
+        let answer = observe(
+            &mut allowed,
+            release("edge", "apps"),
+            Some(source(CHART, vec![from_secret("db")], None)),
+        )
+        .await;
+        allowed.assert_allowed(&answer);
+    }
+
+    #[tokio::test]
+    async fn a_call_starts_a_bounded_number_of_actions() {
+        let mut looping = call(&["helm"]);
+        let mut state = State::default();
+        for _ in 0..STARTS_PER_CALL {
+            let answer = start(
+                &mut looping,
+                &mut state,
+                release("edge", "apps"),
+                uninstall(),
+            )
+            .await;
+            looping.assert_allowed(&answer);
+        }
+        let answer = start(
+            &mut looping,
+            &mut state,
+            release("edge", "apps"),
+            uninstall(),
+        )
+        .await;
+        assert!(
+            matches!(&answer, Err(HostFailure::Host(HostError::Unavailable(m))) if m.contains("at most 4 Helm actions")),
+            "{answer:?}"
+        );
     }
 }

@@ -73,7 +73,7 @@ impl NativeHost {
             Ok(value) => Some(value),
             Err(trap) => {
                 let failure = Failure {
-                    plugin: &state.scope.plugin,
+                    plugin: &state.scope.core.plugin,
                     timeout: self.timeout,
                     stderr_tail: String::new(),
                 };
@@ -106,7 +106,7 @@ impl NativeHost {
                 Err(HostFailure::Host(e)) => Err(Some(convert::host_error(e.into()))),
                 Err(HostFailure::Trap(trap)) => {
                     let failure = Failure {
-                        plugin: &state.scope.plugin,
+                        plugin: &state.scope.core.plugin,
                         timeout: self.timeout,
                         stderr_tail: String::new(),
                     };
@@ -123,13 +123,13 @@ impl NativeHost {
     /// own (finer) checks, with the reason.
     fn imported(&self, capability: Capability, function: &str) -> Result<(), String> {
         let state = self.state.borrow();
-        if state.scope.grants.allows(capability) {
+        if state.scope.core.grants.allows(capability) {
             return Ok(());
         }
         Err(format!(
             "plugin {:?} called {function}, but its grants do not include \"{capability}\" (a component importing it \
              would have been refused at load)",
-            state.scope.plugin
+            state.scope.core.plugin
         ))
     }
 
@@ -154,7 +154,7 @@ impl sdk::Context for NativeHost {
     fn object(&self) -> Value {
         // The host hands over what its watch decoded; it is valid JSON (the SDK's glue assumes the same).
         self.forward(async |state, ctx| {
-            context::HostCallContext::object(&mut ContextCap(state), ctx).await
+            context::HostCallContext::object(&mut ContextCap::of(state), ctx).await
         })
         .and_then(|json| serde_json::from_str(&json).ok())
         .unwrap_or(Value::Null)
@@ -162,28 +162,33 @@ impl sdk::Context for NativeHost {
 
     fn remaining_ms(&self) -> u64 {
         self.forward(async |state, ctx| {
-            context::HostCallContext::remaining_ms(&mut ContextCap(state), ctx).await
+            context::HostCallContext::remaining_ms(&mut ContextCap::of(state), ctx).await
         })
         .unwrap_or(0)
     }
 
     fn set_status(&self, fields: Value) {
         self.forward(async move |state, ctx| {
-            context::HostCallContext::set_status(&mut ContextCap(state), ctx, fields.to_string())
-                .await
+            context::HostCallContext::set_status(
+                &mut ContextCap::of(state),
+                ctx,
+                fields.to_string(),
+            )
+            .await
         });
     }
 
     fn set_condition(&self, condition: sdk::Condition) {
         let condition = convert::condition(condition);
         self.forward(async move |state, ctx| {
-            context::HostCallContext::set_condition(&mut ContextCap(state), ctx, condition).await
+            context::HostCallContext::set_condition(&mut ContextCap::of(state), ctx, condition)
+                .await
         });
     }
 
     fn requeue_after(&self, ms: u64) {
         self.forward(async move |state, ctx| {
-            context::HostCallContext::requeue_after(&mut ContextCap(state), ctx, ms).await
+            context::HostCallContext::requeue_after(&mut ContextCap::of(state), ctx, ms).await
         });
     }
 
@@ -194,7 +199,7 @@ impl sdk::Context for NativeHost {
             message.to_owned(),
         );
         self.forward(async move |state, ctx| {
-            context::HostCallContext::event(&mut ContextCap(state), ctx, kind, reason, message)
+            context::HostCallContext::event(&mut ContextCap::of(state), ctx, kind, reason, message)
                 .await
         });
     }
@@ -206,7 +211,8 @@ impl sdk::Context for NativeHost {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         self.forward(async move |state, ctx| {
-            context::HostCallContext::log(&mut ContextCap(state), ctx, level, message, fields).await
+            context::HostCallContext::log(&mut ContextCap::of(state), ctx, level, message, fields)
+                .await
         });
     }
 }
@@ -215,7 +221,7 @@ impl sdk::Clock for NativeHost {
     fn now(&self) -> String {
         // `now` has no error to answer with, so a refusal aborts the call, with the reason.
         if let Err(refusal) = self.imported(Capability::Clock, "clock.now") {
-            let plugin = self.state.borrow().scope.plugin.clone();
+            let plugin = self.state.borrow().scope.core.plugin.clone();
             self.abort(PluginError::new(
                 &plugin,
                 ErrorKind::DeniedCapability,
@@ -223,7 +229,7 @@ impl sdk::Clock for NativeHost {
             ));
             return String::new();
         }
-        self.forward(async |state, ctx| clock::Host::now(&mut ClockCap(state), ctx).await)
+        self.forward(async |state, ctx| clock::Host::now(&mut ClockCap::of(state), ctx).await)
             .unwrap_or_default()
     }
 }
@@ -235,7 +241,7 @@ impl sdk::KubeRead for NativeHost {
             Capability::KubeRead,
             "kube-read.get",
             async move |state, ctx| {
-                kube_read::Host::get(&mut KubeReadCap(state), ctx, target).await
+                kube_read::Host::get(&mut KubeReadCap::of(state), ctx, target).await
             },
         )?;
         found.as_deref().map(convert::parse).transpose()
@@ -247,7 +253,7 @@ impl sdk::KubeRead for NativeHost {
             Capability::KubeRead,
             "kube-read.list",
             async move |state, ctx| {
-                kube_read::Host::list(&mut KubeReadCap(state), ctx, query).await
+                kube_read::Host::list(&mut KubeReadCap::of(state), ctx, query).await
             },
         )?;
         items.iter().map(|json| convert::parse(json)).collect()
@@ -258,7 +264,7 @@ impl sdk::Files for NativeHost {
     fn read_file(&self, root: &str, path: &str) -> Result<Vec<u8>, sdk::HostError> {
         let (root, path) = (root.to_owned(), path.to_owned());
         self.granted(Capability::Files, "files.read", async move |state, ctx| {
-            files::Host::read(&mut FilesCap(state), ctx, root, path).await
+            files::Host::read(&mut FilesCap::of(state), ctx, root, path).await
         })
     }
 }
@@ -267,7 +273,7 @@ impl sdk::Omni for NativeHost {
     fn omni_ping(&self, connection: &str) -> Result<String, sdk::HostError> {
         let connection = connection.to_owned();
         let info = self.granted(Capability::Omni, "omni.ping", async move |state, ctx| {
-            omni::Host::ping(&mut OmniCap(state), ctx, connection).await
+            omni::Host::ping(&mut OmniCap::of(state), ctx, connection).await
         })?;
         Ok(info.endpoint)
     }
@@ -279,7 +285,7 @@ impl sdk::Omni for NativeHost {
     ) -> Result<Option<sdk_omni::OmniResource>, sdk::HostError> {
         let (connection, key) = (connection.to_owned(), convert::resource_key(key));
         let found = self.granted(Capability::Omni, "omni.get", async move |state, ctx| {
-            omni::Host::get(&mut OmniCap(state), ctx, connection, key).await
+            omni::Host::get(&mut OmniCap::of(state), ctx, connection, key).await
         })?;
         Ok(found.map(convert::from_resource))
     }
@@ -299,7 +305,7 @@ impl sdk::Omni for NativeHost {
         let labels = labels.iter().map(convert::label_term).collect();
         let items = self.granted(Capability::Omni, "omni.list", async move |state, ctx| {
             omni::Host::list(
-                &mut OmniCap(state),
+                &mut OmniCap::of(state),
                 ctx,
                 connection,
                 namespace,
@@ -318,7 +324,7 @@ impl sdk::Omni for NativeHost {
     ) -> Result<sdk_omni::OmniResource, sdk::HostError> {
         let (connection, resource) = (connection.to_owned(), convert::to_resource(resource));
         let created = self.granted(Capability::Omni, "omni.create", async move |state, ctx| {
-            omni::Host::create(&mut OmniCap(state), ctx, connection, resource).await
+            omni::Host::create(&mut OmniCap::of(state), ctx, connection, resource).await
         })?;
         Ok(convert::from_resource(created))
     }
@@ -330,7 +336,7 @@ impl sdk::Omni for NativeHost {
     ) -> Result<sdk_omni::OmniResource, sdk::HostError> {
         let (connection, resource) = (connection.to_owned(), convert::to_resource(resource));
         let updated = self.granted(Capability::Omni, "omni.update", async move |state, ctx| {
-            omni::Host::update(&mut OmniCap(state), ctx, connection, resource).await
+            omni::Host::update(&mut OmniCap::of(state), ctx, connection, resource).await
         })?;
         Ok(convert::from_resource(updated))
     }
@@ -345,7 +351,7 @@ impl sdk::Omni for NativeHost {
             Capability::Omni,
             "omni.teardown",
             async move |state, ctx| {
-                omni::Host::teardown(&mut OmniCap(state), ctx, connection, key).await
+                omni::Host::teardown(&mut OmniCap::of(state), ctx, connection, key).await
             },
         )
     }
@@ -357,7 +363,7 @@ impl sdk::Omni for NativeHost {
     ) -> Result<(), sdk::HostError> {
         let (connection, key) = (connection.to_owned(), convert::resource_key(key));
         self.granted(Capability::Omni, "omni.destroy", async move |state, ctx| {
-            omni::Host::destroy(&mut OmniCap(state), ctx, connection, key).await
+            omni::Host::destroy(&mut OmniCap::of(state), ctx, connection, key).await
         })
     }
 
@@ -371,7 +377,7 @@ impl sdk::Omni for NativeHost {
             Capability::Omni,
             "omni.cluster-status",
             async move |state, ctx| {
-                omni::Host::cluster_status(&mut OmniCap(state), ctx, connection, cluster).await
+                omni::Host::cluster_status(&mut OmniCap::of(state), ctx, connection, cluster).await
             },
         )?;
         Ok(health.map(convert::cluster_health))
@@ -387,7 +393,8 @@ impl sdk::Omni for NativeHost {
             Capability::Omni,
             "omni.export-kubeconfig",
             async move |state, ctx| {
-                omni::Host::export_kubeconfig(&mut OmniCap(state), ctx, connection, request).await
+                omni::Host::export_kubeconfig(&mut OmniCap::of(state), ctx, connection, request)
+                    .await
             },
         )?;
         Ok(exported.digest)
@@ -405,7 +412,7 @@ impl sdk::Secrets for NativeHost {
             Capability::Secrets,
             "secrets.info",
             async move |state, ctx| {
-                secrets::Host::info(&mut SecretsCap(state), ctx, namespace, name).await
+                secrets::Host::info(&mut SecretsCap::of(state), ctx, namespace, name).await
             },
         )?;
         Ok(info.map(convert::secret_info))
@@ -419,7 +426,9 @@ impl sdk::Secrets for NativeHost {
         self.granted(
             Capability::Secrets,
             "secrets.digest",
-            async move |state, ctx| secrets::Host::digest(&mut SecretsCap(state), ctx, key).await,
+            async move |state, ctx| {
+                secrets::Host::digest(&mut SecretsCap::of(state), ctx, key).await
+            },
         )
     }
 
@@ -431,7 +440,7 @@ impl sdk::Secrets for NativeHost {
         self.granted(
             Capability::Secrets,
             "secrets.read",
-            async move |state, ctx| secrets::Host::read(&mut SecretsCap(state), ctx, key).await,
+            async move |state, ctx| secrets::Host::read(&mut SecretsCap::of(state), ctx, key).await,
         )
     }
 
@@ -450,7 +459,7 @@ impl sdk::Secrets for NativeHost {
             Capability::Secrets,
             "secrets.delete-owned",
             async move |state, ctx| {
-                secrets::Host::delete_owned(&mut SecretsCap(state), ctx, namespace, name, owner)
+                secrets::Host::delete_owned(&mut SecretsCap::of(state), ctx, namespace, name, owner)
                     .await
             },
         )?;
@@ -468,7 +477,7 @@ impl sdk::Workload for NativeHost {
             Capability::Workload,
             "workload.probe",
             async move |state, ctx| {
-                workload::Host::probe(&mut WorkloadCap(state), ctx, kubeconfig).await
+                workload::Host::probe(&mut WorkloadCap::of(state), ctx, kubeconfig).await
             },
         )
     }
@@ -486,7 +495,8 @@ impl sdk::Workload for NativeHost {
             Capability::Workload,
             "workload.copy-secret",
             async move |state, ctx| {
-                workload::Host::copy_secret(&mut WorkloadCap(state), ctx, kubeconfig, request).await
+                workload::Host::copy_secret(&mut WorkloadCap::of(state), ctx, kubeconfig, request)
+                    .await
             },
         )?;
         Ok(convert::copied(copied))
@@ -510,7 +520,7 @@ impl sdk::Workload for NativeHost {
             "workload.delete-secret",
             async move |state, ctx| {
                 workload::Host::delete_secret(
-                    &mut WorkloadCap(state),
+                    &mut WorkloadCap::of(state),
                     ctx,
                     kubeconfig,
                     namespace,

@@ -149,41 +149,6 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
                 Err(e) => err(e),
             }
         }
-        "helmEnsure" => {
-            // Installs a chart of the attacker's choosing through a kubeconfig the object does not name.
-            let options = helm::ActionOptions {
-                timeout_seconds: 60,
-                wait: helm::WaitStrategy::Hooks,
-                wait_for_jobs: false,
-                disable_hooks: false,
-            };
-            let spec = helm::ReleaseSpec {
-                kubeconfig: key_ref(&a["kubeconfig"]),
-                name: "loot".into(),
-                namespace: "kube-system".into(),
-                chart: helm::Chart {
-                    source: helm::ChartSource::Oci(text(a, "chart")),
-                    version: "1.0.0".into(),
-                },
-                values: "{}".into(),
-                options,
-                install: helm::InstallOptions {
-                    create_namespace: true,
-                    skip_crds: false,
-                    rollback_on_failure: false,
-                },
-                upgrade: helm::UpgradeOptions {
-                    skip_crds: false,
-                    rollback_on_failure: false,
-                    cleanup_on_fail: false,
-                    max_history: 0,
-                },
-            };
-            match helm::ensure(ctx, &spec) {
-                Ok(r) => json!({ "ok": format!("{:?}", r.progress) }),
-                Err(e) => err(e),
-            }
-        }
         "helmInstall" | "helmStarts" => {
             // Installs a chart of the attacker's choosing into kube-system (`helmInstall`), or starts distinct
             // installs in a loop (`helmStarts`, `count` of them), through the kubeconfig `kubeconfig` names.
@@ -310,12 +275,6 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
             };
             match helm::observe(ctx, &release, Some(&source)) {
                 Ok(o) => json!({ "ok": o.wanted }),
-                Err(e) => err(e),
-            }
-        }
-        "helmStatus" => {
-            match helm::status(ctx, &key_ref(&a["kubeconfig"]), &text(a, "release"), "kube-system") {
-                Ok(r) => json!({ "ok": r.release.map(|s| s.current.status) }),
                 Err(e) => err(e),
             }
         }

@@ -15,14 +15,14 @@
 use serde_json::Value;
 use wasmtime::component::Resource;
 
-use super::budget;
-use super::{CallContext, CallScope, Capability, HostError, HostFailure, SecretField};
+use super::{CallCore, Management, budget};
+use crate::capabilities::{CallContext, Capability, HostError, HostFailure, SecretField};
 use crate::contract::field_path;
 use crate::secrets::quoted;
 
 /// What an access does, which decides the fields of the object that may name its target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Reach {
+pub(in crate::capabilities) enum Reach {
     /// Reads, installs or writes (metadata, digests, values, a workload cluster's probe or copy, every Helm call
     /// but an uninstall, a kubeconfig export): only a target the object's spec names.
     Spec,
@@ -32,7 +32,7 @@ pub(super) enum Reach {
 }
 
 /// Where a Secret access goes: the namespace, the management-cluster client and the time it may take.
-pub(super) struct SecretScope {
+pub(in crate::capabilities) struct SecretScope {
     pub namespace: String,
     pub management: kube::Client,
     pub budget: std::time::Duration,
@@ -52,7 +52,7 @@ fn counts_for(field: &SecretField, reach: Reach) -> bool {
 
 /// Whether the object names Secret `namespace/name` at one of the plugin's declared fields that count for
 /// `reach`. An empty or absent namespace field means the object's own namespace (`own`).
-pub(super) fn names_secret(
+pub(in crate::capabilities) fn names_secret(
     object: &Value,
     fields: &[SecretField],
     reach: Reach,
@@ -77,18 +77,18 @@ pub(super) fn names_secret(
         })
 }
 
-impl CallScope {
-    /// Checks a Secret access: `needed` granted, the Secret named by the reconciled object at a declared field
-    /// that counts for `reach`, and its namespace (`None`: the object's own) the object's own or granted by
-    /// `secrets-namespace:NS`. Resolves where the access goes.
-    pub(super) fn secret_scope(
+impl CallCore {
+    /// Checks a Secret access: `needed` granted, the Secret `name` named by the reconciled object at a declared
+    /// field that counts for `reach`, and its namespace (`None`: the object's own) the object's own or granted by
+    /// `secrets-namespace:NS`. Resolves where the access goes, through `cluster`.
+    pub(in crate::capabilities) fn secret_scope(
         &mut self,
         ctx: &Resource<CallContext>,
         needed: &[Capability],
         reach: Reach,
-        namespace: Option<String>,
-        name: &str,
+        (namespace, name): (Option<String>, &str),
         what: &str,
+        cluster: &Management,
     ) -> Result<SecretScope, HostFailure> {
         if let Some(missing) = needed.iter().find(|c| !self.grants.allows(**c)) {
             let reason = format!("the plugin is not granted {:?}", missing.name());
@@ -136,12 +136,7 @@ impl CallScope {
             return Err(self.denied(capability, what, &reason).into());
         }
         let budget = self.budget(ctx, budget::SECRET)?;
-        let Some(management) = self.services.management.clone() else {
-            return Err(HostError::Unavailable(format!(
-                "{what}: this host has no Kubernetes client for Secrets"
-            ))
-            .into());
-        };
+        let management = cluster.client(what)?;
         Ok(SecretScope {
             namespace: target,
             management,
@@ -152,7 +147,7 @@ impl CallScope {
     /// Checks that the object's spec names the `kind` (Secret or ConfigMap) `name` in its own namespace, at a
     /// field the plugin declares in its secret fields, for data the host reads itself and hands to another system
     /// (a Secret copied to a workload cluster, values given to Helm), never to the plugin.
-    pub(super) fn named_local_source(
+    pub(in crate::capabilities) fn named_local_source(
         &mut self,
         ctx: &Resource<CallContext>,
         capability: Capability,
@@ -183,8 +178,8 @@ impl CallScope {
         Err(self.denied(capability, what, &reason).into())
     }
 
-    /// [`CallScope::named_local_source`] for a Secret.
-    pub(super) fn named_local_secret(
+    /// [`CallCore::named_local_source`] for a Secret.
+    pub(in crate::capabilities) fn named_local_secret(
         &mut self,
         ctx: &Resource<CallContext>,
         capability: Capability,

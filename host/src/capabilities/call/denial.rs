@@ -2,12 +2,13 @@
 //! the plugin, the capability and the target, is logged, and is recorded for the controller to report on the
 //! object (an Event and a condition), as the contract promises.
 
-use super::{CallScope, Capability, Denial, HostError, MAX_DENIALS, truncate};
+use super::CallCore;
+use crate::capabilities::{Capability, Denial, HostError, MAX_DENIALS, truncate};
 
 /// How much of a plugin-supplied target a denial quotes: a name a plugin made up can be as long as its memory.
 const MAX_TARGET: usize = 512;
 
-impl CallScope {
+impl CallCore {
     /// Refuses a call: returns the plugin's answer and reports the refusal. Only the first few refusals of a
     /// call are logged and recorded, so a plugin looping on denied calls cannot flood the logs.
     pub(crate) fn denied(

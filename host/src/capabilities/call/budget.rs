@@ -6,20 +6,21 @@ use std::time::Duration;
 
 use wasmtime::component::Resource;
 
-use super::{CallContext, CallScope, HostError, HostFailure};
+use super::CallCore;
+use crate::capabilities::{CallContext, HostError, HostFailure};
 
 /// The longest a Kubernetes read or a file read may take, even when the call has more time left.
-pub(super) const READ: Duration = Duration::from_secs(10);
+pub(in crate::capabilities) const READ: Duration = Duration::from_secs(10);
 /// The longest one Secret operation may take (a copy is a few requests).
-pub(super) const SECRET: Duration = Duration::from_secs(20);
+pub(in crate::capabilities) const SECRET: Duration = Duration::from_secs(20);
 /// The longest resolving a chart version constraint may take (a repository index or registry tags).
-pub(super) const CHART: Duration = Duration::from_secs(20);
+pub(in crate::capabilities) const CHART: Duration = Duration::from_secs(20);
 /// The longest one Omni operation may take.
-pub(super) const OMNI: Duration = Duration::from_secs(30);
+pub(in crate::capabilities) const OMNI: Duration = Duration::from_secs(30);
 
-impl CallScope {
+impl CallCore {
     /// Nine tenths of what the call has left, and at most `most`.
-    pub(super) fn budget(
+    pub(in crate::capabilities) fn budget(
         &self,
         ctx: &Resource<CallContext>,
         most: Duration,
@@ -29,7 +30,7 @@ impl CallScope {
 }
 
 /// Runs `op` within `budget`; running out is a `timeout` naming `what`.
-pub(super) async fn within<T>(
+pub(in crate::capabilities) async fn within<T>(
     what: &str,
     budget: Duration,
     op: impl Future<Output = Result<T, HostError>>,

@@ -1,0 +1,455 @@
+//! One background action for one release: the request turned into the Helm worker's operation, run on the
+//! engine, and its outcome recorded where the next `observe` reads it, after which the object that asked is woken.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::{
+    Action, ChartLocation, Cluster, DEADLINE_MARGIN, Entry, Key, Outcome, Owner, RESOLVE_DEADLINE,
+    Running, Settings, StepRequest, UninstallSettings, Wake, Wanted,
+};
+use crate::helm::crds;
+use crate::helm::drift::{self, Ignore};
+use crate::helm::protocol::{ChartRef, Op, Target};
+use crate::helm::storage::{self, DIGEST_LABEL};
+use crate::helm::{EngineError, HelmEngine};
+
+/// One background action for one release.
+pub(super) struct Job {
+    pub(super) engine: Arc<dyn HelmEngine>,
+    pub(super) entries: Arc<Mutex<HashMap<Key, Entry>>>,
+    pub(super) key: Key,
+    pub(super) cluster: Cluster,
+    /// Whom the revisions this job makes are stamped for.
+    pub(super) owner: Owner,
+    pub(super) running: Running,
+    pub(super) wake: Wake,
+}
+
+impl Job {
+    fn target(&self) -> Target {
+        Target {
+            kubeconfig: self.cluster.kubeconfig.to_string(),
+            namespace: self.key.1.clone(),
+        }
+    }
+
+    /// The release labels a revision this job makes carries: the digest of what it is made from, and its owner.
+    fn release_labels(&self) -> Map<String, Value> {
+        let mut labels: Map<String, Value> = self
+            .owner
+            .labels()
+            .into_iter()
+            .map(|(k, v)| (k, Value::String(v)))
+            .collect();
+        labels.insert(DIGEST_LABEL.into(), self.running.digest.clone().into());
+        labels
+    }
+
+    /// `release` for the engine's per-release serialisation: the cluster and the release.
+    fn release(&self) -> String {
+        format!("{}:{}/{}", self.key.0, self.key.1, self.key.2)
+    }
+
+    /// Installs or upgrades the release to `wanted`.
+    async fn converge(self, action: Action, wanted: Wanted) {
+        let result = async {
+            let replace_crds = match action {
+                Action::Install => wanted.install.replace_crds,
+                _ => wanted.upgrade.replace_crds,
+            };
+            let local = self.git_checkout(&wanted).await?;
+            if replace_crds {
+                self.replace_crds(&wanted, local.as_deref()).await?;
+            }
+            let op = action_op(
+                (action, &self.target(), &self.key.2),
+                &wanted,
+                self.release_labels(),
+                local.as_deref(),
+            )?;
+            let deadline = wanted.settings.timeout() + DEADLINE_MARGIN;
+            self.engine
+                .run(op, Some(self.release()), deadline)
+                .await
+                .map_err(|e| engine_message(&e))
+        }
+        .await;
+        self.finish(action, result);
+    }
+
+    /// A Git chart's directory at the wanted commit, written out by the worker; None for other charts.
+    async fn git_checkout(&self, w: &Wanted) -> Result<Option<String>, String> {
+        let ChartLocation::Git { url, path, .. } = &w.chart else {
+            return Ok(None);
+        };
+        let op = Op::GitCheckout {
+            url: url.clone(),
+            commit: w.version.clone(),
+            path: path.clone(),
+            cache: git_cache().to_string_lossy().into_owned(),
+            auth: w.auth.clone(),
+        };
+        let answer = self
+            .engine
+            .run(op, Some(self.release()), RESOLVE_DEADLINE)
+            .await
+            .map_err(|e| engine_message(&e))?;
+        answer["chart"]
+            .as_str()
+            .map(|dir| Some(dir.to_string()))
+            .ok_or_else(|| "the worker named no chart directory".to_string())
+    }
+
+    /// Applies the chart's CRDs (as `helm show crds` prints them) to the workload cluster.
+    async fn replace_crds(&self, w: &Wanted, local: Option<&str>) -> Result<(), String> {
+        let mut options = Map::new();
+        options.insert("format".into(), "crds".into());
+        let reference = chart_reference(&w.chart, &w.version, w.plain_http, local, &mut options)?;
+        let op = Op::Show {
+            chart: reference,
+            options: Value::Object(options),
+            auth: w.auth.clone(),
+        };
+        let text = self
+            .engine
+            .run(op, Some(self.release()), RESOLVE_DEADLINE)
+            .await
+            .map_err(|e| engine_message(&e))?;
+        let applied = crds::apply(&self.cluster.client, text.as_str().unwrap_or_default())
+            .await
+            .map_err(|e| e.to_string())?;
+        tracing::info!(release = %self.release(), crds = ?applied, "the chart's CRDs applied");
+        Ok(())
+    }
+
+    async fn uninstall(self, u: UninstallSettings) {
+        let mut options = action_options(&u.settings);
+        options.insert("ignore_not_found".into(), true.into());
+        options.insert("keep_history".into(), u.keep_history.into());
+        options.insert("deletion_propagation".into(), u.propagation.name().into());
+        let op = Op::Uninstall {
+            target: self.target(),
+            release: self.key.2.clone(),
+            options: Value::Object(options),
+        };
+        let result = self
+            .engine
+            .run(
+                op,
+                Some(self.release()),
+                u.settings.timeout() + DEADLINE_MARGIN,
+            )
+            .await
+            .map_err(|e| engine_message(&e));
+        self.finish(Action::Uninstall, result);
+    }
+
+    /// Runs a step a plugin asked for.
+    pub(super) async fn step(self, request: StepRequest) {
+        match request {
+            StepRequest::Install(wanted) => self.converge(Action::Install, *wanted).await,
+            StepRequest::Upgrade(wanted) => self.converge(Action::Upgrade, *wanted).await,
+            StepRequest::Uninstall(u) => self.uninstall(u).await,
+            StepRequest::Rollback(r) => {
+                let mut o = action_options(&r.settings);
+                o.insert("version".into(), r.revision.into());
+                o.insert("wait_for_jobs".into(), r.settings.wait_for_jobs.into());
+                o.insert("force_replace".into(), r.force.into());
+                o.insert("force_conflicts".into(), true.into());
+                o.insert("cleanup_on_fail".into(), r.cleanup_on_fail.into());
+                if r.max_history > 0 {
+                    o.insert("max_history".into(), r.max_history.into());
+                }
+                let op = Op::Rollback {
+                    target: self.target(),
+                    release: self.key.2.clone(),
+                    options: Value::Object(o),
+                };
+                let deadline = r.settings.timeout() + DEADLINE_MARGIN;
+                let result = self.engine.run(op, Some(self.release()), deadline).await;
+                self.finish(Action::Rollback, result.map_err(|e| engine_message(&e)));
+            }
+            StepRequest::Test(t) => {
+                let timeout = Duration::from_secs(u64::from(t.timeout_seconds.max(1)));
+                let mut o = Map::new();
+                o.insert("timeout_seconds".into(), t.timeout_seconds.max(1).into());
+                if !t.include.is_empty() {
+                    o.insert("include_names".into(), t.include.clone().into());
+                }
+                if !t.exclude.is_empty() {
+                    o.insert("exclude_names".into(), t.exclude.clone().into());
+                }
+                let op = Op::Test {
+                    target: self.target(),
+                    release: self.key.2.clone(),
+                    options: Value::Object(o),
+                };
+                let result = self
+                    .engine
+                    .run(op, Some(self.release()), timeout + DEADLINE_MARGIN)
+                    .await;
+                self.finish(Action::Test, result.map_err(|e| engine_message(&e)));
+            }
+            StepRequest::Unlock => {
+                let result = self.unlock().await;
+                self.finish(Action::Recover, result);
+            }
+            StepRequest::CorrectDrift(ignore) => {
+                let result = self.correct(&ignore).await;
+                self.finish(Action::Correct, result);
+            }
+        }
+    }
+
+    /// Applies the drifted objects of the latest revision again.
+    async fn correct(&self, ignore: &[Ignore]) -> Result<Value, String> {
+        let (client, namespace) = (&self.cluster.client, &self.key.1);
+        let (latest, manifest) = storage::latest_with_manifest(client, namespace, &self.key.2)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "the release is gone".to_string())?;
+        let corrected = drift::correct(client, &self.key.2, namespace, &manifest, ignore)
+            .await
+            .map_err(|e| e.to_string())?;
+        let names: Vec<String> = corrected
+            .iter()
+            .map(|d| format!("{} {}", d.kind, d.name))
+            .collect();
+        tracing::info!(release = %self.release(), corrected = ?names, "drifted objects applied again");
+        Ok(json!({"revision": latest.revision, "corrected": names}))
+    }
+
+    /// Marks the latest revision failed if it is still pending (someone may have finished it since).
+    async fn unlock(&self) -> Result<Value, String> {
+        let latest = storage::read(&self.cluster.client, &self.key.1, &self.key.2)
+            .await
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .next();
+        match latest {
+            Some(r) if r.is_pending() => {
+                let why = format!(
+                    "{} interrupted: no action runs for it; marked failed by omni-operator",
+                    r.status
+                );
+                storage::mark_failed(&self.cluster.client, &self.key.1, &r.secret, &why)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                tracing::warn!(release = %self.release(), revision = r.revision,
+                    "a Helm release was left {}; marked failed", r.status);
+                Ok(json!({"revision": r.revision}))
+            }
+            Some(r) => Ok(json!({"revision": r.revision})),
+            None => Ok(json!({})),
+        }
+    }
+
+    fn finish(self, action: Action, result: Result<Value, String>) {
+        let revision = result
+            .as_ref()
+            .ok()
+            .and_then(|v| {
+                v.get("revision")
+                    .or_else(|| v.pointer("/release/revision"))
+                    .and_then(Value::as_u64)
+            })
+            .unwrap_or(0);
+        let error = result.err();
+        match &error {
+            None => {
+                tracing::info!(release = %self.release(), action = action.name(), revision, "Helm action done")
+            }
+            Some(e) => {
+                tracing::warn!(release = %self.release(), action = action.name(), error = %e, "Helm action failed")
+            }
+        }
+        {
+            let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+            let entry = entries.entry(self.key.clone()).or_default();
+            entry.running = None;
+            entry.last = Some(Outcome {
+                id: self.running.id.clone(),
+                action,
+                revision,
+                error,
+                started: self.running.started.clone(),
+                finished: now_rfc3339(),
+                digest: self.running.digest.clone(),
+            });
+        }
+        (self.wake)();
+    }
+}
+
+/// Now, RFC 3339 to the second.
+pub(super) fn now_rfc3339() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// The engine's failure as the release's error: Helm's own message, or what happened to the worker.
+pub(super) fn engine_message(e: &EngineError) -> String {
+    e.to_string()
+}
+
+/// The options every action takes, in libhelm_c's names (spec/helm.md §C.4).
+fn action_options(s: &Settings) -> Map<String, Value> {
+    let mut o = Map::new();
+    o.insert("timeout_seconds".into(), s.timeout_seconds.max(1).into());
+    // `--wait` is kstatus's watcher; without it Helm waits for hooks only.
+    o.insert(
+        "wait".into(),
+        if s.wait_ready { "watcher" } else { "hookOnly" }.into(),
+    );
+    o.insert("disable_hooks".into(), s.disable_hooks.into());
+    o
+}
+
+/// Where the worker's Git checkouts live (a commit's chart directory is kept: it never changes).
+fn git_cache() -> std::path::PathBuf {
+    std::env::temp_dir().join("omni-operator-git")
+}
+
+/// The reference Helm loads the chart by, with the options that complete it: a repository chart's name with
+/// `chart_repo_url` and `chart_version`, an OCI reference with `chart_version`, or a Git chart's directory
+/// (`local`, written out before).
+pub(super) fn chart_reference(
+    chart: &ChartLocation,
+    version: &str,
+    plain_http: bool,
+    local: Option<&str>,
+    o: &mut Map<String, Value>,
+) -> Result<String, String> {
+    if plain_http {
+        o.insert("plain_http".into(), true.into());
+    }
+    match chart {
+        ChartLocation::Repository { url, name } => {
+            o.insert("chart_repo_url".into(), url.clone().into());
+            o.insert("chart_version".into(), version.into());
+            Ok(name.clone())
+        }
+        ChartLocation::Oci(reference) => {
+            o.insert("chart_version".into(), version.into());
+            Ok(reference.clone())
+        }
+        ChartLocation::Git { url, .. } => local
+            .map(str::to_string)
+            .ok_or_else(|| format!("the chart from {url} was not checked out")),
+    }
+}
+
+fn action_op(
+    (action, target, release): (Action, &Target, &str),
+    w: &Wanted,
+    labels: Map<String, Value>,
+    local: Option<&str>,
+) -> Result<Op, String> {
+    let mut o = action_options(&w.settings);
+    o.insert("namespace".into(), target.namespace.clone().into());
+    o.insert("wait_for_jobs".into(), w.settings.wait_for_jobs.into());
+    // Server-side apply takes fields others changed behind Helm's back, as Flux does.
+    o.insert("force_conflicts".into(), true.into());
+    o.insert("labels".into(), Value::Object(labels));
+    let chart = ChartRef::Reference(chart_reference(
+        &w.chart,
+        &w.version,
+        w.plain_http,
+        local,
+        &mut o,
+    )?);
+    let rollback_on_failure = if action == Action::Install {
+        o.insert("create_namespace".into(), w.install.create_namespace.into());
+        o.insert("skip_crds".into(), w.install.skip_crds.into());
+        if w.install.replace {
+            o.insert("replace".into(), true.into());
+        }
+        w.install.rollback_on_failure
+    } else {
+        o.insert("skip_crds".into(), w.upgrade.skip_crds.into());
+        o.insert("cleanup_on_fail".into(), w.upgrade.cleanup_on_fail.into());
+        if w.upgrade.force {
+            o.insert("force_replace".into(), true.into());
+        }
+        if w.upgrade.max_history > 0 {
+            o.insert("max_history".into(), w.upgrade.max_history.into());
+        }
+        w.upgrade.rollback_on_failure
+    };
+    o.insert("rollback_on_failure".into(), rollback_on_failure.into());
+    if rollback_on_failure && !w.settings.wait_ready {
+        // Rolling back a failure needs a wait to see one; Helm's CLI turns `--atomic` into `--wait` too.
+        o.insert("wait".into(), "watcher".into());
+    }
+    let (target, release, values, options) = (
+        target.clone(),
+        release.to_string(),
+        w.values.clone(),
+        Value::Object(o),
+    );
+    let auth = w.auth.clone();
+    Ok(if action == Action::Install {
+        Op::Install {
+            target,
+            chart,
+            release,
+            values,
+            options,
+            auth,
+        }
+    } else {
+        Op::Upgrade {
+            target,
+            chart,
+            release,
+            values,
+            options,
+            auth,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::helm::releases::request::tests::wanted;
+
+    fn labels() -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert(DIGEST_LABEL.into(), "d".into());
+        m
+    }
+
+    #[test]
+    fn atomic_without_wait_waits_for_readiness_as_helms_cli_does() {
+        let mut w = wanted(json!({"x": 1}));
+        w.install.rollback_on_failure = true;
+        let target = Target {
+            kubeconfig: String::new(),
+            namespace: "apps".into(),
+        };
+        let Op::Install { options, .. } =
+            action_op((Action::Install, &target, "r"), &w, labels(), None).unwrap()
+        else {
+            panic!("an install")
+        };
+        assert_eq!(options["wait"], "watcher");
+        assert_eq!(options["rollback_on_failure"], true);
+        assert_eq!(options["chart_repo_url"], "http://127.0.0.1:1/charts");
+        assert_eq!(options["labels"][DIGEST_LABEL], "d");
+        w.upgrade.max_history = 5;
+        let Op::Upgrade { options, .. } =
+            action_op((Action::Upgrade, &target, "r"), &w, labels(), None).unwrap()
+        else {
+            panic!("an upgrade")
+        };
+        assert_eq!(options["max_history"], 5);
+        assert_eq!(options["wait"], "hookOnly");
+        assert!(options.get("create_namespace").is_none());
+    }
+}

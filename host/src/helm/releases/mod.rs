@@ -1,0 +1,446 @@
+//! Releases converged in the background. A plugin reads a release and what this host runs or ran for it
+//! (`helm.observe`), and starts one action at a time (`helm.start`); the action runs on the [`HelmEngine`]
+//! without the call waiting for it ([`job`]), and when it ends the object that asked is woken so its plugin sees
+//! the outcome at once.
+//!
+//! Rules:
+//! * one action at a time per release: a start while another runs is refused as busy;
+//! * a step that cannot apply to the release as it stands (a rollback to a revision Helm does not keep, an
+//!   unlock of a release that is not pending) is refused before anything runs;
+//! * a release belongs to the object that made it ([`ownership`]): every call reads the release's owner stamp
+//!   first and acts only for that object.
+
+mod job;
+mod ownership;
+mod request;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+use super::HelmEngine;
+use super::drift::{self, DriftError, Drifted, Ignore};
+use super::protocol::{ChartAuth, Op};
+use super::storage::{self, OWNER_LABEL, StorageError, StoredRevision};
+use job::{Job, chart_reference, engine_message, now_rfc3339};
+pub use ownership::{ADOPT_ANNOTATION, Owner};
+use ownership::{Ownership, ownership};
+pub use request::{
+    Action, ChartLocation, InstallSettings, Propagation, RollbackSettings, Settings, StepRequest,
+    TestSettings, UninstallSettings, UpgradeSettings, Wanted, is_exact_version, source_digest,
+};
+
+/// Added to an action's Helm timeout for the engine's deadline: Helm stops first and reports why.
+const DEADLINE_MARGIN: Duration = Duration::from_secs(60);
+/// How long a version constraint's resolution is trusted before the chart source is asked again: short enough
+/// that a release checked every interval sees a new chart version at its next check.
+const RESOLVED_FOR: Duration = Duration::from_secs(20);
+/// A resolution's deadline (it downloads a repository index or lists registry tags).
+const RESOLVE_DEADLINE: Duration = Duration::from_secs(60);
+/// Forgotten entries beyond this many are dropped (only idle ones), so releases that come and go cannot grow
+/// the table forever.
+const MAX_ENTRIES: usize = 10_000;
+
+/// Called when an action started for an object ends.
+pub type Wake = Arc<dyn Fn() + Send + Sync>;
+
+/// A workload cluster: who it is (the kubeconfig Secret it is reached through), a client for reading Helm's
+/// storage, and the kubeconfig for the Helm worker.
+#[derive(Clone)]
+pub struct Cluster {
+    /// `namespace/name/key` of the management-cluster kubeconfig Secret.
+    pub id: String,
+    pub client: kube::Client,
+    pub kubeconfig: Arc<str>,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The kubeconfig is a credential: never in a debug print.
+        f.debug_struct("Cluster")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How an action ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// Unique across this host's restarts ([`Releases`]' epoch and a counter).
+    pub id: String,
+    pub action: Action,
+    pub revision: u64,
+    pub error: Option<String>,
+    /// RFC 3339, seconds.
+    pub started: String,
+    pub finished: String,
+    pub digest: String,
+}
+
+/// An action running.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Running {
+    pub id: String,
+    pub action: Action,
+    /// RFC 3339, seconds.
+    pub started: String,
+    pub digest: String,
+}
+
+/// A release as `helm.observe` sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observation {
+    /// Newest first; empty when Helm stores none.
+    pub revisions: Vec<StoredRevision>,
+    pub running: Option<Running>,
+    pub last: Option<Outcome>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReleaseError {
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// No Helm on this host; the message says why.
+    #[error("{0}")]
+    Unavailable(String),
+    /// Another action runs for the release.
+    #[error("a Helm {} runs for this release (started {})", .0.action.name(), .0.started)]
+    Busy(Running),
+    /// The step cannot apply to the release as it stands.
+    #[error("{0}")]
+    Inapplicable(String),
+    /// A version constraint did not resolve (no matching version, the source did not answer).
+    #[error("resolving chart version {constraint:?}: {reason}")]
+    Resolve { constraint: String, reason: String },
+    #[error(transparent)]
+    Drift(#[from] DriftError),
+    /// The release belongs to another object, or to nobody and the object did not ask to adopt it.
+    #[error("{}", not_owned_message(.release, *.unowned))]
+    NotOwned { release: String, unowned: bool },
+}
+
+fn not_owned_message(release: &str, unowned: bool) -> String {
+    if unowned {
+        format!(
+            "Helm release {release} exists and no object owns it (made by hand, by another tool, or before the host \
+             stamped owners); to take it over, annotate this object with {ADOPT_ANNOTATION}={release}"
+        )
+    } else {
+        format!(
+            "Helm release {release} belongs to another object (its {OWNER_LABEL} label names that object); the \
+             host acts on a release only for the object that made it"
+        )
+    }
+}
+
+/// What this host remembers of one release.
+#[derive(Default)]
+struct Entry {
+    running: Option<Running>,
+    last: Option<Outcome>,
+}
+
+type Key = (String, String, String);
+
+/// The releases this host converges, and the engine that runs their actions.
+pub struct Releases {
+    engine: Result<Arc<dyn HelmEngine>, String>,
+    entries: Arc<Mutex<HashMap<Key, Entry>>>,
+    /// Actions started since the host started (benchmarks and tests read it: a steady state starts none).
+    started: std::sync::atomic::AtomicU64,
+    /// When this host started, in milliseconds since the Unix epoch: with `started`, action ids unique across
+    /// restarts.
+    epoch: i64,
+    /// Version constraints resolved lately: (chart location, constraint) → (when, version).
+    resolved: Mutex<HashMap<(String, String), (Instant, String)>>,
+}
+
+impl std::fmt::Debug for Releases {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Releases")
+            .field("available", &self.engine.is_ok())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Releases {
+    /// `engine` None: Helm is unavailable for `why`; every call that would need an action says so.
+    pub fn new(engine: Option<Arc<dyn HelmEngine>>, why: &str) -> Self {
+        Releases {
+            engine: engine.ok_or_else(|| why.to_string()),
+            entries: Arc::default(),
+            started: std::sync::atomic::AtomicU64::new(0),
+            epoch: jiff::Timestamp::now().as_millisecond(),
+            resolved: Mutex::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Entry>> {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Marks `entry` running `action` and makes the job that runs it; Helm unavailable claims nothing.
+    fn claim(
+        &self,
+        entry: &mut Entry,
+        action: Action,
+        key: &Key,
+        (cluster, owner): (&Cluster, &Owner),
+        digest: &str,
+        wake: Wake,
+    ) -> Result<Job, ReleaseError> {
+        let engine = self.engine.clone().map_err(ReleaseError::Unavailable)?;
+        let count = self
+            .started
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let running = Running {
+            id: format!("{}-{}", self.epoch, count + 1),
+            action,
+            started: now_rfc3339(),
+            digest: digest.to_string(),
+        };
+        entry.running = Some(running.clone());
+        Ok(Job {
+            engine,
+            entries: self.entries.clone(),
+            key: key.clone(),
+            cluster: cluster.clone(),
+            owner: owner.clone(),
+            running,
+            wake,
+        })
+    }
+
+    /// Checks that `owner` may act on the release whose revisions are `revisions` ([`ownership`]), and stamps a
+    /// release nobody owned that the object's user asked to adopt.
+    async fn check_owner(
+        &self,
+        cluster: &Cluster,
+        namespace: &str,
+        name: &str,
+        revisions: &[StoredRevision],
+        owner: &Owner,
+    ) -> Result<(), ReleaseError> {
+        let release = format!("{namespace}/{name}");
+        if ownership(revisions, owner, &release)? == Ownership::Adopt {
+            let secrets: Vec<String> = revisions.iter().map(|r| r.secret.clone()).collect();
+            storage::add_labels(&cluster.client, namespace, &secrets, &owner.labels()).await?;
+            tracing::info!(release = %release, owner = %owner.uid,
+                "adopted a Helm release nobody owned, as the object's annotation asks");
+        }
+        Ok(())
+    }
+
+    /// The release as Helm stores it, and what this host runs or ran for it; starts nothing.
+    pub async fn observe(
+        &self,
+        cluster: &Cluster,
+        namespace: &str,
+        name: &str,
+        owner: &Owner,
+    ) -> Result<Observation, ReleaseError> {
+        let revisions = storage::read(&cluster.client, namespace, name).await?;
+        self.check_owner(cluster, namespace, name, &revisions, owner)
+            .await?;
+        let key = (cluster.id.clone(), namespace.to_string(), name.to_string());
+        let entries = self.lock();
+        let entry = entries.get(&key);
+        Ok(Observation {
+            revisions,
+            running: entry.and_then(|e| e.running.clone()),
+            last: entry.and_then(|e| e.last.clone()),
+        })
+    }
+
+    /// Starts `request` in the background: `Busy` while another action runs for the release. A step that
+    /// cannot apply (a rollback or test of a release Helm does not store, an unlock of one not pending) is
+    /// `Inapplicable`, decided on the release as it stands now.
+    pub async fn start(
+        &self,
+        cluster: &Cluster,
+        namespace: &str,
+        name: &str,
+        request: StepRequest,
+        owner: &Owner,
+        wake: Wake,
+    ) -> Result<Running, ReleaseError> {
+        let revisions = storage::read(&cluster.client, namespace, name).await?;
+        self.check_owner(cluster, namespace, name, &revisions, owner)
+            .await?;
+        let latest = revisions.first();
+        let stored = latest.is_some_and(|r| r.status != "uninstalled");
+        let why = match &request {
+            StepRequest::Rollback(_) | StepRequest::Test(_) | StepRequest::CorrectDrift(_)
+                if !stored =>
+            {
+                Some(format!("release {namespace}/{name} is not installed"))
+            }
+            StepRequest::Rollback(r)
+                if r.revision > 0 && !revisions.iter().any(|x| x.revision == r.revision) =>
+            {
+                Some(format!(
+                    "release {namespace}/{name} has no revision {} among its latest {}",
+                    r.revision,
+                    revisions.len()
+                ))
+            }
+            StepRequest::Unlock if !latest.is_some_and(StoredRevision::is_pending) => {
+                Some(format!(
+                    "release {namespace}/{name} is not pending (latest: {})",
+                    latest.map_or("none", |r| r.status.as_str())
+                ))
+            }
+            _ => None,
+        };
+        if let Some(why) = why {
+            return Err(ReleaseError::Inapplicable(why));
+        }
+        let digest = match &request {
+            StepRequest::Install(w) | StepRequest::Upgrade(w) => w.digest(),
+            _ => String::new(),
+        };
+        let key = (cluster.id.clone(), namespace.to_string(), name.to_string());
+        let mut entries = self.lock();
+        if entries.len() >= MAX_ENTRIES {
+            // Releases that come and go must not grow the table forever: the idle ones are forgotten.
+            entries.retain(|_, e| e.running.is_some());
+        }
+        let entry = entries.entry(key.clone()).or_default();
+        if let Some(r) = &entry.running {
+            return Err(ReleaseError::Busy(r.clone()));
+        }
+        let job = self.claim(
+            entry,
+            request.action(),
+            &key,
+            (cluster, owner),
+            &digest,
+            wake,
+        )?;
+        let running = job.running.clone();
+        tokio::spawn(job.step(request));
+        Ok(running)
+    }
+
+    /// The version a chart version constraint (`>=1.2 <2`, `~1.4`, `1.x`) stands for now: the newest matching one,
+    /// as Helm resolves it for an install (its `helm show chart` against the repository index or the registry's
+    /// tags). An exact version is its own answer, without asking anyone.
+    pub async fn resolve_version(
+        &self,
+        chart: &ChartLocation,
+        version: &str,
+        plain_http: bool,
+        auth: Option<&ChartAuth>,
+    ) -> Result<String, ReleaseError> {
+        let git = matches!(chart, ChartLocation::Git { .. });
+        if is_exact_version(version) && !git {
+            return Ok(version.to_string());
+        }
+        // Resolutions are kept apart per credentials, as the sources may answer them differently.
+        let key = (
+            format!("{chart:?}"),
+            format!("{version}\0{}", ChartAuth::fingerprint(auth)),
+        );
+        {
+            let resolved = self.resolved.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((at, v)) = resolved.get(&key)
+                && at.elapsed() < RESOLVED_FOR
+            {
+                return Ok(v.clone());
+            }
+        }
+        let failed = |reason: String| ReleaseError::Resolve {
+            constraint: version.to_string(),
+            reason,
+        };
+        let engine = self.engine.clone().map_err(ReleaseError::Unavailable)?;
+        let resolved = if let ChartLocation::Git { url, reference, .. } = chart {
+            // A Git chart's version is the commit its reference names now.
+            let op = Op::GitResolve {
+                url: url.clone(),
+                reference: reference.clone(),
+                auth: auth.cloned(),
+            };
+            let answer = engine
+                .run(op, None, RESOLVE_DEADLINE)
+                .await
+                .map_err(|e| failed(engine_message(&e)))?;
+            answer["commit"]
+                .as_str()
+                .filter(|c| !c.is_empty())
+                .ok_or_else(|| failed("the repository named no commit".into()))?
+                .to_string()
+        } else {
+            let mut options = Map::new();
+            options.insert("format".into(), "chart".into());
+            let reference =
+                chart_reference(chart, version, plain_http, None, &mut options).map_err(failed)?;
+            let op = Op::Show {
+                chart: reference,
+                options: Value::Object(options),
+                auth: auth.cloned(),
+            };
+            let answer = engine
+                .run(op, None, RESOLVE_DEADLINE)
+                .await
+                .map_err(|e| failed(engine_message(&e)))?;
+            let chart_yaml: Value = yaml_serde::from_str(answer.as_str().unwrap_or_default())
+                .map_err(|e| failed(format!("the chart's Chart.yaml: {e}")))?;
+            chart_yaml["version"]
+                .as_str()
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| failed("the chart's Chart.yaml has no version".into()))?
+                .to_string()
+        };
+        let mut cache = self.resolved.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() > MAX_ENTRIES {
+            cache.retain(|_, (at, _)| at.elapsed() < RESOLVED_FOR);
+        }
+        cache.insert(key, (Instant::now(), resolved.clone()));
+        Ok(resolved)
+    }
+
+    /// The objects of the deployed revision that drifted from its manifest; none when the latest revision is not
+    /// deployed (an action's outcome, not drift, explains it) or an action runs.
+    pub async fn drift(
+        &self,
+        cluster: &Cluster,
+        namespace: &str,
+        name: &str,
+        ignore: &[Ignore],
+        owner: &Owner,
+    ) -> Result<Vec<Drifted>, ReleaseError> {
+        let latest = storage::latest_with_manifest(&cluster.client, namespace, name).await?;
+        if let Some((r, _)) = &latest
+            && r.owner.as_deref() != Some(owner.identity.as_str())
+        {
+            // Not stamped as this object's on its latest revision: judged on the history, as every call is.
+            let revisions = storage::read(&cluster.client, namespace, name).await?;
+            self.check_owner(cluster, namespace, name, &revisions, owner)
+                .await?;
+        }
+        let key = (cluster.id.clone(), namespace.to_string(), name.to_string());
+        if self.lock().get(&key).is_some_and(|e| e.running.is_some()) {
+            return Ok(Vec::new());
+        }
+        let Some((_, manifest)) = latest.filter(|(r, _)| r.status == "deployed") else {
+            return Ok(Vec::new());
+        };
+        Ok(drift::detect(&cluster.client, name, namespace, &manifest, ignore).await?)
+    }
+
+    /// Cancels the running actions through Helm's contexts (Helm records them as failed, so the next start
+    /// upgrades at once instead of waiting out a `pending-*` revision) and takes no more.
+    pub async fn shutdown(&self, grace: Duration) {
+        if let Ok(engine) = &self.engine {
+            engine.shutdown(grace).await;
+        }
+    }
+
+    /// Helm actions (install, upgrade, uninstall) started so far.
+    pub fn actions_started(&self) -> u64 {
+        self.started.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}

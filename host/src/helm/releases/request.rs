@@ -1,0 +1,285 @@
+//! What a plugin asks of a release: the chart and values a revision is made from ([`Wanted`], hashed by
+//! [`source_digest`] into the label that tells whether a revision is current), and the settings of each step
+//! ([`StepRequest`]).
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use crate::helm::drift::Ignore;
+use crate::helm::protocol::{ChartAuth, GitRef};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChartLocation {
+    Repository {
+        url: String,
+        name: String,
+    },
+    Oci(String),
+    /// A chart directory in a Git repository; its "version" is the commit the reference resolves to.
+    Git {
+        url: String,
+        reference: GitRef,
+        path: String,
+    },
+}
+
+/// What every action shares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    pub timeout_seconds: u32,
+    /// Wait for every resource to be ready (kstatus), not only hooks.
+    pub wait_ready: bool,
+    pub wait_for_jobs: bool,
+    pub disable_hooks: bool,
+}
+
+impl Settings {
+    pub(super) fn timeout(&self) -> Duration {
+        Duration::from_secs(u64::from(self.timeout_seconds.max(1)))
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InstallSettings {
+    pub create_namespace: bool,
+    pub skip_crds: bool,
+    pub rollback_on_failure: bool,
+    /// Reuse the name of a release kept in history (`--replace`).
+    pub replace: bool,
+    /// Apply the chart's CRDs before installing, replacing those present ([`crds`]).
+    pub replace_crds: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UpgradeSettings {
+    pub skip_crds: bool,
+    pub rollback_on_failure: bool,
+    pub cleanup_on_fail: bool,
+    pub max_history: u32,
+    /// Replace resources that cannot be patched (`--force`).
+    pub force: bool,
+    /// Apply the chart's CRDs before upgrading, replacing those present ([`crds`]).
+    pub replace_crds: bool,
+}
+
+/// A rollback step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RollbackSettings {
+    /// 0: the previous revision.
+    pub revision: u64,
+    pub settings: Settings,
+    pub force: bool,
+    pub cleanup_on_fail: bool,
+    pub max_history: u32,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Propagation {
+    #[default]
+    Background,
+    Foreground,
+    Orphan,
+}
+
+impl Propagation {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Propagation::Background => "background",
+            Propagation::Foreground => "foreground",
+            Propagation::Orphan => "orphan",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UninstallSettings {
+    pub settings: Settings,
+    pub keep_history: bool,
+    pub propagation: Propagation,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TestSettings {
+    pub timeout_seconds: u32,
+    /// Only these test hooks (all when empty) …
+    pub include: Vec<String>,
+    /// … but never these.
+    pub exclude: Vec<String>,
+}
+
+/// An action a plugin asks for by name (`helm.start`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepRequest {
+    Install(Box<Wanted>),
+    Upgrade(Box<Wanted>),
+    Rollback(RollbackSettings),
+    Uninstall(UninstallSettings),
+    Test(TestSettings),
+    /// Mark a pending latest revision failed.
+    Unlock,
+    /// Apply again the objects of the deployed revision that drifted.
+    CorrectDrift(Vec<Ignore>),
+}
+
+impl StepRequest {
+    pub(super) fn action(&self) -> Action {
+        match self {
+            StepRequest::Install(_) => Action::Install,
+            StepRequest::Upgrade(_) => Action::Upgrade,
+            StepRequest::Rollback(_) => Action::Rollback,
+            StepRequest::Uninstall(_) => Action::Uninstall,
+            StepRequest::Test(_) => Action::Test,
+            StepRequest::Unlock => Action::Recover,
+            StepRequest::CorrectDrift(_) => Action::Correct,
+        }
+    }
+}
+
+/// The release wanted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Wanted {
+    pub chart: ChartLocation,
+    pub version: String,
+    pub values: Value,
+    pub settings: Settings,
+    pub install: InstallSettings,
+    pub upgrade: UpgradeSettings,
+    /// Reach the OCI registry over plain HTTP (an operator setting for registries it names, never the plugin's).
+    pub plain_http: bool,
+    /// Credentials and TLS material for the chart source; not part of the digest (a rotation is no new revision).
+    pub auth: Option<ChartAuth>,
+}
+
+impl Wanted {
+    /// What a revision is made from, hashed ([`source_digest`]).
+    pub fn digest(&self) -> String {
+        source_digest(&self.chart, &self.version, &self.values)
+    }
+}
+
+/// What a revision is made from, hashed: the chart's location and version and the values, in a canonical JSON
+/// form (keys sorted). Options such as waits and timeouts are left out: changing them does not call for a new
+/// revision. 40 hex digits (160 bits), to fit a label value.
+pub fn source_digest(chart: &ChartLocation, version: &str, values: &Value) -> String {
+    let chart = match chart {
+        ChartLocation::Repository { url, name } => json!({"repository": url, "chart": name}),
+        ChartLocation::Oci(reference) => json!({"oci": reference}),
+        ChartLocation::Git { url, path, .. } => json!({"git": url, "path": path}),
+    };
+    let made_from = json!({"chart": chart, "version": version, "values": canonical(values)});
+    crate::helm::sha256_prefix(made_from.to_string().as_bytes(), 40)
+}
+
+/// `v` with every object's keys in sorted order, whatever the map type serde_json was built with.
+fn canonical(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), canonical(&m[k])))
+                    .collect::<Map<_, _>>(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Install,
+    Upgrade,
+    Uninstall,
+    Rollback,
+    Test,
+    /// A pending revision marked failed, before the action that follows it.
+    Recover,
+    /// Drifted objects applied again.
+    Correct,
+}
+
+impl Action {
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Install => "install",
+            Action::Upgrade => "upgrade",
+            Action::Uninstall => "uninstall",
+            Action::Rollback => "rollback",
+            Action::Test => "test",
+            Action::Recover => "recover",
+            Action::Correct => "drift correction",
+        }
+    }
+}
+
+/// A version Helm would take as itself, not as a constraint: `1.2.3`, `v1.2.3`, `1.2.3-rc.1+build`.
+pub fn is_exact_version(version: &str) -> bool {
+    let v = version.trim();
+    semver::Version::parse(v.strip_prefix('v').unwrap_or(v)).is_ok()
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    pub(in crate::helm::releases) fn wanted(values: Value) -> Wanted {
+        Wanted {
+            chart: ChartLocation::Repository {
+                url: "http://127.0.0.1:1/charts".into(),
+                name: "demo".into(),
+            },
+            version: "0.1.0".into(),
+            values,
+            settings: Settings {
+                timeout_seconds: 300,
+                wait_ready: false,
+                wait_for_jobs: false,
+                disable_hooks: false,
+            },
+            install: InstallSettings::default(),
+            upgrade: UpgradeSettings::default(),
+            plain_http: false,
+            auth: None,
+        }
+    }
+
+    #[test]
+    fn exact_versions_are_told_from_constraints() {
+        for exact in ["1.2.3", "v1.2.3", "0.1.0-rc.1+build.5"] {
+            assert!(is_exact_version(exact), "{exact}");
+        }
+        for constraint in [
+            ">=1.2 <2",
+            "~1.4",
+            "^1",
+            "1.x",
+            "*",
+            "1.2",
+            ">= 1.0.0, < 2.0.0",
+            "1.0.0 || 2.0.0",
+        ] {
+            assert!(!is_exact_version(constraint), "{constraint}");
+        }
+    }
+
+    #[test]
+    fn the_digest_ignores_key_order_and_options_but_not_values_or_version() {
+        let a = wanted(json!({"a": 1, "b": {"c": 2, "d": 3}}));
+        let mut b = wanted(json!({"b": {"d": 3, "c": 2}, "a": 1}));
+        b.settings.timeout_seconds = 10;
+        b.settings.wait_ready = true;
+        assert_eq!(a.digest(), b.digest());
+        assert_eq!(a.digest().len(), 40);
+        let c = wanted(json!({"a": 2, "b": {"c": 2, "d": 3}}));
+        assert_ne!(a.digest(), c.digest());
+        let mut d = a.clone();
+        d.version = "0.2.0".into();
+        assert_ne!(a.digest(), d.digest());
+        let mut e = a.clone();
+        e.chart = ChartLocation::Oci("oci://127.0.0.1:1/charts/demo".into());
+        assert_ne!(a.digest(), e.digest());
+    }
+}
