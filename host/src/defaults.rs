@@ -28,7 +28,7 @@ impl std::fmt::Debug for DefaultPlugin {
     }
 }
 
-/// The defaults, in load order. README.md's grant table lists the same grants: change both together.
+/// The defaults, in load order. docs/plugins.md's grant table lists the same grants: change both together.
 pub const PLUGINS: &[DefaultPlugin] = &[
     DefaultPlugin {
         name: "omni-connection",

@@ -61,6 +61,8 @@ const DEV_CONNECTION: &str = "omni";
 /// The webhook configuration `dev` registers, and the Secret holding the webhook server's certificates.
 pub const DEV_WEBHOOK_CONFIGURATION: &str = "omni-operator-validating-webhook-configuration";
 const DEV_WEBHOOK_SECRET: &str = "omni-operator-webhook-server-cert";
+/// How long the controllers, their watches and the plugin platform get to stop before the simulators go.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// One applied object and what became of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -290,8 +292,16 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
         println!("running; Ctrl-C to stop");
         stop_requested.await;
     }
+    // Stopped in the order they depend on each other: the controllers (with their watches and the plugin
+    // platform), the webhook and probe servers, and Helm's worker, before the simulators they talk to, so a
+    // settled session ends without a warning.
     let _ = stop_tx.send(true);
-    let _ = tokio::time::timeout(Duration::from_secs(2), controllers).await;
+    if tokio::time::timeout(SHUTDOWN_GRACE, controllers)
+        .await
+        .is_err()
+    {
+        tracing::warn!("the controllers did not stop within {SHUTDOWN_GRACE:?}");
+    }
     releases.shutdown(Duration::from_secs(5)).await;
     stack.stop().await;
     drop(served);

@@ -31,4 +31,6 @@ pub mod stack;
 pub mod testkit;
 
 #[cfg(test)]
+mod doc_links;
+#[cfg(test)]
 mod layering;

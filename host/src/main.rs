@@ -528,7 +528,9 @@ async fn main() -> ExitCode {
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        // Colours only for a person at a terminal: a log file or a pipeline gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     match cli.log_format {
         // One JSON object per line, for log pipelines (fields, span and level as keys).
         LogFormat::Json => logs.json().with_current_span(true).init(),
@@ -827,7 +829,7 @@ async fn lead(
     // Every replica keeps its plugin routes current (its webhooks validate with the versions the bindings
     // name); only the leader writes the platform's status and Events.
     let writes = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    operator.start_platform(
+    let _platform = operator.start_platform(
         client.clone(),
         &settings.manager,
         writes.clone(),

@@ -204,13 +204,17 @@ impl Operator {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<()> {
         let shutdown = shutdown.boxed().shared();
-        self.start_platform(
+        let platform = self.start_platform(
             client.clone(),
             &settings.manager,
             Arc::new(AtomicBool::new(true)),
             shutdown.clone(),
         );
-        self.run_controllers(client, settings, shutdown).await
+        let ran = self.run_controllers(client, settings, shutdown).await;
+        // The platform stops on the same signal; it is waited for so that nothing reads from the API server
+        // once `run` returns (a `dev` session stops its simulators next).
+        let _ = platform.await;
+        ran
     }
 
     /// Starts the plugin platform: Plugin and binding objects resolved into the registry's routes, so webhooks
@@ -223,7 +227,7 @@ impl Operator {
         manager: &str,
         writes: Arc<AtomicBool>,
         shutdown: impl std::future::Future<Output = ()> + Clone + Send + Sync + 'static,
-    ) {
+    ) -> tokio::task::JoinHandle<()> {
         // The platform is supervised: if it ever panics it starts again (from the objects as they are), rather
         // than leaving routes frozen and rollbacks unwatched while the operator looks healthy.
         let options = PlatformOptions {
@@ -243,7 +247,7 @@ impl Operator {
             self.registry.clone(),
             shutdown.clone(),
         );
-        tokio::spawn(async move {
+        let platform = tokio::spawn(async move {
             loop {
                 let platform = Platform::new(
                     platform_client.clone(),
@@ -281,6 +285,7 @@ impl Operator {
                 }
             });
         }
+        platform
     }
 
     /// Runs every kind's controllers until `shutdown` resolves (the platform started on its own).
@@ -291,10 +296,19 @@ impl Operator {
         shutdown: impl std::future::Future<Output = ()> + Clone + Send + Sync + 'static,
     ) -> Result<()> {
         let tasks = controllers::spawn_all(&client, &self.registry, &settings, shutdown);
+        let mut ran = Ok(());
         for t in tasks {
-            t.await.context("a controller task panicked")??;
+            let done = t
+                .await
+                .context("a controller task panicked")
+                .and_then(|r| r);
+            if ran.is_ok() {
+                ran = done;
+            }
         }
-        Ok(())
+        // The controllers are done with their watches: they end now, not at their next subscriber check.
+        settings.watches.stop().await;
+        ran
     }
 }
 

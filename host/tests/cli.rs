@@ -41,14 +41,40 @@ fn quickstart(cmd: &mut Command) -> &mut Command {
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/charts"))
 }
 
-/// The README's first command: everything applied settles, and the command says so and exits 0.
+/// Lines of a log at WARN or ERROR (tracing's format, colours or not).
+fn warnings_and_errors(log: &str) -> Vec<String> {
+    log.lines()
+        .map(|line| {
+            // ANSI colour sequences (ESC [ … m) out, so the level reads the same on a terminal or not.
+            let mut plain = String::new();
+            let mut chars = line.chars();
+            while let Some(c) = chars.next() {
+                if c == '\u{1b}' {
+                    for c in chars.by_ref() {
+                        if c == 'm' {
+                            break;
+                        }
+                    }
+                } else {
+                    plain.push(c);
+                }
+            }
+            plain
+        })
+        .filter(|line| line.contains(" WARN ") || line.contains(" ERROR "))
+        .collect()
+}
+
+/// The README's first command: everything applied settles, and the command says so and exits 0, stopping the
+/// controllers, the webhook server and Helm's worker before the simulators, so nothing on its output is a
+/// warning or an error.
 #[test]
 fn dev_settles_on_the_quickstart_examples() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut cmd = bin();
     cmd.args(["--cache-dir"])
         .arg(dir.path().join("cache"))
-        .args(["dev", "--exit-when-settled", "--timeout", "90"]);
+        .args(["dev", "--exit-when-settled", "--timeout", "4m"]);
     let out = quickstart(&mut cmd)
         .arg("--kubeconfig-out")
         .arg(dir.path().join("kc"))
@@ -90,6 +116,21 @@ fn dev_settles_on_the_quickstart_examples() {
         dir.path().join("kc").exists(),
         "the kubeconfig for kubectl is written"
     );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let noise = [warnings_and_errors(&stdout), warnings_and_errors(&stderr)].concat();
+    assert!(
+        noise.is_empty(),
+        "a settled dev warned or failed:\n{}",
+        noise.join("\n")
+    );
+}
+
+#[test]
+fn the_log_filter_sees_warnings_with_or_without_colours() {
+    let log = "2026-11-29T10:55:11.379823Z \u{1b}[33m WARN\u{1b}[0m kube_client: eof\n\
+               2026-11-29T10:55:11.383430Z ERROR kube_client::client::builder: failed\n\
+               2026-11-29T10:55:11.383430Z  INFO omni_operator: a WARNING in a message is not a level\n";
+    assert_eq!(warnings_and_errors(log).len(), 2);
 }
 
 #[test]
@@ -278,14 +319,22 @@ fn dev_shows_the_operators_events_in_kubectl_describe() {
 struct DevSession {
     child: std::process::Child,
     kubeconfig: std::path::PathBuf,
+    /// `dev`'s log (stderr), line by line as it comes.
+    log: std::sync::mpsc::Receiver<String>,
     done: Option<std::sync::mpsc::Sender<()>>,
     watchdog: Option<std::thread::JoinHandle<()>>,
     reader: Option<std::thread::JoinHandle<()>>,
+    log_reader: Option<std::thread::JoinHandle<()>>,
     _dir: tempfile::TempDir,
 }
 
 impl DevSession {
     fn start() -> DevSession {
+        DevSession::start_with(&[])
+    }
+
+    /// [`DevSession::start`] with more arguments for `dev`.
+    fn start_with(extra: &[&std::ffi::OsStr]) -> DevSession {
         use std::io::{BufRead, BufReader};
         let dir = tempfile::tempdir().expect("tempdir");
         let kubeconfig = dir.path().join("kc");
@@ -294,12 +343,20 @@ impl DevSession {
             .arg(dir.path().join("cache"))
             .args(["dev", "--timeout", "90"]);
         let mut child = quickstart(&mut cmd)
+            .args(extra)
             .arg("--kubeconfig-out")
             .arg(&kubeconfig)
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("omni-operator runs");
+        let stderr = child.stderr.take().expect("stderr");
+        let (log_tx, log) = std::sync::mpsc::channel::<String>();
+        let log_reader = std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = log_tx.send(line);
+            }
+        });
         // A watchdog, so a dev that never settles fails the test instead of hanging it.
         let pid = child.id();
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
@@ -332,11 +389,30 @@ impl DevSession {
         DevSession {
             child,
             kubeconfig,
+            log,
             done: Some(done_tx),
             watchdog: Some(watchdog),
             reader: Some(reader),
+            log_reader: Some(log_reader),
             _dir: dir,
         }
+    }
+
+    /// Waits (up to two minutes) for a log line for which `wanted` holds; the log read so far otherwise.
+    fn wait_for_log(&self, wanted: impl Fn(&str) -> bool) -> Result<String, String> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        let mut seen = String::new();
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            match self.log.recv_timeout(left) {
+                Ok(line) if wanted(&line) => return Ok(line),
+                Ok(line) => {
+                    seen.push_str(&line);
+                    seen.push('\n');
+                }
+                Err(_) => break,
+            }
+        }
+        Err(seen)
     }
 
     /// Sends SIGTERM and waits for `dev` to exit.
@@ -368,7 +444,85 @@ impl Drop for DevSession {
         if let Some(r) = self.reader.take() {
             let _ = r.join();
         }
+        if let Some(r) = self.log_reader.take() {
+            let _ = r.join();
+        }
     }
+}
+
+/// The README's five-minute tour, as written there: kubectl finds the simulator through `KUBECONFIG` and lists
+/// the quickstart with `get omni -A`; and a plugin dropped into `--plugin-dir` while `dev` runs replaces the
+/// built-in of its name, with only the grants `--grant` gives it, which `dev` says at WARN with both digests.
+#[test]
+fn the_readme_tour_lists_the_quickstart_and_swaps_a_plugin_while_dev_runs() {
+    let plugins = tempfile::tempdir().expect("tempdir");
+    let dev = DevSession::start_with(&[
+        "--plugin-dir".as_ref(),
+        plugins.path().as_os_str(),
+        "--grant".as_ref(),
+        "omni-controlplane=kube-read:omni.texashpc.com/OmniCluster".as_ref(),
+    ]);
+    // A discovery cache of its own: kubectl keeps one per server address under $HOME, and another test's
+    // simulator may have had this port (and other kinds) a moment ago.
+    let home = tempfile::tempdir().expect("tempdir");
+    let listed = Command::new("kubectl")
+        .env("KUBECONFIG", &dev.kubeconfig)
+        .env("HOME", home.path())
+        .args(["get", "omni", "-A"])
+        .output()
+        .expect("kubectl runs");
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    for object in [
+        "omnicluster.omni.texashpc.com/edge-sample",
+        "omnicontrolplane.omni.texashpc.com/edge-sample-control-plane",
+        "omnihelmrelease.omni.texashpc.com/hello",
+    ] {
+        assert!(text.contains(object), "{object} is not listed:\n{text}");
+    }
+
+    // A new version of the OmniControlPlane plugin: the built-in's bytes with a custom section appended, so the
+    // digest differs and the logic is the same (the README's reader edits a message and rebuilds instead).
+    let built_in = omni_operator::defaults::PLUGINS
+        .iter()
+        .find(|p| p.name == "omni-controlplane")
+        .expect("a built-in omni-controlplane");
+    let mut bytes = built_in.wasm.to_vec();
+    let (name, payload) = (b"readme-tour".as_slice(), b"v2".as_slice());
+    let size = 1 + name.len() + payload.len();
+    bytes.extend_from_slice(&[
+        0,
+        u8::try_from(size).expect("small"),
+        u8::try_from(name.len()).expect("small"),
+    ]);
+    bytes.extend_from_slice(name);
+    bytes.extend_from_slice(payload);
+    let staged = plugins.path().join("omni-controlplane.wasm.part");
+    std::fs::write(&staged, &bytes).expect("write the plugin");
+    std::fs::rename(&staged, plugins.path().join("omni-controlplane.wasm")).expect("drop it in");
+    let replaced = dev
+        .wait_for_log(|line| line.contains("plugin replaced by a file from the plugin directory"))
+        .unwrap_or_else(|log| panic!("no replacement was logged:\n{log}"));
+    assert!(replaced.contains("omni-controlplane"), "{replaced}");
+    assert!(replaced.contains(" WARN "), "{replaced}");
+    assert!(
+        replaced.contains("from=") && replaced.contains("to="),
+        "both digests: {replaced}"
+    );
+    let describe = dev.kubectl(&[
+        "describe",
+        "omnicontrolplane",
+        "edge-sample-control-plane",
+        "-n",
+        "omni-system",
+    ]);
+    let text = String::from_utf8_lossy(&describe.stdout);
+    assert!(describe.status.success(), "{text}");
+    assert!(text.contains("Accepted"), "{text}");
 }
 
 /// An invalid example of every kind (examples/invalid, original-operator.md §7.3) refused at `kubectl apply` by

@@ -31,9 +31,22 @@ pub type SharedEvent = Arc<watcher::Event<DynamicObject>>;
 type WatchKey = (String, String, Option<String>);
 
 /// The shared watches of one operator, keyed by resource and namespace scope.
-#[derive(Default)]
 pub struct WatchHub {
     watches: Mutex<HashMap<WatchKey, Arc<SharedWatch>>>,
+    /// Every watch task started, so [`WatchHub::stop`] can wait for them to end.
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Set by [`WatchHub::stop`]: every watch ends now, not at its next subscriber check.
+    stopping: tokio::sync::watch::Sender<bool>,
+}
+
+impl Default for WatchHub {
+    fn default() -> Self {
+        WatchHub {
+            watches: Mutex::default(),
+            tasks: Mutex::default(),
+            stopping: tokio::sync::watch::Sender::new(false),
+        }
+    }
 }
 
 impl std::fmt::Debug for WatchHub {
@@ -199,6 +212,16 @@ impl Subscription {
 }
 
 impl WatchHub {
+    /// Ends every watch now and waits until their tasks are done, so none is left reading from an API server
+    /// that goes away next (a shutdown stops the controllers, then the watches, then what they watch).
+    pub async fn stop(&self) {
+        self.stopping.send_replace(true);
+        let tasks: Vec<_> = lock(&self.tasks).drain(..).collect();
+        for task in tasks {
+            let _ = task.await;
+        }
+    }
+
     /// Subscribes to the watch of `resource` in `namespace` (None: all namespaces), starting it if nobody watches
     /// it yet. A late subscriber first gets every object already known, as Apply events.
     pub fn subscribe(
@@ -239,7 +262,8 @@ impl WatchHub {
         };
         let what = format!("{}/{}", resource.api_version, resource.plural);
         let handle = WatchHandle(watch.clone());
-        tokio::spawn(async move {
+        let mut stopping = self.stopping.subscribe();
+        let task = tokio::spawn(async move {
             let events = watcher(api, watcher::Config::default())
                 .default_backoff()
                 .modify(|o| {
@@ -264,10 +288,14 @@ impl WatchHub {
                             break;
                         }
                     }
+                    _ = stopping.wait_for(|stop| *stop) => break,
                 }
             }
             lock(&watch.fanout).subscribers.clear();
         });
+        let mut tasks = lock(&self.tasks);
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(task);
         Subscription {
             watch: handle,
             events: rx,
