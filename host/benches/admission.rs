@@ -1,4 +1,4 @@
-//! The admission webhook's answer time as the API server sees it (DESIGN.md §8 target: p99 ≤ 10 ms): the
+//! The admission webhook's answer time as the API server sees it (target: p99 ≤ 10 ms): the
 //! operator's webhook server over HTTPS with its own certificate (made in kube-sim's Secret, as in a cluster),
 //! answering AdmissionReviews of OmniClusters with the built-in plugin's `validate` as a WebAssembly component.
 //! Half the reviews are valid, half are refused with the Go operator's message. The client keeps one

@@ -1,8 +1,8 @@
 //! Plugin call overhead: a fresh store, instance and `reconcile` call with a 10 KiB object, end to end through
 //! the public API (permits, store set-up, instantiation, the call, output collection).
 //!
-//! `cargo bench -p omni-operator --bench call_overhead`. Prints figures; asserts nothing (DESIGN.md §8 target:
-//! ≤ 50 µs median for the overhead).
+//! `cargo bench -p omni-operator --bench call_overhead`. Prints figures; asserts nothing (target: ≤ 50 µs
+//! median for the overhead).
 
 #[path = "../tests/runtime/guests.rs"]
 mod guests;

@@ -1,8 +1,8 @@
 //! 1,000 OmniClusters applied at once, each with its OmniControlPlane, one OmniWorkers and two OmniMachines (the
-//! shape of spec/original-operator.md §3.4's samples, with unique names and machine UUIDs), plus one
+//! shape of the Go operator's `config/samples`, with unique names and machine UUIDs), plus one
 //! OmniConnection and its Secret, until every OmniCluster has `Synced=True` against the Omni simulator. Run once
 //! with the built-in plugins as components and once with the same plugins' logic compiled into the host
-//! (`Runtime::load_native`), and compared. DESIGN.md §8 targets: ≤ 10 s on 2 cores, host peak RSS ≤ 256 MiB,
+//! (`Runtime::load_native`), and compared. Targets: ≤ 10 s on 2 cores, host peak RSS ≤ 256 MiB,
 //! WASM ≤ 10 % slower than native.
 //!
 //! `cargo bench -p omni-operator --bench clusters` (`-- --quick`: 100 clusters). Knobs: `--clusters N`,
@@ -260,7 +260,7 @@ fn print_figures(f: &Figures, target: usize) {
 }
 
 /// Compiles the components into the on-disk cache the host loads them from, so the host's peak memory is a
-/// running operator's, not Cranelift's (DESIGN.md §5: precompiled artifacts survive restarts).
+/// running operator's, not Cranelift's (precompiled artifacts survive restarts).
 async fn warm_plugin_cache() -> Result<()> {
     let runtime = Runtime::new(RuntimeConfig {
         cache_dir: Some(cache_dir()),

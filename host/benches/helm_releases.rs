@@ -1,6 +1,6 @@
 //! 100 OmniHelmReleases over 10 workload clusters, applied at once, until every one is `Ready=True`; then a steady
-//! state in which nothing changes, counting the Helm actions the operator starts (target: none). DESIGN.md §8:
-//! all Ready within 30 s on 2 cores, 0 Helm actions in steady state.
+//! state in which nothing changes, counting the Helm actions the operator starts (target: none). Targets: all
+//! Ready within 30 s on 2 cores, 0 Helm actions in steady state.
 //!
 //! `cargo bench -p omni-operator --bench helm_releases` (`-- --quick`: 20 releases over 2 clusters and a 60 s
 //! steady state). Knobs: `--clusters N`, `--per-cluster N`, `--steady SECONDS` (default 600), `--wait` (Helm waits

@@ -79,7 +79,7 @@ pub const PLUGINS: &[DefaultPlugin] = &[
         wasm: include_bytes!(concat!(env!("OUT_DIR"), "/omni_kubeconfig_export.wasm")),
         // Reads the cluster and its connection; reads the target Secret's metadata and digest; has Omni mint the
         // kubeconfig and writes it host to host; probes the workload cluster with the stored one.
-        // `targetSecretRef.namespace` may name any namespace, as with the Go operator (original-operator.md §4.1):
+        // `targetSecretRef.namespace` may name any namespace, as with the Go operator:
         // `secrets-namespace:*` reaches only the Secret the export names there (and the one its status records),
         // and writes or deletes it only when it carries the export's UID label. An admin who wants exports confined
         // to their own namespace replaces this grant.

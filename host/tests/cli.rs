@@ -525,10 +525,11 @@ fn the_readme_tour_lists_the_quickstart_and_swaps_a_plugin_while_dev_runs() {
     assert!(text.contains("Accepted"), "{text}");
 }
 
-/// An invalid example of every kind (examples/invalid, original-operator.md §7.3) refused at `kubectl apply` by
-/// the webhooks `dev` registers: kubectl prints the webhook's warnings and the causes of the `Invalid` status one
-/// per line, and the status message the API server returns is the Go operator's, prefixed by the API server's
-/// `admission webhook "<name>" denied the request: `. The expected texts are the spec's rules, written out.
+/// An invalid example of every kind (examples/invalid, breaking its kind's admission rules) refused at
+/// `kubectl apply` by the webhooks `dev` registers: kubectl prints the webhook's warnings and the causes of the
+/// `Invalid` status one per line, and the status message the API server returns is the Go operator's, prefixed by
+/// the API server's `admission webhook "<name>" denied the request: `. The expected texts are the Go operator's
+/// rules, written out.
 #[test]
 fn dev_refuses_each_invalid_example_with_the_go_operators_message() {
     const HELM_WARNING: &str = "OmniHelmRelease uses a workload-cluster kubeconfig Secret and writes directly to that cluster";

@@ -1,4 +1,4 @@
-//! The C ABI of libhelm_c (signatures from the 0.2.2 wheel's `_native.py` table, `../shared/spec/helm.md` §C.3)
+//! The C ABI of libhelm_c (signatures from the 0.2.2 wheel's `_native.py` table)
 //! and the calling conventions around it: out-strings allocated by the library and freed exactly once with
 //! `helm_free_string`, an `int32` status with an optional error string, `uint64` handles. All `unsafe` of the
 //! crate is here or in the one-line closures that name a function.
@@ -75,7 +75,7 @@ impl Library {
         let lib: &'static libloading::Library = Box::leak(Box::new(lib));
         macro_rules! symbol {
             ($name:literal) => {{
-                // SAFETY: the symbol's type is the signature the library exports under this name (helm.md §C.3);
+                // SAFETY: the symbol's type is the signature the library exports under this name (`_native.py`);
                 // the library lives for the rest of the process, so the copied function pointer stays valid.
                 let s = unsafe { lib.get($name) }.map_err(|e| {
                     load_error(format!("{}: {e}", String::from_utf8_lossy($name)))

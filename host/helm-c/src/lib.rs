@@ -1,4 +1,4 @@
-//! A safe wrapper around libhelm_c 0.2.2 (Helm SDK v4.2.3 built as a C library; `../shared/spec/helm.md` §C):
+//! A safe wrapper around libhelm_c 0.2.2 (Helm SDK v4.2.3 built as a C library):
 //! the library is loaded once from a path and never unloaded (the Go runtime it starts cannot be stopped), handles
 //! are owned values freed on drop, strings cross as UTF-8 and results as JSON, and every failure is a typed
 //! [`HelmError`] with Helm's own message.
@@ -443,7 +443,8 @@ impl Config {
         })
     }
 
-    /// `helm install` (options as §C.4 lists them); returns the release summary.
+    /// `helm install` (options in libhelm_c's keys: `namespace`, `wait`, `timeout_seconds`, …); returns the
+    /// release summary.
     pub fn install(
         &self,
         context: Option<&Context>,

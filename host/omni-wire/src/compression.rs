@@ -1,4 +1,4 @@
-//! ConfigPatch and KubernetesManifestGroup content (spec/omni-protocol.md §4.2): Omni's Go client compresses
+//! ConfigPatch and KubernetesManifestGroup content: Omni's Go client compresses
 //! content of 2 KiB or more with zstd and a shared dictionary (`config.1.zdict`, dictionary ID 1). Readers must
 //! decompress before comparing; writers may always send plain data.
 

@@ -1,4 +1,4 @@
-//! The service-account key (spec/omni-protocol.md §2.1): standard base64 of `{"name":…,"pgp_key":…}` with an
+//! The service-account key (`OMNI_SERVICE_ACCOUNT_KEY`): standard base64 of `{"name":…,"pgp_key":…}` with an
 //! unencrypted ASCII-armored OpenPGP private key.
 
 use base64::Engine as _;
@@ -93,7 +93,7 @@ impl ServiceAccountKey {
     }
 }
 
-/// The throw-away key of spec/omni-protocol.md §2.3, for tests on both sides of the wire.
+/// A throw-away Ed25519 service-account key (`example-sa`), for tests on both sides of the wire.
 pub const EXAMPLE_KEY_VALUE: &str = "eyJuYW1lIjoiZXhhbXBsZS1zYSIsInBncF9rZXkiOiItLS0tLUJFR0lOIFBHUCBQUklWQVRFIEtFWSBCTE9DSy0tLS0tXG5cbmxGZ0Vhd0pmWUJZSkt3WUJCQUhhUnc4QkFRZEFxUXIrM2p1ZGw1cjlRa1ZuWFVlVFRhUGlzREpvZDV0WjF1eVZcbk9WdlcxZGNBQVA5T1VHTW45R1BZciswQXJYS0U0U1RwaFRCWGxIbzdQOXloam1wcWtnWk12UkNYdEVObGVHRnRcbmNHeGxMWE5oSUNoaGRYUnZiV0YwYVc5dUtTQThaWGhoYlhCc1pTMXpZVUJ6WlhKMmFXTmxZV05qYjNWdWRDNXZcbmJXNXBMbk5wWkdWeWJ5NWtaWFkraUpZRUV4WUlBRDRXSVFRVXl1OGo2aXdkRzA1ZGpvSEhhQjhZMGdvUGJ3VUNcbmF3SmZZQUliQXdVSkFlRXpnQVVMQ1FnSEFnWVZDZ2tJQ3dJRUZnSURBUUllQVFJWGdBQUtDUkRIYUI4WTBnb1BcbmIxMDVBUDlBcjZjVjBPbnlqVXAxMnJZOFZBb3lZNlNDcHdnWG13c0JEV2EzYmNIWGhnRUFrZzlrOWQvQU9kMVNcbllnNjVRcmlRSGo0b3JwTnBoTW5CRktBaU5hUVVyUW89XG49VlVMd1xuLS0tLS1FTkQgUEdQIFBSSVZBVEUgS0VZIEJMT0NLLS0tLS0ifQ==";
 
 #[cfg(test)]

@@ -11,19 +11,19 @@ pub mod compression;
 pub mod key;
 pub mod signature;
 
-/// `cosi.resource`: the State service and its resource messages (spec/omni-protocol.md §3.1).
+/// `cosi.resource`: the State service and its resource messages.
 #[allow(clippy::all, missing_docs)]
 pub mod cosi {
     tonic::include_proto!("cosi.resource");
 }
 
-/// `management`: ManagementService, of which only Kubeconfig is used (spec/omni-protocol.md §3.2).
+/// `management`: ManagementService, of which only Kubeconfig is used.
 #[allow(clippy::all, missing_docs)]
 pub mod management {
     tonic::include_proto!("management");
 }
 
-/// `specs`: the spec messages of the resource types used (spec/omni-protocol.md §4).
+/// `specs`: the spec messages of the resource types used.
 #[allow(clippy::all, missing_docs)]
 pub mod specs {
     tonic::include_proto!("specs");

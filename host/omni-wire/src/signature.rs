@@ -1,4 +1,4 @@
-//! Omni's "siderov1" request signature (spec/omni-protocol.md §2.2-§2.4): a JSON payload naming the method
+//! Omni's "siderov1" request signature: a JSON payload naming the method
 //! and ten metadata headers, signed with the service account's OpenPGP key as a detached binary signature.
 //! Signing is the client's half; verification is the server's, which the Omni simulator uses.
 
@@ -173,7 +173,7 @@ pub fn parse_header(md: &Metadata) -> Result<(String, String, Vec<u8>), VerifyEr
     Ok((fields[1].to_string(), fields[2].to_string(), raw))
 }
 
-/// The server's check (§2.4 step 3): timestamp within ±5 minutes of `now`, payload naming this method and
+/// The server's check: timestamp within ±5 minutes of `now`, payload naming this method and
 /// exactly these header values (absent ⇔ null; `[]` is not absent), and an OpenPGP signature over the payload
 /// bytes as received, made by `public_key`.
 pub fn verify(

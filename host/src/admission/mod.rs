@@ -1,8 +1,8 @@
 //! Admission: validating webhooks answered by each plugin's `validate` export, with the Go operator's paths,
-//! names and messages (original-operator.md §7), served over TLS with certificates the operator makes and
+//! names and messages, served over TLS with certificates the operator makes and
 //! renews itself ([`certs`]; no cert-manager).
 //!
-//! The Go operator has no mutating webhook (§7.1: defaults come from the CRD schemas or are applied in controller
+//! The Go operator has no mutating webhook (defaults come from the CRD schemas or are applied in controller
 //! code), so neither has this one.
 
 pub mod certs;
@@ -126,7 +126,7 @@ pub struct WebhookKind {
     pub plural: String,
 }
 
-/// A ValidatingWebhookConfiguration as the Go operator registers it (§7.1): one webhook per kind, CREATE and
+/// A ValidatingWebhookConfiguration as the Go operator registers it: one webhook per kind, CREATE and
 /// UPDATE, `sideEffects: None`, AdmissionReview v1, no selectors.
 pub fn configuration(
     name: &str,

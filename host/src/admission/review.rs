@@ -1,4 +1,4 @@
-//! AdmissionReview v1 in and out, and the Go operator's rejection (original-operator.md §7.2):
+//! AdmissionReview v1 in and out, and the Go operator's rejection:
 //! `apierrors.NewInvalid(GroupKind, name, errs)` over the plugin's field errors, rendered as apimachinery's
 //! `field.Error` and `errors.Aggregate` render them.
 
@@ -86,7 +86,7 @@ pub fn allowed(uid: &str, warnings: &[String]) -> Value {
     review(response)
 }
 
-/// Denied with the Go operator's `Invalid` status; warnings are returned on denials too (§7.2).
+/// Denied with the Go operator's `Invalid` status; warnings are returned on denials too.
 pub fn denied(request: &Request, verdict: &Verdict) -> Value {
     let mut response = json!({
         "uid": request.uid,

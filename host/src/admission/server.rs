@@ -1,4 +1,4 @@
-//! The admission webhook server: HTTPS over HTTP/1.1 (the Go operator turns HTTP/2 off, §8.1), one path per kind
+//! The admission webhook server: HTTPS over HTTP/1.1 (the Go operator turns HTTP/2 off), one path per kind
 //! (controller-runtime's `/validate-<group, dots as dashes>-<version>-<kind, lower case>`), each answered by
 //! the `validate` export of the plugin serving the object, under a deadline. Every replica serves it: admission
 //! needs no leader.

@@ -1,7 +1,8 @@
-//! `files`: read-only access to files under a template root (`file:` patches and manifests of an OmniCluster,
-//! spec/original-operator.md §2.2 step 8).
+//! `files`: read-only access to files under a template root (`file:` patches and manifests of an
+//! OmniCluster).
 //!
-//! The Go operator resolved such files against the process's working directory and switched it around (§10.3);
+//! The Go operator resolved such files against the process's working directory and switched it around (a process-wide
+//! chdir, racing other reconciles);
 //! this host never touches its working directory. A plugin names the object's template root and a path; the
 //! host serves the file only when the root is one the operator admin allowed (`--template-root DIR`, kept in
 //! [`TemplateRoots`]) or lies inside one, and the path stays inside the root after `..` and symlinks are

@@ -181,7 +181,7 @@ impl wit::Host for OmniCap<'_> {
         connection: String,
         resource: wit::Resource,
     ) -> Answer<wit::Resource> {
-        // New resources carry version "undefined" (§9 item 1), whatever the plugin put there.
+        // New resources carry version "undefined" (as Omni's Go client sends them), whatever the plugin put there.
         let resource = to_cosi(resource, Some(omni_wire::VERSION_UNDEFINED));
         self.with_omni(&ctx, &connection, |client, budget| async move {
             Ok(from_cosi(client.create(resource, budget).await?))
@@ -352,7 +352,7 @@ fn to_term(term: wit::LabelTerm) -> cosi::LabelTerm {
 }
 
 /// The wire form; `version` overrides the plugin's (creates). The spec submessage is always present, as Omni
-/// rejects resources without one (§9 item 2).
+/// rejects resources without one.
 fn to_cosi(resource: wit::Resource, version: Option<&str>) -> cosi::Resource {
     let phase = match resource.phase {
         wit::Phase::Running => omni_wire::phase::RUNNING,

@@ -17,7 +17,7 @@ use crate::contract::bindings::omni::operator::types::{OwnerLabel, Removal, Secr
 use crate::contract::bindings::omni::operator::workload as wit;
 use crate::secrets::{self as store, CopyOutcome, CopyRequest, quoted};
 
-/// The Go operator's probe timeout (original-operator.md §4.5 step 10).
+/// The Go operator's timeout for probing a workload cluster (`GET /version`).
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What `workload` serves with: the management cluster, where the kubeconfig Secrets are, and the workload

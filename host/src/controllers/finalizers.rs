@@ -1,4 +1,4 @@
-//! The finalizer rules the host applies for plugins that declare one (spec §0.2): added before the plugin's first
+//! The finalizer rules the host applies for plugins that declare one: added before the plugin's first
 //! side effect unless the object already carries the current or a legacy name; on deletion every name the
 //! plugin answers to is removed together.
 

@@ -1,5 +1,5 @@
 //! One kube-runtime controller per kind a loaded plugin reconciles, over dynamic objects. The host owns the
-//! bookkeeping around every plugin call (DESIGN.md §3): finalizers before the first side effect, status through
+//! bookkeeping around every plugin call: finalizers before the first side effect, status through
 //! the status subresource only when it changed, conditions with observedGeneration and transition times,
 //! Events, requeue-after and error backoff, a per-reconcile deadline, and bounded concurrency per kind.
 
@@ -40,7 +40,7 @@ use reader::ApiReader;
 /// Settings shared by every kind's controller.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// Watch one namespace (`--namespace` / `POD_NAMESPACE`, spec §0.7) or, with None, all of them.
+    /// Watch one namespace (`--namespace` / `POD_NAMESPACE`) or, with None, all of them.
     pub namespace: Option<String>,
     /// The deadline of one whole reconcile, host I/O included.
     pub reconcile_timeout: Duration,

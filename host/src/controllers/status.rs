@@ -1,4 +1,4 @@
-//! How a plugin's outputs become the object's status, with the bookkeeping the host owns (spec §0.3-§0.4):
+//! How a plugin's outputs become the object's status, with the bookkeeping the host owns:
 //! conditions upserted as `meta.SetStatusCondition` does, `observedGeneration` everywhere, and a write only when
 //! something changed.
 

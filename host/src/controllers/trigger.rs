@@ -1,7 +1,7 @@
-//! Which watch events start a reconcile (spec §0.6): creation, deletion, and updates that change the
-//! generation or whether the object is being deleted. Status-, label- and finalizer-only updates do not; nor do
-//! annotation changes, except a new value of [`REQUESTED_AT`], the request for a reconcile now that Flux's CLI
-//! (`flux reconcile`) and GitOps tooling set.
+//! Which watch events start a reconcile, as the Go operator's predicate decides: creation, deletion, and updates
+//! that change the generation or whether the object is being deleted. Status-, label- and finalizer-only updates
+//! do not; nor do annotation changes, except a new value of [`REQUESTED_AT`], the request for a reconcile now that
+//! Flux's CLI (`flux reconcile`) and GitOps tooling set.
 
 use std::collections::HashMap;
 
@@ -16,7 +16,7 @@ pub const REQUESTED_AT: &str = "reconcile.fluxcd.io/requestedAt";
 
 /// What the trigger compares between two versions of an object: the generation, or for kinds that have none
 /// (Secrets, ConfigMaps: their data is not a spec) the resourceVersion, so every change triggers, as the Go
-/// operator's predicate-free Secret watches do (spec §0.6); whether it is being deleted; and [`REQUESTED_AT`].
+/// operator's predicate-free Secret watches do; whether it is being deleted; and [`REQUESTED_AT`].
 fn fingerprint(o: &DynamicObject) -> (Option<String>, bool, Option<String>) {
     let version = match o.metadata.generation {
         Some(g) => Some(g.to_string()),
@@ -41,8 +41,9 @@ fn key(o: &DynamicObject) -> String {
     })
 }
 
-/// Objects from a shared watch, passed on only when §0.6 says they should trigger. Deletions always pass (a
-/// related object going away changes what its dependents observe); re-listed objects pass only when they changed.
+/// Objects from a shared watch, passed on only when the module's rules say they should trigger. Deletions always
+/// pass (a related object going away changes what its dependents observe); re-listed objects pass only when they
+/// changed.
 pub fn spec_or_deletion_changes<S>(
     events: S,
 ) -> impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send

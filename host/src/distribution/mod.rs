@@ -1,7 +1,7 @@
 //! Where plugins come from when they are not built in: OCI registries in the CNCF Wasm layout, files on the
 //! operator's disk for air-gapped clusters, and a digest-keyed cache in front of both. Everything here happens
 //! before a byte is compiled: the reference is resolved to a digest (a tag once; the digest then pins it), the
-//! bytes are checked against the digest, and the signature against the Plugin's keys (wasm-host.md §4.4, §4.6).
+//! bytes are checked against the digest, and the signature against the Plugin's keys.
 //!
 //! * [`reference`] parses `oci://`, `file://` and `builtin:` references;
 //! * [`oci`] pushes and pulls the artifact layout;

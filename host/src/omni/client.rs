@@ -1,7 +1,7 @@
 //! One Omni endpoint and service-account key: signed calls (sent uncompressed; gzip answers accepted) with a
-//! deadline each, over one long-lived channel (the Go operator dialled and signed anew for every operation,
-//! §10.23). Replies are mapped onto the contract's typed errors with Go's `rpc error: code = … desc = …` text,
-//! so messages read as they did.
+//! deadline each, over one long-lived channel (the Go operator dialled and signed anew for every operation).
+//! Replies are mapped onto the contract's typed errors with Go's `rpc error: code = … desc = …` text, so
+//! messages read as they did.
 
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -50,7 +50,7 @@ pub struct ReadResource {
     pub unreadable: Option<String>,
 }
 
-/// Health as `omnictl cluster status` judges it (spec/omni-protocol.md §6.3).
+/// Health as `omnictl cluster status` judges it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterHealth {
     pub phase: String,
@@ -109,9 +109,9 @@ impl OmniClient {
         &self.endpoint
     }
 
-    /// A request for `method` carrying `extra` metadata, signed (after all other metadata is set, as §2.2
-    /// requires) with `budget` as its gRPC deadline. Signed at the real time, never an injected clock: Omni
-    /// refuses timestamps more than 5 minutes from its own.
+    /// A request for `method` carrying `extra` metadata, signed (after all other metadata is set: the signed
+    /// payload covers it) with `budget` as its gRPC deadline. Signed at the real time, never an injected clock:
+    /// Omni refuses timestamps more than 5 minutes from its own.
     fn request<T>(
         &self,
         method: &str,
@@ -157,7 +157,7 @@ impl OmniClient {
         }
     }
 
-    /// A service-account kubeconfig for `cluster` (spec/omni-protocol.md §7): the cluster travels in the signed
+    /// A service-account kubeconfig for `cluster`: the cluster travels in the signed
     /// `context` header, the token lives `ttl`. The bytes are credentials: callers must not log, echo or keep them
     /// longer than it takes to store them. Errors read `get kubeconfig for Omni cluster "<name>": …`, as the Go
     /// operator's did; an empty answer is an error, not an empty kubeconfig.
@@ -336,7 +336,7 @@ impl OmniClient {
     }
 
     /// Starts the teardown; `true` when no finalizers remain. An Omni without the Teardown RPC gets the Go
-    /// client's fallback: set the phase to `tearingDown` with an update (spec/omni-protocol.md §3.1.3).
+    /// client's fallback: set the phase to `tearingDown` with an update.
     pub async fn teardown(&self, key: &Key, budget: Duration) -> Result<bool, HostError> {
         let what = format!("tear down {key}");
         let message = cosi::TeardownRequest {
@@ -411,8 +411,8 @@ impl OmniClient {
     }
 
     /// `None` when Omni has no ClusterStatus for the cluster. Reads the status resources the Go client
-    /// watches (§6.3) with get and list, so an absent status is an answer rather than a call that never ends
-    /// (§10.6).
+    /// watches with get and list, so an absent status is an answer rather than a call that never ends (the Go
+    /// operator's status call waited for a ClusterStatus with no deadline).
     pub async fn cluster_status(
         &self,
         cluster: &str,
@@ -648,7 +648,8 @@ fn go_code(code: Code) -> &'static str {
     }
 }
 
-/// Maps a gRPC status to the contract's typed error (spec/omni-protocol.md §3.4, §9 item 9).
+/// Maps a gRPC status to the contract's typed error; Omni keeps each error's gRPC code through its validation
+/// wrapper, so the code decides.
 pub fn rpc_error(what: &str, status: &Status) -> HostError {
     let message = format!(
         "{what}: rpc error: code = {} desc = {}",

@@ -1,5 +1,5 @@
 //! From an OmniConnection's name to a ready client: read the connection and its service-account Secret, check
-//! the key as the original operator did (§3.5), and reuse one client (and so one gRPC channel) per endpoint,
+//! the key as the original operator did, and reuse one client (and so one gRPC channel) per endpoint,
 //! TLS setting and key. A changed Secret value is a new key, so the next call gets a new channel; clients idle
 //! for a while are dropped.
 
@@ -40,7 +40,7 @@ struct Pooled {
 pub enum SetupError {
     /// The OmniConnection itself is missing or unreadable.
     Connection(HostError),
-    /// The Secret or its key is missing, empty, or not a base64 key (§3.5 messages).
+    /// The Secret or its key is missing, empty, or not a base64 key (with the Go operator's messages).
     Secret(HostError),
     /// The endpoint URL does not parse, or the TLS set-up failed.
     Client(String),
@@ -157,7 +157,8 @@ impl OmniConnections {
         Ok(pooled.client.clone())
     }
 
-    /// The trimmed base64 key from the Secret, checked as §3.5 steps 1-4.
+    /// The trimmed base64 key from the Secret, checked as the Go operator did: the Secret and key exist, the value
+    /// is not blank, holds no environment assignments and is base64.
     async fn secret_value(
         &self,
         kube: &dyn KubeReader,

@@ -1,4 +1,4 @@
-//! An OmniConnection's `spec.endpoint` as Omni's Go client reads it (spec/omni-protocol.md §1.1): `https`
+//! An OmniConnection's `spec.endpoint` as Omni's Go client reads it: `https`
 //! without a port gets `:443`, `http` becomes `grpc`, `grpc` without a port gets `:80`; only `host:port` is
 //! dialled (paths and queries are ignored); TLS only for `https`.
 

@@ -1,5 +1,5 @@
-//! The checks the original operator makes on the Secret value holding an Omni service-account key
-//! (spec/original-operator.md §3.5); the key itself is [`omni_wire::ServiceAccountKey`].
+//! The checks the original operator makes on the Secret value holding an Omni service-account key; the key
+//! itself is [`omni_wire::ServiceAccountKey`].
 
 /// Why a Secret value is not a usable key. Messages name the Secret and key, never the value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -43,7 +43,7 @@ pub struct SecretKeyRef<'a> {
     pub key: &'a str,
 }
 
-/// The checks of §3.5 steps 2-4 on `data[key]` of the Secret: present, non-empty after trimming, not an
+/// The Go operator's checks on `data[key]` of the Secret: present, non-empty after trimming, not an
 /// `OMNI_ENDPOINT=…` environment block, and standard base64. Returns the trimmed value.
 pub fn check_secret_value(at: SecretKeyRef<'_>, value: Option<&[u8]>) -> Result<String, KeyError> {
     let (namespace, name, key) = (

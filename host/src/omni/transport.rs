@@ -1,4 +1,4 @@
-//! gRPC channels to Omni. Omni serves native gRPC over HTTP/2 only (spec/omni-protocol.md §1.2): TLS with
+//! gRPC channels to Omni. Omni serves native gRPC over HTTP/2 only: TLS with
 //! ALPN `h2` for `https` endpoints, HTTP/2 with prior knowledge otherwise. The connector is ours rather than
 //! tonic's TLS so that `insecureSkipTLSVerify` can be honoured, which tonic's TLS settings cannot express.
 

@@ -1,5 +1,5 @@
 //! The plugin platform: Plugin, PluginBinding and ClusterPluginBinding objects (`plugins.omni.texashpc.com`)
-//! turned into the routes the controllers call through (wasm-host.md §4.4–§4.5).
+//! turned into the routes the controllers call through.
 //!
 //! Level-triggered like everything else: any change to the three kinds (and a tick) runs [`Platform::sync`],
 //! which, from the objects as they are now:

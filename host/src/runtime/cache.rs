@@ -1,5 +1,5 @@
 //! Compiled components, deduplicated by the SHA-256 of their bytes: in memory for this process, and on disk as
-//! precompiled artifacts so a restart skips Cranelift (30-100 ms per plugin; feasibility.md §1).
+//! precompiled artifacts so a restart skips Cranelift (30-100 ms per plugin).
 //!
 //! An artifact only loads into an engine with a compatible configuration, so its file name carries both the
 //! component digest and `Engine::precompile_compatibility_hash`. An artifact that fails to load anyway

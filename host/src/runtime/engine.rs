@@ -15,7 +15,7 @@ pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// Which instance allocator the engine ended up with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Allocator {
-    /// Pre-reserved slots for memories, tables and stacks: instantiation is ~2x faster (feasibility.md §1), at
+    /// Pre-reserved slots for memories, tables and stacks: instantiation is ~2x faster, at
     /// the price of reserving virtual address space up front.
     Pooling,
     /// mmap per instance; needs no reservation.
@@ -48,7 +48,7 @@ pub(crate) fn build(config: &RuntimeConfig) -> anyhow::Result<(Engine, Allocator
 }
 
 /// Pool sizes follow the call semaphore: every instantiation holds a permit, so the pool can never run out
-/// (the pooling allocator fails rather than waits when it does; wasm-host.md §3).
+/// (the pooling allocator fails rather than waits when it does).
 fn pooling(config: &RuntimeConfig) -> PoolingAllocationConfig {
     let calls = u32::try_from(config.max_concurrent_calls).unwrap_or(u32::MAX);
     // A Rust wasm32-wasip2 component instantiates a handful of core modules (the program, wit-component shims

@@ -7,7 +7,7 @@ use wasmtime::ResourceLimiter;
 use crate::contract::OutputBounds;
 use crate::contract::throttle::Throttle;
 
-/// What one plugin call may use. Defaults follow DESIGN.md §5.
+/// What one plugin call may use; by default 5 s and 128 MiB per call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallLimits {
     /// Wall-clock time for instantiation plus the call, including time spent in host capabilities.

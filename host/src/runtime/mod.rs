@@ -1,5 +1,5 @@
 //! The plugin runtime: one engine for the process, compiled components cached by digest, and a fresh sandboxed
-//! store for every call (DESIGN.md §5).
+//! store for every call.
 //!
 //! ```text
 //! Runtime::load(PluginSpec) ─► compile or cache hit ─► imports ⊆ grants? ─► InstancePre ─► describe()

@@ -1,8 +1,8 @@
 //! Native plugins: a type implementing the SDK's [`Plugin`], compiled into the host, served through exactly what
 //! serves a component — the registry, the controllers, the global and per-plugin permits, the call deadline, a
 //! fresh `HostState` and `call-context` per call, the same capability implementations and grants, and outputs
-//! taken back through the same context. What differs is only how the logic runs, which is what DESIGN.md §8's
-//! "WASM plugin vs the same logic compiled natively" measures (`benches/clusters.rs`).
+//! taken back through the same context. What differs is only how the logic runs, which is what the
+//! "WASM plugin vs the same logic compiled natively" benchmark measures (`benches/clusters.rs`).
 //!
 //! What the sandbox gives a component and native code cannot have, by construction:
 //! * No isolation. Native logic runs with the host's authority and could skip its `Host` altogether; only code

@@ -1,4 +1,4 @@
-//! The Go operator's content hash of a synced Secret (original-operator.md §5.3): SHA-256 over the compact
+//! The Go operator's content hash of a synced Secret: SHA-256 over the compact
 //! `encoding/json` form of `{"version":"v1","type":…,"data":{…}}`, so a target written by the Go operator hashes
 //! the same here and a migration rewrites nothing.
 
@@ -46,7 +46,7 @@ mod tests {
             .collect()
     }
 
-    /// The vectors of original-operator.md §5.3.
+    /// Hashes the Go operator computed for these Secrets.
     #[test]
     fn hashes_match_the_go_operators_vectors() {
         assert_eq!(

@@ -97,7 +97,7 @@ fn refuse_host_access(k: &Kubeconfig) -> Result<(), String> {
     Ok(())
 }
 
-/// Sets the namespace of the kubeconfig's current context (original-operator.md §4.5 step 11) and writes the
+/// Sets the namespace of the kubeconfig's current context (an export's `contextNamespace`) and writes the
 /// whole kubeconfig out again, as client-go's `clientcmd.Write` does after the Go operator's edit.
 pub fn set_context_namespace(bytes: &[u8], namespace: &str) -> Result<Vec<u8>, String> {
     let invalid = |why: &str| format!("generated kubeconfig is invalid: {why}");

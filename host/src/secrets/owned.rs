@@ -1,6 +1,7 @@
-//! Owner-checked Secret writes (original-operator.md §4.2, §5.4, with the fixes of §10.7, §10.8 and §10.20): a
-//! Secret is changed or deleted only while it carries the reconciled object's owner label, and every change is
-//! conditional on the version that was checked, so a Secret someone else replaced in between is never touched.
+//! Owner-checked Secret writes for kubeconfig exports and Secret syncs (the Go operator overwrote and adopted
+//! Secrets it did not own, and could never change a synced Secret's type): a Secret is changed or deleted only
+//! while it carries the reconciled object's owner label, and every change is conditional on the version that was
+//! checked, so a Secret someone else replaced in between is never touched.
 
 use std::collections::BTreeMap;
 
@@ -89,7 +90,7 @@ pub async fn delete_owned(
     }
 }
 
-/// A kubeconfig to store in a management-cluster Secret (original-operator.md §4.2).
+/// A kubeconfig to store in a management-cluster Secret.
 pub struct KubeconfigWrite {
     pub key: String,
     pub remove_key: Option<String>,
@@ -166,7 +167,7 @@ pub fn not_owned(target: &str, owner: &OwnerLabel) -> HostError {
     ))
 }
 
-/// A Secret to mirror into a workload cluster (original-operator.md §5.1–5.4).
+/// A Secret to mirror into a workload cluster.
 pub struct CopyRequest {
     pub source: Secret,
     pub namespace: String,
@@ -217,7 +218,7 @@ pub async fn copy(
     if let Some(key) = &r.digest_annotation {
         annotations.insert(key.clone(), digest.clone());
     }
-    // Only `data` and the type are copied: never the source's metadata, `immutable` or `stringData` (§5.1).
+    // Only `data` and the type are copied: never the source's metadata, `immutable` or `stringData`.
     let wanted_data = (!data.is_empty()).then(|| {
         data.into_iter()
             .map(|(k, v)| (k, ByteString(v)))
@@ -265,8 +266,9 @@ pub async fn copy(
     {
         return Ok((digest, secret_type, CopyOutcome::Unchanged));
     }
-    // A Secret's type never changes, nor does the data of an immutable one: such a target is replaced (§10.20),
-    // deleting exactly the version checked above so a re-created unowned Secret is not removed.
+    // A Secret's type never changes, nor does the data of an immutable one: such a target is replaced (the Go
+    // operator's update failed for ever), deleting exactly the version checked above so a re-created unowned
+    // Secret is not removed.
     if existing.type_.as_deref().unwrap_or("Opaque") != secret_type
         || (existing.immutable == Some(true) && !same_data)
     {
@@ -292,7 +294,7 @@ pub async fn copy(
     Ok((digest, secret_type, CopyOutcome::Updated))
 }
 
-/// Creates a bare namespace when it is missing; namespaces are never deleted (§5.4).
+/// Creates a bare namespace when it is missing; namespaces are never deleted.
 async fn ensure_namespace(client: &kube::Client, namespace: &str) -> Result<(), HostError> {
     let api = Api::<Namespace>::all(client.clone());
     let quoted_ns = format!("{namespace:?}");

@@ -169,7 +169,7 @@ async fn status_and_label_only_updates_trigger_no_reconcile_but_spec_changes_do(
     assert_eq!(
         calls(),
         before,
-        "label- and status-only updates are filtered (spec §0.6)"
+        "label- and status-only updates are filtered"
     );
 
     api.patch(

@@ -79,7 +79,7 @@ async fn a_relative_path_is_read_under_the_objects_template_root() {
     );
 }
 
-/// Absolute paths inside the root are how Omni's template loader passes `file:` references (omni-protocol §5.1).
+/// Absolute paths inside the root are how Omni's template loader passes `file:` references.
 #[tokio::test]
 async fn an_absolute_path_inside_the_root_is_read() {
     let t = templates();

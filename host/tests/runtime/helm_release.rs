@@ -1,4 +1,4 @@
-//! OmniHelmRelease end to end (original-operator.md §6, issue "OmniHelmRelease with real Helm"): the built-in
+//! OmniHelmRelease end to end (issue "OmniHelmRelease with real Helm"): the built-in
 //! plugin (the real component, its default grants) in a real host, a management kube-sim, the real Helm worker
 //! with libhelm_c, and a workload kube-sim with its workload controllers, so Deployments become ready (or, with
 //! kube-sim's `never-ready` image, never do). Charts come from a chart repository served on loopback and from a
@@ -238,7 +238,7 @@ async fn waits_that_fail_are_reported_and_atomic_cleans_up() {
 }
 
 /// Chart not found, bad values, an unreachable workload cluster, a missing kubeconfig Secret and a missing
-/// OmniCluster each give the §6 reason, and none of them makes a revision.
+/// OmniCluster each give the Go operator's reason, and none of them makes a revision.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failures_are_reported_with_the_go_operators_reasons() {
     let env = Env::start().await;

@@ -1,8 +1,7 @@
 //! OmniCluster end to end: the built-in plugins (real components, default grants and limits) in a real host,
-//! reconciling the quickstart sample (spec/original-operator.md §3.4, `examples/quickstart/`) in kube-sim
-//! against omni-sim. Covers the OmniCluster controller (original-operator.md §2.2) and the template sync and
-//! delete algorithms (omni-protocol.md §6.1–6.2), read from what Omni was sent (omni-sim's RPC records) and what
-//! it holds (omni-sim's store).
+//! reconciling the quickstart sample (the Go operator's `config/samples`, `examples/quickstart/`) in kube-sim
+//! against omni-sim. Covers the OmniCluster controller and the template sync and delete algorithms of Omni's
+//! client, read from what Omni was sent (omni-sim's RPC records) and what it holds (omni-sim's store).
 //!
 //! Every host runs on its own tokio runtime, so a test can kill it the way a crash would (every task dropped
 //! at its next await) and start a fresh one against the same Kubernetes and Omni.
@@ -60,7 +59,7 @@ fn sample_object(kind: &str) -> Value {
         .unwrap_or_else(|| panic!("the sample has an {kind}"))
 }
 
-/// The template resources the sample becomes, in the order §6.1 step 5 creates them (type rank: Cluster,
+/// The template resources the sample becomes, in the order Omni's template sync creates them (type rank: Cluster,
 /// ConfigPatch, KubernetesManifestGroup, MachineSet, MachineSetNode; by ID within a type).
 fn sample_creates() -> Vec<(String, String)> {
     [
@@ -170,7 +169,7 @@ fn creates_of(resources: &[(String, String)]) -> Vec<String> {
         .collect()
 }
 
-/// The OmniConnection controller's ping (§6.4): a List of Clusters with no label query. Anything else came from
+/// The OmniConnection controller's ping: a List of Clusters with no label query. Anything else came from
 /// the OmniCluster plugin.
 fn is_ping(r: &RpcRecord) -> bool {
     method(r) == "List" && r.request.contains(CLUSTERS) && r.request.contains("label_query: []")
@@ -443,7 +442,7 @@ async fn the_first_sync_creates_the_template_in_omnis_order_and_the_cluster_turn
     env.apply(&sample_object("OmniCluster")).await;
     let obj = env.wait_synced(1).await;
 
-    // §6.1 step 5: every create, in type rank order; nothing else written.
+    // Every create, in type rank order; nothing else written.
     let records = env.omni.records();
     assert_eq!(writes(&records), creates_of(&sample_creates()));
     assert!(
@@ -503,13 +502,13 @@ async fn the_first_sync_creates_the_template_in_omnis_order_and_the_cluster_turn
         "RFC 3339 in seconds: {synced_at}"
     );
     assert_eq!(status["lastAttemptTime"], synced_at);
-    // omnictl's output lines (§6.1 item 9), one per create.
+    // omnictl's output lines, one per create.
     let lines: Vec<String> = sample_creates()
         .iter()
         .map(|(t, id)| format!("* creating {t}({id})"))
         .collect();
     assert_eq!(status["lastSyncOutput"], lines.join("\n"));
-    // Why it is not healthy (§10.5: the Go operator's status output was always empty).
+    // Why it is not healthy (the Go operator's status output was always empty).
     let why = status["lastStatusOutput"]
         .as_str()
         .expect("lastStatusOutput");
@@ -671,8 +670,8 @@ async fn removing_the_workers_tears_down_their_machine_set_and_omni_cascades_the
     env.wait_synced(1).await;
     let mark = env.omni.records().len();
 
-    // Without its OmniWorkers the worker machine is in no machine set: Omni's validation refuses the template
-    // (§3.6), and nothing is sent.
+    // Without its OmniWorkers the worker machine is in no machine set: Omni's validation refuses the template,
+    // and nothing is sent.
     env.delete("OmniWorkers", "omniworkers", "edge-sample-workers")
         .await;
     let obj = env
@@ -699,7 +698,7 @@ async fn removing_the_workers_tears_down_their_machine_set_and_omni_cascades_the
     assert_eq!(template_resources(env.omni.state()), sample_resources());
 
     // With the machine gone too, the set goes: phase A (the MachineSet; its node is Omni's to remove) is finished
-    // before phase B (the machine's install-disk patch) starts (§6.1 steps 6–7).
+    // before phase B (the machine's install-disk patch) starts.
     env.delete("OmniMachine", "omnimachines", "edge-sample-worker-0")
         .await;
     let mut seen_waiting = None;
@@ -787,7 +786,7 @@ async fn a_suspended_cluster_is_not_synced_until_it_is_resumed() {
             "rendered Omni cluster template is valid"
         )
     );
-    // §2.2 step 4: no Omni call at all (the connection controller's pings aside).
+    // Suspended: no Omni call at all (the connection controller's pings aside).
     let calls: Vec<String> = env
         .records_since(mark)
         .iter()
@@ -854,7 +853,8 @@ async fn deleting_the_cluster_deletes_it_from_omni_and_omni_cascades_the_rest() 
         deleting.text(),
         ("False", "Deleting", format!("waiting for Omni to finish tearing down {CLUSTERS}({CLUSTER}) (finalizers: ClusterController)").as_str())
     );
-    // Only the Cluster is torn down (§6.2 step 4); Omni's destroy controller or the operator destroys it.
+    // Only the Cluster is torn down (Omni's cascade removes the rest); Omni's destroy controller or the operator
+    // destroys it.
     let writes: Vec<String> = distinct_writes(&env.records_since(mark))
         .into_iter()
         .filter(|w| *w != format!("Destroy {CLUSTERS}({CLUSTER})"))
@@ -903,7 +903,7 @@ async fn destroy_machines_removes_the_clusters_disconnected_machines_before_the_
         .into_iter()
         .filter(|w| *w != format!("Destroy {CLUSTERS}({CLUSTER})"))
         .collect();
-    // §6.2 step 5: the disconnected machine's Link first (removing the machine), then the cluster.
+    // DestroyMachines: the disconnected machine's Link first (removing the machine), then the cluster.
     assert_eq!(
         writes,
         [

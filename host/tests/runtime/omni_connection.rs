@@ -1,6 +1,7 @@
 //! OmniConnection end to end: the built-in `omni-connection` plugin (the real component) in the real host,
-//! against kube-sim and omni-sim, covering spec/original-operator.md §2.1 and §3.5. omni-sim verifies every
-//! signature as Omni does, so a Ready connection proves the host's signing too.
+//! against kube-sim and omni-sim, covering the Go controller's reconcile and deletion and its checks of the
+//! service-account Secret. omni-sim verifies every signature as Omni does, so a Ready connection proves the host's
+//! signing too.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -408,7 +409,7 @@ async fn deletion_waits_for_referencing_clusters_and_then_releases_the_connectio
     assert_eq!(
         env.omni.records().len(),
         pings,
-        "Omni is never called during deletion (§2.1)"
+        "Omni is never called during deletion"
     );
 }
 
@@ -488,8 +489,9 @@ async fn tls_endpoints_verify_certificates_unless_insecure_skip_tls_verify() {
     assert_eq!(message, format!("connected to {}", env.omni.endpoint()));
 }
 
-/// §7.3 through the real component's `validate` export (the admission webhook's logic): blank Secret name and
-/// key are required, a malformed endpoint is refused (our addition), and insecureSkipTLSVerify warns.
+/// The admission rules through the real component's `validate` export (the admission webhook's logic): blank
+/// Secret name and key are required, a malformed endpoint is refused (our addition), and insecureSkipTLSVerify
+/// warns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_validation_rules_run_in_the_real_component() {
     let plugin = defaults::PLUGINS

@@ -1,4 +1,4 @@
-//! The host's Omni client asks for service-account kubeconfigs as the Go operator did (spec/omni-protocol.md §7),
+//! The host's Omni client asks for service-account kubeconfigs as the Go operator did,
 //! against omni-sim: the cluster in the signed `context` header, the request fields, Omni's refusals as typed
 //! errors with the operator's wording, and an empty answer refused.
 

@@ -1,4 +1,4 @@
-//! OmniKubeconfigExport and OmniSecretSync end to end (original-operator.md §4, §5): the built-in plugins (real
+//! OmniKubeconfigExport and OmniSecretSync end to end: the built-in plugins (real
 //! components, default grants) in a real host, a management kube-sim, omni-sim minting service-account
 //! kubeconfigs, and a second kube-sim as the workload cluster behind "Omni's Kubernetes proxy": it accepts exactly
 //! the tokens omni-sim signs, while they are unexpired and their cluster UUID is current. The workload cluster's
@@ -316,7 +316,7 @@ async fn an_export_writes_an_owned_rotating_kubeconfig_the_workload_cluster_acce
         "attached to OmniCluster \"edge\""
     );
 
-    // §4.2: the Secret's shape, labels and annotations.
+    // The Secret's shape, labels and annotations.
     let secret = env
         .secret(NS, "edge-kubeconfig")
         .expect("the target Secret");
@@ -350,13 +350,13 @@ async fn an_export_writes_an_owned_rotating_kubeconfig_the_workload_cluster_acce
     );
     assert_eq!(done["status"]["kubeconfigHash"], hash.as_str());
     let spec_hash = annotation(&secret, "omni.texashpc.com/kubeconfig-export-spec-hash");
-    // The Go operator's spec hash for these inputs (original-operator.md §4.3), computed independently here.
+    // The Go operator's spec hash for these inputs, computed independently here.
     let go_json = format!(
         r#"{{"version":"v1","clusterName":"edge","targetSecretKey":"kubeconfig","contextNamespace":"apps","serviceAccountUser":"{USER}","serviceAccountGroups":["{GROUP}"],"ttl":"24h0m0s"}}"#
     );
     assert_eq!(spec_hash, sha256_hex(go_json.as_bytes()));
 
-    // §4.4: rotation math on the shared clock.
+    // Rotation math on the shared clock.
     let rotated = unix(&annotation(
         &secret,
         "omni.texashpc.com/kubeconfig-last-rotation-time",
@@ -397,7 +397,7 @@ async fn an_export_writes_an_owned_rotating_kubeconfig_the_workload_cluster_acce
     assert!(matches!(denied, kube::Error::Api(s) if s.code == 403));
     assert_eq!(env.kubeconfig_rpcs(), 1);
 
-    // A trigger while the kubeconfig is current reuses it: no Omni call (§4.5 step 10).
+    // A trigger while the kubeconfig is current reuses it: no Omni call.
     env.touch_secret(
         NS,
         "edge-kubeconfig",
@@ -561,7 +561,7 @@ async fn a_secret_someone_else_owns_is_never_modified_or_deleted() {
     .await;
     assert!(!data(&env.secret("automation", "mine").expect("mine"), "config").is_empty());
 
-    // A key change rewrites the owned Secret and drops the old key (§4.2).
+    // A key change rewrites the owned Secret and drops the old key.
     let mut rekeyed = renamed.clone();
     rekeyed["spec"]["targetSecretRef"]["key"] = json!("value");
     env.apply(&rekeyed).await;
@@ -654,7 +654,7 @@ async fn a_sync_mirrors_data_and_type_into_the_workload_cluster_and_follows_chan
         annotation(&target, "omni.texashpc.com/secret-sync-content"),
         "v1"
     );
-    // The Go operator's content hash (original-operator.md §5.3), computed independently here.
+    // The Go operator's content hash, computed independently here.
     let go_hash = sha256_hex(br#"{"version":"v1","type":"Opaque","data":{"a":"cmVnaXN0cnktdmFsdWUtYWxwaGE=","b":"cmVnaXN0cnktdmFsdWUtYmV0YQ=="}}"#);
     let go_hash = go_hash.as_str();
     assert_eq!(
@@ -676,7 +676,7 @@ async fn a_sync_mirrors_data_and_type_into_the_workload_cluster_and_follows_chan
     })
     .await;
 
-    // A type change of an owned target recreates it (§10.20): the type is immutable.
+    // A type change of an owned target recreates it: the type is immutable.
     let uid = env.workload_secret("apps", "registry").expect("target")["metadata"]["uid"].clone();
     let mut typed = sync("registry", "edge-access", "registry", "apps", "Delete");
     typed["spec"]["type"] = json!("example.com/registry");
@@ -771,7 +771,7 @@ async fn deleting_a_sync_whose_kubeconfig_is_gone_waits_a_bounded_time_and_orpha
         })
         .await;
     }
-    // The kubeconfig goes first, as when its export (policy Delete) is pruned in the same change (§10.13).
+    // The kubeconfig goes first, as when its export (policy Delete) is pruned in the same change.
     env.delete(
         "OmniKubeconfigExport",
         "omnikubeconfigexports",

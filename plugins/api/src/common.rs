@@ -1,4 +1,4 @@
-//! Types shared by several kinds (spec §1.1, the Go `api/v1alpha1/common_types.go`).
+//! Types shared by several kinds (the Go `api/v1alpha1/common_types.go`).
 
 use std::collections::BTreeMap;
 

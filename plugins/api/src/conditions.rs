@@ -1,4 +1,4 @@
-//! `metav1.Condition` and the condition types and reasons the operator writes (spec §0.3, §1.1).
+//! `metav1.Condition` and the condition types and reasons the operator writes.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,6 +1,6 @@
 //! The CustomResourceDefinitions of the eight kinds, generated from the Rust types.
 //!
-//! The schemas match the Go operator's (spec §0.1, §1) field for field, so every manifest written for it
+//! The schemas match the Go operator's field for field, so every manifest written for it
 //! is accepted, defaulted and rejected the same way. What is added on top changes no stored object:
 //! printer columns, the `omni` category and field descriptions for `kubectl explain`. There are no short
 //! names: the obvious ones (`oc`, `om`, `ohr`, …) are too easy to collide with other CRDs in a cluster.
@@ -27,7 +27,7 @@ pub const PLATFORM_CATEGORY: &str = "omni-plugins";
 /// All eight CRDs and the three of the plugin platform, in a fixed order, with object keys sorted so that rendering is deterministic.
 ///
 /// Each gets the columns of its key spec fields, then its readiness condition. The child kinds
-/// (control plane, workers, machine) only ever get `Accepted` (spec §1.4–§1.6), so that is theirs.
+/// (control plane, workers, machine) only ever get `Accepted`, so that is theirs.
 pub fn all() -> Vec<Value> {
     vec![
         crd::<OmniConnectionSpec>(&[column("Endpoint", "string", ".spec.endpoint")], "Ready"),

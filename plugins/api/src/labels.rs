@@ -1,26 +1,26 @@
 //! Label and annotation keys (and their fixed values) on the Secrets the operator writes. They are part of the
-//! API, not an implementation detail: ownership is decided by them (spec §4.2 `IsOwnedSecret`, §5.5), a Secret's
-//! annotations name the object that wrote it (the export's Secret watch, spec §2.4–§2.6 triggers), and users select by
-//! them. Defined once here so the plugins that write the Secrets, and anything that reads them, agree.
+//! API, not an implementation detail: ownership is decided by them (the owner-UID labels), a Secret's annotations
+//! name the object that wrote it (the export's Secret watch maps a Secret back to its export by them), and users
+//! select by them. Defined once here so the plugins that write the Secrets, and anything that reads them, agree.
 
-/// The standard "managed by" label, on every Secret the operator writes (spec §4.2, §5.2).
+/// The standard "managed by" label, on every Secret the operator writes.
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
-/// The value of [`MANAGED_BY_LABEL`] (spec §4.2, §5.2).
+/// The value of [`MANAGED_BY_LABEL`].
 pub const MANAGED_BY: &str = "omni-cluster-operator";
 /// The Omni cluster name (`spec.clusterName`, else `metadata.name` of the OmniCluster) a written Secret
-/// belongs to (spec §4.2, §5.2).
+/// belongs to.
 pub const CLUSTER_LABEL: &str = "omni.texashpc.com/cluster";
 
-/// On the kubeconfig Secrets an OmniKubeconfigExport writes (spec §4.2, the Go
+/// On the kubeconfig Secrets an OmniKubeconfigExport writes (the Go
 /// `internal/kubeconfigexport/kubeconfigexport.go`).
 pub mod kubeconfig_export {
-    /// The owner: the export's `metadata.uid` (spec §4.2 `IsOwnedSecret`).
+    /// The owner: the export's `metadata.uid` (the Go `IsOwnedSecret`).
     pub const OWNER_LABEL: &str = "omni.texashpc.com/kubeconfig-export-uid";
     /// The export's `metadata.name`; the owner when the export has no UID.
     pub const NAME_ANNOTATION: &str = "omni.texashpc.com/kubeconfig-export-name";
     /// The export's `metadata.namespace` (the target may live in another namespace).
     pub const NAMESPACE_ANNOTATION: &str = "omni.texashpc.com/kubeconfig-export-namespace";
-    /// The spec hash of spec §4.3.
+    /// The export's spec hash: SHA-256 of the Go operator's JSON of the spec fields that shape the kubeconfig.
     pub const SPEC_HASH_ANNOTATION: &str = "omni.texashpc.com/kubeconfig-export-spec-hash";
     /// Lowercase hex SHA-256 of the kubeconfig bytes stored under the target key.
     pub const HASH_ANNOTATION: &str = "omni.texashpc.com/kubeconfig-hash";
@@ -30,16 +30,16 @@ pub mod kubeconfig_export {
     pub const LAST_ROTATION_ANNOTATION: &str = "omni.texashpc.com/kubeconfig-last-rotation-time";
 }
 
-/// On the workload-cluster Secrets an OmniSecretSync writes (spec §5.2, §5.5, the Go
+/// On the workload-cluster Secrets an OmniSecretSync writes (the Go
 /// `internal/secretsync/secretsync.go`).
 pub mod secret_sync {
-    /// The owner: the sync's `metadata.uid` (spec §5.5).
+    /// The owner: the sync's `metadata.uid`.
     pub const OWNER_LABEL: &str = "omni.texashpc.com/secret-sync-uid";
     /// The sync's `metadata.name`; the owner when the sync has no UID.
     pub const NAME_ANNOTATION: &str = "omni.texashpc.com/secret-sync-name";
     /// `<source namespace>/<source name>`.
     pub const SOURCE_ANNOTATION: &str = "omni.texashpc.com/secret-sync-source";
-    /// The content hash of spec §5.3.
+    /// The content hash: SHA-256 of the Go operator's JSON of the Secret's type and data.
     pub const HASH_ANNOTATION: &str = "omni.texashpc.com/secret-sync-hash";
     /// The version of the target layout and hash format, [`CONTENT_VERSION`].
     pub const CONTENT_ANNOTATION: &str = "omni.texashpc.com/secret-sync-content";

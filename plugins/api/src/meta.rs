@@ -7,20 +7,20 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-// The API's names, defined once here (the Go operator's `api/v1alpha1` package, spec §0.1, §0.2); plugins take
+// The API's names, defined once here (the Go operator's `api/v1alpha1` package); plugins take
 // them from this crate rather than spelling them. Kind names are each kind's `OmniKind::KIND`.
 
-/// The API group of all eight kinds (spec §0.1).
+/// The API group of all eight kinds.
 pub const GROUP: &str = "omni.texashpc.com";
-/// The only version of the API, served and stored (spec §0.1).
+/// The only version of the API, served and stored.
 pub const VERSION: &str = "v1alpha1";
-/// `apiVersion` of every object of the API: [`GROUP`]`/`[`VERSION`] (spec §0.1).
+/// `apiVersion` of every object of the API: [`GROUP`]`/`[`VERSION`].
 pub const API_VERSION: &str = "omni.texashpc.com/v1alpha1";
 
-/// The finalizer the operator adds to objects that own remote state (spec §0.2; Go `Finalizer` in
+/// The finalizer the operator adds to objects that own remote state (Go `Finalizer` in
 /// `api/v1alpha1/common_types.go`).
 pub const FINALIZER: &str = "omni.texashpc.com/finalizer";
-/// The finalizer from before the API group rename; still honoured and removed on deletion (spec §0.2; Go
+/// The finalizer from before the API group rename; still honoured and removed on deletion (Go
 /// `LegacyFinalizer` in `api/v1alpha1/common_types.go`). Only OmniCluster and OmniConnection know it.
 pub const LEGACY_FINALIZER: &str = "omni.texas-hpc.org/finalizer";
 

@@ -1,4 +1,4 @@
-//! The regular expressions the CRD schemas enforce (spec §1), kept in one place so admission and
+//! The regular expressions the CRD schemas enforce, kept in one place so admission and
 //! reconcile code can quote exactly what the API server checks.
 
 /// Kubernetes and Talos versions: `v1.35.0`.

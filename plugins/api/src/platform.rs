@@ -1,5 +1,5 @@
 //! The `plugins.omni.texashpc.com/v1alpha1` API: which plugin reconciles which kind where, managed with kubectl
-//! and GitOps like everything else (wasm-host.md §4.5, the split of Kubewarden's PolicyServer and policies and of
+//! and GitOps like everything else (the split of Kubewarden's PolicyServer and policies and of
 //! Gateway API's classes and routes):
 //!
 //! * [`PluginSpec`] (cluster-scoped, owned by the cluster administrator): an artifact, the keys it must be signed

@@ -483,7 +483,7 @@ async fn invalid_objects_are_rejected_with_the_field_path_and_message() {
 
 #[tokio::test]
 async fn machine_class_size_is_int_or_string_at_the_schema_level() {
-    // Which sizes make sense (> 0, or unlimited/infinity/∞) is the admission webhook's rule (spec §7.3);
+    // Which sizes make sense (> 0, or unlimited/infinity/∞) is the admission webhook's rule;
     // the schema only insists on an integer or a string, like the Go CRD.
     let sim = cluster_with_crds().await;
     for size in [

@@ -1,6 +1,6 @@
 //! What the API server stores decodes into the Rust types and encodes back unchanged: no field is lost,
 //! free-form content (inline patches, manifests, Helm values) is kept as written and integers stay
-//! integers (the Go operator turns large ones into floats, spec §10.4).
+//! integers (the Go operator turns large ones into floats).
 
 mod common;
 

@@ -1,6 +1,6 @@
 //! The three kinds that attach to an OmniCluster — OmniControlPlane, OmniWorkers and OmniMachine — share their
-//! reconcile (report whether the cluster exists, spec/original-operator.md §2.3) and most admission rules
-//! (§7.3). Each plugin crate is one line: `omni_children::child_plugin!(ControlPlane, Child::ControlPlane);`.
+//! reconcile (report whether the cluster exists) and most admission rules. Each plugin crate is one line:
+//! `omni_children::child_plugin!(ControlPlane, Child::ControlPlane);`.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod rules;
@@ -133,7 +133,7 @@ pub fn reconcile<H: Host>(child: Child, host: &H) -> Result<(), ReconcileError> 
     Ok(())
 }
 
-/// The admission rules of §7.3, in their order; every error is collected.
+/// The Go webhook's admission rules, in their order; every error is collected.
 pub fn validate(child: Child, object: &Value) -> Verdict {
     let mut v = Verdict::default();
     let spec = &object["spec"];

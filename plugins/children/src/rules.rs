@@ -1,4 +1,4 @@
-//! Admission rules shared by the machine-set kinds and OmniMachine (spec/original-operator.md §7.3).
+//! Admission rules shared by the machine-set kinds and OmniMachine.
 
 use omni_plugin_sdk::{Value, Verdict};
 

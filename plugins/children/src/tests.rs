@@ -1,4 +1,4 @@
-//! The child kinds' behaviour, natively against the mock host: §2.3 reconcile and every §7.3 message.
+//! The child kinds' behaviour, natively against the mock host: reconcile and every admission message.
 
 use omni_plugin_sdk::mock::MockHost;
 use omni_plugin_sdk::{ConditionStatus, ReconcileError, json};

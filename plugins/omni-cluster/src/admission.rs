@@ -1,4 +1,4 @@
-//! Admission rules for OmniCluster (spec/original-operator.md §7.3), in the Go webhook's order.
+//! Admission rules for OmniCluster, in the Go webhook's order.
 
 use omni_children::rules;
 use omni_plugin_sdk::{Value, Verdict};

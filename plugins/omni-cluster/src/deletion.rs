@@ -1,10 +1,10 @@
-//! Deleting an OmniCluster (spec/original-operator.md §2.2 "Deletion"): orphan leaves Omni alone; otherwise the
+//! Deleting an OmniCluster: orphan leaves Omni alone; otherwise the
 //! cluster is deleted from Omni (with its disconnected machines when `destroyMachines`), and the host removes the
 //! finalizers once Omni has let go of everything.
 //!
 //! Unlike the Go controller, a deletion never blocks inside a call: Omni tearing the cluster down is reported as
 //! `Ready=False`/`Deleting` with what is still held, and looked at again shortly. Deletion still runs when
-//! `spec.suspend` is set (§10.15): suspend stops syncing, not cleanup.
+//! `spec.suspend` is set: suspend stops syncing, not cleanup.
 
 use omni_api::OmniCluster;
 use omni_api::conditions::{reasons, types};
@@ -47,7 +47,7 @@ fn teardown<H: Host>(host: &H) -> Result<Teardown, ReconcileError> {
         });
     }
     // The name Omni has the cluster under: the recorded one, which differs from the spec only if a rename was
-    // refused (§10.16 — the Go controller deleted the spec's name and left the synced cluster behind).
+    // refused (the Go controller deleted the spec's name and left the synced cluster behind).
     let name = remote_name(&object).unwrap_or_else(|| render::cluster_name(&cluster));
     let report = sync::delete(
         host,

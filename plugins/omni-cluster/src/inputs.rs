@@ -1,4 +1,4 @@
-//! What a reconcile reads from Kubernetes and the template root (spec/original-operator.md §2.2 steps 5–8): the
+//! What a reconcile reads from Kubernetes and the template root: the
 //! connection, the children that reference the cluster, and the files its template names.
 
 use std::collections::BTreeMap;
@@ -10,7 +10,7 @@ use omni_api::{
 use omni_plugin_sdk::{Host, HostError, ListQuery, ObjectRef, Value};
 use omni_template::model::{FileSource, NoFiles, Template};
 
-/// The OmniConnection the cluster names, or the §2.2 step 5 message when it cannot be read.
+/// The OmniConnection the cluster names, or the Go controller's message when it cannot be read.
 pub fn connection<H: Host>(host: &H, name: &str) -> Result<OmniConnection, String> {
     let failed = |why: String| format!("failed to get OmniConnection {name:?}: {why}");
     match host.kube_get(&ObjectRef::local(
@@ -36,7 +36,7 @@ pub struct Children {
     pub machines: Vec<OmniMachine>,
 }
 
-/// Lists the children; the message is the §2.2 step 6 text (reported as `MissingTemplate`).
+/// Lists the children; the message is the Go controller's text (reported as `MissingTemplate`).
 pub fn children<H: Host>(host: &H, cluster: &OmniCluster) -> Result<Children, String> {
     let namespace = cluster.metadata.namespace.as_deref().unwrap_or_default();
     let name = cluster.name();

@@ -1,4 +1,4 @@
-//! The OmniCluster plugin (spec/original-operator.md §2.2, §3): renders the Omni cluster template from an
+//! The OmniCluster plugin: renders the Omni cluster template from an
 //! OmniCluster and the OmniControlPlane, OmniWorkers and OmniMachines that reference it, validates it as Omni's
 //! client does, keeps Omni in step with it, reports the cluster's health, and deletes or orphans the Omni cluster
 //! when the object goes. The template model, translation and the sync algorithm live in `omni-template`.
@@ -7,11 +7,10 @@
 //! committing status only when it changed.
 //!
 //! Fixes of the Go controller's defects, each named where it is made: failures are reported states with a backoff
-//! requeue, not errors (§10.14); every condition is written on every path, so none is left from an older
-//! generation (§10.18); a `spec.clusterName` changed after Omni has the cluster is refused instead of orphaning it
-//! (§10.16); `lastStatusOutput` carries why the cluster is not healthy (§10.5); status text is cut at a character
-//! boundary (§10.27); `file:` content is read through the host's `files` capability, never via a process working
-//! directory (§10.3).
+//! requeue, not errors; every condition is written on every path, so none is left from an older generation; a
+//! `spec.clusterName` changed after Omni has the cluster is refused instead of orphaning it; `lastStatusOutput`
+//! carries why the cluster is not healthy (Go's was always empty); status text is cut at a character boundary;
+//! `file:` content is read through the host's `files` capability, never via a process working directory.
 
 mod admission;
 mod deletion;
@@ -46,7 +45,7 @@ impl Plugin for OmniClusterPlugin {
             version: env!("CARGO_PKG_VERSION").into(),
             kinds: vec![Gvk::new(GROUP, VERSION, OmniClusterSpec::KIND)],
             related: vec![
-                // A connection's spec changing re-syncs every cluster that names it (§2.2 triggers).
+                // A connection's spec changing re-syncs every cluster that names it, as in the Go controller.
                 related(
                     OmniConnectionSpec::KIND,
                     RelatedMapping::NameField("spec.connectionRef.name".into()),

@@ -3,9 +3,9 @@
 //! A reconcile of a live OmniCluster ends in one [`Outcome`]: `Validated`, `Synced` and `Ready` are fields, not
 //! calls each path has to remember, so every path writes all three by construction. That matters because the
 //! host stamps each written condition with the current generation: a `Synced=True` left over from an older spec
-//! would claim the new one is in Omni (§10.18).
+//! would claim the new one is in Omni.
 //!
-//! A finalize call ends in one [`Teardown`], which has only `Ready`: the deletion flow of §2.2 reports through
+//! A finalize call ends in one [`Teardown`], which has only `Ready`: the deletion flow reports through
 //! `Ready` alone, and `Validated`/`Synced` keep describing the last reconcile of the live object.
 
 use omni_api::conditions::types;
@@ -74,7 +74,7 @@ impl Outcome {
     }
 
     /// The template cannot be synced: `Validated` and `Ready` say why, `Synced` that nothing was synced because of
-    /// it (§2.2 steps 6–8, and the refused rename of §10.16).
+    /// it (a missing or invalid template, or a refused rename).
     pub fn invalid(
         reason: &'static str,
         message: &str,
@@ -113,7 +113,7 @@ impl Outcome {
 pub enum Teardown {
     /// Omni has let go of the cluster, or the policy leaves it there: the host removes the finalizers.
     Done {
-        /// What deleting printed (§2.2 `trimStatus`), empty when nothing was done.
+        /// What deleting printed (trimmed as Go's `trimStatus` does), empty when nothing was done.
         output: String,
     },
     /// Not yet: `Ready` says why, and the object is looked at again after `requeue_ms`.

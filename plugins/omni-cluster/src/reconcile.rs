@@ -1,7 +1,7 @@
-//! One reconcile of an OmniCluster that is not being deleted (spec/original-operator.md §2.2 steps 4–10).
+//! One reconcile of an OmniCluster that is not being deleted.
 //!
 //! Every path ends in one [`Outcome`], which carries all three conditions (`Validated`, `Synced`, `Ready`), so no
-//! path can leave one from an older generation (§10.18; see `outcome`). `Ready` keeps the Go controller's reason
+//! path can leave one from an older generation (see `outcome`). `Ready` keeps the Go controller's reason
 //! for the first failing step.
 
 use omni_api::conditions::{self, reasons};
@@ -35,22 +35,22 @@ fn outcome<H: Host>(host: &H) -> Result<Outcome, ReconcileError> {
     let interval = sync_interval_ms(&object);
     let now = host.now();
 
-    // §2.2 orders the reasons `Ready` and `Synced` give: suspended (step 4), then the connection (step 5), then the
-    // template (steps 6–8). The template is still rendered and validated on every path first — it reads only
-    // Kubernetes and the template root, never Omni — so that `Validated` always says whether the current spec's
-    // template is valid: all three conditions are written on every path (§10.18), and a `Validated` left from an
-    // older generation would be stamped with the new one.
+    // The Go controller orders the reasons `Ready` and `Synced` give: suspended, then the connection, then the
+    // template. The template is still rendered and validated on every path first — it reads only Kubernetes and
+    // the template root, never Omni — so that `Validated` always says whether the current spec's template is
+    // valid: all three conditions are written on every path, and a `Validated` left from an older generation
+    // would be stamped with the new one.
     let template = template(host, &cluster);
     // Until the rename check below has passed, `status.clusterName` keeps the name Omni has the cluster under, if
     // it has one: a suspended or disconnected cluster whose `spec.clusterName` changed must not lose it, or the
-    // check (and deletion, which uses it) would no longer know the old cluster (§10.16).
+    // check (and deletion, which uses it) would no longer know the old cluster.
     let recorded = remote_name(&object);
     let (mut status, validated) = match &template {
         Ok((rendered, _)) => (
             rendered_status(rendered, &encode::to_yaml(&rendered.template), recorded),
             State::ok(reasons::VALIDATED, VALIDATED_MESSAGE),
         ),
-        // Go's "mark failed" writes only the name (steps 5–7).
+        // Go's "mark failed" (missing connection or template, render failure) writes only the name.
         Err((reason, message)) => (
             name_only_status(recorded.unwrap_or_else(|| render::cluster_name(&cluster))),
             State::failed(reason, message.as_str()),
@@ -58,16 +58,16 @@ fn outcome<H: Host>(host: &H) -> Result<Outcome, ReconcileError> {
     };
 
     if cluster.spec.suspend == Some(true) {
-        // §2.2 step 4, before anything else is checked: no connection lookup and no Omni call while suspended, and
+        // Suspended, before anything else is checked: no connection lookup and no Omni call while suspended, and
         // `Ready` says `Suspended` whatever the template's state. The Go operator wrote only `Ready` here and left
-        // `Validated`, `Synced`, `templateHash` and the child refs as they were (§10.18); we also write `Synced` with
-        // the same reason, and `Validated`, `templateHash` and the refs for the current spec. That extra does not
+        // `Validated`, `Synced`, `templateHash` and the child refs as they were; we also write `Synced` with the
+        // same reason, and `Validated`, `templateHash` and the refs for the current spec. That extra does not
         // change `Ready` or `Synced`.
         let suspended = State::failed(reasons::SUSPENDED, "remote Omni sync is suspended");
         return Ok(Outcome::stopped(validated, suspended, status, interval));
     }
 
-    // §2.2 step 5, before the template's steps 6–8: a missing connection is what `Ready` and `Synced` report even
+    // The connection, before the template: a missing connection is what `Ready` and `Synced` report even
     // when the template is broken too (`Validated` says that).
     let connection_name = cluster.spec.connection_ref.name.as_str();
     let connection = match inputs::connection(host, connection_name) {
@@ -87,7 +87,7 @@ fn outcome<H: Host>(host: &H) -> Result<Outcome, ReconcileError> {
     status.connection.connection_ref = Some(connection.name().to_string());
     status.connection.endpoint = Some(connection.spec.endpoint.clone());
 
-    // §10.16: Omni already has the cluster under its old name; syncing the new one would orphan it.
+    // Omni already has the cluster under its old name; syncing the new one would orphan it.
     if let Some(old) = remote_name(&object).filter(|old| *old != rendered.cluster_name)
         && let Err(message) = rename_allowed(host, connection_name, &old, &rendered.cluster_name)
     {
@@ -102,7 +102,7 @@ fn outcome<H: Host>(host: &H) -> Result<Outcome, ReconcileError> {
 
     status.sync.cluster_name = Some(rendered.cluster_name.clone());
 
-    // §2.2 step 9.
+    // Sync the template to Omni.
     let sync_result = translate::translate(&rendered.template, files.as_ref())
         .map_err(|e| format!("error syncing template: {e}"))
         .map(|desired| sync::sync(host, connection_name, &rendered.cluster_name, &desired));
@@ -153,7 +153,7 @@ fn outcome<H: Host>(host: &H) -> Result<Outcome, ReconcileError> {
         )),
         Ok(Progress::Done) => {
             status.sync.last_sync_time = Some(now);
-            // §2.2 step 10, with a deadline (the host's) instead of waiting for a ClusterStatus forever (§10.6).
+            // The cluster's health, with a deadline (the host's) instead of waiting for a ClusterStatus forever.
             let not_ready = NOT_READY_RECHECK_MS.min(interval);
             let (ready, status_output, requeue_ms) =
                 match host.omni_cluster_status(connection_name, &rendered.cluster_name) {
@@ -165,7 +165,7 @@ fn outcome<H: Host>(host: &H) -> Result<Outcome, ReconcileError> {
                         String::new(),
                         interval,
                     ),
-                    // §10.5: the Go operator's status output was always empty; the findings say why.
+                    // The Go operator's status output was always empty; the findings say why.
                     Ok(Some(health)) => (
                         State::failed(reasons::STATUS_FAILED, "cluster is not healthy"),
                         trim_status(&health.findings.join("\n")),
@@ -200,10 +200,10 @@ fn outcome<H: Host>(host: &H) -> Result<Outcome, ReconcileError> {
     }
 }
 
-/// Why there is no valid template: the `(reason, message)` of §2.2 steps 6–8.
+/// Why there is no valid template: the Go controller's `(reason, message)`.
 type TemplateError = (&'static str, String);
 
-/// Renders and validates; the error is `(reason, message)` as §2.2 steps 6–8 report it.
+/// Renders and validates; the error is `(reason, message)` as the Go controller reported it.
 fn template<H: Host>(
     host: &H,
     cluster: &OmniCluster,
@@ -222,7 +222,8 @@ fn template<H: Host>(
     Ok((rendered, files))
 }
 
-/// The §2.2 "rendered status", with `clusterName` the name Omni has the cluster under when one is `recorded`.
+/// The status a rendered template sets, with `clusterName` the name Omni has the cluster under when one is
+/// `recorded`.
 /// What a sync did, counted by action (`2 created, 1 updated`), from its report lines.
 fn summary(lines: &[String]) -> String {
     let count = |prefix: &str| lines.iter().filter(|l| l.starts_with(prefix)).count();

@@ -1,5 +1,5 @@
 //! The OmniCluster plugin against the SDK's mock host (a fake Omni with COSI's write rules): every path of
-//! spec/original-operator.md §2.2 with its exact conditions, and the fixes this plugin makes.
+//! the Go controller with its exact conditions, and the fixes this plugin makes.
 
 use omni_plugin_sdk::mock::MockHost;
 use omni_plugin_sdk::omni::{ClusterHealth, OmniResource, Phase, ResourceKey};
@@ -142,7 +142,7 @@ fn first_sync_creates_everything_in_omnis_order_and_reports_it() {
             "template synced to Omni".into()
         )
     );
-    // The fake Omni has no status for the cluster yet: reported, not waited for (§10.6).
+    // The fake Omni has no status for the cluster yet: reported, not waited for.
     assert_eq!(
         cond(&host, "Ready"),
         (
@@ -250,7 +250,7 @@ fn removing_a_worker_set_tears_down_its_machine_set_and_not_the_nodes_omni_casca
     assert_eq!(
         writes(&host),
         [
-            // The node goes with its machine set (§6.1 step 6); the machine's patch is phase B.
+            // The node goes with its machine set; the machine's patch is phase B.
             "teardown MachineSets.omni.sidero.dev(edge-gpu)",
             "destroy MachineSets.omni.sidero.dev(edge-gpu)",
             "teardown ConfigPatches.omni.sidero.dev(000-cm-22222222-2222-4222-8222-222222222222-install-disk)",
@@ -323,13 +323,13 @@ fn suspend_renders_and_validates_but_never_calls_omni() {
     assert_eq!(
         cond(&host, "Synced").1,
         "Suspended",
-        "no Synced=True left from an older generation (§10.18)"
+        "no Synced=True left from an older generation"
     );
     assert_eq!(cond(&host, "Validated").0, ConditionStatus::True);
     assert!(host.outputs().status["templateHash"].is_string());
 }
 
-/// §2.2 step 4 comes before the connection (step 5) and the template (steps 6–8): whatever those say, a suspended
+/// Suspension is checked before the connection and the template: whatever those say, a suspended
 /// cluster reports `Ready` and `Synced` as `Suspended`, calls no Omni, and `Validated` tells the template's state.
 #[test]
 fn suspend_is_reported_before_any_template_or_connection_problem() {
@@ -410,7 +410,7 @@ fn suspend_is_reported_before_any_template_or_connection_problem() {
     }
 }
 
-/// §2.2 step 5 comes before the template's steps 6–8: `Ready` and `Synced` name the missing connection even when
+/// The connection is checked before the template: `Ready` and `Synced` name the missing connection even when
 /// the template is broken too; `Validated` says what is wrong with the template.
 #[test]
 fn a_missing_connection_is_reported_before_template_problems() {
@@ -448,7 +448,7 @@ fn a_missing_connection_is_reported_before_template_problems() {
 }
 
 /// A `spec.clusterName` changed while the cluster is suspended or its connection is missing: the status keeps the
-/// name Omni has, so the rename check on resume (and deletion) still know the old cluster (§10.16).
+/// name Omni has, so the rename check on resume (and deletion) still know the old cluster.
 #[test]
 fn a_rename_while_suspended_or_disconnected_keeps_the_omni_name_recorded() {
     let renamed = |suspend: bool| {
@@ -653,7 +653,7 @@ fn deleting(spec: Value) -> Value {
 fn deletion_tears_down_the_cluster_and_omni_cascades_the_rest() {
     let host = host_with(deleting(cluster_spec()), vec![], &synced_omni());
     assert_eq!(OmniClusterPlugin::finalize(&host), Ok(true));
-    // Everything else carries the cluster label and goes with the cluster's teardown (§6.2 step 4).
+    // Everything else carries the cluster label and goes with the cluster's teardown.
     assert_eq!(
         writes(&host),
         [

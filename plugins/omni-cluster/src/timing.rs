@@ -3,7 +3,7 @@
 use omni_plugin_sdk::Value;
 use omni_plugin_sdk::time::condition_age_s;
 
-/// `spec.syncInterval` when unset, not positive or not a duration (§2.2: the controller used 5m when ≤ 0).
+/// `spec.syncInterval` when unset, not positive or not a duration (the Go controller used 5m when ≤ 0).
 pub const DEFAULT_SYNC_INTERVAL_MS: u64 = 5 * 60 * 1000;
 /// While the cluster is not healthy yet its status is read this often at least, so `Ready` follows Omni within
 /// seconds rather than at the next `syncInterval` (the Go operator waited the whole interval).
@@ -13,7 +13,7 @@ pub const TEARDOWN_RECHECK_MS: u64 = 3_000;
 /// Failure backoff bounds: from the first failure, doubling with the failure's age, never beyond the interval.
 pub const MIN_BACKOFF_MS: u64 = 2_000;
 pub const MAX_BACKOFF_MS: u64 = 5 * 60 * 1000;
-/// `lastSyncOutput` and `lastStatusOutput` keep at most this many bytes (§2.2 `trimStatus`).
+/// `lastSyncOutput` and `lastStatusOutput` keep at most this many bytes (Go's `trimStatus`).
 pub const STATUS_TEXT_LIMIT: usize = 4096;
 
 /// The object's re-sync period in milliseconds.
@@ -30,7 +30,7 @@ pub fn sync_interval_ms(object: &Value) -> u64 {
 
 /// How long to wait after a failure: as long as the condition `type_` has been `False` (so 2 s, 2 s, 4 s, 8 s, …),
 /// bounded by the sync interval and [`MAX_BACKOFF_MS`]. A failure is a reported state, not an error: the Go
-/// controller returned both, and controller-runtime then ignored the interval for its own backoff (§10.14).
+/// controller returned both, and controller-runtime then ignored the interval for its own backoff.
 pub fn failure_backoff_ms(object: &Value, type_: &str, now: &str) -> u64 {
     let failing_s = condition_age_s(object, type_, "False", now)
         .unwrap_or(0)
@@ -39,7 +39,7 @@ pub fn failure_backoff_ms(object: &Value, type_: &str, now: &str) -> u64 {
     failing_s.saturating_mul(1000).clamp(MIN_BACKOFF_MS, cap)
 }
 
-/// Go's `trimStatus` (trimmed, first 4096 bytes), cut at a character boundary instead of inside one (§10.27).
+/// Go's `trimStatus` (trimmed, first 4096 bytes), cut at a character boundary instead of inside one.
 pub fn trim_status(text: &str) -> String {
     let text = text.trim();
     if text.len() <= STATUS_TEXT_LIMIT {

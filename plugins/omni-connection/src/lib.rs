@@ -1,12 +1,12 @@
-//! The OmniConnection plugin (spec/original-operator.md §2.1): checks that the Omni endpoint a connection names is
+//! The OmniConnection plugin: checks that the Omni endpoint a connection names is
 //! reachable with its service account, reports that in `Reachable`/`Ready`/`Stalled`, and holds the connection's
 //! deletion while OmniClusters still refer to it.
 //!
-//! The host does the bookkeeping of §2.1 steps 1-3 and deletion step 1/4: it adds the finalizer before the first
+//! The host does the Go controller's bookkeeping: it adds the finalizer before the first
 //! reconcile (honouring the legacy one), writes `observedGeneration` and transition times, calls [`Plugin::finalize`]
 //! while the object is being deleted and removes both finalizers once that returns `Ok(true)`.
 //!
-//! One deliberate difference from the Go controller (§10.14): a failed check returned `RequeueAfter: 1m` *and* the
+//! One deliberate difference from the Go controller: a failed check returned `RequeueAfter: 1m` *and* the
 //! error, so controller-runtime silently replaced the minute with its own exponential backoff. Here a failure is
 //! a reported state, not an error: the outputs are committed and the requeue backs off by itself, growing with
 //! how long the connection has been failing (2 s to 60 s).
@@ -209,7 +209,7 @@ fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
     cur.as_str().unwrap_or_default()
 }
 
-/// The host's own text (the §3.5 messages) without the variant's Display prefix such as `unavailable: `, which
+/// The host's own text (the Go operator's messages) without the variant's Display prefix such as `unavailable: `, which
 /// would be noise in a user-facing condition.
 pub fn host_error_text(e: &HostError) -> String {
     let inner = e.message();
@@ -233,7 +233,7 @@ pub fn failure_backoff_ms(object: &Value, now: &str) -> u64 {
         .clamp(MIN_BACKOFF_MS, MAX_BACKOFF_MS)
 }
 
-/// Whether `endpoint` is `scheme://host[:port][/…]` with a scheme the Omni client knows (§3.5); `Err` says what
+/// Whether `endpoint` is `scheme://host[:port][/…]` with a scheme the Omni client knows; `Err` says what
 /// is wrong. Go had only the CRD pattern `^(https?|grpc)://.+`, which lets `https://:443` or `grpc://omni:abc`
 /// through to fail at every check instead of at admission.
 pub fn check_endpoint(endpoint: &str) -> Result<(), String> {

@@ -1,5 +1,5 @@
-//! The OmniConnection plugin natively against the mock host: §2.1 reconcile and deletion, the backoff that
-//! replaces Go's ignored 1 m requeue (§10.14), and every §7.3 admission message plus the endpoint check.
+//! The OmniConnection plugin natively against the mock host: reconcile and deletion, the backoff that
+//! replaces Go's ignored 1 m requeue, and every admission message plus the endpoint check.
 
 use std::cell::RefCell;
 
@@ -895,7 +895,7 @@ fn an_unchanged_endpoint_is_not_refused_on_update_but_a_changed_one_is() {
             .errors
             .len(),
         1,
-        "the §7.3 rules do not ratchet"
+        "the admission rules do not ratchet"
     );
 }
 

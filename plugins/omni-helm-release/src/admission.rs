@@ -1,8 +1,8 @@
-//! Admission rules for OmniHelmRelease (spec/original-operator.md §7.3), in the Go webhook's order, all errors
+//! Admission rules for OmniHelmRelease, in the Go webhook's order, all errors
 //! collected; CREATE and UPDATE are judged alike (Go looked at the new object only).
 //!
 //! Additions to Go's rules, where Go let a bad value through to fail later: a release name Helm refuses
-//! (§10.17: more than 53 characters, or not a DNS-1123 subdomain) is refused on `spec.releaseName`, or on
+//! (more than 53 characters, or not a DNS-1123 subdomain) is refused on `spec.releaseName`, or on
 //! `metadata.name` when that is the release name; and a timeout that is not a Go duration is a field error (Go
 //! could not decode such an object at all, so the request failed without saying which field was wrong).
 
@@ -118,7 +118,7 @@ pub fn validate(object: &Value, _old: Option<&Value>) -> Verdict {
     v
 }
 
-/// Go's whitespace rule on `spec.releaseName`, then (§10.17) Helm's own rule on the name the release will have:
+/// Go's whitespace rule on `spec.releaseName`, then Helm's own rule on the name the release will have:
 /// `spec.releaseName`, else `metadata.name`. A name already refused for its whitespace is not refused twice.
 fn release_name(v: &mut Verdict, object: &Value) {
     let spec_name = text(&object["spec"]["releaseName"]);

@@ -1,12 +1,12 @@
-//! Deleting an OmniHelmRelease (spec/original-operator.md §6.7), with §10.13 made visible.
+//! Deleting an OmniHelmRelease, with a deletion that cannot proceed made visible.
 //!
 //! `deletionPolicy: Orphan` releases the object at once: the release stays in the workload cluster and the
 //! kubeconfig is not needed. So does `spec.suspend` (Flux's rule: deleting a suspended release never uninstalls
 //! it). `Uninstall` asks the host to uninstall the release (with `spec.uninstall`'s settings; history not kept
 //! unless it says so) and keeps the finalizer until the release is gone. An action of ours still running is
-//! waited for first. The OmniCluster is not looked at (§6.7).
+//! waited for first. The OmniCluster is not looked at.
 //!
-//! §10.13: the Go controller kept the finalizer for ever when the kubeconfig Secret was gone (typically pruned in
+//! The Go controller kept the finalizer for ever when the kubeconfig Secret was gone (typically pruned in
 //! the same GitOps change as this object) or the workload cluster could not be reached, and said only
 //! `MissingSecret`. The wait here is not bounded either — giving up would leave a release nobody manages without
 //! the user choosing that — but it is never silent: `Released`/`Ready` are False with reason `DeleteFailed` and a

@@ -1,4 +1,4 @@
-//! Whether the kubeconfig Secret the object names exists and has the key (spec §6.5 step 4), looked at before
+//! Whether the kubeconfig Secret the object names exists and has the key, looked at before
 //! Helm is asked for anything, in reconcile and in deletion alike. Only the Secret's key names are read, never
 //! its values; an empty value or a kubeconfig that does not parse is the host's to find (`not-found`,
 //! `invalid`), since only the host ever holds the bytes.

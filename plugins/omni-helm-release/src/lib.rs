@@ -1,4 +1,4 @@
-//! The OmniHelmRelease plugin (spec/original-operator.md §6): a Helm release in an Omni workload cluster, reached
+//! The OmniHelmRelease plugin: a Helm release in an Omni workload cluster, reached
 //! through a kubeconfig Secret, installed and upgraded while the object exists and uninstalled (or orphaned) when
 //! it goes; with Flux helm-controller's remediation, tests, value sources, dependencies and suspend on top.
 //!
@@ -13,10 +13,10 @@
 //! when it changed.
 //!
 //! Where this plugin deliberately differs from the Go controller, each fix named where it is made:
-//! * §10.12 and §10.30: a reconcile with nothing changed makes no Helm revision (Go upgraded on every reconcile,
+//! * A reconcile with nothing changed makes no Helm revision (Go upgraded on every reconcile,
 //!   including every kubeconfig rotation and Secret resync): the host stamps each revision with a digest of what
 //!   it was made from, and the machine acts only when the deployed digest is not the wanted one.
-//! * Drift repair (§6.8: Go had none): a released object is looked at again every `spec.interval` (5 minutes by
+//! * Drift repair (Go had none): a released object is looked at again every `spec.interval` (5 minutes by
 //!   default). Each look re-reads the release from the workload cluster, so a release deleted, rolled back or
 //!   failed behind the operator's back is noticed and repaired.
 //! * Steady state writes nothing: `lastAttemptTime` is the time the host's last action *finished*, not the time
@@ -25,10 +25,11 @@
 //! * Events: one per action outcome, with Flux's reasons (`InstallSucceeded`, `UpgradeFailed`, `TestFailed`,
 //!   `RollbackSucceeded`, …; Go emitted none), never one per reconcile.
 //! * Progress is visible: while an action runs, `Released` and `Ready` are `Unknown` with reason [`PROGRESSING`].
-//! * §10.13: an `Uninstall` deletion that cannot proceed never blocks silently: the reason names the cause and the
+//! * An `Uninstall` deletion that cannot proceed never blocks silently: the reason names the cause and the
 //!   escape (`spec.deletionPolicy: Orphan`, allowed while terminating).
-//! * §10.14: failures are reported states with a chosen requeue, not errors, so the status is committed.
-//! * §10.17: release names Helm refuses (longer than 53 characters, not a DNS-1123 subdomain) are refused at
+//! * Failures are reported states with a chosen requeue, not errors, so the status is committed (Go returned an
+//!   error with its requeue, and controller-runtime's backoff ignored the requeue).
+//! * Release names Helm refuses (longer than 53 characters, not a DNS-1123 subdomain) are refused at
 //!   admission and reported by the controller, instead of failing inside Helm.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
@@ -78,8 +79,9 @@ impl Plugin for OmniHelmReleasePlugin {
             version: env!("CARGO_PKG_VERSION").into(),
             kinds: vec![Gvk::new(GROUP, VERSION, KIND)],
             related: vec![
-                // §6.8 triggers: the cluster appearing, changing or going, and every change of the kubeconfig
-                // Secret. Neither makes a revision by itself any more: the host only acts on a changed digest.
+                // The Go operator's triggers: the cluster appearing, changing or going, and every change of the
+                // kubeconfig Secret. Neither makes a revision by itself any more: the host only acts on a changed
+                // digest.
                 Related {
                     kind: Gvk::new(GROUP, VERSION, OmniClusterSpec::KIND),
                     mapping: RelatedMapping::NameField("spec.clusterRef.name".into()),
@@ -100,7 +102,7 @@ impl Plugin for OmniHelmReleasePlugin {
                 },
             ],
             finalizer: Some(FINALIZER.into()),
-            // This kind never had the legacy finalizer (spec §0.2), so there is none to honour.
+            // This kind never had the legacy finalizer, so there is none to honour.
             legacy_finalizers: Vec::new(),
             // kube-read: the OmniCluster, the releases in dependsOn and the export writing the kubeconfig; secrets:
             // whether the kubeconfig Secret and key exist (never their values), and the host may read the values

@@ -1,7 +1,7 @@
-//! The next step for a release: Flux helm-controller's release state machine (`internal/reconcile`,
-//! spec/helm.md §A.3) as a pure function of the release as the host observed it, the counters in the status,
-//! and the policy the spec asks for. The host runs whatever is chosen in the background; the next reconcile sees
-//! how it ended and chooses again.
+//! The next step for a release: Flux helm-controller's release state machine (`internal/reconcile`) as a pure
+//! function of the release as the host observed it, the counters in the status, and the policy the spec asks
+//! for. The host runs whatever is chosen in the background; the next reconcile sees how it ended and chooses
+//! again.
 //!
 //! States, in Flux's order: an action of ours running (wait); the latest revision `pending-*` with none of ours
 //! running (unlock it, once it is ours or older than its timeout allows); no release (install); a failed

@@ -1,6 +1,7 @@
 //! Every text this plugin writes into conditions and Events, in one place so each can be checked against the
-//! spec (§6.5-§6.7). Go's `%q` is [`q`]. None carries a Secret value: they name Secrets, keys, clusters and
-//! releases, and pass on host and Helm messages, which the host guarantees never quote a credential.
+//! Go operator's wording where it had one. Go's `%q` is [`q`]. None carries a Secret value: they name Secrets,
+//! keys, clusters and releases, and pass on host and Helm messages, which the host guarantees never quote a
+//! credential.
 
 use omni_plugin_sdk::helm::Action;
 
@@ -38,7 +39,7 @@ pub fn kubeconfig_lacks_key(namespace: &str, name: &str, key: &str) -> String {
     )
 }
 
-/// §6.6: a failed Helm action, with Helm's error.
+/// A failed Helm action, with Helm's error, in the Go operator's words.
 pub fn action_failed(action: Action, release: &str, error: &str) -> String {
     format!(
         "Helm {} failed for release {}: {error}",
@@ -184,7 +185,7 @@ pub fn not_converged(release: &str, status: &str) -> String {
 /// The status word of [`not_converged`] when the workload cluster holds no release at all.
 pub const NOT_INSTALLED: &str = "not installed";
 
-/// `releaseName` that Helm would refuse (§10.17); `why` from `rules::release_name_problem`.
+/// `releaseName` that Helm would refuse; `why` from `rules::release_name_problem`.
 pub fn invalid_release_name(name: &str, why: &str) -> String {
     format!(
         "releaseName {} is not a valid Helm release name: {why}",
@@ -201,7 +202,7 @@ pub fn uninstalling(release: &str) -> String {
     format!("uninstalling Helm release {}", q(release))
 }
 
-/// §10.13: the uninstall cannot start; `why` names the missing kubeconfig Secret or key.
+/// The uninstall cannot start; `why` names the missing kubeconfig Secret or key.
 pub fn cannot_uninstall(release: &str, why: &str) -> String {
     format!(
         "cannot uninstall Helm release {}: {why}; restore it, or set spec.deletionPolicy to Orphan to leave the \
@@ -210,7 +211,7 @@ pub fn cannot_uninstall(release: &str, why: &str) -> String {
     )
 }
 
-/// §10.13: the uninstall failed (Helm) or could not be run (the host); retried until it succeeds.
+/// The uninstall failed (Helm) or could not be run (the host); retried until it succeeds.
 pub fn uninstall_failed(release: &str, why: &str) -> String {
     format!(
         "Helm uninstall failed for release {}: {why}; the finalizer stays until it succeeds, or set \
@@ -219,7 +220,7 @@ pub fn uninstall_failed(release: &str, why: &str) -> String {
     )
 }
 
-/// §10.13: uninstall answered, but the release is still there.
+/// Uninstall answered, but the release is still there.
 pub fn uninstall_stuck(release: &str, status: &str) -> String {
     format!(
         "Helm release {} is {status} and was not uninstalled; the finalizer stays until it is, or set \

@@ -1,5 +1,5 @@
-//! The OmniHelmRelease as reconcile and deletion read it, and the values §6.1 normalises from it: the release
-//! name and namespace, the kubeconfig key, the timeout and the deletion policy.
+//! The OmniHelmRelease as reconcile and deletion read it, and the values the Go operator normalised from it:
+//! the release name and namespace, the kubeconfig key, the timeout and the deletion policy.
 //!
 //! The normalisations are functions of the raw object, so that the status of an object that failed validation
 //! (and may not even decode) reports them too; [`ReleaseObject`] answers with the same functions.
@@ -37,9 +37,8 @@ pub fn kubeconfig_key(object: &Value) -> &str {
     non_empty(&object["spec"]["kubeconfigSecretRef"]["key"]).unwrap_or(DEFAULT_KUBECONFIG_KEY)
 }
 
-/// The typed object. It fits the type whenever it passed the CRD schema; reconcile checks the §6.5 rules on the
-/// raw object first, so even an object missing required fields is reported as `ValidationFailed` rather than
-/// failing here.
+/// The typed object. It fits the type whenever it passed the CRD schema; reconcile validates the raw object
+/// first, so even an object missing required fields is reported as `ValidationFailed` rather than failing here.
 pub struct ReleaseObject {
     pub raw: Value,
     pub typed: OmniHelmRelease,
@@ -93,8 +92,8 @@ impl ReleaseObject {
     }
 
     /// Helm's timeout in whole seconds, rounded up and at least 1: `spec.timeout` when it parses and is positive,
-    /// else 5 minutes (§6.1). Reconcile refuses an unparsable or non-positive timeout before it gets here;
-    /// deletion does not, so that a bad timeout cannot keep a release from being uninstalled.
+    /// else 5 minutes (the Go operator's default). Reconcile refuses an unparsable or non-positive timeout before
+    /// it gets here; deletion does not, so that a bad timeout cannot keep a release from being uninstalled.
     pub fn timeout_seconds(&self) -> u32 {
         let ns = self
             .typed

@@ -8,7 +8,7 @@ use omni_api::{
 };
 use omni_plugin_sdk::go::parse_duration;
 
-/// The check interval when `spec.interval` is unset (the Go operator had none: §6.8).
+/// The check interval when `spec.interval` is unset (the Go operator had none).
 pub const DEFAULT_INTERVAL_MS: u64 = 5 * 60_000;
 /// Flux's `retryInterval` default for `RetryOnFailure`.
 pub const DEFAULT_RETRY_INTERVAL_MS: u64 = 5 * 60_000;

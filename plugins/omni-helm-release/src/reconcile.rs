@@ -1,10 +1,10 @@
-//! One reconcile of an OmniHelmRelease that is not being deleted (spec/original-operator.md §6.5 steps 2–5), with
-//! Flux helm-controller's release state machine for step 5 ([`machine`]).
+//! One reconcile of an OmniHelmRelease that is not being deleted: the Go controller's validation, cluster and
+//! kubeconfig checks, then Flux helm-controller's release state machine ([`machine`]) for the Helm step.
 //!
 //! Each reconcile observes the release (the host reads it from the workload cluster and says what it runs or ran
 //! for it), counts an action outcome it has not counted yet, and starts at most one action; the host runs it in
-//! the background and reconciles the object again when it ends. Nothing changed means nothing started (§10.12).
-//! Where Go returned an error for controller-runtime's backoff (§10.14), this reports the condition, asks for a
+//! the background and reconciles the object again when it ends. Nothing changed means nothing started.
+//! Where Go returned an error for controller-runtime's backoff, this reports the condition, asks for a
 //! requeue and returns `Ok`, so the status is committed. Errors of the host's own management-cluster reads (not
 //! "missing", but the API server failing) are returned, as Go returned them: nothing new is known to report, and
 //! the host retries with backoff.
@@ -31,7 +31,7 @@ use crate::validation;
 pub const RETRY_MS: u64 = 60_000;
 /// How often a released object is looked at again when `spec.interval` is unset (5 minutes). The workload
 /// cluster is not watched; each look re-reads the release there, and a release deleted, failed or changed behind
-/// the operator's back is repaired. Go had no periodic check (§6.8).
+/// the operator's back is repaired. Go had no periodic check.
 pub const RESYNC_MS: u64 = DEFAULT_INTERVAL_MS;
 /// A safety net while an action runs: the host calls reconcile again by itself when the action ends.
 pub const PROGRESS_CHECK_MS: u64 = 30_000;
@@ -313,7 +313,7 @@ impl<H: Host> Stepper<'_, H> {
         );
     }
 
-    /// What is wanted is deployed (§6.6): `HelmInstalled` or `HelmUpgraded`, by the action that made the revision
+    /// What is wanted is deployed: `HelmInstalled` or `HelmUpgraded`, by the action that made the revision
     /// when the host remembers it, else by its number.
     fn in_sync(&self, ledger: &mut Ledger) {
         let name = self.release.release_name();
@@ -412,13 +412,13 @@ impl<H: Host> Stepper<'_, H> {
 
 /// The reason and message of a failed Helm call (not a failed action: those come back as outcomes).
 /// `not-found` is the kubeconfig Secret or key gone since it was looked at, or an empty key; `invalid` a
-/// kubeconfig that does not parse (§6.5 step 4) or a chart source the host cannot use; the rest (no Helm on this
+/// kubeconfig that does not parse or a chart source the host cannot use; the rest (no Helm on this
 /// host, a workload cluster that does not answer, a denied chart source, a timeout) the host's own words.
 pub fn call_failure(e: &HostError) -> (&'static str, String) {
     let text = e.text();
     match e {
         HostError::NotFound(_) => (reasons::MISSING_SECRET, text),
-        // The host's words name what is invalid: for a kubeconfig that does not parse they are §6.5 step 4's
+        // The host's words name what is invalid: for a kubeconfig that does not parse they are the Go operator's
         // `kubeconfig Secret "ns/name" key "k" is invalid: …`; otherwise the chart source or a name Helm refuses.
         HostError::Invalid(_) => (reasons::VALIDATION_FAILED, text),
         _ => (reasons::RECONCILE_FAILED, text),

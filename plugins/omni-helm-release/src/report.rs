@@ -1,4 +1,4 @@
-//! What reconcile and deletion report (spec/original-operator.md §6.6): the status fields, the `Accepted`,
+//! What reconcile and deletion report: the status fields, the `Accepted`,
 //! `Released` and `Ready` conditions (plus Flux's `Stalled` and `TestSuccess` where they apply), and the Events.
 //! Requeues are the callers' decision.
 //!
@@ -137,7 +137,7 @@ impl<'a, H: Host> Report<'a, H> {
     }
 
     /// The host answered, and the release is not where it should be: `Released`/`Ready` False with `reason`.
-    /// `lastError` is `error`: Helm's error as it is when an action failed (§6.6), else the message.
+    /// `lastError` is `error`: Helm's error as it is when an action failed, else the message.
     pub fn failed_with(&self, seen: &Seen<'_>, reason: &str, error: &str, message: &str) {
         let mut status = self.observed(seen);
         status.insert("lastError".into(), json!(error));
@@ -261,7 +261,7 @@ impl<'a, H: Host> Report<'a, H> {
         status
     }
 
-    /// Sends the status and sets `Released` and `Ready`, which always agree (§6.6); clears a `Stalled` that no
+    /// Sends the status and sets `Released` and `Ready`, which always agree; clears a `Stalled` that no
     /// longer holds (kstatus reads `Stalled=True` as failed).
     fn commit(
         &self,

@@ -1,4 +1,4 @@
-//! What the plugin asks the host's Helm engine for (spec §6.2, §6.4): the release, its source (chart and values),
+//! What the plugin asks the host's Helm engine for: the release, its source (chart and values),
 //! and each step with its settings. Per-action blocks (`install`, `upgrade`, `rollback`, `uninstall`, `test`;
 //! Flux's names) override the Go operator's top-level settings, which stay the defaults.
 
@@ -29,9 +29,9 @@ pub fn release_ref(release: &ReleaseObject) -> ReleaseRef {
 }
 
 /// A Git chart (`chart.git`) is a directory of a repository at a branch (`main` when none is named), tag or
-/// commit. Otherwise an `oci://` chart is a full reference and the repository is ignored (§6.2); anything else is
-/// a chart name in the HTTP(S) repository. The values are `spec.chart.values`, `{}` when absent (§6.1;
-/// validation has refused anything but an object).
+/// commit. Otherwise an `oci://` chart is a full reference and the repository is ignored; anything else is a
+/// chart name in the HTTP(S) repository. The values are `spec.chart.values`, `{}` when absent (validation has
+/// refused anything but an object).
 pub fn source(release: &ReleaseObject) -> ReleaseSource {
     let spec = &release.typed.spec.chart;
     let text = |v: &Option<String>| v.clone().unwrap_or_default();
@@ -207,7 +207,7 @@ pub fn rollback(release: &ReleaseObject, revision: u64) -> RollbackRequest {
     }
 }
 
-/// Helm history is not kept unless `uninstall.keepHistory` says so (§6.4: Go's uninstall did not keep it).
+/// Helm history is not kept unless `uninstall.keepHistory` says so (Go's uninstall did not keep it).
 pub fn uninstall(release: &ReleaseObject) -> UninstallRequest {
     let own = release.typed.spec.uninstall.as_ref();
     UninstallRequest {

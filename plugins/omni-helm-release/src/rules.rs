@@ -136,7 +136,7 @@ pub fn known_deletion_policy(spec: &Value) -> bool {
     }
 }
 
-/// Why Helm would refuse `name` as a release name, or `None` when it is fine (§10.17: the Go operator let Helm
+/// Why Helm would refuse `name` as a release name, or `None` when it is fine (the Go operator let Helm
 /// find out, at every reconcile). Helm's rule is a DNS-1123 subdomain of at most 53 characters.
 pub fn release_name_problem(name: &str) -> Option<String> {
     if name.len() > MAX_RELEASE_NAME {

@@ -1,4 +1,4 @@
-//! `chart.repository must be an absolute URL` (spec §7.3): the Go webhook's `url.Parse(v)` succeeding with a
+//! `chart.repository must be an absolute URL`: the Go webhook's `url.Parse(v)` succeeding with a
 //! scheme and a host. Only the parts of Go's `net/url` parser that decide those three things are reproduced: the
 //! fragment and query are cut off, the scheme read as Go reads it, and the authority's userinfo, host and port
 //! checked with Go's character rules. Nothing else in the crate needs URLs, and the SDK has no parser to reuse.

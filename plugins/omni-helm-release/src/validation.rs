@@ -1,9 +1,8 @@
-//! The controller's own spec checks (spec/original-operator.md §6.5 step 2), with the Go controller's texts and
-//! order: the first failure wins. They run on the raw object, before it is read as the typed one. Two checks are
-//! additions, each where Go would have failed later and worse: a release name Helm refuses (§10.17, after
-//! `releaseName is required`) and a timeout that is not a Go duration (at the timeout check; Go could not decode
-//! such an object at all). The webhook's wording differs in places (`kubeconfig Secret name is required`); see
-//! `admission`.
+//! The controller's own spec checks, with the Go controller's texts and order: the first failure wins. They run
+//! on the raw object, before it is read as the typed one. Two checks are additions, each where Go would have
+//! failed later and worse: a release name Helm refuses (after `releaseName is required`) and a timeout that is
+//! not a Go duration (at the timeout check; Go could not decode such an object at all). The webhook's wording
+//! differs in places (`kubeconfig Secret name is required`); see `admission`.
 
 use omni_plugin_sdk::Value;
 
@@ -11,7 +10,7 @@ use crate::messages;
 use crate::object;
 use crate::rules::{self, blank, set_but_blank};
 
-/// Go's `helm release values must be a JSON object` (§6.1).
+/// Go's `helm release values must be a JSON object`.
 pub const VALUES_NOT_AN_OBJECT: &str = "helm release values must be a JSON object";
 
 pub fn first_failure(object: &Value) -> Option<String> {

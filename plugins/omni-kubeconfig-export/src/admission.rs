@@ -1,5 +1,5 @@
-//! Admission rules for OmniKubeconfigExport (spec/original-operator.md §7.3): every error collected, in the Go
-//! webhook's order, with its field paths and texts, and the `system:masters` warning (§4.9 layer 1).
+//! Admission rules for OmniKubeconfigExport: every error collected, in the Go webhook's order, with its field
+//! paths and texts, and the `system:masters` warning.
 //!
 //! Durations: an Invalid ttl/renewBefore prints Go's `Duration.String()` of the value, the only text the Go
 //! webhook had after decoding (`-5m` prints `"-5m0s"`); one that does not parse is Invalid with Go's parse error

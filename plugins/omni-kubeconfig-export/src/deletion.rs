@@ -1,7 +1,7 @@
-//! Deleting an export (§4.7): with `deletionPolicy: Delete` the Secrets it owns go, both the one the status
-//! records and the spec's (§10.9: after a rename the recorded one may still hold a kubeconfig); a Secret without
-//! its label is left alone (§10.7). `Orphan` touches nothing. Neither Omni nor the workload cluster is needed: the
-//! token Omni issued is not revoked and expires with its ttl (§10.26).
+//! Deleting an export: with `deletionPolicy: Delete` the Secrets it owns go, both the one the status records and
+//! the spec's (after a rename the recorded one may still hold a kubeconfig); a Secret without its label is left
+//! alone. `Orphan` touches nothing. Neither Omni nor the workload cluster is needed: the token Omni issued is not
+//! revoked and expires with its ttl.
 
 use omni_plugin_sdk::{Host, ReconcileError};
 

@@ -1,4 +1,4 @@
-//! The request for a new kubeconfig (§4.5 step 11-12, §4.2): what Omni is asked for, and where and with what
+//! The request for a new kubeconfig: what Omni is asked for, and where and with what
 //! metadata the operator writes it. The kubeconfig goes from Omni to the Secret host to host; the plugin gets back
 //! only its SHA-256.
 

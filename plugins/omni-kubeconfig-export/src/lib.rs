@@ -1,18 +1,18 @@
-//! The OmniKubeconfigExport plugin (spec/original-operator.md §4): asks Omni for a service-account kubeconfig of
+//! The OmniKubeconfigExport plugin: asks Omni for a service-account kubeconfig of
 //! the workload cluster an OmniCluster names, has the operator write it into a management-cluster Secret host to
 //! host (the kubeconfig never enters the plugin), reuses it while it is current and usable, and rotates it before
 //! it expires.
 //!
-//! The host does the bookkeeping of §4.5 steps 1-3 and §4.7 steps 1/4: it adds the finalizer before the first
+//! The host does the Go controller's bookkeeping: it adds the finalizer before the first
 //! reconcile, writes `observedGeneration` and transition times, calls [`Plugin::finalize`] while the object is
 //! being deleted and removes the finalizer once that returns `Ok(true)`.
 //!
 //! Fixes of the Go controller's defects, each made where the module doc names it: a Secret this export does not
-//! own is never written, adopted or deleted (§10.7); the status keeps recording the Secret that holds the
-//! kubeconfig until a new one is written, so a renamed target is still cleaned up after a failure (§10.9); the
-//! reuse check and the write always use the spec's target (§10.10); failures leave the rotation data in the status
-//! (§10.11). Go's "error + RequeueAfter 1m" paths, where controller-runtime dropped the minute for its own backoff
-//! (§10.14), are reported states retried after a minute.
+//! own is never written, adopted or deleted; the status keeps recording the Secret that holds the kubeconfig
+//! until a new one is written, so a renamed target is still cleaned up after a failure; the reuse check and the
+//! write always use the spec's target; failures leave the rotation data in the status. Go's "error +
+//! RequeueAfter 1m" paths, where controller-runtime dropped the minute for its own backoff, are reported states
+//! retried after a minute.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 mod admission;
@@ -39,7 +39,7 @@ pub use omni_api::{API_VERSION, FINALIZER, GROUP, VERSION};
 /// The kind this plugin reconciles.
 pub const KIND: &str = OmniKubeconfigExportSpec::KIND;
 
-/// The labels and annotations of the Secrets this plugin has written (spec §4.2), defined once in omni-api.
+/// The labels and annotations of the Secrets this plugin has written, defined once in omni-api.
 pub use omni_api::labels::kubeconfig_export::{
     EXPIRATION_ANNOTATION, HASH_ANNOTATION, LAST_ROTATION_ANNOTATION, NAME_ANNOTATION,
     NAMESPACE_ANNOTATION, OWNER_LABEL, SPEC_HASH_ANNOTATION,
@@ -61,7 +61,8 @@ impl Plugin for OmniKubeconfigExportPlugin {
             version: env!("CARGO_PKG_VERSION").into(),
             kinds: vec![Gvk::new(GROUP, VERSION, KIND)],
             related: vec![
-                // The cluster appearing or changing (its Omni name, its connection) re-exports (§2 triggers).
+                // The cluster appearing or changing (its Omni name, its connection) re-exports, as in the Go
+                // controller.
                 Related {
                     kind: Gvk::new(GROUP, VERSION, OmniClusterSpec::KIND),
                     mapping: RelatedMapping::NameField("spec.clusterRef.name".into()),
@@ -77,7 +78,7 @@ impl Plugin for OmniKubeconfigExportPlugin {
                 },
             ],
             finalizer: Some(FINALIZER.into()),
-            // This kind never had the pre-rename finalizer (§0.2).
+            // This kind never had the pre-rename finalizer.
             legacy_finalizers: Vec::new(),
             // kube-read: the cluster and its connection; omni: the export itself; secrets: the target's metadata
             // and digest for the reuse check; secrets-write: the host writes and deletes the target; workload: the
@@ -92,7 +93,7 @@ impl Plugin for OmniKubeconfigExportPlugin {
             ]
             .map(String::from)
             .to_vec(),
-            // The target the spec names, and the one the status records (cleaned up after a rename, §10.9).
+            // The target the spec names, and the one the status records (cleaned up after a rename).
             secret_fields: vec![
                 SecretField::with_namespace(
                     "spec.targetSecretRef.name",

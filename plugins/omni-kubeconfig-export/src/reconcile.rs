@@ -1,4 +1,4 @@
-//! One reconcile of an export that is not being deleted (§4.5 steps 4-13), in Go's order: validate, find the
+//! One reconcile of an export that is not being deleted, in Go's order: validate, find the
 //! cluster and its connection, clean up a renamed-away target, keep a current kubeconfig or export a new one.
 
 use omni_api::conditions::{reasons, types};
@@ -69,7 +69,7 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
     );
     let recorded = target::recorded(&object, &me);
 
-    // §10.9: the Secret the status still records is deleted (when owned) before the new target is written; with
+    // The Secret the status still records is deleted (when owned) before the new target is written; with
     // Orphan it is simply forgotten once the new target is recorded.
     if spec.deletes_target()
         && let Some(previous) = target::previous(recorded.as_ref(), &target)
@@ -84,7 +84,7 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
         return Ok(());
     }
 
-    // §10.10: the spec's target, never the recorded one, is checked and written. A Secret that cannot be read is
+    // The spec's target, never the recorded one, is checked and written. A Secret that cannot be read is
     // the host's trouble, retried with backoff (Go returned the error too).
     let expected = Expected {
         spec_hash: &hash,
@@ -147,7 +147,7 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
     Ok(())
 }
 
-/// `clusterName` (§4.1): the OmniCluster's `spec.clusterName`, else its `metadata.name`.
+/// `clusterName`: the OmniCluster's `spec.clusterName`, else its `metadata.name`.
 fn omni_cluster_name(cluster: &Value) -> String {
     match cluster["spec"]["clusterName"].as_str() {
         Some(name) if !name.is_empty() => name.to_string(),
@@ -158,7 +158,7 @@ fn omni_cluster_name(cluster: &Value) -> String {
     }
 }
 
-/// The connection's `spec.endpoint`, or the `MissingConnection` message (§4.5 step 6). Only the two fields are
+/// The connection's `spec.endpoint`, or the `MissingConnection` message. Only the two fields are
 /// read, so a connection the plugin's schema version would not fully decode still serves.
 fn connection_endpoint<H: Host>(host: &H, name: &str) -> Result<String, String> {
     match host.kube_get(&ObjectRef::local(

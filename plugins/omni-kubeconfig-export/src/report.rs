@@ -1,9 +1,9 @@
-//! What a reconcile reports (§4.6): the status fields every update carries, the conditions of each outcome, and
+//! What a reconcile reports: the status fields every update carries, the conditions of each outcome, and
 //! the fields only a written or reused kubeconfig sets.
 //!
 //! The host merges the sent fields into the status one level deep, so a field not sent keeps its value. Failures
-//! therefore send neither the rotation data (§10.11: the Secret still holds a valid kubeconfig) nor the target
-//! fields (§10.9: they keep naming the Secret that holds it, so a renamed-away Secret stays recorded for cleanup).
+//! therefore send neither the rotation data (the Secret still holds a valid kubeconfig) nor the target fields
+//! (they keep naming the Secret that holds it, so a renamed-away Secret stays recorded for cleanup).
 
 use omni_api::conditions::{reasons, types};
 use omni_plugin_sdk::serde_json::Map;
@@ -111,13 +111,13 @@ impl<'a, H: Host> Report<'a, H> {
         ));
     }
 
-    /// The spec is refused (§4.5 step 4): no `Accepted`, no requeue; a spec change triggers the next look.
+    /// The spec is refused: no `Accepted`, no requeue; a spec change triggers the next look.
     pub fn invalid(self, message: &str) {
         self.exported_pair(false, reasons::VALIDATION_FAILED, message);
         self.commit(Map::new());
     }
 
-    /// The OmniCluster does not exist (§4.5 step 5).
+    /// The OmniCluster does not exist.
     pub fn missing_cluster(self, retry_ms: u64) {
         let message = format!("OmniCluster {:?} does not exist", self.cluster_ref);
         self.host.set_condition(Condition::new(

@@ -1,4 +1,4 @@
-//! Whether the target Secret already holds a kubeconfig worth keeping (§4.5 step 10, §4.8): written by this
+//! Whether the target Secret already holds a kubeconfig worth keeping: written by this
 //! export for the current spec, unmodified, not due for rotation, and still accepted by the workload cluster.
 //! The plugin sees only the Secret's metadata and the digest of the key, never the kubeconfig.
 
@@ -27,7 +27,7 @@ pub struct Current {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Existing {
     Absent,
-    /// Exists without this export's owner label: left alone (§10.7).
+    /// Exists without this export's owner label: left alone.
     NotOwned,
     /// Owned, but a new kubeconfig is needed, for this reason.
     Stale(&'static str),

@@ -1,7 +1,7 @@
-//! Rotation math (§4.4) in nanoseconds since the epoch. The clock and the annotations have second precision while
-//! ttl and renewBefore have nanosecond precision, so the arithmetic is exact and only the printed times are cut to
-//! the second (as Go's `time.RFC3339` format does). `i128` because a `now` in nanoseconds plus a ttl near Go's
-//! maximum duration overflows `i64`.
+//! Rotation math (expiry at now + ttl, rotation renewBefore earlier) in nanoseconds since the epoch. The clock and
+//! the annotations have second precision while ttl and renewBefore have nanosecond precision, so the arithmetic is
+//! exact and only the printed times are cut to the second (as Go's `time.RFC3339` format does). `i128` because a
+//! `now` in nanoseconds plus a ttl near Go's maximum duration overflows `i64`.
 
 use omni_plugin_sdk::time::format_rfc3339;
 

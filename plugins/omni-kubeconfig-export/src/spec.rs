@@ -1,4 +1,4 @@
-//! The export's spec and identity as the plugin reads them, and the normalised values of §4.1.
+//! The export's spec and identity as the plugin reads them, and the values the Go operator normalised from them.
 //!
 //! Read leniently from the JSON rather than through `omni_api::OmniKubeconfigExportSpec`: that type refuses a
 //! missing `ttl` or a `deletionPolicy` outside its enum, while both validations must see such objects to report
@@ -8,7 +8,7 @@ use omni_plugin_sdk::Value;
 
 use crate::DEFAULT_TARGET_KEY;
 
-/// The guarded group (§4.9); only this exact name, after trimming.
+/// The group only `allowClusterAdmin` may export; only this exact name, after trimming.
 pub const CLUSTER_ADMIN_GROUP: &str = "system:masters";
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -61,7 +61,7 @@ impl ExportSpec {
         }
     }
 
-    /// `targetKey` (§4.1).
+    /// `targetKey`: `spec.targetSecretRef.key`, else `kubeconfig`.
     pub fn target_key(&self) -> &str {
         match self.target_key.as_deref() {
             Some(k) if !k.is_empty() => k,
@@ -69,7 +69,7 @@ impl ExportSpec {
         }
     }
 
-    /// `targetNamespace` (§4.1).
+    /// `targetNamespace`: `spec.targetSecretRef.namespace`, else the export's own.
     pub fn target_namespace<'a>(&'a self, own: &'a str) -> &'a str {
         match self.target_namespace.as_deref() {
             Some(ns) if !ns.is_empty() => ns,

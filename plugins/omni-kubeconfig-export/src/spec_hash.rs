@@ -1,4 +1,4 @@
-//! The spec hash stamped on the target Secret (§4.3, §10.29): byte for byte the Go operator's, so Secrets it wrote
+//! The spec hash stamped on the target Secret: byte for byte the Go operator's, so Secrets it wrote
 //! are reused after an upgrade instead of every export rotating at once.
 //!
 //! Go hashes compact `encoding/json` of a struct, so the field order, Go's string escaping (HTML characters,

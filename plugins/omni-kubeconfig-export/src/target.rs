@@ -1,4 +1,4 @@
-//! Which Secret holds the export's kubeconfig: the spec's target, the one the status records (§10.9), how the two
+//! Which Secret holds the export's kubeconfig: the spec's target, the one the status records, how the two
 //! relate (previous-target cleanup, key rename) and what marks a Secret as this export's.
 
 use omni_api::OmniKubeconfigExportStatus;
@@ -17,7 +17,7 @@ pub struct Target {
 }
 
 impl Target {
-    /// Where the spec says the kubeconfig goes (§4.1 normalisation).
+    /// Where the spec says the kubeconfig goes (key and namespace defaulted).
     pub fn of_spec(spec: &ExportSpec, me: &Identity) -> Self {
         Target {
             namespace: spec.target_namespace(&me.namespace).to_string(),
@@ -46,7 +46,7 @@ impl Target {
 }
 
 /// The Secret the status records as holding the kubeconfig, if any. It is set only when a kubeconfig was written
-/// or reused there, so after a rename it still names the old Secret until the new one holds a kubeconfig (§10.9).
+/// or reused there, so after a rename it still names the old Secret until the new one holds a kubeconfig.
 /// An empty recorded namespace is the export's own (status written before the field existed).
 pub fn recorded(object: &Value, me: &Identity) -> Option<Target> {
     // Every status field is optional; a status this plugin cannot read records nothing it could clean up.
@@ -88,7 +88,7 @@ pub fn owner(me: &Identity) -> Result<OwnerLabel, ReconcileError> {
     Ok(OwnerLabel::new(OWNER_LABEL, &me.uid))
 }
 
-/// §10.7: an existing Secret without this export's label is never written, adopted or deleted.
+/// An existing Secret without this export's label is never written, adopted or deleted.
 pub fn not_managed_message(target: &Target, owner: &OwnerLabel) -> String {
     format!(
         "target Secret {:?} exists and is not managed by this OmniKubeconfigExport (label {} is not {:?}); it is left \

@@ -1,4 +1,4 @@
-//! The controller's own spec check (§4.5 step 4): a subset of the admission rules, first failure wins, Go's
+//! The controller's own spec check: a subset of the admission rules, first failure wins, Go's
 //! messages verbatim. It runs before any Omni call, so an object admitted without the webhook (or written before
 //! it) never exports a kubeconfig it should not. Durations that do not parse are refused here too, naming the
 //! field: the Go operator could not even decode such an object.

@@ -1,7 +1,7 @@
-//! Admission rules for OmniSecretSync (spec/original-operator.md §7.3), in the Go webhook's order, all errors
-//! collected. `old` is present on UPDATE, where `kubeconfigSecretRef` must not change (§10.1: the Go Helm chart
-//! never registered this webhook, so the guard against retargeting a sync's Secret data at another cluster never
-//! ran there; reconcile defends on its own too).
+//! Admission rules for OmniSecretSync, in the Go webhook's order, all errors collected. `old` is present on
+//! UPDATE, where `kubeconfigSecretRef` must not change (the Go Helm chart never registered this webhook, so the
+//! guard against retargeting a sync's Secret data at another cluster never ran there; reconcile defends on its own
+//! too).
 
 use omni_plugin_sdk::{Value, Verdict};
 

@@ -1,4 +1,4 @@
-//! Deleting an OmniSecretSync (spec/original-operator.md §5.8), with the deletion bounded (§10.13).
+//! Deleting an OmniSecretSync, with the deletion bounded in time.
 //!
 //! `deletionPolicy: Orphan` releases the object at once: nothing in the workload cluster is touched and the
 //! kubeconfig is not needed. `Delete` removes the Secret this sync last wrote (the recorded target, else the

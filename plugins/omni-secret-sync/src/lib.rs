@@ -1,4 +1,4 @@
-//! The OmniSecretSync plugin (spec/original-operator.md §5): keeps a copy of a management-cluster Secret in an
+//! The OmniSecretSync plugin: keeps a copy of a management-cluster Secret in an
 //! Omni workload cluster, reached through a kubeconfig Secret, and deletes or orphans that copy when the object
 //! goes.
 //!
@@ -10,15 +10,15 @@
 //! `observedGeneration`, condition transition times, committing status only when it changed.
 //!
 //! Where this plugin deliberately differs from the Go controller, each fix named where it is made:
-//! * §10.8: a workload Secret without this sync's owner label is never changed or deleted; the host answers
+//! * A workload Secret without this sync's owner label is never changed or deleted; the host answers
 //!   "not owned" and the plugin reports it (`messages::not_owned`).
-//! * §10.9: `status.targetSecretRef`/`targetNamespace` record the Secret last *written*, so a renamed target's
+//! * `status.targetSecretRef`/`targetNamespace` record the Secret last *written*, so a renamed target's
 //!   predecessor stays known (and is cleaned up with `deletionPolicy: Delete`) even when failures come between.
-//! * §10.1: `kubeconfigSecretRef` is immutable even without the admission webhook: the first success pins it in
+//! * `kubeconfigSecretRef` is immutable even without the admission webhook: the first success pins it in
 //!   status, and a sync whose spec names another kubeconfig does nothing in any workload cluster.
-//! * §10.13: deletion that cannot reach the workload cluster gives up after [`GIVE_UP_AFTER_S`] and
+//! * Deletion that cannot reach the workload cluster gives up after [`GIVE_UP_AFTER_S`] and
 //!   leaves the Secret in place, with a Warning Event, instead of blocking forever.
-//! * §10.14: failures are reported states with a fixed requeue, not errors, so the status is committed and the
+//! * Failures are reported states with a fixed requeue, not errors, so the status is committed and the
 //!   interval is the one chosen (Go returned both, and controller-runtime replaced the minute with its backoff).
 //! * Drift repair: a synced object is looked at again every [`RESYNC_MS`], because the workload
 //!   cluster is not watched (Go never re-synced on its own).
@@ -59,8 +59,8 @@ impl Plugin for OmniSecretSyncPlugin {
             version: env!("CARGO_PKG_VERSION").into(),
             kinds: vec![Gvk::new(GROUP, VERSION, KIND)],
             related: vec![
-                // §5.6 triggers: the cluster appearing or changing (its name is a target label), and every change
-                // of the source or kubeconfig Secret (Go watched Secrets without a predicate).
+                // The Go controller's triggers: the cluster appearing or changing (its name is a target label), and
+                // every change of the source or kubeconfig Secret (Go watched Secrets without a predicate).
                 Related {
                     kind: Gvk::new(GROUP, VERSION, OmniClusterSpec::KIND),
                     mapping: RelatedMapping::NameField("spec.clusterRef.name".into()),
@@ -69,7 +69,7 @@ impl Plugin for OmniSecretSyncPlugin {
                 secret("spec.kubeconfigSecretRef.name"),
             ],
             finalizer: Some(FINALIZER.into()),
-            // This kind never had the legacy finalizer (spec §0.2), so there is none to honour.
+            // This kind never had the legacy finalizer, so there is none to honour.
             legacy_finalizers: Vec::new(),
             // kube-read: the OmniCluster; secrets: whether the source and kubeconfig Secrets and key exist, never
             // their values; workload: the copy and the owner-checked deletes; clock: lastAttemptTime/lastSyncTime
@@ -80,7 +80,7 @@ impl Plugin for OmniSecretSyncPlugin {
                 "workload".into(),
                 "clock".into(),
             ],
-            // The source and the kubeconfig the spec names, and the kubeconfig the first success pinned (§10.1).
+            // The source and the kubeconfig the spec names, and the kubeconfig the first success pinned.
             secret_fields: vec![
                 SecretField::local("spec.sourceSecretRef.name"),
                 SecretField::local("spec.kubeconfigSecretRef.name"),

@@ -43,7 +43,7 @@ pub fn kubeconfig_lacks_key(namespace: &str, name: &str, key: &str) -> String {
     )
 }
 
-/// §10.1: the defence that holds without the admission webhook.
+/// The kubeconfig pin: the defence that holds without the admission webhook.
 pub fn kubeconfig_retargeted(
     old_name: &str,
     old_key: &str,
@@ -67,7 +67,7 @@ pub fn delete_previous_failed(namespace: &str, name: &str, why: &str) -> String 
     )
 }
 
-/// §10.8: the target exists and belongs to someone else.
+/// The target exists and belongs to someone else.
 pub fn not_owned(namespace: &str, name: &str, owner_key: &str, uid: &str) -> String {
     format!(
         "workload Secret {} exists and is not managed by this OmniSecretSync (label {owner_key} is not {}); it is left \
@@ -85,7 +85,7 @@ pub fn synced(source: &str, namespace: &str, name: &str) -> String {
     )
 }
 
-/// §10.13, while the bounded wait runs.
+/// A deletion that cannot finish, while the bounded wait runs.
 pub fn delete_retrying(namespace: &str, name: &str, why: &str, deadline: &str) -> String {
     format!(
         "cannot delete workload Secret {}: {why}; retrying until {deadline}, then the finalizer is released and the \
@@ -94,7 +94,7 @@ pub fn delete_retrying(namespace: &str, name: &str, why: &str, deadline: &str) -
     )
 }
 
-/// §10.13, the Event when the wait is over.
+/// A deletion that could not finish: the Event when the wait is over.
 pub fn deletion_abandoned(namespace: &str, name: &str, waited_s: u64, why: &str) -> String {
     format!(
         "gave up deleting workload Secret {} after {}: {why}; it is left in place",

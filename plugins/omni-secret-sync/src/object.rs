@@ -1,6 +1,6 @@
-//! The OmniSecretSync as reconcile and deletion read it: the typed object (crate `omni-api`) and the values §5
-//! derives from it — the normalised kubeconfig key, the spec's target, the target last written (§10.9) and the
-//! kubeconfig the first success pinned (§10.1).
+//! The OmniSecretSync as reconcile and deletion read it: the typed object (crate `omni-api`) and the values
+//! derived from it — the normalised kubeconfig key, the spec's target, the target last written and the kubeconfig
+//! the first success pinned.
 
 use omni_api::{OmniSecretSync, OmniSecretSyncStatus, SecretDeletionPolicy};
 use omni_plugin_sdk::secrets::SecretKeyRef;
@@ -22,8 +22,8 @@ pub struct SyncObject {
 
 impl SyncObject {
     /// The object as the API server stored it. It fits the type whenever it passed the CRD schema; reconcile
-    /// checks the §5.6 rules on the raw object first, so even an object missing required fields is reported as
-    /// `ValidationFailed` rather than failing here.
+    /// validates the raw object first, so even an object missing required fields is reported as `ValidationFailed`
+    /// rather than failing here.
     pub fn read<H: Host>(host: &H) -> Result<Self, ReconcileError> {
         Ok(SyncObject {
             typed: host.object_as()?,
@@ -62,7 +62,7 @@ impl SyncObject {
         &self.typed.spec.kubeconfig_secret_ref.name
     }
 
-    /// `spec.kubeconfigSecretRef.key`, or `kubeconfig` when unset or empty (§5.6 step 5).
+    /// `spec.kubeconfigSecretRef.key`, or `kubeconfig` when unset or empty.
     pub fn kubeconfig_key(&self) -> &str {
         self.typed
             .spec
@@ -79,7 +79,7 @@ impl SyncObject {
         SecretKeyRef::local(self.kubeconfig_name(), self.kubeconfig_key())
     }
 
-    /// The kubeconfig the first success pinned (§10.1), else the spec's: the cluster the written Secret is in,
+    /// The kubeconfig the first success pinned, else the spec's: the cluster the written Secret is in,
     /// even when the spec has since been pointed elsewhere.
     pub fn written_kubeconfig(&self) -> SecretKeyRef {
         let status = self.status();
@@ -111,7 +111,7 @@ impl SyncObject {
         self.typed.status.as_ref()
     }
 
-    /// The workload Secret this sync last wrote, when status records both parts (§10.9: written only on success).
+    /// The workload Secret this sync last wrote, when status records both parts (written only on success).
     pub fn written_target(&self) -> Option<Target> {
         let status = self.status()?;
         let namespace = status
@@ -128,7 +128,7 @@ impl SyncObject {
         })
     }
 
-    /// §10.1: `Some((old name, old key))` when the spec names another kubeconfig Secret or key than the one the
+    /// `Some((old name, old key))` when the spec names another kubeconfig Secret or key than the one the
     /// first success pinned in status. A part that was never pinned counts as unchanged.
     pub fn retargeted_kubeconfig(&self) -> Option<(String, String)> {
         let status = self.status()?;

@@ -1,6 +1,6 @@
-//! One reconcile of an OmniSecretSync that is not being deleted (spec/original-operator.md §5.6 steps 2–7).
+//! One reconcile of an OmniSecretSync that is not being deleted.
 //!
-//! Where Go returned "error + `RequeueAfter: 1m`" (and controller-runtime then used its backoff instead, §10.14),
+//! Where Go returned "error + `RequeueAfter: 1m`" (and controller-runtime then used its backoff instead),
 //! this reports the condition, asks for [`RETRY_MS`] and returns `Ok`, so the status is committed. Errors of the
 //! host's own reads (not "missing", but the API server failing) are returned, as Go returned them: nothing new is
 //! known to report, and the host retries with backoff.
@@ -36,7 +36,7 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
     }
     let sync = SyncObject::read(host)?;
 
-    // §10.1: the kubeconfig is pinned by the first success. A sync pointed at another kubeconfig would copy this
+    // The kubeconfig is pinned by the first success. A sync pointed at another kubeconfig would copy this
     // Secret's data into whatever cluster that kubeconfig reaches; nothing is done in any workload cluster until the
     // spec is set back (or the object recreated, with a new status). Checked before any read: it is a spec error.
     if let Some((old_name, old_key)) = sync.retargeted_kubeconfig() {
@@ -78,7 +78,7 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
         return Ok(());
     }
 
-    // Step 6 (§10.9): the Secret written under a previous target, recorded until a success replaces it.
+    // The previous target: the Secret written under it is recorded until a success replaces it.
     let target = sync.target();
     if let Some(previous) = sync.written_target().filter(|p| *p != target)
         && !sync.orphans()
@@ -97,7 +97,7 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
         &target::copy_request(&sync, cluster_name),
     ) {
         Ok(copied) if copied.outcome == CopyOutcome::NotOwned => {
-            // §10.8: the host wrote nothing. Not retried faster: someone has to delete that Secret or retarget.
+            // Not owned: the host wrote nothing. Not retried faster: someone has to delete that Secret or retarget.
             let message = messages::not_owned(
                 &target.namespace,
                 &target.name,
@@ -125,7 +125,7 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
     Ok(())
 }
 
-/// `Ok(Err(message))` when the source Secret, the kubeconfig Secret or its key is missing (§5.6 steps 4–5).
+/// `Ok(Err(message))` when the source Secret, the kubeconfig Secret or its key is missing.
 fn check_secrets<H: Host>(host: &H, sync: &SyncObject) -> Result<Result<(), String>, HostError> {
     let ns = sync.namespace();
     if host.secret_info(None, sync.source_name())?.is_none() {

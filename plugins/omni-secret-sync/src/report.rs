@@ -1,11 +1,11 @@
-//! What reconcile and deletion report (spec/original-operator.md §5.7): the status fields and the `Accepted`,
+//! What reconcile and deletion report: the status fields and the `Accepted`,
 //! `Synced` and `Ready` conditions. Requeues are the callers' decision.
 //!
 //! Status is merged one level deep by the host, so a field not sent keeps its value. That is how two fixes are
 //! made: on failures `secretHash` and `lastSyncTime` are not sent, so they keep describing the copy that is still
 //! in the workload cluster; and `targetSecretRef`/`targetNamespace` and `kubeconfigSecretRef`/`kubeconfigSecretKey`
-//! are sent only on success, so they record what was last written and with which kubeconfig (§10.9, §10.1) —
-//! the Go controller copied the spec into them on every update.
+//! are sent only on success, so they record what was last written and with which kubeconfig — the Go controller
+//! copied the spec into them on every update.
 
 use omni_api::conditions::{reasons, types};
 use omni_plugin_sdk::secrets::Copied;
@@ -36,7 +36,7 @@ impl<'a, H: Host> Report<'a, H> {
         if let Some(t) = spec["type"].as_str().filter(|t| !t.is_empty()) {
             base.insert("secretType".into(), json!(t));
         }
-        // Every update has a result, an error or a reason, so every one is an attempt (§5.7).
+        // Every update has a result, an error or a reason, so every one is an attempt.
         base.insert("lastAttemptTime".into(), json!(now));
         Report {
             host,

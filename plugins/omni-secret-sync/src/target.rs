@@ -1,4 +1,4 @@
-//! What the workload Secret carries (spec/original-operator.md §5.1, §5.2): the owner label that makes it this
+//! What the workload Secret carries: the owner label that makes it this
 //! sync's, and the labels and annotations that replace whatever it had. The data and the content hash are the
 //! host's part: it copies the values host to host and stamps the hash in [`HASH_ANNOTATION`].
 
@@ -12,7 +12,7 @@ use omni_plugin_sdk::serde_json::Map;
 
 use crate::object::SyncObject;
 
-/// Owner of a workload Secret (§5.5): only a Secret carrying this sync's UID here is changed or deleted. Defined,
+/// Owner of a workload Secret: only a Secret carrying this sync's UID here is changed or deleted. Defined,
 /// with the other keys, in omni-api.
 pub use omni_api::labels::secret_sync::OWNER_LABEL;
 

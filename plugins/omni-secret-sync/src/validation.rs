@@ -1,6 +1,6 @@
-//! The controller's own spec checks (spec/original-operator.md §5.6 step 2), with the Go controller's texts:
+//! The controller's own spec checks, with the Go controller's texts:
 //! the first failure wins. They run on the raw object, before it is read as the typed one, so that a spec
-//! the admission webhook would have refused (webhooks can be disabled, §10.1) is reported, never a decode error.
+//! the admission webhook would have refused (webhooks can be disabled) is reported, never a decode error.
 //! The webhook's wording differs (`kubeconfig Secret name is required`); see `admission`.
 
 use omni_plugin_sdk::Value;

@@ -1,7 +1,7 @@
-//! The template as YAML documents (spec/original-operator.md §3.2–3.3): keys in the Go operator's field order,
+//! The template as YAML documents: keys in the Go operator's field order,
 //! its `omitempty` rules, two-space indentation; `status.templateHash` is the SHA-256 of these bytes.
 //!
-//! Integers in inline patches and manifests stay integers (the Go operator printed 1000000 as `1e+06`, §10.4), so
+//! Integers in inline patches and manifests stay integers (the Go operator printed 1000000 as `1e+06`), so
 //! the hash differs from the Go operator's only for such templates.
 
 use sha2::{Digest, Sha256};

@@ -1,4 +1,4 @@
-//! Omni's cluster-template model for guest plugins (spec/omni-protocol.md §4–§6, spec/original-operator.md §3).
+//! Omni's cluster-template model for guest plugins.
 //!
 //! ```text
 //! OmniCluster + children ─render─► Template ─encode─► YAML bytes (status.templateHash)

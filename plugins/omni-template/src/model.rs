@@ -1,4 +1,4 @@
-//! The cluster template as Omni's client models it (spec/omni-protocol.md §5.2): one Cluster, one ControlPlane,
+//! The cluster template as Omni's client models it: one Cluster, one ControlPlane,
 //! any number of Workers and Machine documents. Rendering (`render`) fills it from the OmniCluster objects,
 //! `encode` writes it as the YAML template whose hash goes into status, `validate` applies Omni's rules and
 //! `translate` turns it into Omni resources.

@@ -1,6 +1,5 @@
-//! From an OmniCluster and the children that reference it to the template model (spec/original-operator.md
-//! §3.1–3.2): documents ordered as the Go operator wrote them, its render-time checks with its messages, and the
-//! object names the status reports.
+//! From an OmniCluster and the children that reference it to the template model: documents ordered as the Go
+//! operator wrote them, its render-time checks with its messages, and the object names the status reports.
 
 use std::collections::BTreeMap;
 

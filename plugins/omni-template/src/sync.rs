@@ -1,4 +1,4 @@
-//! Keeping Omni in step with a template, and deleting a cluster (spec/omni-protocol.md §6.1–6.2), reshaped for a
+//! Keeping Omni in step with a template, and deleting a cluster, as Omni's client does both, reshaped for a
 //! level-triggered reconcile: every call reads what Omni has, does what it can right now, and says whether it is
 //! done or waiting. Omni's client blocked on a watch until every torn-down resource was destroyed, with no timeout;
 //! here a resource still held by finalizers makes the call return [`Progress::Waiting`] and the next reconcile picks
@@ -6,7 +6,7 @@
 //! restart (IDs are deterministic and every step is re-derived from Omni's state), and a resource that vanished
 //! between listing and teardown counts as gone (the upstream client waited for it forever).
 //!
-//! Differences are judged on uncompressed content and decoded spec messages, never on compressed bytes (§4.2).
+//! Differences are judged on uncompressed content and decoded spec messages, never on compressed bytes.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -37,7 +37,7 @@ pub struct Report {
     pub result: Result<Progress, String>,
 }
 
-/// Omni's ordering of writes by type (§6.1 step 5).
+/// Omni's ordering of writes by type.
 fn rank(type_: &str) -> u8 {
     match type_ {
         types::CLUSTERS => 1,
@@ -124,7 +124,7 @@ impl<'h, H: Host> Run<'h, H> {
         Ok(())
     }
 
-    /// Template resources of the cluster in Omni (§6.1 step 3a–b): owner-less, not created by Omni's
+    /// Template resources of the cluster in Omni: owner-less, not created by Omni's
     /// machine-set-node controller, plus the KernelArgs of listed machine-set nodes.
     fn actual(&self) -> Result<BTreeMap<Key, OmniResource>, HostError> {
         let mut found = BTreeMap::new();
@@ -211,7 +211,7 @@ impl<'h, H: Host> Run<'h, H> {
         Ok(true)
     }
 
-    /// Removes phase after phase, each finished before the next starts (§6.1 step 7.3).
+    /// Removes phase after phase, each finished before the next starts.
     fn remove_phases(&mut self, phases: Vec<Vec<OmniResource>>) -> Result<(), Stop> {
         for mut phase in phases {
             phase.sort_by(|a, b| order(&a.key, &b.key));
@@ -229,7 +229,7 @@ impl<'h, H: Host> Run<'h, H> {
     }
 
     /// KernelArgs the template no longer names lose their managed-by-templates annotation instead of being
-    /// deleted: they belong to the machine, not to the cluster (§6.1 step 4).
+    /// deleted: they belong to the machine, not to the cluster.
     fn orphan_kernel_args(&mut self, r: &OmniResource) -> Result<(), Stop> {
         let mut orphan = r.clone();
         orphan
@@ -278,7 +278,7 @@ fn waiting_for(held: &[&OmniResource]) -> String {
     )
 }
 
-/// Drops what Omni's cascade removes anyway (§6.1 step 6) and splits the rest into phase A (machine sets and
+/// Drops what Omni's cascade removes anyway and splits the rest into phase A (machine sets and
 /// their nodes) and phase B (everything else).
 fn delete_phases(mut doomed: Vec<OmniResource>) -> Vec<Vec<OmniResource>> {
     let sets: BTreeSet<String> = doomed
@@ -309,7 +309,7 @@ fn delete_phases(mut doomed: Vec<OmniResource>) -> Vec<Vec<OmniResource>> {
     vec![a, b]
 }
 
-/// Makes Omni match `desired` (the template's translation) for cluster `cluster` (§6.1).
+/// Makes Omni match `desired` (the template's translation) for cluster `cluster`, as Omni's template sync does.
 pub fn sync<H: Host>(
     host: &H,
     connection: &str,
@@ -324,7 +324,7 @@ pub fn sync<H: Host>(
 fn sync_steps<H: Host>(run: &mut Run<'_, H>, desired: &[OmniResource]) -> Result<(), Stop> {
     let mut actual = run.actual()?;
     // Desired resources not found by label: KernelArgs of machines new to the template, or resources with the
-    // same ID that belong elsewhere (§6.1 step 3c).
+    // same ID that belong elsewhere.
     for d in desired {
         if actual.contains_key(&key_of(d)) {
             continue;
@@ -392,7 +392,7 @@ fn sync_steps<H: Host>(run: &mut Run<'_, H>, desired: &[OmniResource]) -> Result
     Ok(())
 }
 
-/// What to tear down besides the cluster when `destroyMachines` is set (§6.2 step 5): the cluster's
+/// What to tear down besides the cluster when `destroyMachines` is set: the cluster's
 /// disconnected machines, by their Links and machine patches, and its extension configurations.
 fn destroy_machines_phases<H: Host>(run: &Run<'_, H>) -> Result<Vec<Vec<OmniResource>>, HostError> {
     let (host, conn) = (run.host, run.connection);
@@ -427,7 +427,7 @@ fn destroy_machines_phases<H: Host>(run: &Run<'_, H>) -> Result<Vec<Vec<OmniReso
     Ok(vec![extensions, links, patches])
 }
 
-/// Deletes the cluster's template resources from Omni (§6.2): usually just the Cluster, whose teardown Omni
+/// Deletes the cluster's template resources from Omni: usually just the Cluster, whose teardown Omni
 /// cascades. With `destroy_machines`, the cluster's disconnected machines go first.
 pub fn delete<H: Host>(
     host: &H,

@@ -1,4 +1,4 @@
-//! From the template to the Omni resources it stands for (spec/omni-protocol.md §4.2–4.3, §5.4): types, IDs,
+//! From the template to the Omni resources it stands for: types, IDs,
 //! labels, annotations and protobuf specs exactly as Omni's client builds them, so Omni (and anyone reading it
 //! with omnictl) cannot tell our resources from a `omnictl cluster template sync`.
 //!
@@ -30,7 +30,7 @@ pub mod types {
     pub const LINKS: &str = "Links.omni.sidero.dev";
 }
 
-/// Omni's system labels and annotations (§4.1).
+/// Omni's system labels and annotations.
 pub mod labels {
     pub const CLUSTER: &str = "omni.sidero.dev/cluster";
     pub const MACHINE_SET: &str = "omni.sidero.dev/machine-set";
@@ -76,7 +76,7 @@ pub fn machine_set_id(cluster: &str, set: &MachineSet) -> String {
     }
 }
 
-/// Every resource the template stands for, in Omni's emission order (§5.4). Errors are Omni's translate-time
+/// Every resource the template stands for, in Omni's emission order. Errors are Omni's translate-time
 /// messages (`error syncing template: …` is the caller's prefix).
 pub fn translate(template: &Template, files: &dyn FileSource) -> Result<Vec<OmniResource>, String> {
     let cluster = &template.cluster;
@@ -227,7 +227,7 @@ fn cluster_resource(cluster: &Cluster) -> Result<OmniResource, String> {
             .trim_start_matches('v')
             .to_string(),
         talos_version: cluster.talos_version.trim_start_matches('v').to_string(),
-        // Always present, all false when the template has no features (§4.2).
+        // Always present, all false when the template has no features.
         features: Some(specs::cluster_spec::Features {
             enable_workload_proxy: features.enable_workload_proxy,
             disk_encryption: features.disk_encryption,
@@ -376,7 +376,7 @@ fn kernel_args(machine_id: &str, args: &[String]) -> OmniResource {
             args: args.to_vec(),
         },
     );
-    // No cluster label: KernelArgs outlive the cluster unless the template un-annotates them (§6.1).
+    // No cluster label: KernelArgs outlive the cluster unless the template un-annotates them.
     r.annotations = sorted(&[(labels::MANAGED_BY_TEMPLATES, "")], &StringMap::new());
     r
 }

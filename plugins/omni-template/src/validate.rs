@@ -1,6 +1,6 @@
-//! Omni's client-side template validation (`Template.Validate` of Omni v1.9.3 `client/pkg/template`,
-//! spec/omni-protocol.md §5.3): every finding, nested and worded as Omni's client prints it, so the message an
-//! OmniCluster shows in `Validated=False` is the one `omnictl cluster template validate` would print.
+//! Omni's client-side template validation (`Template.Validate` of Omni v1.9.3 `client/pkg/template`): every
+//! finding, nested and worded as Omni's client prints it, so the message an OmniCluster shows in
+//! `Validated=False` is the one `omnictl cluster template validate` would print.
 //!
 //! Confirmed from Omni's source (repository siderolabs/omni; the code index holds several historical versions of
 //! each file and none is tagged v1.9.3, so where they differ the newest one with the v1.9.3 features is followed):
@@ -19,7 +19,7 @@
 //! * blang/semver `v4/semver.go` and google/uuid `uuid.go` (v1.3+ `Parse`): their error texts.
 //!
 //! Inferred, not seen in any stored version: the machine-class `kernelArgs` check sits in `MachineSet.Validate`
-//! after the machines-and-class check (the text is from the spec).
+//! after the machines-and-class check (only its text is known).
 //!
 //! go-multierror's `Append` flattens a multierror it is given, but not one wrapped by `fmt.Errorf("…: %w")`. So a
 //! model's own checks and its sub-lists' findings (descriptors, machine IDs, patches) sit side by side in one list,
@@ -510,7 +510,7 @@ fn whole_template(template: &Template) -> Findings {
     found
 }
 
-/// The forbidden-field half of `omni.ValidateConfigPatch` (spec §4.4), which looks only at the patch's first YAML
+/// The forbidden-field half of `omni.ValidateConfigPatch`, which looks only at the patch's first YAML
 /// document, decoded as a mapping.
 mod config_patch {
     use std::borrow::Cow;

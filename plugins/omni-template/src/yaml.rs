@@ -1,7 +1,7 @@
 //! A deterministic YAML *emitter* that writes the bytes go-yaml (`go.yaml.in/yaml/v4`, v3-compatible defaults)
-//! writes for the values we emit (spec/original-operator.md §3.2–3.3, spec/omni-protocol.md §4.3). It is used for:
-//! the cluster template, whose SHA-256 is `status.templateHash` (indent 2), and config-patch and manifest content
-//! re-encoded the way Omni's client does it (indent 4). Nothing here parses YAML.
+//! writes for the values we emit. It is used for: the cluster template, whose SHA-256 is `status.templateHash`
+//! (indent 2), and config-patch and manifest content re-encoded the way Omni's client does it (indent 4). Nothing
+//! here parses YAML.
 //!
 //! The bytes come from two stages of go-yaml, and this module copies them in the same order:
 //! * the **representer** asks for a scalar style based on what the string would read back as. Text with a newline
@@ -32,8 +32,8 @@ pub enum Node {
 
 impl Node {
     /// A JSON value as a node: object keys sorted with `natural_cmp`; integers kept as integers (never `1e+06`,
-    /// unlike the Go operator, original-operator §10.4); floats with Rust's shortest round-trip text, made a valid
-    /// YAML float (e.g. `1e300` must still parse as a float; NaN/inf cannot occur in JSON).
+    /// unlike the Go operator); floats with Rust's shortest round-trip text, made a valid YAML float (e.g. `1e300`
+    /// must still parse as a float; NaN/inf cannot occur in JSON).
     pub fn from_json(value: &serde_json::Value) -> Node {
         use serde_json::Value;
         match value {
@@ -1514,7 +1514,7 @@ mod tests {
         );
     }
 
-    /// spec/omni-protocol.md §4.3: the inline patch as Omni stores it.
+    /// Omni's own example: the inline kubespan patch as Omni stores it.
     #[test]
     fn omni_patch_worked_example_at_indent_4() {
         let patch = json!({"machine": {"network": {"kubespan": {"enabled": true}}}});

@@ -1,4 +1,4 @@
-//! Golden tests of the translation (spec/omni-protocol.md §4.2–4.3, §5.4): for the Go operator's sample set and
+//! Golden tests of the translation: for the Go operator's sample set and
 //! for edge cases, the exact Omni resources — type, ID, labels, annotations and decoded spec — in emission order.
 //! The expected text lives in `tests/golden/<name>.txt`; `UPDATE_GOLDEN=1` rewrites it (review the diff!).
 
@@ -104,7 +104,7 @@ fn inline_file_and_string_patches_with_ids_and_weights() {
 
 #[test]
 fn numbers_stay_numbers_and_ambiguous_strings_stay_strings() {
-    // §10.4: the Go operator turned 1000000 into 1e+06 on its way through float64.
+    // The Go operator turned 1000000 into 1e+06 on its way through float64.
     let objects = Objects::default()
         .cluster("c1", cluster(json!({"patches": [{"name": "values", "inline": {"machine": {"kubelet": {"extraConfig": {
             "maxPods": 1000000, "imageGCHighThresholdPercent": 85, "cpuCFSQuotaPeriod": 1.5,

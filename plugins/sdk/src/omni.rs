@@ -1,5 +1,5 @@
-//! Omni resources as plugins see them through the `omni` capability (COSI `Resource`, see
-//! spec/omni-protocol.md §3.1). Specs stay protobuf-encoded: a plugin decodes the spec messages it knows.
+//! Omni resources as plugins see them through the `omni` capability (COSI `Resource`). Specs stay
+//! protobuf-encoded: a plugin decodes the spec messages it knows.
 
 /// Addresses one Omni resource.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -297,7 +297,7 @@ pub(super) fn engine_message(e: &EngineError) -> String {
     e.to_string()
 }
 
-/// The options every action takes, in libhelm_c's names (spec/helm.md §C.4).
+/// The options every action takes, in libhelm_c's names.
 fn action_options(s: &Settings) -> Map<String, Value> {
     let mut o = Map::new();
     o.insert("timeout_seconds".into(), s.timeout_seconds.max(1).into());

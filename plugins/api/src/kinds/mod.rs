@@ -1,4 +1,4 @@
-//! The eight kinds, one module each: spec, status, and the [`crate::OmniKind`] names (spec §0.1, §1.2–§1.9).
+//! The eight kinds, one module each: spec, status, and the [`crate::OmniKind`] names.
 
 mod cluster;
 mod connection;
@@ -37,7 +37,7 @@ macro_rules! omni_kind {
 }
 use omni_kind;
 
-/// The eight kinds of the API (spec §0.1), in the order the Go operator's `api/v1alpha1` registers them.
+/// The eight kinds of the API, in the order the Go operator's `api/v1alpha1` registers them.
 pub const KINDS: [&str; 8] = [
     <OmniConnectionSpec as crate::OmniKind>::KIND,
     <OmniClusterSpec as crate::OmniKind>::KIND,

@@ -1,5 +1,5 @@
-//! §7.3 OmniHelmRelease admission: every rule with its path, type, value and text, all errors in order, the
-//! warning, and the §10.17 release-name rule.
+//! OmniHelmRelease admission: every rule with its path, type, value and text, all errors in order, the
+//! warning, and Helm's release-name rule (at most 53 characters, a DNS-1123 subdomain).
 
 use super::*;
 

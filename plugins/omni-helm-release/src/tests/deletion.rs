@@ -1,4 +1,4 @@
-//! §6.7 deletion with §10.13 made visible: Orphan and suspend, the uninstall started, and each observation
+//! Deletion, never blocked silently: Orphan and suspend, the uninstall started, and each observation
 //! (an action running, the release gone, a failed uninstall retried with a growing delay, the host failing the
 //! call, the release still there after an uninstall), plus a missing kubeconfig that names its escape.
 

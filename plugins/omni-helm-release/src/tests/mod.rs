@@ -1,9 +1,8 @@
 //! The OmniHelmRelease plugin natively against the SDK's mock host, whose `helm_observe` answers a scripted
 //! [`Observation`] and whose `helm_start` records the step asked for, after checking the `helm` grant and the
-//! kubeconfig Secret: every path of spec/original-operator.md §6 with its exact texts and status fields, the
-//! observations and steps sent to the host, the steady-state and Event rules, deletion (§6.7 with §10.13), Flux
-//! helm-controller's release state machine (`machine`) and the §7.3 admission rules with the §10.17
-//! release-name rule.
+//! kubeconfig Secret: every path of the Go controller with its exact texts and status fields, the observations
+//! and steps sent to the host, the steady-state and Event rules, deletion (never blocked silently), Flux
+//! helm-controller's release state machine (`machine`) and the admission rules with Helm's release-name rule.
 
 mod admission;
 mod deletion;

@@ -1,4 +1,4 @@
-//! §6.5-§6.6 reconcile: validation, the cluster and kubeconfig checks, the release and steps sent to the host,
+//! Reconcile: validation, the cluster and kubeconfig checks, the release and steps sent to the host,
 //! every kind of observation (running, failed, deployed, someone else's release, call failures), the status
 //! fields of each, the steady-state rule and the Events.
 
@@ -86,7 +86,7 @@ fn absent() -> Observation {
     observation(None, None)
 }
 
-// ---- §6.5 step 2: validation ----
+// ---- validation ----
 
 #[test]
 fn each_controller_check_reports_its_text_without_touching_anything() {
@@ -221,7 +221,7 @@ fn null_values_are_absent_values() {
     assert_eq!(applied(&rec).source.values, none, "absent");
 }
 
-// ---- §6.5 steps 3 and 4 ----
+// ---- the OmniCluster and kubeconfig checks ----
 
 #[test]
 fn a_missing_cluster_is_reported_and_retried_in_a_minute() {
@@ -432,7 +432,7 @@ fn an_oci_chart_is_a_full_reference_and_the_repository_is_ignored() {
             "6.7.1".to_string()
         )
     );
-    // Only the chart decides: an oci:// repository with a chart name is still a repository chart (§6.2).
+    // Only the chart decides: an oci:// repository with a chart name is still a repository chart.
     let object = set(
         release(),
         "spec.chart.repository",
@@ -949,7 +949,7 @@ fn call_failures_are_reported_with_the_hosts_text_and_retried_in_a_minute() {
             "kubeconfig Secret \"team/edge-kubeconfig\" key \"config\" is empty".to_string(),
         ),
         (
-            // The host names the kubeconfig itself, in §6.5 step 4's words.
+            // The host names the kubeconfig itself, in the Go operator's words.
             HostError::Invalid(
                 "kubeconfig Secret \"team/edge-kubeconfig\" key \"config\" is invalid: yaml: line 3: did not find \
                  expected key"

@@ -1,4 +1,4 @@
-//! §7.3: the OmniKubeconfigExport admission rules, all errors collected in order, and the cluster-admin warning.
+//! The OmniKubeconfigExport admission rules, all errors collected in order, and the cluster-admin warning.
 
 use super::*;
 

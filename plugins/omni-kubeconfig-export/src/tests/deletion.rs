@@ -1,4 +1,4 @@
-//! §4.7 with §10.7/§10.9: `Delete` removes the owned recorded and spec targets, `Orphan` touches nothing, and
+//! Deletion: `Delete` removes the owned recorded and spec targets, `Orphan` touches nothing, and
 //! neither Omni nor the workload cluster is involved.
 
 use super::*;

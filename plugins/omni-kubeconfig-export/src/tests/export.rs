@@ -1,5 +1,4 @@
-//! §4.5 steps 11-13: a new kubeconfig is requested, written host to host and reported; failures keep the rotation
-//! data (§10.11).
+//! A new kubeconfig is requested, written host to host and reported; failures keep the rotation data.
 
 use omni_plugin_sdk::sha256_hex;
 

@@ -1,6 +1,7 @@
 //! The OmniKubeconfigExport plugin against the SDK's mock host (an in-memory management cluster with the host's
-//! ownership rules, a fake Omni export and a fake workload cluster): every path of spec/original-operator.md §4
-//! with its exact conditions, the fixes of §10.7/10.9/10.10/10.11, and the §7.3 admission rules.
+//! ownership rules, a fake Omni export and a fake workload cluster): every path of the Go controller with its
+//! exact conditions, the fixes of its defects (unowned Secrets, renamed targets, kept rotation data), and the
+//! admission rules.
 
 mod admission;
 mod deletion;

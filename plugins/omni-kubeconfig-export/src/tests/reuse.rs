@@ -1,4 +1,4 @@
-//! §4.5 step 10, §4.8: a current, usable kubeconfig is kept without asking Omni; each reason to rotate rotates.
+//! A current, usable kubeconfig is kept without asking Omni; each reason to rotate rotates.
 
 use omni_plugin_sdk::sha256_hex;
 

@@ -1,4 +1,4 @@
-//! §4.3/§10.29: the spec hash is byte-compatible with the Go operator's. Every vector here was also produced by
+//! The spec hash is byte-compatible with the Go operator's. Every vector here was also produced by
 //! Go's own `encoding/json` and `time.Duration.String` (Go 1.19, marshalling the operator's struct shape).
 
 use super::*;

@@ -1,5 +1,5 @@
-//! §10.7 (never write or adopt an unowned Secret), §10.9 (previous-target cleanup), §10.10 (the spec target is the
-//! one checked and written) and the key rename of §4.2.
+//! Targets: never write or adopt an unowned Secret, clean up the previous target, check and write the spec's
+//! target, and rename the key.
 
 use super::*;
 
@@ -108,7 +108,7 @@ fn a_renamed_target_with_orphan_policy_keeps_the_previous_secret_and_writes_the_
         "nothing deleted"
     );
     assert_eq!(spy.secret(None, OLD), Some(old));
-    // §10.10: the new kubeconfig goes to the spec's Secret, not the recorded one.
+    // The new kubeconfig goes to the spec's Secret, not the recorded one.
     assert!(spy.secret(None, SECRET).is_some());
     assert_eq!(request(&spy).target.name, SECRET);
     assert_eq!(
@@ -173,7 +173,7 @@ fn a_failed_cleanup_is_reported_and_nothing_is_exported() {
     assert_eq!(h.outputs().requeue_after, Some(60_000));
     assert_eq!(h.secret(None, OLD), Some(old));
     assert_eq!(h.exports(), 0);
-    // Still recorded, so the next reconcile tries again (§10.9).
+    // Still recorded, so the next reconcile tries again.
     assert_no_success_fields(&h);
 }
 

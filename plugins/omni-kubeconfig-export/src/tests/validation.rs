@@ -1,4 +1,4 @@
-//! §4.5 step 4 (controller validation) and steps 5-6 (missing cluster or connection).
+//! The controller's own validation, and a missing cluster or connection.
 
 use super::*;
 

@@ -1,4 +1,4 @@
-//! §7.3 OmniSecretSync admission: every rule with its path, type and text, all errors in order, the UPDATE-only
+//! OmniSecretSync admission: every rule with its path, type and text, all errors in order, the UPDATE-only
 //! immutability of kubeconfigSecretRef and the warning.
 
 use super::*;

@@ -1,4 +1,4 @@
-//! §5.8 deletion with the §10.13 bound: Orphan, Delete of the recorded or spec target (owned only), and every
+//! Deletion with its time bound: Orphan, Delete of the recorded or spec target (owned only), and every
 //! kind of failure before and after the bound.
 
 use super::*;

@@ -1,6 +1,6 @@
 //! The OmniSecretSync plugin natively against the SDK's mock host (its in-memory management Secrets and fake
-//! workload cluster enforce the host's ownership rules): every path of spec/original-operator.md §5 with its
-//! exact texts, the fixes (§10.1, §10.8, §10.9, §10.13) and the §7.3 admission rules.
+//! workload cluster enforce the host's ownership rules): every path of the Go controller with its exact texts,
+//! the fixes (kubeconfig pin, unowned targets, previous targets, bounded deletion) and the admission rules.
 
 mod admission;
 mod deletion;

@@ -1,5 +1,5 @@
-//! §5.6 reconcile: validation, missing dependencies, the copy and its metadata, the outcomes, the previous
-//! target (§10.9), the kubeconfig pin (§10.1) and the unowned target (§10.8).
+//! Reconcile: validation, missing dependencies, the copy and its metadata, the outcomes, the previous target,
+//! the kubeconfig pin and the unowned target.
 
 use super::*;
 
@@ -16,7 +16,7 @@ fn written(rec: &Recording) -> FakeSecret {
         .expect("the target was written")
 }
 
-// ---- validation (§5.6 step 2) ----
+// ---- validation ----
 
 #[test]
 fn each_controller_rule_reports_its_go_text_and_touches_nothing() {
@@ -142,7 +142,7 @@ fn an_unset_key_and_type_are_fine_and_the_first_failure_wins() {
     assert_eq!(rec.status()["clusterRef"], "");
 }
 
-// ---- missing dependencies (§5.6 steps 3–5) ----
+// ---- missing dependencies ----
 
 #[test]
 fn a_missing_cluster_is_not_accepted_and_retried_in_a_minute() {
@@ -259,7 +259,7 @@ fn a_failing_read_is_returned_for_the_hosts_backoff_not_reported() {
     assert!(rec.copies().is_empty());
 }
 
-// ---- the copy (§5.1, §5.2, §5.4) ----
+// ---- the copy ----
 
 #[test]
 fn the_first_sync_copies_the_source_with_the_operators_metadata_and_reports_it() {
@@ -386,7 +386,7 @@ fn spec_type_overrides_the_source_type_and_is_reported_even_on_failure() {
     assert_eq!(written(&rec).secret_type, "Opaque");
     assert_eq!(rec.status()["secretType"], "Opaque");
 
-    // §5.7: secretType = spec.type on every update.
+    // secretType = spec.type on every update.
     let rec = reconciled(MockHost::new(object).with_object(cluster()));
     assert_eq!(rec.cond("Ready").1, "MissingSecret");
     assert_eq!(rec.status()["secretType"], "Opaque");
@@ -444,7 +444,7 @@ fn an_unowned_target_is_left_exactly_as_it_was_and_reported() {
     assert_eq!(
         written(&before),
         foreign,
-        "§10.8: not a byte, label or annotation changed"
+        "unowned target: not a byte, label or annotation changed"
     );
     let message = format!(
         "workload Secret \"apps/regcred\" exists and is not managed by this OmniSecretSync (label \
@@ -552,7 +552,7 @@ fn failures_keep_the_hash_and_sync_time_of_the_copy_still_in_place() {
     }
 }
 
-// ---- §10.9: the previous target ----
+// ---- the previous target ----
 
 /// A sync whose status says it last wrote `old` in `apps`, now targeting `regcred`.
 fn renamed(policy: &str) -> Value {
@@ -652,7 +652,7 @@ fn a_failed_cleanup_is_reported_and_nothing_new_is_written() {
     );
 }
 
-// ---- §10.1: the kubeconfig pin ----
+// ---- the kubeconfig pin ----
 
 #[test]
 fn a_changed_kubeconfig_name_or_key_does_nothing_in_any_workload_cluster() {

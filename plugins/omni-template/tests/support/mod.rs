@@ -58,7 +58,7 @@ impl Objects {
     }
 }
 
-/// The sample set of spec/original-operator.md §3.4 (the Go operator's `config/samples`).
+/// The Go operator's sample set (its `config/samples`).
 pub fn sample() -> Objects {
     Objects::default()
         .cluster(

@@ -1,4 +1,5 @@
-//! Omni-like controllers (spec §4.6, §8.3 items 9-12, 14), run by one background task after every store
+//! Omni-like controllers (what Omni does after writes: status resources, finalizers, teardown cascades, machine
+//! removal through Links, the generic destroy controller), run by one background task after every store
 //! change. Like Omni's controllers, which watch their inputs, a pass looks only at what the changes since the
 //! previous pass touched (a store of 10,000 resources must not be rescanned per write); it works in ID order and
 //! only writes what differs, so passes settle and the outcome is deterministic. Controller-created resources
@@ -293,7 +294,7 @@ impl Controllers {
         let mut next: Option<Instant> = None;
         let mut wake = |t: Instant| next = Some(next.map_or(t, |n: Instant| n.min(t)));
 
-        // Links: tearing one down removes the machine (§4.6); before the destroy
+        // Links: tearing one down removes the machine; before the destroy
         // controller below removes the Link itself.
         for id in &dirty.links {
             if store
@@ -304,7 +305,7 @@ impl Controllers {
             }
         }
 
-        // Generic destroy controller (§3.1.5).
+        // Generic destroy controller: torn-down, owner-less resources go once their finalizers are gone.
         for (ty, id) in &dirty.destroy {
             if let Some(r) = store.get(NS, ty, id) {
                 let m = md(&r);
@@ -497,7 +498,7 @@ impl Controllers {
                 last_upgrade_version: spec.talos_version.clone(),
                 ..Default::default()
             };
-            // No cluster label: Omni v1.9.3's TalosUpgradeStatus controller sets none (§4.5).
+            // No cluster label: Omni v1.9.3's TalosUpgradeStatus controller sets none.
             ensure(
                 store,
                 TALOS_UPGRADE_STATUSES,
@@ -535,7 +536,7 @@ impl Controllers {
         }
     }
 
-    /// ClusterController's cleanup (§4.6): workers, then control planes, then the cluster's patches,
+    /// ClusterController's cleanup: workers, then control planes, then the cluster's patches,
     /// manifests, extensions and health checks; then the status resources and the finalizer.
     fn cluster_teardown(&mut self, store: &Store, cluster: &Resource) {
         let id = md(cluster).id.clone();

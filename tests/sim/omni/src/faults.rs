@@ -1,4 +1,4 @@
-//! Fault injection (spec §8.4): per method (and optionally per resource type), on the next N calls or for
+//! Fault injection: per method (and optionally per resource type), on the next N calls or for
 //! every call, plus a global "unavailable" switch.
 
 use std::sync::Mutex;

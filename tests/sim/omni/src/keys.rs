@@ -1,4 +1,4 @@
-//! Service accounts (spec §2.1, §2.4): the registry of public keys the server verifies signatures with, and
+//! Service accounts: the registry of public keys the server verifies signatures with, and
 //! minting of Ed25519 keys in the `OMNI_SERVICE_ACCOUNT_KEY` format.
 
 use std::collections::HashMap;
@@ -112,7 +112,7 @@ impl std::fmt::Debug for RegisteredKey {
     }
 }
 
-/// Service-account identity as Omni derives it from the account name (§2.1).
+/// Service-account identity as Omni derives it from the account name.
 pub fn identity_of(name: &str) -> String {
     format!("{name}@serviceaccount.omni.sidero.dev")
 }

@@ -1,5 +1,5 @@
-//! Service-account kubeconfigs (spec §7): an RS256 JWT signed with a key generated on first use, inside the
-//! YAML client-go's `clientcmd.Write` produces.
+//! Service-account kubeconfigs as ManagementService.Kubeconfig answers them: an RS256 JWT signed with a key
+//! generated on first use, inside the YAML client-go's `clientcmd.Write` produces.
 
 use std::sync::Arc;
 
@@ -226,7 +226,7 @@ impl JwtVerifier {
     }
 }
 
-/// The kubeconfig shape of §7 (`N = <account>-<cluster>-<user>`), with `certificate-authority-data` when the
+/// The kubeconfig shape Omni returns (`N = <account>-<cluster>-<user>`), with `certificate-authority-data` when the
 /// proxy's CA is given.
 pub fn render(name: &str, server: &str, ca_pem: Option<&str>, token: &str) -> String {
     use base64::Engine as _;

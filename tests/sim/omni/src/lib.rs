@@ -3,7 +3,7 @@
 //! It serves `cosi.resource.State` (all eight RPCs) and `management.ManagementService/Kubeconfig` over
 //! plaintext h2c or TLS, verifies siderov1 request signatures against registered service-account keys, and
 //! runs Omni-like controllers (cluster status, UUIDs, teardown cascades) so an operator can be tested against
-//! it end to end. See README.md and `/work/shared/spec/omni-protocol.md` §8.
+//! it end to end. README.md lists the Omni behaviours it reproduces and where it deviates from Omni.
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
@@ -160,7 +160,7 @@ impl Builder {
         self.teardown_unimplemented = yes;
         self
     }
-    /// Accept invalid signatures (logging them) instead of refusing them (§8.1 item 3).
+    /// Accept invalid signatures (logging them) instead of refusing them.
     pub fn record_only_auth(mut self, yes: bool) -> Self {
         self.record_only_auth = yes;
         self
@@ -441,7 +441,7 @@ impl OmniSim {
             .store(yes, Ordering::SeqCst);
     }
 
-    /// A DestroyMachines fixture (§8.3 item 14): `MachineStatuses/<uuid>` with the cluster and disconnected
+    /// A DestroyMachines fixture: `MachineStatuses/<uuid>` with the cluster and disconnected
     /// labels, and `Links/<uuid>` (owner-less, so clients can tear it down; that removes the MachineStatus).
     pub fn add_machine(&self, uuid: &str, cluster: Option<&str>, disconnected: bool) {
         let mut status = store::new_resource(types::NS, types::MACHINE_STATUSES, uuid, Vec::new());

@@ -1,6 +1,6 @@
 //! The gRPC services: `cosi.resource.State` and `management.ManagementService/Kubeconfig`, each call going
-//! through faults → EULA → siderov1 signature → role (spec §2.4), then Omni's validated state (§3.1.5) and the
-//! store (§3.1.4). Every call is recorded.
+//! through faults → EULA → siderov1 signature → role, in the order of Omni's interceptors, then Omni's validated
+//! state and the store. Every call is recorded.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -85,7 +85,7 @@ fn metadata_of<T>(req: &Request<T>) -> Vec<(String, String)> {
         .collect()
 }
 
-/// cosi's decoding of a Resource from the wire (§3.1.1); failures are plain errors, so `Unknown`.
+/// cosi's decoding of a Resource from the wire; failures are plain errors, so `Unknown`.
 fn parse_input(r: Option<Resource>) -> Result<Resource, Status> {
     let r = r.ok_or_else(|| Status::unknown("metadata is missing"))?;
     let m = r
@@ -226,7 +226,8 @@ impl Shared {
         Ok(Admitted { actions, role })
     }
 
-    /// §2.4 step 3. The error is the detail for the log; clients only see "invalid signature".
+    /// Omni's signature check: a known, unexpired key, the timestamp skew, the payload and the OpenPGP signature.
+    /// The error is the detail for the log; clients only see "invalid signature".
     fn authenticate(&self, call: &Call) -> Result<(String, Role), String> {
         let (_, fingerprint, _) =
             omni_wire::signature::parse_header(&call.metadata).map_err(|e| e.to_string())?;
@@ -289,7 +290,7 @@ impl Shared {
         }
     }
 
-    /// What a client's destroy takes with it. A Link going removes its machine (§4.6, §8.3 item 14): the
+    /// What a client's destroy takes with it. A Link going removes its machine: the
     /// controllers do that when they see the Link tearing down, but a client may destroy it before they look
     /// (Destroy right after a Teardown that found no finalizers, or TeardownAndDestroy, which never leaves it
     /// tearing down), and the machine must not outlive its Link depending on who was faster.

@@ -1,4 +1,4 @@
-//! The in-memory COSI state (spec §3.1.4): resources keyed by (namespace, type, id), versions, phases,
+//! The in-memory COSI state, with cosi's semantics: resources keyed by (namespace, type, id), versions, phases,
 //! owners and finalizers, a change history for watch bookmarks, and a broadcast of every change.
 //!
 //! The `*_as` methods are what the gRPC service uses (owner checks as cosi does them); the plain methods

@@ -1,4 +1,4 @@
-//! Resource type strings, labels and annotations Omni uses (spec §4.1).
+//! Resource type strings, labels and annotations Omni uses.
 
 pub const NS: &str = "default";
 
@@ -21,8 +21,8 @@ pub const CLUSTER_UUIDS: &str = "ClusterUUIDs.omni.sidero.dev";
 pub const MACHINE_STATUSES: &str = "MachineStatuses.omni.sidero.dev";
 pub const LINKS: &str = "Links.omni.sidero.dev";
 
-/// Types Omni's generic destroy controller removes once torn down, owner-less and finalizer-free (§3.1.5);
-/// Links are included because tearing one down is how a machine is removed (§4.6).
+/// Types Omni's generic destroy controller removes once torn down, owner-less and finalizer-free;
+/// Links are included because tearing one down is how a machine is removed.
 pub const USER_MANAGED: [&str; 9] = [
     CLUSTERS,
     CONFIG_PATCHES,

@@ -1,4 +1,4 @@
-//! Omni's "validated state" (spec §3.1.5, §4.4): metadata limits and per-type validations. Failures become
+//! Omni's "validated state": metadata limits and per-type validations. Failures become
 //! `InvalidArgument` `failed to validate: <hashicorp multierror text>`.
 
 use omni_wire::cosi::{Metadata, Resource};
@@ -127,7 +127,8 @@ fn has_control(s: &str) -> bool {
     s.chars().any(char::is_control)
 }
 
-/// Metadata limits (§3.1.5 item 2). On update only new or changed labels/annotations are checked.
+/// Metadata limits: ID, label and annotation sizes and counts, no control characters. On update only new or
+/// changed labels/annotations are checked.
 pub fn metadata_limits(new: &Metadata, old: Option<&Metadata>, errs: &mut Vec<String>) {
     if new.id.is_empty() {
         errs.push("resource ID must not be empty".into());

@@ -1,5 +1,5 @@
 //! Transport, siderov1 authentication, roles, faults and call records, each named after the Omni behaviour
-//! (spec §1.2-1.3, §2.4, §3.4, §8.1, §8.4) it mirrors.
+//! it mirrors.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! Omni-like controllers, server validations and service-account kubeconfigs (spec §4.4-4.6, §7, §8.3).
+//! Omni-like controllers, server validations and service-account kubeconfigs.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! COSI State semantics (spec §3.1.4, §3.1.5, §8.2), each test named after the server behaviour it mirrors.
+//! COSI State semantics, each test named after the server behaviour it mirrors.
 
 mod common;
 
