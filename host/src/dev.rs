@@ -17,10 +17,8 @@ use base64::Engine as _;
 use futures::FutureExt;
 
 use crate::admission::{AdmissionOptions, CertSettings, FailurePolicy, Target};
-use crate::controllers::Settings;
-use crate::omni::OmniConnections;
 use crate::omni::connections::DEFAULT_SECRET_KEY;
-use crate::operator::{Operator, PluginSources};
+use crate::operator::{HostConfig, Operator, PluginSources};
 use crate::runtime::{Runtime, RuntimeConfig};
 use crate::stack::Stack;
 
@@ -193,18 +191,16 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
             .also_allowing(&repo.url)
             .map_err(|e| anyhow::anyhow!("the chart repository dev serves: {e}"))?;
     }
-    let settings = Settings {
-        omni: std::sync::Arc::new(OmniConnections::new(opts.omni_dictionary.clone())),
-        template_roots: crate::capabilities::TemplateRoots::new(opts.template_roots.clone()),
-        helm: crate::capabilities::HelmServices {
-            releases: releases.clone(),
-            sources,
-            namespaces: opts.target_namespaces.clone(),
-            ..Default::default()
-        },
+    let settings = HostConfig {
+        namespace: None,
+        omni_dictionary: opts.omni_dictionary.clone(),
+        template_roots: opts.template_roots.clone(),
+        releases: releases.clone(),
+        chart_sources: sources,
+        target_namespaces: opts.target_namespaces.clone(),
         metrics,
-        ..Settings::default()
-    };
+    }
+    .settings();
     let controllers = tokio::spawn(async move { operator.run(client, settings, shutdown).await });
 
     let mut objects = Vec::new();

@@ -55,6 +55,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "controllers",
             "defaults",
             "distribution",
+            "helm",
+            "omni",
             "platform",
             "runtime",
             "admission",
@@ -62,7 +64,14 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     (
         "stack",
-        &["controllers", "defaults", "omni", "platform", "runtime"],
+        &[
+            "controllers",
+            "defaults",
+            "omni",
+            "operator",
+            "platform",
+            "runtime",
+        ],
     ),
     ("testkit", &["capabilities", "contract", "runtime"]),
     (

@@ -20,8 +20,7 @@ use futures::FutureExt;
 use omni_operator::capabilities::{CallObject, Grants, HostServices};
 use omni_operator::controllers::Settings;
 use omni_operator::endpoints;
-use omni_operator::omni::OmniConnections;
-use omni_operator::operator::{Operator, PluginSources};
+use omni_operator::operator::{HostConfig, Operator, PluginSources};
 use omni_operator::runtime::{CallError, LoadedPlugin, PluginSpec, Runtime, RuntimeConfig};
 use serde_json::json;
 
@@ -128,18 +127,6 @@ impl HelmArgs {
         omni_operator::capabilities::TargetNamespaces::only(&self.helm_target_namespaces)
             .map_err(|e| anyhow::anyhow!("--helm-target-namespace: {e}"))
     }
-
-    fn services(
-        &self,
-        setup: &omni_operator::helm::HelmSetup,
-    ) -> anyhow::Result<omni_operator::capabilities::HelmServices> {
-        Ok(omni_operator::capabilities::HelmServices {
-            releases: std::sync::Arc::new(setup.releases()),
-            sources: self.sources()?,
-            namespaces: self.namespaces()?,
-            ..Default::default()
-        })
-    }
 }
 
 #[derive(clap::Args, Clone)]
@@ -184,7 +171,7 @@ impl OmniArgs {
     }
 }
 
-/// Leader election (§8.1: the Go operator's `--leader-elect`, Lease `5dc6398d.texashpc.com`, client-go's
+/// Leader election (the Go operator's `--leader-elect`, Lease `5dc6398d.texashpc.com`, client-go's
 /// timings). Webhooks, metrics and probes are served by every replica; only the leader reconciles.
 #[derive(clap::Args, Clone)]
 struct LeaderArgs {
@@ -256,7 +243,7 @@ fn seconds_or_duration(s: &str) -> Result<Duration, String> {
     }
 }
 
-/// The admission webhooks (original-operator.md §7, §8.1): served by every replica, with certificates the
+/// The admission webhooks, as the Go operator registered them: served by every replica, with certificates the
 /// operator makes and renews itself in a Secret.
 #[derive(clap::Args, Clone)]
 struct WebhookArgs {
@@ -545,7 +532,7 @@ async fn main() -> ExitCode {
     }
 }
 
-/// The namespace to watch (spec §0.7): explicit, then POD_NAMESPACE, then the service account's namespace.
+/// The namespace to watch: explicit, then POD_NAMESPACE, then the service account's namespace.
 fn watched_namespace(namespace: Option<String>, all: bool) -> anyhow::Result<Option<String>> {
     if all {
         return Ok(None);
@@ -607,24 +594,23 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let operator =
                 Operator::load(Runtime::new(runtime_config)?, sources.sources()?).await?;
-            let omni = std::sync::Arc::new(OmniConnections::new(cli.omni.dictionary()?));
             let helm = omni_operator::helm::start(cli.helm.worker()?).await;
             if helm.ready {
                 tracing::info!("{}", helm.summary);
             } else {
                 tracing::warn!("{}", helm.summary);
             }
-            let helm = cli.helm.services(&helm)?;
-            let releases = helm.releases.clone();
-            let settings = Settings {
+            let releases = std::sync::Arc::new(helm.releases());
+            let settings = HostConfig {
                 namespace,
-                omni,
-                helm,
-                template_roots: omni_operator::capabilities::TemplateRoots::new(
-                    cli.omni.template_roots()?,
-                ),
-                ..Settings::default()
-            };
+                omni_dictionary: cli.omni.dictionary()?,
+                template_roots: cli.omni.template_roots()?,
+                releases: releases.clone(),
+                chart_sources: cli.helm.sources()?,
+                target_namespaces: cli.helm.namespaces()?,
+                metrics: std::sync::Arc::default(),
+            }
+            .settings();
             let shutdown = omni_operator::shutdown::terminated().boxed().shared();
             let served = match admission {
                 Some(options) => Some(

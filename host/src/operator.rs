@@ -125,7 +125,57 @@ pub struct Operator {
     routes_resolved: Arc<AtomicBool>,
 }
 
+/// What `run` and `dev` configure alike, turned into the controllers' settings in one place
+/// ([`HostConfig::settings`]), so the two commands assemble the same host.
+pub struct HostConfig {
+    /// The namespace watched; None: every namespace.
+    pub namespace: Option<String>,
+    /// Omni's zstd dictionary, for the content Omni stores compressed.
+    pub omni_dictionary: Option<omni_wire::compression::Dictionary>,
+    /// Directories plugins granted `files` may read (`--template-root`).
+    pub template_roots: Vec<PathBuf>,
+    /// The Helm releases the worker converges (or why none can proceed).
+    pub releases: Arc<crate::helm::releases::Releases>,
+    /// The chart sources releases may come from, and the namespaces they may live in.
+    pub chart_sources: crate::capabilities::ChartSources,
+    pub target_namespaces: crate::capabilities::TargetNamespaces,
+    /// Where the controllers count (`/metrics`).
+    pub metrics: Arc<controllers::metrics::Metrics>,
+}
+
+impl HostConfig {
+    /// The controllers' settings: pooled Omni clients, the Helm releases under the operator's source and
+    /// namespace policy, the template roots, and the metrics.
+    pub fn settings(self) -> Settings {
+        Settings {
+            namespace: self.namespace,
+            omni: Arc::new(crate::omni::OmniConnections::new(self.omni_dictionary)),
+            template_roots: crate::capabilities::TemplateRoots::new(self.template_roots),
+            helm: crate::capabilities::HelmServices {
+                releases: self.releases,
+                sources: self.chart_sources,
+                namespaces: self.target_namespaces,
+                ..Default::default()
+            },
+            metrics: self.metrics,
+            ..Settings::default()
+        }
+    }
+}
+
 impl Operator {
+    /// An operator serving the plugins of `registry`, loaded already (the test stack's), with no plugin
+    /// directory.
+    pub fn from_registry(runtime: Runtime, registry: Arc<PluginRegistry>) -> Self {
+        Operator {
+            runtime,
+            registry,
+            sources: PluginSources::default(),
+            refused: Vec::new(),
+            routes_resolved: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
     /// Loads every plugin: built-ins first, then the plugin directory's files over them. A plugin that fails to
     /// load (not a component, ungranted imports, a `describe` that never answers, a kind it may not reconcile) is
     /// reported and skipped; the others serve. A built-in replaced by a file that fails keeps serving.
@@ -228,8 +278,6 @@ impl Operator {
         writes: Arc<AtomicBool>,
         shutdown: impl std::future::Future<Output = ()> + Clone + Send + Sync + 'static,
     ) -> tokio::task::JoinHandle<()> {
-        // The platform is supervised: if it ever panics it starts again (from the objects as they are), rather
-        // than leaving routes frozen and rollbacks unwatched while the operator looks healthy.
         let options = PlatformOptions {
             cache: self
                 .sources
@@ -241,6 +289,18 @@ impl Operator {
             writes,
             resolved: self.routes_resolved.clone(),
         };
+        self.start_platform_with(client, options, shutdown)
+    }
+
+    /// [`Operator::start_platform`] with options of the caller's (the test stack's).
+    pub fn start_platform_with(
+        &self,
+        client: kube::Client,
+        options: PlatformOptions,
+        shutdown: impl std::future::Future<Output = ()> + Clone + Send + Sync + 'static,
+    ) -> tokio::task::JoinHandle<()> {
+        // The platform is supervised: if it ever panics it starts again (from the objects as they are), rather
+        // than leaving routes frozen and rollbacks unwatched while the operator looks healthy.
         let (platform_client, runtime, registry, stop) = (
             client.clone(),
             self.runtime.clone(),

@@ -18,9 +18,10 @@ use anyhow::{Context, Result};
 use futures::FutureExt;
 use serde_json::{Value, json};
 
-use crate::controllers::{self, Settings};
+use crate::controllers::Settings;
 use crate::defaults;
 use crate::omni::connections::DEFAULT_SECRET_KEY;
+use crate::operator::Operator;
 use crate::runtime::{LoadedPlugin, PluginRegistry, PluginSpec, Runtime};
 
 /// The name the operator's service account gets in Omni unless the builder says otherwise.
@@ -333,8 +334,9 @@ impl HostBuilder {
 
     /// Loads every plugin; the first that fails to load is the error.
     pub async fn load(self) -> Result<LoadedHost> {
+        let registry = Self::registry(self.runtime.clone(), self.plugins).await?;
         Ok(LoadedHost {
-            registry: Self::registry(self.runtime, self.plugins).await?,
+            operator: Operator::from_registry(self.runtime, registry),
             settings: self.settings,
         })
     }
@@ -377,31 +379,20 @@ impl HostBuilder {
             .context("loading the host's plugins panicked")??;
         host.registry = registry.clone();
         host.spawn(async move {
+            // The operator `run` and `dev` run, over these plugins; it never stops (the host is killed).
+            let operator = Operator::from_registry(platform_runtime, registry);
             if let Some(options) = platform {
-                let platform = crate::platform::Platform::new(
+                drop(operator.start_platform_with(
                     client.clone(),
-                    platform_runtime,
-                    registry.clone(),
                     options,
-                );
-                tokio::spawn(async move {
-                    if let Err(e) = platform.run(std::future::pending::<()>()).await {
-                        tracing::error!(error = %format!("{e:#}"), "the plugin platform stopped");
-                    }
-                });
+                    std::future::pending::<()>(),
+                ));
             }
-            let tasks =
-                controllers::spawn_all(&client, &registry, &settings, std::future::pending::<()>());
-            for task in tasks {
-                tokio::spawn(async move {
-                    match task.await {
-                        Ok(Ok(())) => {}
-                        Ok(Err(e)) => {
-                            tracing::error!(error = %format!("{e:#}"), "controllers stopped")
-                        }
-                        Err(e) => tracing::error!(error = %e, "a controller task panicked"),
-                    }
-                });
+            if let Err(e) = operator
+                .run_controllers(client, settings, std::future::pending::<()>())
+                .await
+            {
+                tracing::error!(error = %format!("{e:#}"), "controllers stopped");
             }
         })?;
         Ok(host)
@@ -410,26 +401,26 @@ impl HostBuilder {
 
 /// A host whose plugins are loaded, ready to run their controllers.
 pub struct LoadedHost {
-    registry: Arc<PluginRegistry>,
+    operator: Operator,
     settings: Settings,
 }
 
 impl LoadedHost {
     pub fn registry(&self) -> &Arc<PluginRegistry> {
-        &self.registry
+        self.operator.registry()
     }
 
-    /// Runs every plugin's controllers on the current Tokio runtime until `shutdown` resolves or one fails.
+    /// Runs every plugin's controllers on the current Tokio runtime until `shutdown` resolves or one fails, as
+    /// the operator's `run` does (without the plugin platform).
     pub async fn run(
         self,
         client: kube::Client,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<()> {
         let shutdown = shutdown.boxed().shared();
-        for task in controllers::spawn_all(&client, &self.registry, &self.settings, shutdown) {
-            task.await.context("a controller task panicked")??;
-        }
-        Ok(())
+        self.operator
+            .run_controllers(client, self.settings, shutdown)
+            .await
     }
 }
 
