@@ -186,6 +186,11 @@ fn the_allowed_graph_is_acyclic() {
 /// mentions, resolved to the name of the `capabilities` child it reaches (`secrets`, `call`, …). `depth` is how
 /// far below `capabilities` the file's module is (1 for `secrets.rs` or `helm/mod.rs`, 2 for `helm/values.rs`).
 fn capability_children_named(text: &str, depth: usize) -> BTreeSet<String> {
+    children_named(text, depth, "crate::capabilities::")
+}
+
+/// The children of module `parent` (spelled `crate::…::` in `crate_path`) that a file `depth` levels below it names.
+fn children_named(text: &str, depth: usize, crate_path: &str) -> BTreeSet<String> {
     let mut found = BTreeSet::new();
     let ident = |rest: &str| -> Vec<String> {
         let first = |s: &str| -> String {
@@ -206,7 +211,7 @@ fn capability_children_named(text: &str, depth: usize) -> BTreeSet<String> {
             None => vec![first(rest)],
         }
     };
-    let prefixes = ["crate::capabilities::".to_string(), "super::".repeat(depth)];
+    let prefixes = [crate_path.to_string(), "super::".repeat(depth)];
     for prefix in &prefixes {
         for (i, _) in text.match_indices(prefix.as_str()) {
             let before = &text[..i];
@@ -289,4 +294,117 @@ fn the_capability_check_sees_every_spelling_of_a_path() {
         "super::super:: is not a child at depth 1: {named:?}"
     );
     assert!(capability_children_named(text, 2).contains("files"));
+}
+
+/// The `.rs` files of module `child` of the directory `dir`, each with how far below `dir`'s module it is.
+fn module_files(dir: &Path, child: &str) -> Vec<(std::path::PathBuf, usize)> {
+    fn walk(path: &Path, depth: usize, out: &mut Vec<(std::path::PathBuf, usize)>) {
+        for entry in std::fs::read_dir(path).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, depth + 1, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let depth = if path.file_name().unwrap() == "mod.rs" {
+                    depth
+                } else {
+                    depth + 1
+                };
+                out.push((path, depth));
+            }
+        }
+    }
+    let mut files = Vec::new();
+    let single = dir.join(format!("{child}.rs"));
+    if single.is_file() {
+        files.push((single, 1));
+    }
+    let nested = dir.join(child);
+    if nested.is_dir() {
+        walk(&nested, 1, &mut files);
+    }
+    files
+}
+
+/// Import circles between the children of one module anywhere in `src/`: `a` uses `b` and `b` uses `a`, directly
+/// or through others (a parent using its children, as every `mod.rs` does, is not a circle).
+fn sibling_circles(src: &Path) -> Vec<String> {
+    fn dirs(path: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(path).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                out.push(path.clone());
+                dirs(&path, out);
+            }
+        }
+    }
+    let mut all = Vec::new();
+    dirs(src, &mut all);
+    let mut circles = Vec::new();
+    for dir in all {
+        let module = dir
+            .strip_prefix(src)
+            .unwrap()
+            .to_string_lossy()
+            .replace('/', "::");
+        let crate_path = format!("crate::{module}::");
+        let children: BTreeSet<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir() || p.extension().is_some_and(|e| e == "rs"))
+            .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+            .filter(|name| name != "mod")
+            .collect();
+        let mut uses: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for child in &children {
+            let used = uses.entry(child.clone()).or_default();
+            for (file, depth) in module_files(&dir, child) {
+                let text = std::fs::read_to_string(&file).unwrap();
+                used.extend(
+                    children_named(&text, depth, &crate_path)
+                        .into_iter()
+                        .filter(|n| n != child && children.contains(n)),
+                );
+            }
+        }
+        // A circle is a child that reaches itself.
+        for start in &children {
+            let mut seen = BTreeSet::new();
+            let mut next: Vec<&String> = uses[start].iter().collect();
+            while let Some(n) = next.pop() {
+                if n == start {
+                    circles.push(format!(
+                        "{module}: {start} reaches itself through {:?}",
+                        uses[start]
+                    ));
+                    break;
+                }
+                if seen.insert(n.clone()) {
+                    next.extend(uses[n].iter());
+                }
+            }
+        }
+    }
+    circles
+}
+
+#[test]
+fn no_import_circle_between_the_children_of_any_module() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let circles = sibling_circles(&src);
+    assert!(circles.is_empty(), "import circles: {circles:#?}");
+}
+
+#[test]
+fn the_circle_check_finds_a_circle() {
+    let dir = tempfile::tempdir().unwrap();
+    let module = dir.path().join("m");
+    std::fs::create_dir_all(module.join("b")).unwrap();
+    std::fs::write(module.join("mod.rs"), "mod a;\nmod b;\n").unwrap();
+    std::fs::write(module.join("a.rs"), "use super::b::Thing;\n").unwrap();
+    std::fs::write(module.join("b/mod.rs"), "mod inner;\n").unwrap();
+    std::fs::write(module.join("b/inner.rs"), "use super::super::a::Other;\n").unwrap();
+    let circles = sibling_circles(dir.path());
+    assert_eq!(circles.len(), 2, "{circles:?}");
+    std::fs::write(module.join("b/inner.rs"), "use super::Other;\n").unwrap();
+    assert!(sibling_circles(dir.path()).is_empty());
 }

@@ -10,6 +10,7 @@
 //! * [`cache`] keeps pulled artifacts by digest;
 //! * [`metadata`] reads the metadata section the SDK writes into a component.
 
+mod access;
 pub mod cache;
 pub mod metadata;
 pub mod oci;
@@ -17,9 +18,9 @@ pub mod reference;
 pub mod registry;
 pub mod signature;
 
+pub use access::{Access, Credentials};
 pub use cache::ArtifactCache;
 pub use metadata::PluginMetadata;
-pub use oci::{Access, Credentials};
 pub use reference::ArtifactRef;
 pub use signature::TrustedKeys;
 

@@ -5,12 +5,12 @@
 
 use std::collections::BTreeMap;
 
-use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
+use oci_client::client::{ClientConfig, Config, ImageLayer};
 use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciImageManifest, OciManifest};
-use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use serde::{Deserialize, Serialize};
 
+use super::access::Access;
 use super::reference::{is_sha256_digest, sha256_digest};
 use super::registry::Session;
 
@@ -24,71 +24,12 @@ pub const MAX_COMPONENT_BYTES: u64 = 64 << 20;
 /// The largest manifest or config read.
 const MAX_MANIFEST_BYTES: usize = 1 << 20;
 
-/// How to reach a registry.
-#[derive(Clone, Default)]
-pub struct Access {
-    pub auth: Credentials,
-    /// Plain HTTP instead of HTTPS, for a registry on a trusted network only (Docker's "insecure registries").
-    pub plain_http: bool,
-}
-
-/// Registry credentials; their `Debug` never shows them.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub enum Credentials {
-    #[default]
-    Anonymous,
-    Basic {
-        username: String,
-        password: String,
-    },
-}
-
-impl std::fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Credentials::Anonymous => f.write_str("Anonymous"),
-            Credentials::Basic { username, .. } => {
-                write!(f, "Basic({username:?}, <redacted>)")
-            }
-        }
-    }
-}
-
-impl std::fmt::Debug for Access {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Access")
-            .field("auth", &self.auth)
-            .field("plain_http", &self.plain_http)
-            .finish()
-    }
-}
-
-impl Credentials {
-    pub(super) fn registry_auth(&self) -> RegistryAuth {
-        match self {
-            Credentials::Anonymous => RegistryAuth::Anonymous,
-            Credentials::Basic { username, password } => {
-                RegistryAuth::Basic(username.clone(), password.clone())
-            }
-        }
-    }
-}
-
-impl Access {
-    pub(super) fn client_protocol(&self) -> ClientProtocol {
-        if self.plain_http {
-            ClientProtocol::Http
-        } else {
-            ClientProtocol::Https
-        }
-    }
-
-    fn client(&self) -> Client {
-        Client::new(ClientConfig {
-            protocol: self.client_protocol(),
-            ..ClientConfig::default()
-        })
-    }
+/// An OCI client that reaches the registry as `access` says.
+fn client(access: &Access) -> Client {
+    Client::new(ClientConfig {
+        protocol: access.client_protocol(),
+        ..ClientConfig::default()
+    })
 }
 
 /// What went wrong talking to a registry, or with what it sent.
@@ -188,7 +129,7 @@ pub async fn push(
     );
     manifest.artifact_type = Some(COMPONENT_ARTIFACT_TYPE.into());
     let manifest_bytes = canonical(&OciManifest::Image(manifest.clone()));
-    let client = access.client();
+    let client = client(access);
     client
         .push(
             reference,
@@ -219,8 +160,7 @@ pub async fn push(
 
 /// The digest `reference` names now (a tag's current manifest, or the digest it pins).
 pub async fn resolve(reference: &Reference, access: &Access) -> Result<String, OciError> {
-    let digest = access
-        .client()
+    let digest = client(access)
         .fetch_manifest_digest(reference, &access.auth.registry_auth())
         .await
         .map_err(|source| OciError::Registry {

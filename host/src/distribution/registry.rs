@@ -16,7 +16,7 @@ use oci_client::Reference;
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, WWW_AUTHENTICATE};
 
-use super::oci::{Access, Credentials};
+use super::access::{Access, Credentials};
 
 /// How long one request (headers and body) may take.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(120);

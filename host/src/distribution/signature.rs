@@ -21,7 +21,7 @@ use sigstore::crypto::{CosignVerificationKey, Signature, SigningScheme};
 use sigstore::registry::{Auth, ClientConfig, OciReference};
 use zeroize::Zeroizing;
 
-use super::oci::Access;
+use super::access::Access;
 
 /// Public keys a Plugin trusts, each under a name its status and errors use (never the key itself).
 #[derive(Default)]

@@ -7,28 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use git2::{CertificateCheckStatus, Cred, FetchOptions, RemoteCallbacks};
-use serde::{Deserialize, Serialize};
 
-use super::protocol::ChartAuth;
-
-/// A branch, tag or commit of a repository.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GitRef {
-    Branch(String),
-    Tag(String),
-    Commit(String),
-}
-
-impl std::fmt::Display for GitRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            GitRef::Branch(b) => write!(f, "branch {b:?}"),
-            GitRef::Tag(t) => write!(f, "tag {t:?}"),
-            GitRef::Commit(c) => write!(f, "commit {c}"),
-        }
-    }
-}
+use super::protocol::{ChartAuth, GitRef};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {

@@ -4,7 +4,6 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use super::git::GitRef;
 use serde_json::Value;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -184,4 +183,23 @@ pub enum Outcome {
         code: String,
         message: String,
     },
+}
+
+/// A branch, tag or commit of a repository.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GitRef {
+    Branch(String),
+    Tag(String),
+    Commit(String),
+}
+
+impl std::fmt::Display for GitRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GitRef::Branch(b) => write!(f, "branch {b:?}"),
+            GitRef::Tag(t) => write!(f, "tag {t:?}"),
+            GitRef::Commit(c) => write!(f, "commit {c}"),
+        }
+    }
 }

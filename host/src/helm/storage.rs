@@ -16,7 +16,8 @@ use serde_json::Value;
 /// The release label the host stamps with the digest of the chart and values a revision was made from.
 pub const DIGEST_LABEL: &str = "omni.texashpc.com/release-digest";
 /// The release label naming the object a release belongs to: a digest of the object's identity (API group, kind,
-/// namespace and name; [`crate::helm::releases::Owner`]). The host acts on a release only for the object it names.
+/// namespace and name, as the release table's `Owner` computes it). The host acts on a release only for the object it
+/// names.
 pub const OWNER_LABEL: &str = "omni.texashpc.com/release-owner";
 /// The owning object's UID, beside [`OWNER_LABEL`], for people and tools (`kubectl get secrets -l …`).
 pub const OWNER_UID_LABEL: &str = "omni.texashpc.com/release-owner-uid";

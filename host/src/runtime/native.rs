@@ -33,7 +33,7 @@ use super::Runtime;
 use super::cache::Digest;
 use super::error::{ErrorKind, PluginError};
 use super::limits::CallLimits;
-use super::plugin::{Executor, Export, LoadedPlugin, Returned, close_context};
+use super::plugin::{Executor, Export, LoadedPlugin, NativeLogic, Returned, close_context};
 use super::store::HostState;
 use crate::capabilities::{CallObject, Grants, HostServices, Outputs};
 use crate::contract::bindings::exports::omni::operator::validator as wit_validator;
@@ -51,12 +51,29 @@ impl Runtime {
         LoadedPlugin::load_native(
             self.shared.clone(),
             name.into(),
-            NativePlugin::of::<P>(),
+            Box::new(NativePlugin::of::<P>()),
             grants,
             limits,
         )
         .await
         .map(Arc::new)
+    }
+}
+
+impl NativeLogic for NativePlugin {
+    /// Names the Rust type, which is what identifies native logic.
+    fn digest(&self) -> Digest {
+        Digest::of(format!("native:{}", self.type_name).as_bytes())
+    }
+
+    fn invoke<'a>(
+        &'a self,
+        exec: &'a Executor,
+        object: Option<&'a CallObject>,
+        services: &'a HostServices,
+        export: Export,
+    ) -> futures::future::BoxFuture<'a, Result<(Returned, Outputs), PluginError>> {
+        Box::pin(self.run(exec, object, services, export))
     }
 }
 
@@ -81,13 +98,8 @@ impl NativePlugin {
         }
     }
 
-    /// Stands in for a component's digest: it names the Rust type, which is what identifies native logic.
-    pub(super) fn digest(&self) -> Digest {
-        Digest::of(format!("native:{}", self.type_name).as_bytes())
-    }
-
     /// One call on a blocking thread, bounded by the call's deadline; `exec` has already granted its permits.
-    pub(super) async fn invoke(
+    async fn run(
         self,
         exec: &Executor,
         object: Option<&CallObject>,

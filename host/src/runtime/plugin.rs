@@ -2,7 +2,7 @@
 //! grants, links it once (`InstancePre`), and asks it `describe` in a throwaway instance. Every call then gets
 //! a fresh store and instance, bounded in time, memory and output.
 //!
-//! A plugin can also be Rust logic compiled into the host ([`super::native`]); it is served through the same
+//! A plugin can also be Rust logic compiled into the host (feature `native`, `native.rs`); it is served through the same
 //! permits, deadline, call context, capabilities and outputs, so the two differ only in how the logic runs.
 
 use std::path::Path;
@@ -21,8 +21,6 @@ use super::imports;
 use super::limits::{
     CallLimits, HostCallRate, HostCallRateExceeded, MAX_HOST_CALL_WAIT, MAX_MEMORIES, MAX_TABLES,
 };
-#[cfg(feature = "native")]
-use super::native::NativePlugin;
 use super::store::HostState;
 use super::types::{Info, ReconcileError, Verdict};
 use super::usage::{RateLimit, Usage};
@@ -154,13 +152,30 @@ pub(super) struct Executor {
     host_call_rate: HostCallRate,
 }
 
+/// Logic compiled into the host, served behind the same calls as a component (feature `native`). `native.rs`
+/// implements it, so that module depends on this one and not the other way round.
+#[cfg(feature = "native")]
+pub(super) trait NativeLogic: Send + Sync {
+    /// Stands in for a component's digest.
+    fn digest(&self) -> Digest;
+
+    /// One call; `exec` has already granted its permits.
+    fn invoke<'a>(
+        &'a self,
+        exec: &'a Executor,
+        object: Option<&'a CallObject>,
+        services: &'a HostServices,
+        export: Export,
+    ) -> futures::future::BoxFuture<'a, Result<(Returned, Outputs), PluginError>>;
+}
+
 /// What runs the plugin's logic.
 enum Code {
     /// A component, instantiated in a fresh store for every call.
     Component(ReconcilePluginPre<HostState>),
     /// Rust compiled into the host.
     #[cfg(feature = "native")]
-    Native(NativePlugin),
+    Native(Box<dyn NativeLogic>),
 }
 
 /// One export call.
@@ -247,12 +262,12 @@ impl LoadedPlugin {
     }
 
     /// Serves `native`'s logic under `name`. There is no component, so nothing to compile or link, and no
-    /// import list: capabilities are checked call by call (see [`super::native`]).
+    /// import list: capabilities are checked call by call (see `native.rs`).
     #[cfg(feature = "native")]
     pub(super) async fn load_native(
         shared: Arc<Shared>,
         name: String,
-        native: NativePlugin,
+        native: Box<dyn NativeLogic>,
         grants: Grants,
         limits: Option<CallLimits>,
     ) -> Result<LoadedPlugin, PluginError> {

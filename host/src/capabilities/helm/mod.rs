@@ -919,15 +919,19 @@ mod grant_checks {
 
     const CHART: &str = "oci://charts.example/team/web";
 
+    fn options() -> wit::ActionOptions {
+        wit::ActionOptions {
+            timeout_seconds: 60,
+            wait: wit::WaitStrategy::Hooks,
+            wait_for_jobs: false,
+            disable_hooks: false,
+        }
+    }
+
     fn install(source: wit::ReleaseSource) -> wit::Step {
         wit::Step::Install(wit::ApplyRequest {
             source,
-            options: wit::ActionOptions {
-                timeout_seconds: 60,
-                wait: wit::WaitStrategy::Hooks,
-                wait_for_jobs: false,
-                disable_hooks: false,
-            },
+            options: options(),
             crds: wit::CrdPolicy::Skip,
             create_namespace: false,
             replace: false,
@@ -940,12 +944,7 @@ mod grant_checks {
 
     fn uninstall() -> wit::Step {
         wit::Step::Uninstall(wit::UninstallRequest {
-            options: wit::ActionOptions {
-                timeout_seconds: 60,
-                wait: wit::WaitStrategy::Hooks,
-                wait_for_jobs: false,
-                disable_hooks: false,
-            },
+            options: options(),
             keep_history: false,
             propagation: wit::DeletionPropagation::Background,
         })
