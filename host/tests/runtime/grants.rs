@@ -21,6 +21,31 @@ async fn a_plugin_importing_an_ungranted_capability_is_refused_at_load() {
     echo_still_serves().await;
 }
 
+/// The 0.1.0 contract dropped `helm.ensure`, `helm.uninstall` and `helm.status` before any plugin shipped
+/// (wit/README's change log): a component built against the old contract is refused at load, its missing import
+/// named, and the runtime serves on.
+#[tokio::test]
+async fn a_component_importing_a_removed_helm_call_is_refused_naming_it() {
+    let wasm = wat::parse_str(
+        r#"(component (import "omni:operator/helm@0.1.0" (instance (export "ensure" (func)))))"#,
+    )
+    .expect("the component assembles");
+    let e = crate::support::runtime()
+        .load(
+            omni_operator::runtime::PluginSpec::new("old-helm", wasm)
+                .grants(Grants::none().with(Capability::Helm)),
+        )
+        .await
+        .expect_err("refused");
+    let text = format!("{e:#}");
+    assert!(
+        text.contains("plugin \"old-helm\" does not fit this host's contract")
+            && text.contains("`ensure`"),
+        "{text}"
+    );
+    echo_still_serves().await;
+}
+
 /// Once granted, the import is served: the host resolves the named OmniConnection (there is none here).
 #[tokio::test]
 async fn a_granted_capability_is_served_by_the_host() {
