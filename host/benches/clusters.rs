@@ -644,11 +644,10 @@ async fn host_role(args: &[String]) -> Result<()> {
         omni: Arc::new(OmniConnections::new(None)),
         ..Settings::default()
     };
-    let stats = settings.metrics.clone();
     let metrics = settings.metrics.clone();
     let host = host.settings(settings).load().await?;
     let endpoints =
-        omni_operator::endpoints::Endpoints::new(metrics, host.registry().clone(), None);
+        omni_operator::endpoints::Endpoints::new(metrics.clone(), host.registry().clone(), None);
     let metrics_at = omni_operator::endpoints::start(
         std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
         endpoints,
@@ -670,8 +669,8 @@ async fn host_role(args: &[String]) -> Result<()> {
         |line| match line {
             "report" => format!(
                 "report calls={} failures={} hwm_kib={} cpu_ms={}",
-                stats.total(Count::PluginCalls),
-                stats.total(Count::PluginCallFailures),
+                metrics.total(Count::PluginCalls),
+                metrics.total(Count::PluginCallFailures),
                 proc_status_kib("VmHWM"),
                 cpu_ms(),
             ),

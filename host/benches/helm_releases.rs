@@ -27,7 +27,7 @@ use anyhow::{Context, Result, bail};
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use omni_operator::capabilities::{ChartSources, HelmServices};
+use omni_operator::capabilities::{ChartSources, HelmSettings};
 use omni_operator::controllers::Settings;
 use omni_operator::defaults;
 use omni_operator::helm::protocol::Op;
@@ -306,14 +306,14 @@ async fn host_role(args: &[String]) -> Result<()> {
         "",
     ));
     let settings = Settings {
-        helm: HelmServices {
+        helm: HelmSettings {
             releases: releases.clone(),
             sources: ChartSources::any(),
-            ..HelmServices::default()
+            ..HelmSettings::default()
         },
         ..Settings::default()
     };
-    let stats = settings.metrics.clone();
+    let metrics = settings.metrics.clone();
     let host = HostBuilder::new(runtime)
         .plugin(plugin.spec()?)
         .settings(settings)
@@ -332,7 +332,7 @@ async fn host_role(args: &[String]) -> Result<()> {
             "report" => format!(
                 "report actions={} calls={} hwm_kib={} worker_hwm_kib={} cpu_ms={}",
                 releases.actions_started(),
-                stats.total(Count::PluginCalls),
+                metrics.total(Count::PluginCalls),
                 proc_status_kib("VmHWM"),
                 worker.map_or(0, |pid| pid_status_kib(pid, "VmHWM")),
                 cpu_ms(),

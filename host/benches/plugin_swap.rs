@@ -64,7 +64,7 @@ fn main() {
             .expect("ns");
         let runtime = Runtime::new(RuntimeConfig::default()).expect("runtime");
         let settings = Settings { concurrency: 8, ..Settings::default() };
-        let stats = settings.metrics.clone();
+        let metrics = settings.metrics.clone();
         let host = HostBuilder::new(runtime)
             .built_ins()
             .expect("the built-in plugins")
@@ -104,8 +104,8 @@ fn main() {
             }
         };
         wait("v1", Duration::from_secs(300)).await;
-        let failed_before = stats.total(Count::PluginCallFailures);
-        let calls_before = stats.total(Count::PluginCalls);
+        let failed_before = metrics.total(Count::PluginCallFailures);
+        let calls_before = metrics.total(Count::PluginCalls);
 
         // The swap. The registry in this process tells when v2's route is published.
         let key = KindKey::new("omni.texashpc.com", "OmniControlPlane");
@@ -122,8 +122,8 @@ fn main() {
         };
         wait("v2", Duration::from_secs(300)).await;
         let reevaluated = start.elapsed();
-        let failed = stats.total(Count::PluginCallFailures) - failed_before;
-        let calls = stats.total(Count::PluginCalls) - calls_before;
+        let failed = metrics.total(Count::PluginCallFailures) - failed_before;
+        let calls = metrics.total(Count::PluginCalls) - calls_before;
         println!(
             "plugin_swap: {n} objects: swap {:.1} ms (update applied -> new digest serves every next call), \
              re-evaluated {:.0} ms (every object answered by v2), {calls} calls, {failed} failed",

@@ -30,7 +30,7 @@ fn main() {
             .expect("cluster");
         let runtime = Runtime::new(RuntimeConfig::default()).expect("runtime");
         let settings = Settings { concurrency: 8, ..Settings::default() };
-        let stats = settings.metrics.clone();
+        let metrics = settings.metrics.clone();
         let host = HostBuilder::new(runtime).built_ins().expect("the built-in plugins").settings(settings);
         let client = sim.client().await.expect("client");
         tokio::spawn(host.run(client, std::future::pending()));
@@ -65,7 +65,7 @@ fn main() {
             created.as_secs_f64(),
             total.as_secs_f64(),
             n as f64 / total.as_secs_f64(),
-            stats.total(Count::PluginCalls)
+            metrics.total(Count::PluginCalls)
         );
     });
 }

@@ -2,7 +2,7 @@
 //! new edge has to be added here on purpose. Run it with `cargo test -p omni-operator --lib layering`.
 //!
 //! ```text
-//! contract, helm ◄── omni, secrets ◄── capabilities ◄── runtime ◄── controllers, defaults ◄── operator, stack ◄── dev
+//! contract, helm ◄── omni, secrets ◄── capabilities ◄── runtime ◄── controllers, defaults ◄── operator ◄── stack ◄── dev
 //! ```
 //!
 //! Inside `capabilities`, each capability module (one per WIT interface) is a factor of its own: it may use the
@@ -199,17 +199,28 @@ fn children_named(text: &str, depth: usize, crate_path: &str) -> BTreeSet<String
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                 .collect()
         };
-        match rest.strip_prefix('{') {
-            // A grouped import: the first segment of every path inside the braces.
-            Some(group) => group
-                .split('}')
-                .next()
-                .unwrap_or_default()
-                .split(',')
-                .map(first)
-                .collect(),
-            None => vec![first(rest)],
+        let Some(group) = rest.strip_prefix('{') else {
+            return vec![first(rest)];
+        };
+        // A grouped import: the first segment of every path at the top level of the braces (nested groups, as in
+        // `{call::{a, b}, workload}`, belong to the path before them).
+        let (mut names, mut depth, mut start) = (Vec::new(), 0usize, 0usize);
+        for (i, c) in group.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => {
+                    names.push(first(&group[start..i]));
+                    break;
+                }
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    names.push(first(&group[start..i]));
+                    start = i + 1;
+                }
+                _ => {}
+            }
         }
+        names
     };
     let prefixes = [crate_path.to_string(), "super::".repeat(depth)];
     for prefix in &prefixes {
@@ -247,6 +258,16 @@ fn a_capability_uses_the_call_core_and_no_other_capability() {
     assert!(
         capabilities.contains("call") && capabilities.contains("helm") && capabilities.len() > 8
     );
+    let reexported = reexports(
+        &std::fs::read_to_string(dir.join("mod.rs")).unwrap(),
+        &capabilities,
+    );
+    assert!(
+        reexported
+            .iter()
+            .any(|(item, owner)| item == "TemplateRoots" && owner == "files"),
+        "{reexported:?}"
+    );
     let mut problems = Vec::new();
     for module in &capabilities {
         let mut files = Vec::new();
@@ -268,7 +289,28 @@ fn a_capability_uses_the_call_core_and_no_other_capability() {
         }
         for (file, depth) in files {
             let text = std::fs::read_to_string(&file).unwrap();
-            for named in capability_children_named(&text, depth) {
+            let mut named = capability_children_named(&text, depth);
+            // An item `capabilities` re-exports from a capability module names that module too.
+            let prefix = "super::".repeat(depth);
+            for (item, owner) in &reexported {
+                let spelled = [
+                    format!("{prefix}{item}"),
+                    format!("crate::capabilities::{item}"),
+                ];
+                let grouped = text.match_indices(&format!("{prefix}{{")).any(|(i, _)| {
+                    let group = &text[i + prefix.len() + 1..];
+                    group
+                        .split('}')
+                        .next()
+                        .unwrap_or_default()
+                        .split(',')
+                        .any(|n| n.trim() == item)
+                });
+                if grouped || spelled.iter().any(|s| contains_path(&text, s)) {
+                    named.insert(owner.clone());
+                }
+            }
+            for named in named {
                 let allowed = named == *module || (named == "call" && module != "call");
                 if capabilities.contains(&named) && !allowed {
                     problems.push(format!("{} uses capabilities::{named}", file.display()));
@@ -284,7 +326,7 @@ fn a_capability_uses_the_call_core_and_no_other_capability() {
 
 #[test]
 fn the_capability_check_sees_every_spelling_of_a_path() {
-    let text = "use super::secrets::string_map;\nuse super::{call::budget, workload};\nuse crate::capabilities::omni::X;\nsuper::super::files::read();";
+    let text = "use super::secrets::string_map;\nuse super::{call::{budget, reach}, workload};\nuse crate::capabilities::omni::X;\nsuper::super::files::read();";
     let named = capability_children_named(text, 1);
     for name in ["secrets", "call", "workload", "omni"] {
         assert!(named.contains(name), "{name}: {named:?}");
@@ -407,4 +449,58 @@ fn the_circle_check_finds_a_circle() {
     assert_eq!(circles.len(), 2, "{circles:?}");
     std::fs::write(module.join("b/inner.rs"), "use super::Other;\n").unwrap();
     assert!(sibling_circles(dir.path()).is_empty());
+}
+
+/// The items `capabilities/mod.rs` re-exports from one of `modules`: (item, module). Reads `pub use m::{A, B};`,
+/// `pub use m::A;` and `pub(crate) use { m::A, n::B };`.
+fn reexports(text: &str, modules: &BTreeSet<String>) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("use ") {
+        let statement = &rest[i + 4..];
+        let end = statement.find(';').unwrap_or(statement.len());
+        let body = statement[..end].trim();
+        let body = body
+            .strip_prefix('{')
+            .and_then(|b| b.strip_suffix('}'))
+            .unwrap_or(body);
+        // Each `module::item` or `module::{items}` of the statement.
+        let (mut depth, mut start, mut paths) = (0usize, 0usize, Vec::new());
+        for (j, c) in body.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth = depth.saturating_sub(1),
+                ',' if depth == 0 => {
+                    paths.push(&body[start..j]);
+                    start = j + 1;
+                }
+                _ => {}
+            }
+        }
+        paths.push(&body[start..]);
+        for path in paths {
+            let Some((module, items)) = path.trim().split_once("::") else {
+                continue;
+            };
+            if !modules.contains(module.trim()) {
+                continue;
+            }
+            let items = items.trim().trim_start_matches('{').trim_end_matches('}');
+            for item in items.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+                found.push((item.to_string(), module.trim().to_string()));
+            }
+        }
+        rest = &statement[end..];
+    }
+    found
+}
+
+/// Whether `text` names the path `path` as a whole (not as the start of a longer name).
+fn contains_path(text: &str, path: &str) -> bool {
+    text.match_indices(path).any(|(i, _)| {
+        text[i + path.len()..]
+            .chars()
+            .next()
+            .is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_'))
+    })
 }

@@ -276,8 +276,8 @@ struct WebhookArgs {
     /// configuration's timeoutSeconds.
     #[arg(long, default_value = "5s", value_parser = go_duration)]
     webhook_deadline: Duration,
-    /// The same in milliseconds: the flag's earlier spelling, still taken (it wins when given).
-    #[arg(long, hide = true)]
+    /// The same in milliseconds: the flag's earlier spelling, still taken (not with --webhook-deadline).
+    #[arg(long, hide = true, conflicts_with = "webhook_deadline")]
     webhook_deadline_ms: Option<u64>,
 }
 
@@ -899,5 +899,14 @@ mod tests {
             Some(Duration::from_secs(2))
         );
         assert!(Cli::try_parse_from(["omni-operator", "run", "--webhook-deadline", "5"]).is_err());
+        let both = [
+            "omni-operator",
+            "run",
+            "--webhook-deadline",
+            "2s",
+            "--webhook-deadline-ms",
+            "2000",
+        ];
+        assert!(Cli::try_parse_from(both).is_err(), "one spelling at a time");
     }
 }

@@ -151,7 +151,7 @@ impl HostConfig {
             namespace: self.namespace,
             omni: Arc::new(crate::omni::OmniConnections::new(self.omni_dictionary)),
             template_roots: crate::capabilities::TemplateRoots::new(self.template_roots),
-            helm: crate::capabilities::HelmServices {
+            helm: crate::capabilities::HelmSettings {
                 releases: self.releases,
                 sources: self.chart_sources,
                 namespaces: self.target_namespaces,
@@ -261,9 +261,15 @@ impl Operator {
             shutdown.clone(),
         );
         let ran = self.run_controllers(client, settings, shutdown).await;
-        // The platform stops on the same signal; it is waited for so that nothing reads from the API server
-        // once `run` returns (a `dev` session stops its simulators next).
-        let _ = platform.await;
+        if ran.is_ok() {
+            // The controllers ended on the shutdown signal, and so does the platform: it is waited for, so that
+            // nothing reads from the API server once `run` returns (a `dev` session stops its simulators next).
+            let _ = platform.await;
+        } else {
+            // The controllers failed without a shutdown: the platform would run on, so it is stopped here and the
+            // failure returned at once (the process exits; a pod restarts).
+            platform.abort();
+        }
         ran
     }
 

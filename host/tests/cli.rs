@@ -7,8 +7,12 @@ use std::process::Command;
 mod helm_lib;
 use helm_lib::helm_c_lib;
 
+/// The binary, logging at its own default level (WARN) whatever the test run's `RUST_LOG` says: the tests read
+/// its warnings.
 fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_omni-operator"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_omni-operator"));
+    command.env_remove("RUST_LOG");
+    command
 }
 
 /// `dev` with nothing to apply, settling at once: its state under `dir`.
@@ -452,7 +456,8 @@ impl Drop for DevSession {
 
 /// The README's five-minute tour, as written there: kubectl finds the simulator through `KUBECONFIG` and lists
 /// the quickstart with `get omni -A`; and a plugin dropped into `--plugin-dir` while `dev` runs replaces the
-/// built-in of its name, with only the grants `--grant` gives it, which `dev` says at WARN with both digests.
+/// built-in of its name, with only the grants `--grant` gives it, which `dev` says at WARN with both digests and
+/// those grants; the object it reconciles stays Accepted.
 #[test]
 fn the_readme_tour_lists_the_quickstart_and_swaps_a_plugin_while_dev_runs() {
     let plugins = tempfile::tempdir().expect("tempdir");
@@ -509,9 +514,25 @@ fn the_readme_tour_lists_the_quickstart_and_swaps_a_plugin_while_dev_runs() {
         .unwrap_or_else(|log| panic!("no replacement was logged:\n{log}"));
     assert!(replaced.contains("omni-controlplane"), "{replaced}");
     assert!(replaced.contains(" WARN "), "{replaced}");
+    let field = |name: &str| {
+        replaced
+            .split_whitespace()
+            .find_map(|word| word.strip_prefix(name))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("no {name} in {replaced}"))
+    };
+    // Both digests, and they differ: the new bytes serve now.
+    let (from, to) = (field("from="), field("to="));
     assert!(
-        replaced.contains("from=") && replaced.contains("to="),
-        "both digests: {replaced}"
+        from.len() >= 64 && to.len() >= 64 && from != to,
+        "{replaced}"
+    );
+    // Only what `--grant` gave the file: the built-in's own grants do not pass to it.
+    let grants = field("grants=");
+    assert!(
+        grants.contains("kube-read:omni.texashpc.com/OmniCluster")
+            && grants.split(',').all(|g| g.starts_with("kube-read")),
+        "{replaced}"
     );
     let describe = dev.kubectl(&[
         "describe",

@@ -41,7 +41,7 @@ pub use crate::contract::{
 pub use clock::{Clock, FixedClock, SystemClock, rfc3339_seconds};
 pub use files::{MAX_FILE_BYTES, TemplateRoots};
 pub use helm::{
-    ActionBudget, ChartSources, HelmServices, MAX_VALUES_BYTES, STARTS_PER_CALL, TargetNamespaces,
+    ActionBudget, ChartSources, HelmSettings, MAX_VALUES_BYTES, STARTS_PER_CALL, TargetNamespaces,
 };
 
 pub use call::{CallCore, Management};
@@ -235,7 +235,7 @@ impl HostServices {
         self
     }
 
-    pub fn with_helm(mut self, helm: HelmServices) -> Self {
+    pub fn with_helm(mut self, helm: HelmSettings) -> Self {
         self.helm.config = helm;
         self
     }

@@ -22,8 +22,8 @@ use crate::secrets::{self as store, quoted};
 
 type Answer<T> = Result<T, HostFailure>;
 
-/// What `omni` serves with: the pooled clients by connection, the reader the OmniConnection objects are read
-/// through, and the management cluster (for the connection's key Secret and `export-kubeconfig`'s writes).
+/// What `omni` serves with: the pooled clients by connection, the reader the OmniConnection objects and their key
+/// Secrets are read through, and the management cluster (for `export-kubeconfig`'s Secret writes).
 #[derive(Clone)]
 pub struct Services {
     pub(crate) connections: Arc<OmniConnections>,

@@ -32,7 +32,7 @@ pub enum Capability {
     Omni,
     Workload,
     Helm,
-    /// Reading files under the template roots the operator admin allows (`HostServices::template_roots`); the
+    /// Reading files under the template roots the operator admin allows (`HostServices::with_template_roots`); the
     /// grant gives no other filesystem access, and with no roots configured it reads nothing.
     Files,
     /// The current time, through `clock.now` and WASI's clocks. Without it a plugin's clocks stand still.

@@ -213,7 +213,8 @@ impl Subscription {
 
 impl WatchHub {
     /// Ends every watch now and waits until their tasks are done, so none is left reading from an API server
-    /// that goes away next (a shutdown stops the controllers, then the watches, then what they watch).
+    /// that goes away next (a shutdown stops the controllers, then the watches, then what they watch). For good:
+    /// a watch subscribed to afterwards ends at once, so a hub is stopped only at the end of the operator's run.
     pub async fn stop(&self) {
         self.stopping.send_replace(true);
         let tasks: Vec<_> = lock(&self.tasks).drain(..).collect();

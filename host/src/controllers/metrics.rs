@@ -40,7 +40,7 @@ struct QueueLabels {
 
 /// What the controllers count beyond controller-runtime's metrics, each a counter per controller
 /// (`omni_operator_controller_<name>_total{controller}`). Tests and benchmarks read the same counters
-/// ([`Metrics::total`]): the metrics registry is the one place anything is counted.
+/// ([`Metrics::total`]): the controllers keep no count of their own beside the metrics registry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Count {
     /// Plugin calls started (reconcile and finalize).
@@ -303,9 +303,10 @@ impl Metrics {
             .cloned()
             .collect();
         let family = &self.counts[what.index()];
+        // `get`, not `get_or_create`: reading makes no series of its own.
         names
             .into_iter()
-            .map(|controller| family.get_or_create(&ControllerLabel { controller }).get())
+            .filter_map(|controller| family.get(&ControllerLabel { controller }).map(|c| c.get()))
             .sum()
     }
 
@@ -502,6 +503,35 @@ impl QueueClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_count_is_its_own_series_and_totals_add_up_over_controllers() {
+        for (i, count) in Count::ALL.iter().enumerate() {
+            assert_eq!(count.index(), i, "{count:?}");
+        }
+        let metrics = Arc::new(Metrics::default());
+        let (a, b) = (
+            metrics.controller("OmniCluster", 4),
+            metrics.controller("OmniMachine", 4),
+        );
+        a.count(Count::PluginCalls, 2);
+        b.count(Count::PluginCalls, 3);
+        b.count(Count::Denials, 1);
+        assert_eq!(metrics.total(Count::PluginCalls), 5);
+        assert_eq!(metrics.total(Count::Denials), 1);
+        assert_eq!(metrics.total(Count::EventsDropped), 0);
+        let text = metrics.encode().expect("encodes");
+        assert!(
+            text.contains(
+                "omni_operator_controller_plugin_calls_total{controller=\"omnimachine\"} 3"
+            ),
+            "{text}"
+        );
+        assert!(
+            !text.contains("omni_operator_controller_events_dropped_total{"),
+            "reading made a series: {text}"
+        );
+    }
 
     fn value(text: &str, series: &str) -> Option<f64> {
         text.lines()

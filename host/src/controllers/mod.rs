@@ -27,7 +27,7 @@ use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::capabilities::{
-    CallObject, Clock, Denial, EventType, HelmServices, HostServices, KubeReader, SystemClock,
+    CallObject, Clock, Denial, EventType, HelmSettings, HostServices, KubeReader, SystemClock,
     TemplateRoots, rfc3339_seconds,
 };
 use crate::omni::OmniConnections;
@@ -60,7 +60,7 @@ pub struct Settings {
     pub clock: Arc<dyn Clock>,
     /// Helm: the releases converged in a worker process, the chart sources allowed, and the wake-ups a
     /// finished action sends to the controller of the object that asked.
-    pub helm: HelmServices,
+    pub helm: HelmSettings,
     /// Prometheus metrics under controller-runtime's names and the host's own counters (`/metrics`); what
     /// tests and benchmarks read ([`metrics::Metrics::total`]).
     pub metrics: Arc<metrics::Metrics>,
@@ -78,7 +78,7 @@ impl Default for Settings {
             watches: Arc::default(),
             workloads: Arc::default(),
             clock: Arc::new(SystemClock),
-            helm: HelmServices::default(),
+            helm: HelmSettings::default(),
             metrics: Arc::default(),
         }
     }

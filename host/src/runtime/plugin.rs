@@ -2,8 +2,8 @@
 //! grants, links it once (`InstancePre`), and asks it `describe` in a throwaway instance. Every call then gets
 //! a fresh store and instance, bounded in time, memory and output.
 //!
-//! A plugin can also be Rust logic compiled into the host (feature `native`, `native.rs`); it is served through the same
-//! permits, deadline, call context, capabilities and outputs, so the two differ only in how the logic runs.
+//! A plugin can also be Rust logic compiled into the host (feature `native`, `native.rs`); it is served through the
+//! same permits, deadline, call context, capabilities and outputs, so the two differ only in how the logic runs.
 
 use std::path::Path;
 use std::sync::Arc;

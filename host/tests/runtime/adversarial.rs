@@ -243,7 +243,7 @@ async fn a_plugin_with_every_grant_obtains_no_credential_and_every_denial_is_rep
         "no denial was logged"
     );
     // 15 refusals in the first call, 3 in the second.
-    assert!(env.stats.total(Count::Denials) >= 18);
+    assert!(env.metrics.total(Count::Denials) >= 18);
 
     // A reconcile without denials clears the report.
     env.apply(&release("h", "app-config", json!([]))).await;
@@ -466,7 +466,7 @@ async fn floods_of_calls_events_requeues_and_log_bytes_are_bounded_by_the_host()
         {"do": "logHuge", "bytes": 8 << 20, "times": 4},
     ]);
     let started = Instant::now();
-    let calls_before = env.stats.total(Count::PluginCalls);
+    let calls_before = env.metrics.total(Count::PluginCalls);
     env.apply(&release("flood", "none", flood)).await;
     env.wait("OmniHelmRelease", "flood", "reported", |o| {
         results(o).len() == 3
@@ -474,13 +474,13 @@ async fn floods_of_calls_events_requeues_and_log_bytes_are_bounded_by_the_host()
     .await;
     tokio::time::sleep(Duration::from_secs(4)).await;
     let seconds = started.elapsed().as_secs_f64();
-    let calls = env.stats.total(Count::PluginCalls) - calls_before;
+    let calls = env.metrics.total(Count::PluginCalls) - calls_before;
     // The requeue floor is 1 s; allow the first call, the status write's own trigger and slack for a slow machine.
     assert!(
         (calls as f64) <= seconds + 4.0,
         "{calls} reconciles in {seconds:.1} s despite the 1 s requeue floor"
     );
-    assert!(env.stats.total(Count::RequeuesRaised) >= 1);
+    assert!(env.metrics.total(Count::RequeuesRaised) >= 1);
     let spam = env
         .kube
         .list("events.k8s.io/v1", "Event", Some(NS))
@@ -491,7 +491,7 @@ async fn floods_of_calls_events_requeues_and_log_bytes_are_bounded_by_the_host()
         (1..=25).contains(&spam),
         "{spam} Events recorded for one object; the spam filter allows a burst of 25"
     );
-    assert!(env.stats.total(Count::EventsDropped) >= 35);
+    assert!(env.metrics.total(Count::EventsDropped) >= 35);
     // Log lines keep at most 4 KiB of message and 1 KiB per field.
     let logged = String::from_utf8_lossy(&support::logs().lock().unwrap()).into_owned();
     assert!(

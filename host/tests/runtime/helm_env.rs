@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use omni_operator::capabilities::{ChartSources, HelmServices};
+use omni_operator::capabilities::{ChartSources, HelmSettings};
 use omni_operator::controllers::{self, Settings};
 use omni_operator::helm::releases::Releases;
 use omni_operator::helm::{HelmEngine, WorkerEngine, WorkerOptions};
@@ -36,7 +36,7 @@ pub struct Env {
     pub kube: kube_sim::KubeSim,
     pub workload: kube_sim::KubeSim,
     pub repo: ChartRepo,
-    pub stats: Arc<controllers::metrics::Metrics>,
+    pub metrics: Arc<controllers::metrics::Metrics>,
 }
 
 impl Env {
@@ -75,16 +75,16 @@ impl Env {
             concurrency: 4,
             memory_limit: Some(omni_operator::helm::DEFAULT_WORKER_MEMORY),
         }));
-        let stats = Arc::new(controllers::metrics::Metrics::default());
+        let metrics = Arc::new(controllers::metrics::Metrics::default());
         let settings = Settings {
-            metrics: stats.clone(),
-            helm: HelmServices {
+            metrics: metrics.clone(),
+            helm: HelmSettings {
                 releases: Arc::new(Releases::new(
                     Some(engine.clone() as Arc<dyn HelmEngine>),
                     "",
                 )),
                 sources,
-                ..HelmServices::default()
+                ..HelmSettings::default()
             },
             ..Settings::default()
         };
@@ -101,7 +101,7 @@ impl Env {
             kube,
             workload,
             repo,
-            stats,
+            metrics,
         }
     }
 

@@ -65,10 +65,10 @@ async fn a_release_installs_upgrades_only_on_change_and_uninstalls_on_deletion()
 
     // Nothing changed: reconciles triggered by kubeconfig "rotations" make no revision.
     for n in 0..3 {
-        let before = env.stats.total(Count::PluginCalls);
+        let before = env.metrics.total(Count::PluginCalls);
         env.touch_kubeconfig(n).await;
         env.wait_until("a reconcile after the kubeconfig changed", || {
-            env.stats.total(Count::PluginCalls) > before
+            env.metrics.total(Count::PluginCalls) > before
         })
         .await;
     }

@@ -59,7 +59,7 @@ pub(super) struct Env {
     pub(super) kube: kube_sim::KubeSim,
     pub(super) workload: kube_sim::KubeSim,
     /// The host's counters.
-    pub(super) stats: Arc<controllers::metrics::Metrics>,
+    pub(super) metrics: Arc<controllers::metrics::Metrics>,
 }
 
 impl Env {
@@ -101,11 +101,11 @@ impl Env {
             .await
             .expect("cluster");
         let clock = SimClock::new();
-        let stats = Arc::new(controllers::metrics::Metrics::default());
+        let metrics = Arc::new(controllers::metrics::Metrics::default());
         let settings = Settings {
             omni: Arc::new(OmniConnections::default()),
             clock: Arc::new(SharedClock(clock.clone())),
-            metrics: stats.clone(),
+            metrics: metrics.clone(),
             ..Settings::default()
         };
         let mut host = HostBuilder::new(support::runtime().clone())
@@ -125,7 +125,7 @@ impl Env {
             omni,
             kube,
             workload,
-            stats,
+            metrics,
         }
     }
 

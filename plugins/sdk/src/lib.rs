@@ -269,7 +269,8 @@ pub trait Workload {
     ) -> Result<secrets::Removal, HostError>;
 }
 
-/// `helm`: releases in a workload cluster, converged by the operator in the background. Capability `helm`.
+/// `helm`: releases in a workload cluster, read by the plugin and acted on in steps the operator runs in the
+/// background. Capability `helm`.
 pub trait Helm {
     /// Reads the release and what the operator runs or ran for it; with `source`, also the digest a revision
     /// made from it would carry. Starts nothing.

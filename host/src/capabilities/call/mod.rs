@@ -76,7 +76,7 @@ impl Management {
     pub(super) fn client(&self, what: &str) -> Result<kube::Client, HostError> {
         self.client.clone().ok_or_else(|| {
             HostError::Unavailable(format!(
-                "{what}: this host has no Kubernetes client for Secrets"
+                "{what}: this host has no client for the management cluster"
             ))
         })
     }

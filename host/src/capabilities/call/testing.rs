@@ -1,7 +1,8 @@
 //! Test support for the capabilities' grant checks, without wasm: a call's core for a plugin holding given
 //! grants and reconciling a given object (its call-context in the core's table), a Kubernetes reader that serves
-//! a few kinds from memory, a management cluster that serves a few Secrets, and the assertions every refusal shares: the answer is `denied`, names the capability
-//! and the target, and the refusal is recorded for the object's Event and condition.
+//! a few kinds from memory, a management cluster that serves a few Secrets, and the assertions every refusal
+//! shares: the answer is `denied`, names the capability and the target, and the refusal is recorded for the
+//! object's Event and condition.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -28,6 +29,8 @@ pub(crate) const UID: &str = "uid-1";
 pub(crate) struct TestCall {
     pub core: CallCore,
     pub ctx: Resource<CallContext>,
+    /// Refusals asserted so far: each assertion checks the records this call made since the last one.
+    asserted: std::cell::Cell<usize>,
 }
 
 impl TestCall {
@@ -48,7 +51,11 @@ impl TestCall {
         let deadline = Instant::now() + Duration::from_secs(30);
         let context = CallContext::new(object, deadline, OutputBounds::default());
         let ctx = core.table.push(context).expect("a table entry");
-        TestCall { core, ctx }
+        TestCall {
+            core,
+            ctx,
+            asserted: std::cell::Cell::new(0),
+        }
     }
 
     /// Another handle to the same call-context, as each host function takes its own.
@@ -78,6 +85,13 @@ impl TestCall {
             "the target {target:?} is named: {message}"
         );
         assert!(message.contains(why), "{why:?} is said: {message}");
+        assert_eq!(
+            self.core.denials.len(),
+            self.asserted.get() + 1,
+            "this refusal, and only it, is recorded: {:?}",
+            self.core.denials
+        );
+        self.asserted.set(self.core.denials.len());
         let denial = self.core.denials.last().expect("the refusal is recorded");
         assert_eq!(denial.capability, capability, "{message}");
         assert!(
@@ -94,7 +108,12 @@ impl TestCall {
             !matches!(answer, Err(HostFailure::Host(HostError::Denied(_)))),
             "refused: {answer:?}"
         );
-        assert!(self.core.denials.is_empty(), "{:?}", self.core.denials);
+        assert_eq!(
+            self.core.denials.len(),
+            self.asserted.get(),
+            "nothing new is recorded: {:?}",
+            self.core.denials
+        );
     }
 }
 
@@ -133,10 +152,17 @@ impl KubeReader for FakeKinds {
 }
 
 /// A kubeconfig for a workload cluster nobody listens for (a client is built from it; any request fails).
-pub(crate) const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters:\n- name: edge\n  cluster:\n    server: https://127.0.0.1:1\nusers:\n- name: edge\n  user:\n    token: t\ncontexts:\n- name: edge\n  context:\n    cluster: edge\n    user: edge\ncurrent-context: edge\n";
+pub(crate) const KUBECONFIG: &str = concat!(
+    "apiVersion: v1\nkind: Config\n",
+    "clusters:\n- name: edge\n  cluster:\n    server: https://127.0.0.1:1\n",
+    "users:\n- name: edge\n  user:\n    token: t\n",
+    "contexts:\n- name: edge\n  context:\n    cluster: edge\n    user: edge\n",
+    "current-context: edge\n",
+);
 
-/// A management cluster answering GETs of the Secrets given (`namespace`, `name`, `key`, `value`) and 404 for
-/// anything else, as the API server does; enough for the capabilities to get past every check to their I/O.
+/// A management cluster answering GETs of the Secrets given (`namespace`, `name`, `key`, `value`), 404 for other
+/// GETs as the API server does, and 405 for every write: enough for the capabilities to get past every check to
+/// their I/O, never a write that seems to succeed.
 pub(crate) fn management(secrets: &[(&str, &str, &str, &str)]) -> Management {
     let mut served: BTreeMap<String, String> = BTreeMap::new();
     for (namespace, name, key, value) in secrets {
@@ -150,9 +176,16 @@ pub(crate) fn management(secrets: &[(&str, &str, &str, &str)]) -> Management {
     }
     let served = Arc::new(served);
     let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+        let read = request.method() == http::Method::GET;
         let found = served.get(request.uri().path()).cloned();
         async move {
             let (status, body) = match found {
+                _ if !read => (
+                    405,
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                        "reason": "MethodNotAllowed", "code": 405, "message": "the fake serves reads only"})
+                    .to_string(),
+                ),
                 Some(body) => (200, body),
                 None => (
                     404,

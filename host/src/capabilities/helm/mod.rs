@@ -1,9 +1,9 @@
-//! `helm`: Helm releases in workload clusters, converged in the background ([`Releases`]). The checks at the
-//! top of each call are the grant: `helm` granted; the kubeconfig Secret named by the object's spec (for an
-//! uninstall, also by its status: [`super::reach`]); the chart from a source the operator allows
-//! ([`ChartSources`]); the values and the actions within their budgets ([`limits`]). The release itself must be
-//! the object's own ([`Owner`]). The kubeconfig goes from the management cluster to the Helm worker without
-//! passing through the plugin, and the report carries no credential.
+//! `helm`: Helm releases in workload clusters, observed and acted on in steps that run in the background
+//! ([`Releases`]). The checks at the top of each call are the grant: `helm` granted; the kubeconfig Secret named
+//! by the object's spec (for an uninstall, also by its status: `call::reach`); the chart from a source the
+//! operator allows ([`ChartSources`]); the values and the actions within their budgets ([`limits`]). The release
+//! itself must be the object's own ([`Owner`]). The kubeconfig goes from the management cluster to the Helm worker
+//! without passing through the plugin, and no answer carries a credential.
 
 use std::sync::Arc;
 
@@ -39,10 +39,11 @@ pub use sources::{ChartSources, TargetNamespaces};
 /// Helm refuses release names longer than this (its DNS-1123 rule plus room for revision suffixes).
 const MAX_RELEASE_NAME: usize = 53;
 
-/// What the `helm` capability serves with: the releases it converges, the sources it allows, and where it
-/// wakes objects whose action ended.
+/// The operator's Helm settings, which the `helm` capability serves under: the releases the worker converges,
+/// the chart sources and target namespaces it allows, where it wakes objects whose action ended, and the action
+/// budgets.
 #[derive(Debug, Clone)]
-pub struct HelmServices {
+pub struct HelmSettings {
     pub releases: Arc<Releases>,
     pub sources: ChartSources,
     /// The workload-cluster namespaces releases may live in.
@@ -52,9 +53,9 @@ pub struct HelmServices {
     pub budget: Arc<ActionBudget>,
 }
 
-impl Default for HelmServices {
+impl Default for HelmSettings {
     fn default() -> Self {
-        HelmServices {
+        HelmSettings {
             releases: Arc::new(Releases::new(None, "this host runs no Helm")),
             sources: ChartSources::any(),
             namespaces: TargetNamespaces::default(),
@@ -68,7 +69,7 @@ impl Default for HelmServices {
 /// values and chart credential Secrets are.
 #[derive(Debug, Clone, Default)]
 pub struct Services {
-    pub(crate) config: HelmServices,
+    pub(crate) config: HelmSettings,
     pub(crate) cluster: Management,
 }
 
@@ -234,9 +235,9 @@ impl HelmCap<'_> {
         Ok(self.services.config.sources.plain_http(&parsed))
     }
 
-    /// What a step's source resolves to: the chart's location (checked against the allowed sources), its version and the
-    /// merged values, plus whether to reach the registry over plain HTTP. Referenced values are read here, from
-    /// ConfigMaps and Secrets the object names in its own namespace.
+    /// What a step's source resolves to: the chart's location (checked against the allowed sources), its version
+    /// and the merged values, plus whether to reach the registry over plain HTTP. Referenced values are read here,
+    /// from ConfigMaps and Secrets the object names in its own namespace.
     async fn release_source(
         &mut self,
         ctx: &Resource<CallContext>,
@@ -864,10 +865,10 @@ mod grant_checks {
 
     fn services() -> Services {
         Services {
-            config: HelmServices {
+            config: HelmSettings {
                 sources: ChartSources::only(["oci://charts.example/team"]).expect("sources"),
                 namespaces: TargetNamespaces::only(["apps"]).expect("namespaces"),
-                ..HelmServices::default()
+                ..HelmSettings::default()
             },
             cluster: management(&[
                 (NS, "edge", "kubeconfig", KUBECONFIG),
@@ -1169,7 +1170,7 @@ mod grant_checks {
         )
         .await;
         assert!(
-            matches!(&answer, Err(HostFailure::Host(HostError::Unavailable(m))) if m.contains("at most 4 Helm actions")),
+            matches!(&answer, Err(HostFailure::Host(HostError::Unavailable(m))) if m.contains(&format!("at most {STARTS_PER_CALL} Helm actions"))),
             "{answer:?}"
         );
     }
