@@ -31,7 +31,15 @@ fn main() {
         let runtime = Runtime::new(RuntimeConfig::default()).expect("runtime");
         let settings = Settings { concurrency: 8, ..Settings::default() };
         let metrics = settings.metrics.clone();
-        let host = HostBuilder::new(runtime).built_ins().expect("the built-in plugins").settings(settings);
+        // The plugins are compiled before the clock starts (seconds, and not what this measures); the controllers
+        // then get 300 ms to list and watch.
+        let host = HostBuilder::new(runtime)
+            .built_ins()
+            .expect("the built-in plugins")
+            .settings(settings)
+            .load()
+            .await
+            .expect("the plugins load");
         let client = sim.client().await.expect("client");
         tokio::spawn(host.run(client, std::future::pending()));
         tokio::time::sleep(Duration::from_millis(300)).await;
