@@ -499,7 +499,8 @@ enum PluginCommand {
 struct PluginArgs {
     /// The plugin component (`.wasm`, built for wasm32-wasip2).
     wasm: PathBuf,
-    /// A grant (repeatable): kube-read:GROUP/KIND, kube-read-cluster:GROUP/KIND, namespace:NS, secrets,
+    /// A grant (repeatable): kube-read:GROUP/KIND, kube-read-cluster:GROUP/KIND, kube-write:GROUP/VERSION/KIND,
+    /// namespace:NS, secrets,
     /// secrets-read-values, secrets-write, secrets-namespace:NS, omni, workload, helm, files, clock, …
     #[arg(long = "grant", value_name = "CAPABILITY")]
     grants: Vec<String>,

@@ -10,11 +10,18 @@
 //! | `kube-read-cluster:GROUP/KIND` | `kube-read` of that cluster-scoped kind (Namespaces, CRDs, ClusterRoles: never by a namespaced grant) |
 //! | `namespace:NS` | `kube-read` in namespace NS besides the reconciled object's own (`namespace:*`: every namespace) |
 //! | `secrets-namespace:NS` | Secrets named by the reconciled object in namespace NS besides its own (`*`: any) |
+//! | `kube-write:GROUP/VERSION/KIND` | `kube-write` of that one namespaced kind (`apps/v1/Deployment`); never a pattern |
+//! | `kube-write-cluster:GROUP/VERSION/KIND` | `kube-write` of that one cluster-scoped kind |
+//!
+//! Some kinds no `kube-write` grant can name, whatever an administrator writes (RBAC, admission, API
+//! registration, the plugin platform's kinds, Nodes, ServiceAccounts, Secrets): see `write_kinds`.
 //!
 //! Secrets are never readable through `kube-read`, whatever the grant: no pattern matches them and
 //! `kube-read:core/Secret` is refused. Reads never authorise writes: writes are grants of their own.
 
 use std::collections::BTreeSet;
+
+use super::write_kinds::{WriteKind, WriteKindError, never_writable};
 use std::fmt;
 use std::str::FromStr;
 
@@ -107,7 +114,8 @@ impl FromStr for Capability {
 pub enum GrantError {
     #[error(
         "unknown grant {0:?}; known capabilities: {known}, and the scoped forms kube-read:GROUP/KIND, \
-         kube-read-cluster:GROUP/KIND, namespace:NS, secrets-namespace:NS",
+         kube-read-cluster:GROUP/KIND, kube-write:GROUP/VERSION/KIND, kube-write-cluster:GROUP/VERSION/KIND, \
+         namespace:NS, secrets-namespace:NS",
         known = known_names()
     )]
     UnknownCapability(String),
@@ -126,6 +134,8 @@ pub enum GrantError {
          the Secrets in the object instead"
     )]
     SecretsNotReadable(String),
+    #[error(transparent)]
+    Write(#[from] WriteKindError),
 }
 
 fn known_names() -> String {
@@ -242,6 +252,10 @@ pub struct Grants {
     read_namespaces: BTreeSet<String>,
     /// Namespaces whose Secrets (named by the object) the plugin may reach besides the object's own.
     secret_namespaces: BTreeSet<String>,
+    /// Namespaced kinds `kube-write` may write, each exactly.
+    write_kinds: BTreeSet<WriteKind>,
+    /// Cluster-scoped kinds `kube-write` may write, each exactly.
+    cluster_write_kinds: BTreeSet<WriteKind>,
 }
 
 impl Grants {
@@ -271,6 +285,16 @@ impl Grants {
             "kube-read-cluster" => {
                 let mut g = self.with(Capability::KubeRead);
                 g.cluster_kinds.insert(KindPattern::parse(value)?);
+                Ok(g)
+            }
+            "kube-write" => {
+                let mut g = self.with(Capability::KubeWrite);
+                g.write_kinds.insert(WriteKind::parse(value)?);
+                Ok(g)
+            }
+            "kube-write-cluster" => {
+                let mut g = self.with(Capability::KubeWrite);
+                g.cluster_write_kinds.insert(WriteKind::parse(value)?);
                 Ok(g)
             }
             "namespace" => self.read_namespace(value),
@@ -331,6 +355,20 @@ impl Grants {
         patterns.iter().any(|p| p.matches(group, kind))
     }
 
+    /// Whether `kube-write` may write objects of this kind, as discovery resolved it: granted exactly, and never
+    /// one of the kinds no grant reaches (checked again here, whatever the grants say).
+    pub fn may_write_kind(&self, group: &str, version: &str, kind: &str, namespaced: bool) -> bool {
+        if never_writable(group, kind).is_some() || !self.allows(Capability::KubeWrite) {
+            return false;
+        }
+        let kinds = if namespaced {
+            &self.write_kinds
+        } else {
+            &self.cluster_write_kinds
+        };
+        kinds.iter().any(|k| k.matches(group, version, kind))
+    }
+
     /// Whether `kube-read` may reach `namespace` (`None`: across all namespaces) from a call on an object in
     /// `own`.
     pub fn may_read(&self, own: Option<&str>, namespace: Option<&str>) -> bool {
@@ -356,6 +394,16 @@ impl Grants {
             cluster_kinds: meet_patterns(&self.cluster_kinds, &other.cluster_kinds),
             read_namespaces: meet_namespaces(&self.read_namespaces, &other.read_namespaces),
             secret_namespaces: meet_namespaces(&self.secret_namespaces, &other.secret_namespaces),
+            write_kinds: self
+                .write_kinds
+                .intersection(&other.write_kinds)
+                .cloned()
+                .collect(),
+            cluster_write_kinds: self
+                .cluster_write_kinds
+                .intersection(&other.cluster_write_kinds)
+                .cloned()
+                .collect(),
         }
     }
 
@@ -377,6 +425,12 @@ impl Grants {
             self.secret_namespaces
                 .iter()
                 .map(|n| format!("secrets-namespace:{n}")),
+        );
+        out.extend(self.write_kinds.iter().map(|k| format!("kube-write:{k}")));
+        out.extend(
+            self.cluster_write_kinds
+                .iter()
+                .map(|k| format!("kube-write-cluster:{k}")),
         );
         out
     }
@@ -408,6 +462,42 @@ fn valid_namespace(namespace: &str) -> Result<String, GrantError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kube_write_is_granted_one_exact_kind_at_a_time_and_meets_the_ceiling() {
+        let grants = Grants::parse([
+            "kube-write:apps/v1/Deployment",
+            "kube-write:core/v1/ConfigMap",
+            "kube-write-cluster:example.com/v1/Widget",
+        ])
+        .expect("grants");
+        assert!(grants.allows(Capability::KubeWrite));
+        assert!(grants.may_write_kind("apps", "v1", "Deployment", true));
+        assert!(grants.may_write_kind("", "v1", "ConfigMap", true));
+        // Namespaced and cluster-scoped grants do not stand in for each other, nor one version for another.
+        assert!(!grants.may_write_kind("apps", "v1", "Deployment", false));
+        assert!(!grants.may_write_kind("example.com", "v1", "Widget", true));
+        assert!(grants.may_write_kind("example.com", "v1", "Widget", false));
+        assert!(!grants.may_write_kind("apps", "v1beta2", "Deployment", true));
+        assert!(!grants.may_write_kind("apps", "v1", "StatefulSet", true));
+        // Reads do not authorise writes, and writes do not authorise reads.
+        assert!(!grants.may_read_kind("apps", "Deployment", true));
+        let reader = Grants::parse(["kube-read:apps/Deployment"]).expect("grants");
+        assert!(!reader.may_write_kind("apps", "v1", "Deployment", true));
+        // Spelled back as parsed; the effective grants are what both sides allow.
+        assert_eq!(Grants::parse(grants.describe()), Ok(grants.clone()));
+        let ceiling = Grants::parse(["kube-write:apps/v1/Deployment"]).expect("grants");
+        let effective = grants.intersect(&ceiling);
+        assert!(effective.may_write_kind("apps", "v1", "Deployment", true));
+        assert!(!effective.may_write_kind("", "v1", "ConfigMap", true));
+        assert!(!effective.may_write_kind("example.com", "v1", "Widget", false));
+        // The kinds no grant reaches are refused at parse, naming why.
+        let refused =
+            Grants::parse(["kube-write-cluster:rbac.authorization.k8s.io/v1/ClusterRoleBinding"])
+                .expect_err("RBAC");
+        assert!(refused.to_string().contains("RBAC"), "{refused}");
+        assert!(Grants::parse(["kube-write:apps/*"]).is_err());
+    }
 
     #[test]
     fn every_capability_round_trips_through_its_name() {

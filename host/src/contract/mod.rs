@@ -13,6 +13,7 @@ mod kube;
 mod outputs;
 pub mod throttle;
 mod wake;
+mod write_kinds;
 
 pub use call::{CallContext, CallObject, SecretField};
 pub use field_selector::{FieldSelector, FieldSelectorError};
@@ -29,3 +30,4 @@ pub(crate) use outputs::{
     OutputViolation, too_large_status,
 };
 pub use wake::{WakeTarget, Wakeups};
+pub use write_kinds::{WriteKind, WriteKindError, never_writable};
