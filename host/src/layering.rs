@@ -199,28 +199,11 @@ fn children_named(text: &str, depth: usize, crate_path: &str) -> BTreeSet<String
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                 .collect()
         };
-        let Some(group) = rest.strip_prefix('{') else {
-            return vec![first(rest)];
-        };
-        // A grouped import: the first segment of every path at the top level of the braces (nested groups, as in
-        // `{call::{a, b}, workload}`, belong to the path before them).
-        let (mut names, mut depth, mut start) = (Vec::new(), 0usize, 0usize);
-        for (i, c) in group.char_indices() {
-            match c {
-                '{' => depth += 1,
-                '}' if depth == 0 => {
-                    names.push(first(&group[start..i]));
-                    break;
-                }
-                '}' => depth -= 1,
-                ',' if depth == 0 => {
-                    names.push(first(&group[start..i]));
-                    start = i + 1;
-                }
-                _ => {}
-            }
+        match rest.strip_prefix('{') {
+            // A grouped import: the first segment of every path in it.
+            Some(group) => top_level_items(group).into_iter().map(first).collect(),
+            None => vec![first(rest)],
         }
-        names
     };
     let prefixes = [crate_path.to_string(), "super::".repeat(depth)];
     for prefix in &prefixes {
@@ -291,22 +274,8 @@ fn a_capability_uses_the_call_core_and_no_other_capability() {
             let text = std::fs::read_to_string(&file).unwrap();
             let mut named = capability_children_named(&text, depth);
             // An item `capabilities` re-exports from a capability module names that module too.
-            let prefix = "super::".repeat(depth);
             for (item, owner) in &reexported {
-                let spelled = [
-                    format!("{prefix}{item}"),
-                    format!("crate::capabilities::{item}"),
-                ];
-                let grouped = text.match_indices(&format!("{prefix}{{")).any(|(i, _)| {
-                    let group = &text[i + prefix.len() + 1..];
-                    group
-                        .split('}')
-                        .next()
-                        .unwrap_or_default()
-                        .split(',')
-                        .any(|n| n.trim() == item)
-                });
-                if grouped || spelled.iter().any(|s| contains_path(&text, s)) {
+                if named.contains(item) {
                     named.insert(owner.clone());
                 }
             }
@@ -465,20 +434,7 @@ fn reexports(text: &str, modules: &BTreeSet<String>) -> Vec<(String, String)> {
             .and_then(|b| b.strip_suffix('}'))
             .unwrap_or(body);
         // Each `module::item` or `module::{items}` of the statement.
-        let (mut depth, mut start, mut paths) = (0usize, 0usize, Vec::new());
-        for (j, c) in body.char_indices() {
-            match c {
-                '{' => depth += 1,
-                '}' => depth = depth.saturating_sub(1),
-                ',' if depth == 0 => {
-                    paths.push(&body[start..j]);
-                    start = j + 1;
-                }
-                _ => {}
-            }
-        }
-        paths.push(&body[start..]);
-        for path in paths {
+        for path in top_level_items(body) {
             let Some((module, items)) = path.trim().split_once("::") else {
                 continue;
             };
@@ -495,12 +451,25 @@ fn reexports(text: &str, modules: &BTreeSet<String>) -> Vec<(String, String)> {
     found
 }
 
-/// Whether `text` names the path `path` as a whole (not as the start of a longer name).
-fn contains_path(text: &str, path: &str) -> bool {
-    text.match_indices(path).any(|(i, _)| {
-        text[i + path.len()..]
-            .chars()
-            .next()
-            .is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_'))
-    })
+/// The items of a group of paths (the text after its `{`), each as written, up to the group's `}`: nested groups
+/// (`call::{a, b}`) stay inside the item they belong to.
+fn top_level_items(group: &str) -> Vec<&str> {
+    let (mut items, mut depth, mut start) = (Vec::new(), 0usize, 0usize);
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                items.push(&group[start..i]);
+                return items;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&group[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&group[start..]);
+    items
 }
