@@ -15,7 +15,7 @@ use std::path::Path;
 /// Each module and the modules it may use.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("contract", &[]),
-    ("leader", &[]),
+    ("leader", &["contract"]),
     ("shutdown", &[]),
     ("admission", &["runtime"]),
     ("endpoints", &["admission", "controllers", "runtime"]),

@@ -18,7 +18,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, ObjectMeta, PostParams};
 
 /// client-go's and controller-runtime's defaults, and the Go operator's Lease name.
-pub const LEASE_NAME: &str = "5dc6398d.texashpc.com";
+pub const LEASE_NAME: &str = crate::contract::OPERATOR_LEASE;
 pub const LEASE_DURATION: Duration = Duration::from_secs(15);
 pub const RENEW_DEADLINE: Duration = Duration::from_secs(10);
 pub const RETRY_PERIOD: Duration = Duration::from_secs(2);

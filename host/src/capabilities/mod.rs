@@ -33,15 +33,20 @@ use crate::omni::OmniConnections;
 use crate::secrets::WorkloadClients;
 
 pub use crate::contract::{
-    BoxFuture, CallContext, CallObject, Capability, Condition, ConditionStatus, Denial, Event,
-    EventType, FieldSelector, FieldSelectorError, GetRequest, GrantError, Grants, HostError,
-    HostFailure, KindScope, KubeReader, ListRequest, LogLevel, LogLine, LogSource, MAX_DENIALS,
-    NoKubeReader, OutputBounds, Outputs, PLUGIN_LOG_TARGET, SecretField, is_secret, truncate,
+    BoxFuture, CallContext, CallObject, Capability, Condition, ConditionStatus, DeleteRequest,
+    Denial, Event, EventType, FieldSelector, FieldSelectorError, GetRequest, GrantError, Grants,
+    HostError, HostFailure, KindScope, KubeReader, KubeWriter, ListRequest, LogLevel, LogLine,
+    LogSource, MAX_DENIALS, NoKubeReader, NoKubeWriter, OutputBounds, Outputs, PLUGIN_LOG_TARGET,
+    Propagation, SecretField, WriteOp, WritePermit, WriteRequest, is_secret, never_writable,
+    never_writable_object, truncate,
 };
 pub use clock::{Clock, FixedClock, SystemClock, rfc3339_seconds};
 pub use files::{MAX_FILE_BYTES, TemplateRoots};
 pub use helm::{
     ActionBudget, ChartSources, HelmSettings, MAX_VALUES_BYTES, STARTS_PER_CALL, TargetNamespaces,
+};
+pub use kube_write::{
+    MAX_WRITE_BYTES, WRITE_BURST, WRITES_PER_CALL, WRITES_PER_SECOND, write_rate,
 };
 
 pub use call::{CallCore, Management};
@@ -49,8 +54,8 @@ pub(crate) use context::ContextCap;
 // The native plugin path calls the capabilities' views directly.
 #[cfg(feature = "native")]
 pub(crate) use {
-    clock::ClockCap, files::FilesCap, helm::HelmCap, kube_read::KubeReadCap, omni::OmniCap,
-    secrets::SecretsCap, workload::WorkloadCap,
+    clock::ClockCap, files::FilesCap, helm::HelmCap, kube_read::KubeReadCap,
+    kube_write::KubeWriteCap, omni::OmniCap, secrets::SecretsCap, workload::WorkloadCap,
 };
 
 /// The registration table: each capability module, its interface's name, and so the fields of [`HostServices`]
@@ -198,10 +203,24 @@ impl CallScope {
 }
 
 impl HostServices {
-    /// Serves `kube-read`, and the OmniConnection reads of `omni`, from `kube`.
+    /// Serves `kube-read`, and the OmniConnection reads of `omni`, from `kube`; `kube-write` resolves kinds
+    /// through it.
     pub fn with_kube(mut self, kube: Arc<dyn KubeReader>) -> Self {
         self.kube_read.reader = kube.clone();
+        self.kube_write.kinds = kube.clone();
         self.omni.reader = kube;
+        self
+    }
+
+    /// Serves `kube-write`'s writes through `writer`, within `rate` (writes per second per plugin: one budget
+    /// shared by every call, so pass the same one to every call's services; see [`write_rate`]).
+    pub fn with_kube_writer(
+        mut self,
+        writer: Arc<dyn KubeWriter>,
+        rate: Arc<crate::contract::throttle::Throttle>,
+    ) -> Self {
+        self.kube_write.writer = writer;
+        self.kube_write.rate = rate;
         self
     }
 

@@ -12,16 +12,20 @@
 //! | `secrets-namespace:NS` | Secrets named by the reconciled object in namespace NS besides its own (`*`: any) |
 //! | `kube-write:GROUP/VERSION/KIND` | `kube-write` of that one namespaced kind (`apps/v1/Deployment`); never a pattern |
 //! | `kube-write-cluster:GROUP/VERSION/KIND` | `kube-write` of that one cluster-scoped kind |
+//! | `kube-write-namespace:NS` | `kube-write` in namespace NS besides the reconciled object's own (`*`: any) |
+//! | `kube-write-allow:PERMIT` | what writes are otherwise refused: `force` (apply taking fields from another manager), and for Pods and pod templates `privileged`, `host-path`, `host-namespaces` |
+//! | `kube-write-service-account:NAME` | Pods and pod templates may run as ServiceAccount NAME besides `default` (`*`: any) |
 //!
 //! Some kinds no `kube-write` grant can name, whatever an administrator writes (RBAC, admission, API
-//! registration, the plugin platform's kinds, Nodes, ServiceAccounts, Secrets): see `write_kinds`.
+//! registration, the plugin platform's kinds, Nodes, ServiceAccounts): see `write_kinds`. A Secret needs
+//! `secrets-write` besides its kind's grant, and is never of type `kubernetes.io/service-account-token`.
 //!
 //! Secrets are never readable through `kube-read`, whatever the grant: no pattern matches them and
 //! `kube-read:core/Secret` is refused. Reads never authorise writes: writes are grants of their own.
 
 use std::collections::BTreeSet;
 
-use super::write_kinds::{WriteKind, WriteKindError, never_writable};
+use super::write_kinds::{WriteKind, WriteKindError, WritePermit, never_writable};
 use std::fmt;
 use std::str::FromStr;
 
@@ -115,7 +119,8 @@ pub enum GrantError {
     #[error(
         "unknown grant {0:?}; known capabilities: {known}, and the scoped forms kube-read:GROUP/KIND, \
          kube-read-cluster:GROUP/KIND, kube-write:GROUP/VERSION/KIND, kube-write-cluster:GROUP/VERSION/KIND, \
-         namespace:NS, secrets-namespace:NS",
+         kube-write-namespace:NS, kube-write-allow:PERMIT, kube-write-service-account:NAME, namespace:NS, \
+         secrets-namespace:NS",
         known = known_names()
     )]
     UnknownCapability(String),
@@ -256,6 +261,12 @@ pub struct Grants {
     write_kinds: BTreeSet<WriteKind>,
     /// Cluster-scoped kinds `kube-write` may write, each exactly.
     cluster_write_kinds: BTreeSet<WriteKind>,
+    /// Namespaces `kube-write` may write in besides the reconciled object's own; `"*"` means all of them.
+    write_namespaces: BTreeSet<String>,
+    /// What writes may do that is otherwise refused.
+    write_permits: BTreeSet<WritePermit>,
+    /// ServiceAccounts besides `default` that written Pods may run as; `"*"` means any.
+    write_service_accounts: BTreeSet<String>,
 }
 
 impl Grants {
@@ -295,6 +306,22 @@ impl Grants {
             "kube-write-cluster" => {
                 let mut g = self.with(Capability::KubeWrite);
                 g.cluster_write_kinds.insert(WriteKind::parse(value)?);
+                Ok(g)
+            }
+            "kube-write-namespace" => {
+                let mut g = self;
+                g.write_namespaces.insert(valid_namespace(value)?);
+                Ok(g)
+            }
+            "kube-write-allow" => {
+                let mut g = self;
+                g.write_permits.insert(WritePermit::parse(value)?);
+                Ok(g)
+            }
+            "kube-write-service-account" => {
+                let mut g = self;
+                g.write_service_accounts
+                    .insert(valid_service_account(value)?);
                 Ok(g)
             }
             "namespace" => self.read_namespace(value),
@@ -369,6 +396,24 @@ impl Grants {
         kinds.iter().any(|k| k.matches(group, version, kind))
     }
 
+    /// Whether `kube-write` may write in `namespace` from a call on an object in `own`.
+    pub fn may_write_in(&self, own: Option<&str>, namespace: &str) -> bool {
+        in_scope(&self.write_namespaces, own, Some(namespace))
+    }
+
+    /// Whether writes may do what `permit` names.
+    pub fn permits(&self, permit: WritePermit) -> bool {
+        self.write_permits.contains(&permit)
+    }
+
+    /// Whether written Pods may run as ServiceAccount `name` (`default`, or an empty name, always).
+    pub fn may_run_as(&self, name: &str) -> bool {
+        name.is_empty()
+            || name == "default"
+            || self.write_service_accounts.contains("*")
+            || self.write_service_accounts.contains(name)
+    }
+
     /// Whether `kube-read` may reach `namespace` (`None`: across all namespaces) from a call on an object in
     /// `own`.
     pub fn may_read(&self, own: Option<&str>, namespace: Option<&str>) -> bool {
@@ -404,6 +449,16 @@ impl Grants {
                 .intersection(&other.cluster_write_kinds)
                 .cloned()
                 .collect(),
+            write_namespaces: meet_namespaces(&self.write_namespaces, &other.write_namespaces),
+            write_permits: self
+                .write_permits
+                .intersection(&other.write_permits)
+                .copied()
+                .collect(),
+            write_service_accounts: meet_namespaces(
+                &self.write_service_accounts,
+                &other.write_service_accounts,
+            ),
         }
     }
 
@@ -432,6 +487,21 @@ impl Grants {
                 .iter()
                 .map(|k| format!("kube-write-cluster:{k}")),
         );
+        out.extend(
+            self.write_namespaces
+                .iter()
+                .map(|n| format!("kube-write-namespace:{n}")),
+        );
+        out.extend(
+            self.write_permits
+                .iter()
+                .map(|p| format!("kube-write-allow:{p}")),
+        );
+        out.extend(
+            self.write_service_accounts
+                .iter()
+                .map(|n| format!("kube-write-service-account:{n}")),
+        );
         out
     }
 }
@@ -441,6 +511,23 @@ fn in_scope(granted: &BTreeSet<String>, own: Option<&str>, namespace: Option<&st
         return true;
     }
     granted.contains("*") || namespace.is_some_and(|ns| granted.contains(ns))
+}
+
+/// A ServiceAccount name (a DNS subdomain) or `*`.
+fn valid_service_account(name: &str) -> Result<String, GrantError> {
+    let valid = name == "*"
+        || (!name.is_empty()
+            && name.len() <= 253
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+            && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && name.ends_with(|c: char| c.is_ascii_alphanumeric()));
+    if valid {
+        Ok(name.into())
+    } else {
+        Err(WriteKindError::InvalidServiceAccount(name.into()).into())
+    }
 }
 
 fn valid_namespace(namespace: &str) -> Result<String, GrantError> {

@@ -89,7 +89,20 @@ impl HostError {
     pub fn from_kube(what: &str, e: kube::Error) -> HostError {
         match e {
             kube::Error::Api(s) => {
-                let text = format!("{what}: {}", s.message);
+                // The API server's validation names each field it refuses (`details.causes`); those, one per
+                // `; `, say more to a plugin than the summary, which quotes them less regularly.
+                let causes: Vec<String> = s
+                    .details
+                    .iter()
+                    .flat_map(|d| &d.causes)
+                    .filter(|c| !c.field.is_empty())
+                    .map(|c| format!("{}: {}", c.field, c.message))
+                    .collect();
+                let text = if s.code == 422 && !causes.is_empty() {
+                    format!("{what}: {}", causes.join("; "))
+                } else {
+                    format!("{what}: {}", s.message)
+                };
                 match s.code {
                     401 => HostError::Unauthenticated(text),
                     403 => HostError::Forbidden(text),

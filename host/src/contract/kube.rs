@@ -1,5 +1,6 @@
-//! The Kubernetes reads the host serves plugins from, as a trait the caller supplies (the controllers' watch
-//! caches; fakes in tests). The `kube-read` capability checks grants and then asks a [`KubeReader`].
+//! The Kubernetes reads and writes the host serves plugins from, as traits the caller supplies (the controllers'
+//! watch caches and API client; fakes in tests). The `kube-read` capability checks grants and then asks a
+//! [`KubeReader`]; `kube-write` checks grants, budgets and the written object and then asks a [`KubeWriter`].
 
 use std::future::Future;
 use std::pin::Pin;
@@ -84,5 +85,101 @@ impl KubeReader for NoKubeReader {
                 "this host has no Kubernetes reader configured".into(),
             ))
         })
+    }
+}
+
+/// How a write changes an object.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WriteOp {
+    /// Server-side apply of the whole object; `force` takes fields from other managers.
+    Apply { object: Value, force: bool },
+    /// Creates the object; `conflict` when it exists.
+    Create { object: Value },
+    /// An RFC 7386 merge patch.
+    MergePatch(Value),
+    /// An RFC 6902 JSON patch.
+    JsonPatch(Value),
+}
+
+/// One write, already checked against the plugin's grants: the kind is served and granted, the namespace
+/// resolved and allowed (`None`: a cluster-scoped kind), owner references settled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriteRequest {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    pub op: WriteOp,
+    /// The field manager the write is made under (names the plugin).
+    pub field_manager: String,
+    pub dry_run: bool,
+}
+
+/// What deleting does to the deleted object's dependents (Kubernetes' `propagationPolicy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Propagation {
+    Background,
+    Foreground,
+    Orphan,
+}
+
+/// One deletion, already checked against the plugin's grants.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeleteRequest {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+    pub propagation: Propagation,
+    pub dry_run: bool,
+}
+
+/// The Kubernetes writes behind `kube-write`, uncached and straight to the API server. `invalid` answers carry
+/// the API server's field causes as `FIELD: MESSAGE` joined by `; `.
+pub trait KubeWriter: Send + Sync {
+    /// The object as stored (or, on a dry run, as it would be).
+    fn write(&self, request: WriteRequest) -> BoxFuture<'_, Result<Value, HostError>>;
+    /// `true` when a deletion was made or started, `false` when there was nothing to delete.
+    fn delete(&self, request: DeleteRequest) -> BoxFuture<'_, Result<bool, HostError>>;
+    /// The object as the API server holds it now (uncached), `None` when absent: what the host checks before a
+    /// write whose allowance depends on the stored object (a Secret's type).
+    fn get(&self, request: GetRequest) -> BoxFuture<'_, Result<Option<Value>, HostError>>;
+}
+
+/// No Kubernetes to write to: every write is `unavailable`.
+pub struct NoKubeWriter;
+
+const NO_WRITER: &str = "this host has no Kubernetes writer configured";
+
+impl KubeWriter for NoKubeWriter {
+    fn write(&self, _request: WriteRequest) -> BoxFuture<'_, Result<Value, HostError>> {
+        Box::pin(async { Err(HostError::Unavailable(NO_WRITER.into())) })
+    }
+
+    fn delete(&self, _request: DeleteRequest) -> BoxFuture<'_, Result<bool, HostError>> {
+        Box::pin(async { Err(HostError::Unavailable(NO_WRITER.into())) })
+    }
+
+    fn get(&self, _request: GetRequest) -> BoxFuture<'_, Result<Option<Value>, HostError>> {
+        Box::pin(async { Err(HostError::Unavailable(NO_WRITER.into())) })
+    }
+}
+
+/// RFC 7386: `patch` merged into `target` (`null` removes a field; anything but an object replaces). What a
+/// merge patch does server-side, for the places that answer one without a server (`plugin test`, test fakes).
+pub fn merge_patch(target: &mut Value, patch: &Value) {
+    match (target, patch) {
+        (Value::Object(t), Value::Object(p)) => {
+            for (k, v) in p {
+                if v.is_null() {
+                    t.remove(k);
+                } else {
+                    merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
+                }
+            }
+        }
+        (t, p) => *t = p.clone(),
     }
 }

@@ -19,7 +19,10 @@ pub use call::{CallContext, CallObject, SecretField};
 pub use field_selector::{FieldSelector, FieldSelectorError};
 pub use grants::{Capability, GrantError, Grants, is_secret};
 pub use host_error::{HostError, HostFailure};
-pub use kube::{BoxFuture, GetRequest, KindScope, KubeReader, ListRequest, NoKubeReader};
+pub use kube::{
+    BoxFuture, DeleteRequest, GetRequest, KindScope, KubeReader, KubeWriter, ListRequest,
+    NoKubeReader, NoKubeWriter, Propagation, WriteOp, WriteRequest, merge_patch,
+};
 pub use outputs::{
     Condition, ConditionStatus, Denial, Event, EventType, LogLevel, LogLine, LogSource,
     MAX_DENIALS, OutputBounds, Outputs, PLUGIN_LOG_TARGET, truncate,
@@ -30,4 +33,8 @@ pub(crate) use outputs::{
     OutputViolation, too_large_status,
 };
 pub use wake::{WakeTarget, Wakeups};
-pub use write_kinds::{WriteKind, WriteKindError, never_writable};
+#[cfg(test)]
+pub(crate) use write_kinds::never_writable_kinds;
+pub use write_kinds::{
+    OPERATOR_LEASE, WriteKind, WriteKindError, WritePermit, never_writable, never_writable_object,
+};

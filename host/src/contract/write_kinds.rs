@@ -5,8 +5,9 @@
 //! Never writable, whatever an administrator writes, because each one hands out more than a plugin's own objects:
 //! the RBAC kinds (a plugin could grant itself the cluster), the admission and API-extension kinds (it could switch
 //! off the checks that hold it, or serve another API), the plugin platform's own kinds (it could bind itself more
-//! grants), Nodes, and Secrets and ServiceAccount tokens through `kube-write` (Secrets have `secrets-write`, which
-//! never writes a service-account token).
+//! grants), Nodes and ServiceAccounts. Secrets are writable only with `secrets-write` besides the kind's grant, and
+//! never one of type `kubernetes.io/service-account-token`; the operator's own Lease never: both are checked per
+//! write, by the capability, since they depend on the object and not only on its kind.
 
 use std::fmt;
 
@@ -20,6 +21,58 @@ pub enum WriteKindError {
     Invalid(String),
     #[error("{kind:?} can be written by no grant: {why}")]
     NeverWritable { kind: String, why: String },
+    #[error(
+        "unknown permit {0:?} in a kube-write-allow grant; known: force, privileged, host-path, host-namespaces"
+    )]
+    UnknownPermit(String),
+    #[error(
+        "invalid ServiceAccount {0:?} in a kube-write-service-account grant: use a ServiceAccount name or \"*\""
+    )]
+    InvalidServiceAccount(String),
+}
+
+/// What a `kube-write-allow:` grant lets a write do that is otherwise refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum WritePermit {
+    /// Server-side apply with `force`: take fields over from another field manager.
+    Force,
+    /// Pods (and pod templates) with a privileged container or capabilities beyond Pod Security's baseline.
+    Privileged,
+    /// Pods with `hostPath` volumes.
+    HostPath,
+    /// Pods in the node's network, PID or IPC namespace, or with host ports.
+    HostNamespaces,
+}
+
+impl WritePermit {
+    pub const ALL: [WritePermit; 4] = [
+        WritePermit::Force,
+        WritePermit::Privileged,
+        WritePermit::HostPath,
+        WritePermit::HostNamespaces,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            WritePermit::Force => "force",
+            WritePermit::Privileged => "privileged",
+            WritePermit::HostPath => "host-path",
+            WritePermit::HostNamespaces => "host-namespaces",
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Self, WriteKindError> {
+        WritePermit::ALL
+            .into_iter()
+            .find(|p| p.name() == text)
+            .ok_or_else(|| WriteKindError::UnknownPermit(text.into()))
+    }
+}
+
+impl fmt::Display for WritePermit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// One kind `kube-write` may write: group (empty for the core group), version and kind, exactly.
@@ -28,6 +81,17 @@ pub struct WriteKind {
     pub group: String,
     pub version: String,
     pub kind: String,
+}
+
+/// The Lease the operator's replicas elect their leader on (the Go operator's name, kept so both never lead at
+/// once). No plugin writes it, in any namespace: a plugin holding it would stop the operator.
+pub const OPERATOR_LEASE: &str = "5dc6398d.texashpc.com";
+
+/// Why a write of `group`/`kind` named `name` is never allowed although its kind may be granted (the operator's
+/// Lease).
+pub fn never_writable_object(group: &str, kind: &str, name: &str) -> Option<&'static str> {
+    (group == "coordination.k8s.io" && kind == "Lease" && name == OPERATOR_LEASE)
+        .then_some("the operator's leader-election Lease decides which replica runs the operator")
 }
 
 /// Kinds no grant reaches: (group, kind, why).
@@ -86,11 +150,6 @@ const NEVER_WRITABLE: &[(&str, &str, &str)] = &[
     ),
     (
         "",
-        "Secret",
-        "Secrets are written through the `secrets` capability with `secrets-write`, never through kube-write",
-    ),
-    (
-        "",
         "ServiceAccount",
         "a ServiceAccount would give workloads an identity the plugin's grants do not bound",
     ),
@@ -145,6 +204,12 @@ impl WriteKind {
     pub fn matches(&self, group: &str, version: &str, kind: &str) -> bool {
         self.group == group && self.version == version && self.kind == kind
     }
+}
+
+/// The kinds no grant reaches, as (group, kind): for tests that try every one.
+#[cfg(test)]
+pub(crate) fn never_writable_kinds() -> impl Iterator<Item = (&'static str, &'static str)> {
+    NEVER_WRITABLE.iter().map(|(g, k, _)| (*g, *k))
 }
 
 /// Why `group`/`kind` can never be written by a plugin, if it is one of those kinds. Checked when a grant is
@@ -218,8 +283,8 @@ mod tests {
                 assert!(refused.to_string().contains("no grant"), "{refused}");
             }
         }
-        let secret = WriteKind::parse("core/v1/Secret").expect_err("a Secret");
-        assert!(secret.to_string().contains("secrets-write"), "{secret}");
+        // Secrets are a kind a grant can name; their writes need `secrets-write` too, checked per write.
+        assert!(WriteKind::parse("core/v1/Secret").is_ok());
         assert!(never_writable("rbac.authorization.k8s.io", "ClusterRoleBinding").is_some());
         assert!(never_writable("apps", "Deployment").is_none());
         // A kind of the same name in another group is another kind.

@@ -11,6 +11,7 @@ pub mod reader;
 pub mod status;
 pub mod supervisor;
 pub mod trigger;
+pub mod writer;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -27,8 +28,8 @@ use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::capabilities::{
-    CallObject, Clock, Denial, EventType, HelmSettings, HostServices, KubeReader, SystemClock,
-    TemplateRoots, rfc3339_seconds,
+    CallObject, Clock, Denial, EventType, HelmSettings, HostServices, KubeReader, KubeWriter,
+    SystemClock, TemplateRoots, WRITE_BURST, WRITES_PER_SECOND, rfc3339_seconds, write_rate,
 };
 use crate::omni::OmniConnections;
 use crate::runtime::throttle;
@@ -64,6 +65,9 @@ pub struct Settings {
     /// Prometheus metrics under controller-runtime's names and the host's own counters (`/metrics`); what
     /// tests and benchmarks read ([`metrics::Metrics::total`]).
     pub metrics: Arc<metrics::Metrics>,
+    /// `kube-write`'s budget of writes per second per plugin, shared by every kind's controller (a plugin may
+    /// serve several kinds).
+    pub write_rate: Arc<throttle::Throttle>,
 }
 
 impl Default for Settings {
@@ -80,6 +84,7 @@ impl Default for Settings {
             clock: Arc::new(SystemClock),
             helm: HelmSettings::default(),
             metrics: Arc::default(),
+            write_rate: Arc::new(write_rate(WRITES_PER_SECOND, WRITE_BURST)),
         }
     }
 }
@@ -105,6 +110,8 @@ struct Shared {
     resource: ApiResource,
     settings: Settings,
     reader: Arc<ApiReader>,
+    /// `kube-write`'s writes, uncached.
+    writer: Arc<writer::ApiWriter>,
     recorder: Recorder,
     /// Consecutive failures per object, for exponential backoff.
     failures: Mutex<HashMap<ObjectRef<DynamicObject>, u32>>,
@@ -153,6 +160,7 @@ pub async fn run_kind_controller(
         settings: settings.clone(),
         // Reads go through the shared watches' caches, which apply an event before any controller sees it:
         // a reconcile an event triggers never reads an older copy than that event.
+        writer: Arc::new(writer::ApiWriter::new(client.clone(), reader.clone())),
         reader,
         recorder: Recorder::new(
             client.clone(),
@@ -226,7 +234,10 @@ async fn run_kind(
         shared
             .reader
             .register_cache(rel_ar, ns.clone(), rel_watch.watch.clone());
-        let events = trigger::spec_or_deletion_changes(rel_watch.stream());
+        let events = match rel.mapping {
+            RelatedMapping::Owner => trigger::every_change(rel_watch.stream()).boxed(),
+            _ => trigger::spec_or_deletion_changes(rel_watch.stream()).boxed(),
+        };
         let main_ar = shared.resource.clone();
         let main_watch = main_watch.clone();
         // Which objects a related change asks for is known only inside each mapping: the work queue's adds are
@@ -294,7 +305,12 @@ async fn run_kind(
                     added(
                         o.owner_references()
                             .iter()
-                            .filter(|r| r.controller == Some(true) && r.kind == main_ar.kind)
+                            .filter(|r| {
+                                r.controller == Some(true)
+                                    && r.kind == main_ar.kind
+                                    && r.api_version.split('/').next()
+                                        == main_ar.api_version.split('/').next()
+                            })
                             .map(|r| {
                                 let mut rf = ObjectRef::new_with(&r.name, main_ar.clone());
                                 if let Some(ns) = &ns {
@@ -505,6 +521,10 @@ async fn reconcile_inner(
     let (finalizer, legacy) = (info.finalizer.as_deref(), info.legacy_finalizers.as_slice());
     let mut services = HostServices::default()
         .with_kube(shared.reader.clone() as Arc<dyn KubeReader>)
+        .with_kube_writer(
+            shared.writer.clone() as Arc<dyn KubeWriter>,
+            shared.settings.write_rate.clone(),
+        )
         .with_omni(shared.settings.omni.clone())
         .with_management(shared.client.clone(), shared.settings.workloads.clone())
         .with_clock(shared.settings.clock.clone())

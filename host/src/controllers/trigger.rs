@@ -17,7 +17,7 @@ pub const REQUESTED_AT: &str = "reconcile.fluxcd.io/requestedAt";
 /// What the trigger compares between two versions of an object: the generation, or for kinds that have none
 /// (Secrets, ConfigMaps: their data is not a spec) the resourceVersion, so every change triggers, as the Go
 /// operator's predicate-free Secret watches do; whether it is being deleted; and [`REQUESTED_AT`].
-fn fingerprint(o: &DynamicObject) -> (Option<String>, bool, Option<String>) {
+fn fingerprint(o: &DynamicObject) -> Fingerprint {
     let version = match o.metadata.generation {
         Some(g) => Some(g.to_string()),
         None => o.metadata.resource_version.clone(),
@@ -50,7 +50,38 @@ pub fn spec_or_deletion_changes<S>(
 where
     S: Stream<Item = SharedEvent> + Send,
 {
-    let mut seen: HashMap<String, (Option<String>, bool, Option<String>)> = HashMap::new();
+    changes_by(events, fingerprint)
+}
+
+/// Objects from a shared watch on every change, status included (a new resourceVersion), and on deletion: what
+/// an owned child's watch passes on, as controller-runtime's `Owns` does, so an owner's plugin sees its children
+/// become ready. A re-list passes only what changed.
+pub fn every_change<S>(
+    events: S,
+) -> impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send
+where
+    S: Stream<Item = SharedEvent> + Send,
+{
+    changes_by(events, |o| {
+        (
+            o.metadata.resource_version.clone(),
+            o.metadata.deletion_timestamp.is_some(),
+            None,
+        )
+    })
+}
+
+type Fingerprint = (Option<String>, bool, Option<String>);
+
+/// Objects whose `fingerprint` changed since last seen, and deletions.
+fn changes_by<S>(
+    events: S,
+    fingerprint: fn(&DynamicObject) -> Fingerprint,
+) -> impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send
+where
+    S: Stream<Item = SharedEvent> + Send,
+{
+    let mut seen: HashMap<String, Fingerprint> = HashMap::new();
     events
         .map(move |ev| -> Option<Result<DynamicObject, watcher::Error>> {
             match &*ev {

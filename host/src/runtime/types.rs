@@ -30,7 +30,7 @@ impl Gvk {
 pub enum RelatedMapping {
     /// Reconciled objects whose field at this dotted path equals the related object's name.
     NameField(String),
-    /// The related object's controller owner.
+    /// The related object's controller owner; every change of the related object triggers (an owned child).
     Owner,
     /// The reconciled object named by the related object's field at this dotted path.
     NamedBy(String),

@@ -5,19 +5,23 @@
 //! A fixture directory holds one case per `NAME.object.json` (the object a reconcile gets). Beside it:
 //! * `NAME.interactions.json`: the Kubernetes reads and their answers. Recorded with `--record` against the
 //!   cluster a kubeconfig names; replayed otherwise. A read not in it fails the case.
-//! * `NAME.snapshot.json`: what the call returned (status, conditions, Events, requeue, logs, or the error).
-//!   Written when missing or with `--update`; compared otherwise.
+//! * `NAME.snapshot.json`: what the call returned (status, conditions, Events, requeue, logs, or the error), and
+//!   the writes it made, which reach no cluster ([`writes`]). Written when missing or with `--update`; compared
+//!   otherwise.
 //!
 //! The clock stands still at [`FIXTURE_TIME`], so snapshots do not change from one run to the next.
 
 pub mod transcript;
+pub mod writes;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::capabilities::{CallObject, FixedClock, HostServices, Outputs};
+use crate::capabilities::{
+    CallObject, FixedClock, HostServices, Outputs, WRITE_BURST, WRITES_PER_SECOND, write_rate,
+};
 use crate::contract::KubeReader;
 use crate::runtime::{CallError, LoadedPlugin};
 use transcript::{Interaction, Recorder, Replayer};
@@ -137,21 +141,31 @@ pub async fn run(
                 (recorder.clone(), None, Some(recorder))
             }
         };
+        let writer = Arc::new(writes::SnapshotWriter::new(reader.clone()));
         let services = HostServices::default()
             .with_kube(reader)
+            .with_kube_writer(
+                writer.clone(),
+                Arc::new(write_rate(WRITES_PER_SECOND, WRITE_BURST)),
+            )
             .with_clock(Arc::new(FixedClock::at_unix(FIXTURE_TIME)));
         let call = CallObject::new(
             object.to_string(),
             object["metadata"]["namespace"].as_str().map(String::from),
         );
         let result = plugin.reconcile(&call, &services).await;
-        let snapshot = match &result {
+        let mut snapshot = match &result {
             Ok(done) => json!({ "result": "ok", "outputs": outputs_json(&done.outputs) }),
             Err(CallError::Failed { error, .. }) => {
                 json!({ "result": "error", "error": error.to_string() })
             }
             Err(CallError::Aborted(e)) => json!({ "result": "aborted", "error": e.to_string() }),
         };
+        // Only a plugin that writes has writes in its snapshot, so the snapshots of the others stay as they were.
+        let writes = writer.writes();
+        if !writes.is_empty() {
+            snapshot["writes"] = Value::Array(writes);
+        }
         let outcome = match (mode, recorder, replayer) {
             (Mode::Record(_), Some(recorder), _) => {
                 write_json(&transcript_path, &recorder.transcript())?;

@@ -56,6 +56,7 @@
 pub use omni_go as go;
 pub mod helm;
 mod helm_convert;
+pub mod kube_write;
 pub mod mock;
 pub mod omni;
 pub mod secrets;
@@ -93,11 +94,15 @@ pub mod bindings {
 /// as capabilities and a test double implements each one on its own. Outputs ([`Context::set_status`],
 /// [`Context::set_condition`], [`Context::requeue_after`], [`Context::event`]) are buffered and take effect only
 /// when the call returns `Ok`. Every call outside the plugin's grants answers [`HostError::Denied`].
-///
-/// The contract's `kube-write` interface has no SDK calls yet: the host does not implement it.
-pub trait Host: Context + Clock + KubeRead + Files + Omni + Secrets + Workload + Helm {}
+pub trait Host:
+    Context + Clock + KubeRead + KubeWrite + Files + Omni + Secrets + Workload + Helm
+{
+}
 
-impl<T: Context + Clock + KubeRead + Files + Omni + Secrets + Workload + Helm> Host for T {}
+impl<T: Context + Clock + KubeRead + KubeWrite + Files + Omni + Secrets + Workload + Helm> Host
+    for T
+{
+}
 
 /// `context`: the call's object and outputs. Every plugin has it.
 pub trait Context {
@@ -160,6 +165,71 @@ pub trait KubeRead {
     fn kube_get(&self, target: &ObjectRef) -> Result<Option<Value>, HostError>;
     /// A cached list, filtered by the query's label and field selectors. Capability `kube-read`.
     fn kube_list(&self, query: &ListQuery) -> Result<Vec<Value>, HostError>;
+}
+
+/// `kube-write`: writes to the management cluster under a field manager that names the plugin. Capability
+/// `kube-write` and a grant per kind (`kube-write:GROUP/VERSION/KIND`); see the plugin author's guide for the
+/// namespaces, the kinds no grant reaches and the budgets. Answers are the object as stored (a Secret's without
+/// its values unless the plugin may read them). Failures: `Denied` (outside the grants or budgets), `Conflict`
+/// (a field another manager owns, a stale precondition, an existing object on create), `Invalid` (the API
+/// server's field causes, `FIELD: MESSAGE` joined by `; `), `NotFound`, `Unavailable` (also: writing faster than
+/// the plugin's rate; retry later).
+pub trait KubeWrite {
+    /// Server-side apply: sets exactly the fields of `object` (which names `apiVersion`, `kind` and
+    /// `metadata.name`; `metadata.namespace` defaults to the reconciled object's).
+    fn kube_apply(
+        &self,
+        object: &Value,
+        options: kube_write::WriteOptions,
+    ) -> Result<Value, HostError>;
+    /// Creates the object; `Conflict` when it exists.
+    fn kube_create(
+        &self,
+        object: &Value,
+        options: kube_write::WriteOptions,
+    ) -> Result<Value, HostError>;
+    /// Patches an existing object (never its owner references).
+    fn kube_patch(
+        &self,
+        target: &ObjectRef,
+        patch: &kube_write::Patch,
+        options: kube_write::WriteOptions,
+    ) -> Result<Value, HostError>;
+    /// Deletes the object: `true` when a deletion was made or started, `false` when there was nothing to delete.
+    fn kube_delete(
+        &self,
+        target: &ObjectRef,
+        options: &kube_write::DeleteOptions,
+    ) -> Result<bool, HostError>;
+
+    /// Applies a typed object (a `k8s_openapi` Deployment, ConfigMap, … or any type that serializes with its
+    /// `apiVersion` and `kind`) as a child the reconciled object owns.
+    fn apply_owned<T: serde::Serialize>(&self, object: &T) -> Result<Value, HostError>
+    where
+        Self: Sized,
+    {
+        let object = serde_json::to_value(object)
+            .map_err(|e| HostError::Invalid(format!("the object does not encode as JSON: {e}")))?;
+        self.kube_apply(&object, kube_write::WriteOptions::owned())
+    }
+
+    /// What [`KubeWrite::apply_owned`] would store, without storing it (a server-side dry run).
+    fn preview_owned<T: serde::Serialize>(&self, object: &T) -> Result<Value, HostError>
+    where
+        Self: Sized,
+    {
+        let object = serde_json::to_value(object)
+            .map_err(|e| HostError::Invalid(format!("the object does not encode as JSON: {e}")))?;
+        self.kube_apply(&object, kube_write::WriteOptions::owned().dry_run())
+    }
+
+    /// Deletes an object in the background (dependents are collected afterwards); `false` when it was absent.
+    fn delete(&self, target: &ObjectRef) -> Result<bool, HostError>
+    where
+        Self: Sized,
+    {
+        self.kube_delete(target, &kube_write::DeleteOptions::default())
+    }
 }
 
 /// `files`: files under the template roots the operator allows.

@@ -13,8 +13,10 @@ use crate::secrets::{
 };
 use crate::{Condition, EventType, HostError, ListQuery, LogLevel, ObjectRef};
 
+mod kube_write;
 mod secrets;
 
+pub use kube_write::Write;
 pub use secrets::FakeSecret;
 
 /// Records every output a plugin produced in one call.
@@ -50,7 +52,10 @@ pub struct Requests {
 pub struct MockHost {
     object: Value,
     /// (apiVersion, kind, namespace, name) → object.
-    objects: BTreeMap<(String, String, String, String), Value>,
+    objects: RefCell<BTreeMap<(String, String, String, String), Value>>,
+    /// Every `kube-write` call, in order, and the failures to answer the next ones with.
+    writes: RefCell<Vec<Write>>,
+    write_failures: RefCell<std::collections::VecDeque<HostError>>,
     /// (template root, path relative to it) → file bytes.
     files: BTreeMap<(String, String), Vec<u8>>,
     /// Capabilities that answer `Denied`.
@@ -103,7 +108,9 @@ impl MockHost {
     pub fn new(object: Value) -> Self {
         MockHost {
             object,
-            objects: BTreeMap::new(),
+            objects: RefCell::default(),
+            writes: RefCell::default(),
+            write_failures: RefCell::default(),
             files: BTreeMap::new(),
             denied: Vec::new(),
             now: "2026-01-01T00:00:00Z".into(),
@@ -309,23 +316,22 @@ impl MockHost {
     }
 
     /// Makes `obj` readable through `kube_get`/`kube_list` (namespace defaults to the reconciled object's).
-    pub fn with_object(mut self, obj: Value) -> Self {
-        let ns = obj["metadata"]["namespace"]
-            .as_str()
-            .or_else(|| self.namespace())
-            .unwrap_or_default()
-            .to_string();
-        let key = (
-            obj["apiVersion"].as_str().unwrap_or_default().to_string(),
-            obj["kind"].as_str().unwrap_or_default().to_string(),
-            ns,
-            obj["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string(),
-        );
-        self.objects.insert(key, obj);
+    pub fn with_object(self, obj: Value) -> Self {
+        let key = self.object_key(&obj);
+        self.objects.borrow_mut().insert(key, obj);
         self
+    }
+
+    /// Where an object is kept: (apiVersion, kind, namespace, name), the namespace defaulting to the reconciled
+    /// object's.
+    fn object_key(&self, obj: &Value) -> (String, String, String, String) {
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        (
+            text(&obj["apiVersion"]),
+            text(&obj["kind"]),
+            self.resolve_ns(obj["metadata"]["namespace"].as_str()),
+            text(&obj["metadata"]["name"]),
+        )
     }
 
     /// Makes a file readable through `read_file` under template root `root`; `path` is relative to the root or
@@ -435,7 +441,7 @@ impl crate::KubeRead for MockHost {
             ns.to_string(),
             target.name.clone(),
         );
-        Ok(self.objects.get(&key).cloned())
+        Ok(self.objects.borrow().get(&key).cloned())
     }
 
     fn kube_list(&self, query: &ListQuery) -> Result<Vec<Value>, HostError> {
@@ -451,6 +457,7 @@ impl crate::KubeRead for MockHost {
             .unwrap_or_default();
         Ok(self
             .objects
+            .borrow()
             .iter()
             .filter(|((av, k, n, _), _)| *av == query.api_version && *k == query.kind && n == ns)
             .filter(|(_, v)| fields.iter().all(|term| term.holds(v)))

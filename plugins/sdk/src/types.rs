@@ -205,7 +205,9 @@ impl From<HostError> for ReconcileError {
 pub enum RelatedMapping {
     /// Reconciled objects whose field at this dotted path equals the related object's name.
     NameField(String),
-    /// Reconciled objects named as the related object's controller owner.
+    /// Reconciled objects named as the related object's controller owner: the plugin's owned children
+    /// ([`KubeWrite::apply_owned`](crate::KubeWrite::apply_owned)). Every change of a child calls the owner's
+    /// plugin again, its status included, so it can report readiness from its children.
     Owner,
     /// The reconciled object named by the related object's field at this dotted path, e.g. the OmniConnection
     /// an OmniCluster's `spec.connectionRef.name` names.
@@ -222,6 +224,17 @@ pub enum RelatedMapping {
 pub struct Related {
     pub kind: Gvk,
     pub mapping: RelatedMapping,
+}
+
+impl Related {
+    /// Children of this kind the plugin owns: the operator watches the kind, and a child's change (a Deployment
+    /// becoming ready, a child deleted behind the plugin's back) calls the plugin for its owner.
+    pub fn owned(kind: Gvk) -> Self {
+        Related {
+            kind,
+            mapping: RelatedMapping::Owner,
+        }
+    }
 }
 
 /// What a plugin is.

@@ -6,6 +6,7 @@ use crate::bindings::exports::omni::operator::{plugin as wplugin, validator as w
 use crate::bindings::omni::operator::clock as wclock;
 use crate::bindings::omni::operator::files as wfiles;
 use crate::bindings::omni::operator::helm as whelm;
+use crate::bindings::omni::operator::kube_write as wwrite;
 use crate::bindings::omni::operator::omni as womni;
 use crate::bindings::omni::operator::secrets as wsecrets;
 use crate::bindings::omni::operator::workload as wworkload;
@@ -88,13 +89,7 @@ impl crate::Clock for WasmHost<'_> {
 
 impl crate::KubeRead for WasmHost<'_> {
     fn kube_get(&self, target: &ObjectRef) -> Result<Option<Value>, HostError> {
-        let r = wtypes::ObjectRef {
-            api_version: target.api_version.clone(),
-            kind: target.kind.clone(),
-            namespace: target.namespace.clone(),
-            name: target.name.clone(),
-        };
-        match wread::get(self.0, &r) {
+        match wread::get(self.0, &object_ref(target)) {
             Ok(Some(json)) => parse(&json).map(Some),
             Ok(None) => Ok(None),
             Err(e) => Err(host_error(e)),
@@ -111,6 +106,81 @@ impl crate::KubeRead for WasmHost<'_> {
         };
         let items = wread::list(self.0, &q).map_err(host_error)?;
         items.iter().map(|s| parse(s)).collect()
+    }
+}
+
+fn write_options(o: crate::kube_write::WriteOptions) -> wwrite::WriteOptions {
+    wwrite::WriteOptions {
+        owned: o.owned,
+        dry_run: o.dry_run,
+        force: o.force,
+    }
+}
+
+fn object_ref(target: &ObjectRef) -> wtypes::ObjectRef {
+    wtypes::ObjectRef {
+        api_version: target.api_version.clone(),
+        kind: target.kind.clone(),
+        namespace: target.namespace.clone(),
+        name: target.name.clone(),
+    }
+}
+
+impl crate::KubeWrite for WasmHost<'_> {
+    fn kube_apply(
+        &self,
+        object: &Value,
+        options: crate::kube_write::WriteOptions,
+    ) -> Result<Value, HostError> {
+        let stored = wwrite::apply(self.0, &object.to_string(), write_options(options));
+        parse(&stored.map_err(host_error)?)
+    }
+
+    fn kube_create(
+        &self,
+        object: &Value,
+        options: crate::kube_write::WriteOptions,
+    ) -> Result<Value, HostError> {
+        let stored = wwrite::create(self.0, &object.to_string(), write_options(options));
+        parse(&stored.map_err(host_error)?)
+    }
+
+    fn kube_patch(
+        &self,
+        target: &ObjectRef,
+        patch: &crate::kube_write::Patch,
+        options: crate::kube_write::WriteOptions,
+    ) -> Result<Value, HostError> {
+        let (kind, body) = match patch {
+            crate::kube_write::Patch::Merge(v) => (wwrite::PatchType::Merge, v),
+            crate::kube_write::Patch::Json(v) => (wwrite::PatchType::Json, v),
+        };
+        let stored = wwrite::patch(
+            self.0,
+            &object_ref(target),
+            kind,
+            &body.to_string(),
+            write_options(options),
+        );
+        parse(&stored.map_err(host_error)?)
+    }
+
+    fn kube_delete(
+        &self,
+        target: &ObjectRef,
+        options: &crate::kube_write::DeleteOptions,
+    ) -> Result<bool, HostError> {
+        let options = wwrite::DeleteOptions {
+            uid: options.uid.clone(),
+            resource_version: options.resource_version.clone(),
+            propagation: match options.propagation {
+                crate::kube_write::Propagation::Background => wwrite::Propagation::Background,
+                crate::kube_write::Propagation::Foreground => wwrite::Propagation::Foreground,
+                crate::kube_write::Propagation::Orphan => wwrite::Propagation::Orphan,
+            },
+            dry_run: options.dry_run,
+        };
+        wwrite::delete(self.0, &object_ref(target), &options).map_err(host_error)
     }
 }
 

@@ -11,6 +11,8 @@ use crate::capabilities::{CallContext, HostError, HostFailure};
 
 /// The longest a Kubernetes read or a file read may take, even when the call has more time left.
 pub(in crate::capabilities) const READ: Duration = Duration::from_secs(10);
+/// The longest one Kubernetes write may take (a checked write can be a read, a dry run and the write).
+pub(in crate::capabilities) const WRITE: Duration = Duration::from_secs(15);
 /// The longest one Secret operation may take (a copy is a few requests).
 pub(in crate::capabilities) const SECRET: Duration = Duration::from_secs(20);
 /// The longest resolving a chart version constraint may take (a repository index or registry tags).

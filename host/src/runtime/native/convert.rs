@@ -12,6 +12,7 @@ use crate::contract::bindings::exports::omni::operator::{
 };
 use crate::contract::bindings::omni::operator::context as wit_context;
 use crate::contract::bindings::omni::operator::kube_read as wit_kube_read;
+use crate::contract::bindings::omni::operator::kube_write as wit_kube_write;
 use crate::contract::bindings::omni::operator::omni as wit_omni;
 use crate::contract::bindings::omni::operator::secrets as wit_secrets;
 use crate::contract::bindings::omni::operator::types as wit;
@@ -153,6 +154,36 @@ pub(super) fn object_ref(r: &sdk::ObjectRef) -> wit::ObjectRef {
         kind: r.kind.clone(),
         namespace: r.namespace.clone(),
         name: r.name.clone(),
+    }
+}
+
+pub(super) fn write_options(o: sdk::kube_write::WriteOptions) -> wit_kube_write::WriteOptions {
+    wit_kube_write::WriteOptions {
+        owned: o.owned,
+        dry_run: o.dry_run,
+        force: o.force,
+    }
+}
+
+/// A patch as its type and its JSON text.
+pub(super) fn patch(p: &sdk::kube_write::Patch) -> (wit_kube_write::PatchType, String) {
+    match p {
+        sdk::kube_write::Patch::Merge(v) => (wit_kube_write::PatchType::Merge, v.to_string()),
+        sdk::kube_write::Patch::Json(v) => (wit_kube_write::PatchType::Json, v.to_string()),
+    }
+}
+
+pub(super) fn delete_options(o: &sdk::kube_write::DeleteOptions) -> wit_kube_write::DeleteOptions {
+    use sdk::kube_write::Propagation;
+    wit_kube_write::DeleteOptions {
+        uid: o.uid.clone(),
+        resource_version: o.resource_version.clone(),
+        propagation: match o.propagation {
+            Propagation::Background => wit_kube_write::Propagation::Background,
+            Propagation::Foreground => wit_kube_write::Propagation::Foreground,
+            Propagation::Orphan => wit_kube_write::Propagation::Orphan,
+        },
+        dry_run: o.dry_run,
     }
 }
 

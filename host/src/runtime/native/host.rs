@@ -18,10 +18,10 @@ use wasmtime::component::Resource;
 use super::convert;
 use crate::capabilities::{
     CallContext, CallScope, Capability, ClockCap, ContextCap, FilesCap, HostFailure, KubeReadCap,
-    OmniCap, SecretsCap, WorkloadCap,
+    KubeWriteCap, OmniCap, SecretsCap, WorkloadCap,
 };
 use crate::contract::bindings::omni::operator::{
-    clock, context, files, kube_read, omni, secrets, workload,
+    clock, context, files, kube_read, kube_write, omni, secrets, workload,
 };
 use crate::runtime::error::{self, ErrorKind, Failure, PluginError};
 use crate::runtime::store::HostState;
@@ -257,6 +257,76 @@ impl sdk::KubeRead for NativeHost {
             },
         )?;
         items.iter().map(|json| convert::parse(json)).collect()
+    }
+}
+
+impl sdk::KubeWrite for NativeHost {
+    fn kube_apply(
+        &self,
+        object: &Value,
+        options: sdk::kube_write::WriteOptions,
+    ) -> Result<Value, sdk::HostError> {
+        let (object, options) = (object.to_string(), convert::write_options(options));
+        let stored = self.granted(
+            Capability::KubeWrite,
+            "kube-write.apply",
+            async move |state, ctx| {
+                kube_write::Host::apply(&mut KubeWriteCap::of(state), ctx, object, options).await
+            },
+        )?;
+        convert::parse(&stored)
+    }
+
+    fn kube_create(
+        &self,
+        object: &Value,
+        options: sdk::kube_write::WriteOptions,
+    ) -> Result<Value, sdk::HostError> {
+        let (object, options) = (object.to_string(), convert::write_options(options));
+        let stored = self.granted(
+            Capability::KubeWrite,
+            "kube-write.create",
+            async move |state, ctx| {
+                kube_write::Host::create(&mut KubeWriteCap::of(state), ctx, object, options).await
+            },
+        )?;
+        convert::parse(&stored)
+    }
+
+    fn kube_patch(
+        &self,
+        target: &sdk::ObjectRef,
+        patch: &sdk::kube_write::Patch,
+        options: sdk::kube_write::WriteOptions,
+    ) -> Result<Value, sdk::HostError> {
+        let target = convert::object_ref(target);
+        let (kind, body) = convert::patch(patch);
+        let options = convert::write_options(options);
+        let stored = self.granted(
+            Capability::KubeWrite,
+            "kube-write.patch",
+            async move |state, ctx| {
+                let mut cap = KubeWriteCap::of(state);
+                kube_write::Host::patch(&mut cap, ctx, target, kind, body, options).await
+            },
+        )?;
+        convert::parse(&stored)
+    }
+
+    fn kube_delete(
+        &self,
+        target: &sdk::ObjectRef,
+        options: &sdk::kube_write::DeleteOptions,
+    ) -> Result<bool, sdk::HostError> {
+        let target = convert::object_ref(target);
+        let options = convert::delete_options(options);
+        self.granted(
+            Capability::KubeWrite,
+            "kube-write.delete",
+            async move |state, ctx| {
+                kube_write::Host::delete(&mut KubeWriteCap::of(state), ctx, target, options).await
+            },
+        )
     }
 }
 
