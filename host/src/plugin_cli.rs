@@ -355,6 +355,11 @@ const TEMPLATE: &[(&str, &str)] = &[
         "fixtures/example.object.json",
         include_str!("../templates/plugin/fixture.object.json.txt"),
     ),
+    // What discovery says of the kind the example writes, as `--record` would have recorded it.
+    (
+        "fixtures/example.interactions.json",
+        include_str!("../templates/plugin/fixture.interactions.json.txt"),
+    ),
 ];
 
 fn new_plugin(

@@ -18,9 +18,11 @@ use super::guests;
 use super::support::{self, FakeKube, NOW, echo_still_serves, load, try_load};
 use super::workload_access::{API, CLUSTER, Env, NS, data, export, is, scan_for_leaks};
 
-/// Every grant a plugin can be given, scoped as wide as the grammar allows.
-const EVERYTHING: [&str; 11] = [
+/// Every grant a plugin can be given, scoped as wide as the grammar allows (`kube-write` grants one kind at a
+/// time, so it is here without kinds: the writes a plugin can make are tried in their own test).
+const EVERYTHING: [&str; 12] = [
     "kube-read:*",
+    "kube-write",
     "kube-read-cluster:*",
     "namespace:*",
     "secrets",
@@ -34,7 +36,7 @@ const EVERYTHING: [&str; 11] = [
 ];
 
 /// The interfaces the hostile plugin imports: without them it does not load at all.
-const IMPORTS: [&str; 5] = ["kube-read", "secrets", "workload", "omni", "helm"];
+const IMPORTS: [&str; 6] = ["kube-read", "kube-write", "secrets", "workload", "omni", "helm"];
 
 /// The hostile plugin with its imports granted, plus `grants`.
 fn hostile_grants(grants: &[&str]) -> Grants {
@@ -1151,4 +1153,134 @@ async fn reviews_count_against_the_tenants_call_quota() {
         "the refused review called the plugin"
     );
     assert!(plugin.usage().figures().quota_hits >= 1);
+}
+
+/// The writes an administrator can grant at most, for the write attacks: every kind they try that a grant can
+/// name, the Secret grant with `secrets-write`, and no other namespace, force or Pod permit.
+const WRITER: [&str; 6] = [
+    "kube-write:core/v1/ConfigMap",
+    "kube-write:core/v1/Pod",
+    "kube-write:apps/v1/Deployment",
+    "kube-write:core/v1/Secret",
+    "kube-write:coordination.k8s.io/v1/Lease",
+    "secrets-write",
+];
+
+/// The kinds no grant reaches, as (apiVersion, kind, cluster-scoped).
+const NEVER_WRITABLE: [(&str, &str); 13] = [
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+    ("apiregistration.k8s.io/v1", "APIService"),
+    ("plugins.omni.texashpc.com/v1alpha1", "Plugin"),
+    ("plugins.omni.texashpc.com/v1alpha1", "PluginBinding"),
+    ("v1", "Node"),
+    ("v1", "ServiceAccount"),
+];
+
+fn pod(name: &str, spec: Value) -> Value {
+    let mut spec = spec;
+    spec["containers"] = json!([{"name": "c", "image": "registry.k8s.io/pause:3.10"}]);
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec})
+}
+
+/// Every write a plugin must not get away with, through the real component in the real host against kube-sim:
+/// each is refused, nothing is stored, every refusal is reported on the object, and the host keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_write_attacks_write_nothing_and_are_reported() {
+    // An administrator's ceiling cannot even name the kinds no grant reaches.
+    for (api_version, kind) in NEVER_WRITABLE {
+        let (group, version) = api_version.split_once('/').unwrap_or(("core", api_version));
+        let grant = format!("kube-write:{group}/{version}/{kind}");
+        let refused = Grants::parse([&grant]).expect_err(&grant);
+        assert!(refused.to_string().contains("no grant"), "{grant}: {refused}");
+    }
+    let env = Env::start_with(vec![hostile(&WRITER)]).await;
+    let cluster_uid = env
+        .kube
+        .get(API, "OmniCluster", NS, CLUSTER)
+        .expect("the OmniCluster")["metadata"]["uid"]
+        .clone();
+    let write = |object: Value| json!({"do": "write", "object": object});
+    let mut attacks: Vec<Value> = NEVER_WRITABLE
+        .iter()
+        .map(|(api_version, kind)| {
+            write(json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": "loot"}}))
+        })
+        .collect();
+    let config_map = |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {}});
+    let mut elsewhere = config_map("loot");
+    elsewhere["metadata"]["namespace"] = json!("kube-system");
+    let mut adopted = config_map("adopted");
+    adopted["metadata"]["ownerReferences"] = json!([{"apiVersion": API, "kind": "OmniCluster", "name": CLUSTER,
+        "uid": cluster_uid, "controller": true}]);
+    attacks.extend([
+        // 13: the operator's Lease, with Leases granted.
+        write(json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "5dc6398d.texashpc.com"}, "spec": {"holderIdentity": "hostile"}})),
+        // 14-15: another namespace; an owner the call does not reconcile.
+        write(elsewhere),
+        write(adopted),
+        // 16: a ServiceAccount token, with Secrets granted.
+        write(json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+            "metadata": {"name": "token", "annotations": {"kubernetes.io/service-account.name": "default"}}})),
+        // 17-19: Pods that leave the baseline.
+        write(pod("root", json!({"hostPID": true}))),
+        write(pod("disk", json!({"volumes": [{"name": "root", "hostPath": {"path": "/"}}]}))),
+        write(pod("admin", json!({"serviceAccountName": "operator"}))),
+        // 20: 10 MiB.
+        json!({"do": "write", "object": config_map("huge"), "padBytes": 10 << 20}),
+    ]);
+    env.apply(&release("w", "none", json!(attacks))).await;
+    let obj = env
+        .wait("OmniHelmRelease", "w", "the write attacks' report", |o| {
+            results(o).len() == 21
+        })
+        .await;
+    for (i, result) in results(&obj).iter().enumerate() {
+        assert!(denied(result), "write attack {i} was not denied: {result}");
+    }
+    let stored = |api_version: &str, kind: &str, namespace: &str, name: &str| {
+        env.kube.get(api_version, kind, namespace, name).is_some()
+    };
+    for (api_version, kind) in NEVER_WRITABLE {
+        assert!(!stored(api_version, kind, NS, "loot") && !stored(api_version, kind, "", "loot"), "{kind}");
+    }
+    assert!(!stored("v1", "ConfigMap", "kube-system", "loot"));
+    assert!(!stored("v1", "ConfigMap", NS, "adopted"));
+    assert!(!stored("v1", "Secret", NS, "token"));
+    for name in ["root", "disk", "admin"] {
+        assert!(!stored("v1", "Pod", NS, name), "{name}");
+    }
+    assert!(!stored("v1", "ConfigMap", NS, "huge"));
+    let lease = env
+        .kube
+        .get("coordination.k8s.io/v1", "Lease", NS, "5dc6398d.texashpc.com");
+    assert!(lease.is_none(), "{lease:?}");
+    assert!(
+        is(&obj, "CapabilityDenied", "True", "CapabilityDenied"),
+        "{:#}",
+        obj["status"]
+    );
+
+    // 10,000 objects in one call: the call's budget lets 100 through, refuses the rest, and the host goes on.
+    let flood = json!([{"do": "write", "object": config_map("flood"), "count": 10_000}]);
+    env.apply(&release("w", "none", flood)).await;
+    let obj = env
+        .wait("OmniHelmRelease", "w", "the flood's report", |o| {
+            results(o).first().is_some_and(|r| r.get("written").is_some())
+        })
+        .await;
+    let report = &results(&obj)[0];
+    assert_eq!(report["written"], 100, "{report}");
+    assert!(denied(&report["last"]), "{report}");
+    assert_eq!(env.kube.list("v1", "ConfigMap", Some(NS)).iter().filter(|c| {
+        c["metadata"]["name"].as_str().is_some_and(|n| n.starts_with("flood-"))
+    }).count(), 100);
+    echo_still_serves().await;
 }

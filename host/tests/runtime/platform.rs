@@ -39,7 +39,11 @@ async fn start() -> Env {
 }
 
 async fn start_with(options: PlatformOptions) -> Env {
-    let sim = stack::management_cluster(kube_sim::KubeSim::builder())
+    // The workload controllers run, so what a third-party operator creates (the example's Deployments) becomes
+    // Ready as on a real cluster.
+    let builder = kube_sim::KubeSim::builder()
+        .workloads(kube_sim::workloads::WorkloadOptions::default());
+    let sim = stack::management_cluster(builder)
         .await
         .expect("kube-sim");
     for ns in ["team-a", "team-b", "team-c", "omni-system"] {
@@ -107,7 +111,8 @@ impl Env {
         digest
     }
 
-    fn kubectl(&self, args: &[&str], stdin: &str) {
+    /// Runs kubectl against the management cluster; returns its output.
+    fn kubectl(&self, args: &[&str], stdin: &str) -> String {
         use std::io::Write as _;
         let mut child = std::process::Command::new("kubectl")
             .arg("--kubeconfig")
@@ -130,6 +135,7 @@ impl Env {
             "kubectl {args:?} failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     fn kubectl_apply(&self, yaml: &str) {
@@ -734,31 +740,26 @@ async fn a_new_plugin_goes_from_template_to_serving_and_so_does_the_example() {
     let crate_dir = work.path().join("team-widgets");
     let wasm = build_plugin(&crate_dir, "team_widgets");
     let wasm_arg = wasm.display().to_string();
-    let first = cli(
-        &crate_dir,
-        &[
-            "plugin",
-            "test",
-            &wasm_arg,
-            "--fixtures",
-            "fixtures",
-            "--grant",
-            "clock",
-        ],
-    );
+    let template_test = [
+        "plugin",
+        "test",
+        &wasm_arg,
+        "--fixtures",
+        "fixtures",
+        "--grant",
+        "clock",
+        "--grant",
+        "kube-write:core/v1/ConfigMap",
+    ];
+    let first = cli(&crate_dir, &template_test);
     assert!(first.contains("written example"), "{first}");
-    let second = cli(
-        &crate_dir,
-        &[
-            "plugin",
-            "test",
-            &wasm_arg,
-            "--fixtures",
-            "fixtures",
-            "--grant",
-            "clock",
-        ],
+    let snapshot = std::fs::read_to_string(crate_dir.join("fixtures/example.snapshot.json"))
+        .expect("the snapshot");
+    assert!(
+        snapshot.contains("\"name\": \"example-settings\"") && snapshot.contains("\"op\": \"apply\""),
+        "the template's owned child is in its snapshot:\n{snapshot}"
     );
+    let second = cli(&crate_dir, &template_test);
     assert!(
         second.contains("ok      example") && second.contains("1 passed, 0 failed"),
         "{second}"
@@ -769,18 +770,11 @@ async fn a_new_plugin_goes_from_template_to_serving_and_so_does_the_example() {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/plugins/site-widgets");
     let example_wasm = build_plugin(&example, "site_widgets");
     let example_arg = example_wasm.display().to_string();
-    let replayed = cli(
-        &example,
-        &[
-            "plugin",
-            "test",
-            &example_arg,
-            "--fixtures",
-            "fixtures",
-            "--grant",
-            "kube-read:core/ConfigMap",
-        ],
-    );
+    let mut test_args = vec!["plugin", "test", &example_arg, "--fixtures", "fixtures"];
+    for grant in SITE_WIDGETS_GRANTS {
+        test_args.extend(["--grant", grant]);
+    }
+    let replayed = cli(&example, &test_args);
     assert!(replayed.contains("2 passed, 0 failed"), "{replayed}");
 
     // push, signed.
@@ -837,14 +831,16 @@ async fn a_new_plugin_goes_from_template_to_serving_and_so_does_the_example() {
             "apiVersion: {PLATFORM}\nkind: PluginBinding\nmetadata:\n  name: {name}\n  namespace: {ns}\nspec:\n  plugin: {plugin}\n  grants: [{grants}]\n"
         )
     };
-    env.kubectl_apply(&plugin("team-widgets", &widgets, "clock"));
-    env.kubectl_apply(&binding("team-a", "widgets", "team-widgets", "clock"));
-    env.kubectl_apply(&plugin("site-widgets", &sites, "kube-read:core/ConfigMap"));
+    let widget_grants = "clock, kube-write:core/v1/ConfigMap";
+    env.kubectl_apply(&plugin("team-widgets", &widgets, widget_grants));
+    env.kubectl_apply(&binding("team-a", "widgets", "team-widgets", widget_grants));
+    let site_grants = SITE_WIDGETS_GRANTS.join(", ");
+    env.kubectl_apply(&plugin("site-widgets", &sites, &site_grants));
     env.kubectl_apply(&binding(
         "team-b",
         "site-widgets",
         "site-widgets",
-        "kube-read:core/ConfigMap",
+        &site_grants,
     ));
     env.sim
         .apply(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "site-defaults", "namespace": "team-b"}, "data": {"replicas": "4"}}))
@@ -868,22 +864,126 @@ async fn a_new_plugin_goes_from_template_to_serving_and_so_does_the_example() {
         is(&w, "Ready", "True", "Reconciled") && w["status"]["replicas"] == 2
     })
     .await;
-    eventually(
-        &env,
-        "the example's SiteWidget given the site's default",
-        || {
-            let s = env
-                .sim
-                .get("sites.example.com/v1alpha1", "SiteWidget", "team-b", "s")
-                .unwrap_or(Value::Null);
-            s["status"]["replicas"] == 4
-        },
-    )
+    let settings = env
+        .sim
+        .get("v1", "ConfigMap", "team-a", "w-settings")
+        .expect("the template's owned child");
+    assert_eq!(settings["data"]["replicas"], "2");
+    let site_widget = || {
+        env.sim
+            .get("sites.example.com/v1alpha1", "SiteWidget", "team-b", "s")
+            .unwrap_or(Value::Null)
+    };
+    // The example is an operator: its Deployment runs the site's default of 4 replicas, and the widget is Ready
+    // once kube-sim's workload controllers have made them ready.
+    let ready = || {
+        let s = site_widget();
+        s["status"]["replicas"] == 4
+            && s["status"]["readyReplicas"] == 4
+            && is(&s, "Ready", "True", "Available")
+    };
+    let waited = tokio::time::timeout(Duration::from_secs(60), async {
+        while !ready() {
+            tokio::time::sleep(Duration::from_millis(40)).await;
+        }
+    })
     .await;
+    assert!(
+        waited.is_ok(),
+        "the example's SiteWidget is not Ready from its Deployment:\nwidget {:#}\ndeployment {:#}",
+        site_widget()["status"],
+        env.sim
+            .get("apps/v1", "Deployment", "team-b", "s")
+            .map(|d| d["status"].clone())
+            .unwrap_or_default()
+    );
     assert_eq!(
         env.binding("team-b", "site-widgets")["status"]["effectiveGrants"],
-        json!(["kube-read", "kube-read:core/ConfigMap"])
+        json!([
+            "kube-read",
+            "kube-write",
+            "kube-read:core/ConfigMap",
+            "kube-read:apps/Deployment",
+            "kube-write:core/v1/ConfigMap",
+            "kube-write:apps/v1/Deployment"
+        ])
     );
+    the_examples_children_are_owned_kept_and_collected(&env, &site_widget()).await;
+}
+
+/// What `plugin test` and the bindings grant the example third-party operator.
+const SITE_WIDGETS_GRANTS: [&str; 4] = [
+    "kube-read:core/ConfigMap",
+    "kube-read:apps/Deployment",
+    "kube-write:core/v1/ConfigMap",
+    "kube-write:apps/v1/Deployment",
+];
+
+/// The example operator's children, seen as a user sees them: written under the plugin's field manager
+/// (`kubectl --show-managed-fields`), owned by the widget, put back when deleted behind the plugin's back, and
+/// collected with the widget.
+async fn the_examples_children_are_owned_kept_and_collected(env: &Env, widget: &Value) {
+    let uid = widget["metadata"]["uid"]
+        .as_str()
+        .expect("the widget's uid");
+    for (kind, name) in [("deployment", "s"), ("configmap", "s-settings")] {
+        let yaml = env.kubectl(
+            &[
+                "get",
+                kind,
+                name,
+                "-n",
+                "team-b",
+                "-o",
+                "yaml",
+                "--show-managed-fields",
+            ],
+            "",
+        );
+        assert!(
+            yaml.contains("manager: omni-plugin:site-widgets"),
+            "the plugin's field manager owns the {kind}'s fields:\n{yaml}"
+        );
+        assert!(yaml.contains("operation: Apply"), "{yaml}");
+        assert!(
+            yaml.contains(&format!("uid: {uid}")),
+            "owned by the widget:\n{yaml}"
+        );
+        assert!(yaml.contains("controller: true"), "{yaml}");
+    }
+    let settings = || env.sim.get("v1", "ConfigMap", "team-b", "s-settings");
+    let first = settings().expect("the settings ConfigMap");
+    env.kubectl(
+        &[
+            "delete",
+            "configmap",
+            "s-settings",
+            "-n",
+            "team-b",
+            "--wait=false",
+        ],
+        "",
+    );
+    let started = std::time::Instant::now();
+    eventually(env, "the deleted child put back", || {
+        settings().is_some_and(|cm| cm["metadata"]["uid"] != first["metadata"]["uid"])
+    })
+    .await;
+    eprintln!("a deleted child was put back in {:?}", started.elapsed());
+    assert_eq!(settings().expect("put back")["data"]["replicas"], "4");
+
+    env.kubectl(
+        &["delete", "sitewidget", "s", "-n", "team-b", "--wait=false"],
+        "",
+    );
+    eventually(env, "the widget's children collected with it", || {
+        settings().is_none()
+            && env
+                .sim
+                .get("apps/v1", "Deployment", "team-b", "s")
+                .is_none()
+    })
+    .await;
 }
 
 /// Registry credentials come from the Secret a Plugin names (dockerconfigjson), reach the registry, and appear

@@ -369,8 +369,8 @@ pub trait Helm {
 /// available on a concrete host (a `MockHost` in tests) without the trait names clashing with the plugin's own.
 pub mod prelude {
     pub use crate::{
-        Clock as _, Context as _, Files as _, Helm as _, Host, KubeRead as _, Omni as _, Plugin,
-        Secrets as _, Workload as _,
+        Clock as _, Context as _, Files as _, Helm as _, Host, KubeRead as _, KubeWrite as _,
+        Omni as _, Plugin, Secrets as _, Workload as _,
     };
 }
 

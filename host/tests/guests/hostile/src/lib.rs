@@ -1,5 +1,5 @@
 //! An attacker's plugin: it tries, through the raw contract bindings, everything a plugin must not get away
-//! with, one attack per entry of `spec.attacks`, and reports what the host answered in `status.results`.
+//! with (reads, Secrets, workload clusters, Omni, Helm, writes), one attack per entry of `spec.attacks`, and reports what the host answered in `status.results`.
 //! Secret bytes it obtains are reported base64-encoded, so a test can search for them.
 //!
 //! It reconciles OmniHelmRelease (its built-in plugin is not loaded where it runs; its free-form `spec.chart.values` carries the
@@ -14,7 +14,7 @@ use omni_plugin_sdk::bindings::omni::operator::context::{
 use omni_plugin_sdk::bindings::omni::operator::types::{
     HostError, LogLevel, ObjectRef, OwnerLabel, ReconcileError, SecretKeyRef,
 };
-use omni_plugin_sdk::bindings::omni::operator::{helm, kube_read, omni, secrets, workload};
+use omni_plugin_sdk::bindings::omni::operator::{helm, kube_read, kube_write, omni, secrets, workload};
 use omni_plugin_sdk::{Value, json};
 
 struct Hostile;
@@ -318,6 +318,73 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
                 n = n.wrapping_add(ctx.remaining_ms());
             }
             json!({ "ok": n > 0 })
+        }
+        "write" => {
+            // Applies (or, with `verb: create`, creates) `object`, `count` times under numbered names, padded with
+            // `padBytes` bytes of data; reports each answer, or for a flood how many went through.
+            let options = kube_write::WriteOptions {
+                owned: a["owned"] == json!(true),
+                dry_run: a["dryRun"] == json!(true),
+                force: a["force"] == json!(true),
+            };
+            let count = a["count"].as_u64().unwrap_or(1);
+            let mut outcomes = Vec::new();
+            for i in 0..count {
+                let mut object = a["object"].clone();
+                if count > 1 {
+                    object["metadata"]["name"] = json!(format!("{}-{i}", text(&a["object"]["metadata"], "name")));
+                }
+                if let Some(n) = a["padBytes"].as_u64() {
+                    object["data"]["pad"] = json!("p".repeat(n as usize));
+                }
+                let body = object.to_string();
+                let answer = if a["verb"] == "create" {
+                    kube_write::create(ctx, &body, options)
+                } else {
+                    kube_write::apply(ctx, &body, options)
+                };
+                outcomes.push(match answer {
+                    Ok(stored) => json!({ "ok": stored }),
+                    Err(e) => err(e),
+                });
+            }
+            if count == 1 {
+                outcomes.remove(0)
+            } else {
+                json!({ "written": outcomes.iter().filter(|o| o.get("ok").is_some()).count(),
+                    "last": outcomes.last().cloned().unwrap_or_default() })
+            }
+        }
+        "patch" | "delete" => {
+            let target = ObjectRef {
+                api_version: text(a, "apiVersion"),
+                kind: text(a, "kind"),
+                namespace: opt(a, "namespace"),
+                name: text(a, "name"),
+            };
+            if a["do"] == "delete" {
+                let options = kube_write::DeleteOptions {
+                    uid: None,
+                    resource_version: None,
+                    propagation: kube_write::Propagation::Background,
+                    dry_run: false,
+                };
+                match kube_write::delete(ctx, &target, &options) {
+                    Ok(deleted) => json!({ "ok": deleted }),
+                    Err(e) => err(e),
+                }
+            } else {
+                let options = kube_write::WriteOptions { owned: false, dry_run: false, force: false };
+                let kind = if a["json"] == json!(true) {
+                    kube_write::PatchType::Json
+                } else {
+                    kube_write::PatchType::Merge
+                };
+                match kube_write::patch(ctx, &target, kind, &a["patch"].to_string(), options) {
+                    Ok(stored) => json!({ "ok": stored }),
+                    Err(e) => err(e),
+                }
+            }
         }
         "now" => {
             let since = std::time::SystemTime::now()
