@@ -36,7 +36,14 @@ const EVERYTHING: [&str; 12] = [
 ];
 
 /// The interfaces the hostile plugin imports: without them it does not load at all.
-const IMPORTS: [&str; 6] = ["kube-read", "kube-write", "secrets", "workload", "omni", "helm"];
+const IMPORTS: [&str; 6] = [
+    "kube-read",
+    "kube-write",
+    "secrets",
+    "workload",
+    "omni",
+    "helm",
+];
 
 /// The hostile plugin with its imports granted, plus `grants`.
 fn hostile_grants(grants: &[&str]) -> Grants {
@@ -1172,9 +1179,18 @@ const NEVER_WRITABLE: [(&str, &str); 13] = [
     ("rbac.authorization.k8s.io/v1", "ClusterRole"),
     ("rbac.authorization.k8s.io/v1", "RoleBinding"),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
-    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"),
-    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
-    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicy",
+    ),
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
     ("apiregistration.k8s.io/v1", "APIService"),
     ("plugins.omni.texashpc.com/v1alpha1", "Plugin"),
@@ -1198,7 +1214,10 @@ async fn kube_write_attacks_write_nothing_and_are_reported() {
         let (group, version) = api_version.split_once('/').unwrap_or(("core", api_version));
         let grant = format!("kube-write:{group}/{version}/{kind}");
         let refused = Grants::parse([&grant]).expect_err(&grant);
-        assert!(refused.to_string().contains("no grant"), "{grant}: {refused}");
+        assert!(
+            refused.to_string().contains("no grant"),
+            "{grant}: {refused}"
+        );
     }
     let env = Env::start_with(vec![hostile(&WRITER)]).await;
     let cluster_uid = env
@@ -1249,7 +1268,10 @@ async fn kube_write_attacks_write_nothing_and_are_reported() {
         env.kube.get(api_version, kind, namespace, name).is_some()
     };
     for (api_version, kind) in NEVER_WRITABLE {
-        assert!(!stored(api_version, kind, NS, "loot") && !stored(api_version, kind, "", "loot"), "{kind}");
+        assert!(
+            !stored(api_version, kind, NS, "loot") && !stored(api_version, kind, "", "loot"),
+            "{kind}"
+        );
     }
     assert!(!stored("v1", "ConfigMap", "kube-system", "loot"));
     assert!(!stored("v1", "ConfigMap", NS, "adopted"));
@@ -1258,9 +1280,12 @@ async fn kube_write_attacks_write_nothing_and_are_reported() {
         assert!(!stored("v1", "Pod", NS, name), "{name}");
     }
     assert!(!stored("v1", "ConfigMap", NS, "huge"));
-    let lease = env
-        .kube
-        .get("coordination.k8s.io/v1", "Lease", NS, "5dc6398d.texashpc.com");
+    let lease = env.kube.get(
+        "coordination.k8s.io/v1",
+        "Lease",
+        NS,
+        "5dc6398d.texashpc.com",
+    );
     assert!(lease.is_none(), "{lease:?}");
     assert!(
         is(&obj, "CapabilityDenied", "True", "CapabilityDenied"),
@@ -1268,19 +1293,108 @@ async fn kube_write_attacks_write_nothing_and_are_reported() {
         obj["status"]
     );
 
-    // 10,000 objects in one call: the call's budget lets 100 through, refuses the rest, and the host goes on.
+    // 10,000 objects in one call: the call's write budget lets 100 through and refuses the rest, and the call is
+    // stopped once it has made more host calls than any call may; the host goes on. Retries of the stopped call
+    // write the same 100 again, never one more.
     let flood = json!([{"do": "write", "object": config_map("flood"), "count": 10_000}]);
     env.apply(&release("w", "none", flood)).await;
+    let flooded = || {
+        env.kube
+            .list("v1", "ConfigMap", Some(NS))
+            .iter()
+            .filter(|c| {
+                c["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("flood-"))
+            })
+            .count()
+    };
     let obj = env
-        .wait("OmniHelmRelease", "w", "the flood's report", |o| {
-            results(o).first().is_some_and(|r| r.get("written").is_some())
+        .wait("OmniHelmRelease", "w", "the flooding call stopped", |o| {
+            is(o, "Ready", "False", "PluginTooManyHostCalls")
         })
         .await;
-    let report = &results(&obj)[0];
-    assert_eq!(report["written"], 100, "{report}");
-    assert!(denied(&report["last"]), "{report}");
-    assert_eq!(env.kube.list("v1", "ConfigMap", Some(NS)).iter().filter(|c| {
-        c["metadata"]["name"].as_str().is_some_and(|n| n.starts_with("flood-"))
-    }).count(), 100);
+    assert!(
+        is(&obj, "CapabilityDenied", "True", "CapabilityDenied"),
+        "{:#}",
+        obj["status"]
+    );
+    assert_eq!(flooded(), 100);
+    let retried = env.metrics.total(Count::PluginCalls);
+    env.wait_until("the stopped call retried", || {
+        env.metrics.total(Count::PluginCalls) > retried
+    })
+    .await;
+    assert_eq!(flooded(), 100, "a retry writes no object beyond the budget");
     echo_still_serves().await;
+}
+
+/// A plugin writing at full speed, on eight objects that each ask to be called again at once, is held to its write
+/// rate (a burst, then `WRITES_PER_SECOND`; over it, `unavailable` and a report), and the host keeps serving other
+/// objects within the bound the tenant-fairness test holds (3 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_loop_at_full_speed_is_held_to_its_rate_and_the_host_keeps_serving() {
+    use omni_operator::capabilities::{WRITE_BURST, WRITES_PER_SECOND};
+    let env = Env::start_with(vec![hostile(&WRITER)]).await;
+    let writes = || {
+        env.kube
+            .requests()
+            .iter()
+            .filter(|r| {
+                r.resource == "configmaps" && r.verb == "patch" && r.name.starts_with("loop")
+            })
+            .count()
+    };
+    let started = Instant::now();
+    for i in 0..8 {
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("loop{i}")}, "data": {}});
+        let attacks =
+            json!([{"do": "write", "object": object, "count": 100}, {"do": "requeue", "ms": 0}]);
+        env.apply(&release(&format!("loop-{i}"), "none", attacks))
+            .await;
+    }
+    let throttled = |o: &Value| {
+        results(o).first().is_some_and(|r| {
+            r["last"]["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("writes per second"))
+        })
+    };
+    let obj = env
+        .wait(
+            "OmniHelmRelease",
+            "loop-7",
+            "the write rate to bite",
+            throttled,
+        )
+        .await;
+    assert!(
+        is(&obj, "CapabilityDenied", "True", "CapabilityDenied"),
+        "{:#}",
+        obj["status"]
+    );
+
+    let asked = Instant::now();
+    env.apply(&export("ops", json!({"name": "edge-kubeconfig"}), "Delete"))
+        .await;
+    env.wait("OmniKubeconfigExport", "ops", "Ready=True", |o| {
+        is(o, "Ready", "True", "Exported")
+    })
+    .await;
+    let latency = asked.elapsed();
+    assert!(
+        latency < Duration::from_secs(3),
+        "another object waited {latency:?} behind the write loop"
+    );
+    let elapsed = started.elapsed().as_secs_f64();
+    let made = writes();
+    let allowed = f64::from(WRITE_BURST) + f64::from(WRITES_PER_SECOND) * elapsed;
+    assert!(
+        (made as f64) <= allowed,
+        "{made} writes in {elapsed:.1} s, more than the burst and rate allow ({allowed:.0})"
+    );
+    assert!(
+        made >= WRITE_BURST as usize,
+        "the burst was written: {made}"
+    );
 }

@@ -41,11 +41,9 @@ async fn start() -> Env {
 async fn start_with(options: PlatformOptions) -> Env {
     // The workload controllers run, so what a third-party operator creates (the example's Deployments) becomes
     // Ready as on a real cluster.
-    let builder = kube_sim::KubeSim::builder()
-        .workloads(kube_sim::workloads::WorkloadOptions::default());
-    let sim = stack::management_cluster(builder)
-        .await
-        .expect("kube-sim");
+    let builder =
+        kube_sim::KubeSim::builder().workloads(kube_sim::workloads::WorkloadOptions::default());
+    let sim = stack::management_cluster(builder).await.expect("kube-sim");
     for ns in ["team-a", "team-b", "team-c", "omni-system"] {
         sim.apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
             .await
@@ -756,7 +754,8 @@ async fn a_new_plugin_goes_from_template_to_serving_and_so_does_the_example() {
     let snapshot = std::fs::read_to_string(crate_dir.join("fixtures/example.snapshot.json"))
         .expect("the snapshot");
     assert!(
-        snapshot.contains("\"name\": \"example-settings\"") && snapshot.contains("\"op\": \"apply\""),
+        snapshot.contains("\"name\": \"example-settings\"")
+            && snapshot.contains("\"op\": \"apply\""),
         "the template's owned child is in its snapshot:\n{snapshot}"
     );
     let second = cli(&crate_dir, &template_test);

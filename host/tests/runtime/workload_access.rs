@@ -190,7 +190,7 @@ impl Env {
         }
     }
 
-    async fn wait_until(&self, what: &str, done: impl Fn() -> bool) {
+    pub(super) async fn wait_until(&self, what: &str, done: impl Fn() -> bool) {
         let deadline = Instant::now() + WAIT;
         while !done() {
             assert!(Instant::now() < deadline, "timed out waiting for {what}");

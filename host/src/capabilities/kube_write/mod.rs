@@ -155,6 +155,15 @@ impl KubeWriteCap<'_> {
         if name.is_empty() {
             return Err(HostError::Invalid(format!("{what}: metadata.name is required")).into());
         }
+        // The kinds no grant reaches are refused as the plugin spells them too, before discovery: served or not
+        // (an API server without ValidatingAdmissionPolicy), the attempt is refused and reported as such.
+        let spelled_group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        if let Some(why) = never_writable(spelled_group, kind)
+            .or_else(|| never_writable_object(spelled_group, kind, name))
+        {
+            let reason = format!("{api_version} {kind} can be written by no grant: {why}");
+            return Err(self.refuse(what, &reason));
+        }
         let own = self.core.table.get(ctx)?.namespace().map(str::to_owned);
         let budget = self.core.budget(ctx, budget::WRITE)?;
         let resolving = format!("{what}: resolving the kind");

@@ -1,0 +1,311 @@
+//! A third-party operator at scale: 1,000 SiteWidgets (the example plugin, `examples/plugins/site-widgets`, as a
+//! component) applied at once, each owning a ConfigMap and a Deployment the plugin writes through `kube-write`,
+//! until every widget is `Ready=True` because its Deployment's replica is ready (kube-sim's workload controllers
+//! schedule and run the Pods). Prints the time, the host's CPU time, the plugin calls and the writes per second.
+//!
+//! `cargo bench -p omni-operator --bench owned_children` (`-- --quick`: 100 widgets; `--widgets N`,
+//! `--concurrency N`, `--timeout SECONDS`).
+//!
+//! Three processes, this binary in different roles, so the host's CPU time is its own: the driver (creates the
+//! widgets, watches for `Ready`, prints), `--role kube-sim` (with workload controllers and enough Nodes for one Pod
+//! per widget), and `--role host` (the runtime, the example plugin with the grants it requests, its controllers
+//! and the watches of the kinds it owns). Time runs from the first create to the last widget seen Ready. Each
+//! plugin call applies both children, so the writes are twice the calls.
+
+use omni_operator::controllers::metrics::Count;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use futures::{StreamExt, TryStreamExt};
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::runtime::watcher;
+use omni_operator::capabilities::Grants;
+use omni_operator::controllers::Settings;
+use omni_operator::runtime::{PluginSpec, Runtime, RuntimeConfig};
+use omni_operator::stack::{self, HostBuilder};
+use serde_json::{Value, json};
+
+mod support;
+
+use support::{Role, cpu_ms, number, proc_status_kib, ready_then_answer, serve, value};
+
+const NAMESPACE: &str = "bench";
+const CREATES_IN_FLIGHT: usize = 32;
+/// The grants the example requests (its `export_plugin!` line).
+const GRANTS: [&str; 4] = [
+    "kube-read:core/ConfigMap",
+    "kube-read:apps/Deployment",
+    "kube-write:core/v1/ConfigMap",
+    "kube-write:apps/v1/Deployment",
+];
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match value(&args, "--role").as_deref() {
+        None => driver(&args),
+        Some("kube-sim") => serve(kube_sim_role(&args)),
+        Some("host") => serve(host_role(&args)),
+        Some(other) => bail!("unknown --role {other:?}"),
+    }
+}
+
+fn work_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("owned-children-bench")
+}
+
+fn example_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/plugins/site-widgets")
+}
+
+/// Builds the example as its README says; returns the component's path.
+fn build_example() -> Result<PathBuf> {
+    let target = work_dir().join("example-target");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .args(["build", "--release", "--quiet", "--target", "wasm32-wasip2"])
+        .arg("--target-dir")
+        .arg(&target)
+        .current_dir(example_dir())
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .env_remove("CARGO_TARGET_DIR")
+        .status()
+        .context("running cargo")?;
+    if !status.success() {
+        bail!("building {} failed", example_dir().display());
+    }
+    Ok(target.join("wasm32-wasip2/release/site_widgets.wasm"))
+}
+
+fn driver(args: &[String]) -> Result<()> {
+    let quick = args.iter().any(|a| a == "--quick");
+    let widgets: usize = number(args, "--widgets", if quick { 100 } else { 1000 })?;
+    let concurrency: u16 = number(args, "--concurrency", Settings::default().concurrency)?;
+    let timeout = Duration::from_secs(number(args, "--timeout", 600)?);
+    std::fs::create_dir_all(work_dir()).context("the work directory")?;
+    let wasm = build_example()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("tokio")?;
+    runtime.block_on(run(widgets, concurrency, timeout, &wasm))
+}
+
+fn widgets_api(client: &kube::Client) -> Api<DynamicObject> {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("sites.example.com", "v1alpha1", "SiteWidget"),
+        "sitewidgets",
+    );
+    Api::namespaced_with(client.clone(), NAMESPACE, &resource)
+}
+
+fn ready(object: &DynamicObject) -> bool {
+    object.data["status"]["conditions"]
+        .as_array()
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
+}
+
+async fn run(widgets: usize, concurrency: u16, timeout: Duration, wasm: &Path) -> Result<()> {
+    let kubeconfig = work_dir().join("kube-sim.kubeconfig");
+    // One Pod per widget, at most 110 per Node.
+    let nodes = widgets.div_ceil(100).max(1);
+    let mut kube_sim = Role::start(
+        "kube-sim",
+        "owned",
+        &work_dir(),
+        &[
+            "--kubeconfig".into(),
+            kubeconfig.display().to_string(),
+            "--nodes".into(),
+            nodes.to_string(),
+        ],
+    )
+    .await?;
+    kube_sim.ready().await?;
+    let text = std::fs::read_to_string(&kubeconfig).context("the kubeconfig")?;
+    let client = stack::client(&text).await?;
+    let namespace: DynamicObject = serde_json::from_value(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
+    )?;
+    Api::<DynamicObject>::all_with(
+        client.clone(),
+        &ApiResource::erase::<k8s_openapi::api::core::v1::Namespace>(&()),
+    )
+    .create(&PostParams::default(), &namespace)
+    .await
+    .context("the namespace")?;
+
+    let mut host = Role::start(
+        "host",
+        "owned",
+        &work_dir(),
+        &[
+            "--kubeconfig".into(),
+            kubeconfig.display().to_string(),
+            "--wasm".into(),
+            wasm.display().to_string(),
+            "--concurrency".into(),
+            concurrency.to_string(),
+        ],
+    )
+    .await?;
+    let said = host.ready().await?;
+    let [idle_rss_kib, start_cpu_ms] = said
+        .iter()
+        .filter_map(|n| n.parse::<u64>().ok())
+        .collect::<Vec<_>>()[..]
+    else {
+        bail!("the host said ready {said:?}, expected its RSS and CPU time")
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let api = widgets_api(&client);
+    let mut watch = Box::pin(watcher(api.clone(), watcher::Config::default()));
+    while let Some(event) = watch.try_next().await.context("watching")? {
+        if matches!(event, watcher::Event::InitDone) {
+            break;
+        }
+    }
+    let start = Instant::now();
+    futures::stream::iter((0..widgets).map(|i| {
+        let api = api.clone();
+        async move {
+            let widget: DynamicObject = serde_json::from_value(json!({
+                "apiVersion": "sites.example.com/v1alpha1", "kind": "SiteWidget",
+                "metadata": {"name": format!("w{i:05}"), "namespace": NAMESPACE},
+                "spec": {"replicas": 1},
+            }))?;
+            api.create(&PostParams::default(), &widget)
+                .await
+                .with_context(|| format!("creating widget {i}"))?;
+            anyhow::Ok(())
+        }
+    }))
+    .buffer_unordered(CREATES_IN_FLIGHT)
+    .try_collect::<Vec<()>>()
+    .await?;
+    let created = start.elapsed().as_secs_f64();
+
+    let mut met: HashSet<String> = HashSet::new();
+    let mut progress = Instant::now();
+    let deadline = tokio::time::Instant::now() + timeout;
+    let total = loop {
+        if met.len() >= widgets {
+            break Some(start.elapsed().as_secs_f64());
+        }
+        let event = match tokio::time::timeout_at(deadline, watch.try_next()).await {
+            Err(_elapsed) => break None,
+            Ok(event) => event.context("watching")?,
+        };
+        if let Some(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) = event {
+            let name = o.metadata.name.clone().unwrap_or_default();
+            if ready(&o) {
+                met.insert(name);
+            } else {
+                met.remove(&name);
+            }
+        }
+        if progress.elapsed() > Duration::from_secs(5) {
+            eprintln!(
+                "  {} of {widgets} Ready after {:.0} s",
+                met.len(),
+                start.elapsed().as_secs_f64()
+            );
+            progress = Instant::now();
+        }
+    };
+    let report = host.ask("report").await?;
+    let field = |name: &str| -> u64 {
+        report
+            .iter()
+            .find_map(|w| w.strip_prefix(&format!("{name}=")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    let (calls, failures) = (field("calls"), field("failures"));
+    let cpu = field("cpu_ms").saturating_sub(start_cpu_ms) as f64 / 1000.0;
+    let Some(total) = total else {
+        bail!(
+            "only {} of {widgets} widgets Ready after {} s ({calls} plugin calls, {failures} failed)",
+            met.len(),
+            timeout.as_secs()
+        );
+    };
+    println!(
+        "{widgets} SiteWidgets, each owning a ConfigMap and a Deployment: created in {created:.2} s, all Ready after \
+         {total:.2} s; host CPU {cpu:.2} s; {calls} plugin calls ({failures} failed), {} writes, {:.0} writes/s; host \
+         RSS idle {:.1} MiB, peak {:.1} MiB",
+        2 * calls,
+        2.0 * calls as f64 / total,
+        idle_rss_kib as f64 / 1024.0,
+        field("hwm_kib") as f64 / 1024.0,
+    );
+    for role in [&mut host, &mut kube_sim] {
+        role.stop().await;
+    }
+    Ok(())
+}
+
+async fn kube_sim_role(args: &[String]) -> Result<()> {
+    let kubeconfig =
+        PathBuf::from(value(args, "--kubeconfig").context("--kubeconfig is required")?);
+    let nodes: usize = number(args, "--nodes", 1)?;
+    let builder =
+        kube_sim::KubeSim::builder().workloads(kube_sim::workloads::WorkloadOptions { nodes });
+    let sim = stack::management_cluster(builder).await?;
+    let crd = std::fs::read_to_string(example_dir().join("crd.yaml")).context("crd.yaml")?;
+    sim.apply_yaml(&crd).await.context("the SiteWidget CRD")?;
+    sim.write_kubeconfig(&kubeconfig, &sim.admin())?;
+    ready_then_answer(&[sim.url()], |line| format!("{line} unknown")).await
+}
+
+/// The operator with the example plugin alone, with the grants it requests.
+async fn host_role(args: &[String]) -> Result<()> {
+    let kubeconfig =
+        PathBuf::from(value(args, "--kubeconfig").context("--kubeconfig is required")?);
+    let wasm = PathBuf::from(value(args, "--wasm").context("--wasm is required")?);
+    let concurrency: u16 = number(args, "--concurrency", Settings::default().concurrency)?;
+    let runtime = Runtime::new(RuntimeConfig {
+        cache_dir: Some(work_dir().join("plugin-cache")),
+        ..RuntimeConfig::default()
+    })?;
+    let bytes = std::fs::read(&wasm).with_context(|| format!("reading {}", wasm.display()))?;
+    let spec = PluginSpec::new("site-widgets", bytes).grants(Grants::parse(GRANTS)?);
+    let settings = Settings {
+        concurrency,
+        ..Settings::default()
+    };
+    let metrics = settings.metrics.clone();
+    let host = HostBuilder::new(runtime)
+        .plugin(spec)
+        .settings(settings)
+        .load()
+        .await?;
+    let client = stack::client(&std::fs::read_to_string(&kubeconfig)?).await?;
+    tokio::spawn(async move {
+        if let Err(e) = host.run(client, std::future::pending()).await {
+            eprintln!("the host's controllers stopped: {e:#}");
+        }
+    });
+    ready_then_answer(
+        &[proc_status_kib("VmRSS").to_string(), cpu_ms().to_string()],
+        |line| match line {
+            "report" => format!(
+                "report calls={} failures={} hwm_kib={} cpu_ms={}",
+                metrics.total(Count::PluginCalls),
+                metrics.total(Count::PluginCallFailures),
+                proc_status_kib("VmHWM"),
+                cpu_ms(),
+            ),
+            other => format!("{other} unknown"),
+        },
+    )
+    .await
+}
