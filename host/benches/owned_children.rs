@@ -26,7 +26,7 @@ use omni_operator::capabilities::Grants;
 use omni_operator::controllers::Settings;
 use omni_operator::runtime::{PluginSpec, Runtime, RuntimeConfig};
 use omni_operator::stack::{self, HostBuilder};
-use serde_json::{Value, json};
+use serde_json::json;
 
 mod support;
 

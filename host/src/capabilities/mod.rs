@@ -7,8 +7,8 @@
 //! linked with bindgen's per-interface `add_to_linker`; [`capabilities!`] is the one table that registers them.
 //!
 //! Every host function takes the per-call `call-context` handle, so it knows the object, namespace, deadline
-//! and grants of the call it serves. Interfaces whose real implementation comes later are linked anyway and
-//! answer `host-error::unavailable`, so a plugin built against the full contract degrades instead of trapping.
+//! and grants of the call it serves. A service a host lacks (no Kubernetes, no Omni) answers
+//! `host-error::unavailable`, so a plugin built against the full contract degrades instead of trapping.
 //!
 //! Layering: capabilities use [`crate::contract`] and the Omni, Secret and Helm clients; a capability module uses
 //! [`call`] and no other capability; the runtime uses the capabilities; nothing here uses the runtime.
@@ -212,14 +212,18 @@ impl HostServices {
         self
     }
 
-    /// Serves `kube-write`'s writes through `writer`, within `rate` (writes per second per plugin: one budget
-    /// shared by every call, so pass the same one to every call's services; see [`write_rate`]).
-    pub fn with_kube_writer(
+    /// Serves `kube-write`'s writes through `writer`.
+    pub fn with_kube_writer(mut self, writer: Arc<dyn KubeWriter>) -> Self {
+        self.kube_write.writer = writer;
+        self
+    }
+
+    /// `kube-write`'s budget of writes per second for this call: the runtime passes the one every call of the
+    /// plugin's loaded version shares (see [`write_rate`]).
+    pub(crate) fn with_write_rate(
         mut self,
-        writer: Arc<dyn KubeWriter>,
         rate: Arc<crate::contract::throttle::Throttle>,
     ) -> Self {
-        self.kube_write.writer = writer;
         self.kube_write.rate = rate;
         self
     }

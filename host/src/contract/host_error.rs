@@ -77,11 +77,6 @@ impl HostError {
         }
     }
 
-    /// The answer of a contract function whose implementation lands in a later version of the host.
-    pub fn later(function: &str) -> HostError {
-        HostError::Unavailable(format!("{function} lands in a later version of the host"))
-    }
-
     /// The one mapping of a Kubernetes API failure to the contract's answer, for every capability that talks to
     /// an API server (management or workload cluster): 401 unauthenticated, 403 forbidden (the operator's own
     /// credentials lack the permission: not the plugin's grants), 404 not-found, 409 conflict, 400/422 invalid,

@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 
 use crate::capabilities::{
     CallObject, Clock, Denial, EventType, HelmSettings, HostServices, KubeReader, KubeWriter,
-    SystemClock, TemplateRoots, WRITE_BURST, WRITES_PER_SECOND, rfc3339_seconds, write_rate,
+    SystemClock, TemplateRoots, rfc3339_seconds,
 };
 use crate::omni::OmniConnections;
 use crate::runtime::throttle;
@@ -65,9 +65,6 @@ pub struct Settings {
     /// Prometheus metrics under controller-runtime's names and the host's own counters (`/metrics`); what
     /// tests and benchmarks read ([`metrics::Metrics::total`]).
     pub metrics: Arc<metrics::Metrics>,
-    /// `kube-write`'s budget of writes per second per plugin, shared by every kind's controller (a plugin may
-    /// serve several kinds).
-    pub write_rate: Arc<throttle::Throttle>,
 }
 
 impl Default for Settings {
@@ -84,7 +81,6 @@ impl Default for Settings {
             clock: Arc::new(SystemClock),
             helm: HelmSettings::default(),
             metrics: Arc::default(),
-            write_rate: Arc::new(write_rate(WRITES_PER_SECOND, WRITE_BURST)),
         }
     }
 }
@@ -521,10 +517,7 @@ async fn reconcile_inner(
     let (finalizer, legacy) = (info.finalizer.as_deref(), info.legacy_finalizers.as_slice());
     let mut services = HostServices::default()
         .with_kube(shared.reader.clone() as Arc<dyn KubeReader>)
-        .with_kube_writer(
-            shared.writer.clone() as Arc<dyn KubeWriter>,
-            shared.settings.write_rate.clone(),
-        )
+        .with_kube_writer(shared.writer.clone() as Arc<dyn KubeWriter>)
         .with_omni(shared.settings.omni.clone())
         .with_management(shared.client.clone(), shared.settings.workloads.clone())
         .with_clock(shared.settings.clock.clone())

@@ -25,7 +25,8 @@ use super::store::HostState;
 use super::types::{Info, ReconcileError, Verdict};
 use super::usage::{RateLimit, Usage};
 use crate::capabilities::{
-    CallContext, CallObject, Capability, Denial, Grants, HostServices, Outputs, truncate,
+    CallContext, CallObject, Capability, Denial, Grants, HostServices, Outputs, WRITE_BURST,
+    WRITES_PER_SECOND, truncate, write_rate,
 };
 use crate::contract::SecretField;
 use crate::contract::bindings::exports::omni::operator::{
@@ -150,6 +151,9 @@ pub(super) struct Executor {
     permits: Semaphore,
     /// Host calls across all calls of this version.
     host_call_rate: HostCallRate,
+    /// `kube-write`'s writes per second across all calls of this version: one budget per loaded version, so
+    /// per binding (each binding loads versions of its own) and per plugin of `--plugin-dir`.
+    pub(super) write_rate: Arc<crate::contract::throttle::Throttle>,
 }
 
 /// Logic compiled into the host, served behind the same calls as a component (feature `native`). `native.rs`
@@ -537,6 +541,7 @@ impl Executor {
             secret_fields: Arc::from([]),
             permits: Semaphore::new(limits.max_concurrent.max(1)),
             host_call_rate: HostCallRate::new(limits.host_calls_per_second),
+            write_rate: Arc::new(write_rate(WRITES_PER_SECOND, WRITE_BURST)),
             limits,
             shared,
         }
@@ -610,7 +615,7 @@ impl Executor {
             &self.shared.engine,
             self.name.clone(),
             self.grants.clone(),
-            services.clone(),
+            services.clone().with_write_rate(self.write_rate.clone()),
             limits,
         );
         store.data_mut().scope.core.secret_fields = self.secret_fields.clone();

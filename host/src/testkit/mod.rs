@@ -19,9 +19,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::capabilities::{
-    CallObject, FixedClock, HostServices, Outputs, WRITE_BURST, WRITES_PER_SECOND, write_rate,
-};
+use crate::capabilities::{CallObject, FixedClock, HostServices, Outputs};
 use crate::contract::KubeReader;
 use crate::runtime::{CallError, LoadedPlugin};
 use transcript::{Interaction, Recorder, Replayer};
@@ -144,10 +142,7 @@ pub async fn run(
         let writer = Arc::new(writes::SnapshotWriter::new(reader.clone()));
         let services = HostServices::default()
             .with_kube(reader)
-            .with_kube_writer(
-                writer.clone(),
-                Arc::new(write_rate(WRITES_PER_SECOND, WRITE_BURST)),
-            )
+            .with_kube_writer(writer.clone())
             .with_clock(Arc::new(FixedClock::at_unix(FIXTURE_TIME)));
         let call = CallObject::new(
             object.to_string(),

@@ -248,6 +248,14 @@ impl Plugin for Probe {
                 }));
             }
             "now" => host.set_status(json!({"now": host.now()})),
+            "write" => {
+                let child = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "probe-child"}, "data": {"a": "1"}});
+                match host.apply_owned(&child) {
+                    Ok(stored) => host.set_status(json!({"wrote": stored["metadata"]["uid"]})),
+                    Err(e) => host.set_status(json!({"write": e.to_string()})),
+                }
+            }
             "flood" => host.set_status(json!({"blob": "x".repeat(300 * 1024)})),
             "sleep" => std::thread::sleep(Duration::from_millis(400)),
             "panic" => panic!("the probe was asked to panic"),
@@ -368,4 +376,61 @@ async fn native_failures_are_classified_as_component_failures_are() {
     );
     // And the host keeps serving.
     support::echo_still_serves().await;
+}
+
+/// `kube-write` natively: the same grant checks (denied without the grant), and with it the same write: owned by
+/// the reconciled object, under the plugin's field manager.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_native_plugin_writes_through_the_same_checks() {
+    use omni_operator::capabilities::KubeWriter;
+    use omni_operator::controllers::writer::ApiWriter;
+    let sims = sims().await;
+    let client = sims.kube.client().await.expect("client");
+    let reader = Arc::new(ApiReader::new(client.clone()));
+    let services = HostServices::default()
+        .with_kube(reader.clone() as Arc<dyn KubeReader>)
+        .with_kube_writer(Arc::new(ApiWriter::new(client, reader)) as Arc<dyn KubeWriter>);
+    let object = CallObject::parse(
+        json!({"apiVersion": "test.omni.texashpc.com/v1", "kind": "Probe",
+            "metadata": {"name": "p", "namespace": NS, "uid": "probe-uid"}, "spec": {"action": "write"}})
+        .to_string(),
+    )
+    .expect("an object");
+
+    let ungranted = probe(Grants::none(), None).await;
+    let done = ungranted
+        .reconcile(&object, &services)
+        .await
+        .expect("the call completes");
+    let said = done.outputs.status["write"].as_str().unwrap_or_default();
+    assert!(
+        said.starts_with("denied: ") && said.contains("\"kube-write\""),
+        "{said}"
+    );
+    assert!(
+        sims.kube
+            .get("v1", "ConfigMap", NS, "probe-child")
+            .is_none()
+    );
+
+    let granted = probe(
+        Grants::parse(["kube-write:core/v1/ConfigMap"]).expect("grants"),
+        None,
+    )
+    .await;
+    let done = granted
+        .reconcile(&object, &services)
+        .await
+        .expect("the call completes");
+    let child = sims
+        .kube
+        .get("v1", "ConfigMap", NS, "probe-child")
+        .expect("written");
+    assert_eq!(done.outputs.status["wrote"], child["metadata"]["uid"]);
+    assert_eq!(child["metadata"]["ownerReferences"][0]["uid"], "probe-uid");
+    assert_eq!(child["metadata"]["ownerReferences"][0]["controller"], true);
+    assert_eq!(
+        child["metadata"]["managedFields"][0]["manager"],
+        "omni-plugin:probe"
+    );
 }

@@ -1,10 +1,11 @@
 //! `kube-write`: applies, creates, patches and deletes objects in the management cluster for a plugin, under a
 //! field manager that names it. Every write is checked before it leaves the host, against the kind discovery
-//! resolved (never the plugin's spelling): the kind granted exactly and not one no grant reaches, the namespace
-//! the object's own or granted, owner references naming only the reconciled object, Pods within Pod Security's
-//! baseline ([`pods`]), Secrets only with `secrets-write` and never a service-account token, and the budgets: bytes
-//! per object, writes per call, writes per second per plugin. A refused write writes nothing and is reported on the
-//! object (an Event and the `CapabilityDenied` condition), as every refusal is.
+//! resolved (and, for the kinds no grant reaches, the plugin's spelling too): the kind granted exactly and not one
+//! no grant reaches, the namespace the object's own or granted, owner references naming only the reconciled
+//! object, Pods within Pod Security's baseline ([`pods`]), Secrets only with `secrets-write` and never a
+//! service-account token, and the budgets: bytes per object, writes per call, writes per second per loaded plugin
+//! (so per binding). A refused write writes nothing and is reported on the object (an Event and the
+//! `CapabilityDenied` condition), as every refusal is.
 
 mod owners;
 mod pods;
@@ -29,7 +30,7 @@ use crate::contract::throttle::Throttle;
 pub const MAX_WRITE_BYTES: usize = 1 << 20;
 /// The most writes (of any sort, refused ones included) one call may ask for.
 pub const WRITES_PER_CALL: usize = 100;
-/// Writes per second per plugin once its burst is spent, and the burst.
+/// Writes per second per loaded plugin (per binding) once its burst is spent, and the burst.
 pub const WRITES_PER_SECOND: u32 = 100;
 pub const WRITE_BURST: u32 = 200;
 /// The Secret type that carries a ServiceAccount's token: never written by a plugin.
@@ -59,7 +60,7 @@ impl Default for Services {
     }
 }
 
-/// The rate budget: `per_second` writes per second per plugin after a burst of `burst`.
+/// A rate budget: `per_second` writes per second after a burst of `burst`, shared by the calls given it.
 pub fn write_rate(per_second: u32, burst: u32) -> Throttle {
     Throttle::new(
         burst,
