@@ -27,8 +27,26 @@ pub enum HostError {
     /// A remote service refused the operation for the credentials' role.
     #[error("forbidden: {0}")]
     Forbidden(String),
+    /// The API server refused a written object as invalid, naming the fields.
+    #[error("invalid: {}", .0.message)]
+    Rejected(Rejection),
     #[error("{0}")]
     Other(String),
+}
+
+/// An object the API server refused (HTTP 422), with the fields its answer's `details.causes` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    pub message: String,
+    pub causes: Vec<FieldCause>,
+}
+
+/// One field the API server refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldCause {
+    pub field: String,
+    pub reason: String,
+    pub message: String,
 }
 
 impl HostError {
@@ -43,6 +61,7 @@ impl HostError {
             HostError::Timeout(_) => "timeout",
             HostError::Unauthenticated(_) => "unauthenticated",
             HostError::Forbidden(_) => "forbidden",
+            HostError::Rejected(_) => "rejected",
             HostError::Other(_) => "other",
         }
     }
@@ -59,10 +78,12 @@ impl HostError {
             | HostError::Unauthenticated(m)
             | HostError::Forbidden(m)
             | HostError::Other(m) => m,
+            HostError::Rejected(r) => &r.message,
         }
     }
 
-    /// The error of case `case` (as [`HostError::case`] names it); an unknown case is `other`.
+    /// The error of case `case` (as [`HostError::case`] names it); an unknown case is `other`, and `rejected`,
+    /// whose causes a message does not carry, is `invalid`.
     pub fn from_case(case: &str, message: String) -> HostError {
         match case {
             "denied" => HostError::Denied(message),
@@ -73,6 +94,7 @@ impl HostError {
             "timeout" => HostError::Timeout(message),
             "unauthenticated" => HostError::Unauthenticated(message),
             "forbidden" => HostError::Forbidden(message),
+            "rejected" => HostError::Invalid(message),
             _ => HostError::Other(message),
         }
     }
@@ -84,20 +106,7 @@ impl HostError {
     pub fn from_kube(what: &str, e: kube::Error) -> HostError {
         match e {
             kube::Error::Api(s) => {
-                // The API server's validation names each field it refuses (`details.causes`); those, one per
-                // `; `, say more to a plugin than the summary, which quotes them less regularly.
-                let causes: Vec<String> = s
-                    .details
-                    .iter()
-                    .flat_map(|d| &d.causes)
-                    .filter(|c| !c.field.is_empty())
-                    .map(|c| format!("{}: {}", c.field, c.message))
-                    .collect();
-                let text = if s.code == 422 && !causes.is_empty() {
-                    format!("{what}: {}", causes.join("; "))
-                } else {
-                    format!("{what}: {}", s.message)
-                };
+                let text = format!("{what}: {}", s.message);
                 match s.code {
                     401 => HostError::Unauthenticated(text),
                     403 => HostError::Forbidden(text),
@@ -110,6 +119,30 @@ impl HostError {
             }
             // Connection refused, DNS, TLS, a closed connection: the cluster did not answer.
             other => HostError::Unavailable(format!("{what}: {other}")),
+        }
+    }
+
+    /// [`HostError::from_kube`] for a write a plugin made: an object the API server refuses as invalid (422) is
+    /// `rejected`, with the fields its answer names, so the plugin can tell which of its fields to fix.
+    pub fn from_kube_write(what: &str, e: kube::Error) -> HostError {
+        match e {
+            kube::Error::Api(s) if s.code == 422 => {
+                let causes = s
+                    .details
+                    .iter()
+                    .flat_map(|d| &d.causes)
+                    .map(|c| FieldCause {
+                        field: c.field.clone(),
+                        reason: c.reason.clone(),
+                        message: c.message.clone(),
+                    })
+                    .collect();
+                HostError::Rejected(Rejection {
+                    message: format!("{what}: {}", s.message),
+                    causes,
+                })
+            }
+            other => HostError::from_kube(what, other),
         }
     }
 }
@@ -125,6 +158,18 @@ impl From<HostError> for wit::HostError {
             HostError::Timeout(m) => wit::HostError::Timeout(m),
             HostError::Unauthenticated(m) => wit::HostError::Unauthenticated(m),
             HostError::Forbidden(m) => wit::HostError::Forbidden(m),
+            HostError::Rejected(r) => wit::HostError::Rejected(wit::Rejection {
+                message: r.message,
+                causes: r
+                    .causes
+                    .into_iter()
+                    .map(|c| wit::FieldCause {
+                        field: c.field,
+                        reason: c.reason,
+                        message: c.message,
+                    })
+                    .collect(),
+            }),
             HostError::Other(m) => wit::HostError::Other(m),
         }
     }
@@ -163,5 +208,55 @@ impl HostFailure {
             HostFailure::Host(e) => Ok(e.into()),
             HostFailure::Trap(e) => Err(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::core::response::{Status, StatusCause, StatusDetails};
+
+    use super::*;
+
+    fn api_error(code: u16, causes: Vec<StatusCause>) -> kube::Error {
+        let mut status = Status::failure("ConfigMap \"Bad\" is invalid", "Invalid").with_code(code);
+        status.details = Some(StatusDetails {
+            name: "Bad".into(),
+            group: String::new(),
+            kind: "configmaps".into(),
+            uid: String::new(),
+            causes,
+            retry_after_seconds: 0,
+        });
+        kube::Error::Api(Box::new(status))
+    }
+
+    #[test]
+    fn an_object_the_api_server_refuses_is_rejected_with_its_fields_only_for_writes() {
+        let cause = StatusCause {
+            reason: "FieldValueInvalid".into(),
+            message: "Invalid value: \"Bad\"".into(),
+            field: "metadata.name".into(),
+        };
+        let written = HostError::from_kube_write("apply ConfigMap", api_error(422, vec![cause]));
+        let HostError::Rejected(rejection) = &written else {
+            panic!("{written:?}")
+        };
+        assert_eq!(rejection.causes.len(), 1);
+        assert_eq!(rejection.causes[0].field, "metadata.name");
+        assert_eq!(rejection.causes[0].reason, "FieldValueInvalid");
+        assert!(
+            rejection.message.starts_with("apply ConfigMap: "),
+            "{written}"
+        );
+        assert_eq!(written.case(), "rejected");
+        // Other capabilities answer what they always did; a conflict stays a conflict for writes too.
+        assert!(matches!(
+            HostError::from_kube("copy", api_error(422, Vec::new())),
+            HostError::Invalid(_)
+        ));
+        assert!(matches!(
+            HostError::from_kube_write("apply", api_error(409, Vec::new())),
+            HostError::Conflict(_)
+        ));
     }
 }

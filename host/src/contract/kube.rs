@@ -136,8 +136,8 @@ pub struct DeleteRequest {
     pub dry_run: bool,
 }
 
-/// The Kubernetes writes behind `kube-write`, uncached and straight to the API server. `invalid` answers carry
-/// the API server's field causes as `FIELD: MESSAGE` joined by `; `.
+/// The Kubernetes writes behind `kube-write`, uncached and straight to the API server. An object the API server
+/// refuses as invalid is [`HostError::Rejected`](super::HostError::Rejected), with the fields it names.
 pub trait KubeWriter: Send + Sync {
     /// The object as stored (or, on a dry run, as it would be).
     fn write(&self, request: WriteRequest) -> BoxFuture<'_, Result<Value, HostError>>;

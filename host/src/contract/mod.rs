@@ -18,7 +18,7 @@ mod write_kinds;
 pub use call::{CallContext, CallObject, SecretField};
 pub use field_selector::{FieldSelector, FieldSelectorError};
 pub use grants::{Capability, GrantError, Grants, is_secret};
-pub use host_error::{HostError, HostFailure};
+pub use host_error::{FieldCause, HostError, HostFailure, Rejection};
 pub use kube::{
     BoxFuture, DeleteRequest, GetRequest, KindScope, KubeReader, KubeWriter, ListRequest,
     NoKubeReader, NoKubeWriter, Propagation, WriteOp, WriteRequest, merge_patch,

@@ -99,7 +99,7 @@ impl KubeWriter for ApiWriter {
                 WriteOp::MergePatch(_) | WriteOp::JsonPatch(_) => "patch",
             };
             stored
-                .map_err(|e| HostError::from_kube(&format!("{verb} {what}"), e))
+                .map_err(|e| HostError::from_kube_write(&format!("{verb} {what}"), e))
                 .and_then(to_json)
         })
     }

@@ -248,11 +248,19 @@ impl Plugin for Probe {
                 }));
             }
             "now" => host.set_status(json!({"now": host.now()})),
-            "write" => {
+            "write" | "write-invalid" => {
+                let name = if object["spec"]["action"] == "write" {
+                    "probe-child"
+                } else {
+                    "Not_A_Name"
+                };
                 let child = json!({"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": "probe-child"}, "data": {"a": "1"}});
+                    "metadata": {"name": name}, "data": {"a": "1"}});
                 match host.apply_owned(&child) {
                     Ok(stored) => host.set_status(json!({"wrote": stored["metadata"]["uid"]})),
+                    Err(omni_plugin_sdk::HostError::Rejected(r)) => host.set_status(json!({
+                        "rejected": r.causes.iter().map(|c| json!([c.field, c.reason])).collect::<Vec<_>>(),
+                    })),
                     Err(e) => host.set_status(json!({"write": e.to_string()})),
                 }
             }
@@ -432,5 +440,23 @@ async fn a_native_plugin_writes_through_the_same_checks() {
     assert_eq!(
         child["metadata"]["managedFields"][0]["manager"],
         "omni-plugin:probe"
+    );
+
+    // An object the API server refuses comes back `rejected`, naming the field, as the API server's causes do.
+    let invalid = CallObject::parse(
+        json!({"apiVersion": "test.omni.texashpc.com/v1", "kind": "Probe",
+            "metadata": {"name": "p", "namespace": NS, "uid": "probe-uid"}, "spec": {"action": "write-invalid"}})
+        .to_string(),
+    )
+    .expect("an object");
+    let done = granted
+        .reconcile(&invalid, &services)
+        .await
+        .expect("the call completes");
+    assert_eq!(
+        done.outputs.status["rejected"],
+        json!([["metadata.name", "FieldValueInvalid"]]),
+        "{:?}",
+        done.outputs.status
     );
 }

@@ -171,9 +171,10 @@ pub trait KubeRead {
 /// `kube-write` and a grant per kind (`kube-write:GROUP/VERSION/KIND`); see the plugin author's guide for the
 /// namespaces, the kinds no grant reaches and the budgets. Answers are the object as stored (a Secret's without
 /// its values unless the plugin may read them). Failures: `Denied` (outside the grants or budgets), `Conflict`
-/// (a field another manager owns, a stale precondition, an existing object on create), `Invalid` (the API
-/// server's field causes, `FIELD: MESSAGE` joined by `; `), `NotFound`, `Unavailable` (also: writing faster than
-/// the plugin's rate; retry later).
+/// (a field another manager owns, a stale precondition, an existing object on create), `Rejected` (the API
+/// server's validation, with the fields it names: [`Rejection::causes`]), `Invalid` (a request the operator does
+/// not send: not JSON, no name), `NotFound`, `Unavailable` (also: writing faster than the binding's rate; retry
+/// later).
 pub trait KubeWrite {
     /// Server-side apply: sets exactly the fields of `object` (which names `apiVersion`, `kind` and
     /// `metadata.name`; `metadata.namespace` defaults to the reconciled object's).

@@ -125,7 +125,25 @@ pub enum HostError {
     Unauthenticated(String),
     /// A remote service refused the operation for the credentials' role or permissions.
     Forbidden(String),
+    /// The API server refused a written object as invalid, naming the fields (`kube-write`).
+    Rejected(Rejection),
     Other(String),
+}
+
+/// An object the API server refused, with the fields it named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    pub message: String,
+    pub causes: Vec<FieldCause>,
+}
+
+/// One field the API server refused: its path (`spec.replicas`), Kubernetes' reason (`FieldValueInvalid`) and
+/// the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldCause {
+    pub field: String,
+    pub reason: String,
+    pub message: String,
 }
 
 impl std::fmt::Display for HostError {
@@ -139,6 +157,13 @@ impl std::fmt::Display for HostError {
             HostError::Timeout(m) => write!(f, "timeout: {m}"),
             HostError::Unauthenticated(m) => write!(f, "unauthenticated: {m}"),
             HostError::Forbidden(m) => write!(f, "forbidden: {m}"),
+            HostError::Rejected(r) => {
+                write!(f, "invalid: {}", r.message)?;
+                for c in &r.causes {
+                    write!(f, "; {}: {}", c.field, c.message)?;
+                }
+                Ok(())
+            }
             HostError::Other(m) => write!(f, "{m}"),
         }
     }
@@ -160,6 +185,7 @@ impl HostError {
             | HostError::Unauthenticated(m)
             | HostError::Forbidden(m)
             | HostError::Other(m) => m,
+            HostError::Rejected(r) => &r.message,
         }
     }
 
@@ -193,7 +219,7 @@ impl From<HostError> for ReconcileError {
     /// A failed host call is worth retrying unless the plugin was denied the capability.
     fn from(e: HostError) -> Self {
         match e {
-            HostError::Denied(_) | HostError::Invalid(_) => {
+            HostError::Denied(_) | HostError::Invalid(_) | HostError::Rejected(_) => {
                 ReconcileError::Permanent(e.to_string())
             }
             other => ReconcileError::Transient(other.to_string()),

@@ -486,6 +486,18 @@ fn host_error(e: wtypes::HostError) -> HostError {
         wtypes::HostError::Timeout(m) => HostError::Timeout(m),
         wtypes::HostError::Unauthenticated(m) => HostError::Unauthenticated(m),
         wtypes::HostError::Forbidden(m) => HostError::Forbidden(m),
+        wtypes::HostError::Rejected(r) => HostError::Rejected(crate::Rejection {
+            message: r.message,
+            causes: r
+                .causes
+                .into_iter()
+                .map(|c| crate::FieldCause {
+                    field: c.field,
+                    reason: c.reason,
+                    message: c.message,
+                })
+                .collect(),
+        }),
         wtypes::HostError::Other(m) => HostError::Other(m),
     }
 }

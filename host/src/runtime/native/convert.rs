@@ -207,6 +207,18 @@ pub(super) fn host_error(e: wit::HostError) -> sdk::HostError {
         wit::HostError::Timeout(m) => sdk::HostError::Timeout(m),
         wit::HostError::Unauthenticated(m) => sdk::HostError::Unauthenticated(m),
         wit::HostError::Forbidden(m) => sdk::HostError::Forbidden(m),
+        wit::HostError::Rejected(r) => sdk::HostError::Rejected(sdk::Rejection {
+            message: r.message,
+            causes: r
+                .causes
+                .into_iter()
+                .map(|c| sdk::FieldCause {
+                    field: c.field,
+                    reason: c.reason,
+                    message: c.message,
+                })
+                .collect(),
+        }),
         wit::HostError::Other(m) => sdk::HostError::Other(m),
     }
 }
