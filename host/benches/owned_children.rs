@@ -10,7 +10,8 @@
 //! widgets, watches for `Ready`, prints), `--role kube-sim` (with workload controllers and enough Nodes for one Pod
 //! per widget), and `--role host` (the runtime, the example plugin with the grants it requests, its controllers
 //! and the watches of the kinds it owns). Time runs from the first create to the last widget seen Ready. Each
-//! plugin call applies both children, so the writes are twice the calls.
+//! plugin call applies both children, so the writes are twice the calls. Then 100 children are deleted behind the
+//! plugin's back, and the time until each is put back (a new UID) is measured.
 
 use omni_operator::controllers::metrics::Count;
 use std::collections::HashSet;
@@ -221,6 +222,10 @@ async fn run(widgets: usize, concurrency: u16, timeout: Duration, wasm: &Path) -
             progress = Instant::now();
         }
     };
+    let put_back = match total {
+        Some(_) => Some(put_back(&client, widgets.min(100)).await?),
+        None => None,
+    };
     let report = host.ask("report").await?;
     let field = |name: &str| -> u64 {
         report
@@ -247,10 +252,65 @@ async fn run(widgets: usize, concurrency: u16, timeout: Duration, wasm: &Path) -
         idle_rss_kib as f64 / 1024.0,
         field("hwm_kib") as f64 / 1024.0,
     );
+    if let Some((deleted, median, max)) = put_back {
+        println!(
+            "{deleted} children deleted behind the plugin's back: put back after {:.0} ms (median), {:.0} ms (max)",
+            median * 1000.0,
+            max * 1000.0
+        );
+    }
     for role in [&mut host, &mut kube_sim] {
         role.stop().await;
     }
     Ok(())
+}
+
+/// Deletes the settings ConfigMaps of the first `count` widgets and times each until the plugin has put it back
+/// (a new UID): the median and the longest, in seconds.
+async fn put_back(client: &kube::Client, count: usize) -> Result<(usize, f64, f64)> {
+    let config_maps: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        NAMESPACE,
+        &ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&()),
+    );
+    if count == 0 {
+        return Ok((0, 0.0, 0.0));
+    }
+    let names: Vec<String> = (0..count).map(|i| format!("w{i:05}-settings")).collect();
+    let mut before = Vec::new();
+    for name in &names {
+        let uid = config_maps.get(name).await?.metadata.uid;
+        before.push(uid);
+    }
+    let start = Instant::now();
+    for name in &names {
+        config_maps
+            .delete(name, &Default::default())
+            .await
+            .with_context(|| format!("deleting {name}"))?;
+    }
+    let mut back: Vec<Option<f64>> = vec![None; count];
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while back.iter().any(Option::is_none) {
+        if Instant::now() > deadline {
+            bail!(
+                "{} deleted children not put back within 60 s",
+                back.iter().filter(|b| b.is_none()).count()
+            );
+        }
+        for (i, name) in names.iter().enumerate() {
+            if back[i].is_none()
+                && let Some(cm) = config_maps.get_opt(name).await?
+                && cm.metadata.uid != before[i]
+            {
+                back[i] = Some(start.elapsed().as_secs_f64());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut times: Vec<f64> = back.into_iter().flatten().collect();
+    times.sort_by(f64::total_cmp);
+    Ok((count, times[count / 2], times[count - 1]))
 }
 
 async fn kube_sim_role(args: &[String]) -> Result<()> {

@@ -46,7 +46,7 @@ pub use helm::{
     ActionBudget, ChartSources, HelmSettings, MAX_VALUES_BYTES, STARTS_PER_CALL, TargetNamespaces,
 };
 pub use kube_write::{
-    MAX_WRITE_BYTES, WRITE_BURST, WRITES_PER_CALL, WRITES_PER_SECOND, write_rate,
+    MAX_WRITE_BYTES, WRITE_BURST, WRITES_PER_CALL, WRITES_PER_SECOND, WriteLedger,
 };
 
 pub use call::{CallCore, Management};
@@ -218,13 +218,10 @@ impl HostServices {
         self
     }
 
-    /// `kube-write`'s budget of writes per second for this call: the runtime passes the one every call of the
-    /// plugin's loaded version shares (see [`write_rate`]).
-    pub(crate) fn with_write_rate(
-        mut self,
-        rate: Arc<crate::contract::throttle::Throttle>,
-    ) -> Self {
-        self.kube_write.rate = rate;
+    /// `kube-write`'s ledger for this call: the runtime passes the one every call of the plugin's loaded version
+    /// shares (its rate budget and what it applied last).
+    pub(crate) fn with_write_ledger(mut self, ledger: Arc<WriteLedger>) -> Self {
+        self.kube_write.ledger = ledger;
         self
     }
 

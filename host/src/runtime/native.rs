@@ -110,7 +110,7 @@ impl NativePlugin {
         let mut state = HostState::new(
             exec.name.clone(),
             exec.grants.clone(),
-            services.clone().with_write_rate(exec.write_rate.clone()),
+            services.clone().with_write_ledger(exec.writes.clone()),
             &exec.limits,
         );
         state.scope.core.secret_fields = exec.secret_fields.clone();

@@ -26,7 +26,7 @@ use super::types::{Info, ReconcileError, Verdict};
 use super::usage::{RateLimit, Usage};
 use crate::capabilities::{
     CallContext, CallObject, Capability, Denial, Grants, HostServices, Outputs, WRITE_BURST,
-    WRITES_PER_SECOND, truncate, write_rate,
+    WRITES_PER_SECOND, WriteLedger, truncate,
 };
 use crate::contract::SecretField;
 use crate::contract::bindings::exports::omni::operator::{
@@ -151,9 +151,10 @@ pub(super) struct Executor {
     permits: Semaphore,
     /// Host calls across all calls of this version.
     host_call_rate: HostCallRate,
-    /// `kube-write`'s writes per second across all calls of this version: one budget per loaded version, so
-    /// per binding (each binding loads versions of its own) and per plugin of `--plugin-dir`.
-    pub(super) write_rate: Arc<crate::contract::throttle::Throttle>,
+    /// `kube-write`'s ledger across all calls of this version (its writes per second, what it applied last): one
+    /// per loaded version, so per binding (each binding loads versions of its own) and per plugin of
+    /// `--plugin-dir`.
+    pub(super) writes: Arc<WriteLedger>,
 }
 
 /// Logic compiled into the host, served behind the same calls as a component (feature `native`). `native.rs`
@@ -541,7 +542,7 @@ impl Executor {
             secret_fields: Arc::from([]),
             permits: Semaphore::new(limits.max_concurrent.max(1)),
             host_call_rate: HostCallRate::new(limits.host_calls_per_second),
-            write_rate: Arc::new(write_rate(WRITES_PER_SECOND, WRITE_BURST)),
+            writes: Arc::new(WriteLedger::new(WRITES_PER_SECOND, WRITE_BURST)),
             limits,
             shared,
         }
@@ -615,7 +616,7 @@ impl Executor {
             &self.shared.engine,
             self.name.clone(),
             self.grants.clone(),
-            services.clone().with_write_rate(self.write_rate.clone()),
+            services.clone().with_write_ledger(self.writes.clone()),
             limits,
         );
         store.data_mut().scope.core.secret_fields = self.secret_fields.clone();

@@ -1292,6 +1292,19 @@ async fn kube_write_attacks_write_nothing_and_are_reported() {
         "{:#}",
         obj["status"]
     );
+    env.wait_until("a CapabilityDenied Event on w naming kube-write", || {
+        env.kube
+            .list("events.k8s.io/v1", "Event", Some(NS))
+            .iter()
+            .any(|e| {
+                e["reason"] == "CapabilityDenied"
+                    && e["regarding"]["name"] == "w"
+                    && e["note"]
+                        .as_str()
+                        .is_some_and(|n| n.contains("plugin \"hostile\" was denied kube-write"))
+            })
+    })
+    .await;
 
     // 10,000 objects in one call: the call's write budget lets 100 through and refuses the rest, and the call is
     // stopped once it has made more host calls than any call may; the host goes on. Retries of the stopped call

@@ -98,7 +98,12 @@ impl KubeWriter for Recorder {
             let k = key(&request.kind, request.namespace.as_deref(), &request.name);
             let stored = self.stored.lock().unwrap().get(&k).cloned();
             match request.op {
-                WriteOp::Apply { object, .. } | WriteOp::Create { object } => Ok(object),
+                WriteOp::Apply { object, .. } | WriteOp::Create { object } => {
+                    if !request.dry_run {
+                        self.stored.lock().unwrap().insert(k, object.clone());
+                    }
+                    Ok(object)
+                }
                 WriteOp::MergePatch(patch) => {
                     let mut object = stored.ok_or_else(|| HostError::NotFound(k.clone()))?;
                     crate::contract::merge_patch(&mut object, &patch);
@@ -124,6 +129,30 @@ impl KubeWriter for Recorder {
     }
 }
 
+/// [`AnyKind`]'s kinds, and the [`Recorder`]'s objects as a watch cache would hold them.
+struct Cached(Arc<Recorder>);
+
+impl KubeReader for Cached {
+    fn kind_scope<'a>(
+        &'a self,
+        api_version: &'a str,
+        kind: &'a str,
+    ) -> BoxFuture<'a, Result<KindScope, HostError>> {
+        AnyKind.kind_scope(api_version, kind)
+    }
+
+    fn get(&self, request: GetRequest) -> BoxFuture<'_, Result<Option<Value>, HostError>> {
+        KubeWriter::get(&*self.0, request)
+    }
+
+    fn list(
+        &self,
+        _request: crate::capabilities::ListRequest,
+    ) -> BoxFuture<'_, Result<Vec<Value>, HostError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+}
+
 /// The reconciled object: a Widget of `example.com/v1` in [`NS`].
 fn widget() -> Value {
     json!({"apiVersion": "example.com/v1", "kind": "SiteWidget"})
@@ -138,7 +167,7 @@ fn services(writer: &Arc<Recorder>) -> Services {
     Services {
         kinds: Arc::new(AnyKind),
         writer: writer.clone(),
-        rate: Arc::new(write_rate(WRITES_PER_SECOND, WRITE_BURST)),
+        ledger: Arc::new(WriteLedger::new(WRITES_PER_SECOND, WRITE_BURST)),
     }
 }
 
@@ -616,7 +645,7 @@ async fn the_budgets_hold_bytes_per_object_writes_per_call_and_writes_per_second
 
     // Across calls, the plugin's rate: a burst, then the rate; over it, `unavailable` and a report.
     let slow = Services {
-        rate: Arc::new(write_rate(1, 2)),
+        ledger: Arc::new(WriteLedger::new(1, 2)),
         ..services.clone()
     };
     let mut c = call(&[CONFIG_MAPS]);
@@ -680,4 +709,47 @@ async fn force_dry_run_and_deletes_pass_what_the_grants_allow() {
         "an empty precondition is none"
     );
     assert_eq!(deletes[0].propagation, Propagation::Foreground);
+}
+
+#[tokio::test]
+async fn an_apply_that_would_change_nothing_is_answered_from_the_cache() {
+    let writer = Recorder::holding(&[]);
+    let services = Services {
+        kinds: Arc::new(Cached(writer.clone())),
+        ..services(&writer)
+    };
+    let mut c = call(&[CONFIG_MAPS]);
+    let settings = config_map("c", None);
+    let first = apply(&mut c, &services, &settings, owned()).await;
+    c.assert_allowed(&first);
+    let again = apply(&mut c, &services, &settings, owned()).await;
+    assert_eq!(
+        writer.written().len(),
+        1,
+        "the same body over the same object is not sent"
+    );
+    assert_eq!(
+        again.ok(),
+        first.ok(),
+        "answered with the object as the cache holds it"
+    );
+
+    // Someone changed a value the plugin applies: sent, to put it back.
+    let key = key("ConfigMap", Some(NS), "c");
+    writer.stored.lock().unwrap().get_mut(&key).expect("stored")["data"]["k"] = json!("theirs");
+    let _ = apply(&mut c, &services, &settings, owned()).await;
+    assert_eq!(writer.written().len(), 2);
+    // The plugin omits a field it set before: sent, so the server releases it, although the object holds the
+    // rest.
+    let mut fewer = settings.clone();
+    fewer["data"] = json!({});
+    let _ = apply(&mut c, &services, &fewer, owned()).await;
+    assert_eq!(writer.written().len(), 3);
+    // A dry run is always sent.
+    let dry = wit::WriteOptions {
+        dry_run: true,
+        ..owned()
+    };
+    let _ = apply(&mut c, &services, &fewer, dry).await;
+    assert_eq!(writer.writes.lock().unwrap().len(), 4);
 }

@@ -7,11 +7,12 @@
 //! (so per binding). A refused write writes nothing and is reported on the object (an Event and the
 //! `CapabilityDenied` condition), as every refusal is.
 
+mod ledger;
 mod owners;
 mod pods;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use wasmtime::component::Resource;
@@ -24,7 +25,7 @@ use super::{
     never_writable_object,
 };
 use crate::contract::bindings::omni::operator::kube_write as wit;
-use crate::contract::throttle::Throttle;
+pub use ledger::WriteLedger;
 
 /// The largest object (or patch) a plugin may write, as JSON: a ConfigMap's own limit, well under etcd's.
 pub const MAX_WRITE_BYTES: usize = 1 << 20;
@@ -40,13 +41,13 @@ const VALUE_ANNOTATIONS: [&str; 1] = ["kubectl.kubernetes.io/last-applied-config
 /// The API server's limit on a field manager's length.
 const MAX_FIELD_MANAGER: usize = 128;
 
-/// What `kube-write` serves with: discovery (to resolve the kind a write names), the writer, and the rate budget
-/// every call of a plugin shares.
+/// What `kube-write` serves with: discovery and the watch caches (to resolve the kind a write names, and to see
+/// whether an apply would change anything), the writer, and the ledger every call of the plugin shares.
 #[derive(Clone)]
 pub struct Services {
     pub(crate) kinds: Arc<dyn KubeReader>,
     pub(crate) writer: Arc<dyn KubeWriter>,
-    pub(crate) rate: Arc<Throttle>,
+    pub(crate) ledger: Arc<WriteLedger>,
 }
 
 impl Default for Services {
@@ -55,17 +56,9 @@ impl Default for Services {
         Services {
             kinds: Arc::new(NoKubeReader),
             writer: Arc::new(NoKubeWriter),
-            rate: Arc::new(write_rate(WRITES_PER_SECOND, WRITE_BURST)),
+            ledger: Arc::new(WriteLedger::new(WRITES_PER_SECOND, WRITE_BURST)),
         }
     }
-}
-
-/// A rate budget: `per_second` writes per second after a burst of `burst`, shared by the calls given it.
-pub fn write_rate(per_second: u32, burst: u32) -> Throttle {
-    Throttle::new(
-        burst,
-        Duration::from_secs(1).div_f64(f64::from(per_second.max(1))),
-    )
 }
 
 /// What `kube-write` keeps for one call: the writes asked for so far.
@@ -97,6 +90,17 @@ impl Target {
         super::is_secret(&self.group, &self.kind)
     }
 
+    /// How the ledger names the object.
+    fn key(&self) -> String {
+        format!(
+            "{}|{}|{}|{}",
+            self.api_version,
+            self.kind,
+            self.namespace.as_deref().unwrap_or_default(),
+            self.name
+        )
+    }
+
     fn get(&self) -> GetRequest {
         GetRequest {
             api_version: self.api_version.clone(),
@@ -105,6 +109,13 @@ impl Target {
             name: self.name.clone(),
         }
     }
+}
+
+/// The object as the host's watch cache holds it (the API server's copy when the kind has no cache), if it can be
+/// had within the call's time.
+async fn cached(kinds: Arc<dyn KubeReader>, target: &Target) -> Option<Value> {
+    let read = kinds.get(target.get());
+    tokio::time::timeout(target.budget, read).await.ok()?.ok()?
 }
 
 /// The text at a JSON pointer of `object`, if it is a string.
@@ -117,7 +128,7 @@ impl KubeWriteCap<'_> {
         self.core.denied(Capability::KubeWrite, what, reason).into()
     }
 
-    /// The checks every write starts with: the grant, the call's write count and the plugin's write rate.
+    /// The checks every write starts with: the grant and the call's write count.
     fn admit(&mut self, what: &str) -> Result<(), HostFailure> {
         if !self.core.grants.allows(Capability::KubeWrite) {
             return Err(self.refuse(what, "the plugin is not granted \"kube-write\""));
@@ -130,17 +141,22 @@ impl KubeWriteCap<'_> {
             );
             return Err(self.refuse(what, &reason));
         }
-        if let Err(wait) = self.services.rate.take(&self.core.plugin, Instant::now()) {
-            let reason = format!(
-                "the plugin writes faster than its budget of {WRITES_PER_SECOND} writes per second; retry in \
-                 {} ms",
-                wait.as_millis().max(1)
-            );
-            // Reported as a refusal is (a Warning Event), but answered as a busy dependency: waiting fixes it.
-            let denied = self.core.denied(Capability::KubeWrite, what, &reason);
-            return Err(HostError::Unavailable(denied.message().to_owned()).into());
-        }
         Ok(())
+    }
+
+    /// Takes one request from the plugin's rate budget, right before it is sent.
+    fn spend(&mut self, what: &str) -> Result<(), HostFailure> {
+        let Err(wait) = self.services.ledger.take() else {
+            return Ok(());
+        };
+        let reason = format!(
+            "the plugin writes faster than its budget of {} writes per second; retry in {} ms",
+            self.services.ledger.per_second(),
+            wait.as_millis().max(1)
+        );
+        // Reported as a refusal is (a Warning Event), but answered as a busy dependency: waiting fixes it.
+        let denied = self.core.denied(Capability::KubeWrite, what, &reason);
+        Err(HostError::Unavailable(denied.message().to_owned()).into())
     }
 
     /// Resolves and checks where a write of `api_version`/`kind` named `name` goes: the kind served, granted
@@ -389,19 +405,36 @@ impl KubeWriteCap<'_> {
         if let Some(namespace) = &target.namespace {
             object["metadata"]["namespace"] = Value::String(namespace.clone());
         }
-        let op = if apply {
-            WriteOp::Apply {
-                object,
-                force: options.force,
-            }
-        } else {
-            WriteOp::Create { object }
+        let key = target.key();
+        if !apply {
+            let stored = self.send(&target, WriteOp::Create { object }, options.dry_run, &what);
+            let stored = stored.await?;
+            self.services.ledger.forget(&key);
+            return Ok(self.answer(&target, stored));
+        }
+        let body = ledger::digest(&object);
+        // An apply that would change nothing is answered from the watch cache (see `ledger`); a dry run or a
+        // forced apply is always sent.
+        if !options.dry_run
+            && !options.force
+            && self.services.ledger.applied_last(&key, &body)
+            && let Some(live) = cached(self.services.kinds.clone(), &target).await
+            && ledger::holds(&live, &object)
+        {
+            return Ok(self.answer(&target, live));
+        }
+        let op = WriteOp::Apply {
+            object,
+            force: options.force,
         };
         let stored = self.send(&target, op, options.dry_run, &what).await?;
+        if !options.dry_run {
+            self.services.ledger.remember(key, body);
+        }
         Ok(self.answer(&target, stored))
     }
 
-    /// Sends one write to the writer, under the plugin's field manager.
+    /// Sends one write to the writer, under the plugin's field manager, within the plugin's rate.
     async fn send(
         &mut self,
         target: &Target,
@@ -409,6 +442,7 @@ impl KubeWriteCap<'_> {
         dry_run: bool,
         what: &str,
     ) -> Result<Value, HostFailure> {
+        self.spend(what)?;
         let writer = self.services.writer.clone();
         let request = WriteRequest {
             api_version: target.api_version.clone(),
@@ -513,6 +547,9 @@ impl wit::Host for KubeWriteCap<'_> {
             }
         }
         let stored = self.send(&target, op(), options.dry_run, &what).await?;
+        if !options.dry_run {
+            self.services.ledger.forget(&target.key());
+        }
         Ok(self.answer(&target, stored))
     }
 
@@ -547,7 +584,13 @@ impl wit::Host for KubeWriteCap<'_> {
             },
             dry_run: options.dry_run,
         };
-        Ok(within(&what, target.budget, self.services.writer.delete(request)).await?)
+        self.spend(&what)?;
+        let writer = self.services.writer.clone();
+        let deleted = within(&what, target.budget, writer.delete(request)).await?;
+        if !options.dry_run {
+            self.services.ledger.forget(&target.key());
+        }
+        Ok(deleted)
     }
 }
 
