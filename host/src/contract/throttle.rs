@@ -68,6 +68,24 @@ impl Throttle {
         })
     }
 
+    /// Takes a token for `key` now or, when none is free, promises the next one if it comes within `most`, so
+    /// callers queue in the order they asked: `Ok(wait)` to wait before using it (zero when one was free; a
+    /// promise puts the bucket into debt), `Err(wait)` when the next free token is further off than `most`.
+    pub fn reserve(&self, key: &str, now: Instant, most: Duration) -> Result<Duration, Duration> {
+        self.with_bucket(key, now, |tokens| {
+            if tokens >= 1.0 {
+                return (tokens - 1.0, Ok(Duration::ZERO));
+            }
+            let after = tokens - 1.0;
+            let wait = self.refill.mul_f64(-after);
+            if wait > most || after < -self.burst {
+                (tokens, Err(wait))
+            } else {
+                (after, Ok(wait))
+            }
+        })
+    }
+
     /// Charges `key` for `cost` tokens spent already (a cost known only after the fact): the bucket may go into
     /// debt, at most one burst deep, which [`Throttle::debt`] then reports until it is earned back.
     pub fn charge(&self, key: &str, cost: u64, now: Instant) {
@@ -116,6 +134,39 @@ fn refilled(bucket: Bucket, now: Instant, burst: f64, refill: Duration) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reservations_queue_for_the_next_tokens_up_to_a_bound() {
+        let throttle = Throttle::new(2, Duration::from_millis(100));
+        let now = Instant::now();
+        let most = Duration::from_millis(250);
+        assert_eq!(throttle.reserve("k", now, most), Ok(Duration::ZERO));
+        assert_eq!(throttle.reserve("k", now, most), Ok(Duration::ZERO));
+        // Out of tokens: each next caller waits one refill longer than the one before it.
+        assert_eq!(
+            throttle.reserve("k", now, most),
+            Ok(Duration::from_millis(100))
+        );
+        assert_eq!(
+            throttle.reserve("k", now, most),
+            Ok(Duration::from_millis(200))
+        );
+        // The next would wait 300 ms, past the bound: refused, and nothing is promised.
+        assert_eq!(
+            throttle.reserve("k", now, most),
+            Err(Duration::from_millis(300))
+        );
+        assert_eq!(
+            throttle.reserve("k", now, most),
+            Err(Duration::from_millis(300))
+        );
+        // Time pays the promises back.
+        let later = now + Duration::from_millis(250);
+        assert_eq!(
+            throttle.reserve("k", later, most),
+            Ok(Duration::from_millis(50))
+        );
+    }
 
     #[test]
     fn a_cost_charged_after_the_fact_is_a_debt_of_at_most_one_burst() {

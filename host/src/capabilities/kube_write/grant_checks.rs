@@ -208,6 +208,48 @@ async fn apply(
         .await
 }
 
+/// A merge patch of `kind` `name` (in the object's namespace).
+async fn merge_patch(
+    call: &mut TestCall,
+    services: &Services,
+    (kind, name): (&str, &str),
+    patch: Value,
+) -> Result<String, HostFailure> {
+    let ctx = call.ctx();
+    let mut state = State::default();
+    KubeWriteCap::over(&mut call.core, &mut state, services)
+        .patch(
+            ctx,
+            reference(kind, name),
+            wit::PatchType::Merge,
+            patch.to_string(),
+            options(),
+        )
+        .await
+}
+
+async fn delete(
+    call: &mut TestCall,
+    services: &Services,
+    (kind, name): (&str, &str),
+    options: wit::DeleteOptions,
+) -> Result<bool, HostFailure> {
+    let ctx = call.ctx();
+    let mut state = State::default();
+    KubeWriteCap::over(&mut call.core, &mut state, services)
+        .delete(ctx, reference(kind, name), options)
+        .await
+}
+
+fn background() -> wit::DeleteOptions {
+    wit::DeleteOptions {
+        uid: None,
+        resource_version: None,
+        propagation: wit::Propagation::Background,
+        dry_run: false,
+    }
+}
+
 fn reference(kind: &str, name: &str) -> wit::ObjectRef {
     let api_version = match kind {
         "Secret" | "ConfigMap" => "v1",
@@ -415,17 +457,13 @@ async fn only_the_reconciled_object_may_own_what_a_plugin_writes() {
         "{answer:?}"
     );
     // A patch never changes owners.
-    let ctx = c.ctx();
-    let mut state = State::default();
-    let answer = KubeWriteCap::over(&mut c.core, &mut state, &services)
-        .patch(
-            ctx,
-            reference("ConfigMap", "c"),
-            wit::PatchType::Merge,
-            json!({"metadata": {"ownerReferences": []}}).to_string(),
-            options(),
-        )
-        .await;
+    let answer = merge_patch(
+        &mut c,
+        &services,
+        ("ConfigMap", "c"),
+        json!({"metadata": {"ownerReferences": []}}),
+    )
+    .await;
     c.assert_denied(
         answer,
         "kube-write",
@@ -472,36 +510,20 @@ async fn secrets_need_secrets_write_and_never_a_service_account_token() {
         "\"sa-token\"",
         "service-account-token",
     );
-    let ctx = c.ctx();
-    let mut state = State::default();
-    let answer = KubeWriteCap::over(&mut c.core, &mut state, &services)
-        .patch(
-            ctx,
-            reference("Secret", "sa-token"),
-            wit::PatchType::Merge,
-            json!({"data": {"token": "bWluZQ=="}}).to_string(),
-            options(),
-        )
-        .await;
+    let answer = merge_patch(
+        &mut c,
+        &services,
+        ("Secret", "sa-token"),
+        json!({"data": {"token": "bWluZQ=="}}),
+    )
+    .await;
     c.assert_denied(
         answer,
         "kube-write",
         "\"sa-token\"",
         "service-account-token",
     );
-    let ctx = c.ctx();
-    let answer = KubeWriteCap::over(&mut c.core, &mut state, &services)
-        .delete(
-            ctx,
-            reference("Secret", "sa-token"),
-            wit::DeleteOptions {
-                uid: None,
-                resource_version: None,
-                propagation: wit::Propagation::Background,
-                dry_run: false,
-            },
-        )
-        .await;
+    let answer = delete(&mut c, &services, ("Secret", "sa-token"), background()).await;
     c.assert_denied(
         answer,
         "kube-write",
@@ -570,18 +592,8 @@ async fn pods_stay_within_the_baseline_unless_granted_and_a_patch_is_checked_by_
         "kube-write-service-account:cluster-admin",
     );
     // A merge patch that adds a host path is judged by what it would store.
-    let ctx = c.ctx();
-    let mut state = State::default();
     let host_path = json!({"spec": {"template": {"spec": {"volumes": [{"name": "root", "hostPath": {"path": "/"}}]}}}});
-    let answer = KubeWriteCap::over(&mut c.core, &mut state, &services)
-        .patch(
-            ctx,
-            reference("Deployment", "web"),
-            wit::PatchType::Merge,
-            host_path.to_string(),
-            options(),
-        )
-        .await;
+    let answer = merge_patch(&mut c, &services, ("Deployment", "web"), host_path).await;
     c.assert_denied(
         answer,
         "kube-write",
@@ -643,23 +655,37 @@ async fn the_budgets_hold_bytes_per_object_writes_per_call_and_writes_per_second
     assert_eq!(refused, 50);
     assert_eq!(writer.written().len(), WRITES_PER_CALL);
 
-    // Across calls, the plugin's rate: a burst, then the rate; over it, `unavailable` and a report.
+    // Across calls, the plugin's rate: a burst, then writes paced at the rate, waiting their turn.
+    let paced = Services {
+        ledger: Arc::new(WriteLedger::new(10, 2)),
+        ..services.clone()
+    };
+    let mut c = call(&[CONFIG_MAPS]);
+    let started = std::time::Instant::now();
+    for _ in 0..4 {
+        let answer = apply(&mut c, &paced, &config_map("r", None), options()).await;
+        c.assert_allowed(&answer);
+    }
+    assert!(
+        started.elapsed() >= Duration::from_millis(150),
+        "the two writes past the burst waited a tenth of a second each: {:?}",
+        started.elapsed()
+    );
+    // A write whose turn is further off than a write may wait: `unavailable`, and a report.
     let slow = Services {
         ledger: Arc::new(WriteLedger::new(1, 2)),
         ..services.clone()
     };
-    let mut c = call(&[CONFIG_MAPS]);
-    for expected_ok in [true, true, false] {
-        let answer = apply(&mut c, &slow, &config_map("r", None), options()).await;
-        match answer {
-            Ok(_) => assert!(expected_ok),
-            Err(HostFailure::Host(HostError::Unavailable(m))) => {
-                assert!(!expected_ok);
-                assert!(m.contains("writes per second"), "{m}");
-            }
-            other => panic!("{other:?}"),
-        }
+    for _ in 0..3 {
+        slow.ledger
+            .reserve(Duration::from_secs(1))
+            .expect("the burst, then one turn a second off");
     }
+    let answer = apply(&mut c, &slow, &config_map("r", None), options()).await;
+    assert!(
+        matches!(&answer, Err(HostFailure::Host(HostError::Unavailable(m))) if m.contains("writes per second")),
+        "{answer:?}"
+    );
     assert_eq!(c.core.denials.len(), 1, "the throttled write is reported");
 }
 
@@ -687,20 +713,13 @@ async fn force_dry_run_and_deletes_pass_what_the_grants_allow() {
     assert!(matches!(writes[0].op, WriteOp::Apply { force: true, .. }));
     assert!(writes[1].dry_run);
 
-    let ctx = force.ctx();
-    let mut state = State::default();
-    let answer = KubeWriteCap::over(&mut force.core, &mut state, &services)
-        .delete(
-            ctx,
-            reference("ConfigMap", "f"),
-            wit::DeleteOptions {
-                uid: Some("u".into()),
-                resource_version: Some(String::new()),
-                propagation: wit::Propagation::Foreground,
-                dry_run: false,
-            },
-        )
-        .await;
+    let preconditions = wit::DeleteOptions {
+        uid: Some("u".into()),
+        resource_version: Some(String::new()),
+        propagation: wit::Propagation::Foreground,
+        dry_run: false,
+    };
+    let answer = delete(&mut force, &services, ("ConfigMap", "f"), preconditions).await;
     assert_eq!(answer.ok(), Some(true));
     let deletes = writer.deletes.lock().unwrap();
     assert_eq!(deletes[0].uid.as_deref(), Some("u"));

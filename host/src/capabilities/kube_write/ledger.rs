@@ -21,6 +21,10 @@ use crate::contract::throttle::Throttle;
 /// Objects remembered per plugin before the ledger starts afresh (forgetting only costs a write).
 const MAX_REMEMBERED: usize = 100_000;
 
+/// The longest a write waits for its turn at the rate. Longer, it is refused (`unavailable`): a plugin writing
+/// far faster than its rate gets told, not a worker held for seconds.
+pub(super) const MAX_QUEUE: Duration = Duration::from_secs(1);
+
 /// The bucket every write of the plugin takes from: a ledger belongs to one loaded plugin.
 const BUCKET: &str = "writes";
 
@@ -54,9 +58,12 @@ impl WriteLedger {
         self.per_second
     }
 
-    /// Takes one write from the budget, or says how long until one is free.
-    pub(super) fn take(&self) -> Result<(), Duration> {
-        self.rate.take(BUCKET, Instant::now())
+    /// Reserves one write: how long to wait before sending it (zero while the burst lasts; writes beyond it are
+    /// paced at the rate, in the order they asked), or, when its turn is further off than `most` (or than
+    /// [`MAX_QUEUE`]), how long until it would come.
+    pub(super) fn reserve(&self, most: Duration) -> Result<Duration, Duration> {
+        self.rate
+            .reserve(BUCKET, Instant::now(), most.min(MAX_QUEUE))
     }
 
     /// Whether `body` is what this plugin last applied to `object`.
@@ -140,7 +147,14 @@ mod tests {
         assert!(!ledger.applied_last("cm/x", &b));
         ledger.forget("cm/x");
         assert!(!ledger.applied_last("cm/x", &a));
-        assert!(ledger.take().is_ok() && ledger.take().is_ok());
-        assert!(ledger.take().is_err(), "the burst is spent");
+        let now = Duration::ZERO;
+        assert_eq!(ledger.reserve(Duration::from_secs(1)), Ok(now));
+        assert_eq!(ledger.reserve(Duration::from_secs(1)), Ok(now));
+        let paced = ledger.reserve(Duration::from_secs(1)).expect("paced");
+        assert!(
+            paced > now && paced <= Duration::from_millis(100),
+            "{paced:?}"
+        );
+        assert!(ledger.reserve(Duration::ZERO).is_err(), "no time to wait");
     }
 }

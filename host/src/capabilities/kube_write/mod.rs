@@ -144,11 +144,21 @@ impl KubeWriteCap<'_> {
         Ok(())
     }
 
-    /// Takes one request from the plugin's rate budget, right before it is sent.
-    fn spend(&mut self, what: &str) -> Result<(), HostFailure> {
-        let Err(wait) = self.services.ledger.take() else {
-            return Ok(());
+    /// Takes one request from the plugin's rate budget right before it is sent, waiting for its turn when the
+    /// burst is spent (within half of `budget`, and [`ledger::MAX_QUEUE`]); refused when its turn is further off.
+    /// Returns the time left of `budget` for the write itself.
+    async fn spend(&mut self, what: &str, budget: Duration) -> Result<Duration, HostFailure> {
+        let wait = match self.services.ledger.reserve(budget / 2) {
+            Ok(wait) => wait,
+            Err(wait) => return Err(self.over_rate(what, wait)),
         };
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+        Ok(budget.saturating_sub(wait))
+    }
+
+    fn over_rate(&mut self, what: &str, wait: Duration) -> HostFailure {
         let reason = format!(
             "the plugin writes faster than its budget of {} writes per second; retry in {} ms",
             self.services.ledger.per_second(),
@@ -156,7 +166,7 @@ impl KubeWriteCap<'_> {
         );
         // Reported as a refusal is (a Warning Event), but answered as a busy dependency: waiting fixes it.
         let denied = self.core.denied(Capability::KubeWrite, what, &reason);
-        Err(HostError::Unavailable(denied.message().to_owned()).into())
+        HostError::Unavailable(denied.message().to_owned()).into()
     }
 
     /// Resolves and checks where a write of `api_version`/`kind` named `name` goes: the kind served, granted
@@ -442,7 +452,7 @@ impl KubeWriteCap<'_> {
         dry_run: bool,
         what: &str,
     ) -> Result<Value, HostFailure> {
-        self.spend(what)?;
+        let budget = self.spend(what, target.budget).await?;
         let writer = self.services.writer.clone();
         let request = WriteRequest {
             api_version: target.api_version.clone(),
@@ -453,7 +463,7 @@ impl KubeWriteCap<'_> {
             field_manager: self.field_manager(),
             dry_run,
         };
-        Ok(within(what, target.budget, writer.write(request)).await?)
+        Ok(within(what, budget, writer.write(request)).await?)
     }
 }
 
@@ -584,9 +594,9 @@ impl wit::Host for KubeWriteCap<'_> {
             },
             dry_run: options.dry_run,
         };
-        self.spend(&what)?;
+        let budget = self.spend(&what, target.budget).await?;
         let writer = self.services.writer.clone();
-        let deleted = within(&what, target.budget, writer.delete(request)).await?;
+        let deleted = within(&what, budget, writer.delete(request)).await?;
         if !options.dry_run {
             self.services.ledger.forget(&target.key());
         }

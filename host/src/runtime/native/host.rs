@@ -260,21 +260,39 @@ impl sdk::KubeRead for NativeHost {
     }
 }
 
+impl NativeHost {
+    /// `kube-write.apply` or `kube-write.create` of `object`.
+    fn write_object(
+        &self,
+        object: &Value,
+        options: sdk::kube_write::WriteOptions,
+        apply: bool,
+    ) -> Result<Value, sdk::HostError> {
+        let (object, options) = (object.to_string(), convert::write_options(options));
+        let function = if apply {
+            "kube-write.apply"
+        } else {
+            "kube-write.create"
+        };
+        let stored = self.granted(Capability::KubeWrite, function, async move |state, ctx| {
+            let mut cap = KubeWriteCap::of(state);
+            if apply {
+                kube_write::Host::apply(&mut cap, ctx, object, options).await
+            } else {
+                kube_write::Host::create(&mut cap, ctx, object, options).await
+            }
+        })?;
+        convert::parse(&stored)
+    }
+}
+
 impl sdk::KubeWrite for NativeHost {
     fn kube_apply(
         &self,
         object: &Value,
         options: sdk::kube_write::WriteOptions,
     ) -> Result<Value, sdk::HostError> {
-        let (object, options) = (object.to_string(), convert::write_options(options));
-        let stored = self.granted(
-            Capability::KubeWrite,
-            "kube-write.apply",
-            async move |state, ctx| {
-                kube_write::Host::apply(&mut KubeWriteCap::of(state), ctx, object, options).await
-            },
-        )?;
-        convert::parse(&stored)
+        self.write_object(object, options, true)
     }
 
     fn kube_create(
@@ -282,15 +300,7 @@ impl sdk::KubeWrite for NativeHost {
         object: &Value,
         options: sdk::kube_write::WriteOptions,
     ) -> Result<Value, sdk::HostError> {
-        let (object, options) = (object.to_string(), convert::write_options(options));
-        let stored = self.granted(
-            Capability::KubeWrite,
-            "kube-write.create",
-            async move |state, ctx| {
-                kube_write::Host::create(&mut KubeWriteCap::of(state), ctx, object, options).await
-            },
-        )?;
-        convert::parse(&stored)
+        self.write_object(object, options, false)
     }
 
     fn kube_patch(

@@ -321,7 +321,8 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
         }
         "write" => {
             // Applies (or, with `verb: create`, creates) `object`, `count` times under numbered names, padded with
-            // `padBytes` bytes of data; reports each answer, or for a flood how many went through.
+            // `padBytes` bytes of data, with a fresh `data.nonce` each time under `vary`; reports each answer, or for
+            // a flood how many went through.
             let options = kube_write::WriteOptions {
                 owned: a["owned"] == json!(true),
                 dry_run: a["dryRun"] == json!(true),
@@ -336,6 +337,12 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
                 }
                 if let Some(n) = a["padBytes"].as_u64() {
                     object["data"]["pad"] = json!("p".repeat(n as usize));
+                }
+                // A body that differs on every call, so no apply is one the host can answer without writing.
+                if a["vary"] == json!(true) {
+                    use std::hash::BuildHasher as _;
+                    let nonce = std::collections::hash_map::RandomState::new().hash_one(i);
+                    object["data"]["nonce"] = json!(format!("{nonce:x}"));
                 }
                 let body = object.to_string();
                 let answer = if a["verb"] == "create" {
