@@ -125,6 +125,41 @@ impl omni_plugin_sdk::KubeRead for Recording {
     }
 }
 
+impl omni_plugin_sdk::KubeWrite for Recording {
+    fn kube_apply(
+        &self,
+        object: &Value,
+        options: omni_plugin_sdk::kube_write::WriteOptions,
+    ) -> Result<Value, HostError> {
+        self.inner.kube_apply(object, options)
+    }
+
+    fn kube_create(
+        &self,
+        object: &Value,
+        options: omni_plugin_sdk::kube_write::WriteOptions,
+    ) -> Result<Value, HostError> {
+        self.inner.kube_create(object, options)
+    }
+
+    fn kube_patch(
+        &self,
+        target: &ObjectRef,
+        patch: &omni_plugin_sdk::kube_write::Patch,
+        options: omni_plugin_sdk::kube_write::WriteOptions,
+    ) -> Result<Value, HostError> {
+        self.inner.kube_patch(target, patch, options)
+    }
+
+    fn kube_delete(
+        &self,
+        target: &ObjectRef,
+        options: &omni_plugin_sdk::kube_write::DeleteOptions,
+    ) -> Result<bool, HostError> {
+        self.inner.kube_delete(target, options)
+    }
+}
+
 impl omni_plugin_sdk::Files for Recording {
     // The connection plugin never calls these; they forward so the wrapper stays a faithful host.
     fn read_file(&self, root: &str, path: &str) -> Result<Vec<u8>, HostError> {

@@ -109,7 +109,7 @@ impl KubeWriter for Recorder {
                     crate::contract::merge_patch(&mut object, &patch);
                     Ok(object)
                 }
-                WriteOp::JsonPatch(_) => stored.ok_or_else(|| HostError::NotFound(k)),
+                WriteOp::JsonPatch(_) => stored.ok_or(HostError::NotFound(k)),
             }
         })
     }

@@ -431,6 +431,7 @@ impl KubeWriteCap<'_> {
             && let Some(live) = cached(self.services.kinds.clone(), &target).await
             && ledger::holds(&live, &object)
         {
+            tracing::debug!(plugin = %self.core.plugin, object = %key, "an apply that would change nothing, answered from the cache");
             return Ok(self.answer(&target, live));
         }
         let op = WriteOp::Apply {

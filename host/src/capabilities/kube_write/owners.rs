@@ -95,7 +95,7 @@ pub(super) fn patch_touches_owners(patch: &Value, json_patch: bool) -> bool {
         ops.iter().any(|op| {
             ["path", "from"].iter().any(|field| {
                 op.get(field).and_then(Value::as_str).is_some_and(|p| {
-                    p == "/metadata" || p == "" || p.starts_with("/metadata/ownerReferences")
+                    p == "/metadata" || p.is_empty() || p.starts_with("/metadata/ownerReferences")
                 })
             })
         })
