@@ -431,7 +431,12 @@ impl KubeWriteCap<'_> {
             && let Some(live) = cached(self.services.kinds.clone(), &target).await
             && ledger::holds(&live, &object)
         {
-            tracing::debug!(plugin = %self.core.plugin, object = %key, "an apply that would change nothing, answered from the cache");
+            tracing::debug!(
+                plugin = %self.core.plugin,
+                object = %key,
+                resource_version = text(&live, "/metadata/resourceVersion").unwrap_or_default(),
+                "an apply that would change nothing, answered from the cache"
+            );
             return Ok(self.answer(&target, live));
         }
         let op = WriteOp::Apply {
@@ -439,6 +444,7 @@ impl KubeWriteCap<'_> {
             force: options.force,
         };
         let stored = self.send(&target, op, options.dry_run, &what).await?;
+        tracing::debug!(plugin = %self.core.plugin, object = %key, "applied");
         if !options.dry_run {
             self.services.ledger.remember(key, body);
         }
