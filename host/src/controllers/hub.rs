@@ -277,6 +277,9 @@ impl WatchHub {
                 tokio::select! {
                     event = events.next() => match event {
                         Some(Ok(event)) => {
+                            if let watcher::Event::Delete(o) = &event {
+                                tracing::debug!(watch = %what, object = %o.name_any(), "deleted");
+                            }
                             if !watch.publish(Arc::new(event)) {
                                 break;
                             }
