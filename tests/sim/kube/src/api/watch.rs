@@ -224,10 +224,23 @@ pub fn serve(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiRes
                         if c.rv <= last_rv { continue; }
                         last_rv = c.rv;
                         if c.key != rt.storage_key() { continue; }
+                        let received = c.at.elapsed();
                         if let Some(t) = filter.event_for(&c)
                             && tx.send(send(json!({"type": t, "object": render(&c.object)}))).await.is_err()
                         {
                             return;
+                        }
+                        // A change handed to its watcher long after it was stored: late to reach this task (the
+                        // simulator was busy), or late to be taken by the client (it did not read its watch).
+                        let handed = c.at.elapsed();
+                        if handed > Duration::from_secs(1) {
+                            tracing::warn!(
+                                resource = %rt.plural,
+                                rv = c.rv,
+                                received_ms = received.as_millis() as u64,
+                                handed_ms = handed.as_millis() as u64,
+                                "a watch event was handed over late"
+                            );
                         }
                     }
                     // A watcher too slow for the change rate is closed; clients resume from their last revision.
