@@ -234,7 +234,7 @@ pub fn serve(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiRes
                         // simulator was busy), or late to be taken by the client (it did not read its watch).
                         let handed = c.at.elapsed();
                         if handed > Duration::from_secs(1) {
-                            tracing::warn!(
+                            tracing::debug!(
                                 resource = %rt.plural,
                                 rv = c.rv,
                                 received_ms = received.as_millis() as u64,
