@@ -65,12 +65,21 @@ pub fn spawn(cluster: &Arc<Cluster>, options: WorkloadOptions) -> tokio::task::J
         let mut changes = cluster.store().subscribe();
         let node_count = options.nodes.clamp(1, MAX_NODES);
         loop {
-            // Passes repeat while they write: one step (a ReplicaSet) enables the next (its Pods).
+            // Passes repeat while they write: one step (a ReplicaSet) enables the next (its Pods). A pass awaits
+            // nothing that is ever pending, so it yields after each one: the tasks its writes woke (the watches
+            // that deliver them) run on this worker too, and would otherwise wait for this loop to rest.
             for _ in 0..32 {
-                if !pass(&cluster, node_count).await {
+                let wrote = pass(&cluster, node_count).await;
+                tokio::task::yield_now().await;
+                if !wrote {
                     break;
                 }
             }
+            // The changes announced meanwhile (mostly these passes' own writes) are all seen by the next pass:
+            // waking once for each of them would run a whole pass per change, thousands in a row at scale.
+            while let Ok(_) | Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) =
+                changes.try_recv()
+            {}
             // Wait for a write by someone else, or a second: deadlines (progress, activeDeadlineSeconds,
             // minReadySeconds) move with time alone.
             let wait = async {
