@@ -156,7 +156,7 @@ pub async fn run_kind_controller(
         settings: settings.clone(),
         // Reads go through the shared watches' caches, which apply an event before any controller sees it:
         // a reconcile an event triggers never reads an older copy than that event.
-        writer: Arc::new(writer::ApiWriter::new(client.clone(), reader.clone())),
+        writer: Arc::new(writer::ApiWriter::new(reader.clone())),
         reader,
         recorder: Recorder::new(
             client.clone(),

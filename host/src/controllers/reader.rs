@@ -129,9 +129,42 @@ impl ApiReader {
             _ => Api::all_with(self.client.clone(), ar),
         }
     }
+
+    /// The API of a kind, resolved by discovery, in `namespace` (ignored for a cluster-scoped kind).
+    pub(super) async fn api_of(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+    ) -> Result<Api<DynamicObject>, HostError> {
+        let resolved = self.resolve(api_version, kind).await?;
+        let (resource, namespaced) = &*resolved;
+        Ok(self.api(resource, *namespaced, namespace))
+    }
+
+    /// One object straight from the API server, never from a cache; `None` when it does not exist.
+    pub(super) async fn get_uncached(
+        &self,
+        request: &GetRequest,
+    ) -> Result<Option<Value>, HostError> {
+        let api = self
+            .api_of(
+                &request.api_version,
+                &request.kind,
+                request.namespace.as_deref(),
+            )
+            .await?;
+        match api.get_opt(&request.name).await {
+            Ok(found) => found.map(to_json).transpose(),
+            Err(e) => Err(HostError::from_kube(
+                &format!("get {} {:?}", request.kind, request.name),
+                e,
+            )),
+        }
+    }
 }
 
-fn to_json(o: DynamicObject) -> Result<Value, HostError> {
+pub(super) fn to_json(o: DynamicObject) -> Result<Value, HostError> {
     serde_json::to_value(o).map_err(|e| HostError::Other(format!("encoding an object: {e}")))
 }
 
@@ -186,16 +219,7 @@ impl KubeReader for ApiReader {
                     .map(|o| to_json((*o).clone()))
                     .transpose();
             }
-            let kind = self.resolve(&request.api_version, &request.kind).await?;
-            let api = self.api(&kind.0, kind.1, request.namespace.as_deref());
-            match api.get_opt(&request.name).await {
-                Ok(Some(o)) => to_json(o).map(Some),
-                Ok(None) => Ok(None),
-                Err(e) => Err(HostError::from_kube(
-                    &format!("get {} {:?}", request.kind, request.name),
-                    e,
-                )),
-            }
+            self.get_uncached(&request).await
         })
     }
 

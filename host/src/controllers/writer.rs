@@ -5,51 +5,32 @@
 use std::sync::Arc;
 
 use kube::api::{
-    Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions,
-    PropagationPolicy,
+    DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
 };
 use serde_json::Value;
 
-use super::reader::ApiReader;
+use super::reader::{ApiReader, to_json};
 use crate::capabilities::{
     BoxFuture, DeleteRequest, GetRequest, HostError, KubeWriter, Propagation, WriteOp, WriteRequest,
 };
 
-/// Writes through a `kube::Client`.
+/// Writes through the client of the reader it is given: the same connection, and the same resolved kinds.
 pub struct ApiWriter {
-    client: kube::Client,
     kinds: Arc<ApiReader>,
 }
 
 impl ApiWriter {
-    pub fn new(client: kube::Client, kinds: Arc<ApiReader>) -> Self {
-        ApiWriter { client, kinds }
+    pub fn new(kinds: Arc<ApiReader>) -> Self {
+        ApiWriter { kinds }
     }
-
-    async fn api(
-        &self,
-        api_version: &str,
-        kind: &str,
-        namespace: Option<&str>,
-    ) -> Result<Api<DynamicObject>, HostError> {
-        let resolved = self.kinds.resolve(api_version, kind).await?;
-        let (resource, namespaced) = &*resolved;
-        Ok(match (namespaced, namespace) {
-            (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, resource),
-            _ => Api::all_with(self.client.clone(), resource),
-        })
-    }
-}
-
-fn to_json(o: DynamicObject) -> Result<Value, HostError> {
-    serde_json::to_value(o).map_err(|e| HostError::Other(format!("encoding an object: {e}")))
 }
 
 impl KubeWriter for ApiWriter {
     fn write(&self, request: WriteRequest) -> BoxFuture<'_, Result<Value, HostError>> {
         Box::pin(async move {
             let api = self
-                .api(
+                .kinds
+                .api_of(
                     &request.api_version,
                     &request.kind,
                     request.namespace.as_deref(),
@@ -107,7 +88,8 @@ impl KubeWriter for ApiWriter {
     fn delete(&self, request: DeleteRequest) -> BoxFuture<'_, Result<bool, HostError>> {
         Box::pin(async move {
             let api = self
-                .api(
+                .kinds
+                .api_of(
                     &request.api_version,
                     &request.kind,
                     request.namespace.as_deref(),
@@ -142,21 +124,6 @@ impl KubeWriter for ApiWriter {
     }
 
     fn get(&self, request: GetRequest) -> BoxFuture<'_, Result<Option<Value>, HostError>> {
-        Box::pin(async move {
-            let api = self
-                .api(
-                    &request.api_version,
-                    &request.kind,
-                    request.namespace.as_deref(),
-                )
-                .await?;
-            match api.get_opt(&request.name).await {
-                Ok(found) => found.map(to_json).transpose(),
-                Err(e) => Err(HostError::from_kube(
-                    &format!("get {} {:?}", request.kind, request.name),
-                    e,
-                )),
-            }
-        })
+        Box::pin(async move { self.kinds.get_uncached(&request).await })
     }
 }

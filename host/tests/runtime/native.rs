@@ -394,10 +394,10 @@ async fn a_native_plugin_writes_through_the_same_checks() {
     use omni_operator::controllers::writer::ApiWriter;
     let sims = sims().await;
     let client = sims.kube.client().await.expect("client");
-    let reader = Arc::new(ApiReader::new(client.clone()));
+    let reader = Arc::new(ApiReader::new(client));
     let services = HostServices::default()
         .with_kube(reader.clone() as Arc<dyn KubeReader>)
-        .with_kube_writer(Arc::new(ApiWriter::new(client, reader)) as Arc<dyn KubeWriter>);
+        .with_kube_writer(Arc::new(ApiWriter::new(reader)) as Arc<dyn KubeWriter>);
     let object = CallObject::parse(
         json!({"apiVersion": "test.omni.texashpc.com/v1", "kind": "Probe",
             "metadata": {"name": "p", "namespace": NS, "uid": "probe-uid"}, "spec": {"action": "write"}})
