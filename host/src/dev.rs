@@ -192,7 +192,8 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
             .map_err(|e| anyhow::anyhow!("the chart repository dev serves: {e}"))?;
     }
     let settings = HostConfig {
-        namespace: None,
+        namespaces: crate::controllers::scope::Namespaces::All,
+        shard: None,
         omni_dictionary: opts.omni_dictionary.clone(),
         template_roots: opts.template_roots.clone(),
         releases: releases.clone(),

@@ -19,6 +19,7 @@ use clap::{Parser, Subcommand};
 use futures::FutureExt;
 use omni_operator::capabilities::{CallObject, Grants, HostServices};
 use omni_operator::controllers::Settings;
+use omni_operator::controllers::scope::Namespaces;
 use omni_operator::endpoints;
 use omni_operator::operator::{HostConfig, Operator, PluginSources};
 use omni_operator::runtime::{CallError, LoadedPlugin, PluginSpec, Runtime, RuntimeConfig};
@@ -196,6 +197,7 @@ impl LeaderArgs {
     fn config(
         &self,
         namespace: Option<&str>,
+        shard: Option<&str>,
     ) -> anyhow::Result<Option<omni_operator::leader::LeaderConfig>> {
         if !self.leader_elect {
             return Ok(None);
@@ -206,6 +208,9 @@ impl LeaderArgs {
             );
         };
         let mut config = omni_operator::leader::LeaderConfig::new(&ns);
+        if let Some(selector) = shard {
+            config.name = omni_operator::contract::shard_lease(selector);
+        }
         config.lease_duration = self.leader_elect_lease_duration;
         config.renew_deadline = self.leader_elect_renew_deadline;
         config.retry_period = self.leader_elect_retry_period;
@@ -416,12 +421,18 @@ enum Command {
         /// Kubeconfig to use instead of the in-cluster configuration (or $KUBECONFIG).
         #[arg(long)]
         kubeconfig: Option<PathBuf>,
-        /// Watch only this namespace (default: POD_NAMESPACE, then the service account's namespace).
+        /// Watch only this namespace, or these (`a,b,c`) (default: POD_NAMESPACE, then the service account's
+        /// namespace).
         #[arg(long, conflicts_with = "all_namespaces")]
         namespace: Option<String>,
         /// Watch every namespace.
         #[arg(long)]
         all_namespaces: bool,
+        /// Reconcile only the objects this label selector matches, as a shard (Flux's flag and syntax:
+        /// `sharding.fluxcd.io/key=shard1`, `!sharding.fluxcd.io/key` for the objects no shard takes). With
+        /// --leader-elect the shard has its own Lease.
+        #[arg(long)]
+        watch_label_selector: Option<String>,
         #[command(flatten)]
         sources: SourceArgs,
         #[command(flatten)]
@@ -533,22 +544,57 @@ async fn main() -> ExitCode {
     }
 }
 
-/// The namespace to watch: explicit, then POD_NAMESPACE, then the service account's namespace.
-fn watched_namespace(namespace: Option<String>, all: bool) -> anyhow::Result<Option<String>> {
-    if all {
-        return Ok(None);
+/// Asks the API server whether it takes `selector` (it is the authority on label selector syntax), with a list
+/// of at most one OmniCluster: a selector it refuses would otherwise fail every watch, retried forever.
+async fn check_selector(
+    client: &kube::Client,
+    namespaces: &Namespaces,
+    selector: &str,
+) -> anyhow::Result<()> {
+    use kube::api::{Api, DynamicObject, ListParams};
+    let clusters = kube::core::ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk("omni.texashpc.com", "v1alpha1", "OmniCluster"),
+        "omniclusters",
+    );
+    let api: Api<DynamicObject> = match namespaces.list().and_then(|l| l.first()) {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &clusters),
+        None => Api::all_with(client.clone(), &clusters),
+    };
+    match api
+        .list(&ListParams::default().labels(selector).limit(1))
+        .await
+    {
+        Err(kube::Error::Api(e)) if e.code == 400 => {
+            bail!(
+                "--watch-label-selector {selector:?}: the API server refuses it: {}",
+                e.message
+            )
+        }
+        // Anything else (no CRDs yet, no API server yet) is for the watches to retry and report.
+        Err(e) => tracing::debug!(error = %e, "could not check --watch-label-selector"),
+        Ok(_) => {}
     }
-    if let Some(ns) = namespace {
-        return Ok(Some(ns));
+    Ok(())
+}
+
+/// The namespaces to watch: explicit (one, or a comma-separated list), then POD_NAMESPACE, then the service
+/// account's namespace.
+fn watched_namespaces(namespace: Option<String>, all: bool) -> anyhow::Result<Namespaces> {
+    if all {
+        return Ok(Namespaces::All);
+    }
+    if let Some(list) = namespace {
+        let names: Vec<&str> = list.split(',').collect();
+        return Namespaces::only(&names).map_err(|e| anyhow::anyhow!("--namespace {list:?}: {e}"));
     }
     if let Ok(ns) = std::env::var("POD_NAMESPACE")
         && !ns.trim().is_empty()
     {
-        return Ok(Some(ns.trim().to_string()));
+        return Namespaces::only(&[ns.trim()]).map_err(|e| anyhow::anyhow!("POD_NAMESPACE: {e}"));
     }
     const SA_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
     match std::fs::read_to_string(SA_NAMESPACE) {
-        Ok(ns) if !ns.trim().is_empty() => Ok(Some(ns.trim().to_string())),
+        Ok(ns) if !ns.trim().is_empty() => Ok(Namespaces::one(ns.trim())),
         _ => bail!(
             "POD_NAMESPACE is required when {SA_NAMESPACE} is unavailable (or pass --namespace NS or --all-namespaces)"
         ),
@@ -565,19 +611,24 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             kubeconfig,
             namespace,
             all_namespaces,
+            watch_label_selector,
             sources,
             webhooks,
             metrics_bind_address,
             health_probe_bind_address,
             leader,
         } => {
-            let namespace = watched_namespace(namespace, all_namespaces)?;
-            let admission = webhooks.options(namespace.as_deref())?;
+            let namespaces = watched_namespaces(namespace, all_namespaces)?;
+            let shard = watch_label_selector
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty());
+            let namespace = namespaces.single();
+            let admission = webhooks.options(namespace)?;
             let metrics_at =
                 endpoints::bind_address("--metrics-bind-address", &metrics_bind_address)?;
             let health_at =
                 endpoints::bind_address("--health-probe-bind-address", &health_probe_bind_address)?;
-            let leader = leader.config(namespace.as_deref())?;
+            let leader = leader.config(namespace, shard.as_deref())?;
             let client = match kubeconfig {
                 Some(path) => {
                     let kc = kube::config::Kubeconfig::read_from(&path)
@@ -593,6 +644,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     .await
                     .context("no in-cluster configuration and no kubeconfig")?,
             };
+            if let Some(selector) = &shard {
+                check_selector(&client, &namespaces, selector).await?;
+                tracing::info!(selector = %selector, namespaces = %namespaces, lease = ?leader.as_ref().map(|l| &l.name), "serving one shard");
+            }
             let operator =
                 Operator::load(Runtime::new(runtime_config)?, sources.sources()?).await?;
             let helm = omni_operator::helm::start(cli.helm.worker()?).await;
@@ -603,7 +658,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             let releases = std::sync::Arc::new(helm.releases());
             let settings = HostConfig {
-                namespace,
+                namespaces,
+                shard,
                 omni_dictionary: cli.omni.dictionary()?,
                 template_roots: cli.omni.template_roots()?,
                 releases: releases.clone(),

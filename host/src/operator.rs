@@ -128,8 +128,10 @@ pub struct Operator {
 /// What `run` and `dev` configure alike, turned into the controllers' settings in one place
 /// ([`HostConfig::settings`]), so the two commands assemble the same host.
 pub struct HostConfig {
-    /// The namespace watched; None: every namespace.
-    pub namespace: Option<String>,
+    /// The namespaces watched.
+    pub namespaces: controllers::scope::Namespaces,
+    /// A shard's label selector (`--watch-label-selector`).
+    pub shard: Option<String>,
     /// Omni's zstd dictionary, for the content Omni stores compressed.
     pub omni_dictionary: Option<omni_wire::compression::Dictionary>,
     /// Directories plugins granted `files` may read (`--template-root`).
@@ -148,7 +150,8 @@ impl HostConfig {
     /// namespace policy, the template roots, and the metrics.
     pub fn settings(self) -> Settings {
         Settings {
-            namespace: self.namespace,
+            namespaces: self.namespaces,
+            shard: self.shard,
             omni: Arc::new(crate::omni::OmniConnections::new(self.omni_dictionary)),
             template_roots: crate::capabilities::TemplateRoots::new(self.template_roots),
             helm: crate::capabilities::HelmSettings {

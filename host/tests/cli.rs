@@ -1159,3 +1159,296 @@ fn two_replicas_never_write_at_once_and_hand_over_within_the_lease() {
     assert!(writes >= 7, "{writes} writes checked");
     drop(b);
 }
+
+/// One `omni-operator run` shard: `--namespace east,west`, the label selector, leader election on its own Lease,
+/// as its own user (so kube-sim's request log tells the shards apart).
+fn start_shard(sim: &kube_sim::KubeSim, user: &str, selector: &str, dir: &Path) -> Replica {
+    let credentials = sim.add_token_user(user, &["system:masters"]);
+    let kubeconfig = dir.join(format!("{user}.kubeconfig"));
+    sim.write_kubeconfig(&kubeconfig, &credentials)
+        .expect("kubeconfig");
+    let stderr = dir.join(format!("{user}.log"));
+    let log = std::fs::File::create(&stderr).expect("log file");
+    let child = bin()
+        .env("RUST_LOG", "info")
+        .env_remove("HELM_C_LIB")
+        .env_remove("POD_NAMESPACE")
+        .args(["--cache-dir"])
+        .arg(dir.join("cache"))
+        .args(["run", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .args([
+            "--namespace",
+            "east,west",
+            "--watch-label-selector",
+            selector,
+            "--leader-elect",
+            "--leader-election-namespace",
+            "ops",
+            "--enable-webhooks=false",
+            "--health-probe-bind-address",
+            "0",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("omni-operator run starts");
+    Replica { child, stderr }
+}
+
+/// Three `omni-operator run` processes sharing one fleet by label, as Flux's controllers shard
+/// (`sharding.fluxcd.io/key=shard1`, `=shard2`, and `!sharding.fluxcd.io/key` for the rest), each watching two
+/// namespaces and electing a leader on its own Lease. Checked over kube-sim's request log:
+/// - every object is written by exactly one process, the shard its label names; an object in a namespace no
+///   shard watches is written by none;
+/// - an object relabeled to another shard (with a spec change) is reconciled by the new shard, and the old one
+///   writes it no more from the moment of the relabel;
+/// - a killed shard's objects are left alone: a change to one stays unreconciled while the live shards go on
+///   reconciling theirs.
+#[test]
+fn three_shards_by_label_each_reconcile_exactly_their_own_objects() {
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::time::{Duration, Instant};
+    const KEY: &str = "sharding.fluxcd.io/key";
+    const GROUP: &str = "omni.texashpc.com";
+    let runtime = tokio::runtime::Runtime::new().expect("tokio");
+    let sim = runtime.block_on(async {
+        let sim = omni_operator::stack::management_cluster(kube_sim::KubeSim::builder())
+            .await
+            .expect("kube-sim");
+        for ns in ["ops", "east", "west", "other"] {
+            sim.apply(&serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+                .await
+                .expect("namespace");
+        }
+        sim
+    });
+    let shard_of = |i: usize| match i % 3 {
+        1 => Some("shard1"),
+        2 => Some("shard2"),
+        _ => None,
+    };
+    let namespace_of = |i: usize| if i % 2 == 0 { "east" } else { "west" };
+    let control_plane = |ns: &str, name: &str, shard: Option<&str>, machines: usize| {
+        let labels = match shard {
+            Some(s) => serde_json::json!({ KEY: s }),
+            None => serde_json::json!({}),
+        };
+        let ids: Vec<String> = (0..machines)
+            .map(|m| format!("11111111-1111-4111-8111-{m:012}"))
+            .collect();
+        serde_json::json!({"apiVersion": "omni.texashpc.com/v1alpha1", "kind": "OmniControlPlane",
+            "metadata": {"name": name, "namespace": ns, "labels": labels},
+            "spec": {"clusterRef": {"name": "edge"}, "machines": ids}})
+    };
+    let apply = |o: serde_json::Value| runtime.block_on(sim.apply(&o)).expect("apply");
+    // (generation, the generation the Accepted condition was written for)
+    let generations = |ns: &str, name: &str| -> (i64, Option<i64>) {
+        let o = sim
+            .get("omni.texashpc.com/v1alpha1", "OmniControlPlane", ns, name)
+            .expect("control plane");
+        let observed = o["status"]["conditions"].as_array().and_then(|cs| {
+            cs.iter()
+                .find(|c| c["type"] == "Accepted" && c["status"] == "True")
+                .and_then(|c| c["observedGeneration"].as_i64())
+        });
+        (o["metadata"]["generation"].as_i64().unwrap_or(0), observed)
+    };
+    let reconciled = |ns: &str, name: &str| {
+        let (generation, observed) = generations(ns, name);
+        observed == Some(generation)
+    };
+    let wait = |what: &str, f: &dyn Fn() -> bool| {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(90) {
+            if f() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("timed out waiting for {what}");
+    };
+    // Writes to our kinds by the shards, per object: (namespace, name) → the users that wrote it, from `after`.
+    let writers = |after: u64| {
+        let mut by_object: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+        for r in sim.requests() {
+            if r.seq > after
+                && r.user.starts_with("shard-")
+                && r.group == GROUP
+                && r.is_write()
+                && r.succeeded()
+            {
+                by_object
+                    .entry((r.namespace.clone(), r.name.clone()))
+                    .or_default()
+                    .insert(r.user.clone());
+            }
+        }
+        by_object
+    };
+    let user_of = |shard: Option<&str>| format!("shard-{}", shard.unwrap_or("rest"));
+
+    // The clusters the control planes name: one in shard1, one unsharded; control planes of every shard read
+    // them (reads are never filtered by a shard's selector).
+    for (ns, labels) in [
+        ("east", serde_json::json!({ KEY: "shard1" })),
+        ("west", serde_json::json!({})),
+    ] {
+        apply(
+            serde_json::json!({"apiVersion": "omni.texashpc.com/v1alpha1", "kind": "OmniCluster",
+            "metadata": {"name": "edge", "namespace": ns, "labels": labels},
+            "spec": {"connectionRef": {"name": "c"}, "kubernetes": {"version": "v1.35.0"},
+                "talos": {"version": "v1.13.2"}}}),
+        );
+    }
+    for i in 0..9 {
+        apply(control_plane(
+            namespace_of(i),
+            &format!("cp-{i}"),
+            shard_of(i),
+            1,
+        ));
+    }
+    apply(control_plane("other", "cp-elsewhere", Some("shard1"), 1));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let one = start_shard(&sim, "shard-shard1", &format!("{KEY}=shard1"), dir.path());
+    let two = start_shard(&sim, "shard-shard2", &format!("{KEY}=shard2"), dir.path());
+    let mut rest = start_shard(&sim, "shard-rest", &format!("!{KEY}"), dir.path());
+    wait("every shard to reconcile its control planes", &|| {
+        (0..9).all(|i| reconciled(namespace_of(i), &format!("cp-{i}")))
+    });
+
+    // Each shard elected its own leader on its own Lease; the unsharded Lease is nobody's.
+    for selector in [
+        format!("{KEY}=shard1"),
+        format!("{KEY}=shard2"),
+        format!("!{KEY}"),
+    ] {
+        let lease = omni_operator::contract::shard_lease(&selector);
+        let held = sim.get("coordination.k8s.io/v1", "Lease", "ops", &lease);
+        assert!(
+            held.is_some_and(|l| l["spec"]["holderIdentity"].as_str().is_some()),
+            "the Lease {lease} of {selector} is held"
+        );
+    }
+    assert!(
+        sim.get(
+            "coordination.k8s.io/v1",
+            "Lease",
+            "ops",
+            "5dc6398d.texashpc.com"
+        )
+        .is_none()
+    );
+
+    // One writer per object, the one its label names; nothing outside the watched namespaces.
+    let written = writers(0);
+    for i in 0..9 {
+        let key = (namespace_of(i).to_string(), format!("cp-{i}"));
+        assert_eq!(
+            written.get(&key).cloned().unwrap_or_default(),
+            BTreeSet::from([user_of(shard_of(i))]),
+            "writers of {key:?}"
+        );
+    }
+    assert!(
+        !written.keys().any(|(ns, _)| ns == "other"),
+        "nothing outside east and west is written: {written:?}"
+    );
+    assert!(
+        written.values().all(|users| users.len() == 1),
+        "one writer per object: {written:?}"
+    );
+
+    // Relabeling moves cp-1 from shard1 to shard2; from then on only shard2 writes it.
+    let relabeled_at = sim.requests().last().map(|r| r.seq).unwrap_or(0);
+    apply(control_plane(namespace_of(1), "cp-1", Some("shard2"), 2));
+    wait("shard2 to reconcile the relabeled cp-1", &|| {
+        reconciled(namespace_of(1), "cp-1")
+    });
+
+    // A killed shard's objects wait for it: cp-0 changes, then cp-2 (shard2) and cp-4 (shard1) change; once
+    // both live shards have reconciled theirs, cp-0 is still unreconciled and nobody wrote it.
+    let _ = rest.child.kill();
+    let _ = rest.child.wait();
+    let killed_at = sim.requests().last().map(|r| r.seq).unwrap_or(0);
+    apply(control_plane(namespace_of(0), "cp-0", None, 2));
+    apply(control_plane(namespace_of(2), "cp-2", shard_of(2), 2));
+    apply(control_plane(namespace_of(4), "cp-4", shard_of(4), 2));
+    wait("the live shards to reconcile cp-2 and cp-4", &|| {
+        reconciled(namespace_of(2), "cp-2") && reconciled(namespace_of(4), "cp-4")
+    });
+    assert!(
+        !reconciled(namespace_of(0), "cp-0"),
+        "the killed shard's object is left alone"
+    );
+    let after_kill = writers(killed_at);
+    assert!(
+        !after_kill.contains_key(&(namespace_of(0).to_string(), "cp-0".to_string())),
+        "nobody writes the killed shard's object: {after_kill:?}"
+    );
+    let after_relabel = writers(relabeled_at);
+    assert_eq!(
+        after_relabel
+            .get(&(namespace_of(1).to_string(), "cp-1".to_string()))
+            .cloned()
+            .unwrap_or_default(),
+        BTreeSet::from([user_of(Some("shard2"))]),
+        "after the relabel only the new shard writes cp-1 ({}, {})",
+        one.log(),
+        two.log()
+    );
+}
+
+/// A namespace list or a shard selector the operator cannot use stops `run` at once with the flag named, not
+/// with watches failing and retrying forever. The selector is judged by the API server (kube-sim parses it as
+/// apimachinery's `labels.Parse` does).
+#[test]
+fn run_refuses_a_bad_namespace_list_or_shard_selector_naming_the_flag() {
+    let out = bin()
+        .args(["run", "--namespace", "east,Ops"])
+        .env_remove("POD_NAMESPACE")
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("--namespace \"east,Ops\": \"Ops\" is not a namespace name"),
+        "{stderr}"
+    );
+
+    let runtime = tokio::runtime::Runtime::new().expect("tokio");
+    let sim = runtime.block_on(async {
+        omni_operator::stack::management_cluster(kube_sim::KubeSim::builder())
+            .await
+            .expect("kube-sim")
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let credentials = sim.add_token_user("shard", &["system:masters"]);
+    let kubeconfig = dir.path().join("shard.kubeconfig");
+    sim.write_kubeconfig(&kubeconfig, &credentials)
+        .expect("kubeconfig");
+    let out = bin()
+        .env_remove("HELM_C_LIB")
+        .args(["run", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .args([
+            "--namespace",
+            "east",
+            "--watch-label-selector",
+            "sharding.fluxcd.io/key in (shard1",
+            "--enable-webhooks=false",
+            "--health-probe-bind-address",
+            "0",
+        ])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(
+            "--watch-label-selector \"sharding.fluxcd.io/key in (shard1\": the API server refuses it"
+        ),
+        "{stderr}"
+    );
+}

@@ -37,4 +37,5 @@ pub use wake::{WakeTarget, Wakeups};
 pub(crate) use write_kinds::never_writable_kinds;
 pub use write_kinds::{
     OPERATOR_LEASE, WriteKind, WriteKindError, WritePermit, never_writable, never_writable_object,
+    shard_lease,
 };

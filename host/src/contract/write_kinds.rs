@@ -87,10 +87,36 @@ pub struct WriteKind {
 /// once). No plugin writes it, in any namespace: a plugin holding it would stop the operator.
 pub const OPERATOR_LEASE: &str = "5dc6398d.texashpc.com";
 
+/// The Lease of a shard (`--watch-label-selector`): the operator's Lease name with a digest of the selector
+/// (`5dc6398d-<10 hex digits>.texashpc.com`): each shard elects its own leader, and the replicas of one shard
+/// (the same selector) share it.
+pub fn shard_lease(selector: &str) -> String {
+    let digest = <sha2::Sha256 as sha2::Digest>::digest(selector.trim().as_bytes());
+    let hex: String = digest.iter().take(5).map(|b| format!("{b:02x}")).collect();
+    let (head, tail) = OPERATOR_LEASE
+        .split_once('.')
+        .unwrap_or((OPERATOR_LEASE, ""));
+    format!("{head}-{hex}.{tail}")
+}
+
+/// Whether `name` is the operator's Lease or a shard's.
+fn is_operator_lease(name: &str) -> bool {
+    let (head, tail) = OPERATOR_LEASE
+        .split_once('.')
+        .unwrap_or((OPERATOR_LEASE, ""));
+    name == OPERATOR_LEASE
+        || name
+            .strip_suffix(tail)
+            .and_then(|n| n.strip_suffix('.'))
+            .and_then(|n| n.strip_prefix(head))
+            .and_then(|n| n.strip_prefix('-'))
+            .is_some_and(|hex| hex.len() == 10 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 /// Why a write of `group`/`kind` named `name` is never allowed although its kind may be granted (the operator's
-/// Lease).
+/// Leases, its own and its shards').
 pub fn never_writable_object(group: &str, kind: &str, name: &str) -> Option<&'static str> {
-    (group == "coordination.k8s.io" && kind == "Lease" && name == OPERATOR_LEASE)
+    (group == "coordination.k8s.io" && kind == "Lease" && is_operator_lease(name))
         .then_some("the operator's leader-election Lease decides which replica runs the operator")
 }
 
@@ -235,6 +261,34 @@ impl fmt::Display for WriteKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_shards_lease_is_as_unwritable_as_the_operators() {
+        let one = shard_lease("sharding.fluxcd.io/key=shard1");
+        let two = shard_lease("sharding.fluxcd.io/key=shard2");
+        assert_ne!(one, two);
+        assert_eq!(one, shard_lease(" sharding.fluxcd.io/key=shard1 "));
+        assert!(
+            one.starts_with("5dc6398d-") && one.ends_with(".texashpc.com"),
+            "{one}"
+        );
+        for name in [OPERATOR_LEASE, one.as_str(), two.as_str()] {
+            assert!(
+                never_writable_object("coordination.k8s.io", "Lease", name).is_some(),
+                "{name}"
+            );
+        }
+        for name in [
+            "5dc6398d-x.texashpc.com",
+            "other",
+            "5dc6398d.texashpc.com.evil",
+        ] {
+            assert!(
+                never_writable_object("coordination.k8s.io", "Lease", name).is_none(),
+                "{name}"
+            );
+        }
+    }
 
     #[test]
     fn a_write_grant_names_one_exact_kind() {

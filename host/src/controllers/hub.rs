@@ -18,6 +18,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::mpsc;
 
+use super::scope::{self, Scope};
 use crate::capabilities::FieldSelector;
 use crate::contract::field_path;
 
@@ -27,8 +28,8 @@ const SUBSCRIBER_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 /// A watch event as subscribers receive it (shared, never copied per subscriber).
 pub type SharedEvent = Arc<watcher::Event<DynamicObject>>;
 
-/// A watch's key: the resource's apiVersion and plural, and the namespace it covers (None: all).
-type WatchKey = (String, String, Option<String>);
+/// A watch's key: the resource's apiVersion and plural, and the namespaces and labels it covers.
+type WatchKey = (String, String, Scope);
 
 /// The shared watches of one operator, keyed by resource and namespace scope.
 pub struct WatchHub {
@@ -223,18 +224,18 @@ impl WatchHub {
         }
     }
 
-    /// Subscribes to the watch of `resource` in `namespace` (None: all namespaces), starting it if nobody watches
-    /// it yet. A late subscriber first gets every object already known, as Apply events.
+    /// Subscribes to the watch of `resource` over `scope`, starting it if nobody watches it yet. A late subscriber
+    /// first gets every object already known, as Apply events.
     pub fn subscribe(
         &self,
         client: &kube::Client,
         resource: &ApiResource,
-        namespace: Option<&str>,
+        scope: &Scope,
     ) -> Subscription {
         let key = (
             resource.api_version.clone(),
             resource.plural.clone(),
-            namespace.map(String::from),
+            scope.clone(),
         );
         let (tx, rx) = mpsc::unbounded_channel();
         let mut watches = lock(&self.watches);
@@ -257,19 +258,35 @@ impl WatchHub {
             indexes: RwLock::default(),
         });
         watches.insert(key.clone(), watch.clone());
-        let api = match namespace {
-            Some(ns) => Api::<DynamicObject>::namespaced_with(client.clone(), ns, resource),
-            None => Api::<DynamicObject>::all_with(client.clone(), resource),
+        let config = match &scope.labels {
+            Some(labels) => watcher::Config::default().labels(labels),
+            None => watcher::Config::default(),
+        };
+        let watch_of = |api: Api<DynamicObject>| -> scope::EventStream<'static> {
+            watcher(api, config.clone()).default_backoff().boxed()
+        };
+        let source = match scope.namespaces.list() {
+            None => watch_of(Api::all_with(client.clone(), resource)),
+            Some([one]) => watch_of(Api::namespaced_with(client.clone(), one, resource)),
+            Some(several) => scope::union(
+                several
+                    .iter()
+                    .map(|ns| {
+                        let api = Api::namespaced_with(client.clone(), ns, resource);
+                        (ns.clone(), watch_of(api))
+                    })
+                    .collect(),
+                writer.as_reader(),
+            )
+            .boxed(),
         };
         let what = format!("{}/{}", resource.api_version, resource.plural);
         let handle = WatchHandle(watch.clone());
         let mut stopping = self.stopping.subscribe();
         let task = tokio::spawn(async move {
-            let events = watcher(api, watcher::Config::default())
-                .default_backoff()
-                .modify(|o| {
-                    o.managed_fields_mut().clear();
-                });
+            let events = source.modify(|o| {
+                o.managed_fields_mut().clear();
+            });
             let mut events = std::pin::pin!(reflector::reflector(writer, events));
             // The watch ends when its last subscriber has gone (controllers stopped), even if nothing changes.
             let mut check = tokio::time::interval(SUBSCRIBER_CHECK);

@@ -8,6 +8,7 @@ pub mod hub;
 pub mod metrics;
 pub mod own_writes;
 pub mod reader;
+pub mod scope;
 pub mod status;
 pub mod supervisor;
 pub mod trigger;
@@ -41,8 +42,11 @@ use reader::ApiReader;
 /// Settings shared by every kind's controller.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// Watch one namespace (`--namespace` / `POD_NAMESPACE`) or, with None, all of them.
-    pub namespace: Option<String>,
+    /// The namespaces watched (`--namespace a,b` / `POD_NAMESPACE`, or every one).
+    pub namespaces: scope::Namespaces,
+    /// A shard's label selector (`--watch-label-selector`): only objects of the served kinds it matches are
+    /// reconciled. Related objects and reads are not filtered: a shard's objects may name objects of any shard.
+    pub shard: Option<String>,
     /// The deadline of one whole reconcile, host I/O included.
     pub reconcile_timeout: Duration,
     /// Reconciles of one kind running at once.
@@ -70,7 +74,8 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            namespace: None,
+            namespaces: scope::Namespaces::All,
+            shard: None,
             reconcile_timeout: Duration::from_secs(30),
             concurrency: 4,
             manager: "omni-operator".into(),
@@ -195,13 +200,21 @@ async fn run_kind(
     related: Vec<crate::runtime::RelatedKind>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) -> Result<()> {
-    let ns = shared.settings.namespace.clone();
+    let namespaces = &shared.settings.namespaces;
     let watches = &shared.settings.watches;
-    let main = watches.subscribe(&shared.client, &shared.resource, ns.as_deref());
+    let everything = scope::Scope::of(namespaces);
+    let served = scope::Scope {
+        labels: shared.settings.shard.clone(),
+        ..everything.clone()
+    };
+    let main = watches.subscribe(&shared.client, &shared.resource, &served);
     let (main_watch, store) = (main.watch.clone(), main.watch.store().clone());
-    shared
-        .reader
-        .register_cache(&shared.resource, ns.clone(), main_watch.clone());
+    // A shard's watch holds only its own objects: plugins reading the kind must see every one.
+    if served.labels.is_none() {
+        shared
+            .reader
+            .register_cache(&shared.resource, namespaces.clone(), main_watch.clone());
+    }
     let queue = shared.metrics.clone();
     let main = trigger::spec_or_deletion_changes(main.stream()).inspect(move |event| {
         if let Ok(obj) = event {
@@ -226,10 +239,10 @@ async fn run_kind(
         };
         let (rel_ar, _) = &*rel_ar;
         // The related kind's watch also feeds the cache plugins read it from.
-        let rel_watch = watches.subscribe(&shared.client, rel_ar, ns.as_deref());
+        let rel_watch = watches.subscribe(&shared.client, rel_ar, &everything);
         shared
             .reader
-            .register_cache(rel_ar, ns.clone(), rel_watch.watch.clone());
+            .register_cache(rel_ar, namespaces.clone(), rel_watch.watch.clone());
         let events = match rel.mapping {
             RelatedMapping::Owner => trigger::every_change(rel_watch.stream()).boxed(),
             _ => trigger::spec_or_deletion_changes(rel_watch.stream()).boxed(),

@@ -12,6 +12,7 @@ use kube::runtime::reflector::ObjectRef;
 use serde_json::Value;
 
 use super::hub::{WatchHandle, field_text};
+use super::scope::Namespaces;
 use crate::capabilities::{
     BoxFuture, FieldSelector, GetRequest, HostError, KindScope, KubeReader, ListRequest,
 };
@@ -19,11 +20,11 @@ use crate::capabilities::{
 /// A resolved kind: its resource and whether it is namespaced.
 pub type ResolvedKind = Arc<(ApiResource, bool)>;
 
-/// A watch cache a controller maintains, and the namespace it covers (None: all).
+/// A watch cache a controller maintains, and the namespaces it covers.
 struct Cache {
     watch: WatchHandle,
     resource: ApiResource,
-    namespace: Option<String>,
+    namespaces: Namespaces,
 }
 
 /// Reads through a `kube::Client`, from watch caches where there are some.
@@ -46,11 +47,12 @@ impl ApiReader {
         }
     }
 
-    /// Serves reads of `resource`'s kind in `namespace` (None: all) from `store` from now on.
+    /// Serves reads of `resource`'s kind in `namespaces` from `watch` from now on (a watch of every object of the
+    /// kind there, never a shard's).
     pub fn register_cache(
         &self,
         resource: &ApiResource,
-        namespace: Option<String>,
+        namespaces: Namespaces,
         watch: WatchHandle,
     ) {
         let key = (resource.api_version.clone(), resource.kind.clone());
@@ -59,7 +61,7 @@ impl ApiReader {
             Arc::new(Cache {
                 watch,
                 resource: resource.clone(),
-                namespace,
+                namespaces,
             })
         });
     }
@@ -77,12 +79,7 @@ impl ApiReader {
             .unwrap_or_else(|p| p.into_inner())
             .get(&(api_version.to_string(), kind.to_string()))
             .cloned()?;
-        let covers = match (&cache.namespace, namespace) {
-            (None, _) => true,
-            (Some(c), Some(n)) => c == n,
-            (Some(_), None) => false,
-        };
-        if !covers {
+        if !cache.namespaces.covers(namespace) {
             return None;
         }
         match tokio::time::timeout(CACHE_READY_WAIT, cache.watch.store().wait_until_ready()).await {

@@ -137,8 +137,9 @@ async fn cached_lists_apply_the_field_selector_to_the_cache() {
         "omniworkers",
     );
     let hub = WatchHub::default();
-    let watch = hub.subscribe(&client, &workers, None);
-    reader.register_cache(&workers, None, watch.watch.clone());
+    let everything = omni_operator::controllers::scope::Scope::default();
+    let watch = hub.subscribe(&client, &workers, &everything);
+    reader.register_cache(&workers, everything.namespaces, watch.watch.clone());
     tokio::time::timeout(
         Duration::from_secs(5),
         watch.watch.store().wait_until_ready(),
