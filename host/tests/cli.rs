@@ -1228,7 +1228,7 @@ fn three_shards_by_label_each_reconcile_exactly_their_own_objects() {
         2 => Some("shard2"),
         _ => None,
     };
-    let namespace_of = |i: usize| if i % 2 == 0 { "east" } else { "west" };
+    let namespace_of = |i: usize| if i.is_multiple_of(2) { "east" } else { "west" };
     let control_plane = |ns: &str, name: &str, shard: Option<&str>, machines: usize| {
         let labels = match shard {
             Some(s) => serde_json::json!({ KEY: s }),

@@ -27,6 +27,20 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 control-plane: controller-manager
 {{- end }}
 
+{{/* A Deployment's pod labels and selector (root: the chart's context; shard: "" or a shard's name). A shard's
+differ in control-plane, so no Deployment's selector takes another's pods. */}}
+{{- define "omni-cluster-operator.podLabels" -}}
+app.kubernetes.io/name: {{ include "omni-cluster-operator.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+control-plane: controller-manager{{ if .shard }}-{{ .shard }}{{ end }}
+{{- end }}
+
+{{/* What the Services select: every pod of the release, shards' too (each serves webhooks and metrics). */}}
+{{- define "omni-cluster-operator.servingLabels" -}}
+app.kubernetes.io/name: {{ include "omni-cluster-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
 {{- define "omni-cluster-operator.labels" -}}
 helm.sh/chart: {{ include "omni-cluster-operator.chart" . }}
 {{ include "omni-cluster-operator.selectorLabels" . }}

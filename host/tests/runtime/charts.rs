@@ -237,6 +237,103 @@ fn the_charts_lint_and_render_with_helms_own_sdk() {
     }
 }
 
+/// With `sharding.shards`, the chart renders Flux's layout: the main Deployment takes the objects without the
+/// shard key and each shard has a Deployment of its own with its selector; no Deployment's selector takes
+/// another's pods, and the webhook and metrics Services select every pod. A shard name that cannot be part of a
+/// Deployment name is refused.
+#[test]
+fn the_chart_deploys_one_deployment_per_shard() {
+    let helm = helm_c::Helm::load(&lib()).expect("libhelm_c");
+    let operator = helm
+        .load_chart(&chart("omni-cluster-operator"))
+        .expect("loads");
+    let render = |values: Value| {
+        operator.render(
+            &values,
+            &json!({"name": RELEASE, "namespace": NS, "is_install": true}),
+        )
+    };
+    let docs =
+        documents(&render(json!({"sharding": {"shards": ["shard1", "shard2"]}})).expect("renders"));
+    let deployments: Vec<&Value> = docs.iter().filter(|d| d["kind"] == "Deployment").collect();
+    assert_eq!(deployments.len(), 3, "{:?}", names(&docs));
+    let selector_arg = |d: &Value| -> Vec<String> {
+        d["spec"]["template"]["spec"]["containers"][0]["args"]
+            .as_array()
+            .expect("args")
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|a| a.starts_with("--watch-label-selector"))
+            .map(String::from)
+            .collect()
+    };
+    for (name, want) in [
+        ("", "--watch-label-selector=!sharding.fluxcd.io/key"),
+        (
+            "-shard1",
+            "--watch-label-selector=sharding.fluxcd.io/key=shard1",
+        ),
+        (
+            "-shard2",
+            "--watch-label-selector=sharding.fluxcd.io/key=shard2",
+        ),
+    ] {
+        let d = find(
+            &docs,
+            "Deployment",
+            &format!("{RELEASE}-controller-manager{name}"),
+        );
+        assert_eq!(selector_arg(d), [want]);
+    }
+    let matches = |selector: &Value, labels: &Value| {
+        selector
+            .as_object()
+            .expect("matchLabels")
+            .iter()
+            .all(|(k, v)| labels.get(k) == Some(v))
+    };
+    for d in &deployments {
+        for other in &deployments {
+            let takes = matches(
+                &d["spec"]["selector"]["matchLabels"],
+                &other["spec"]["template"]["metadata"]["labels"],
+            );
+            assert_eq!(
+                takes,
+                d["metadata"]["name"] == other["metadata"]["name"],
+                "{} selects the pods of {}",
+                d["metadata"]["name"],
+                other["metadata"]["name"]
+            );
+        }
+    }
+    for service in docs.iter().filter(|d| d["kind"] == "Service") {
+        for d in &deployments {
+            assert!(
+                matches(
+                    &service["spec"]["selector"],
+                    &d["spec"]["template"]["metadata"]["labels"]
+                ),
+                "{} does not select the pods of {}",
+                service["metadata"]["name"],
+                d["metadata"]["name"]
+            );
+        }
+    }
+    // Without shards: one Deployment, no selector.
+    let plain = documents(&render(json!({})).expect("renders"));
+    let only: Vec<&Value> = plain.iter().filter(|d| d["kind"] == "Deployment").collect();
+    assert_eq!(only.len(), 1);
+    assert!(selector_arg(only[0]).is_empty());
+
+    let e = render(json!({"sharding": {"shards": ["Shard_1"]}})).expect_err("refused");
+    assert!(
+        e.to_string()
+            .contains("sharding.shards: \"Shard_1\" is not a shard name"),
+        "{e}"
+    );
+}
+
 /// Installed into kube-sim by the operator's Helm worker (the CRDs chart, then the operator chart), the
 /// resulting Deployment, RBAC, webhook configuration and Services are there; and the operator, run as the
 /// chart's ServiceAccount with the chart's RBAC, reconciles, elects a leader, makes its webhook certificates and
@@ -386,7 +483,7 @@ async fn the_charts_install_into_kube_sim_and_their_rbac_covers_what_the_operato
         }))
     };
     let settings = Settings {
-        namespace: Some(NS.into()),
+        namespaces: omni_operator::controllers::scope::Namespaces::one(NS),
         omni: std::sync::Arc::new(omni_operator::omni::OmniConnections::new(None)),
         ..Settings::default()
     };
