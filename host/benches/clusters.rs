@@ -8,7 +8,8 @@
 //! `cargo bench -p omni-operator --bench clusters` (`-- --quick`: 100 clusters). Knobs: `--clusters N`,
 //! `--concurrency N` (reconciles of one kind at once; default: what `omni-operator dev` uses), `--runs N` (each
 //! mode N times, alternating; medians compared), `--only wasm|native`, `--until synced|accepted` (`accepted`: every
-//! OmniMachine `Accepted=True`, a criterion that does not need the OmniCluster plugin), `--timeout SECONDS`.
+//! OmniMachine `Accepted=True`, a criterion that does not need the OmniCluster plugin), `--timeout SECONDS`,
+//! `--profile DIR` (the host sampled by `perf record` over each run; `tools/profile-phases` splits it by phase).
 //!
 //! What is measured, and how. The host's memory must not include the simulators', so each run is four
 //! processes, all this binary in different roles:
@@ -158,6 +159,10 @@ struct Figures {
     failures: u64,
     /// The host's CPU time (user and system) from ready to the end of the run.
     cpu_ms: u64,
+    /// The simulators' CPU time over the same span.
+    kube_sim_cpu_ms: u64,
+    omni_sim_cpu_ms: u64,
+    clusters: usize,
 }
 
 fn driver(args: &[String]) -> Result<()> {
@@ -174,6 +179,8 @@ fn driver(args: &[String]) -> Result<()> {
     let runs: usize = number(args, "--runs", 1)?;
     let timeout = Duration::from_secs(number(args, "--timeout", 300)?);
     let criterion = Criterion::parse(value(args, "--until").as_deref().unwrap_or("synced"))?;
+    // `--profile DIR`: the host's CPU sampled by `perf record` over each run, into DIR/host-<mode>.perf.data.
+    let profile = value(args, "--profile").map(PathBuf::from);
     let modes = match value(args, "--only") {
         Some(mode) => vec![Mode::parse(&mode)?],
         None => vec![Mode::Wasm, Mode::Native],
@@ -206,7 +213,7 @@ fn driver(args: &[String]) -> Result<()> {
         let mut figures = Vec::new();
         for _ in 0..runs {
             for &mode in &modes {
-                let f = run(mode, clusters, concurrency, criterion, timeout).await?;
+                let f = run(mode, clusters, concurrency, criterion, timeout, profile.as_deref()).await?;
                 print_figures(&f, clusters * criterion.per_cluster);
                 figures.push(f);
             }
@@ -257,6 +264,15 @@ fn print_figures(f: &Figures, target: usize) {
         f.calls,
         f.failures
     );
+    println!(
+        "  {:<6}  host CPU per cluster {:.2} ms (target ≤ 3 ms), per plugin call {:.2} ms; kube-sim CPU {:.2} s, \
+         omni-sim CPU {:.2} s",
+        f.mode.name(),
+        f.cpu_ms as f64 / f.clusters.max(1) as f64,
+        f.cpu_ms as f64 / f.calls.max(1) as f64,
+        f.kube_sim_cpu_ms as f64 / 1000.0,
+        f.omni_sim_cpu_ms as f64 / 1000.0
+    );
 }
 
 /// Compiles the components into the on-disk cache the host loads them from, so the host's peak memory is a
@@ -281,6 +297,7 @@ async fn run(
     concurrency: u16,
     criterion: Criterion,
     timeout: Duration,
+    profile: Option<&Path>,
 ) -> Result<Figures> {
     let kubeconfig = work_dir().join(format!("kube-sim-{}.kubeconfig", mode.name()));
     let mut kube_sim = Role::start(
@@ -341,6 +358,15 @@ async fn run(
         }
     }
 
+    let profiler = match (profile, host.pid()) {
+        (Some(dir), Some(pid)) => {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            let out = dir.join(format!("host-{}.perf.data", mode.name()));
+            Some(support::Profiler::start(pid, &out).await?)
+        }
+        _ => None,
+    };
+    let sims_cpu_at_start = (kube_sim.cpu_ms(), omni_sim.cpu_ms());
     let start = Instant::now();
     let objects = objects(clusters, endpoint, key);
     futures::stream::iter(objects.iter().map(|o| create(&client, o)))
@@ -386,6 +412,29 @@ async fn run(
         }
     };
 
+    let sims_cpu = (
+        kube_sim.cpu_ms().saturating_sub(sims_cpu_at_start.0),
+        omni_sim.cpu_ms().saturating_sub(sims_cpu_at_start.1),
+    );
+    let rpcs = omni_sim.ask("rpcs").await?;
+    let total_rpcs: u64 = rpcs
+        .iter()
+        .filter_map(|w| w.rsplit_once('=').and_then(|(_, n)| n.parse::<u64>().ok()))
+        .sum();
+    println!(
+        "  {:<6}  Omni RPCs: {total_rpcs} ({:.1} per cluster): {}",
+        mode.name(),
+        total_rpcs as f64 / clusters.max(1) as f64,
+        rpcs.iter().take(12).cloned().collect::<Vec<_>>().join(" ")
+    );
+    if let Some(profiler) = profiler {
+        let written = profiler.stop().await?;
+        let path = written.display();
+        println!(
+            "  {:<6}  host profile: {path} (split it by phase: tools/profile-phases {path})",
+            mode.name()
+        );
+    }
     // Quiet first (the last status writes' reconciles done), so the scrape and the counter agree exactly.
     let mut report = Report::of(&host.ask("report").await?);
     loop {
@@ -451,6 +500,9 @@ async fn run(
         calls: report.calls,
         failures: report.failures,
         cpu_ms: report.cpu_ms.saturating_sub(start_cpu_ms),
+        kube_sim_cpu_ms: sims_cpu.0,
+        omni_sim_cpu_ms: sims_cpu.1,
+        clusters,
     };
     for role in [&mut host, &mut omni_sim, &mut kube_sim] {
         role.stop().await;
@@ -612,7 +664,28 @@ async fn omni_sim_role() -> Result<()> {
         .await
         .context("starting omni-sim")?;
     let key = sim.mint_key("omni-operator", omni_sim::Role::Operator);
-    ready_then_answer(&[sim.endpoint(), key], |line| format!("{line} unknown")).await
+    ready_then_answer(&[sim.endpoint(), key], |line| match line {
+        // The RPCs answered so far, by method and resource type, most frequent first.
+        "rpcs" => {
+            let mut counts: std::collections::BTreeMap<String, u64> = Default::default();
+            for r in sim.records() {
+                let method = r.method.rsplit('/').next().unwrap_or_default().to_string();
+                let kind = r
+                    .request
+                    .split_once("type: \"")
+                    .and_then(|(_, rest)| rest.split_once('"'))
+                    .map(|(t, _)| t.trim_end_matches(".omni.sidero.dev").to_string())
+                    .unwrap_or_default();
+                *counts.entry(format!("{method}:{kind}")).or_default() += 1;
+            }
+            let mut list: Vec<(String, u64)> = counts.into_iter().collect();
+            list.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+            let words: Vec<String> = list.iter().map(|(k, n)| format!("{k}={n}")).collect();
+            format!("rpcs {}", words.join(" "))
+        }
+        _ => format!("{line} unknown"),
+    })
+    .await
 }
 
 /// The operator: the built-in plugins (as components, or their logic natively) with their built-in grants, and

@@ -98,6 +98,17 @@ impl Role {
         Ok(words.collect())
     }
 
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// The process's CPU time so far, in milliseconds (0 once it is gone).
+    pub fn cpu_ms(&self) -> u64 {
+        self.pid()
+            .map_or(0, |pid| stat_cpu_ms(&format!("/proc/{pid}/stat")))
+    }
+
     pub async fn stop(&mut self) {
         drop(self.stdin.take());
         if tokio::time::timeout(Duration::from_secs(5), self.child.wait())
@@ -145,7 +156,11 @@ pub async fn ready_then_answer(
 /// User plus system CPU time of this process so far, from `/proc/self/stat` (fields 14 and 15, after the command
 /// name, in USER_HZ ticks, which Linux fixes at 100 per second for this interface).
 pub fn cpu_ms() -> u64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    stat_cpu_ms("/proc/self/stat")
+}
+
+fn stat_cpu_ms(path: &str) -> u64 {
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
     let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
     let ticks: u64 = after_name
         .split_whitespace()
@@ -181,4 +196,55 @@ fn status_kib(path: &str, field: &str) -> u64 {
             })
         })
         .unwrap_or(0)
+}
+
+/// `perf record` attached to one process (sampled call stacks, unwound with DWARF), for `--profile`: started when
+/// the measured work starts, stopped (SIGINT, as perf expects) when it ends. Summarise the file with
+/// `tools/profile-phases FILE`.
+pub struct Profiler {
+    child: Child,
+    out: PathBuf,
+}
+
+impl Profiler {
+    pub async fn start(pid: u32, out: &Path) -> Result<Profiler> {
+        let child = tokio::process::Command::new("perf")
+            .args([
+                "record",
+                "--quiet",
+                "-F",
+                "499",
+                "--call-graph",
+                "dwarf,16384",
+                "-p",
+            ])
+            .arg(pid.to_string())
+            .arg("-o")
+            .arg(out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting perf record (install Debian's linux-perf)")?;
+        // perf needs a moment to attach; samples before that are lost, not misattributed.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        Ok(Profiler {
+            child,
+            out: out.to_path_buf(),
+        })
+    }
+
+    /// Stops recording and waits for perf to write its file; the file's path.
+    pub async fn stop(mut self) -> Result<PathBuf> {
+        if let Some(pid) = self.child.id() {
+            let _ = tokio::process::Command::new("kill")
+                .args(["-INT", &pid.to_string()])
+                .status()
+                .await;
+        }
+        tokio::time::timeout(Duration::from_secs(120), self.child.wait())
+            .await
+            .context("perf record did not finish writing")??;
+        Ok(self.out)
+    }
 }

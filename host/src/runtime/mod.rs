@@ -131,6 +131,12 @@ impl Runtime {
         })
     }
 
+    /// The engine every plugin of this runtime runs on (its allocator, epoch interruption and limits), for
+    /// benchmarks that compare a call with bare wasmtime on the same engine.
+    pub fn engine(&self) -> &wasmtime::Engine {
+        &self.shared.engine
+    }
+
     /// Compiles (or finds) and checks a plugin, and asks it what it is. Refuses a plugin whose imports or
     /// declared needs exceed its grants ([`ErrorKind::DeniedCapability`]).
     pub async fn load(&self, spec: PluginSpec) -> Result<Arc<LoadedPlugin>, PluginError> {
