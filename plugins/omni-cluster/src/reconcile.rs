@@ -102,6 +102,26 @@ fn outcome<H: Host>(host: &H) -> Result<Outcome, ReconcileError> {
 
     status.sync.cluster_name = Some(rendered.cluster_name.clone());
 
+    // A recheck of readiness reads Omni's status and nothing else: Omni has this very template from a sync
+    // within the interval, so syncing it again (20 or more RPCs per cluster, every NOT_READY_RECHECK_MS while it
+    // is not ready) would change nothing. The interval's re-sync, a spec change and a changed input still sync.
+    // The status fields of the last sync are left as they are (an unset field is not written).
+    if readiness_recheck(
+        &object,
+        status.sync.template_hash.as_deref(),
+        &now,
+        interval,
+    ) {
+        return Ok(health(
+            host,
+            connection_name,
+            &rendered,
+            validated,
+            status,
+            interval,
+        ));
+    }
+
     // Sync the template to Omni.
     let sync_result = translate::translate(&rendered.template, files.as_ref())
         .map_err(|e| format!("error syncing template: {e}"))
@@ -153,49 +173,14 @@ fn outcome<H: Host>(host: &H) -> Result<Outcome, ReconcileError> {
         )),
         Ok(Progress::Done) => {
             status.sync.last_sync_time = Some(now);
-            // The cluster's health, with a deadline (the host's) instead of waiting for a ClusterStatus forever.
-            let not_ready = NOT_READY_RECHECK_MS.min(interval);
-            let (ready, status_output, requeue_ms) =
-                match host.omni_cluster_status(connection_name, &rendered.cluster_name) {
-                    Ok(Some(health)) if health.healthy => (
-                        State::ok(
-                            reasons::SYNCED,
-                            "cluster template is synced and status was read from Omni",
-                        ),
-                        String::new(),
-                        interval,
-                    ),
-                    // The Go operator's status output was always empty; the findings say why.
-                    Ok(Some(health)) => (
-                        State::failed(reasons::STATUS_FAILED, "cluster is not healthy"),
-                        trim_status(&health.findings.join("\n")),
-                        not_ready,
-                    ),
-                    Ok(None) => (
-                        State::failed(
-                            reasons::STATUS_FAILED,
-                            format!(
-                                "Omni has no status for cluster {:?} yet",
-                                rendered.cluster_name
-                            ),
-                        ),
-                        String::new(),
-                        not_ready,
-                    ),
-                    Err(e) => (
-                        State::failed(reasons::STATUS_FAILED, e.message()),
-                        String::new(),
-                        not_ready,
-                    ),
-                };
-            status.sync.last_status_output = Some(status_output);
-            Ok(Outcome {
+            Ok(health(
+                host,
+                connection_name,
+                &rendered,
                 validated,
-                synced: State::ok(reasons::SYNCED, "template synced to Omni"),
-                ready,
                 status,
-                requeue_ms,
-            })
+                interval,
+            ))
         }
     }
 }
@@ -240,6 +225,83 @@ fn summary(lines: &[String]) -> String {
     })
     .collect::<Vec<_>>()
     .join(", ")
+}
+
+/// The outcome of a synced template: `Synced`, and `Ready` from the cluster's health in Omni, read with a
+/// deadline (the host's) instead of waiting for a ClusterStatus forever.
+fn health<H: Host>(
+    host: &H,
+    connection_name: &str,
+    rendered: &Rendered,
+    validated: State,
+    mut status: OmniClusterStatus,
+    interval: u64,
+) -> Outcome {
+    let not_ready = NOT_READY_RECHECK_MS.min(interval);
+    let (ready, status_output, requeue_ms) =
+        match host.omni_cluster_status(connection_name, &rendered.cluster_name) {
+            Ok(Some(health)) if health.healthy => (
+                State::ok(
+                    reasons::SYNCED,
+                    "cluster template is synced and status was read from Omni",
+                ),
+                String::new(),
+                interval,
+            ),
+            // The Go operator's status output was always empty; the findings say why.
+            Ok(Some(health)) => (
+                State::failed(reasons::STATUS_FAILED, "cluster is not healthy"),
+                trim_status(&health.findings.join("\n")),
+                not_ready,
+            ),
+            Ok(None) => (
+                State::failed(
+                    reasons::STATUS_FAILED,
+                    format!(
+                        "Omni has no status for cluster {:?} yet",
+                        rendered.cluster_name
+                    ),
+                ),
+                String::new(),
+                not_ready,
+            ),
+            Err(e) => (
+                State::failed(reasons::STATUS_FAILED, e.message()),
+                String::new(),
+                not_ready,
+            ),
+        };
+    status.sync.last_status_output = Some(status_output);
+    Outcome {
+        validated,
+        synced: State::ok(reasons::SYNCED, "template synced to Omni"),
+        ready,
+        status,
+        requeue_ms,
+    }
+}
+
+/// Whether this call only rechecks readiness: the status says the last call synced this very template (the same
+/// hash, for the current generation) less than a sync interval ago, `Synced` is `True`, and `Ready` was `False`
+/// because Omni's status was not yet healthy.
+fn readiness_recheck(object: &Value, hash: Option<&str>, now: &str, interval_ms: u64) -> bool {
+    let status = &object["status"];
+    let condition = |type_: &str| {
+        status["conditions"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["type"] == type_))
+    };
+    let same_generation = object["metadata"]["generation"].as_i64().is_some()
+        && status["observedGeneration"].as_i64() == object["metadata"]["generation"].as_i64();
+    let same_template = hash.is_some() && status["templateHash"].as_str() == hash;
+    let synced = condition(conditions::types::SYNCED).is_some_and(|c| c["status"] == "True");
+    let waiting_for_health = condition(conditions::types::READY)
+        .is_some_and(|c| c["status"] == "False" && c["reason"] == reasons::STATUS_FAILED);
+    let recent = status["lastSyncTime"]
+        .as_str()
+        .and_then(|at| omni_plugin_sdk::time::seconds_between(at, now))
+        .is_some_and(|age| age >= 0 && (age as u64).saturating_mul(1000) < interval_ms);
+    same_generation && same_template && synced && waiting_for_health && recent
 }
 
 fn rendered_status(r: &Rendered, yaml: &str, recorded: Option<String>) -> OmniClusterStatus {

@@ -772,3 +772,89 @@ fn admission_rules_of_the_go_webhook() {
     );
     assert!(OmniClusterPlugin::validate(&edge(), None).allowed());
 }
+
+/// `edge` as the host would hand it in after `first` reconciled it at generation 1: the status `first` wrote, with
+/// the conditions and `observedGeneration` the host adds.
+fn after(first: &MockHost, spec: Value) -> Value {
+    let outputs = first.outputs();
+    let mut status = Value::Object(outputs.status.clone());
+    status["observedGeneration"] = json!(1);
+    status["conditions"] = Value::Array(
+        outputs
+            .conditions
+            .iter()
+            .map(|c| {
+                json!({"type": c.type_, "reason": c.reason, "message": c.message,
+                    "status": if c.status == ConditionStatus::True { "True" } else { "False" },
+                    "observedGeneration": 1, "lastTransitionTime": "2026-01-01T00:00:00Z"})
+            })
+            .collect(),
+    );
+    let mut object = obj("OmniCluster", "edge", spec);
+    object["metadata"]["generation"] = json!(1);
+    object["status"] = status;
+    object
+}
+
+/// A cluster synced but not yet healthy is looked at again after NOT_READY_RECHECK_MS. That look reads Omni's
+/// status and nothing else while the template is the one synced within the interval; past the interval, or with a
+/// changed template, the whole template is synced again.
+#[test]
+fn a_readiness_recheck_reads_only_the_status_until_the_template_or_the_interval_says_sync() {
+    let mut edge = edge();
+    edge["metadata"]["generation"] = json!(1);
+    let first = host_with(edge, vec![], &[]).at("2026-01-01T00:00:00Z");
+    OmniClusterPlugin::reconcile(&first).expect("reconcile");
+    assert_eq!(
+        cond(&first, "Ready").1,
+        "StatusFailed",
+        "Omni has no status yet"
+    );
+    assert_eq!(first.outputs().requeue_after, Some(15_000));
+    let omni = first.omni_resources();
+
+    // 15 s later, nothing changed: one status read.
+    let recheck = host_with(after(&first, cluster_spec()), vec![], &omni)
+        .at("2026-01-01T00:00:15Z")
+        .with_cluster_health(
+            "edge",
+            ClusterHealth {
+                phase: "RUNNING".into(),
+                ready: true,
+                healthy: true,
+                findings: vec![],
+            },
+        );
+    OmniClusterPlugin::reconcile(&recheck).expect("reconcile");
+    assert_eq!(recheck.omni_calls(), ["status edge"]);
+    assert_eq!(cond(&recheck, "Ready").0, ConditionStatus::True);
+    assert_eq!(cond(&recheck, "Synced").0, ConditionStatus::True);
+    assert!(
+        recheck.outputs().status.get("lastSyncTime").is_none(),
+        "the last sync's time is left as it was"
+    );
+
+    // Past the sync interval (5m): the whole template again.
+    let late = host_with(after(&first, cluster_spec()), vec![], &omni).at("2026-01-01T00:05:01Z");
+    OmniClusterPlugin::reconcile(&late).expect("reconcile");
+    assert!(
+        late.omni_calls().iter().any(|c| c.starts_with("list")),
+        "{:?}",
+        late.omni_calls()
+    );
+    assert_eq!(
+        late.outputs().status["lastSyncTime"],
+        "2026-01-01T00:05:01Z"
+    );
+
+    // A changed input (the template renders differently) syncs at once.
+    let mut changed = after(&first, cluster_spec());
+    changed["status"]["templateHash"] = json!("0000");
+    let resync = host_with(changed, vec![], &omni).at("2026-01-01T00:00:15Z");
+    OmniClusterPlugin::reconcile(&resync).expect("reconcile");
+    assert!(
+        resync.omni_calls().iter().any(|c| c.starts_with("list")),
+        "{:?}",
+        resync.omni_calls()
+    );
+}
