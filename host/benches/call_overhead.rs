@@ -148,17 +148,7 @@ async fn bare(allocator: Allocator) -> anyhow::Result<Vec<Duration>> {
             .map_err(anyhow::Error::from)?;
         Ok(())
     };
-    for _ in 0..WARMUP {
-        call().await?;
-    }
-    let mut samples = Vec::with_capacity(ITERATIONS);
-    for _ in 0..ITERATIONS {
-        let started = Instant::now();
-        call().await?;
-        samples.push(started.elapsed());
-    }
-    samples.sort();
-    Ok(samples)
+    timed(call).await
 }
 
 /// The store data of [`bare_same_component`]: a WASI context (built per call, with nothing granted, as wasmtime's
@@ -271,6 +261,11 @@ async fn bare_same_component(
             }
         })
     };
+    timed(call).await
+}
+
+/// `call` run WARMUP times, then ITERATIONS times timed; the times, sorted.
+async fn timed(mut call: impl AsyncFnMut() -> anyhow::Result<()>) -> anyhow::Result<Vec<Duration>> {
     for _ in 0..WARMUP {
         call().await?;
     }

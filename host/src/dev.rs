@@ -194,6 +194,7 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     let settings = HostConfig {
         namespaces: crate::controllers::scope::Namespaces::All,
         shard: None,
+        concurrency: crate::controllers::DEFAULT_CONCURRENCY,
         omni_dictionary: opts.omni_dictionary.clone(),
         template_roots: opts.template_roots.clone(),
         releases: releases.clone(),

@@ -433,6 +433,9 @@ enum Command {
         /// --leader-elect the shard has its own Lease.
         #[arg(long)]
         watch_label_selector: Option<String>,
+        /// Reconciles of one kind running at once (Flux's flag name).
+        #[arg(long, default_value_t = omni_operator::controllers::DEFAULT_CONCURRENCY)]
+        concurrent: u16,
         #[command(flatten)]
         sources: SourceArgs,
         #[command(flatten)]
@@ -612,6 +615,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             namespace,
             all_namespaces,
             watch_label_selector,
+            concurrent,
             sources,
             webhooks,
             metrics_bind_address,
@@ -660,6 +664,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let settings = HostConfig {
                 namespaces,
                 shard,
+                concurrency: concurrent,
                 omni_dictionary: cli.omni.dictionary()?,
                 template_roots: cli.omni.template_roots()?,
                 releases: releases.clone(),

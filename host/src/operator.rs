@@ -132,6 +132,8 @@ pub struct HostConfig {
     pub namespaces: controllers::scope::Namespaces,
     /// A shard's label selector (`--watch-label-selector`).
     pub shard: Option<String>,
+    /// Reconciles of one kind at once (`--concurrent`).
+    pub concurrency: u16,
     /// Omni's zstd dictionary, for the content Omni stores compressed.
     pub omni_dictionary: Option<omni_wire::compression::Dictionary>,
     /// Directories plugins granted `files` may read (`--template-root`).
@@ -152,6 +154,7 @@ impl HostConfig {
         Settings {
             namespaces: self.namespaces,
             shard: self.shard,
+            concurrency: self.concurrency.max(1),
             omni: Arc::new(crate::omni::OmniConnections::new(self.omni_dictionary)),
             template_roots: crate::capabilities::TemplateRoots::new(self.template_roots),
             helm: crate::capabilities::HelmSettings {

@@ -845,7 +845,28 @@ struct Replica {
 }
 
 impl Replica {
+    /// A replica of the leader-election test: namespace `ops`, a 4 s lease.
     fn start(sim: &kube_sim::KubeSim, user: &str, dir: &Path) -> Replica {
+        Replica::run(
+            sim,
+            user,
+            dir,
+            &[
+                "--namespace",
+                "ops",
+                "--leader-elect",
+                "--leader-elect-lease-duration",
+                "4s",
+                "--leader-elect-renew-deadline",
+                "3s",
+                "--leader-elect-retry-period",
+                "500ms",
+            ],
+        )
+    }
+
+    /// `omni-operator run` as `user` with `args`, without webhooks or probes.
+    fn run(sim: &kube_sim::KubeSim, user: &str, dir: &Path, args: &[&str]) -> Replica {
         let credentials = sim.add_token_user(user, &["system:masters"]);
         let kubeconfig = dir.join(format!("{user}.kubeconfig"));
         sim.write_kubeconfig(&kubeconfig, &credentials)
@@ -860,16 +881,8 @@ impl Replica {
             .arg(dir.join("cache"))
             .args(["run", "--kubeconfig"])
             .arg(&kubeconfig)
+            .args(args)
             .args([
-                "--namespace",
-                "ops",
-                "--leader-elect",
-                "--leader-elect-lease-duration",
-                "4s",
-                "--leader-elect-renew-deadline",
-                "3s",
-                "--leader-elect-retry-period",
-                "500ms",
                 "--enable-webhooks=false",
                 "--health-probe-bind-address",
                 "0",
@@ -1163,21 +1176,11 @@ fn two_replicas_never_write_at_once_and_hand_over_within_the_lease() {
 /// One `omni-operator run` shard: `--namespace east,west`, the label selector, leader election on its own Lease,
 /// as its own user (so kube-sim's request log tells the shards apart).
 fn start_shard(sim: &kube_sim::KubeSim, user: &str, selector: &str, dir: &Path) -> Replica {
-    let credentials = sim.add_token_user(user, &["system:masters"]);
-    let kubeconfig = dir.join(format!("{user}.kubeconfig"));
-    sim.write_kubeconfig(&kubeconfig, &credentials)
-        .expect("kubeconfig");
-    let stderr = dir.join(format!("{user}.log"));
-    let log = std::fs::File::create(&stderr).expect("log file");
-    let child = bin()
-        .env("RUST_LOG", "info")
-        .env_remove("HELM_C_LIB")
-        .env_remove("POD_NAMESPACE")
-        .args(["--cache-dir"])
-        .arg(dir.join("cache"))
-        .args(["run", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .args([
+    Replica::run(
+        sim,
+        user,
+        dir,
+        &[
             "--namespace",
             "east,west",
             "--watch-label-selector",
@@ -1185,15 +1188,8 @@ fn start_shard(sim: &kube_sim::KubeSim, user: &str, selector: &str, dir: &Path) 
             "--leader-elect",
             "--leader-election-namespace",
             "ops",
-            "--enable-webhooks=false",
-            "--health-probe-bind-address",
-            "0",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("omni-operator run starts");
-    Replica { child, stderr }
+        ],
+    )
 }
 
 /// Three `omni-operator run` processes sharing one fleet by label, as Flux's controllers shard

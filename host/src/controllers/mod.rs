@@ -77,7 +77,7 @@ impl Default for Settings {
             namespaces: scope::Namespaces::All,
             shard: None,
             reconcile_timeout: Duration::from_secs(30),
-            concurrency: 4,
+            concurrency: DEFAULT_CONCURRENCY,
             manager: "omni-operator".into(),
             omni: Arc::default(),
             template_roots: TemplateRoots::default(),
@@ -89,6 +89,11 @@ impl Default for Settings {
         }
     }
 }
+
+/// Reconciles of one kind at once, chosen by the clusters benchmark (1,000 clusters, one run each at 1, 4, 8 and
+/// 16: 15.5, 9.8, 8.5 and 7.6 s to all Synced, and 12.0, 7.5, 6.7 and 6.1 ms of host CPU per cluster, for 4 MiB
+/// more peak memory at 16 than at 4). Plugin calls stay bounded by the runtime's own limit across all kinds.
+pub const DEFAULT_CONCURRENCY: u16 = 16;
 
 /// The soonest a plugin may ask to be called again: `requeue-after 0` must not become a busy loop.
 pub const MIN_REQUEUE: Duration = Duration::from_secs(1);

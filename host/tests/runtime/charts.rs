@@ -40,6 +40,14 @@ fn documents(rendered: &Value) -> Vec<Value> {
     out
 }
 
+/// The chart rendered as `helm install` of release RELEASE into NS renders it.
+fn install_render(chart: &helm_c::Chart, values: Value) -> helm_c::Result<Value> {
+    chart.render(
+        &values,
+        &json!({"name": RELEASE, "namespace": NS, "is_install": true}),
+    )
+}
+
 fn find<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
     docs.iter()
         .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
@@ -96,12 +104,7 @@ fn the_charts_lint_and_render_with_helms_own_sdk() {
     let operator = helm
         .load_chart(&chart("omni-cluster-operator"))
         .expect("loads");
-    let render = |values: Value| {
-        operator.render(
-            &values,
-            &json!({"name": RELEASE, "namespace": NS, "is_install": true}),
-        )
-    };
+    let render = |values: Value| install_render(&operator, values);
     let docs = documents(&render(json!({})).expect("renders"));
     let fullname = RELEASE;
     let deployment = find(
@@ -247,12 +250,7 @@ fn the_chart_deploys_one_deployment_per_shard() {
     let operator = helm
         .load_chart(&chart("omni-cluster-operator"))
         .expect("loads");
-    let render = |values: Value| {
-        operator.render(
-            &values,
-            &json!({"name": RELEASE, "namespace": NS, "is_install": true}),
-        )
-    };
+    let render = |values: Value| install_render(&operator, values);
     let docs =
         documents(&render(json!({"sharding": {"shards": ["shard1", "shard2"]}})).expect("renders"));
     let deployments: Vec<&Value> = docs.iter().filter(|d| d["kind"] == "Deployment").collect();

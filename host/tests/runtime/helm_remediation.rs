@@ -291,11 +291,13 @@ async fn drift_is_reported_in_warn_mode_and_corrected_in_enabled_mode() {
          /spec/replicas)"
     );
     assert!(is(&warned, "Ready", "True", "HelmInstalled"), "{warned:#}");
-    assert!(
+    // The host records an outcome's Event after the status that reports it: wait for it.
+    env.wait_until("the DriftDetected Warning", || {
         env.events("warned")
             .iter()
             .any(|(t, r, _)| t == "Warning" && r == "DriftDetected")
-    );
+    })
+    .await;
 
     let fixed = env
         .wait("fixed", "the drift corrected", |o| {

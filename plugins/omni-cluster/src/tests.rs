@@ -101,6 +101,16 @@ fn cond(host: &MockHost, type_: &str) -> (ConditionStatus, String, String) {
     (c.status, c.reason, c.message)
 }
 
+/// What Omni says of a running, healthy cluster.
+fn running() -> ClusterHealth {
+    ClusterHealth {
+        phase: "RUNNING".into(),
+        ready: true,
+        healthy: true,
+        findings: vec![],
+    }
+}
+
 /// Runs one reconcile and returns Omni's resources afterwards.
 fn synced_omni() -> Vec<OmniResource> {
     let host = host_with(edge(), vec![], &[]);
@@ -187,15 +197,7 @@ fn first_sync_creates_everything_in_omnis_order_and_reports_it() {
 
 #[test]
 fn a_second_sync_with_no_change_writes_nothing_and_a_healthy_cluster_is_ready() {
-    let host = host_with(edge(), vec![], &synced_omni()).with_cluster_health(
-        "edge",
-        ClusterHealth {
-            phase: "RUNNING".into(),
-            ready: true,
-            healthy: true,
-            findings: vec![],
-        },
-    );
+    let host = host_with(edge(), vec![], &synced_omni()).with_cluster_health("edge", running());
     OmniClusterPlugin::reconcile(&host).expect("reconcile");
     assert_eq!(writes(&host), Vec::<String>::new());
     assert_eq!(
@@ -816,15 +818,7 @@ fn a_readiness_recheck_reads_only_the_status_until_the_template_or_the_interval_
     // 15 s later, nothing changed: one status read.
     let recheck = host_with(after(&first, cluster_spec()), vec![], &omni)
         .at("2026-01-01T00:00:15Z")
-        .with_cluster_health(
-            "edge",
-            ClusterHealth {
-                phase: "RUNNING".into(),
-                ready: true,
-                healthy: true,
-                findings: vec![],
-            },
-        );
+        .with_cluster_health("edge", running());
     OmniClusterPlugin::reconcile(&recheck).expect("reconcile");
     assert_eq!(recheck.omni_calls(), ["status edge"]);
     assert_eq!(cond(&recheck, "Ready").0, ConditionStatus::True);
