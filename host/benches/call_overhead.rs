@@ -133,9 +133,7 @@ async fn bare(allocator: Allocator) -> anyhow::Result<Vec<Duration>> {
         .instantiate_pre(&component)
         .map_err(anyhow::Error::from)?;
     let call = async || -> anyhow::Result<()> {
-        let mut store = wasmtime::Store::new(&engine, ());
-        store.set_epoch_deadline(1);
-        store.epoch_deadline_async_yield_and_update(1);
+        let mut store = fresh_store(&engine, ());
         let instance = pre
             .instantiate_async(&mut store)
             .await
@@ -227,15 +225,11 @@ async fn bare_same_component(
         .instantiate_pre(&component)
         .map_err(anyhow::Error::from)?;
     let call = async || -> anyhow::Result<()> {
-        let mut store = wasmtime::Store::new(
-            engine,
-            Bare {
-                wasi: wasmtime_wasi::WasiCtx::builder().build(),
-                table: wasmtime::component::ResourceTable::new(),
-            },
-        );
-        store.set_epoch_deadline(1);
-        store.epoch_deadline_async_yield_and_update(1);
+        let bare = Bare {
+            wasi: wasmtime_wasi::WasiCtx::builder().build(),
+            table: wasmtime::component::ResourceTable::new(),
+        };
+        let mut store = fresh_store(engine, bare);
         let instance = pre
             .instantiate_async(&mut store)
             .await
@@ -262,6 +256,14 @@ async fn bare_same_component(
         })
     };
     timed(call).await
+}
+
+/// A store for one call, with the host's epoch settings (one tick, then yield and extend).
+fn fresh_store<T: 'static>(engine: &wasmtime::Engine, data: T) -> wasmtime::Store<T> {
+    let mut store = wasmtime::Store::new(engine, data);
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_async_yield_and_update(1);
+    store
 }
 
 /// `call` run WARMUP times, then ITERATIONS times timed; the times, sorted.
