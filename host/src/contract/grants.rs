@@ -530,16 +530,20 @@ fn valid_service_account(name: &str) -> Result<String, GrantError> {
     }
 }
 
+/// An RFC 1123 label, what a namespace name must be: lower-case letters, digits and '-', starting and ending
+/// with a letter or digit, at most 63 characters.
+pub fn is_dns_label(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+}
+
 fn valid_namespace(namespace: &str) -> Result<String, GrantError> {
-    let valid = namespace == "*"
-        || (!namespace.is_empty()
-            && namespace.len() <= 63
-            && namespace
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            && !namespace.starts_with('-')
-            && !namespace.ends_with('-'));
-    if valid {
+    if namespace == "*" || is_dns_label(namespace) {
         Ok(namespace.into())
     } else {
         Err(GrantError::InvalidNamespace(namespace.into()))

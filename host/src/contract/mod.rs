@@ -17,7 +17,7 @@ mod write_kinds;
 
 pub use call::{CallContext, CallObject, SecretField};
 pub use field_selector::{FieldSelector, FieldSelectorError};
-pub use grants::{Capability, GrantError, Grants, is_secret};
+pub use grants::{Capability, GrantError, Grants, is_dns_label, is_secret};
 pub use host_error::{FieldCause, HostError, HostFailure, Rejection};
 pub use kube::{
     BoxFuture, DeleteRequest, GetRequest, KindScope, KubeReader, KubeWriter, ListRequest,

@@ -93,20 +93,23 @@ pub const OPERATOR_LEASE: &str = "5dc6398d.texashpc.com";
 pub fn shard_lease(selector: &str) -> String {
     let digest = <sha2::Sha256 as sha2::Digest>::digest(selector.trim().as_bytes());
     let hex: String = digest.iter().take(5).map(|b| format!("{b:02x}")).collect();
-    let (head, tail) = OPERATOR_LEASE
+    let (head, domain) = lease_parts();
+    format!("{head}-{hex}.{domain}")
+}
+
+/// The operator's Lease name before and after its first dot: a shard's name puts its digest between them.
+fn lease_parts() -> (&'static str, &'static str) {
+    OPERATOR_LEASE
         .split_once('.')
-        .unwrap_or((OPERATOR_LEASE, ""));
-    format!("{head}-{hex}.{tail}")
+        .unwrap_or((OPERATOR_LEASE, ""))
 }
 
 /// Whether `name` is the operator's Lease or a shard's.
 fn is_operator_lease(name: &str) -> bool {
-    let (head, tail) = OPERATOR_LEASE
-        .split_once('.')
-        .unwrap_or((OPERATOR_LEASE, ""));
+    let (head, domain) = lease_parts();
     name == OPERATOR_LEASE
         || name
-            .strip_suffix(tail)
+            .strip_suffix(domain)
             .and_then(|n| n.strip_suffix('.'))
             .and_then(|n| n.strip_prefix(head))
             .and_then(|n| n.strip_prefix('-'))

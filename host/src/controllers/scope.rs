@@ -47,7 +47,7 @@ impl Namespaces {
             if name.is_empty() {
                 return Err(NamespacesError::Empty);
             }
-            if !is_dns_label(name) {
+            if !crate::contract::is_dns_label(name) {
                 return Err(NamespacesError::Invalid(name.to_string()));
             }
             list.push(name.to_string());
@@ -93,18 +93,6 @@ impl std::fmt::Display for Namespaces {
             Namespaces::Only(list) => f.write_str(&list.join(",")),
         }
     }
-}
-
-/// RFC 1123 label: what a namespace name must be.
-fn is_dns_label(s: &str) -> bool {
-    let bytes = s.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 63
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
 }
 
 /// What one shared watch covers: its namespaces and the label selector the API server filters it by.
