@@ -3,8 +3,8 @@
 //! Ready within 30 s on 2 cores, 0 Helm actions in steady state.
 //!
 //! `cargo bench -p omni-operator --bench helm_releases` (`-- --quick`: 20 releases over 2 clusters and a 60 s
-//! steady state). Knobs: `--clusters N`, `--per-cluster N`, `--steady SECONDS` (default 600), `--wait` (Helm waits
-//! for readiness; default on), `--timeout SECONDS`. Needs libhelm_c (`HELM_C_LIB`, or `tools/fetch-helm-c`).
+//! steady state). Knobs: `--clusters N`, `--per-cluster N`, `--steady SECONDS` (default 600), `--no-wait` (Helm does
+//! not wait for readiness), `--timeout SECONDS`, `--concurrency N` (reconciles at once, `run --concurrent`). Needs libhelm_c (`HELM_C_LIB`, or `tools/fetch-helm-c`).
 //!
 //! Processes: the driver (what `cargo bench` starts) runs the management kube-sim, the workload kube-sims (with
 //! their workload controllers, so the chart's Deployments become ready) and the chart repository, creates the
@@ -66,6 +66,11 @@ async fn driver(args: Vec<String>) -> Result<()> {
     let steady = Duration::from_secs(number(&args, "--steady", if quick { 60 } else { 600 })?);
     let timeout = Duration::from_secs(number(&args, "--timeout", 300)?);
     let wait = !args.iter().any(|a| a == "--no-wait");
+    let concurrency: u16 = number(
+        &args,
+        "--concurrency",
+        omni_operator::controllers::DEFAULT_CONCURRENCY,
+    )?;
     let lib = helm_lib::helm_c_lib();
     std::fs::create_dir_all(work_dir())?;
 
@@ -94,6 +99,8 @@ async fn driver(args: Vec<String>) -> Result<()> {
             kubeconfig.display().to_string(),
             "--lib".into(),
             lib.display().to_string(),
+            "--concurrency".into(),
+            concurrency.to_string(),
         ],
     )
     .await?;
@@ -282,6 +289,11 @@ async fn host_role(args: &[String]) -> Result<()> {
     let kubeconfig =
         PathBuf::from(value(args, "--kubeconfig").context("--kubeconfig is required")?);
     let lib = PathBuf::from(value(args, "--lib").context("--lib is required")?);
+    let concurrency: u16 = number(
+        args,
+        "--concurrency",
+        omni_operator::controllers::DEFAULT_CONCURRENCY,
+    )?;
     let runtime = Runtime::new(RuntimeConfig {
         cache_dir: Some(work_dir().join("plugin-cache")),
         ..RuntimeConfig::default()
@@ -311,6 +323,7 @@ async fn host_role(args: &[String]) -> Result<()> {
             sources: ChartSources::any(),
             ..HelmSettings::default()
         },
+        concurrency,
         ..Settings::default()
     };
     let metrics = settings.metrics.clone();
