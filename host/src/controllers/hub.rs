@@ -70,13 +70,22 @@ struct SharedWatch {
 /// listing "the children of this cluster" must not each scan every child.
 #[derive(Default)]
 struct FieldIndex {
-    by_value: HashMap<String, HashSet<ObjectRef<DynamicObject>>>,
+    by_value: HashMap<String, HashSet<NameKey>>,
     /// An object's values at the path: one, or several for a path through a list.
-    value_of: HashMap<ObjectRef<DynamicObject>, Vec<String>>,
+    value_of: HashMap<NameKey, Vec<String>>,
+}
+
+/// An object of the watch by namespace and name. The index holds every object twice, so it keeps this rather
+/// than an `ObjectRef`, which carries the kind's five strings as well: that cost 6 KiB per cluster in the
+/// clusters bench.
+type NameKey = (Option<String>, String);
+
+fn name_key(o: &DynamicObject) -> NameKey {
+    (o.metadata.namespace.clone(), o.name_any())
 }
 
 impl FieldIndex {
-    fn forget(&mut self, key: &ObjectRef<DynamicObject>) {
+    fn forget(&mut self, key: &NameKey) {
         for old in self.value_of.remove(key).unwrap_or_default() {
             if let Some(set) = self.by_value.get_mut(&old) {
                 set.remove(key);
@@ -87,8 +96,8 @@ impl FieldIndex {
         }
     }
 
-    fn record(&mut self, path: &str, o: &DynamicObject, resource: &ApiResource) {
-        let key = ObjectRef::from_obj_with(o, resource.clone());
+    fn record(&mut self, path: &str, o: &DynamicObject) {
+        let key = name_key(o);
         self.forget(&key);
         let values = field_texts(o, path);
         for value in &values {
@@ -102,10 +111,10 @@ impl FieldIndex {
         }
     }
 
-    fn build(path: &str, store: &Store<DynamicObject>, resource: &ApiResource) -> FieldIndex {
+    fn build(path: &str, store: &Store<DynamicObject>) -> FieldIndex {
         let mut index = FieldIndex::default();
         for o in store.state() {
-            index.record(path, &o, resource);
+            index.record(path, &o);
         }
         index
     }
@@ -160,7 +169,7 @@ impl WatchHandle {
 
     /// The cached objects whose field at `path` reads `value`, from an index built on first use.
     pub fn select(&self, path: &str, value: &str) -> Vec<Arc<DynamicObject>> {
-        let matching = |index: &FieldIndex| -> Vec<ObjectRef<DynamicObject>> {
+        let matching = |index: &FieldIndex| -> Vec<NameKey> {
             index
                 .by_value
                 .get(value)
@@ -179,10 +188,18 @@ impl WatchHandle {
             matching(
                 indexes
                     .entry(path.to_string())
-                    .or_insert_with(|| FieldIndex::build(path, &self.0.store, &self.0.resource)),
+                    .or_insert_with(|| FieldIndex::build(path, &self.0.store)),
             )
         });
-        refs.iter().filter_map(|r| self.0.store.get(r)).collect()
+        refs.into_iter()
+            .filter_map(|(namespace, name)| {
+                let key = ObjectRef::new_with(&name, self.0.resource.clone());
+                self.0.store.get(&match namespace {
+                    Some(ns) => key.within(&ns),
+                    None => key,
+                })
+            })
+            .collect()
     }
 }
 
@@ -352,14 +369,10 @@ impl SharedWatch {
         let mut indexes = self.indexes.write().unwrap_or_else(|p| p.into_inner());
         for (path, index) in indexes.iter_mut() {
             match event {
-                watcher::Event::Apply(o) => index.record(path, o, &self.resource),
-                watcher::Event::Delete(o) => {
-                    index.forget(&ObjectRef::from_obj_with(o, self.resource.clone()))
-                }
+                watcher::Event::Apply(o) => index.record(path, o),
+                watcher::Event::Delete(o) => index.forget(&name_key(o)),
                 // A relist swaps the whole store at its end.
-                watcher::Event::InitDone => {
-                    *index = FieldIndex::build(path, &self.store, &self.resource)
-                }
+                watcher::Event::InitDone => *index = FieldIndex::build(path, &self.store),
                 watcher::Event::Init | watcher::Event::InitApply(_) => {}
             }
         }
