@@ -38,7 +38,7 @@ pub use crate::contract::{
     HostError, HostFailure, KindScope, KubeReader, KubeWriter, ListRequest, LogLevel, LogLine,
     LogSource, MAX_DENIALS, NoKubeReader, NoKubeWriter, OutputBounds, Outputs, PLUGIN_LOG_TARGET,
     Propagation, SecretField, WriteOp, WritePermit, WriteRequest, is_secret, never_writable,
-    never_writable_object, truncate,
+    never_writable_object, truncate, truncated,
 };
 pub use clock::{Clock, FixedClock, SystemClock, rfc3339_seconds};
 pub use files::{MAX_FILE_BYTES, TemplateRoots};

@@ -25,7 +25,7 @@ pub use kube::{
 };
 pub use outputs::{
     Condition, ConditionStatus, Denial, Event, EventType, LogLevel, LogLine, LogSource,
-    MAX_DENIALS, OutputBounds, Outputs, PLUGIN_LOG_TARGET, truncate,
+    MAX_DENIALS, OutputBounds, Outputs, PLUGIN_LOG_TARGET, truncate, truncated,
 };
 pub(crate) use outputs::{
     MAX_CONDITION_MESSAGE, MAX_CONDITION_TYPE, MAX_EVENT_MESSAGE, MAX_EVENT_REASON,

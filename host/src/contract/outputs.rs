@@ -355,14 +355,30 @@ pub fn truncate(text: &mut String, max: usize) {
     if text.len() <= max {
         return;
     }
+    text.truncate(cut_at(text, max));
+    text.push('…');
+    // A plugin's megabyte string cut to a kilobyte must not keep its megabyte of capacity.
+    text.shrink_to_fit();
+}
+
+/// A copy of at most `max` bytes of `text`, cut as [`truncate`] cuts: for text a plugin made up, which can be as
+/// long as its memory and is copied only as far as it is kept.
+pub fn truncated(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut kept = text[..cut_at(text, max)].to_owned();
+    kept.push('…');
+    kept
+}
+
+/// Where a text longer than `max` bytes is cut so that it and the `…` marking the cut fit in `max`.
+fn cut_at(text: &str, max: usize) -> usize {
     let mut end = max.saturating_sub('…'.len_utf8());
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    text.truncate(end);
-    text.push('…');
-    // A plugin's megabyte string cut to a kilobyte must not keep its megabyte of capacity.
-    text.shrink_to_fit();
+    end
 }
 
 fn json_kind(value: &Value) -> &'static str {

@@ -17,6 +17,8 @@ mod charts;
 mod controllers;
 mod field_selectors;
 mod files_capability;
+mod fuzz_kinds;
+mod fuzz_outputs;
 mod git_server;
 mod grants;
 mod helm_engine;
