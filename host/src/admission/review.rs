@@ -7,7 +7,11 @@ use std::collections::HashSet;
 use omni_go::quote;
 use serde_json::{Value, json};
 
+use crate::contract::truncated;
 use crate::runtime::{FieldError, FieldErrorType, Verdict};
+
+/// How much of a body's apiVersion or kind an error quotes.
+const MAX_QUOTED: usize = 253;
 
 /// What the operator is asked to admit.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,7 +45,11 @@ pub fn parse(body: &[u8]) -> Result<Request, ReviewError> {
     let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
     let (api_version, kind) = (text(&review["apiVersion"]), text(&review["kind"]));
     if api_version != API_VERSION || kind != "AdmissionReview" {
-        return Err(ReviewError::NotAReview(api_version, kind));
+        // Quoted back in the answer and the log: only as much as a real apiVersion or kind can be long.
+        return Err(ReviewError::NotAReview(
+            truncated(&api_version, MAX_QUOTED),
+            truncated(&kind, MAX_QUOTED),
+        ));
     }
     let r = review
         .get("request")

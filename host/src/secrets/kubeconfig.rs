@@ -6,7 +6,16 @@ use std::time::Duration;
 
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 
-use crate::contract::HostError;
+use crate::contract::{HostError, truncated};
+
+/// How much of a name in the kubeconfig an error quotes (a context, cluster or user name): the longest a DNS
+/// subdomain can be. Found by the kubeconfig fuzz target, which made a 70 KB error of a 70 KB user name.
+const MAX_NAME: usize = 253;
+
+/// A name from the kubeconfig, quoted for an error.
+fn quoted(name: &str) -> String {
+    format!("{:?}", truncated(name, MAX_NAME))
+}
 
 /// How long connecting to a workload cluster may take; each call has its own, shorter deadline on top.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -37,10 +46,13 @@ fn describe(e: &KubeconfigError) -> String {
         }
         KubeconfigError::CurrentContextNotSet => "it sets no current-context".into(),
         KubeconfigError::LoadContext(name) => {
-            format!("its current context {name:?} is not defined")
+            format!("its current context {} is not defined", quoted(name))
         }
         KubeconfigError::LoadClusterOfContext(name) => {
-            format!("the cluster {name:?} of its current context is not defined")
+            format!(
+                "the cluster {} of its current context is not defined",
+                quoted(name)
+            )
         }
         KubeconfigError::MissingClusterUrl => "its cluster has no server URL".into(),
         KubeconfigError::ParseClusterUrl(_) => "its cluster's server URL does not parse".into(),
@@ -62,7 +74,7 @@ fn refuse_host_access(k: &Kubeconfig) -> Result<(), String> {
         let Some(user) = &named.auth_info else {
             continue;
         };
-        let who = format!("user {:?}", named.name);
+        let who = format!("user {}", quoted(&named.name));
         if user.exec.is_some() {
             return Err(format!(
                 "{who} uses an exec credential plugin, which the operator does not run"
@@ -89,8 +101,8 @@ fn refuse_host_access(k: &Kubeconfig) -> Result<(), String> {
             .is_some_and(|c| c.certificate_authority.is_some())
         {
             return Err(format!(
-                "cluster {:?} names a certificate-authority file; embed certificate-authority-data",
-                named.name
+                "cluster {} names a certificate-authority file; embed certificate-authority-data",
+                quoted(&named.name)
             ));
         }
     }
@@ -119,7 +131,12 @@ pub fn set_context_namespace(bytes: &[u8], namespace: &str) -> Result<Vec<u8>, S
         })
         .and_then(|c| c.get_mut("context"))
         .and_then(yaml_serde::Value::as_mapping_mut)
-        .ok_or_else(|| format!("generated kubeconfig current context {current:?} was not found"))?;
+        .ok_or_else(|| {
+            format!(
+                "generated kubeconfig current context {} was not found",
+                quoted(&current)
+            )
+        })?;
     context.insert("namespace".into(), namespace.into());
     yaml_serde::to_string(&doc)
         .map(String::into_bytes)

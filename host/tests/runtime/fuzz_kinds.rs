@@ -23,7 +23,7 @@ use super::fuzz_outputs::{cases, json_value, text};
 use super::support;
 
 /// The kinds, each with the built-in plugin that serves it.
-const KINDS: [(&str, &str); 8] = [
+pub const KINDS: [(&str, &str); 8] = [
     ("OmniConnection", "omni-connection"),
     ("OmniCluster", "omni-cluster"),
     ("OmniControlPlane", "omni-controlplane"),
@@ -34,13 +34,13 @@ const KINDS: [(&str, &str); 8] = [
     ("OmniSecretSync", "omni-secret-sync"),
 ];
 
-struct Loaded {
-    rt: tokio::runtime::Runtime,
-    plugins: Vec<Arc<LoadedPlugin>>,
-    examples: Vec<Value>,
+pub struct Loaded {
+    pub rt: tokio::runtime::Runtime,
+    pub plugins: Vec<Arc<LoadedPlugin>>,
+    pub examples: Vec<Value>,
 }
 
-fn loaded() -> &'static Loaded {
+pub fn loaded() -> &'static Loaded {
     static LOADED: OnceLock<Loaded> = OnceLock::new();
     LOADED.get_or_init(|| {
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -97,7 +97,7 @@ fn example(kind: &str) -> Value {
 
 /// One change to an object: `at` picks a place among the object's fields and list items (modulo their count).
 #[derive(Debug, Clone)]
-enum Mutation {
+pub enum Mutation {
     Replace { at: usize, with: Value },
     Remove { at: usize },
     Add { at: usize, key: String, with: Value },
@@ -132,15 +132,24 @@ fn split(pointer: &str) -> (&str, String) {
 impl Mutation {
     /// Applied to anything but `apiVersion`, `kind`, `metadata.name` and `metadata.namespace`: the host routes
     /// by those before a plugin sees the object.
-    fn apply(&self, object: &mut Value) {
+    pub fn apply(&self, object: &mut Value) {
+        self.apply_except(
+            object,
+            &[
+                "/apiVersion",
+                "/kind",
+                "/metadata",
+                "/metadata/name",
+                "/metadata/namespace",
+            ],
+        );
+    }
+
+    /// Applied anywhere but at the JSON pointers in `kept`.
+    pub fn apply_except(&self, object: &mut Value, kept: &[&str]) {
         let mut all = Vec::new();
         places(object, String::new(), &mut all);
-        all.retain(|p| {
-            !matches!(
-                p.as_str(),
-                "/apiVersion" | "/kind" | "/metadata" | "/metadata/name" | "/metadata/namespace"
-            )
-        });
+        all.retain(|p| !kept.contains(&p.as_str()));
         if all.is_empty() {
             return;
         }
@@ -179,7 +188,7 @@ impl Mutation {
     }
 }
 
-fn mutation() -> impl Strategy<Value = Mutation> {
+pub fn mutation() -> impl Strategy<Value = Mutation> {
     let edge = prop_oneof![
         3 => json_value(),
         1 => prop::sample::select(vec![

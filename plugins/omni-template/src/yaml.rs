@@ -746,7 +746,12 @@ impl Emitter {
             Style::Plain => self.write_plain(&chars, !simple_key),
             Style::Single => self.write_single_quoted(&chars, !simple_key),
             Style::Double => self.write_double_quoted(&chars, !simple_key),
-            Style::Literal => self.write_literal(&chars),
+            Style::Literal => {
+                // The parser reads the indicator relative to the enclosing collection's column (the document's
+                // -1 counts as 0): the distance to where the content goes.
+                let content = self.indent.unwrap_or(0);
+                self.write_literal(&chars, content - outer.unwrap_or(0).min(content));
+            }
         }
         self.indent = outer;
     }
@@ -950,13 +955,28 @@ impl Emitter {
         self.indention = false;
     }
 
-    /// `|` with go-yaml's hints: an indentation indicator (always the configured indent, as go-yaml writes it)
-    /// when the text starts with a space, then `-` without a trailing newline, `+` with more than one, nothing
-    /// with exactly one.
-    fn write_literal(&mut self, value: &[char]) {
+    /// `|` with go-yaml's hints: an indentation indicator when the text starts with a space, then `-` without a
+    /// trailing newline, `+` with more than one, nothing with exactly one. `hint` is how far right of the
+    /// enclosing collection the content sits.
+    ///
+    /// Where go-yaml writes what its own parser (and libyaml's) refuses or reads back changed, we write what they
+    /// read back as it was, so that a config patch holding such a string reaches Omni as it is. These places were
+    /// found by the `template-yaml` fuzz target; none changes the bytes (or the template hash) of a template
+    /// go-yaml reads back as written:
+    /// * go-yaml always writes the configured indent as the indicator; inside a sequence item at indent 4 the
+    ///   content sits 2 right of the dash, so the parser looks for it 2 columns too far ("did not find expected
+    ///   '-' indicator"). We write the real distance (the same number everywhere at indent 2);
+    /// * go-yaml writes no indicator for text that starts with a tab ("found a tab character where an indentation
+    ///   space is expected"), nor (since go-yaml issue 65) for text whose first line is empty, so the spaces that
+    ///   start the first line with text were read as indentation and lost. We write one for both.
+    fn write_literal(&mut self, value: &[char], hint: usize) {
         self.write_indicator("|", true, false, false);
-        if value.first() == Some(&' ') {
-            self.write_indicator(&self.best_indent.to_string(), false, false, false);
+        let starts_blank = |c: Option<&char>| matches!(c, Some(' ' | '\t'));
+        let first_text = value.iter().find(|c| !is_line_break(**c));
+        if starts_blank(value.first())
+            || (value.first().is_some_and(|c| is_line_break(*c)) && starts_blank(first_text))
+        {
+            self.write_indicator(&hint.to_string(), false, false, false);
         }
         let chomp = match value {
             [] => Some("-"),
@@ -1367,6 +1387,49 @@ mod tests {
             to_string(&[map(&[("a", map(&[("b", s("x\ny\n"))]))])], 4),
             "a:\n    b: |\n        x\n        y\n"
         );
+    }
+
+    /// Where go-yaml's indentation indicator would make the text unreadable or change it, ours keeps it (found by
+    /// the `template-yaml` fuzz target); each answer is read back with a YAML parser.
+    #[test]
+    fn literal_blocks_go_yaml_would_garble_read_back_as_written() {
+        let cases = [
+            // go-yaml writes `|4-` here, 2 columns past the content.
+            (
+                map(&[("k", Node::Seq(vec![s(" a\nb")]))]),
+                4,
+                "k:\n    - |2-\n       a\n      b\n",
+            ),
+            // go-yaml writes no indicator: the tab would be read as indentation.
+            (map(&[("k", s("\ta\nb"))]), 2, "k: |2-\n  \ta\n  b\n"),
+            // go-yaml writes no indicator: the first line's spaces would be read as indentation.
+            (map(&[("k", s("\n  a"))]), 2, "k: |2-\n\n    a\n"),
+            // Unchanged: go-yaml's bytes where it reads them back as written.
+            (map(&[("k", s("\na"))]), 2, "k: |-\n\n  a\n"),
+            (map(&[("k", s(" a\nb"))]), 4, "k: |4-\n     a\n    b\n"),
+        ];
+        for (node, indent, want) in cases {
+            let yaml = to_string(std::slice::from_ref(&node), indent);
+            assert_eq!(yaml, want);
+            let read: serde_json::Value = yaml_serde::from_str(&yaml).expect("parses");
+            let Node::Map(entries) = &node else {
+                unreachable!()
+            };
+            let written = match &entries[0].1 {
+                Node::Str(text) => json!(text),
+                Node::Seq(items) => json!(
+                    items
+                        .iter()
+                        .map(|i| match i {
+                            Node::Str(t) => t.clone(),
+                            _ => String::new(),
+                        })
+                        .collect::<Vec<_>>()
+                ),
+                _ => unreachable!(),
+            };
+            assert_eq!(read["k"], written, "{yaml}");
+        }
     }
 
     #[test]
