@@ -7,8 +7,7 @@ use std::collections::HashSet;
 use omni_go::quote;
 use serde_json::{Value, json};
 
-use crate::contract::truncated;
-use crate::runtime::{FieldError, FieldErrorType, Verdict};
+use crate::runtime::{FieldError, FieldErrorType, Verdict, truncated};
 
 /// How much of a body's apiVersion or kind an error quotes.
 const MAX_QUOTED: usize = 253;

@@ -19,8 +19,7 @@ use tokio::net::TcpListener;
 
 use super::certs::ServingCert;
 use super::review;
-use crate::contract::truncated;
-use crate::runtime::{KindKey, PluginRegistry};
+use crate::runtime::{KindKey, PluginRegistry, truncated};
 
 /// The largest AdmissionReview read: the API server's own request limit is 3 MiB, and a review carries the
 /// object twice on updates.

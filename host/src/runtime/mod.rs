@@ -39,6 +39,8 @@ use wasmtime::component::Linker;
 use crate::capabilities;
 
 pub use crate::contract::SecretField;
+/// Cutting text a plugin or a request made up to size, for the layers above that quote it (admission).
+pub use crate::contract::truncated;
 pub use cache::{CompiledFrom, Digest};
 pub use engine::Allocator;
 pub use error::{ErrorKind, PluginError};
