@@ -9,7 +9,7 @@
 //!   mutated as a document (fields replaced, removed, added) and as text (cut, a byte changed). Whatever comes
 //!   of it, no error names the canary, and a kubeconfig that asks for a program or a file on the host is refused.
 //!
-//! Cases per run: `OMNI_FUZZ_CASES` (see fuzz_outputs.rs); `tools/fuzz` runs it longer.
+//! Cases per run: proptest's 256, or `PROPTEST_CASES`; `tools/fuzz` runs it longer.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -20,7 +20,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::fuzz_kinds::{KINDS, Mutation, loaded, mutation};
-use super::fuzz_outputs::{cases, runs_shortened};
+use super::fuzz_outputs::runs_shortened;
 
 /// A message in an answer or an error: a sentence, with what it quotes cut to size.
 const MAX_MESSAGE: usize = 4096;
@@ -277,19 +277,7 @@ fn check_kubeconfig(
     Ok(())
 }
 
-fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: cases(),
-        failure_persistence: Some(Box::new(
-            proptest::test_runner::FileFailurePersistence::SourceParallel("proptest-regressions"),
-        )),
-        ..ProptestConfig::default()
-    }
-}
-
 proptest! {
-    #![proptest_config(config())]
-
     #[test]
     fn fuzz_admission_reviews(body in body()) {
         check_admission(&body)?;

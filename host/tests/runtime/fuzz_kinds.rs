@@ -8,7 +8,7 @@
 //!   panic), a timeout, memory past the cap, or output the host refuses. Every capability answers "not here"
 //!   (no Omni, no cluster behind the services), so the plugins' error paths are what runs.
 //!
-//! Cases per run: `OMNI_FUZZ_CASES` (see fuzz_outputs.rs); `tools/fuzz` runs it longer.
+//! Cases per run: proptest's 256, or `PROPTEST_CASES`; `tools/fuzz` runs it longer.
 
 use std::sync::{Arc, OnceLock};
 
@@ -19,7 +19,7 @@ use proptest::prelude::*;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::fuzz_outputs::{cases, json_value, text};
+use super::fuzz_outputs::{json_value, text};
 use super::support;
 
 /// The kinds, each with the built-in plugin that serves it.
@@ -239,14 +239,6 @@ fn check(kind: usize, mutations: &[Mutation]) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: cases(),
-        failure_persistence: Some(Box::new(
-            proptest::test_runner::FileFailurePersistence::SourceParallel("proptest-regressions"),
-        )),
-        ..ProptestConfig::default()
-    })]
-
     #[test]
     fn fuzz_kind_specs(kind in 0..KINDS.len(), mutations in prop::collection::vec(mutation(), 1..5)) {
         check(kind, &mutations)?;

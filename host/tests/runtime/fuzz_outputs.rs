@@ -12,9 +12,9 @@
 //! * a `reconcile-error` comes back as the plugin's error with its text bounded, and no output;
 //! * `validate`'s verdict comes back bounded in count and in every string.
 //!
-//! Cases per run: `OMNI_FUZZ_CASES` (default 64, what the README's test command runs). `tools/fuzz` runs the fuzz
-//! targets for as long as asked; failures proptest finds are kept in `host/tests/proptest-regressions/` and
-//! replayed first on every run.
+//! Cases per run: proptest's 256 (what the README's test command runs), or `PROPTEST_CASES`; `tools/fuzz` runs
+//! the fuzz targets for as long as asked. Failures proptest finds are kept in `host/tests/proptest-regressions/`
+//! and replayed first on every run.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -44,14 +44,6 @@ const MAX_CAUSES: usize = 100;
 const MAX_WARNINGS_TOTAL: usize = 4096;
 /// A denial names what the plugin asked for; however long the plugin's strings, the sentence stays readable.
 const MAX_DENIAL_MESSAGE: usize = 2048;
-
-/// How many cases one run of each fuzz target tries.
-pub fn cases() -> u32 {
-    std::env::var("OMNI_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64)
-}
 
 /// One tokio runtime for every case (proptest's cases are synchronous), and the loaded puppet.
 fn puppet() -> &'static (tokio::runtime::Runtime, Arc<LoadedPlugin>) {
@@ -576,19 +568,7 @@ fn check_validate(
     Ok(())
 }
 
-fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: cases(),
-        failure_persistence: Some(Box::new(
-            proptest::test_runner::FileFailurePersistence::SourceParallel("proptest-regressions"),
-        )),
-        ..ProptestConfig::default()
-    }
-}
-
 proptest! {
-    #![proptest_config(config())]
-
     #[test]
     fn fuzz_plugin_output_reconcile(script in script(), ending in ending()) {
         check_reconcile(&script, &ending)?;

@@ -6,20 +6,13 @@
 //! whose hash is `status.templateHash`, 4 for patch and manifest content). What must hold: a YAML parser reads
 //! back exactly the value that was emitted, so no config patch or manifest changes meaning on its way to Omni.
 //!
-//! Cases per run: `OMNI_FUZZ_CASES` (default 64, what the README's test command runs); `tools/fuzz` runs it
+//! Cases per run: proptest's 256 (what the README's test command runs), or `PROPTEST_CASES`; `tools/fuzz` runs it
 //! longer, and keeps failures in `fuzz_yaml.proptest-regressions` beside this file.
 
 use omni_template::yaml::{Node, to_string};
 use proptest::prelude::*;
 use serde::Deserialize;
 use serde_json::{Value, json};
-
-fn cases() -> u32 {
-    std::env::var("OMNI_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64)
-}
 
 /// Text built from the pieces YAML treats specially, and any Unicode.
 fn text() -> BoxedStrategy<String> {
@@ -180,14 +173,6 @@ fn check(documents: &[Value], indent: usize) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: cases(),
-        failure_persistence: Some(Box::new(
-            proptest::test_runner::FileFailurePersistence::SourceParallel("proptest-regressions"),
-        )),
-        ..ProptestConfig::default()
-    })]
-
     #[test]
     fn fuzz_template_yaml(documents in prop::collection::vec(value(), 1..3), indent in prop::sample::select(vec![2usize, 4])) {
         check(&documents, indent)?;

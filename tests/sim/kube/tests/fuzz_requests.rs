@@ -10,7 +10,7 @@
 //!   `code` is the HTTP status and whose `reason` and `message` are set, as the API server writes them;
 //! * after every request the server still lists namespaces (nothing it stored broke it).
 //!
-//! Cases per run: `OMNI_FUZZ_CASES` (default 64, what the README's test command runs); `tools/fuzz` runs it
+//! Cases per run: proptest's 256 (what the README's test command runs), or `PROPTEST_CASES`; `tools/fuzz` runs it
 //! longer. Failures are kept in `fuzz_requests.proptest-regressions` beside this file.
 
 use std::sync::Arc;
@@ -23,13 +23,6 @@ use kube_sim::auth::Authenticator;
 use kube_sim::{Anonymous, Cluster, ClusterOptions, admin_user};
 use proptest::prelude::*;
 use serde_json::{Value, json};
-
-fn cases() -> u32 {
-    std::env::var("OMNI_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64)
-}
 
 fn server() -> Arc<Api> {
     Arc::new(Api {
@@ -364,14 +357,6 @@ fn check(api: &Arc<Api>, rt: &tokio::runtime::Runtime, req: &Req) -> Result<(), 
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: cases(),
-        failure_persistence: Some(Box::new(
-            proptest::test_runner::FileFailurePersistence::SourceParallel("proptest-regressions"),
-        )),
-        ..ProptestConfig::default()
-    })]
-
     #[test]
     fn fuzz_kube_sim_requests(requests in prop::collection::vec(request(), 1..6)) {
         // Each case on a new server, so that one case's objects never make another's fail.

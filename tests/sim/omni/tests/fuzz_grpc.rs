@@ -8,7 +8,7 @@
 //!   handler that panicked, or a broken stream, ends that way too);
 //! * after every call the simulator still lists clusters.
 //!
-//! Cases per run: `OMNI_FUZZ_CASES` (default 64, what the README's test command runs); `tools/fuzz` runs it
+//! Cases per run: proptest's 256 (what the README's test command runs), or `PROPTEST_CASES`; `tools/fuzz` runs it
 //! longer. Failures are kept in `fuzz_grpc.proptest-regressions` beside this file.
 
 mod common;
@@ -20,13 +20,6 @@ use omni_sim::OmniSim;
 use omni_wire::cosi::{LabelQuery, LabelTerm, Resource};
 use proptest::prelude::*;
 use tonic::Code;
-
-fn cases() -> u32 {
-    std::env::var("OMNI_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64)
-}
 
 struct Sim {
     rt: tokio::runtime::Runtime,
@@ -269,14 +262,6 @@ fn check(calls: &[Call]) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: cases(),
-        failure_persistence: Some(Box::new(
-            proptest::test_runner::FileFailurePersistence::SourceParallel("proptest-regressions"),
-        )),
-        ..ProptestConfig::default()
-    })]
-
     #[test]
     fn fuzz_omni_sim_grpc(calls in prop::collection::vec(call(), 1..8)) {
         check(&calls)?;
