@@ -1,8 +1,13 @@
-//! Fault injection for tests: failing requests, added latency, dropped watches and a paused server.
+//! Fault injection for tests and chaos runs: failing requests (the next N, or each with a probability from a seeded
+//! generator, so a run replays), added latency, dropped watches and a paused server; with a count of what was
+//! injected, by status.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use serde::Deserialize;
 use tokio::sync::watch;
 
@@ -61,7 +66,10 @@ pub struct RequestFacts<'a> {
 #[derive(Debug, Clone)]
 struct FailRule {
     matcher: Matcher,
-    remaining: u32,
+    /// How many more matching requests fail; `None`: a rule by rate, until cleared.
+    remaining: Option<u32>,
+    /// The share of matching requests that fail (0 to 1), drawn from the seeded generator.
+    rate: f64,
     status: u16,
     retry_after: Option<u32>,
 }
@@ -72,10 +80,23 @@ struct LatencyRule {
     delay: Duration,
 }
 
-#[derive(Default)]
 struct State {
     fail: Vec<FailRule>,
     latency: Vec<LatencyRule>,
+    rng: StdRng,
+    /// Failures injected so far, by HTTP status.
+    injected: BTreeMap<u16, u64>,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State {
+            fail: Vec::new(),
+            latency: Vec::new(),
+            rng: StdRng::seed_from_u64(0),
+            injected: BTreeMap::new(),
+        }
+    }
 }
 
 pub struct Faults {
@@ -100,14 +121,41 @@ impl Faults {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Fails the next `count` matching requests with `status` (409, 429, 500, 503, ...).
+    /// Fails the next `count` matching requests with `status` (409, 410, 429, 500, 503, ...).
     pub fn fail_next(&self, matcher: Matcher, count: u32, status: u16, retry_after: Option<u32>) {
         self.state().fail.push(FailRule {
             matcher,
-            remaining: count,
+            remaining: Some(count),
+            rate: 1.0,
             status,
             retry_after,
         });
+    }
+
+    /// Fails each matching request with probability `rate` (clamped to 0..=1) until cleared.
+    pub fn fail_rate(&self, matcher: Matcher, rate: f64, status: u16, retry_after: Option<u32>) {
+        self.state().fail.push(FailRule {
+            matcher,
+            remaining: None,
+            rate: if rate.is_nan() {
+                0.0
+            } else {
+                rate.clamp(0.0, 1.0)
+            },
+            status,
+            retry_after,
+        });
+    }
+
+    /// Restarts the generator behind rates: the same seed and the same requests in the same order give the
+    /// same failures.
+    pub fn seed(&self, seed: u64) {
+        self.state().rng = StdRng::seed_from_u64(seed);
+    }
+
+    /// Failures injected so far, by HTTP status.
+    pub fn injected(&self) -> BTreeMap<u16, u64> {
+        self.state().injected.clone()
     }
 
     /// Delays every matching request by `delay` until cleared.
@@ -155,15 +203,29 @@ impl Faults {
                 .filter(|l| l.matcher.matches(r))
                 .map(|l| l.delay)
                 .sum();
-            let failure = s
-                .fail
+            let State {
+                fail,
+                rng,
+                injected,
+                ..
+            } = &mut *s;
+            // The first matching rule that fires decides; a rule by rate draws once per matching request.
+            let failure = fail
                 .iter_mut()
-                .find(|f| f.remaining > 0 && f.matcher.matches(r))
-                .map(|f| {
-                    f.remaining -= 1;
-                    (f.status, f.retry_after)
+                .filter(|f| f.remaining != Some(0) && f.matcher.matches(r))
+                .find_map(|f| {
+                    if f.rate < 1.0 && !rng.gen_bool(f.rate) {
+                        return None;
+                    }
+                    if let Some(n) = f.remaining.as_mut() {
+                        *n -= 1;
+                    }
+                    Some((f.status, f.retry_after))
                 });
-            s.fail.retain(|f| f.remaining > 0);
+            fail.retain(|f| f.remaining != Some(0));
+            if let Some((status, _)) = failure {
+                *injected.entry(status).or_default() += 1;
+            }
             (delay, failure)
         };
         if !delay.is_zero() {
@@ -194,6 +256,9 @@ fn injected_error(status: u16, retry_after: Option<u32>, r: &RequestFacts<'_>) -
             "the server was unable to return a response in the time allotted, but may still be processing the request",
         ),
         404 => ApiError::not_found(r.resource, r.name),
+        // What a list or watch from a compacted resourceVersion gets (etcd's "required revision has been
+        // compacted", as the API server words it); clients relist.
+        410 => ApiError::new(410, "Expired", "too old resource version: 1 (2)"),
         other => ApiError::new(other, "", format!("injected fault with status {other}")),
     };
     e.retry_after = retry_after.or(if status == 429 { Some(1) } else { None });
@@ -231,6 +296,39 @@ mod tests {
         assert_eq!((e.code, e.retry_after), (429, Some(3)));
         assert!(f.before(&facts("update", "configmaps")).await.is_some());
         assert!(f.before(&facts("update", "configmaps")).await.is_none());
+    }
+
+    #[tokio::test]
+    async fn failures_by_rate_replay_from_their_seed_and_are_counted() {
+        let draws = |seed: u64| async move {
+            let f = Faults::default();
+            f.seed(seed);
+            f.fail_rate(Matcher::verb_resource("list", "configmaps"), 0.3, 410, None);
+            let mut fired = Vec::new();
+            for _ in 0..200 {
+                fired.push(f.before(&facts("list", "configmaps")).await.is_some());
+            }
+            // Another resource never matches, and draws nothing.
+            assert!(f.before(&facts("list", "secrets")).await.is_none());
+            (fired, f.injected())
+        };
+        let (a, counted) = draws(7).await;
+        let (b, _) = draws(7).await;
+        let (c, _) = draws(8).await;
+        assert_eq!(a, b, "the same seed replays the same failures");
+        assert_ne!(a, c, "another seed draws others");
+        let n = a.iter().filter(|x| **x).count();
+        assert!((30..90).contains(&n), "about 30% of 200 fail, not {n}");
+        assert_eq!(counted.get(&410), Some(&(n as u64)));
+        let f = Faults::default();
+        f.fail_rate(Matcher::default(), 1.0, 410, None);
+        let e = f
+            .before(&facts("watch", "pods"))
+            .await
+            .expect("rate 1 always fails");
+        assert_eq!((e.code, e.reason), (410, "Expired"));
+        f.clear();
+        assert!(f.before(&facts("watch", "pods")).await.is_none());
     }
 
     #[tokio::test]

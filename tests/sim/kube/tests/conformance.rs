@@ -2092,6 +2092,114 @@ mod faults {
         assert_eq!((failed.status, failed.reason()), (500, "InternalError"));
         assert_eq!(get(&c, &format!("{CONFIGMAPS}/a")).await.status, 200);
     }
+
+    /// Faults by rate, as a chaos run sets them over HTTP: seeded, counted, refused when out of range, and
+    /// survived by a real client. kube-rs's watcher treats a 410 on its list or watch as the real server's
+    /// "too old resource version" and relists, so with half its lists and watches refused it still sees every
+    /// object.
+    #[tokio::test]
+    async fn failures_by_rate_are_seeded_counted_and_survived_by_a_watcher() {
+        use futures::StreamExt;
+        use kube::runtime::{WatchStreamExt, watcher};
+
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        // Without kube-rs's retries: they would spend the injected failures before the test saw them.
+        let c = client_without_retries(&sim).await;
+        let bad = send_json(
+            &c,
+            "POST",
+            "/__sim/faults",
+            &json!({"verb": "list", "status": 410, "rate": 1.5}),
+        )
+        .await;
+        assert_eq!(bad.status, 400, "{}", bad.text);
+        assert!(
+            bad.text.contains("rate must be between 0 and 1"),
+            "{}",
+            bad.text
+        );
+        // By rate, on the reads of one Secret: the same seed gives the same failures, request for request.
+        let rule = json!({"verb": "get", "resource": "secrets", "status": 503, "rate": 0.5});
+        assert_eq!(
+            send_json(&c, "POST", "/__sim/faults", &rule).await.status,
+            200
+        );
+        let mut runs = Vec::new();
+        for _ in 0..2 {
+            let seeded = send_json(&c, "POST", "/__sim/seed", &json!({"seed": 11})).await;
+            assert_eq!(seeded.status, 200, "{}", seeded.text);
+            let mut pattern = Vec::new();
+            for _ in 0..20 {
+                pattern.push(
+                    get(&c, "/api/v1/namespaces/default/secrets/none")
+                        .await
+                        .status,
+                );
+            }
+            runs.push(pattern);
+        }
+        assert_eq!(runs[0], runs[1], "the seed replays the failures");
+        let failed = runs[0].iter().filter(|s| **s == 503).count();
+        assert!(
+            (3..=17).contains(&failed),
+            "about half of 20 fail: {:?}",
+            runs[0]
+        );
+        assert!(
+            runs[0].iter().all(|s| [503, 404].contains(s)),
+            "{:?}",
+            runs[0]
+        );
+        for verb in ["list", "watch"] {
+            let r = send_json(
+                &c,
+                "POST",
+                "/__sim/faults",
+                &json!({"verb": verb, "resource": "configmaps", "status": 410, "rate": 0.5}),
+            )
+            .await;
+            assert_eq!(r.status, 200, "{}", r.text);
+        }
+        for i in 0..5 {
+            let r = send_json(
+                &c,
+                "POST",
+                CONFIGMAPS,
+                &configmap(&format!("cm-{i}"), json!({})),
+            )
+            .await;
+            assert_eq!(r.status, 201, "creates are not affected: {}", r.text);
+        }
+        let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+            kube::Api::namespaced(c.clone(), "default");
+        let mut seen = std::collections::BTreeSet::new();
+        let mut events = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .applied_objects()
+            .boxed();
+        // The watcher reports each refused list or watch as an error item and carries on after its backoff.
+        let mut refused = 0;
+        tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            while seen.len() < 5 {
+                match events.next().await {
+                    Some(Ok(cm)) => {
+                        seen.insert(cm.metadata.name.unwrap_or_default());
+                    }
+                    Some(Err(_)) => refused += 1,
+                    None => panic!("the watcher stream ended"),
+                }
+            }
+        })
+        .await
+        .expect("the watcher saw every ConfigMap despite the 410s");
+        let counts = get(&c, "/__sim/faults").await;
+        let injected: Value = serde_json::from_str(&counts.text).expect("JSON");
+        assert!(
+            injected["injected"]["410"].as_u64().is_some_and(|n| n >= 1),
+            "{}",
+            counts.text
+        );
+    }
 }
 
 mod authorization {

@@ -1,6 +1,9 @@
 //! The reserved `/__sim/` endpoints that let tests written in any language inject faults over HTTP:
 //!
-//! * `POST /__sim/faults` `{"verb":"update","resource":"configmaps","count":2,"status":409,"retryAfter":1}`
+//! * `POST /__sim/faults` `{"verb":"update","resource":"configmaps","count":2,"status":409,"retryAfter":1}`;
+//!   with `"rate":0.05` instead of a count, each matching request fails with that probability until cleared
+//! * `POST /__sim/seed` `{"seed":42}` restarts the generator behind rates, so a run replays
+//! * `GET /__sim/faults` answers the failures injected so far by status: `{"injected":{"410":3,"503":1}}`
 //! * `POST /__sim/latency` `{"verb":"get","resource":"secrets","millis":200}`
 //! * `DELETE /__sim/faults` clears failures and latency
 //! * `POST /__sim/drop-watches`, `POST /__sim/compact`, `POST /__sim/pause`, `POST /__sim/resume`
@@ -25,10 +28,18 @@ struct FailRequest {
     status: u16,
     #[serde(default)]
     retry_after: Option<u32>,
+    /// Fail this share of matching requests (0 to 1) until cleared, instead of `count` of them.
+    #[serde(default)]
+    rate: Option<f64>,
 }
 
 fn one() -> u32 {
     1
+}
+
+#[derive(Deserialize)]
+struct SeedRequest {
+    seed: u64,
 }
 
 #[derive(Deserialize)]
@@ -50,8 +61,33 @@ pub async fn handle(api: &Arc<Api>, method: &str, path: &str, body: &[u8]) -> Re
                 if !(400..600).contains(&r.status) {
                     return error(&ApiError::bad_request("status must be between 400 and 599"));
                 }
-                api.faults
-                    .fail_next(r.matcher, r.count, r.status, r.retry_after);
+                match r.rate {
+                    Some(rate) if !(0.0..=1.0).contains(&rate) => {
+                        return error(&ApiError::bad_request("rate must be between 0 and 1"));
+                    }
+                    Some(rate) => api
+                        .faults
+                        .fail_rate(r.matcher, rate, r.status, r.retry_after),
+                    None => api
+                        .faults
+                        .fail_next(r.matcher, r.count, r.status, r.retry_after),
+                }
+                json_ok(&json!({"ok": true}))
+            }
+            Err(e) => parse_err(e),
+        },
+        ("GET", "/__sim/faults") => {
+            let injected: serde_json::Map<String, serde_json::Value> = api
+                .faults
+                .injected()
+                .into_iter()
+                .map(|(status, n)| (status.to_string(), json!(n)))
+                .collect();
+            json_ok(&json!({"injected": injected}))
+        }
+        ("POST", "/__sim/seed") => match serde_json::from_slice::<SeedRequest>(body) {
+            Ok(r) => {
+                api.faults.seed(r.seed);
                 json_ok(&json!({"ok": true}))
             }
             Err(e) => parse_err(e),
