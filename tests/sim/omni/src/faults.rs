@@ -1,10 +1,14 @@
-//! Fault injection: per method (and optionally per resource type), on the next N calls or for
-//! every call, plus a global "unavailable" switch.
+//! Fault injection: per method (and optionally per resource type), on the next N calls, on every call, or on a
+//! share of the calls drawn from a seeded generator (so a chaos run replays); plus a global "unavailable" switch,
+//! and a count of what was injected.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use tonic::Code;
 
 /// Which calls a fault applies to.
@@ -81,30 +85,92 @@ struct Rule {
     action: FaultAction,
     /// Calls left; `None` = every call until cleared.
     remaining: Option<u32>,
+    /// The share of matching calls the rule applies to (1: all), drawn from the seeded generator.
+    rate: f64,
+}
+
+#[derive(Debug)]
+struct Rules {
+    rules: Vec<Rule>,
+    rng: StdRng,
+    /// Actions taken so far, by kind (`Error(Unavailable)`, `Latency`, `CloseConnection`, ...).
+    injected: BTreeMap<String, u64>,
+}
+
+impl Default for Rules {
+    fn default() -> Self {
+        Rules {
+            rules: Vec::new(),
+            rng: StdRng::seed_from_u64(0),
+            injected: BTreeMap::new(),
+        }
+    }
 }
 
 /// The fault switchboard of one simulator.
 #[derive(Debug, Default)]
 pub struct Faults {
-    rules: Mutex<Vec<Rule>>,
+    rules: Mutex<Rules>,
     unavailable: AtomicBool,
+}
+
+impl FaultAction {
+    /// The kind of action, for the count of what was injected.
+    fn kind(&self) -> String {
+        match self {
+            FaultAction::Error { code, .. } => format!("Error({code:?})"),
+            FaultAction::Latency(_) => "Latency".into(),
+            FaultAction::CloseConnection => "CloseConnection".into(),
+            FaultAction::BreakListAfter(_) => "BreakListAfter".into(),
+            FaultAction::BreakWatchAfterBootstrap => "BreakWatchAfterBootstrap".into(),
+            FaultAction::NoBootstrapped => "NoBootstrapped".into(),
+            FaultAction::ErroredEvent(_) => "ErroredEvent".into(),
+            FaultAction::EmptyKubeconfig => "EmptyKubeconfig".into(),
+        }
+    }
 }
 
 /// The message every RPC gets while [`Faults::set_unavailable`] is on.
 pub const UNAVAILABLE_MESSAGE: &str = "omni-sim: unavailable (fault injected)";
 
 impl Faults {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Rule>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Rules> {
         self.rules.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Adds a fault for the next `times` matching calls (`None` = until cleared).
     pub fn inject(&self, matcher: Matcher, action: FaultAction, times: Option<u32>) {
-        self.lock().push(Rule {
+        self.lock().rules.push(Rule {
             matcher,
             action,
             remaining: times,
+            rate: 1.0,
         });
+    }
+
+    /// Adds a fault for a share `rate` (clamped to 0..=1) of the matching calls, until cleared.
+    pub fn inject_rate(&self, matcher: Matcher, action: FaultAction, rate: f64) {
+        self.lock().rules.push(Rule {
+            matcher,
+            action,
+            remaining: None,
+            rate: if rate.is_nan() {
+                0.0
+            } else {
+                rate.clamp(0.0, 1.0)
+            },
+        });
+    }
+
+    /// Restarts the generator behind rates: the same seed and the same calls in the same order give the same
+    /// faults.
+    pub fn seed(&self, seed: u64) {
+        self.lock().rng = StdRng::seed_from_u64(seed);
+    }
+
+    /// Actions taken so far, by kind (`Error(Unavailable)`, `Latency`, `CloseConnection`, ...).
+    pub fn injected(&self) -> BTreeMap<String, u64> {
+        self.lock().injected.clone()
     }
 
     /// The next `n` calls of `method` fail with `code` and `message`.
@@ -159,23 +225,33 @@ impl Faults {
         self.unavailable.load(Ordering::SeqCst)
     }
 
-    /// Removes every fault and turns the unavailable switch off.
+    /// Removes every fault and turns the unavailable switch off (the counts stay).
     pub fn clear(&self) {
-        self.lock().clear();
+        self.lock().rules.clear();
         self.set_unavailable(false);
     }
 
-    /// Takes the actions that apply to this call, consuming one use of each counted rule.
+    /// Takes the actions that apply to this call, consuming one use of each counted rule; a rule by rate draws
+    /// once per matching call.
     pub(crate) fn take(&self, path: &str, ty: Option<&str>) -> Vec<FaultAction> {
-        let mut rules = self.lock();
+        let mut guard = self.lock();
+        let Rules {
+            rules,
+            rng,
+            injected,
+        } = &mut *guard;
         let mut out = Vec::new();
         for rule in rules.iter_mut() {
             if rule.remaining == Some(0) || !rule.matcher.matches(path, ty) {
                 continue;
             }
+            if rule.rate < 1.0 && !rng.gen_bool(rule.rate) {
+                continue;
+            }
             if let Some(n) = rule.remaining.as_mut() {
                 *n -= 1;
             }
+            *injected.entry(rule.action.kind()).or_default() += 1;
             out.push(rule.action.clone());
         }
         rules.retain(|r| r.remaining != Some(0));
@@ -211,5 +287,32 @@ mod tests {
         );
         f.clear();
         assert!(f.take("/cosi.resource.State/Get", Some("A")).is_empty());
+    }
+
+    #[test]
+    fn faults_by_rate_replay_from_their_seed_and_are_counted() {
+        let draws = |seed: u64| {
+            let f = Faults::default();
+            f.seed(seed);
+            f.inject_rate(
+                Matcher::method("Get"),
+                FaultAction::Error {
+                    code: Code::Unavailable,
+                    message: "x".into(),
+                },
+                0.25,
+            );
+            let fired: Vec<bool> = (0..400)
+                .map(|_| !f.take("/cosi.resource.State/Get", None).is_empty())
+                .collect();
+            assert!(f.take("/cosi.resource.State/List", None).is_empty());
+            (fired, f.injected())
+        };
+        let (a, counted) = draws(3);
+        assert_eq!(a, draws(3).0, "the same seed replays");
+        assert_ne!(a, draws(4).0, "another seed draws others");
+        let n = a.iter().filter(|x| **x).count();
+        assert!((60..140).contains(&n), "about a quarter of 400, not {n}");
+        assert_eq!(counted.get("Error(Unavailable)"), Some(&(n as u64)));
     }
 }

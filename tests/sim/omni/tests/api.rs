@@ -504,3 +504,48 @@ async fn record_only_mode_accepts_bad_signatures() {
         .expect("accepted");
     assert_eq!(sim.records()[0].code, Code::Ok);
 }
+
+/// Faults by rate, as a chaos run sets them: the same seed gives the same failures call for call over a real
+/// client, and every one is counted.
+#[tokio::test]
+async fn faults_by_rate_replay_from_their_seed_over_a_real_client() {
+    let (sim, mut c, _) = setup().await;
+    sim.faults().inject_rate(
+        Matcher::method("Get"),
+        FaultAction::Error {
+            code: Code::Unavailable,
+            message: "injected".into(),
+        },
+        0.5,
+    );
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        sim.faults().seed(21);
+        let mut codes = Vec::new();
+        for _ in 0..30 {
+            codes.push(get(&mut c, CLUSTERS, "none").await.err().map(|s| s.code()));
+        }
+        runs.push(codes);
+    }
+    assert_eq!(runs[0], runs[1], "the seed replays the faults");
+    let failed = runs[0]
+        .iter()
+        .filter(|c| **c == Some(Code::Unavailable))
+        .count();
+    assert!(
+        (5..=25).contains(&failed),
+        "about half of 30: {:?}",
+        runs[0]
+    );
+    assert!(
+        runs[0]
+            .iter()
+            .all(|c| matches!(c, Some(Code::Unavailable | Code::NotFound))),
+        "{:?}",
+        runs[0]
+    );
+    assert_eq!(
+        sim.faults().injected().get("Error(Unavailable)"),
+        Some(&(2 * failed as u64))
+    );
+}
