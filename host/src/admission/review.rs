@@ -7,10 +7,8 @@ use std::collections::HashSet;
 use omni_go::quote;
 use serde_json::{Value, json};
 
+use super::MAX_QUOTED;
 use crate::runtime::{FieldError, FieldErrorType, Verdict, truncated};
-
-/// How much of a body's apiVersion or kind an error quotes.
-const MAX_QUOTED: usize = 253;
 
 /// What the operator is asked to admit.
 #[derive(Debug, Clone, PartialEq)]
@@ -128,8 +126,14 @@ pub fn invalid_status(group: &str, kind: &str, name: &str, errors: &[FieldError]
         .map(|e| json!({"reason": cause_type(e.type_), "message": error_body(e), "field": e.field}))
         .collect();
     let message = match aggregate(errors) {
-        Some(all) => format!("{qualified} {} is invalid: {all}", quote(name)),
-        None => format!("{qualified} {} is invalid", quote(name)),
+        Some(all) => format!(
+            "{qualified} {} is invalid: {all}",
+            quote(&truncated(name, MAX_QUOTED))
+        ),
+        None => format!(
+            "{qualified} {} is invalid",
+            quote(&truncated(name, MAX_QUOTED))
+        ),
     };
     json!({
         "metadata": {},

@@ -372,7 +372,8 @@ pub fn truncated(text: &str, max: usize) -> String {
     kept
 }
 
-/// Where a text longer than `max` bytes is cut so that it and the `…` marking the cut fit in `max`.
+/// Where a text longer than `max` bytes is cut so that it and the `…` marking the cut fit in `max` (every limit
+/// is far above the marker's 3 bytes).
 fn cut_at(text: &str, max: usize) -> usize {
     let mut end = max.saturating_sub('…'.len_utf8());
     while !text.is_char_boundary(end) {

@@ -637,7 +637,15 @@ impl Executor {
             .charge(state.host_calls(), Instant::now());
         let stdio = state.drain_stdio();
         let mut outputs = close_context(state, context);
-        outputs.logs.extend(stdio);
+        // Captured output counts against the call's log lines and is cut like them: 64 KiB of one-character lines
+        // would otherwise be 32,000 log lines from one call (found by fuzz_plugin_output_reconcile).
+        for line in stdio {
+            if outputs.log(line, &limits.outputs)
+                && let Some(kept) = outputs.logs.last()
+            {
+                kept.emit(&self.name);
+            }
+        }
         match outcome {
             Err(_elapsed) => Err(PluginError::timeout(&self.name, limits.timeout)),
             Ok(Err(e)) => Err(error::classify(

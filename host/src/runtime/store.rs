@@ -109,7 +109,7 @@ impl HostState {
         self.host_calls
     }
 
-    /// Captured stdout and stderr as log lines, emitted to tracing with the plugin's name.
+    /// Captured stdout and stderr as log lines (the caller keeps and emits them within the call's log bounds).
     pub(crate) fn drain_stdio(&self) -> Vec<LogLine> {
         let mut lines = Vec::new();
         for (pipe, source) in [
@@ -117,9 +117,6 @@ impl HostState {
             (&self.stderr, LogSource::Stderr),
         ] {
             let (captured, dropped) = pipe.lines(source);
-            for line in &captured {
-                line.emit(&self.scope.core.plugin);
-            }
             if dropped > 0 {
                 tracing::warn!(target: "omni_operator::plugin", plugin = %self.scope.core.plugin, ?source, dropped, "plugin output beyond the capture limit was dropped");
             }

@@ -9,7 +9,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use crate::contract::{HostError, truncated};
 
 /// How much of a name in the kubeconfig an error quotes (a context, cluster or user name): the longest a DNS
-/// subdomain can be. Found by the kubeconfig fuzz target, which made a 70 KB error of a 70 KB user name.
+/// subdomain can be. Found by `fuzz_kubeconfigs`, which made a 70 KB error of a 70 KB user name.
 const MAX_NAME: usize = 253;
 
 /// A name from the kubeconfig, quoted for an error.

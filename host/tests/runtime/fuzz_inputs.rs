@@ -1,4 +1,4 @@
-//! Fuzz target `untrusted-inputs`: what reaches the host from outside a plugin.
+//! Fuzz targets `fuzz_admission_reviews` and `fuzz_kubeconfigs`: what reaches the host from outside a plugin.
 //!
 //! * **Admission reviews**: AdmissionReview bodies — any bytes, and real reviews of the eight kinds with the
 //!   review and its object mutated — POSTed to the webhooks (the real `Webhooks::answer`, the built-in plugins as
@@ -39,14 +39,19 @@ fn webhooks() -> &'static Webhooks {
     })
 }
 
+/// The group and version of the kind's example.
+fn group_version(kind: usize) -> (String, String) {
+    let api_version = loaded().examples[kind]["apiVersion"]
+        .as_str()
+        .unwrap_or_default();
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    (group.to_string(), version.to_string())
+}
+
 /// A review of the kind's example as the API server sends it on a create.
 fn review_of(kind: usize) -> Value {
     let object = loaded().examples[kind].clone();
-    let api_version = object["apiVersion"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
+    let (group, version) = group_version(kind);
     json!({
         "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
         "request": {
@@ -110,12 +115,8 @@ fn check_admission(body: &Body) -> Result<(), TestCaseError> {
             } else {
                 *path_of
             };
-            let api_version = loaded().examples[target]["apiVersion"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
-            let path = validate_path(group, version, KINDS[target].0);
+            let (group, version) = group_version(target);
+            let path = validate_path(&group, &version, KINDS[target].0);
             let uid = review["request"]["uid"]
                 .as_str()
                 .filter(|u| !u.is_empty())
@@ -156,7 +157,12 @@ fn check_admission(body: &Body) -> Result<(), TestCaseError> {
                 match code {
                     Some(422) => prop_assert!((1..=101).contains(&causes), "{} causes", causes),
                     // Undecided (the plugin failed): the failure policy refuses, with a message.
-                    Some(500) | Some(503) | Some(429) => prop_assert!(!message.is_empty()),
+                    Some(500) | Some(503) | Some(429) => prop_assert!(
+                        !message.is_empty() && message.len() <= MAX_MESSAGE,
+                        "an undecided review's message of {} bytes: {}",
+                        message.len(),
+                        runs_shortened(message)
+                    ),
                     other => {
                         return Err(TestCaseError::fail(format!(
                             "a refusal with code {other:?}: {answer}"
@@ -200,11 +206,71 @@ enum TextMutation {
     Set(usize, u8),
 }
 
+/// A field that makes the host run a program or read its own files, put where client-go reads it.
+#[derive(Debug, Clone)]
+enum HostReach {
+    Exec,
+    AuthProvider,
+    TokenFile,
+    ClientCertificate,
+    ClientKey,
+    CertificateAuthority,
+}
+
+impl HostReach {
+    fn insert(&self, document: &mut Value) {
+        let user = &mut document["users"][0]["user"];
+        match self {
+            HostReach::Exec => {
+                user["exec"] =
+                    json!({"apiVersion": "client.authentication.k8s.io/v1", "command": "/bin/sh"})
+            }
+            HostReach::AuthProvider => {
+                user["auth-provider"] = json!({"name": "oidc", "config": {}})
+            }
+            HostReach::TokenFile => {
+                user["tokenFile"] = json!("/var/run/secrets/kubernetes.io/serviceaccount/token")
+            }
+            HostReach::ClientCertificate => {
+                user["client-certificate"] = json!("/etc/kubernetes/pki/admin.crt")
+            }
+            HostReach::ClientKey => user["client-key"] = json!("/etc/kubernetes/pki/admin.key"),
+            HostReach::CertificateAuthority => {
+                document["clusters"][0]["cluster"]["certificate-authority"] =
+                    json!("/etc/kubernetes/pki/ca.crt")
+            }
+        }
+    }
+}
+
+fn host_reach() -> impl Strategy<Value = Option<HostReach>> {
+    prop::option::of(prop::sample::select(vec![
+        HostReach::Exec,
+        HostReach::AuthProvider,
+        HostReach::TokenFile,
+        HostReach::ClientCertificate,
+        HostReach::ClientKey,
+        HostReach::CertificateAuthority,
+    ]))
+}
+
+/// Whether `text` quotes the canary, or any 12 bytes of it (a credential with one byte changed is still one).
+fn quotes_canary(text: &str) -> bool {
+    CANARY
+        .as_bytes()
+        .windows(12)
+        .any(|w| text.as_bytes().windows(12).any(|t| t == w))
+}
+
 fn check_kubeconfig(
+    reach: &Option<HostReach>,
     mutations: &[Mutation],
     text_mutations: &[TextMutation],
 ) -> Result<(), TestCaseError> {
     let mut document = kubeconfig();
+    if let Some(r) = reach {
+        r.insert(&mut document);
+    }
     for m in mutations {
         m.apply_except(&mut document, &[]);
     }
@@ -227,7 +293,7 @@ fn check_kubeconfig(
     if let Err(e) = &config {
         let text = e.to_string();
         prop_assert!(
-            !text.contains(CANARY),
+            !quotes_canary(&text),
             "the error quotes the credential: {}",
             text
         );
@@ -243,23 +309,34 @@ fn check_kubeconfig(
         );
     }
     if let Ok(config) = &config {
-        // What the host would run or read on a tenant's behalf never gets this far.
-        let parsed: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+        // What the host would run or read on a tenant's behalf never gets this far: read the bytes as the host
+        // did (YAML), and look where client-go would look.
+        let parsed: Value = yaml_serde::from_slice(&bytes).unwrap_or_default();
+        let reaches =
+            |o: &Value, keys: &[&str]| keys.iter().any(|k| o.get(*k).is_some_and(|v| !v.is_null()));
         for user in parsed["users"].as_array().into_iter().flatten() {
-            for forbidden in [
-                "exec",
-                "auth-provider",
-                "tokenFile",
-                "client-certificate",
-                "client-key",
-            ] {
-                prop_assert!(
-                    user["user"].get(forbidden).is_none_or(Value::is_null),
-                    "{} accepted: {:?}",
-                    forbidden,
-                    config.cluster_url
-                );
-            }
+            prop_assert!(
+                !reaches(
+                    &user["user"],
+                    &[
+                        "exec",
+                        "auth-provider",
+                        "tokenFile",
+                        "client-certificate",
+                        "client-key"
+                    ]
+                ),
+                "a user that reaches into the host was accepted ({:?}): {}",
+                config.cluster_url,
+                String::from_utf8_lossy(&bytes)
+            );
+        }
+        for cluster in parsed["clusters"].as_array().into_iter().flatten() {
+            prop_assert!(
+                !reaches(&cluster["cluster"], &["certificate-authority"]),
+                "a cluster naming a CA file was accepted: {}",
+                String::from_utf8_lossy(&bytes)
+            );
         }
     }
     for result in [
@@ -268,7 +345,7 @@ fn check_kubeconfig(
     ] {
         if let Err(text) = result {
             prop_assert!(
-                !text.contains(CANARY),
+                !quotes_canary(&text),
                 "the error quotes the credential: {}",
                 text
             );
@@ -285,12 +362,13 @@ proptest! {
 
     #[test]
     fn fuzz_kubeconfigs(
+        reach in host_reach(),
         mutations in prop::collection::vec(mutation(), 0..4),
         text_mutations in prop::collection::vec(prop_oneof![
             any::<usize>().prop_map(TextMutation::Cut),
             (any::<usize>(), any::<u8>()).prop_map(|(at, b)| TextMutation::Set(at, b)),
         ], 0..2),
     ) {
-        check_kubeconfig(&mutations, &text_mutations)?;
+        check_kubeconfig(&reach, &mutations, &text_mutations)?;
     }
 }

@@ -1,4 +1,4 @@
-//! Fuzz target `kind-specs`: the eight kinds' objects through their built-in plugins, as WASM in the real
+//! Fuzz target `fuzz_kind_specs`: the eight kinds' objects through their built-in plugins, as WASM in the real
 //! runtime. Each case starts from the kind's object in `examples/quickstart` and mutates it — a field replaced by
 //! any JSON (numbers at their edges, any Unicode, nesting), removed, or added — then asks the plugin to
 //! `validate` it and to `reconcile` it. What must hold, whatever the object:

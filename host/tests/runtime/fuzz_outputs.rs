@@ -1,8 +1,8 @@
-//! Fuzz target `plugin-output`: what a plugin hands the host, as the host receives it. The `puppet` test plugin
-//! (tests/guests/puppet) runs a generated script through the raw contract bindings — status documents that are
-//! not JSON or not objects or at the size limit's edge, conditions and Events with reasons Kubernetes refuses,
-//! messages past their limits, log lines with too many fields, `kube-read` calls with any arguments — in the real
-//! runtime. A model written from the contract's rules (wit/omni-operator.wit, Kubernetes' limits on conditions
+//! Fuzz targets `fuzz_plugin_output_reconcile` and `_validate`: what a plugin hands the host, as the host
+//! receives it. The `puppet` test plugin (tests/guests/puppet) runs a generated script through the raw contract
+//! bindings — status documents that are not JSON or not objects or at the size limit's edge, conditions and
+//! Events with reasons Kubernetes refuses, messages past their limits, log lines with too many fields, stdout,
+//! `kube-read` calls with any arguments — in the real runtime. A model written from the contract's rules (wit/omni-operator.wit, Kubernetes' limits on conditions
 //! and Events) says what the host must answer; the test checks the host answers exactly that:
 //!
 //! * a step the host refuses aborts the call with a typed error (`PluginInvalidOutput` / `PluginOutputTooLarge`),
@@ -39,6 +39,8 @@ const MAX_EVENT_MESSAGE: usize = 1024;
 const MAX_LOG_LINES: usize = 256;
 const MAX_LOG_MESSAGE: usize = 4096;
 const MAX_LOG_FIELDS: usize = 32;
+const MAX_LOG_FIELD_KEY: usize = 128;
+const MAX_LOG_FIELD_VALUE: usize = 1024;
 const MAX_ERROR_MESSAGE: usize = 4096;
 const MAX_CAUSES: usize = 100;
 const MAX_WARNINGS_TOTAL: usize = 4096;
@@ -75,6 +77,8 @@ enum Step {
         message: String,
     },
     Requeue(u64),
+    /// A line on the plugin's stdout (captured as a log line).
+    Stdout(String),
     Log {
         level: u8,
         message: String,
@@ -112,6 +116,7 @@ impl Step {
                 message,
             } => json!({"do": "event", "warning": warning, "reason": reason, "message": message}),
             Step::Requeue(ms) => json!({"do": "requeue", "ms": ms}),
+            Step::Stdout(text) => json!({"do": "stdout", "text": text}),
             Step::Log {
                 level,
                 message,
@@ -148,11 +153,12 @@ enum Ending {
 /// Text of every kind the host meets: short words, any Unicode, control characters, and runs near a limit.
 pub fn text() -> BoxedStrategy<String> {
     prop_oneof![
-        4 => "[A-Za-z0-9 ._-]{0,24}",
-        2 => any::<String>(),
-        1 => "[\\x00-\\x1f\"\\\\]{0,8}",
-        1 => (0usize..3, prop::sample::select(vec![128usize, 316, 1024, 4096, 32 * 1024]))
-            .prop_map(|(d, n)| "é".repeat((n + d).div_ceil(2)) + &"x".repeat(d)),
+            4 => "[A-Za-z0-9 ._-]{0,24}",
+            2 => any::<String>(),
+            1 => "[\\x00-\\x1f\"\\\\]{0,8}",
+            // Exactly one byte under, at and over a limit, ending in a two-byte character where the cut falls.
+            1 => (0usize..3, prop::sample::select(vec![128usize, 316, 1024, 4096, 32 * 1024]))
+                .prop_map(|(d, n)| "x".repeat(n - 3 + d) + "é"),
     ]
     .boxed()
 }
@@ -234,6 +240,7 @@ fn step() -> impl Strategy<Value = Step> {
         2 => (any::<bool>(), reason(), text())
             .prop_map(|(warning, reason, message)| Step::Event { warning, reason, message }),
         1 => any::<u64>().prop_map(Step::Requeue),
+        1 => text().prop_map(Step::Stdout),
         2 => (0u8..6, text(), prop::collection::vec((text(), text()), 0..40))
             .prop_map(|(level, message, fields)| Step::Log { level, message, fields }),
         2 => (
@@ -376,6 +383,7 @@ impl Model {
                     .push((*warning, reason.clone(), message.clone()));
             }
             Step::Requeue(ms) => self.requeue = Some(*ms),
+            Step::Stdout(_) => {}
             Step::Log {
                 message, fields, ..
             } => self.plugin_logs.push((message.clone(), fields.len())),
@@ -483,6 +491,18 @@ fn check_reconcile(script: &[Step], ending: &Ending) -> Result<(), TestCaseError
         model.requeue.map(Duration::from_millis)
     );
     prop_assert!(outputs.logs.len() <= MAX_LOG_LINES);
+    // Every line kept, the plugin's and its stdout's, is within its bounds.
+    for line in &outputs.logs {
+        prop_assert!(
+            line.message.len() <= MAX_LOG_MESSAGE,
+            "a log line of {} bytes",
+            line.message.len()
+        );
+        prop_assert!(line.fields.len() <= MAX_LOG_FIELDS);
+        for (key, value) in &line.fields {
+            prop_assert!(key.len() <= MAX_LOG_FIELD_KEY && value.len() <= MAX_LOG_FIELD_VALUE);
+        }
+    }
     let plugin_logs: Vec<_> = outputs
         .logs
         .iter()
@@ -584,4 +604,30 @@ proptest! {
     ) {
         check_validate(&errors, &warnings)?;
     }
+}
+
+/// Found by `fuzz_plugin_output_reconcile`: captured stdout became log lines outside the call's log bounds, so
+/// 64 KiB of one-character lines would have been tens of thousands of log lines from one call. Now they count
+/// against the call's lines and each is cut like the plugin's own.
+#[test]
+fn a_plugin_flooding_stdout_gets_the_log_bounds_of_its_own_lines() {
+    let (rt, plugin) = puppet();
+    let script = [
+        Step::Stdout("x\n".repeat(5_000)),
+        Step::Stdout("y".repeat(20_000)),
+    ];
+    let done = rt
+        .block_on(plugin.reconcile(
+            &puppet_object(&script, &Ending::Ok),
+            &support::services(FakeKube::default()),
+        ))
+        .expect("the call completes");
+    let logs = &done.outputs.logs;
+    assert_eq!(logs.len(), MAX_LOG_LINES, "lines kept");
+    assert!(
+        done.outputs.logs_dropped >= 5_000 - MAX_LOG_LINES,
+        "{} dropped",
+        done.outputs.logs_dropped
+    );
+    assert!(logs.iter().all(|l| l.message.len() <= MAX_LOG_MESSAGE));
 }

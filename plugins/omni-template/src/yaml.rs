@@ -961,7 +961,7 @@ impl Emitter {
     ///
     /// Where go-yaml writes what its own parser (and libyaml's) refuses or reads back changed, we write what they
     /// read back as it was, so that a config patch holding such a string reaches Omni as it is. These places were
-    /// found by the `template-yaml` fuzz target; none changes the bytes (or the template hash) of a template
+    /// found by `fuzz_template_yaml`; none changes the bytes (or the template hash) of a template
     /// go-yaml reads back as written:
     /// * go-yaml always writes the configured indent as the indicator; inside a sequence item at indent 4 the
     ///   content sits 2 right of the dash, so the parser looks for it 2 columns too far ("did not find expected
@@ -1390,7 +1390,7 @@ mod tests {
     }
 
     /// Where go-yaml's indentation indicator would make the text unreadable or change it, ours keeps it (found by
-    /// the `template-yaml` fuzz target); each answer is read back with a YAML parser.
+    /// `fuzz_template_yaml`); each answer is read back with a YAML parser.
     #[test]
     fn literal_blocks_go_yaml_would_garble_read_back_as_written() {
         let cases = [

@@ -1,10 +1,12 @@
-//! Fuzz target `template-yaml`: the go-yaml-compatible emitter (`yaml::to_string`) given any JSON — keys and
+//! Fuzz target `fuzz_template_yaml`: the go-yaml-compatible emitter (`yaml::to_string`) given any JSON — keys and
 //! strings that read as other types in YAML 1.1 or 1.2 (`yes`, `~`, `0x1F`, `1:20`, `<<`, `.inf`), indicators
 //! (`- `, `: `, `#`, `&`, `*`, `!`, `|`, `>`, `%`, `@`, a backquote), leading and trailing spaces and tabs, every
 //! kind of line break (`\r`, NEL, LS, PS), control characters, a BOM, long lines that fold, empty strings,
 //! numbers at their edges, nesting in sequences and maps — at both indents the operator uses (2 for the template
 //! whose hash is `status.templateHash`, 4 for patch and manifest content). What must hold: a YAML parser reads
 //! back exactly the value that was emitted, so no config patch or manifest changes meaning on its way to Omni.
+//! The reader (`yaml_serde`) resolves types as YAML 1.2 does, so `yes` or `1:20` written plain would still read
+//! back as strings here: the quoting go-yaml gives YAML 1.1's words is pinned by the emitter's unit tests.
 //!
 //! Cases per run: proptest's 256 (what the README's test command runs), or `PROPTEST_CASES`; `tools/fuzz` runs it
 //! longer, and keeps failures in `fuzz_yaml.proptest-regressions` beside this file.

@@ -8,9 +8,9 @@ use crate::capabilities::{Capability, Denial, HostError, MAX_DENIALS, truncated}
 /// How much of a plugin-supplied target a denial quotes: a name a plugin made up can be as long as its memory.
 const MAX_TARGET: usize = 512;
 /// How much of the reason: the host's words, but they quote what the plugin asked for (the grant it would need
-/// names the kind it gave), so they are bounded too. Found by the `plugin-output` fuzz target: a 16 KiB kind
+/// names the kind it gave), so they are bounded too. Found by `fuzz_plugin_output_reconcile`: a 16 KiB kind
 /// made a 33 KiB denial, logged and put on the object.
-const MAX_REASON: usize = 1024;
+const MAX_DENIAL_REASON: usize = 1024;
 
 impl CallCore {
     /// Refuses a call: returns the plugin's answer and reports the refusal. Only the first few refusals of a
@@ -24,7 +24,7 @@ impl CallCore {
         let denial = Denial {
             capability: capability.name(),
             target: truncated(target, MAX_TARGET),
-            reason: truncated(reason, MAX_REASON),
+            reason: truncated(reason, MAX_DENIAL_REASON),
         };
         let message = denial.message(&self.plugin);
         if self.denials.len() < MAX_DENIALS {

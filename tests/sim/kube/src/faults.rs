@@ -256,8 +256,9 @@ fn injected_error(status: u16, retry_after: Option<u32>, r: &RequestFacts<'_>) -
             "the server was unable to return a response in the time allotted, but may still be processing the request",
         ),
         404 => ApiError::not_found(r.resource, r.name),
-        // What a list or watch from a compacted resourceVersion gets (etcd's "required revision has been
-        // compacted", as the API server words it); clients relist.
+        // What a list from a compacted resourceVersion gets (etcd's "required revision has been compacted", as the
+        // API server words it). The real server tells a watch the same in an ERROR event of a 200 stream; here a
+        // watch gets it as the answer itself, which client-go and kube-rs treat alike: they relist.
         410 => ApiError::new(410, "Expired", "too old resource version: 1 (2)"),
         other => ApiError::new(other, "", format!("injected fault with status {other}")),
     };

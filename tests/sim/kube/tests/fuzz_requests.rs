@@ -1,4 +1,4 @@
-//! Fuzz target `kube-sim-requests`: generated HTTP requests straight into kube-sim's handler (`api::handle`, no
+//! Fuzz target `fuzz_kube_sim_requests`: generated HTTP requests straight into kube-sim's handler (`api::handle`, no
 //! socket), as a client that is wrong in every way would send them: any method; paths built from real API path
 //! shapes with segments replaced by anything (percent-encoded); real query parameters with any value; every
 //! content type the server knows and some it does not; bodies that are objects, patches, YAML, protobuf-looking
@@ -239,10 +239,10 @@ impl Req {
 
     fn streams(&self) -> bool {
         self.segments.iter().any(|s| s == "watch" || s == "log")
-            || self
-                .query
-                .iter()
-                .any(|(k, v)| (k == "watch" || k == "follow") && matches!(v.as_str(), "true" | "1"))
+            || self.query.iter().any(|(k, v)| {
+                (k == "watch" || k == "follow")
+                    && matches!(v.as_str(), "1" | "t" | "T" | "true" | "True" | "TRUE")
+            })
     }
 }
 
@@ -252,6 +252,7 @@ async fn send(
     uri: &str,
     headers: &[(&str, &str)],
     body: Vec<u8>,
+    streams: bool,
 ) -> (u16, Option<String>, Option<Bytes>, bool) {
     let mut builder = http::Request::builder().method(method).uri(uri);
     for (k, v) in headers {
@@ -267,8 +268,14 @@ async fn send(
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    // A watch or a followed log streams until the client goes: read what comes within a moment.
-    match tokio::time::timeout(Duration::from_millis(300), response.into_body().collect()).await {
+    // A watch or a followed log streams until the client goes: read what comes within a moment. Anything else
+    // gets as long as a slow machine needs.
+    let within = if streams {
+        Duration::from_millis(300)
+    } else {
+        Duration::from_secs(30)
+    };
+    match tokio::time::timeout(within, response.into_body().collect()).await {
         Ok(Ok(collected)) => (status, content_type, Some(collected.to_bytes()), false),
         Ok(Err(never)) => match never {},
         Err(_) => (status, content_type, None, true),
@@ -287,8 +294,14 @@ fn check(api: &Arc<Api>, rt: &tokio::runtime::Runtime, req: &Req) -> Result<(), 
     if let Some(a) = &req.accept {
         headers.push(("accept", a.as_str()));
     }
-    let (status, content_type, body, streamed) =
-        rt.block_on(send(api, &req.method, &uri, &headers, req.body.clone()));
+    let (status, content_type, body, streamed) = rt.block_on(send(
+        api,
+        &req.method,
+        &uri,
+        &headers,
+        req.body.clone(),
+        req.streams(),
+    ));
     prop_assert!(
         status != 500,
         "{} {} answered 500: {:?}",
@@ -345,7 +358,14 @@ fn check(api: &Arc<Api>, rt: &tokio::runtime::Runtime, req: &Req) -> Result<(), 
             s
         );
     }
-    let (healthy, ..) = rt.block_on(send(api, "GET", "/api/v1/namespaces", &[], Vec::new()));
+    let (healthy, ..) = rt.block_on(send(
+        api,
+        "GET",
+        "/api/v1/namespaces",
+        &[],
+        Vec::new(),
+        false,
+    ));
     prop_assert_eq!(
         healthy,
         200,
