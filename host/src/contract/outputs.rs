@@ -375,11 +375,7 @@ pub fn truncated(text: &str, max: usize) -> String {
 /// Where a text longer than `max` bytes is cut so that it and the `…` marking the cut fit in `max` (every limit
 /// is far above the marker's 3 bytes).
 fn cut_at(text: &str, max: usize) -> usize {
-    let mut end = max.saturating_sub('…'.len_utf8());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    end
+    text.floor_char_boundary(max.saturating_sub('…'.len_utf8()))
 }
 
 fn json_kind(value: &Value) -> &'static str {

@@ -19,7 +19,7 @@ use crate::contract::bindings::omni::operator::types::LogLevel;
 use crate::contract::{
     CallContext, MAX_CONDITION_MESSAGE, MAX_CONDITION_TYPE, MAX_EVENT_MESSAGE, MAX_EVENT_REASON,
     MAX_LOG_FIELD_KEY, MAX_LOG_FIELD_VALUE, MAX_LOG_FIELDS, MAX_LOG_MESSAGE, MAX_REASON,
-    too_large_status,
+    too_large_status, truncated,
 };
 
 /// The contract's `condition` record with its strings left in guest memory.
@@ -42,22 +42,11 @@ fn prefix<T: 'static>(
     marked: bool,
 ) -> wasmtime::Result<String> {
     let whole: Cow<'_, str> = text.to_str(store)?;
-    if whole.len() <= max {
-        return Ok(whole.into_owned());
-    }
-    let mut end = if marked {
-        max.saturating_sub('…'.len_utf8())
+    Ok(if marked {
+        truncated(&whole, max)
     } else {
-        max
-    };
-    while !whole.is_char_boundary(end) {
-        end -= 1;
-    }
-    let mut kept = whole[..end].to_owned();
-    if marked {
-        kept.push('…');
-    }
-    Ok(kept)
+        whole[..whole.floor_char_boundary(max)].to_owned()
+    })
 }
 
 /// Shadows the generated `call-context` text sinks in `linker` (which must already hold the bindings).
