@@ -74,6 +74,14 @@ struct FailRule {
     retry_after: Option<u32>,
 }
 
+/// Watches that end early: a matching watch, drawn by rate, ends after a random moment within `within`.
+#[derive(Debug, Clone)]
+struct CutRule {
+    matcher: Matcher,
+    rate: f64,
+    within: Duration,
+}
+
 #[derive(Debug, Clone)]
 struct LatencyRule {
     matcher: Matcher,
@@ -83,6 +91,9 @@ struct LatencyRule {
 struct State {
     fail: Vec<FailRule>,
     latency: Vec<LatencyRule>,
+    cuts: Vec<CutRule>,
+    /// Watches cut short so far.
+    watches_cut: u64,
     rng: StdRng,
     /// Failures injected so far, by HTTP status.
     injected: BTreeMap<u16, u64>,
@@ -93,6 +104,8 @@ impl Default for State {
         State {
             fail: Vec::new(),
             latency: Vec::new(),
+            cuts: Vec::new(),
+            watches_cut: 0,
             rng: StdRng::seed_from_u64(0),
             injected: BTreeMap::new(),
         }
@@ -163,10 +176,58 @@ impl Faults {
         self.state().latency.push(LatencyRule { matcher, delay });
     }
 
+    /// Ends a share `rate` of the matching watches early, each at a moment drawn within `within` of its start
+    /// (seeded, like the failure rates), as a load balancer's idle timeout or an API server restart would; until
+    /// cleared. The client sees the stream end and must watch again from where it was.
+    pub fn cut_watches_rate(&self, matcher: Matcher, rate: f64, within: Duration) {
+        self.state().cuts.push(CutRule {
+            matcher,
+            rate: if rate.is_nan() {
+                0.0
+            } else {
+                rate.clamp(0.0, 1.0)
+            },
+            within,
+        });
+    }
+
+    /// Watches cut short so far by [`Faults::cut_watches_rate`].
+    pub fn watches_cut(&self) -> u64 {
+        self.state().watches_cut
+    }
+
+    /// For a watch starting now: when to end it early, if a cut rule draws it.
+    pub fn watch_cut(&self, r: &RequestFacts<'_>) -> Option<Duration> {
+        let mut s = self.state();
+        let State {
+            cuts,
+            rng,
+            watches_cut,
+            ..
+        } = &mut *s;
+        let cut = cuts.iter().find_map(|c| {
+            if !c.matcher.matches(r) || (c.rate < 1.0 && !rng.gen_bool(c.rate)) {
+                return None;
+            }
+            let millis = u64::try_from(c.within.as_millis())
+                .unwrap_or(u64::MAX)
+                .max(1);
+            Some(Duration::from_millis(rng.gen_range(0..millis)))
+        })?;
+        *watches_cut += 1;
+        Some(cut)
+    }
+
+    /// Ends the latency rules alone (a slow spell over), leaving the failure rules.
+    pub fn clear_latency(&self) {
+        self.state().latency.clear();
+    }
+
     pub fn clear(&self) {
         let mut s = self.state();
         s.fail.clear();
         s.latency.clear();
+        s.cuts.clear();
     }
 
     /// Ends every open watch stream, as an API server restart or a load balancer reset would.

@@ -260,6 +260,12 @@ impl KubeSim {
         self.api.log.records()
     }
 
+    /// The requests answered after the one numbered `seq` (0: all kept), so a long run can follow the log
+    /// without copying it whole each time.
+    pub fn requests_since(&self, seq: u64) -> Vec<request_log::RequestRecord> {
+        self.api.log.records_since(seq)
+    }
+
     /// The cluster administrator, authenticating with a bearer token.
     pub fn admin(&self) -> User {
         let u = admin_user();
@@ -422,6 +428,33 @@ impl KubeSim {
             .await
             .map_err(|e| anyhow!("applying {kind} {name}: {}", e.message))?;
         Ok(w.object)
+    }
+
+    /// Deletes one object as kubectl does (finalizers still hold it until they are removed); Ok(false) when it
+    /// did not exist. Not subject to injected faults: the caller is the test, not a client under test.
+    pub async fn delete(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<bool> {
+        let rt = self
+            .cluster()
+            .registry()
+            .by_kind(api_version, kind)
+            .ok_or_else(|| anyhow!("no resource serves {api_version} {kind}"))?;
+        let ns = if rt.namespaced { namespace } else { "" };
+        let ctx = WriteCtx::system("kube-sim");
+        match self
+            .cluster()
+            .delete(&rt, ns, name, &cluster::DeleteOptions::default(), &ctx)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) if e.code == 404 => Ok(false),
+            Err(e) => Err(anyhow!("deleting {kind} {name}: {}", e.message)),
+        }
     }
 
     /// Reads one object; None when it does not exist.

@@ -68,6 +68,15 @@ impl RequestLog {
         inner.records.push_back(r);
     }
 
+    /// The records numbered after `seq`, oldest first.
+    pub fn records_since(&self, seq: u64) -> Vec<RequestRecord> {
+        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        // Sequence numbers are consecutive, so the first wanted record's position follows from the oldest kept.
+        let oldest = inner.records.front().map_or(0, |r| r.seq);
+        let skip = (seq + 1).saturating_sub(oldest.max(1)) as usize;
+        inner.records.iter().skip(skip).cloned().collect()
+    }
+
     pub fn records(&self) -> Vec<RequestRecord> {
         self.inner
             .lock()
@@ -76,5 +85,49 @@ impl RequestLog {
             .iter()
             .cloned()
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(name: &str) -> RequestRecord {
+        RequestRecord {
+            seq: 0,
+            user: "u".into(),
+            verb: "get".into(),
+            group: String::new(),
+            resource: "configmaps".into(),
+            subresource: String::new(),
+            namespace: "default".into(),
+            name: name.into(),
+            status: 200,
+        }
+    }
+
+    #[test]
+    fn records_since_follows_the_log_past_its_capacity() {
+        let log = RequestLog {
+            capacity: 3,
+            ..RequestLog::default()
+        };
+        assert!(log.records_since(0).is_empty());
+        for i in 0..5 {
+            log.record(record(&format!("o{i}")));
+        }
+        // Kept: 3, 4, 5.
+        let names =
+            |since: u64| -> Vec<u64> { log.records_since(since).iter().map(|r| r.seq).collect() };
+        assert_eq!(
+            names(0),
+            [3, 4, 5],
+            "older ones are gone; what is kept comes back"
+        );
+        assert_eq!(names(3), [4, 5]);
+        assert_eq!(names(4), [5]);
+        assert_eq!(names(5), Vec::<u64>::new());
+        assert_eq!(names(9), Vec::<u64>::new());
+        assert_eq!(log.records_since(4)[0].name, "o4");
     }
 }

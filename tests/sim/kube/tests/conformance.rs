@@ -2200,6 +2200,124 @@ mod faults {
             counts.text
         );
     }
+
+    /// Watches cut short by rate, as a load balancer's idle timeout or an API server restart ends them: a watch of
+    /// the matching resource ends long before its `timeoutSeconds`, other resources' watches do not, the cuts are
+    /// counted, and kube-rs's watcher, watching again from where it was, misses nothing.
+    #[tokio::test]
+    async fn watches_cut_by_rate_end_early_and_a_watcher_misses_nothing() {
+        use futures::{AsyncBufReadExt, StreamExt, TryStreamExt};
+        use kube::runtime::{WatchStreamExt, watcher};
+
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = client_without_retries(&sim).await;
+        let bad = send_json(
+            &c,
+            "POST",
+            "/__sim/cut-watches",
+            &json!({"resource": "configmaps", "rate": 1, "withinMillis": 0}),
+        )
+        .await;
+        assert_eq!(bad.status, 400, "{}", bad.text);
+        assert!(
+            bad.text.contains("withinMillis must be at least 1"),
+            "{}",
+            bad.text
+        );
+        let rule = json!({"resource": "configmaps", "rate": 1, "withinMillis": 300});
+        let set = send_json(&c, "POST", "/__sim/cut-watches", &rule).await;
+        assert_eq!(set.status, 200, "{}", set.text);
+
+        // Asked for an hour, ended within the bound.
+        let ends_within = |path: String, bound: std::time::Duration| {
+            let c = c.clone();
+            async move {
+                let req = http::Request::get(path).body(Vec::new()).expect("req");
+                let mut lines = c.request_stream(req).await.expect("watch").lines();
+                tokio::time::timeout(bound, async {
+                    while lines.try_next().await.ok().flatten().is_some() {}
+                })
+                .await
+                .is_ok()
+            }
+        };
+        assert!(
+            ends_within(
+                format!("{CONFIGMAPS}?watch=true&timeoutSeconds=3600"),
+                std::time::Duration::from_secs(5)
+            )
+            .await,
+            "a cut watch ends early"
+        );
+        assert!(
+            !ends_within(
+                "/api/v1/namespaces/default/secrets?watch=true&timeoutSeconds=3600".into(),
+                std::time::Duration::from_secs(2)
+            )
+            .await,
+            "a watch of another resource is not cut"
+        );
+
+        let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+            kube::Api::namespaced(c.clone(), "default");
+        let mut events = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .applied_objects()
+            .boxed();
+        let mut seen = std::collections::BTreeSet::new();
+        // Created while the watcher runs, so it sees them through its (cut) watches, not only its first list.
+        let creator = c.clone();
+        let creates = async move {
+            for i in 0..10 {
+                let r = send_json(
+                    &creator,
+                    "POST",
+                    CONFIGMAPS,
+                    &configmap(&format!("cut-{i}"), json!({})),
+                )
+                .await;
+                assert_eq!(r.status, 201, "{}", r.text);
+                // Spread over several cut watches.
+                tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+            }
+        };
+        let creates = tokio::spawn(creates);
+        tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            while seen.len() < 10 {
+                match events.next().await {
+                    Some(Ok(cm)) => {
+                        seen.insert(cm.metadata.name.unwrap_or_default());
+                    }
+                    Some(Err(e)) => panic!("a cut watch is not an error: {e}"),
+                    None => panic!("the watcher stream ended"),
+                }
+            }
+        })
+        .await
+        .expect("the watcher saw every ConfigMap across the cut watches");
+        creates.await.expect("the creates");
+        let counts = get(&c, "/__sim/faults").await;
+        let counted: Value = serde_json::from_str(&counts.text).expect("JSON");
+        assert!(
+            counted["watchesCut"].as_u64().is_some_and(|n| n >= 2),
+            "{}",
+            counts.text
+        );
+        assert_eq!(
+            send_json(&c, "DELETE", "/__sim/faults", &json!({}))
+                .await
+                .status,
+            200
+        );
+        assert!(
+            !ends_within(
+                format!("{CONFIGMAPS}?watch=true&timeoutSeconds=3600"),
+                std::time::Duration::from_secs(2)
+            )
+            .await,
+            "cleared: watches run to their timeout again"
+        );
+    }
 }
 
 mod authorization {

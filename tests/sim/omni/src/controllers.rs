@@ -48,7 +48,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
         tokio::select! {
             r = changes.changed() => if r.is_err() { return },
             _ = sleep => {}
-            _ = shutdown.changed() => return,
+            _ = shutdown.wait_for(|stop| *stop) => return,
         }
     }
 }

@@ -191,7 +191,7 @@ impl Builder {
             clock: self.clock.clone(),
             faults: Faults::default(),
             records: Mutex::new(Vec::new()),
-            conns: conns.clone(),
+            conns,
             config: service::Config {
                 kubernetes_proxy_url: self.kubernetes_proxy_url.unwrap_or_else(|| {
                     format!("https://{}.kubernetes.omni-sim.invalid", self.account_name)
@@ -210,44 +210,56 @@ impl Builder {
             jwt: OnceLock::new(),
             shutdown: shutdown_rx.clone(),
         });
-        let state =
-            omni_wire::cosi::state_server::StateServer::new(service::StateService(shared.clone()))
-                .accept_compressed(CompressionEncoding::Gzip)
-                .send_compressed(CompressionEncoding::Gzip)
-                .max_decoding_message_size(MAX_MESSAGE_BYTES)
-                .max_encoding_message_size(MAX_MESSAGE_BYTES);
-        let management =
-            omni_wire::management::management_service_server::ManagementServiceServer::new(
-                service::ManagementService(shared.clone()),
-            )
-            .accept_compressed(CompressionEncoding::Gzip)
-            .send_compressed(CompressionEncoding::Gzip)
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES);
-        let routes = tonic::service::Routes::new(state)
-            .add_service(management)
-            .prepare();
         let ca_pem = pki.as_ref().map(|p| p.ca_pem.clone());
-        let tasks = vec![
-            tokio::spawn(server::serve(
-                listener,
-                routes,
-                pki.map(|p| p.config),
-                conns,
-                shutdown_rx,
-            )),
-            tokio::spawn(controllers::run(shared.clone())),
-        ];
+        let tls = pki.map(|p| p.config);
+        let tasks = serve_tasks(&shared, listener, tls.clone(), shutdown_rx);
         tracing::info!(%endpoint, "omni-sim listening");
         Ok(OmniSim {
             shared,
             addr,
             endpoint,
             ca_pem,
+            tls,
             shutdown: shutdown_tx,
             tasks,
         })
     }
+}
+
+/// The server and the controllers, serving `shared` on `listener` until `shutdown` turns true.
+fn serve_tasks(
+    shared: &Arc<service::Shared>,
+    listener: tokio::net::TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    shutdown: watch::Receiver<bool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let state =
+        omni_wire::cosi::state_server::StateServer::new(service::StateService(shared.clone()))
+            .accept_compressed(CompressionEncoding::Gzip)
+            .send_compressed(CompressionEncoding::Gzip)
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES);
+    let management =
+        omni_wire::management::management_service_server::ManagementServiceServer::new(
+            service::ManagementService(shared.clone()),
+        )
+        .accept_compressed(CompressionEncoding::Gzip)
+        .send_compressed(CompressionEncoding::Gzip)
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES);
+    let routes = tonic::service::Routes::new(state)
+        .add_service(management)
+        .prepare();
+    vec![
+        tokio::spawn(server::serve(
+            listener,
+            routes,
+            tls,
+            shared.conns.clone(),
+            shutdown,
+        )),
+        tokio::spawn(controllers::run(shared.clone())),
+    ]
 }
 
 /// A running simulator. Dropping it stops the server (or call [`OmniSim::stop`]).
@@ -256,6 +268,8 @@ pub struct OmniSim {
     addr: SocketAddr,
     endpoint: String,
     ca_pem: Option<String>,
+    /// Kept for a restart, which serves with the same certificate.
+    tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -355,6 +369,18 @@ impl OmniSim {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// The RPCs recorded since the last drain (or the start), which are then forgotten: a long run reads the
+    /// record as it goes without keeping every request in memory.
+    pub fn drain_records(&self) -> Vec<RpcRecord> {
+        std::mem::take(
+            &mut *self
+                .shared
+                .records
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        )
     }
 
     pub fn clear_records(&self) {
@@ -495,6 +521,46 @@ impl OmniSim {
     }
 
     /// Stops listening, drops every connection and ends every watch.
+    /// Restarts the server, as an Omni upgrade or a crashed pod would: every connection drops (calls in flight
+    /// and open watches end with `Unavailable`), nothing answers for `down_for`, then it serves again on the same
+    /// address. With `keep_state` the resources survive; without, they are gone as after a restore from an empty
+    /// backup (service accounts, which Omni keeps apart from cluster resources, survive either way), and
+    /// bookmarks from before are refused. Faults and the RPC record carry on.
+    pub async fn restart(&mut self, keep_state: bool, down_for: Duration) -> Result<()> {
+        let _ = self.shutdown.send(true);
+        for t in self.tasks.drain(..) {
+            t.abort();
+            let _ = t.await;
+        }
+        if !keep_state {
+            self.shared.store.wipe();
+        }
+        tokio::time::sleep(down_for).await;
+        // The port was just closed; another process could take it meanwhile, which is reported, not retried
+        // forever.
+        let mut bound = None;
+        for _ in 0..50 {
+            match tokio::net::TcpListener::bind(self.addr).await {
+                Ok(l) => {
+                    bound = Some(l);
+                    break;
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+        let listener =
+            bound.with_context(|| format!("binding {} again after the restart", self.addr))?;
+        self.shutdown.send_replace(false);
+        self.tasks = serve_tasks(
+            &self.shared,
+            listener,
+            self.tls.clone(),
+            self.shutdown.subscribe(),
+        );
+        tracing::info!(endpoint = %self.endpoint, keep_state, "omni-sim restarted");
+        Ok(())
+    }
+
     pub async fn stop(mut self) {
         let _ = self.shutdown.send(true);
         for t in self.tasks.drain(..) {

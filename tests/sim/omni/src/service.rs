@@ -773,7 +773,9 @@ fn start_watch(
         loop {
             let change = tokio::select! {
                 c = rx_changes.recv() => c,
-                _ = shutdown.changed() => return,
+                // The value, not a change: after a restart the flag is back to false and new streams must not
+                // take the earlier flips for their own shutdown.
+                _ = shutdown.wait_for(|stop| *stop) => return,
                 _ = tx.closed() => return,
             };
             match change {

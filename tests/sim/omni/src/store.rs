@@ -200,8 +200,9 @@ pub struct Store {
     events: broadcast::Sender<Arc<Change>>,
     changed: watch::Sender<u64>,
     clock: SimClock,
-    /// Distinguishes bookmarks of this store from those of another simulator instance.
-    instance: u64,
+    /// Distinguishes bookmarks of this store from those of another simulator instance (or of this one before a
+    /// restart that lost its state).
+    instance: std::sync::atomic::AtomicU64,
     /// Set by `poke`: something outside the store changed, so the controllers look at everything once.
     poked: std::sync::atomic::AtomicBool,
 }
@@ -237,7 +238,7 @@ impl Store {
             events,
             changed,
             clock,
-            instance: rand::random(),
+            instance: std::sync::atomic::AtomicU64::new(rand::random()),
             poked: Default::default(),
         }
     }
@@ -271,6 +272,22 @@ impl Store {
             inner.history.pop_front();
         }
         let _ = self.events.send(change);
+        self.changed.send_replace(inner.seq);
+    }
+
+    fn instance(&self) -> u64 {
+        self.instance.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Forgets every resource and the change history, as an Omni restored from an empty backup: no change events
+    /// (nobody is watching across the restart), and bookmarks from before are refused.
+    pub(crate) fn wipe(&self) {
+        let mut inner = self.lock();
+        inner.items.clear();
+        inner.by_label.clear();
+        inner.history.clear();
+        self.instance
+            .store(rand::random(), std::sync::atomic::Ordering::SeqCst);
         self.changed.send_replace(inner.seq);
     }
 
@@ -613,7 +630,7 @@ impl Store {
 
     /// Opaque bookmark bytes for a sequence number of this store.
     pub(crate) fn bookmark(&self, seq: u64) -> Vec<u8> {
-        let mut b = self.instance.to_be_bytes().to_vec();
+        let mut b = self.instance().to_be_bytes().to_vec();
         b.extend_from_slice(&seq.to_be_bytes());
         b
     }
@@ -641,7 +658,7 @@ impl Store {
                     .front()
                     .map(|c| c.seq)
                     .unwrap_or(inner.seq + 1);
-                if inst != self.instance
+                if inst != self.instance()
                     || seq > inner.seq
                     || (seq + 1 < oldest && seq != inner.seq)
                 {

@@ -548,4 +548,108 @@ async fn faults_by_rate_replay_from_their_seed_over_a_real_client() {
         sim.faults().injected().get("Error(Unavailable)"),
         Some(&(2 * failed as u64))
     );
+    // A long run follows the record by draining it: each call comes out once, failed or not.
+    let drained = sim.drain_records();
+    let gets = drained
+        .iter()
+        .filter(|r| r.method.ends_with("/Get"))
+        .count();
+    assert_eq!(gets, 60, "{drained:?}");
+    assert_eq!(
+        drained
+            .iter()
+            .filter(|r| r.code == Code::Unavailable)
+            .count(),
+        2 * failed
+    );
+    assert!(sim.drain_records().is_empty());
+    get(&mut c, CLUSTERS, "none").await.ok();
+    assert_eq!(sim.drain_records().len(), 1);
+}
+
+/// Calls `f` until it answers something other than `Unavailable` (a client reconnecting after a restart),
+/// within a generous bound.
+async fn after_reconnect<T, F, Fut>(mut f: F) -> Result<T, tonic::Status>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, tonic::Status>>,
+{
+    let start = Instant::now();
+    loop {
+        match f().await {
+            Err(s)
+                if s.code() == Code::Unavailable && start.elapsed() < Duration::from_secs(30) =>
+            {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// A restart drops every connection (an open watch ends, as Omni's does when its pod goes), answers nothing
+/// while down, then serves on the same address: with its state, or — a restore from an empty backup — without
+/// the resources but with the service accounts. Watches opened after it see live events again.
+#[tokio::test]
+async fn a_restart_drops_connections_and_keeps_or_loses_the_state() {
+    let (mut sim, mut c, _) = setup().await;
+    create(
+        &mut c,
+        res(CLUSTERS, "c1", &[], cluster_spec("1.10.3", "1.33.1")),
+    )
+    .await
+    .expect("created");
+    let before = get(&mut c, CLUSTERS, "c1").await.expect("c1");
+    let mut stream = watch(&mut c, kind_watch(CLUSTERS, false, vec![]))
+        .await
+        .expect("watch");
+    let accepted = sim.connections_accepted();
+
+    sim.restart(true, Duration::from_millis(300))
+        .await
+        .expect("restarts");
+    let ended = tokio::time::timeout(Duration::from_secs(10), stream.message())
+        .await
+        .expect("the watch ends promptly");
+    assert!(
+        !matches!(ended, Ok(Some(_))),
+        "the open watch ended with the restart, got {ended:?}"
+    );
+    let after = after_reconnect(|| {
+        let mut c = c.clone();
+        async move { get(&mut c, CLUSTERS, "c1").await }
+    })
+    .await
+    .expect("c1 survives a restart that keeps the state");
+    assert_eq!(md(&after).version, md(&before).version);
+    assert!(
+        sim.connections_accepted() > accepted,
+        "the client had to connect again"
+    );
+    // A watch opened after the restart is live (its shutdown is the new one, not the one just past).
+    let mut stream = watch(&mut c, kind_watch(CLUSTERS, false, vec![]))
+        .await
+        .expect("watch");
+    create(
+        &mut c,
+        res(CLUSTERS, "c2", &[], cluster_spec("1.10.3", "1.33.1")),
+    )
+    .await
+    .expect("created");
+    let event = next(&mut stream).await.expect("an event after the restart");
+    assert_eq!(id(&event), "c2");
+    assert_eq!(kind(&event), cosi::EventType::Created);
+
+    sim.restart(false, Duration::from_millis(100))
+        .await
+        .expect("restarts");
+    let gone = after_reconnect(|| {
+        let mut c = c.clone();
+        async move { get(&mut c, CLUSTERS, "c1").await }
+    })
+    .await
+    .expect_err("no c1 after losing the state");
+    // NotFound, not Unauthenticated: the service account survived.
+    assert_eq!(gone.code(), Code::NotFound, "{gone:?}");
+    assert!(sim.state().ids("default", CLUSTERS).is_empty());
 }

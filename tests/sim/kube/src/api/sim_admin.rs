@@ -5,7 +5,9 @@
 //! * `POST /__sim/seed` `{"seed":42}` restarts the generator behind rates, so a run replays
 //! * `GET /__sim/faults` answers the failures injected so far by status: `{"injected":{"410":3,"503":1}}`
 //! * `POST /__sim/latency` `{"verb":"get","resource":"secrets","millis":200}`
-//! * `DELETE /__sim/faults` clears failures and latency
+//! * `POST /__sim/cut-watches` `{"resource":"pods","rate":0.1,"withinMillis":5000}`: that share of the matching
+//!   watches ends early, each at a moment within the bound, until cleared
+//! * `DELETE /__sim/faults` clears failures, latency and watch cuts
 //! * `POST /__sim/drop-watches`, `POST /__sim/compact`, `POST /__sim/pause`, `POST /__sim/resume`
 
 use std::sync::Arc;
@@ -40,6 +42,15 @@ fn one() -> u32 {
 #[derive(Deserialize)]
 struct SeedRequest {
     seed: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CutRequest {
+    #[serde(flatten)]
+    matcher: Matcher,
+    rate: f64,
+    within_millis: u64,
 }
 
 #[derive(Deserialize)]
@@ -83,11 +94,28 @@ pub async fn handle(api: &Arc<Api>, method: &str, path: &str, body: &[u8]) -> Re
                 .into_iter()
                 .map(|(status, n)| (status.to_string(), json!(n)))
                 .collect();
-            json_ok(&json!({"injected": injected}))
+            json_ok(&json!({"injected": injected, "watchesCut": api.faults.watches_cut()}))
         }
         ("POST", "/__sim/seed") => match serde_json::from_slice::<SeedRequest>(body) {
             Ok(r) => {
                 api.faults.seed(r.seed);
+                json_ok(&json!({"ok": true}))
+            }
+            Err(e) => parse_err(e),
+        },
+        ("POST", "/__sim/cut-watches") => match serde_json::from_slice::<CutRequest>(body) {
+            Ok(r) if !(0.0..=1.0).contains(&r.rate) => {
+                error(&ApiError::bad_request("rate must be between 0 and 1"))
+            }
+            Ok(r) if r.within_millis == 0 => {
+                error(&ApiError::bad_request("withinMillis must be at least 1"))
+            }
+            Ok(r) => {
+                api.faults.cut_watches_rate(
+                    r.matcher,
+                    r.rate,
+                    Duration::from_millis(r.within_millis),
+                );
                 json_ok(&json!({"ok": true}))
             }
             Err(e) => parse_err(e),

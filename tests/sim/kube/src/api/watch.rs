@@ -97,6 +97,17 @@ pub fn serve(api: &Arc<Api>, call: &Call, rt: &ResourceType, ns: &str) -> ApiRes
         // With no (or a zero) timeout the real server picks one between 30 and 60 minutes.
         None => Duration::from_secs(1800 + u64::from(uuid::Uuid::new_v4().as_bytes()[0]) * 7),
     };
+    // A watch the fault rules cut short ends early, as if the server's timeout had come.
+    let timeout = match api.faults.watch_cut(&crate::faults::RequestFacts {
+        verb: "watch",
+        resource: &call.info.resource,
+        subresource: &call.info.subresource,
+        namespace: &call.info.namespace,
+        name: &call.info.name,
+    }) {
+        Some(cut) => cut.min(timeout),
+        None => timeout,
+    };
     let key = rt.storage_key();
     let from_now = rv_param.is_empty() || rv_param == "0";
     let initial_list = send_initial == Some(true) || (send_initial.is_none() && from_now);
