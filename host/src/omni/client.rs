@@ -648,15 +648,39 @@ fn go_code(code: Code) -> &'static str {
     }
 }
 
+/// A call whose connection failed under it (reset, closed, refused) comes back from tonic as `Unknown` with the
+/// transport error as its source; grpc-go, which Omni's own clients use, reports it as `Unavailable`, and so must
+/// the host, or plugins would take an outage for an unknown failure. The description, from the error chain.
+fn transport_failure(status: &Status) -> Option<String> {
+    if status.code() != Code::Unknown {
+        return None;
+    }
+    let mut source = std::error::Error::source(status);
+    while let Some(e) = source {
+        if e.is::<tonic::transport::Error>() {
+            let mut desc = e.to_string();
+            let mut cause = e.source();
+            while let Some(c) = cause {
+                desc.push_str(": ");
+                desc.push_str(&c.to_string());
+                cause = c.source();
+            }
+            return Some(desc);
+        }
+        source = e.source();
+    }
+    None
+}
+
 /// Maps a gRPC status to the contract's typed error; Omni keeps each error's gRPC code through its validation
 /// wrapper, so the code decides.
 pub fn rpc_error(what: &str, status: &Status) -> HostError {
-    let message = format!(
-        "{what}: rpc error: code = {} desc = {}",
-        go_code(status.code()),
-        status.message()
-    );
-    match status.code() {
+    let (code, desc) = match transport_failure(status) {
+        Some(cause) => (Code::Unavailable, cause),
+        None => (status.code(), status.message().to_string()),
+    };
+    let message = format!("{what}: rpc error: code = {} desc = {desc}", go_code(code));
+    match code {
         // The account cannot use Omni until someone accepts the EULA: not a conflict to retry after a re-read.
         Code::FailedPrecondition if status.message().contains("EULA has not been accepted") => {
             HostError::Forbidden(message)

@@ -203,6 +203,26 @@ async fn remote_refusals_and_outages_are_typed_errors() {
     assert_eq!(err(&results[0]).0, "unavailable");
     omni.faults().set_unavailable(false);
 
+    // A connection dropped in the middle of a call (a restarted Omni, a load balancer's reset): grpc-go, which
+    // Omni's own clients use, reports it as Unavailable, and so does the host, so a plugin retries it as an
+    // outage rather than failing on an unknown error.
+    omni.faults().inject(
+        omni_sim::Matcher::method("Get"),
+        omni_sim::FaultAction::CloseConnection,
+        Some(1),
+    );
+    let results = run(
+        &services,
+        json!([{"op": "get", "type": PATCHES, "id": "x"}]),
+    )
+    .await;
+    let (kind, message) = err(&results[0]);
+    assert_eq!(kind, "unavailable", "{message}");
+    assert!(
+        message.contains("rpc error: code = Unavailable desc = "),
+        "{message}"
+    );
+
     omni.revoke("reader");
     let results = run(
         &services,
