@@ -195,6 +195,7 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
         namespaces: crate::controllers::scope::Namespaces::All,
         shard: None,
         concurrency: crate::controllers::DEFAULT_CONCURRENCY,
+        max_retry_delay: crate::controllers::DEFAULT_MAX_RETRY_DELAY,
         omni_dictionary: opts.omni_dictionary.clone(),
         template_roots: opts.template_roots.clone(),
         releases: releases.clone(),

@@ -436,6 +436,11 @@ enum Command {
         /// Reconciles of one kind running at once (Flux's flag name).
         #[arg(long, default_value_t = omni_operator::controllers::DEFAULT_CONCURRENCY)]
         concurrent: u16,
+        /// The longest an object that keeps failing waits for its next try (Flux's flag name; a Go duration).
+        /// Failures back off from 5 ms, doubling, up to this: it bounds how long the fleet takes to recover once
+        /// an outage ends.
+        #[arg(long, default_value = "2m", value_parser = go_duration)]
+        max_retry_delay: Duration,
         #[command(flatten)]
         sources: SourceArgs,
         #[command(flatten)]
@@ -616,6 +621,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             all_namespaces,
             watch_label_selector,
             concurrent,
+            max_retry_delay,
             sources,
             webhooks,
             metrics_bind_address,
@@ -665,6 +671,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 namespaces,
                 shard,
                 concurrency: concurrent,
+                max_retry_delay,
                 omni_dictionary: cli.omni.dictionary()?,
                 template_roots: cli.omni.template_roots()?,
                 releases: releases.clone(),

@@ -134,6 +134,8 @@ pub struct HostConfig {
     pub shard: Option<String>,
     /// Reconciles of one kind at once (`--concurrent`).
     pub concurrency: u16,
+    /// The cap on an object's retry backoff (`--max-retry-delay`).
+    pub max_retry_delay: std::time::Duration,
     /// Omni's zstd dictionary, for the content Omni stores compressed.
     pub omni_dictionary: Option<omni_wire::compression::Dictionary>,
     /// Directories plugins granted `files` may read (`--template-root`).
@@ -155,6 +157,7 @@ impl HostConfig {
             namespaces: self.namespaces,
             shard: self.shard,
             concurrency: self.concurrency.max(1),
+            max_retry_delay: self.max_retry_delay,
             omni: Arc::new(crate::omni::OmniConnections::new(self.omni_dictionary)),
             template_roots: crate::capabilities::TemplateRoots::new(self.template_roots),
             helm: crate::capabilities::HelmSettings {

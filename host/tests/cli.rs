@@ -1412,6 +1412,18 @@ fn run_refuses_a_bad_namespace_list_or_shard_selector_naming_the_flag() {
         stderr.contains("--namespace \"east,Ops\": \"Ops\" is not a namespace name"),
         "{stderr}"
     );
+    for bad in ["0s", "soon"] {
+        let out = bin()
+            .args(["run", "--namespace", "east", "--max-retry-delay", bad])
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(
+            stderr.contains(&format!("invalid value '{bad}' for '--max-retry-delay")),
+            "{stderr}"
+        );
+    }
 
     let runtime = tokio::runtime::Runtime::new().expect("tokio");
     let sim = runtime.block_on(async {
