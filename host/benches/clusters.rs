@@ -207,7 +207,7 @@ fn driver(args: &[String]) -> Result<()> {
             Settings::default().reconcile_timeout.as_secs()
         );
         if modes.contains(&Mode::Wasm) {
-            warm_plugin_cache().await?;
+            support::warm_plugin_cache(&cache_dir()).await?;
         }
         // Runs alternate between the modes, so a drift in the machine's load affects both alike.
         let mut figures = Vec::new();
@@ -273,22 +273,6 @@ fn print_figures(f: &Figures, target: usize) {
         f.kube_sim_cpu_ms as f64 / 1000.0,
         f.omni_sim_cpu_ms as f64 / 1000.0
     );
-}
-
-/// Compiles the components into the on-disk cache the host loads them from, so the host's peak memory is a
-/// running operator's, not Cranelift's (precompiled artifacts survive restarts).
-async fn warm_plugin_cache() -> Result<()> {
-    let runtime = Runtime::new(RuntimeConfig {
-        cache_dir: Some(cache_dir()),
-        ..RuntimeConfig::default()
-    })?;
-    for p in defaults::PLUGINS {
-        runtime
-            .load(PluginSpec::new(p.name, p.wasm.to_vec()).grants(p.grants()?))
-            .await
-            .with_context(|| format!("compiling built-in plugin {:?}", p.name))?;
-    }
-    Ok(())
 }
 
 async fn run(

@@ -86,7 +86,7 @@ async fn driver(args: Vec<String>) -> Result<()> {
     }
     let charts = tempfile::tempdir()?;
     let repo = ChartRepository::bind(charts.path()).await?;
-    publish_example_chart(&lib, charts.path(), &repo.url).await?;
+    support::publish_example_chart(&lib, charts.path(), &repo.url).await?;
 
     let kubeconfig = work_dir().join("management.kubeconfig");
     management.write_kubeconfig(&kubeconfig, &management.admin())?;
@@ -234,28 +234,6 @@ fn revisions(workloads: &[kube_sim::KubeSim]) -> usize {
                 .count()
         })
         .sum()
-}
-
-/// `examples/charts/hello`, packaged and indexed by Helm in a worker of its own, as `dev --serve-charts` does
-/// (before the clock starts; this worker is not the measured host's).
-async fn publish_example_chart(lib: &Path, dir: &Path, url: &str) -> Result<()> {
-    let engine = WorkerEngine::new(WorkerOptions {
-        program: env!("CARGO_BIN_EXE_omni-operator").into(),
-        lib: lib.to_path_buf(),
-        concurrency: 1,
-        memory_limit: Some(omni_operator::helm::DEFAULT_WORKER_MEMORY),
-    });
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/charts/hello");
-    let publish = Op::Publish {
-        charts: vec![source.display().to_string()],
-        dir: dir.display().to_string(),
-        base_url: url.to_string(),
-    };
-    engine
-        .run(publish, None, Duration::from_secs(60))
-        .await
-        .context("packaging the example chart with Helm")?;
-    Ok(())
 }
 
 /// The host's `key=value` report.

@@ -8,6 +8,10 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use omni_operator::defaults;
+use omni_operator::helm::protocol::Op;
+use omni_operator::helm::{HelmEngine, WorkerEngine, WorkerOptions};
+use omni_operator::runtime::{PluginSpec, Runtime, RuntimeConfig};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
@@ -247,4 +251,42 @@ impl Profiler {
             .context("perf record did not finish writing")??;
         Ok(self.out)
     }
+}
+
+/// Compiles the built-in plugins into the on-disk cache at `cache`, so a host that loads them from there starts
+/// from precompiled code, as a restarted operator does, and its memory is a running operator's, not Cranelift's.
+pub async fn warm_plugin_cache(cache: &Path) -> Result<()> {
+    let runtime = Runtime::new(RuntimeConfig {
+        cache_dir: Some(cache.to_path_buf()),
+        ..RuntimeConfig::default()
+    })?;
+    for p in defaults::PLUGINS {
+        runtime
+            .load(PluginSpec::new(p.name, p.wasm.to_vec()).grants(p.grants()?))
+            .await
+            .with_context(|| format!("compiling built-in plugin {:?}", p.name))?;
+    }
+    Ok(())
+}
+
+/// `examples/charts/hello`, packaged and indexed by Helm into `dir` (served at `url`), in a worker of its own (the
+/// operator binary, as `dev` serves charts), before anything is measured.
+pub async fn publish_example_chart(lib: &Path, dir: &Path, url: &str) -> Result<()> {
+    let engine = WorkerEngine::new(WorkerOptions {
+        program: env!("CARGO_BIN_EXE_omni-operator").into(),
+        lib: lib.to_path_buf(),
+        concurrency: 1,
+        memory_limit: Some(omni_operator::helm::DEFAULT_WORKER_MEMORY),
+    });
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/charts/hello");
+    let publish = Op::Publish {
+        charts: vec![source.display().to_string()],
+        dir: dir.display().to_string(),
+        base_url: url.to_string(),
+    };
+    engine
+        .run(publish, None, Duration::from_secs(60))
+        .await
+        .context("packaging the example chart with Helm")?;
+    Ok(())
 }
