@@ -7,7 +7,7 @@
 //! `spec.suspend` is set: suspend stops syncing, not cleanup.
 
 use omni_api::OmniCluster;
-use omni_api::conditions::{reasons, types};
+use omni_api::conditions::reasons;
 use omni_plugin_sdk::{Host, ReconcileError};
 use omni_template::render;
 use omni_template::sync::{self, Progress};
@@ -15,7 +15,7 @@ use omni_template::sync::{self, Progress};
 use crate::inputs;
 use crate::outcome::{State, Teardown};
 use crate::reconcile::remote_name;
-use crate::timing::{TEARDOWN_RECHECK_MS, failure_backoff_ms, trim_status};
+use crate::timing::{TEARDOWN_RECHECK_MS, deletion_backoff_ms, trim_status};
 
 pub fn finalize<H: Host>(host: &H) -> Result<bool, ReconcileError> {
     teardown(host)?.write(host)
@@ -43,7 +43,7 @@ fn teardown<H: Host>(host: &H) -> Result<Teardown, ReconcileError> {
         return Ok(Teardown::Blocked {
             ready: State::failed(reasons::DELETE_FAILED, message),
             output: String::new(),
-            requeue_ms: failure_backoff_ms(&object, types::READY, &now),
+            requeue_ms: deletion_backoff_ms(&object, &now),
         });
     }
     // The name Omni has the cluster under: the recorded one, which differs from the spec only if a rename was
@@ -66,7 +66,7 @@ fn teardown<H: Host>(host: &H) -> Result<Teardown, ReconcileError> {
         Err(e) => Teardown::Blocked {
             ready: State::failed(reasons::DELETE_FAILED, e),
             output,
-            requeue_ms: failure_backoff_ms(&object, types::READY, &now),
+            requeue_ms: deletion_backoff_ms(&object, &now),
         },
     })
 }

@@ -718,6 +718,31 @@ fn destroy_machines_removes_disconnected_machines_first() {
     );
 }
 
+/// A deletion that fails is retried after as long as the deletion has been failing, not after as long as `Ready`
+/// has been False: a cluster never healthy for a month retries its first failed deletion within seconds.
+#[test]
+fn a_failed_deletion_backs_off_from_the_deletion_not_from_readys_age() {
+    let mut cluster = deleting(cluster_spec());
+    cluster["status"]["conditions"] = json!([{"type": "Ready", "status": "False", "reason": "NotReady",
+        "message": "waiting for the cluster", "lastTransitionTime": "2025-12-01T00:00:00Z"}]);
+    let at = |now: &str| {
+        let host = host_with(cluster.clone(), vec![], &synced_omni())
+            .with_omni_failure(HostError::Unavailable("connection refused".into()))
+            .at(now);
+        assert_eq!(OmniClusterPlugin::finalize(&host), Ok(false));
+        assert_eq!(cond(&host, "Ready").1, "DeleteFailed");
+        host.outputs().requeue_after
+    };
+    // Deleted at midnight: 10 s into the deletion, then an hour into it (capped).
+    assert_eq!(at("2026-01-01T00:00:10Z"), Some(10_000));
+    assert_eq!(at("2026-01-01T01:00:00Z"), Some(timing::MAX_BACKOFF_MS));
+    assert_eq!(
+        timing::MAX_BACKOFF_MS,
+        120_000,
+        "the host's --max-retry-delay"
+    );
+}
+
 #[test]
 fn deletion_without_the_connection_says_how_to_get_out() {
     let mut host = MockHost::new(deleting(cluster_spec()));
