@@ -17,6 +17,7 @@ mod charts;
 mod controllers;
 mod field_selectors;
 mod files_capability;
+mod fuzz_helm;
 mod fuzz_inputs;
 mod fuzz_kinds;
 mod fuzz_outputs;
