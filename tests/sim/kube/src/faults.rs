@@ -82,6 +82,13 @@ struct CutRule {
     within: Duration,
 }
 
+/// Connections dropped: a matching request, drawn by rate, closes its connection without an answer.
+#[derive(Debug, Clone)]
+struct DropRule {
+    matcher: Matcher,
+    rate: f64,
+}
+
 #[derive(Debug, Clone)]
 struct LatencyRule {
     matcher: Matcher,
@@ -94,6 +101,9 @@ struct State {
     cuts: Vec<CutRule>,
     /// Watches cut short so far.
     watches_cut: u64,
+    drops: Vec<DropRule>,
+    /// Connections dropped so far.
+    connections_dropped: u64,
     rng: StdRng,
     /// Failures injected so far, by HTTP status.
     injected: BTreeMap<u16, u64>,
@@ -106,6 +116,8 @@ impl Default for State {
             latency: Vec::new(),
             cuts: Vec::new(),
             watches_cut: 0,
+            drops: Vec::new(),
+            connections_dropped: 0,
             rng: StdRng::seed_from_u64(0),
             injected: BTreeMap::new(),
         }
@@ -218,6 +230,43 @@ impl Faults {
         Some(cut)
     }
 
+    /// Drops the connection of a share `rate` of the matching requests, without an answer (seeded, like the
+    /// failure rates), as a crashed API server or a load balancer's reset does; until cleared. The client sees its
+    /// connection closed in the middle of the request.
+    pub fn drop_connections_rate(&self, matcher: Matcher, rate: f64) {
+        self.state().drops.push(DropRule {
+            matcher,
+            rate: if rate.is_nan() {
+                0.0
+            } else {
+                rate.clamp(0.0, 1.0)
+            },
+        });
+    }
+
+    /// Connections dropped so far by [`Faults::drop_connections_rate`].
+    pub fn connections_dropped(&self) -> u64 {
+        self.state().connections_dropped
+    }
+
+    /// Whether to drop the connection a request came on, instead of answering it.
+    pub fn drop_connection(&self, r: &RequestFacts<'_>) -> bool {
+        let mut s = self.state();
+        let State {
+            drops,
+            rng,
+            connections_dropped,
+            ..
+        } = &mut *s;
+        let dropped = drops
+            .iter()
+            .any(|d| d.matcher.matches(r) && (d.rate >= 1.0 || rng.gen_bool(d.rate)));
+        if dropped {
+            *connections_dropped += 1;
+        }
+        dropped
+    }
+
     /// Ends the latency rules alone (a slow spell over), leaving the failure rules.
     pub fn clear_latency(&self) {
         self.state().latency.clear();
@@ -228,6 +277,7 @@ impl Faults {
         s.fail.clear();
         s.latency.clear();
         s.cuts.clear();
+        s.drops.clear();
     }
 
     /// Ends every open watch stream, as an API server restart or a load balancer reset would.

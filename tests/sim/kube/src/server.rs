@@ -41,6 +41,8 @@ pub async fn serve(
         let acceptor = acceptor.clone();
         conns.spawn(async move {
             let builder = auto::Builder::new(TokioExecutor::new());
+            // Set by a request the fault rules drop: the connection closes under every request on it.
+            let kill = Arc::new(tokio::sync::Notify::new());
             match acceptor {
                 Some(acceptor) => {
                     let tls = match acceptor.accept(stream).await {
@@ -56,26 +58,44 @@ pub async fn serve(
                         .peer_certificates()
                         .and_then(|c| c.first())
                         .and_then(|c| identity_from_cert(c));
+                    let dropper = kill.clone();
                     let svc = service_fn(move |req| {
                         let api = api.clone();
                         let identity = identity.clone();
+                        let dropper = dropper.clone();
                         async move {
+                            if api::drops_connection(&api, &req) {
+                                dropper.notify_one();
+                                std::future::pending::<()>().await;
+                            }
                             Ok::<_, std::convert::Infallible>(api::handle(api, req, identity).await)
                         }
                     });
-                    if let Err(e) = builder.serve_connection(TokioIo::new(tls), svc).await {
-                        tracing::debug!(%peer, error = %e, "connection ended with an error");
+                    tokio::select! {
+                        served = builder.serve_connection(TokioIo::new(tls), svc) => if let Err(e) = served {
+                            tracing::debug!(%peer, error = %e, "connection ended with an error");
+                        },
+                        _ = kill.notified() => tracing::debug!(%peer, "connection dropped (fault injected)"),
                     }
                 }
                 None => {
+                    let dropper = kill.clone();
                     let svc = service_fn(move |req| {
                         let api = api.clone();
+                        let dropper = dropper.clone();
                         async move {
+                            if api::drops_connection(&api, &req) {
+                                dropper.notify_one();
+                                std::future::pending::<()>().await;
+                            }
                             Ok::<_, std::convert::Infallible>(api::handle(api, req, None).await)
                         }
                     });
-                    if let Err(e) = builder.serve_connection(TokioIo::new(stream), svc).await {
-                        tracing::debug!(%peer, error = %e, "connection ended with an error");
+                    tokio::select! {
+                        served = builder.serve_connection(TokioIo::new(stream), svc) => if let Err(e) = served {
+                            tracing::debug!(%peer, error = %e, "connection ended with an error");
+                        },
+                        _ = kill.notified() => tracing::debug!(%peer, "connection dropped (fault injected)"),
                     }
                 }
             }

@@ -2201,6 +2201,75 @@ mod faults {
         );
     }
 
+    /// Connections dropped by rate, as a crashed API server or a load balancer's reset drops them: the request gets
+    /// no answer at all (a transport error, not an HTTP status), other resources are answered on a new
+    /// connection, the drops are counted, and clearing the faults ends them.
+    #[tokio::test]
+    async fn connections_dropped_by_rate_get_no_answer_and_are_counted() {
+        let sim = kube_sim::KubeSim::start().await.expect("start");
+        let c = client_without_retries(&sim).await;
+        let bad = send_json(
+            &c,
+            "POST",
+            "/__sim/drop-connections",
+            &json!({"verb": "get", "resource": "secrets", "rate": 2}),
+        )
+        .await;
+        assert_eq!(bad.status, 400, "{}", bad.text);
+        assert!(
+            bad.text.contains("rate must be between 0 and 1"),
+            "{}",
+            bad.text
+        );
+        let rule = json!({"verb": "get", "resource": "secrets", "rate": 1});
+        let set = send_json(&c, "POST", "/__sim/drop-connections", &rule).await;
+        assert_eq!(set.status, 200, "{}", set.text);
+
+        let request = |path: &str| {
+            http::Request::get(path)
+                .body(kube::client::Body::empty())
+                .expect("request")
+        };
+        for _ in 0..3 {
+            let dropped = tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                c.send(request("/api/v1/namespaces/default/secrets/none")),
+            )
+            .await
+            .expect("the client learns of the drop promptly");
+            assert!(
+                matches!(
+                    dropped,
+                    Err(kube::Error::HyperError(_) | kube::Error::Service(_))
+                ),
+                "no answer, a closed connection: {dropped:?}"
+            );
+        }
+        assert_eq!(
+            get(&c, "/api/v1/namespaces/default/configmaps")
+                .await
+                .status,
+            200,
+            "another resource is answered"
+        );
+        let counts = get(&c, "/__sim/faults").await;
+        let counted: Value = serde_json::from_str(&counts.text).expect("JSON");
+        assert_eq!(counted["connectionsDropped"], 3, "{}", counts.text);
+        assert_eq!(
+            send_json(&c, "DELETE", "/__sim/faults", &json!({}))
+                .await
+                .status,
+            200
+        );
+        assert_eq!(
+            get(&c, "/api/v1/namespaces/default/secrets/none")
+                .await
+                .status,
+            404,
+            "cleared: answered again"
+        );
+    }
+
     /// Watches cut short by rate, as a load balancer's idle timeout or an API server restart ends them: a watch of
     /// the matching resource ends long before its `timeoutSeconds`, other resources' watches do not, the cuts are
     /// counted, and kube-rs's watcher, watching again from where it was, misses nothing.

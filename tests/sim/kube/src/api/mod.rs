@@ -71,6 +71,28 @@ impl Call {
     }
 }
 
+/// Whether the fault rules drop the connection `req` came on rather than answer it (API requests only; the
+/// simulator's own endpoints always answer).
+pub fn drops_connection<B>(api: &Api, req: &Request<B>) -> bool {
+    let path = req.uri().path();
+    if path.starts_with("/__sim/") {
+        return false;
+    }
+    let info = RequestInfo::parse(
+        req.method().as_str(),
+        path,
+        &Query::parse(req.uri().query()),
+    );
+    info.is_resource
+        && api.faults.drop_connection(&RequestFacts {
+            verb: &info.verb,
+            resource: &info.resource,
+            subresource: &info.subresource,
+            namespace: &info.namespace,
+            name: &info.name,
+        })
+}
+
 pub async fn handle<B>(api: Arc<Api>, req: Request<B>, cert: Option<(String, Vec<String>)>) -> Resp
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,

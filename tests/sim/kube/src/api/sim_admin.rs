@@ -7,7 +7,9 @@
 //! * `POST /__sim/latency` `{"verb":"get","resource":"secrets","millis":200}`
 //! * `POST /__sim/cut-watches` `{"resource":"pods","rate":0.1,"withinMillis":5000}`: that share of the matching
 //!   watches ends early, each at a moment within the bound, until cleared
-//! * `DELETE /__sim/faults` clears failures, latency and watch cuts
+//! * `POST /__sim/drop-connections` `{"verb":"get","resource":"secrets","rate":0.05}`: that share of the matching
+//!   requests closes its connection without an answer, until cleared
+//! * `DELETE /__sim/faults` clears failures, latency, watch cuts and connection drops
 //! * `POST /__sim/drop-watches`, `POST /__sim/compact`, `POST /__sim/pause`, `POST /__sim/resume`
 
 use std::sync::Arc;
@@ -54,6 +56,13 @@ struct CutRequest {
 }
 
 #[derive(Deserialize)]
+struct DropRequest {
+    #[serde(flatten)]
+    matcher: Matcher,
+    rate: f64,
+}
+
+#[derive(Deserialize)]
 struct LatencyRequest {
     #[serde(flatten)]
     matcher: Matcher,
@@ -94,7 +103,11 @@ pub async fn handle(api: &Arc<Api>, method: &str, path: &str, body: &[u8]) -> Re
                 .into_iter()
                 .map(|(status, n)| (status.to_string(), json!(n)))
                 .collect();
-            json_ok(&json!({"injected": injected, "watchesCut": api.faults.watches_cut()}))
+            json_ok(&json!({
+                "injected": injected,
+                "watchesCut": api.faults.watches_cut(),
+                "connectionsDropped": api.faults.connections_dropped(),
+            }))
         }
         ("POST", "/__sim/seed") => match serde_json::from_slice::<SeedRequest>(body) {
             Ok(r) => {
@@ -116,6 +129,16 @@ pub async fn handle(api: &Arc<Api>, method: &str, path: &str, body: &[u8]) -> Re
                     r.rate,
                     Duration::from_millis(r.within_millis),
                 );
+                json_ok(&json!({"ok": true}))
+            }
+            Err(e) => parse_err(e),
+        },
+        ("POST", "/__sim/drop-connections") => match serde_json::from_slice::<DropRequest>(body) {
+            Ok(r) if !(0.0..=1.0).contains(&r.rate) => {
+                error(&ApiError::bad_request("rate must be between 0 and 1"))
+            }
+            Ok(r) => {
+                api.faults.drop_connections_rate(r.matcher, r.rate);
                 json_ok(&json!({"ok": true}))
             }
             Err(e) => parse_err(e),
