@@ -72,9 +72,12 @@ impl Plan {
             };
             kube.faults().fail_rate(matcher, rate, status, retry_after);
         }
-        // A fifth of the watches end early, within 30 s of their start (an idle timeout, a restarted API server).
+        // A fifth of the watches end early, within 30 s of their start (an idle timeout, a restarted API server),
+        // and one request in 500 loses its connection without an answer.
         kube.faults()
             .cut_watches_rate(KubeMatcher::default(), 0.2, Duration::from_secs(30));
+        kube.faults()
+            .drop_connections_rate(KubeMatcher::default(), 0.002);
         for w in workloads {
             w.faults().seed(rng.r#gen());
             w.faults()

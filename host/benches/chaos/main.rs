@@ -193,6 +193,7 @@ struct Run {
 struct Injected {
     kube: std::collections::BTreeMap<u16, u64>,
     watches_cut: u64,
+    connections_dropped: u64,
     workloads: u64,
     omni: std::collections::BTreeMap<String, u64>,
     plan: faults::Plan,
@@ -203,6 +204,7 @@ impl Injected {
         Injected {
             kube: world.kube.faults().injected(),
             watches_cut: world.kube.faults().watches_cut(),
+            connections_dropped: world.kube.faults().connections_dropped(),
             workloads: world
                 .workloads
                 .iter()
@@ -221,6 +223,10 @@ impl Injected {
         println!(
             "  {:>7}  kube-sim (management): watches cut short",
             self.watches_cut
+        );
+        println!(
+            "  {:>7}  kube-sim (management): connections dropped without an answer",
+            self.connections_dropped
         );
         println!("  {:>7}  workload kube-sims: HTTP 503", self.workloads);
         for (kind, n) in &self.omni {

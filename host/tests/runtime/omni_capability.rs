@@ -222,6 +222,27 @@ async fn remote_refusals_and_outages_are_typed_errors() {
         message.contains("rpc error: code = Unavailable desc = "),
         "{message}"
     );
+    // The client connects again; until it has, a call may still meet the dropped connection (as grpc-go's
+    // would), so the next answers are awaited, within a generous bound, until Omni's own (no such patch: none).
+    let reconnected = std::time::Instant::now();
+    loop {
+        let results = run(
+            &services,
+            json!([{"op": "get", "type": PATCHES, "id": "x"}]),
+        )
+        .await;
+        if results[0]["error"].is_null() {
+            assert_eq!(ok(&results[0]), &Value::Null, "{}", results[0]);
+            break;
+        }
+        let (kind, message) = err(&results[0]);
+        assert_eq!(kind, "unavailable", "{message}");
+        assert!(
+            reconnected.elapsed() < std::time::Duration::from_secs(30),
+            "still {message} after 30 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 
     omni.revoke("reader");
     let results = run(
