@@ -162,11 +162,7 @@ impl Faults {
         self.state().fail.push(FailRule {
             matcher,
             remaining: None,
-            rate: if rate.is_nan() {
-                0.0
-            } else {
-                rate.clamp(0.0, 1.0)
-            },
+            rate: share(rate),
             status,
             retry_after,
         });
@@ -194,11 +190,7 @@ impl Faults {
     pub fn cut_watches_rate(&self, matcher: Matcher, rate: f64, within: Duration) {
         self.state().cuts.push(CutRule {
             matcher,
-            rate: if rate.is_nan() {
-                0.0
-            } else {
-                rate.clamp(0.0, 1.0)
-            },
+            rate: share(rate),
             within,
         });
     }
@@ -236,11 +228,7 @@ impl Faults {
     pub fn drop_connections_rate(&self, matcher: Matcher, rate: f64) {
         self.state().drops.push(DropRule {
             matcher,
-            rate: if rate.is_nan() {
-                0.0
-            } else {
-                rate.clamp(0.0, 1.0)
-            },
+            rate: share(rate),
         });
     }
 
@@ -343,6 +331,15 @@ impl Faults {
             tokio::time::sleep(delay).await;
         }
         failure.map(|(status, retry_after)| injected_error(status, retry_after, r))
+    }
+}
+
+/// A rate as a share of requests: clamped to 0..=1, and NaN as none.
+fn share(rate: f64) -> f64 {
+    if rate.is_nan() {
+        0.0
+    } else {
+        rate.clamp(0.0, 1.0)
     }
 }
 
