@@ -40,9 +40,6 @@ pub async fn serve(
         let api = api.clone();
         let acceptor = acceptor.clone();
         conns.spawn(async move {
-            let builder = auto::Builder::new(TokioExecutor::new());
-            // Set by a request the fault rules drop: the connection closes under every request on it.
-            let kill = Arc::new(tokio::sync::Notify::new());
             match acceptor {
                 Some(acceptor) => {
                     let tls = match acceptor.accept(stream).await {
@@ -58,48 +55,38 @@ pub async fn serve(
                         .peer_certificates()
                         .and_then(|c| c.first())
                         .and_then(|c| identity_from_cert(c));
-                    let dropper = kill.clone();
-                    let svc = service_fn(move |req| {
-                        let api = api.clone();
-                        let identity = identity.clone();
-                        let dropper = dropper.clone();
-                        async move {
-                            if api::drops_connection(&api, &req) {
-                                dropper.notify_one();
-                                std::future::pending::<()>().await;
-                            }
-                            Ok::<_, std::convert::Infallible>(api::handle(api, req, identity).await)
-                        }
-                    });
-                    tokio::select! {
-                        served = builder.serve_connection(TokioIo::new(tls), svc) => if let Err(e) = served {
-                            tracing::debug!(%peer, error = %e, "connection ended with an error");
-                        },
-                        _ = kill.notified() => tracing::debug!(%peer, "connection dropped (fault injected)"),
-                    }
+                    serve_connection(tls, api, identity, peer).await;
                 }
-                None => {
-                    let dropper = kill.clone();
-                    let svc = service_fn(move |req| {
-                        let api = api.clone();
-                        let dropper = dropper.clone();
-                        async move {
-                            if api::drops_connection(&api, &req) {
-                                dropper.notify_one();
-                                std::future::pending::<()>().await;
-                            }
-                            Ok::<_, std::convert::Infallible>(api::handle(api, req, None).await)
-                        }
-                    });
-                    tokio::select! {
-                        served = builder.serve_connection(TokioIo::new(stream), svc) => if let Err(e) = served {
-                            tracing::debug!(%peer, error = %e, "connection ended with an error");
-                        },
-                        _ = kill.notified() => tracing::debug!(%peer, "connection dropped (fault injected)"),
-                    }
-                }
+                None => serve_connection(stream, api, None, peer).await,
             }
         });
     }
     conns.abort_all();
+}
+
+/// Serves one connection until it ends, or until a request the fault rules drop closes it without an answer
+/// (each request carries the connection's kill switch to `api::handle`).
+async fn serve_connection<IO>(
+    io: IO,
+    api: Arc<Api>,
+    identity: Option<(String, Vec<String>)>,
+    peer: std::net::SocketAddr,
+) where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let kill = api::ConnectionKill::default();
+    let switch = kill.clone();
+    let svc = service_fn(move |mut req| {
+        let api = api.clone();
+        let identity = identity.clone();
+        req.extensions_mut().insert(switch.clone());
+        async move { Ok::<_, std::convert::Infallible>(api::handle(api, req, identity).await) }
+    });
+    let builder = auto::Builder::new(TokioExecutor::new());
+    tokio::select! {
+        served = builder.serve_connection(TokioIo::new(io), svc) => if let Err(e) = served {
+            tracing::debug!(%peer, error = %e, "connection ended with an error");
+        },
+        _ = kill.pulled() => tracing::debug!(%peer, "connection dropped (fault injected)"),
+    }
 }

@@ -71,26 +71,20 @@ impl Call {
     }
 }
 
-/// Whether the fault rules drop the connection `req` came on rather than answer it (API requests only; the
-/// simulator's own endpoints always answer).
-pub fn drops_connection<B>(api: &Api, req: &Request<B>) -> bool {
-    let path = req.uri().path();
-    if path.starts_with("/__sim/") {
-        return false;
+/// A connection's kill switch, carried by each of its requests: pulled by a request the fault rules drop, it
+/// closes the connection without an answer.
+#[derive(Clone, Default)]
+pub struct ConnectionKill(Arc<tokio::sync::Notify>);
+
+impl ConnectionKill {
+    fn pull(&self) {
+        self.0.notify_one();
     }
-    let info = RequestInfo::parse(
-        req.method().as_str(),
-        path,
-        &Query::parse(req.uri().query()),
-    );
-    info.is_resource
-        && api.faults.drop_connection(&RequestFacts {
-            verb: &info.verb,
-            resource: &info.resource,
-            subresource: &info.subresource,
-            namespace: &info.namespace,
-            name: &info.name,
-        })
+
+    /// Resolves once a request has pulled the switch.
+    pub async fn pulled(&self) {
+        self.0.notified().await;
+    }
 }
 
 pub async fn handle<B>(api: Arc<Api>, req: Request<B>, cert: Option<(String, Vec<String>)>) -> Resp
@@ -99,6 +93,7 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let (parts, body) = req.into_parts();
+    let kill = parts.extensions.get::<ConnectionKill>().cloned();
     let path = parts.uri.path().to_string();
     let query = Query::parse(parts.uri.query());
     let method = parts.method.as_str().to_string();
@@ -153,6 +148,15 @@ where
             });
         }
     };
+    // The simulator's own endpoints (answered above) always answer; a request dropped gets nothing, not even a
+    // line in the request log, as a crashed server would leave it.
+    if info.is_resource
+        && let Some(kill) = &kill
+        && api.faults.drop_connection(&facts)
+    {
+        kill.pull();
+        return std::future::pending().await;
+    }
     if let Some(e) = api.faults.before(&facts).await {
         logged(e.code, &user, &info);
         return error(&e);
