@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::{Value, json};
 
 pub const API: &str = "omni.texashpc.com/v1alpha1";
@@ -278,6 +278,10 @@ impl Fleet {
     /// The objects the fleet starts from besides its units: the connection and its Secret, the workload clusters'
     /// kubeconfig Secrets.
     pub fn base_objects(&self, key: &str, workload_kubeconfigs: &[String]) -> Result<Vec<Value>> {
+        anyhow::ensure!(
+            workload_kubeconfigs.len() >= self.shape.workloads,
+            "a kubeconfig for every workload cluster"
+        );
         let mut out = vec![
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
             json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": {"name": SERVICE_ACCOUNT_SECRET, "namespace": NAMESPACE},
@@ -291,9 +295,6 @@ impl Fleet {
                 "metadata": {"name": workload_secret(w), "namespace": NAMESPACE},
                 "stringData": {"kubeconfig": kubeconfig}}),
             );
-        }
-        if workload_kubeconfigs.len() < self.shape.workloads {
-            return None.context("a kubeconfig for every workload cluster");
         }
         Ok(out)
     }

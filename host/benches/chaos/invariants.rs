@@ -123,21 +123,27 @@ pub fn converged(
                 Some(_) => {}
             }
         }
-        let get = |kind: &str| kube.get(API, kind, NAMESPACE, &name);
+        // The unit's own object reports its work done, for the generation it is at.
+        let (kind, condition) = match unit {
+            Unit::Cluster(_) => ("OmniCluster", "Synced"),
+            Unit::Release(_) => ("OmniHelmRelease", "Ready"),
+            Unit::Export(_) => ("OmniKubeconfigExport", "Ready"),
+            Unit::Sync(_) => ("OmniSecretSync", "Ready"),
+        };
+        if let Some(o) = kube.get(API, kind, NAMESPACE, &name)
+            && !(condition_true(&o, condition) && observed(&o))
+        {
+            out.push(violation(
+                unit,
+                format!(
+                    "{kind} not {condition} at its generation: {}",
+                    conditions(&o)
+                ),
+            ));
+        }
         match unit {
             Unit::Cluster(_) => {
                 wanted_clusters.insert(name.clone());
-                if let Some(o) = get("OmniCluster")
-                    && !(condition_true(&o, "Synced") && observed(&o))
-                {
-                    out.push(violation(
-                        unit,
-                        format!(
-                            "OmniCluster not Synced at its generation: {}",
-                            conditions(&o)
-                        ),
-                    ));
-                }
                 let edits = wanted.edits;
                 match state.get("default", CLUSTERS, &name) {
                     None => out.push(violation(unit, "no Cluster in Omni".into())),
@@ -175,14 +181,6 @@ pub fn converged(
             Unit::Release(r) => {
                 let w = r / fleet.shape.releases_per_workload;
                 wanted_releases.entry(w).or_default().insert(name.clone());
-                if let Some(o) = get("OmniHelmRelease")
-                    && !(condition_true(&o, "Ready") && observed(&o))
-                {
-                    out.push(violation(
-                        unit,
-                        format!("not Ready at its generation: {}", conditions(&o)),
-                    ));
-                }
                 let (_, message) = Fleet::release_values(r, wanted.edits);
                 let workload = &workloads[w];
                 let deployed = workload
@@ -212,14 +210,6 @@ pub fn converged(
                 }
             }
             Unit::Export(e) => {
-                if let Some(o) = get("OmniKubeconfigExport")
-                    && !(condition_true(&o, "Ready") && observed(&o))
-                {
-                    out.push(violation(
-                        unit,
-                        format!("not Ready at its generation: {}", conditions(&o)),
-                    ));
-                }
                 let exported = kube
                     .get("v1", "Secret", NAMESPACE, &export_secret(e))
                     .and_then(|s| s["data"]["kubeconfig"].as_str().map(str::len));
@@ -231,14 +221,6 @@ pub fn converged(
                 }
             }
             Unit::Sync(s) => {
-                if let Some(o) = get("OmniSecretSync")
-                    && !(condition_true(&o, "Ready") && observed(&o))
-                {
-                    out.push(violation(
-                        unit,
-                        format!("not Ready at its generation: {}", conditions(&o)),
-                    ));
-                }
                 let w = fleet.workload_of(unit).unwrap_or(0);
                 let want = base64::engine::general_purpose::STANDARD
                     .encode(Fleet::sync_value(s, wanted.edits));

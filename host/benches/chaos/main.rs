@@ -239,6 +239,16 @@ impl Injected {
 }
 
 impl Run {
+    /// What the fleet wants and does not have yet (empty: converged).
+    fn unconverged(&self) -> Vec<Violation> {
+        invariants::converged(
+            &self.fleet,
+            &self.world.kube,
+            &self.world.workloads,
+            &self.world.omni,
+        )
+    }
+
     /// Keeps the replicas up and reads the history so far.
     fn follow(&mut self) -> Result<()> {
         self.replicas.supervise()?;
@@ -268,12 +278,7 @@ impl Run {
         let started = Instant::now();
         loop {
             self.follow()?;
-            let pending = invariants::converged(
-                &self.fleet,
-                &self.world.kube,
-                &self.world.workloads,
-                &self.world.omni,
-            );
+            let pending = self.unconverged();
             if pending.is_empty() {
                 break;
             }
@@ -369,12 +374,7 @@ impl Run {
         while stopped.elapsed() < self.opts.converge {
             recreate_due(&mut self.fleet, &self.world, &mut self.churn).await?;
             self.follow()?;
-            remaining = invariants::converged(
-                &self.fleet,
-                &self.world.kube,
-                &self.world.workloads,
-                &self.world.omni,
-            );
+            remaining = self.unconverged();
             if remaining.is_empty() {
                 break;
             }

@@ -2053,6 +2053,13 @@ mod discovery_and_openapi {
 
 mod faults {
     use super::*;
+
+    /// A fault request the simulator refuses: 400, with `message` in the answer.
+    async fn refused(c: &kube::Client, path: &str, body: &Value, message: &str) {
+        let bad = send_json(c, "POST", path, body).await;
+        assert_eq!(bad.status, 400, "{}", bad.text);
+        assert!(bad.text.contains(message), "{}", bad.text);
+    }
     use kube_sim::Matcher;
 
     #[tokio::test]
@@ -2105,19 +2112,13 @@ mod faults {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         // Without kube-rs's retries: they would spend the injected failures before the test saw them.
         let c = client_without_retries(&sim).await;
-        let bad = send_json(
+        refused(
             &c,
-            "POST",
             "/__sim/faults",
             &json!({"verb": "list", "status": 410, "rate": 1.5}),
+            "rate must be between 0 and 1",
         )
         .await;
-        assert_eq!(bad.status, 400, "{}", bad.text);
-        assert!(
-            bad.text.contains("rate must be between 0 and 1"),
-            "{}",
-            bad.text
-        );
         // By rate, on the reads of one Secret: the same seed gives the same failures, request for request.
         let rule = json!({"verb": "get", "resource": "secrets", "status": 503, "rate": 0.5});
         assert_eq!(
@@ -2208,19 +2209,13 @@ mod faults {
     async fn connections_dropped_by_rate_get_no_answer_and_are_counted() {
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = client_without_retries(&sim).await;
-        let bad = send_json(
+        refused(
             &c,
-            "POST",
             "/__sim/drop-connections",
             &json!({"verb": "get", "resource": "secrets", "rate": 2}),
+            "rate must be between 0 and 1",
         )
         .await;
-        assert_eq!(bad.status, 400, "{}", bad.text);
-        assert!(
-            bad.text.contains("rate must be between 0 and 1"),
-            "{}",
-            bad.text
-        );
         let rule = json!({"verb": "get", "resource": "secrets", "rate": 1});
         let set = send_json(&c, "POST", "/__sim/drop-connections", &rule).await;
         assert_eq!(set.status, 200, "{}", set.text);
@@ -2280,19 +2275,13 @@ mod faults {
 
         let sim = kube_sim::KubeSim::start().await.expect("start");
         let c = client_without_retries(&sim).await;
-        let bad = send_json(
+        refused(
             &c,
-            "POST",
             "/__sim/cut-watches",
             &json!({"resource": "configmaps", "rate": 1, "withinMillis": 0}),
+            "withinMillis must be at least 1",
         )
         .await;
-        assert_eq!(bad.status, 400, "{}", bad.text);
-        assert!(
-            bad.text.contains("withinMillis must be at least 1"),
-            "{}",
-            bad.text
-        );
         let rule = json!({"resource": "configmaps", "rate": 1, "withinMillis": 300});
         let set = send_json(&c, "POST", "/__sim/cut-watches", &rule).await;
         assert_eq!(set.status, 200, "{}", set.text);
