@@ -387,11 +387,20 @@ async fn a_worker_killed_mid_install_is_restarted_and_the_release_converges() {
         json!({"wait": true, "timeout": "120s", "chart": {"values": {"image": {"repository": NEVER_READY}}}}),
     ))
     .await;
-    env.wait_until("Helm to write the pending-install revision", || {
-        env.revisions("crash")
-            .first()
-            .is_some_and(|(_, s)| s["metadata"]["labels"]["status"] == "pending-install")
-    })
+    // Killed inside Helm's wait: the revision pending and the Deployment applied (Helm writes the revision
+    // first, so under load a kill at the revision alone could come before the Deployment exists).
+    env.wait_until(
+        "Helm to write the pending-install revision and apply the Deployment",
+        || {
+            env.revisions("crash")
+                .first()
+                .is_some_and(|(_, s)| s["metadata"]["labels"]["status"] == "pending-install")
+                && env
+                    .workload
+                    .get("apps/v1", "Deployment", "apps", "crash-demo")
+                    .is_some()
+        },
+    )
     .await;
     let pid = env.engine.worker_pid().await.expect("a running worker");
     let starts = env.engine.starts();
