@@ -29,6 +29,10 @@ pub mod specs {
     tonic::include_proto!("specs");
 }
 
+/// The encoded `google.protobuf.FileDescriptorSet` of every message above, with its imports (`Duration`).
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/omni_wire_descriptors.bin"));
+
 pub use key::{KeyError, ServiceAccountKey};
 
 /// Omni's resource phases as they appear in `Metadata.phase`.

@@ -1,8 +1,11 @@
 //! Go-compatible text helpers, for values the Go operator wrote and that must keep matching byte for byte (a spec
 //! hash over Go `encoding/json`, duration strings in messages and hashes): `time.ParseDuration`,
 //! `time.Duration.String` and `encoding/json` string encoding. Shared by the plugins (through the SDK, as
-//! `omni_plugin_sdk::go`) and the host, which quotes and parses the same way.
+//! `omni_plugin_sdk::go`) and the host, which quotes and parses the same way. [`yaml`] writes YAML as go-yaml
+//! does, for the cluster template's hash, Omni content, and the simulators' answers.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod yaml;
 
 /// Nanoseconds per unit, as Go's `time.unitMap`.
 fn unit_ns(unit: &str) -> Option<u64> {

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use crate::model::{
     Cluster, Machine, MachineSet, Patch, SetKind, Size, Strategy, StringMap, Template,
 };
-use crate::yaml::{self, Node};
+use omni_plugin_sdk::go::yaml::{self, Node};
 
 /// The template's YAML text.
 pub fn to_yaml(template: &Template) -> String {

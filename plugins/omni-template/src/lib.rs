@@ -17,7 +17,8 @@ pub mod render;
 pub mod sync;
 pub mod translate;
 pub mod validate;
-pub mod yaml;
+/// The go-yaml-compatible emitter the template and Omni content are written with (it lives in `omni-go`).
+pub use omni_plugin_sdk::go::yaml;
 
 /// Omni's spec messages (package `specs`), generated from the host's `.proto` subset.
 #[allow(clippy::all, missing_docs)]

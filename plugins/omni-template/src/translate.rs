@@ -14,7 +14,7 @@ use crate::model::{
     StrategyType, StringMap, Template,
 };
 use crate::specs;
-use crate::yaml::{self, Node};
+use omni_plugin_sdk::go::yaml::{self, Node};
 
 /// Omni's resource types (`<PluralName>.omni.sidero.dev`).
 pub mod types {

@@ -226,23 +226,57 @@ impl JwtVerifier {
     }
 }
 
-/// The kubeconfig shape Omni returns (`N = <account>-<cluster>-<user>`), with `certificate-authority-data` when the
-/// proxy's CA is given.
+/// The kubeconfig Omni returns (`N = <account>-<cluster>-<user>`), with `certificate-authority-data` when the
+/// proxy's CA is given, written as client-go's `clientcmd.Write` writes it: the config as JSON, turned into YAML by
+/// `sigs.k8s.io/yaml` (go-yaml v2), so keys sorted and plain scalars unquoted.
 pub fn render(name: &str, server: &str, ca_pem: Option<&str>, token: &str) -> String {
     use base64::Engine as _;
-    let q = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}"));
-    let ca = ca_pem
-        .map(|pem| {
-            format!(
-                "    certificate-authority-data: {}\n",
-                base64::engine::general_purpose::STANDARD.encode(pem)
-            )
-        })
-        .unwrap_or_default();
-    format!(
-        "apiVersion: v1\nclusters:\n- cluster:\n{ca}    server: {server}\n  name: {n}\ncontexts:\n- context:\n    cluster: {n}\n    namespace: default\n    user: {n}\n  name: {n}\ncurrent-context: {n}\nkind: Config\npreferences: {{}}\nusers:\n- name: {n}\n  user:\n    token: {token}\n",
-        server = q(server),
-        n = q(name),
-        token = token
-    )
+    use omni_go::yaml::{Node, to_string_v2};
+    let s = |v: &str| Node::Str(v.to_string());
+    let entries = |pairs: Vec<(&str, Node)>| {
+        Node::Map(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+    };
+    let mut cluster = Vec::new();
+    if let Some(pem) = ca_pem {
+        cluster.push((
+            "certificate-authority-data",
+            s(&base64::engine::general_purpose::STANDARD.encode(pem)),
+        ));
+    }
+    cluster.push(("server", s(server)));
+    let config = entries(vec![
+        ("apiVersion", s("v1")),
+        (
+            "clusters",
+            Node::Seq(vec![entries(vec![
+                ("cluster", entries(cluster)),
+                ("name", s(name)),
+            ])]),
+        ),
+        (
+            "contexts",
+            Node::Seq(vec![entries(vec![
+                (
+                    "context",
+                    entries(vec![
+                        ("cluster", s(name)),
+                        ("namespace", s("default")),
+                        ("user", s(name)),
+                    ]),
+                ),
+                ("name", s(name)),
+            ])]),
+        ),
+        ("current-context", s(name)),
+        ("kind", s("Config")),
+        ("preferences", entries(Vec::new())),
+        (
+            "users",
+            Node::Seq(vec![entries(vec![
+                ("name", s(name)),
+                ("user", entries(vec![("token", s(token))])),
+            ])]),
+        ),
+    ]);
+    to_string_v2(&[config])
 }

@@ -22,6 +22,7 @@ mod kubeconfig;
 pub mod query;
 mod server;
 mod service;
+mod spec_yaml;
 pub mod store;
 pub mod types;
 pub mod validate;
@@ -209,6 +210,7 @@ impl Builder {
             },
             jwt: OnceLock::new(),
             shutdown: shutdown_rx.clone(),
+            spec_yaml: spec_yaml::SpecYaml::new().map_err(anyhow::Error::msg)?,
         });
         let ca_pem = pki.as_ref().map(|p| p.ca_pem.clone());
         let tls = pki.map(|p| p.config);

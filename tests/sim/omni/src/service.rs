@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use base64::Engine as _;
 use futures::Stream;
 use omni_wire::compression::Dictionary;
 use omni_wire::cosi::{self, Event, EventType, Resource, WatchResponse};
@@ -22,6 +21,7 @@ use crate::faults::{FaultAction, Faults, UNAVAILABLE_MESSAGE};
 use crate::keys::{Registry, Role};
 use crate::query::{Filter, IdMatcher};
 use crate::server::{ConnId, Connections};
+use crate::spec_yaml::SpecYaml;
 use crate::store::{Change, ChangeKind, Store, describe, md, tombstone};
 use crate::types::*;
 use crate::validate::{self, TalosVersion};
@@ -54,6 +54,7 @@ pub(crate) struct Shared {
     pub config: Config,
     pub jwt: OnceLock<Result<kubeconfig::JwtKey, String>>,
     pub shutdown: watch::Receiver<bool>,
+    pub spec_yaml: SpecYaml,
 }
 
 /// One call in progress: what gets recorded.
@@ -107,22 +108,18 @@ fn parse_input(r: Option<Resource>) -> Result<Resource, Status> {
     Ok(r)
 }
 
-/// Fills `yaml_spec` as servers do on output; clients ignore it, so any deterministic text will do.
-pub(crate) fn output(mut r: Resource) -> Resource {
-    if let Some(spec) = r.spec.as_mut() {
-        spec.yaml_spec = if spec.proto_spec.is_empty() {
-            "{}\n".into()
-        } else {
-            format!(
-                "protospec: {}\n",
-                base64::engine::general_purpose::STANDARD.encode(&spec.proto_spec)
-            )
-        };
-    }
-    r
-}
-
 impl Shared {
+    /// Fills `yaml_spec` as Omni does on every resource it returns: its rendering of the stored spec.
+    pub(crate) fn output(&self, mut r: Resource) -> Resource {
+        let ty = md(&r).r#type.clone();
+        if let Some(spec) = r.spec.as_mut() {
+            spec.yaml_spec =
+                self.spec_yaml
+                    .render(&ty, &spec.proto_spec, self.config.dictionary.as_ref());
+        }
+        r
+    }
+
     fn enter<T: std::fmt::Debug>(
         &self,
         method: &'static str,
@@ -354,7 +351,7 @@ impl cosi::state_server::State for StateService {
                 ))
             })?;
             Ok(Response::new(cosi::GetResponse {
-                resource: Some(output(found)),
+                resource: Some(s.output(found)),
             }))
         }
         .await;
@@ -385,7 +382,7 @@ impl cosi::state_server::State for StateService {
                 .into_iter()
                 .map(|x| {
                     Ok(cosi::ListResponse {
-                        resource: Some(output(x)),
+                        resource: Some(s.output(x)),
                     })
                 })
                 .collect();
@@ -424,7 +421,7 @@ impl cosi::state_server::State for StateService {
             s.compress(&mut r);
             let stored = s.store.create_as(r, &owner)?;
             Ok(Response::new(cosi::CreateResponse {
-                resource: Some(output(stored)),
+                resource: Some(s.output(stored)),
             }))
         }
         .await;
@@ -459,7 +456,7 @@ impl cosi::state_server::State for StateService {
                 .store
                 .update_as(r, &opts.owner, opts.expected_phase.as_deref())?;
             Ok(Response::new(cosi::UpdateResponse {
-                resource: Some(output(stored)),
+                resource: Some(s.output(stored)),
             }))
         }
         .await;
@@ -497,7 +494,7 @@ impl cosi::state_server::State for StateService {
         let res = async {
             let admitted = s.admit(&mut call, Role::Reader).await?;
             let r = request.into_inner();
-            start_watch(s.clone_arc(), r, admitted.actions)
+            start_watch(s.clone(), r, admitted.actions)
         }
         .await;
         s.leave(call, res)
@@ -584,22 +581,10 @@ impl cosi::state_server::State for StateService {
     }
 }
 
-impl Shared {
-    fn clone_arc(&self) -> SharedRef {
-        SharedRef {
-            store: self.store.clone(),
-            shutdown: self.shutdown.clone(),
-        }
-    }
-}
-
-/// What a watch task needs after the handler returned.
-struct SharedRef {
-    store: Arc<Store>,
-    shutdown: watch::Receiver<bool>,
-}
+impl Shared {}
 
 fn event(
+    s: &Shared,
     kind: EventType,
     resource: Resource,
     old: Option<Resource>,
@@ -607,9 +592,9 @@ fn event(
 ) -> WatchResponse {
     WatchResponse {
         event: vec![Event {
-            resource: Some(output(resource)),
+            resource: Some(s.output(resource)),
             event_type: kind as i32,
-            old: old.map(output),
+            old: old.map(|o| s.output(o)),
             error: None,
             bookmark,
         }],
@@ -618,6 +603,7 @@ fn event(
 
 /// Translates a store change into what this watch sends (label-filter transitions included).
 fn translate(
+    s: &Shared,
     c: &Change,
     id: Option<&str>,
     filter: &Filter,
@@ -630,11 +616,18 @@ fn translate(
     }
     let now = filter.matches(&c.resource);
     match c.kind {
-        ChangeKind::Created => {
-            now.then(|| event(EventType::Created, c.resource.clone(), None, Some(bookmark)))
-        }
+        ChangeKind::Created => now.then(|| {
+            event(
+                s,
+                EventType::Created,
+                c.resource.clone(),
+                None,
+                Some(bookmark),
+            )
+        }),
         ChangeKind::Destroyed => now.then(|| {
             event(
+                s,
                 EventType::Destroyed,
                 c.resource.clone(),
                 None,
@@ -645,18 +638,21 @@ fn translate(
             let before = c.old.as_ref().is_some_and(|o| filter.matches(o));
             match (before, now) {
                 (true, true) => Some(event(
+                    s,
                     EventType::Updated,
                     c.resource.clone(),
                     c.old.clone(),
                     Some(bookmark),
                 )),
                 (true, false) => Some(event(
+                    s,
                     EventType::Destroyed,
                     c.resource.clone(),
                     None,
                     Some(bookmark),
                 )),
                 (false, true) => Some(event(
+                    s,
                     EventType::Created,
                     c.resource.clone(),
                     None,
@@ -669,7 +665,7 @@ fn translate(
 }
 
 fn start_watch(
-    s: SharedRef,
+    s: Arc<Shared>,
     r: cosi::WatchRequest,
     actions: Vec<FaultAction>,
 ) -> Result<Response<BoxStream<WatchResponse>>, Status> {
@@ -701,13 +697,14 @@ fn start_watch(
     let (tx, rx) = mpsc::channel::<Result<WatchResponse, Status>>(256);
     let mut shutdown = s.shutdown.clone();
     tokio::spawn(async move {
-        let store = s.store;
+        let store = s.store.clone();
         let mut rx_changes = sub.rx;
         let mut last_seq = sub.seq;
         let mut first: Vec<WatchResponse> = vec![WatchResponse::default()];
         if opts.start_from_bookmark.is_some() {
             for c in &sub.backlog {
-                if let Some(e) = translate(c, single.as_deref(), &filter, store.bookmark(c.seq)) {
+                if let Some(e) = translate(&s, c, single.as_deref(), &filter, store.bookmark(c.seq))
+                {
                     first.push(e);
                 }
             }
@@ -717,14 +714,16 @@ fn start_watch(
                 .iter()
                 .filter(|c| c.seq <= sub.seq)
             {
-                if let Some(e) = translate(c, single.as_deref(), &filter, store.bookmark(c.seq)) {
+                if let Some(e) = translate(&s, c, single.as_deref(), &filter, store.bookmark(c.seq))
+                {
                     first.push(e);
                 }
             }
         } else if let Some(id) = &single {
             match sub.snapshot.iter().find(|x| md(x).id == *id) {
-                Some(x) => first.push(event(EventType::Created, x.clone(), None, None)),
+                Some(x) => first.push(event(&s, EventType::Created, x.clone(), None, None)),
                 None => first.push(event(
+                    &s,
                     EventType::Destroyed,
                     tombstone(&r.namespace, &r.r#type, id),
                     None,
@@ -733,10 +732,11 @@ fn start_watch(
             }
         } else if opts.bootstrap_contents {
             for x in sub.snapshot.iter().filter(|x| filter.matches(x)) {
-                first.push(event(EventType::Created, x.clone(), None, None));
+                first.push(event(&s, EventType::Created, x.clone(), None, None));
             }
             if api1 && !no_bootstrapped {
                 first.push(event(
+                    &s,
                     EventType::Bootstrapped,
                     tombstone(&r.namespace, &r.r#type, ""),
                     None,
@@ -788,7 +788,7 @@ fn start_watch(
                     }
                     last_seq = c.seq;
                     if let Some(e) =
-                        translate(&c, single.as_deref(), &filter, store.bookmark(c.seq))
+                        translate(&s, &c, single.as_deref(), &filter, store.bookmark(c.seq))
                         && tx.send(Ok(e)).await.is_err()
                     {
                         return;

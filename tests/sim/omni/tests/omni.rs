@@ -617,8 +617,14 @@ async fn large_patches_are_stored_compressed_with_the_dictionary() {
     )
     .await
     .expect("create");
-    let s =
-        specs::ConfigPatchSpec::decode(r.spec.expect("spec").proto_spec.as_slice()).expect("spec");
+    let spec = r.spec.expect("spec");
+    // Omni's ConfigPatchSpec.MarshalYAML renders the content decompressed, whatever is stored.
+    let indented: String = big.lines().map(|l| format!("    {l}\n")).collect();
+    assert_eq!(
+        spec.yaml_spec,
+        format!("data: |\n{indented}compresseddata: []\n")
+    );
+    let s = specs::ConfigPatchSpec::decode(spec.proto_spec.as_slice()).expect("spec");
     assert!(s.data.is_empty() && !s.compressed_data.is_empty());
     assert_eq!(
         dict.decompress(&s.compressed_data).expect("decompresses"),
@@ -645,6 +651,115 @@ async fn large_patches_are_stored_compressed_with_the_dictionary() {
         e.1,
         v1("overriding \"cluster.token\" is not allowed in the config patch")
     );
+}
+
+/// Omni's COSI server answers every Create, Update, Get, List and Watch with `yaml_spec` set to go-yaml v3's
+/// rendering of the typed spec it stored (cosi-project/runtime `protobuf.FromResource`: `yaml.Marshal(r.Spec())`
+/// over the protoc-gen-go struct), never the client's text. The expected texts below are what that marshalling
+/// writes for Omni's generated structs: Go field names lower-cased, declaration order, zero values written, unset
+/// messages `null`, enums as numbers, indent 4.
+#[tokio::test]
+async fn replies_carry_omnis_yaml_rendering_of_the_stored_spec() {
+    let (_sim, mut c, _) = setup().await;
+    let mut cluster = res(
+        CLUSTERS,
+        "c1",
+        &[],
+        specs::ClusterSpec {
+            kubernetes_version: "1.33.1".into(),
+            talos_version: "1.10.3".into(),
+            features: Some(specs::cluster_spec::Features {
+                enable_workload_proxy: true,
+                ..Default::default()
+            }),
+            backup_configuration: Some(specs::EtcdBackupConf {
+                interval: Some(prost_types::Duration {
+                    seconds: 3600,
+                    nanos: 0,
+                }),
+                enabled: true,
+            }),
+        }
+        .encode_to_vec(),
+    );
+    cluster.spec.as_mut().expect("spec").yaml_spec = "whatever: the client wrote\n".into();
+    let created = create(&mut c, cluster).await.expect("cluster");
+    let cluster_yaml = "kubernetesversion: 1.33.1\ntalosversion: 1.10.3\nfeatures:\n    enableworkloadproxy: true\n    \
+        diskencryption: false\n    useembeddeddiscoveryservice: false\n    enablenodeauditskip: false\n\
+        backupconfiguration:\n    interval:\n        seconds: 3600\n        nanos: 0\n    enabled: true\n";
+    assert_eq!(created.spec.expect("spec").yaml_spec, cluster_yaml);
+    assert_eq!(
+        get(&mut c, CLUSTERS, "c1")
+            .await
+            .expect("get")
+            .spec
+            .expect("spec")
+            .yaml_spec,
+        cluster_yaml
+    );
+
+    let set = specs::MachineSetSpec {
+        update_strategy: specs::machine_set_spec::UpdateStrategy::Rolling as i32,
+        machine_allocation: Some(specs::machine_set_spec::MachineAllocation {
+            name: "fast".into(),
+            machine_count: 2,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let created = create(
+        &mut c,
+        res(
+            MACHINE_SETS,
+            "c1-workers",
+            &[(CLUSTER, "c1"), (WORKER, "")],
+            set.encode_to_vec(),
+        ),
+    )
+    .await
+    .expect("machine set");
+    assert_eq!(
+        created.spec.expect("spec").yaml_spec,
+        "updatestrategy: 1\nmachineclass: null\nbootstrapspec: null\ndeletestrategy: 0\n\
+         updatestrategyconfig: null\ndeletestrategyconfig: null\nmachineallocation:\n    name: fast\n    \
+         machinecount: 2\n    allocationtype: 0\nupgradestrategy: 0\nupgradestrategyconfig: null\n"
+    );
+
+    // Text a YAML reader would take for another type is quoted; a multi-line patch is a literal block.
+    let patch = specs::ConfigPatchSpec {
+        data: "machine:\n  sysctls:\n    net.core.somaxconn: \"65535\"\n".into(),
+        compressed_data: vec![],
+    };
+    let created = create(&mut c, res(PATCHES, "p1", &[], patch.encode_to_vec()))
+        .await
+        .expect("patch");
+    assert_eq!(
+        created.spec.expect("spec").yaml_spec,
+        "data: |\n    machine:\n      sysctls:\n        net.core.somaxconn: \"65535\"\ncompresseddata: []\n"
+    );
+    create(
+        &mut c,
+        res(
+            MACHINE_SETS,
+            "c1-control-planes",
+            &[(CLUSTER, "c1"), (CP, "")],
+            vec![],
+        ),
+    )
+    .await
+    .expect("control planes");
+    let nodes = create(
+        &mut c,
+        res(
+            NODES,
+            "m1",
+            &[(CLUSTER, "c1"), (MS, "c1-control-planes"), (CP, "")],
+            vec![],
+        ),
+    )
+    .await
+    .expect("node");
+    assert_eq!(nodes.spec.expect("spec").yaml_spec, "{}\n");
 }
 
 fn kubeconfig_request(ttl_secs: i64, user: &str) -> KubeconfigRequest {
@@ -740,6 +855,17 @@ async fn service_account_kubeconfig_checks_and_jwt() {
     .expect("utf8");
     let v: yaml_serde::Value = yaml_serde::from_str(&yaml).expect("yaml");
     let n = "acme-c1-op";
+    // The bytes clientcmd.Write writes (sigs.k8s.io/yaml over go-yaml v2): keys sorted, sequences at their
+    // key's column, plain scalars unquoted.
+    let token = v["users"][0]["user"]["token"].as_str().expect("token");
+    assert_eq!(
+        yaml,
+        format!(
+            "apiVersion: v1\nclusters:\n- cluster:\n    server: https://acme.kubernetes.example:8095\n  name: {n}\n\
+             contexts:\n- context:\n    cluster: {n}\n    namespace: default\n    user: {n}\n  name: {n}\n\
+             current-context: {n}\nkind: Config\npreferences: {{}}\nusers:\n- name: {n}\n  user:\n    token: {token}\n"
+        )
+    );
     assert_eq!(v["current-context"].as_str(), Some(n));
     assert_eq!(
         v["clusters"][0]["cluster"]["server"].as_str(),

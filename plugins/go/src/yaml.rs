@@ -1,7 +1,8 @@
 //! A deterministic YAML *emitter* that writes the bytes go-yaml (`go.yaml.in/yaml/v4`, v3-compatible defaults)
 //! writes for the values we emit. It is used for: the cluster template, whose SHA-256 is `status.templateHash`
-//! (indent 2), and config-patch and manifest content re-encoded the way Omni's client does it (indent 4). Nothing
-//! here parses YAML.
+//! (indent 2), config-patch and manifest content re-encoded the way Omni's client does it (indent 4), and the
+//! Omni simulator's `yaml_spec` renderings (indent 4). [`to_string_v2`] writes what go-yaml v2 writes under
+//! `sigs.k8s.io/yaml`, as client-go's `clientcmd.Write` does for kubeconfigs. Nothing here parses YAML.
 //!
 //! The bytes come from two stages of go-yaml, and this module copies them in the same order:
 //! * the **representer** asks for a scalar style based on what the string would read back as. Text with a newline
@@ -15,6 +16,11 @@
 //! right of the dash. Anything else is rounded up to the next multiple of the indent, so at indent 4 a mapping
 //! nested in a sequence item's mapping (which sits at 6) is at 8, not 10. Columns count characters, as go-yaml
 //! does. Only the styles go-yaml picks by itself are reachable; we never ask for flow or folded (`>`) style.
+//!
+//! go-yaml v2 differs in three places: its indent is always 2, a block sequence that is a mapping's value starts
+//! at the key's column (libyaml's "indentless" sequence), and its resolver still reads YAML 1.1's `yes`/`off`
+//! words, base-60 floats and `<<` as non-strings, so those ask for double quotes; any text with a newline asks for
+//! a literal block.
 
 use std::cmp::Ordering;
 
@@ -93,11 +99,27 @@ fn yaml_float_text(f: f64) -> String {
 /// with a newline. An `indent` outside 2..=9 is treated as 2, as go-yaml's emitter does.
 pub fn to_string(documents: &[Node], indent: usize) -> String {
     let best_indent = if (2..=9).contains(&indent) { indent } else { 2 };
-    let mut emitter = Emitter::new(best_indent);
+    emit(Emitter::new(best_indent, Dialect::V3), documents)
+}
+
+/// Emits documents as go-yaml v2 does (what `sigs.k8s.io/yaml` and so client-go's `clientcmd.Write` and kubectl
+/// write): indent 2, sequences in a mapping not indented, YAML 1.1 words double-quoted.
+pub fn to_string_v2(documents: &[Node]) -> String {
+    emit(Emitter::new(2, Dialect::V2), documents)
+}
+
+fn emit(mut emitter: Emitter, documents: &[Node]) -> String {
     for (i, document) in documents.iter().enumerate() {
         emitter.document(document, i == 0);
     }
     emitter.out
+}
+
+/// Which go-yaml's rules apply where v2 and v3 differ.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    V2,
+    V3,
 }
 
 /// go-yaml's sort order for the keys of a `map[string]any` (`keyList.Less`):
@@ -216,15 +238,21 @@ enum Style {
 /// go-yaml's `stringv`. Multi-line text asks for a literal block only when it has two or more bytes and some
 /// non-space character (`shouldUseLiteralStyle`): `"\n"` would be an empty-looking block. Strings that YAML 1.1
 /// readers take as something else ask for single quotes. Strings the resolver types ask for double quotes.
-fn requested_style(s: &str) -> Style {
+///
+/// go-yaml v2 (`stringv` there) asks for a literal block for any text with a newline, and double quotes for the
+/// YAML 1.1 words, which its resolver still reads as booleans, merge keys and floats.
+fn requested_style(s: &str, dialect: Dialect) -> Style {
     if s.contains('\n') {
-        if s.len() >= 2 && s.chars().any(|c| !c.is_whitespace()) {
+        if dialect == Dialect::V2 || (s.len() >= 2 && s.chars().any(|c| !c.is_whitespace())) {
             Style::Literal
         } else {
             Style::Double
         }
     } else if is_base60_float(s) || is_old_bool(s) || s == "<<" {
-        Style::Single
+        match dialect {
+            Dialect::V2 => Style::Double,
+            Dialect::V3 => Style::Single,
+        }
     } else if resolves_to_str(s) {
         Style::Plain
     } else {
@@ -652,6 +680,7 @@ enum Slot {
 struct Emitter {
     out: String,
     best_indent: usize,
+    dialect: Dialect,
     /// Current indentation column; `None` at document level (go-yaml's -1).
     indent: Option<usize>,
     column: usize,
@@ -662,10 +691,11 @@ struct Emitter {
 }
 
 impl Emitter {
-    fn new(best_indent: usize) -> Emitter {
+    fn new(best_indent: usize, dialect: Dialect) -> Emitter {
         Emitter {
             out: String::new(),
             best_indent,
+            dialect,
             indent: None,
             column: 0,
             whitespace: true,
@@ -689,7 +719,7 @@ impl Emitter {
             Node::Null => self.scalar("null", Style::Plain, slot),
             Node::Bool(b) => self.scalar(if *b { "true" } else { "false" }, Style::Plain, slot),
             Node::Number(text) => self.scalar(text, Style::Plain, slot),
-            Node::Str(s) => self.scalar(s, requested_style(s), slot),
+            Node::Str(s) => self.scalar(s, requested_style(s, self.dialect), slot),
             // go-yaml writes an empty collection in flow style whatever style was asked for.
             Node::Seq(items) if items.is_empty() => self.empty_flow("[", "]"),
             Node::Map(entries) if entries.is_empty() => self.empty_flow("{", "}"),
@@ -704,7 +734,12 @@ impl Emitter {
     }
 
     fn block_sequence(&mut self, items: &[Node], slot: Slot) {
-        let outer = self.increase_indent(false, slot);
+        // libyaml's indentless sequence (go-yaml v2): a mapping's value on the key's line keeps the key's column.
+        let outer = if self.dialect == Dialect::V2 && slot == Slot::Value && !self.indention {
+            self.indent
+        } else {
+            self.increase_indent(false, slot)
+        };
         for item in items {
             self.write_indent();
             self.write_indicator("-", true, false, true);
@@ -719,11 +754,11 @@ impl Emitter {
             self.write_indent();
             let simple = key.len() <= MAX_SIMPLE_KEY_LEN && !key.chars().any(is_line_break);
             if simple {
-                self.scalar(key, requested_style(key), Slot::SimpleKey);
+                self.scalar(key, requested_style(key, self.dialect), Slot::SimpleKey);
                 self.write_indicator(":", false, false, false);
             } else {
                 self.write_indicator("?", true, false, true);
-                self.scalar(key, requested_style(key), Slot::ComplexKey);
+                self.scalar(key, requested_style(key, self.dialect), Slot::ComplexKey);
                 self.write_indent();
                 self.write_indicator(":", true, false, true);
             }
@@ -1592,5 +1627,67 @@ mod tests {
         let doc = map(&[("a", map(&[("b", num("1"))]))]);
         assert_eq!(to_string(std::slice::from_ref(&doc), 1), "a:\n  b: 1\n");
         assert_eq!(to_string(&[doc], 10), "a:\n  b: 1\n");
+    }
+
+    /// What client-go's `clientcmd.Write` writes for a token kubeconfig (sigs.k8s.io/yaml over go-yaml v2): keys
+    /// in the order given (the caller sorts, as v2 sorts a map's keys), sequences under a key at the key's column,
+    /// plain scalars unquoted.
+    #[test]
+    fn v2_writes_sequences_in_a_mapping_at_the_keys_column() {
+        let kubeconfig = map(&[
+            ("apiVersion", s("v1")),
+            (
+                "clusters",
+                Node::Seq(vec![map(&[
+                    (
+                        "cluster",
+                        map(&[("server", s("https://omni.example:8100"))]),
+                    ),
+                    ("name", s("acme-edge-ops")),
+                ])]),
+            ),
+            ("preferences", map(&[])),
+            (
+                "users",
+                Node::Seq(vec![map(&[
+                    ("name", s("acme-edge-ops")),
+                    ("user", map(&[("token", s("eyJhbGciOi.eyJzdWIi.c2ln"))])),
+                ])]),
+            ),
+        ]);
+        assert_eq!(
+            to_string_v2(&[kubeconfig]),
+            "apiVersion: v1\nclusters:\n- cluster:\n    server: https://omni.example:8100\n  name: acme-edge-ops\n\
+             preferences: {}\nusers:\n- name: acme-edge-ops\n  user:\n    token: eyJhbGciOi.eyJzdWIi.c2ln\n"
+        );
+    }
+
+    #[test]
+    fn v2_nested_sequences_and_sequences_under_complex_keys_are_indented() {
+        let doc = map(&[("a", Node::Seq(vec![Node::Seq(vec![num("1"), num("2")])]))]);
+        assert_eq!(to_string_v2(&[doc]), "a:\n- - 1\n  - 2\n");
+        let long_key = "k".repeat(MAX_SIMPLE_KEY_LEN + 1);
+        let doc = Node::Map(vec![(long_key.clone(), Node::Seq(vec![num("1")]))]);
+        assert_eq!(to_string_v2(&[doc]), format!("? {long_key}\n: - 1\n"));
+    }
+
+    /// v2's resolver reads YAML 1.1 booleans, `<<` and base-60 floats as non-strings, so it double-quotes them
+    /// where v3 single-quotes; a lone newline is a literal block to v2.
+    #[test]
+    fn v2_double_quotes_yaml_1_1_words() {
+        for word in ["yes", "off", "Y", "<<", "1:20"] {
+            let doc = map(&[("k", s(word))]);
+            assert_eq!(
+                to_string_v2(std::slice::from_ref(&doc)),
+                format!("k: \"{word}\"\n")
+            );
+            assert_eq!(to_string(&[doc], 2), format!("k: '{word}'\n"));
+        }
+        let doc = map(&[("k", s("true")), ("n", s("12")), ("p", s("plain text"))]);
+        // Keys follow the same rule: `n` is a YAML 1.1 boolean to v2.
+        assert_eq!(
+            to_string_v2(&[doc]),
+            "k: \"true\"\n\"n\": \"12\"\np: plain text\n"
+        );
     }
 }
