@@ -99,6 +99,9 @@ pub struct WorkerOptions {
 pub const DEFAULT_WORKER_MEMORY: u64 = 1 << 30;
 /// How often the worker's resident memory is read.
 const MEMORY_CHECK: Duration = Duration::from_millis(100);
+/// How long a cancelled action has to end (Helm marks the release failed, or rolls it back) before its worker is
+/// stopped.
+const CANCEL_GRACE: Duration = Duration::from_secs(30);
 
 struct Worker {
     stdin: tokio::process::ChildStdin,
@@ -387,6 +390,28 @@ impl WorkerEngine {
         }
     }
 
+    /// Stops the worker still running action `id` after its cancel. Helm does not watch its context everywhere (a
+    /// chart download has no deadline of its own), and an action the host gave up on must never write once it
+    /// unblocks: its release would change after its failure was reported, behind the retry's back. The other
+    /// actions the worker ran fail as a lost worker does, and are retried; the next action starts a new worker.
+    async fn abandon(&self, id: u64) {
+        let mut guard = self.worker.lock().await;
+        let running = guard.as_ref().is_some_and(|w| {
+            w.pending
+                .lock()
+                .map(|p| p.contains_key(&id))
+                .unwrap_or(false)
+        });
+        if running {
+            tracing::warn!(
+                grace_secs = CANCEL_GRACE.as_secs(),
+                "a cancelled Helm action did not stop; the Helm worker is stopped so it cannot act after its deadline"
+            );
+            // Dropping the worker makes its supervisor kill the process.
+            *guard = None;
+        }
+    }
+
     fn release_lock(&self, release: &str) -> Arc<tokio::sync::Mutex<()>> {
         match self.releases.lock() {
             Ok(mut m) => m.entry(release.to_string()).or_default().clone(),
@@ -430,7 +455,9 @@ impl WorkerEngine {
                         Op::Cancel { id },
                     )
                     .await;
-                let _ = tokio::time::timeout(Duration::from_secs(10), rx).await;
+                if tokio::time::timeout(CANCEL_GRACE, &mut rx).await.is_err() {
+                    self.abandon(id).await;
+                }
                 return Err(EngineError::Timeout(deadline));
             }
         };

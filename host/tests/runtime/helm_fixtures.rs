@@ -1,8 +1,10 @@
 //! What the Helm tests share: libhelm_c, a chart Helm itself created and packaged, a chart repository served on
-//! loopback, and a real OCI registry (Debian's `docker-registry`) on loopback.
+//! loopback, a real OCI registry (Debian's `docker-registry`) on loopback, and a proxy that makes the registry
+//! answer 500.
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -48,6 +50,11 @@ pub struct ChartRepo {
 }
 
 impl ChartRepo {
+    /// The repository's fault switches (error statuses, stalled downloads).
+    pub fn faults(&self) -> &omni_operator::helm::repository::Faults {
+        &self._server.faults
+    }
+
     /// Publishes `helm create NAME` at `version` too, and indexes the repository again (a chart release).
     pub fn add(&self, name: &str, version: &str) {
         self.add_with(name, version, &[]);
@@ -258,4 +265,77 @@ pub fn push_demo_chart(registry: &Registry) -> String {
         .push(&archive, &remote, &json!({"plain_http": true}))
         .expect("helm push");
     remote
+}
+
+/// A TCP proxy in front of an HTTP server (the OCI registry) that can make it answer `500 Internal Server Error`:
+/// while failing, each new connection's first request gets the 500 and the connection closes; otherwise the bytes
+/// pass through both ways. Connections passed through before the switch keep going, so tests switch before the
+/// client connects.
+pub struct FaultyProxy {
+    /// `127.0.0.1:<port>`, to use in place of the upstream's host.
+    pub host: String,
+    failing: Arc<AtomicBool>,
+    failed: Arc<AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FaultyProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl FaultyProxy {
+    pub async fn start(upstream: &str) -> FaultyProxy {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let host = listener.local_addr().expect("address").to_string();
+        let (failing, failed) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicU64::new(0)),
+        );
+        let (on, count, upstream) = (failing.clone(), failed.clone(), upstream.to_string());
+        let task = tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                let (on, count, upstream) = (on.clone(), count.clone(), upstream.clone());
+                tokio::spawn(async move {
+                    if on.load(Ordering::SeqCst) {
+                        // Read the request head, then refuse it.
+                        let mut head = Vec::new();
+                        let mut buf = [0u8; 4096];
+                        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                            match conn.read(&mut buf).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => head.extend_from_slice(&buf[..n]),
+                            }
+                        }
+                        count.fetch_add(1, Ordering::SeqCst);
+                        let _ = conn
+                            .write_all(b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ncontent-length: 21\r\nconnection: close\r\n\r\nregistry fault (test)")
+                            .await;
+                        let _ = conn.shutdown().await;
+                    } else if let Ok(mut up) = tokio::net::TcpStream::connect(&upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut conn, &mut up).await;
+                    }
+                });
+            }
+        });
+        FaultyProxy {
+            host,
+            failing,
+            failed,
+            task,
+        }
+    }
+
+    pub fn fail(&self, on: bool) {
+        self.failing.store(on, Ordering::SeqCst);
+    }
+
+    /// Requests answered with the 500 so far.
+    pub fn failed(&self) -> u64 {
+        self.failed.load(Ordering::SeqCst)
+    }
 }

@@ -12,7 +12,7 @@ use omni_operator::capabilities::ChartSources;
 use serde_json::{Value, json};
 
 use super::helm_env::{API, Env, KUBECONFIG, NEVER_READY, NS, WAIT, is, message, stored_release};
-use super::helm_fixtures::{lib, push_demo_chart, registry};
+use super::helm_fixtures::{FaultyProxy, chart_repo, lib, push_demo_chart, registry};
 use super::support;
 
 /// Install, nothing changed (no new revision), values changed (an upgrade), deletion (an uninstall): the
@@ -501,6 +501,108 @@ async fn an_oci_chart_installs_and_sources_outside_the_allowed_ones_are_refused(
         "{obj:#}"
     );
     assert!(env.revisions("elsewhere").is_empty());
+}
+
+/// A chart download that stalls halfway (the repository sends half the archive and then nothing): the install
+/// gives up at the release's own timeout and says so, the worker stays free for other releases meanwhile, and once
+/// the repository answers in full the release converges with nothing changed in the object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_chart_download_times_out_and_the_release_converges_once_it_flows() {
+    let env = Env::start().await;
+    env.repo.faults().stall_downloads(true);
+    env.apply(&env.release("stalled", json!({"timeout": "5s"})))
+        .await;
+    // The action's deadline is its timeout plus the engine's margin for Helm to stop by itself; the download
+    // ignores Helm's cancel, so the worker holding it is stopped too.
+    let starts = env.engine.starts();
+    let obj = env
+        .wait("stalled", "the stalled download reported", |o| {
+            is(o, "Ready", "False", "ReconcileFailed")
+        })
+        .await;
+    assert!(
+        message(&obj, "Ready").contains("the Helm action did not finish within 65s"),
+        "{obj:#}"
+    );
+    assert!(env.repo.faults().stalled() >= 1);
+    assert!(env.revisions("stalled").is_empty(), "nothing was installed");
+    // Another release, from a repository that answers, installs while the download is still held.
+    let other = chart_repo().await;
+    env.apply(&env.release(
+        "other",
+        json!({"chart": {"repository": other.url, "chart": "demo", "version": "0.1.0"}}),
+    ))
+    .await;
+    env.wait("other", "installed beside the stalled one", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+    env.repo.faults().stall_downloads(false);
+    let obj = env
+        .wait("stalled", "converged", |o| {
+            is(o, "Ready", "True", "HelmInstalled")
+        })
+        .await;
+    assert_eq!(
+        obj["metadata"]["generation"], 1,
+        "the object was never changed"
+    );
+    // The abandoned action never wrote once its download flowed again: one revision, the retry's.
+    assert_eq!(
+        env.revisions("stalled")
+            .iter()
+            .map(|(v, s)| (*v, s["metadata"]["labels"]["status"].clone()))
+            .collect::<Vec<_>>(),
+        vec![(1, json!("deployed"))]
+    );
+    assert!(
+        env.engine.starts() > starts,
+        "the worker holding the download was replaced"
+    );
+}
+
+/// An OCI registry that answers 500: the release reports the registry's failure and installs nothing; once the
+/// registry answers again it converges, with nothing changed in the object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oci_registry_answering_500_fails_the_release_until_it_recovers() {
+    let registry = registry().await;
+    push_demo_chart(&registry);
+    let proxy = FaultyProxy::start(&registry.host).await;
+    proxy.fail(true);
+    let remote = format!("oci://{}/charts", proxy.host);
+    let sources = ChartSources::only([remote.as_str()])
+        .expect("sources")
+        .with_plain_http([proxy.host.as_str()]);
+    let env = Env::start_with(sources).await;
+    env.apply(&env.release(
+        "oci-500",
+        json!({"chart": {"repository": remote, "chart": format!("{remote}/demo")}}),
+    ))
+    .await;
+    let obj = env
+        .wait("oci-500", "the registry's failure reported", |o| {
+            is(o, "Ready", "False", "ReconcileFailed")
+        })
+        .await;
+    let text = message(&obj, "Ready");
+    assert!(
+        text.starts_with("Helm install failed for release \"oci-500\": ")
+            && text.contains("/v2/charts/demo/manifests/0.1.0")
+            && text.contains("response status code 500"),
+        "{text}"
+    );
+    assert!(proxy.failed() >= 1);
+    assert!(env.revisions("oci-500").is_empty(), "nothing was installed");
+    proxy.fail(false);
+    let obj = env
+        .wait("oci-500", "converged", |o| {
+            is(o, "Ready", "True", "HelmInstalled")
+        })
+        .await;
+    assert_eq!(
+        obj["metadata"]["generation"], 1,
+        "the object was never changed"
+    );
 }
 
 /// The Go operator's own sample (config/samples, a metrics-server release into `kube-system`, in the Go operator's
