@@ -1021,6 +1021,53 @@ async fn a_slow_omni_is_synced_over_several_calls_without_duplicates() {
     assert_eq!(template_resources(env.omni.state()), sample_resources());
 }
 
+/// A partial failure inside one sync: Omni refuses the first MachineSet create while the writes before it
+/// succeeded. The sync reports the refusal; the next one (the failure backoff, no change to the object) creates
+/// exactly what is still missing, so every resource is created once and nothing is left over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sync_refused_partway_is_completed_by_the_next_without_duplicates() {
+    let env = Env::start(quick(), None).await;
+    env.omni.faults().inject(
+        Matcher::method_type("Create", MACHINE_SETS),
+        FaultAction::Error {
+            code: tonic::Code::Unavailable,
+            message: "machine sets are unavailable (fault injected)".into(),
+        },
+        Some(1),
+    );
+    let mark = env.omni.records().len();
+    env.apply_sample().await;
+    let obj = env
+        .wait("Synced=False", WAIT, |o| {
+            cond(o, "Synced").is_some_and(|c| c.status == "False")
+        })
+        .await;
+    let text = cond(&obj, "Synced").expect("Synced").text().2.to_string();
+    assert!(
+        text.contains("machine sets are unavailable (fault injected)"),
+        "{text}"
+    );
+    let obj = env.wait_synced(1).await;
+    assert_eq!(obj["metadata"]["generation"], 1);
+    let since = env.records_since(mark);
+    let refused: Vec<&RpcRecord> = since
+        .iter()
+        .filter(|r| is_write(r) && r.code != tonic::Code::Ok)
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:#?}");
+    // Every template resource created once, in all: none twice, none missing.
+    let mut created: Vec<String> = since
+        .iter()
+        .filter(|r| is_write(r) && r.code == tonic::Code::Ok)
+        .map(describe)
+        .collect();
+    let mut wanted = creates_of(&sample_creates());
+    created.sort();
+    wanted.sort();
+    assert_eq!(created, wanted);
+    assert_eq!(template_resources(env.omni.state()), sample_resources());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_killed_mid_sync_is_completed_by_the_next_one() {
     let mut env = Env::start(quick(), None).await;
