@@ -1,11 +1,13 @@
 //! The faults of a chaos run, all seeded: failures by rate in the simulators (their own fault features), and
-//! events at seeded moments — watch streams closed, history compacted, slow spells, Omni outages — plus the
-//! operator's processes killed, failed over and their Helm workers killed (driven from `main`).
+//! events at seeded moments — watch streams closed, history compacted, slow spells, Omni outages, the chart
+//! repository answering 500 or stalling its downloads — plus the operator's processes killed, failed over and their
+//! Helm workers killed (driven from `main`).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use kube_sim::Matcher as KubeMatcher;
+use omni_operator::helm::repository::Faults as RepositoryFaults;
 use omni_sim::{FaultAction, Matcher as OmniMatcher, OmniSim};
 use rand::Rng;
 use rand::rngs::StdRng;
@@ -30,6 +32,12 @@ const SLOW_FOR: Duration = Duration::from_secs(10);
 const OUTAGE_EVERY: Duration = Duration::from_secs(90);
 const OUTAGE_FOR: Duration = Duration::from_secs(5);
 const RESTART_EVERY: Duration = Duration::from_secs(150);
+/// The chart repository's spells: every request answered 500, or chart downloads stalled halfway (then let go:
+/// the actions waiting on them carry on, well inside their deadlines; the runtime test
+/// `a_stalled_chart_download_times_out_and_the_release_converges_once_it_flows` takes one past its deadline).
+const CHART_FAULT_EVERY: Duration = Duration::from_secs(60);
+const CHART_FAILING_FOR: Duration = Duration::from_secs(10);
+const CHART_STALLED_FOR: Duration = Duration::from_secs(20);
 /// How long omni-sim stays down when it restarts.
 pub const RESTART_DOWN_FOR: Duration = Duration::from_secs(2);
 
@@ -48,6 +56,8 @@ pub struct Plan {
     next_outage: Instant,
     outage_until: Option<Instant>,
     next_restart: Instant,
+    next_chart_fault: Instant,
+    chart_fault_until: Option<Instant>,
     pub injected: Injected,
 }
 
@@ -107,13 +117,15 @@ impl Plan {
             next_outage: after(&mut rng, OUTAGE_EVERY),
             outage_until: None,
             next_restart: after(&mut rng, RESTART_EVERY),
+            next_chart_fault: after(&mut rng, CHART_FAULT_EVERY),
+            chart_fault_until: None,
             rng,
             injected: Injected::default(),
         }
     }
 
     /// Fires the events that are due.
-    pub fn tick(&mut self, kube: &kube_sim::KubeSim, omni: &OmniSim) {
+    pub fn tick(&mut self, kube: &kube_sim::KubeSim, omni: &OmniSim, charts: &RepositoryFaults) {
         let now = Instant::now();
         if now >= self.next_drop {
             kube.faults().drop_watches();
@@ -152,6 +164,27 @@ impl Plan {
             }
             _ => {}
         }
+        match self.chart_fault_until {
+            Some(until) if now >= until => {
+                charts.fail_with(None);
+                charts.stall_downloads(false);
+                self.chart_fault_until = None;
+            }
+            None if now >= self.next_chart_fault => {
+                let spell = if self.rng.gen_bool(0.5) {
+                    charts.fail_with(Some(500));
+                    self.count("chart repository: every request answered 500 (10 s)");
+                    CHART_FAILING_FOR
+                } else {
+                    charts.stall_downloads(true);
+                    self.count("chart repository: downloads stalled halfway (20 s)");
+                    CHART_STALLED_FOR
+                };
+                self.chart_fault_until = Some(now + spell);
+                self.next_chart_fault = after(&mut self.rng, CHART_FAULT_EVERY);
+            }
+            _ => {}
+        }
     }
 
     /// Whether omni-sim should restart now (keeping its state); the caller restarts it, since that takes a while.
@@ -174,7 +207,11 @@ impl Plan {
         kube: &kube_sim::KubeSim,
         workloads: &[kube_sim::KubeSim],
         omni: &OmniSim,
+        charts: &RepositoryFaults,
     ) {
+        charts.fail_with(None);
+        charts.stall_downloads(false);
+        self.chart_fault_until = None;
         kube.faults().clear();
         for w in workloads {
             w.faults().clear();

@@ -260,6 +260,20 @@ impl Fleet {
         )
     }
 
+    /// The digest the operator labels a revision of release `r` with, at `edits` (the chart's location and
+    /// version and the values, as the object gives them).
+    pub fn release_digest(&self, r: usize, edits: u64) -> String {
+        let (replicas, message) = Self::release_values(r, edits);
+        omni_operator::helm::releases::source_digest(
+            &omni_operator::helm::releases::ChartLocation::Repository {
+                url: self.repository.clone(),
+                name: "hello".into(),
+            },
+            "0.1.0",
+            &serde_json::json!({"replicaCount": replicas, "message": message}),
+        )
+    }
+
     /// A secret sync's source value: a credential the leak scan looks for.
     pub fn sync_value(s: usize, edits: u64) -> String {
         format!("chaos-secret-{s}-{edits}-5f1c9a3e7b")

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use base64::Engine as _;
 use omni_sim::OmniSim;
-use omni_sim::types::{CLUSTERS, LABEL_CLUSTER, MACHINE_SETS};
+use omni_sim::types::CLUSTERS;
 use omni_wire::specs;
 use prost::Message as _;
 use serde_json::Value;
@@ -167,15 +167,9 @@ pub fn converged(
                         }
                     }
                 }
-                let sets = state.list_labeled("default", MACHINE_SETS, LABEL_CLUSTER, &name);
-                if sets.len() != 2 {
-                    out.push(violation(
-                        unit,
-                        format!(
-                            "Omni has {} MachineSets of the cluster, the objects want 2",
-                            sets.len()
-                        ),
-                    ));
+                // Every resource as the objects' template renders it, and none it does not render.
+                for what in super::omni_state::differences(kube, state, &name) {
+                    out.push(violation(unit, what));
                 }
             }
             Unit::Release(r) => {
@@ -197,11 +191,24 @@ pub fn converged(
                         format!("workload cluster {w} has message {deployed:?}, the object wants {message:?}"),
                     ));
                 }
+                let digest = fleet.release_digest(r, wanted.edits);
                 match latest_revision(workload, &name) {
-                    Some((revision, status)) if status != "deployed" => out.push(violation(
+                    Some(latest) if latest.status != "deployed" => out.push(violation(
                         unit,
-                        format!("Helm's latest revision {revision} is {status}, not deployed"),
+                        format!(
+                            "Helm's latest revision {} is {}, not deployed",
+                            latest.version, latest.status
+                        ),
                     )),
+                    Some(latest) if latest.digest.as_deref() != Some(digest.as_str()) => {
+                        out.push(violation(
+                            unit,
+                            format!(
+                                "Helm's latest revision {} was made from digest {:?}, the object wants {digest}",
+                                latest.version, latest.digest
+                            ),
+                        ))
+                    }
                     None => out.push(violation(
                         unit,
                         format!("no Helm release in workload cluster {w}"),
@@ -288,7 +295,15 @@ pub fn converged(
 }
 
 /// The latest revision of a release Helm stores in a workload cluster, and its status.
-pub fn latest_revision(workload: &kube_sim::KubeSim, release: &str) -> Option<(u64, String)> {
+/// A release's revision as its storage Secret's labels describe it.
+pub struct Revision {
+    pub version: u64,
+    pub status: String,
+    /// What the operator made it from ([`source_digest`](omni_operator::helm::releases::source_digest)).
+    pub digest: Option<String>,
+}
+
+pub fn latest_revision(workload: &kube_sim::KubeSim, release: &str) -> Option<Revision> {
     workload
         .list("v1", "Secret", Some(RELEASE_NAMESPACE))
         .iter()
@@ -297,12 +312,15 @@ pub fn latest_revision(workload: &kube_sim::KubeSim, release: &str) -> Option<(u
         })
         .filter_map(|s| {
             let labels = &s["metadata"]["labels"];
-            Some((
-                labels["version"].as_str()?.parse::<u64>().ok()?,
-                labels["status"].as_str()?.to_string(),
-            ))
+            Some(Revision {
+                version: labels["version"].as_str()?.parse::<u64>().ok()?,
+                status: labels["status"].as_str()?.to_string(),
+                digest: labels[omni_operator::helm::storage::DIGEST_LABEL]
+                    .as_str()
+                    .map(str::to_string),
+            })
         })
-        .max_by_key(|(v, _)| *v)
+        .max_by_key(|r| r.version)
 }
 
 /// No remote destroy except of an object deleted with a destroying policy: every successful teardown or destroy

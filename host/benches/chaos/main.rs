@@ -16,12 +16,15 @@
 //! 2. for `--minutes`, a seeded mix: spec edits, deletions and re-creations every 250 ms, with failures by rate in
 //!    every simulator (kube-sim 503/500/429 with Retry-After, 409 on updates, 410 on lists and watches; omni-sim
 //!    Unavailable, DeadlineExceeded, slow calls, dropped connections; the workload clusters 503), watch streams
-//!    closed, history compacted, slow spells, Omni outages and restarts (state kept), and every `--process-fault-every` seconds one of:
+//!    closed, history compacted, slow spells, Omni outages and restarts (state kept), the chart repository
+//!    answering 500 or stalling downloads for a spell, and every `--process-fault-every` seconds one of:
 //!    the leader SIGKILLed, the leader SIGTERMed (a failover), the standby SIGKILLed, the leader's Helm worker
 //!    SIGKILLed (replicas that exit are started again after 2 s);
 //! 3. the faults stop, deleted objects are created again, and the fleet must converge within `--converge`;
 //! 4. invariants, from the final state and the history followed throughout: every object at its latest spec
-//!    (Omni's Cluster and MachineSets, the Helm release deployed with the wanted values, the synced Secret, the
+//!    (every Omni resource equal to what the objects' template renders and translates into, with the plugin's
+//!    own omni-template code, and none it does not render; the Helm release deployed with the wanted values at the
+//!    wanted chart digest, the synced Secret, the
 //!    exported kubeconfig), nothing in Omni or a workload cluster that no object wants, no Omni cluster torn down
 //!    or destroyed unless its object was deleted with a destroying policy, never a write by a replica not holding
 //!    the Lease (kube-sim's request log), no object stuck being deleted, no credential in a status, an Event or a
@@ -39,6 +42,7 @@ mod faults;
 mod fleet;
 mod history;
 mod invariants;
+mod omni_state;
 mod replicas;
 
 use std::path::{Path, PathBuf};
@@ -130,7 +134,7 @@ struct World {
     kube: kube_sim::KubeSim,
     omni: omni_sim::OmniSim,
     workloads: Vec<kube_sim::KubeSim>,
-    _repository: ChartRepository,
+    repository: ChartRepository,
     _charts: tempfile::TempDir,
     /// Credentials the leak scan looks for.
     secrets: Vec<String>,
@@ -326,7 +330,11 @@ impl Run {
                 recreate_due(&mut self.fleet, &self.world, &mut self.churn).await?;
                 next_change = now + Duration::from_millis(250);
             }
-            plan.tick(&self.world.kube, &self.world.omni);
+            plan.tick(
+                &self.world.kube,
+                &self.world.omni,
+                &self.world.repository.faults,
+            );
             if plan.restart_due() {
                 self.fleet.event("omni-sim restarted (state kept)".into());
                 self.world
@@ -358,7 +366,12 @@ impl Run {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        plan.stop(&self.world.kube, &self.world.workloads, &self.world.omni);
+        plan.stop(
+            &self.world.kube,
+            &self.world.workloads,
+            &self.world.omni,
+            &self.world.repository.faults,
+        );
         Ok(plan)
     }
 
@@ -599,7 +612,7 @@ impl Run {
             let start = Instant::now();
             while start.elapsed() < Duration::from_secs(10) {
                 let pending = invariants::latest_revision(&world.workloads[w], &name)
-                    .is_some_and(|(_, status)| status.starts_with("pending-"));
+                    .is_some_and(|r| r.status.starts_with("pending-"));
                 if pending {
                     if replicas.kill_helm_worker(&leader) {
                         plan.count("operator: the leader's Helm worker SIGKILLed mid-action");
@@ -667,7 +680,7 @@ async fn start_world(shape: Shape, lib: &Path) -> Result<(World, Fleet)> {
             kube,
             omni,
             workloads,
-            _repository: repository,
+            repository,
             _charts: charts,
             secrets,
         },
