@@ -79,6 +79,7 @@ pub fn converged(
 ) -> Vec<Violation> {
     let mut out = Vec::new();
     let state = omni.state();
+    let children = super::omni_state::Children::read(kube);
     let mut wanted_clusters = BTreeSet::new();
     let mut wanted_releases: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
     for (&unit, wanted) in &fleet.wanted {
@@ -168,7 +169,7 @@ pub fn converged(
                     }
                 }
                 // Every resource as the objects' template renders it, and none it does not render.
-                for what in super::omni_state::differences(kube, state, &name) {
+                for what in super::omni_state::differences(kube, &children, state, &name) {
                     out.push(violation(unit, what));
                 }
             }

@@ -2,7 +2,7 @@
 //! (the code the omni-cluster plugin runs) compared with what omni-sim stores, resource by resource, the way the
 //! sync itself decides a resource is up to date (labels and annotations as sets, the spec message decoded).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use omni_api::{OmniCluster, OmniControlPlane, OmniMachine, OmniWorkers};
 use omni_plugin_sdk::omni::{OmniResource, Phase, ResourceKey};
@@ -24,9 +24,51 @@ const LABELLED: [&str; 6] = [
     types::EXTENSIONS_CONFIGURATIONS,
 ];
 
+/// The children of every cluster, read with one list per kind (a list per cluster would copy the whole fleet
+/// for each of a thousand clusters).
+pub struct Children {
+    by_cluster: HashMap<(&'static str, String), Vec<Value>>,
+}
+
+impl Children {
+    pub fn read(kube: &kube_sim::KubeSim) -> Children {
+        let mut by_cluster: HashMap<(&'static str, String), Vec<Value>> = HashMap::new();
+        for kind in ["OmniControlPlane", "OmniWorkers", "OmniMachine"] {
+            for o in kube.list(API, kind, Some(NAMESPACE)) {
+                if let Some(cluster) = o["spec"]["clusterRef"]["name"].as_str() {
+                    by_cluster
+                        .entry((kind, cluster.to_string()))
+                        .or_default()
+                        .push(o);
+                }
+            }
+        }
+        Children { by_cluster }
+    }
+
+    fn of<T: serde::de::DeserializeOwned>(
+        &self,
+        kind: &'static str,
+        cluster: &str,
+    ) -> Result<Vec<T>, String> {
+        self.by_cluster
+            .get(&(kind, cluster.to_string()))
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(|o| serde_json::from_value(o.clone()).map_err(|e| format!("{kind}: {e}")))
+            .collect()
+    }
+}
+
 /// How Omni's resources differ from the cluster's rendered template; empty when they match.
-pub fn differences(kube: &kube_sim::KubeSim, state: &Store, cluster: &str) -> Vec<String> {
-    let desired = match desired(kube, cluster) {
+pub fn differences(
+    kube: &kube_sim::KubeSim,
+    children: &Children,
+    state: &Store,
+    cluster: &str,
+) -> Vec<String> {
+    let desired = match desired(kube, children, cluster) {
         Ok(d) => d,
         Err(why) => return vec![format!("the template does not render: {why}")],
     };
@@ -68,21 +110,25 @@ pub fn differences(kube: &kube_sim::KubeSim, state: &Store, cluster: &str) -> Ve
 }
 
 /// The resources the cluster's objects translate into, as the plugin computes them.
-fn desired(kube: &kube_sim::KubeSim, cluster: &str) -> Result<Vec<OmniResource>, String> {
+fn desired(
+    kube: &kube_sim::KubeSim,
+    children: &Children,
+    cluster: &str,
+) -> Result<Vec<OmniResource>, String> {
     let object = kube
         .get(API, "OmniCluster", NAMESPACE, cluster)
         .ok_or("the OmniCluster does not exist")?;
     let omni_cluster: OmniCluster =
         serde_json::from_value(object).map_err(|e| format!("OmniCluster: {e}"))?;
-    let mut control_planes: Vec<OmniControlPlane> = children(kube, "OmniControlPlane", cluster)?;
+    let mut control_planes: Vec<OmniControlPlane> = children.of("OmniControlPlane", cluster)?;
     if control_planes.len() != 1 {
         return Err(format!(
             "{} OmniControlPlanes reference it",
             control_planes.len()
         ));
     }
-    let workers: Vec<OmniWorkers> = children(kube, "OmniWorkers", cluster)?;
-    let machines: Vec<OmniMachine> = children(kube, "OmniMachine", cluster)?;
+    let workers: Vec<OmniWorkers> = children.of("OmniWorkers", cluster)?;
+    let machines: Vec<OmniMachine> = children.of("OmniMachine", cluster)?;
     let rendered = render::render(
         &omni_cluster,
         &control_planes.remove(0),
@@ -90,18 +136,6 @@ fn desired(kube: &kube_sim::KubeSim, cluster: &str) -> Result<Vec<OmniResource>,
         &machines,
     )?;
     translate::translate(&rendered.template, &NoFiles)
-}
-
-fn children<T: serde::de::DeserializeOwned>(
-    kube: &kube_sim::KubeSim,
-    kind: &str,
-    cluster: &str,
-) -> Result<Vec<T>, String> {
-    kube.list(API, kind, Some(NAMESPACE))
-        .into_iter()
-        .filter(|o: &Value| o["spec"]["clusterRef"]["name"].as_str() == Some(cluster))
-        .map(|o| serde_json::from_value(o).map_err(|e| format!("{kind}: {e}")))
-        .collect()
 }
 
 /// omni-sim's stored resource as the plugin reads it (the chaos run's Omni stores nothing compressed).

@@ -51,9 +51,9 @@ fn outcome<H: Host>(host: &H) -> Result<Outcome, ReconcileError> {
             State::ok(reasons::VALIDATED, VALIDATED_MESSAGE),
         ),
         // Go's "mark failed" (missing connection or template, render failure) writes only the name.
-        Err((reason, message)) => (
+        Err(e) => (
             name_only_status(recorded.unwrap_or_else(|| render::cluster_name(&cluster))),
-            State::failed(reason, message.as_str()),
+            State::failed(e.reason, e.message.as_str()),
         ),
     };
 
@@ -72,16 +72,28 @@ fn outcome<H: Host>(host: &H) -> Result<Outcome, ReconcileError> {
     let connection_name = cluster.spec.connection_ref.name.as_str();
     let connection = match inputs::connection(host, connection_name) {
         Ok(c) => c,
-        Err(message) => {
-            let missing = State::failed(reasons::MISSING_CONNECTION, message);
-            return Ok(Outcome::stopped(validated, missing, status, interval));
+        Err(missing) => {
+            // Beyond the Go controller, which waited the whole interval either way: a failed read is retried with
+            // the failure backoff (an API server that failed once must not hold the cluster for five minutes).
+            let requeue = if missing.read_failed {
+                failure_backoff_ms(&object, conditions::types::SYNCED, &now)
+            } else {
+                interval
+            };
+            let missing = State::failed(reasons::MISSING_CONNECTION, missing.message);
+            return Ok(Outcome::stopped(validated, missing, status, requeue));
         }
     };
 
     let (rendered, files) = match template {
         Ok(r) => r,
-        Err((reason, message)) => {
-            return Ok(Outcome::invalid(reason, &message, status, interval));
+        Err(e) => {
+            let requeue = if e.read_failed {
+                failure_backoff_ms(&object, conditions::types::VALIDATED, &now)
+            } else {
+                interval
+            };
+            return Ok(Outcome::invalid(e.reason, &e.message, status, requeue));
         }
     };
     status.connection.connection_ref = Some(connection.name().to_string());
@@ -185,25 +197,44 @@ fn outcome<H: Host>(host: &H) -> Result<Outcome, ReconcileError> {
     }
 }
 
-/// Why there is no valid template: the Go controller's `(reason, message)`.
-type TemplateError = (&'static str, String);
+/// Why there is no valid template: the Go controller's reason and message, and whether a read failed (retried
+/// with the failure backoff rather than at the interval).
+struct TemplateError {
+    reason: &'static str,
+    message: String,
+    read_failed: bool,
+}
 
-/// Renders and validates; the error is `(reason, message)` as the Go controller reported it.
+impl TemplateError {
+    fn invalid(message: String) -> Self {
+        TemplateError {
+            reason: reasons::VALIDATION_FAILED,
+            message,
+            read_failed: false,
+        }
+    }
+}
+
+/// Renders and validates.
 fn template<H: Host>(
     host: &H,
     cluster: &OmniCluster,
 ) -> Result<(Rendered, Box<dyn FileSource>), TemplateError> {
-    let children = inputs::children(host, cluster).map_err(|m| (reasons::MISSING_TEMPLATE, m))?;
+    let children = inputs::children(host, cluster).map_err(|m| TemplateError {
+        reason: reasons::MISSING_TEMPLATE,
+        message: m.message,
+        read_failed: m.read_failed,
+    })?;
     let rendered = render::render(
         cluster,
         &children.control_plane,
         &children.workers,
         &children.machines,
     )
-    .map_err(|m| (reasons::VALIDATION_FAILED, m))?;
+    .map_err(TemplateError::invalid)?;
     let files = inputs::files(host, cluster, &rendered.template);
     validate::validate(&rendered.template, files.as_ref())
-        .map_err(|e| (reasons::VALIDATION_FAILED, e.to_string()))?;
+        .map_err(|e| TemplateError::invalid(e.to_string()))?;
     Ok((rendered, files))
 }
 

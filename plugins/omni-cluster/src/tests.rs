@@ -513,6 +513,50 @@ fn a_missing_connection_is_reported_with_the_go_message() {
     assert_eq!(host.outputs().requeue_after, Some(5 * 60 * 1000));
 }
 
+/// A connection or child that could not be *read* (the API server failing) is reported as the Go controller
+/// reported a missing one, but retried with the failure backoff, not after the whole sync interval: the chaos run
+/// found clusters held for five minutes by one failed read.
+#[test]
+fn inputs_that_fail_to_read_are_retried_with_the_failure_backoff() {
+    let failure = || HostError::Unavailable("Internal error occurred: injected fault".into());
+    let mut no_connection = MockHost::new(edge()).with_read_failure("OmniConnection", failure());
+    for child in children() {
+        no_connection = no_connection.with_object(child);
+    }
+    OmniClusterPlugin::reconcile(&no_connection).expect("reconcile");
+    assert_eq!(
+        cond(&no_connection, "Synced"),
+        (
+            ConditionStatus::False,
+            "MissingConnection".into(),
+            "failed to get OmniConnection \"omni\": Internal error occurred: injected fault".into()
+        )
+    );
+    assert_eq!(
+        no_connection.outputs().requeue_after,
+        Some(timing::MIN_BACKOFF_MS)
+    );
+
+    let mut no_children = MockHost::new(edge())
+        .with_object(connection())
+        .with_read_failure("OmniWorkers", failure());
+    for child in children() {
+        no_children = no_children.with_object(child);
+    }
+    OmniClusterPlugin::reconcile(&no_children).expect("reconcile");
+    let (status, reason, message) = cond(&no_children, "Validated");
+    assert_eq!(
+        (status, reason.as_str()),
+        (ConditionStatus::False, "MissingTemplate")
+    );
+    assert!(message.contains("injected fault"), "{message}");
+    assert_eq!(
+        no_children.outputs().requeue_after,
+        Some(timing::MIN_BACKOFF_MS)
+    );
+    assert_eq!(no_children.omni_calls(), Vec::<String>::new());
+}
+
 #[test]
 fn without_exactly_one_control_plane_the_template_is_missing() {
     let host = MockHost::new(edge()).with_object(connection());

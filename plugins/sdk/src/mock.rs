@@ -78,6 +78,8 @@ pub struct MockHost {
     start: Option<Result<StepRecord, HostError>>,
     /// What `helm_detect_drift` answers.
     drift: Result<Vec<Drifted>, HostError>,
+    /// Kinds whose reads (`kube_get`, `kube_list`) fail, and with what.
+    read_failures: BTreeMap<String, HostError>,
 }
 
 /// An in-memory Omni with COSI's write rules (versions, phases, finalizers), enough to unit-test plugin logic;
@@ -125,6 +127,7 @@ impl MockHost {
             observation: Ok(Observation::default()),
             start: None,
             drift: Ok(Vec::new()),
+            read_failures: BTreeMap::new(),
         }
     }
 
@@ -272,6 +275,12 @@ impl MockHost {
     /// What `omni_ping` answers (by default `Ok("grpc://omni.mock:80")`).
     pub fn with_omni_ping(self, answer: Result<String, HostError>) -> Self {
         self.omni.borrow_mut().ping = answer;
+        self
+    }
+
+    /// Makes every read of `kind` (get and list) fail with `error`, as an API server in trouble answers.
+    pub fn with_read_failure(mut self, kind: &str, error: HostError) -> Self {
+        self.read_failures.insert(kind.to_string(), error);
         self
     }
 
@@ -430,6 +439,9 @@ impl crate::Clock for MockHost {
 impl crate::KubeRead for MockHost {
     fn kube_get(&self, target: &ObjectRef) -> Result<Option<Value>, HostError> {
         self.check("kube-read")?;
+        if let Some(e) = self.read_failures.get(&target.kind) {
+            return Err(e.clone());
+        }
         let ns = target
             .namespace
             .as_deref()
@@ -446,6 +458,9 @@ impl crate::KubeRead for MockHost {
 
     fn kube_list(&self, query: &ListQuery) -> Result<Vec<Value>, HostError> {
         self.check("kube-read")?;
+        if let Some(e) = self.read_failures.get(&query.kind) {
+            return Err(e.clone());
+        }
         let fields = match &query.field_selector {
             Some(selector) => field_terms(selector)?,
             None => Vec::new(),

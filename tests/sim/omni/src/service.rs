@@ -581,8 +581,6 @@ impl cosi::state_server::State for StateService {
     }
 }
 
-impl Shared {}
-
 fn event(
     s: &Shared,
     kind: EventType,
