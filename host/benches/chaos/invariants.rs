@@ -295,7 +295,6 @@ pub fn converged(
     out
 }
 
-/// The latest revision of a release Helm stores in a workload cluster, and its status.
 /// A release's revision as its storage Secret's labels describe it.
 pub struct Revision {
     pub version: u64,
@@ -304,6 +303,7 @@ pub struct Revision {
     pub digest: Option<String>,
 }
 
+/// The latest revision of a release Helm stores in a workload cluster.
 pub fn latest_revision(workload: &kube_sim::KubeSim, release: &str) -> Option<Revision> {
     workload
         .list("v1", "Secret", Some(RELEASE_NAMESPACE))
