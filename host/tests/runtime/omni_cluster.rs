@@ -864,6 +864,50 @@ async fn deleting_the_cluster_deletes_it_from_omni_and_omni_cascades_the_rest() 
     assert_eq!(all_resources(env.omni.state()), before);
 }
 
+/// A GitOps prune of the whole template at once (issue "GitOps safety", Deliver 4): the machines, workers and
+/// control plane are deleted before the cluster, without waiting, so the children are gone while the cluster's
+/// remote deletion runs. The deletion completes from what the cluster knows, and Omni is left with nothing of
+/// it: no half-deleted template.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pruning_a_cluster_and_its_children_at_once_deletes_it_from_omni_completely() {
+    let env = Env::start(quick(), None).await;
+    let before = all_resources(env.omni.state());
+    env.apply_sample().await;
+    env.wait_synced(1).await;
+    let mark = env.omni.records().len();
+
+    // Children first, the cluster last: the worst order a prune can take.
+    for obj in sample().iter().rev() {
+        let kind = obj["kind"].as_str().expect("a kind");
+        let plural = match kind {
+            "OmniWorkers" => "omniworkers".to_string(),
+            other => format!("{}s", other.to_lowercase()),
+        };
+        let name = obj["metadata"]["name"].as_str().expect("a name");
+        env.delete(kind, &plural, name).await;
+    }
+    env.wait("the OmniCluster to be gone", WAIT, Value::is_null)
+        .await;
+    for obj in sample() {
+        let (kind, name) = (
+            obj["kind"].as_str().unwrap_or_default(),
+            obj["metadata"]["name"].as_str().unwrap_or_default(),
+        );
+        let deadline = Instant::now() + WAIT;
+        while env.kube.get(API, kind, NS, name).is_some() {
+            assert!(Instant::now() < deadline, "{kind} {name} is never deleted");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let writes = distinct_writes(&env.records_since(mark));
+    assert!(
+        writes.contains(&format!("Teardown {CLUSTERS}({CLUSTER})")),
+        "the cluster was torn down in Omni: {writes:#?}"
+    );
+    // The cluster, its template resources and the status resources Omni made for them are all gone.
+    assert_eq!(all_resources(env.omni.state()), before);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_orphaned_cluster_stays_in_omni_when_its_object_is_deleted() {
     let env = Env::start(quick(), None).await;
