@@ -771,6 +771,77 @@ fn dev_refuses_each_invalid_example_with_the_go_operators_message() {
     );
 }
 
+/// The deletion guard (issue "GitOps safety"): an OmniCluster annotated for protection is not deleted, and kubectl
+/// says what its deletion would destroy and how to confirm it; once a separate change confirms it, the deletion
+/// goes ahead. An unprotected object is deleted as before.
+#[test]
+fn dev_refuses_deleting_a_protected_cluster_until_a_separate_change_confirms_it() {
+    let dev = DevSession::start();
+    let kubectl = |args: &[&str]| {
+        let out = dev.kubectl(args);
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let cluster = ["omnicluster", "edge-sample", "-n", "omni-system"];
+    let (ok, _, err) = kubectl(
+        &[
+            &["annotate"][..],
+            &cluster,
+            &["omni.texashpc.com/deletion-protection=enabled"],
+        ]
+        .concat(),
+    );
+    assert!(ok, "{err}");
+    let (ok, _, err) = kubectl(&[&["delete"][..], &cluster, &["--wait=false"]].concat());
+    assert!(!ok, "a protected cluster is not deleted");
+    assert_eq!(
+        err,
+        "Error from server (Forbidden): admission webhook \"vomnicluster-v1alpha1.kb.io\" denied the request: \
+         OmniCluster omni-system/edge-sample is protected from deletion (omni.texashpc.com/deletion-protection): \
+         deleting it deletes Omni cluster \"edge-sample\". To delete it, first set the annotation \
+         omni.texashpc.com/confirm-deletion=edge-sample in a separate change, or set spec.deletePolicy.orphan: true \
+         to keep the Omni cluster\n"
+    );
+    let (ok, out, _) = kubectl(&[&["get"][..], &cluster, &["-o", "name"]].concat());
+    assert!(ok);
+    assert_eq!(out, "omnicluster.omni.texashpc.com/edge-sample\n");
+
+    // Unprotected: deleted as before.
+    let (ok, out, err) = kubectl(&[
+        "delete",
+        "omnihelmrelease",
+        "hello",
+        "-n",
+        "omni-system",
+        "--wait=false",
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        out.starts_with("omnihelmrelease.omni.texashpc.com \"hello\" deleted"),
+        "{out}"
+    );
+
+    // Confirmed by a separate change, naming the Omni cluster: the deletion goes ahead.
+    let (ok, _, err) = kubectl(
+        &[
+            &["annotate"][..],
+            &cluster,
+            &["omni.texashpc.com/confirm-deletion=edge-sample"],
+        ]
+        .concat(),
+    );
+    assert!(ok, "{err}");
+    let (ok, out, err) = kubectl(&[&["delete"][..], &cluster, &["--wait=false"]].concat());
+    assert!(ok, "{err}");
+    assert!(
+        out.starts_with("omnicluster.omni.texashpc.com \"edge-sample\" deleted"),
+        "{out}"
+    );
+}
+
 /// `dev` checks Helm at start-up through its worker and says what it found; a library that does not load leaves
 /// every other kind served and says why OmniHelmReleases cannot proceed.
 #[test]

@@ -3,9 +3,11 @@
 //! renews itself ([`certs`]; no cert-manager).
 //!
 //! The Go operator has no mutating webhook (defaults come from the CRD schemas or are applied in controller
-//! code), so neither has this one.
+//! code), so neither has this one. Beyond it, the webhooks of the kinds whose deletion destroys something remote
+//! also receive DELETE, for the opt-in deletion guard ([`guard`]).
 
 pub mod certs;
+pub mod guard;
 pub mod review;
 pub mod server;
 
@@ -132,7 +134,7 @@ pub struct WebhookKind {
 }
 
 /// A ValidatingWebhookConfiguration as the Go operator registers it: one webhook per kind, CREATE and
-/// UPDATE, `sideEffects: None`, AdmissionReview v1, no selectors.
+/// UPDATE, `sideEffects: None`, AdmissionReview v1, no selectors; DELETE too for the guarded kinds.
 pub fn configuration(
     name: &str,
     kinds: &[WebhookKind],
@@ -166,7 +168,11 @@ pub fn configuration(
                 "rules": [{
                     "apiGroups": [k.group],
                     "apiVersions": [k.version],
-                    "operations": ["CREATE", "UPDATE"],
+                    "operations": if guard::GUARDED.contains(&k.kind.as_str()) {
+                        json!(["CREATE", "UPDATE", "DELETE"])
+                    } else {
+                        json!(["CREATE", "UPDATE"])
+                    },
                     "resources": [k.plural],
                 }],
             })
@@ -233,6 +239,18 @@ mod tests {
         assert_eq!(hook["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
         assert_eq!(hook["rules"][0]["resources"], json!(["omnisecretsyncs"]));
         assert!(hook["clientConfig"].get("caBundle").is_none());
+        let cluster = [WebhookKind {
+            group: "omni.texashpc.com".into(),
+            version: "v1alpha1".into(),
+            kind: "OmniCluster".into(),
+            plural: "omniclusters".into(),
+        }];
+        let c = configuration("vwc", &cluster, &service, FailurePolicy::Fail, 10, None);
+        assert_eq!(
+            c["webhooks"][0]["rules"][0]["operations"],
+            json!(["CREATE", "UPDATE", "DELETE"]),
+            "the deletion guard's kinds receive DELETE"
+        );
         let url = Target::Url("https://127.0.0.1:9443/".into());
         let c = configuration("vwc", &kinds, &url, FailurePolicy::Ignore, 5, Some("Q0E="));
         assert_eq!(

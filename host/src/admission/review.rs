@@ -104,6 +104,16 @@ pub fn denied(request: &Request, verdict: &Verdict) -> Value {
     review(response)
 }
 
+/// Refused outright (`apierrors.NewForbidden`'s code and reason): kubectl prints
+/// `Error from server (Forbidden): admission webhook "<name>" denied the request: <message>`.
+pub fn forbidden(uid: &str, message: &str) -> Value {
+    review(json!({
+        "uid": uid,
+        "allowed": false,
+        "status": {"metadata": {}, "status": "Failure", "code": 403, "reason": "Forbidden", "message": message},
+    }))
+}
+
 /// Not decided: the validation itself failed (controller-runtime's `admission.Errored`).
 pub fn errored(uid: &str, code: u16, message: &str) -> Value {
     review(json!({

@@ -160,6 +160,17 @@ impl Webhooks {
                 review::errored(&request.uid, 400, &message),
             );
         }
+        // The deletion guard, for the kinds whose deletion can destroy something remote (their webhooks alone
+        // receive DELETE); the stored object says whether it is protected and confirmed.
+        if request.operation == "DELETE"
+            && let Some(why) = request
+                .old_object
+                .as_ref()
+                .and_then(|old| super::guard::refusal(&request.kind, old))
+        {
+            self.stats.denied.fetch_add(1, Ordering::Relaxed);
+            return (StatusCode::OK, review::forbidden(&request.uid, &why));
+        }
         // The Go operator validates creates and updates only; deletes and connects pass.
         if !matches!(request.operation.as_str(), "CREATE" | "UPDATE") {
             self.stats.allowed.fetch_add(1, Ordering::Relaxed);

@@ -193,6 +193,20 @@ fn the_charts_lint_and_render_with_helms_own_sdk() {
                 && h["failurePolicy"] == "Fail"
                 && h["sideEffects"] == "None")
     );
+    // The deletion guard's kinds receive DELETE as well; the rest creates and updates, as in the Go chart.
+    for h in hooks {
+        let guarded = [
+            "vomnicluster-v1alpha1.kb.io",
+            "vomnihelmrelease-v1alpha1.kb.io",
+        ]
+        .contains(&h["name"].as_str().unwrap_or_default());
+        let want = if guarded {
+            json!(["CREATE", "UPDATE", "DELETE"])
+        } else {
+            json!(["CREATE", "UPDATE"])
+        };
+        assert_eq!(h["rules"][0]["operations"], want, "{}", h["name"]);
+    }
     assert!(
         docs.iter()
             .all(|d| d["kind"] != "Certificate" && d["kind"] != "Issuer")
