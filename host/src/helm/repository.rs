@@ -225,7 +225,10 @@ async fn answer<C: AsyncRead + AsyncWrite + Unpin>(
     if status != 0 {
         let head = format!(
             "HTTP/1.1 {status} {}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-            reason_phrase(status)
+            http::StatusCode::from_u16(status)
+                .ok()
+                .and_then(|s| s.canonical_reason())
+                .unwrap_or("Error")
         );
         let _ = conn.write_all(head.as_bytes()).await;
         let _ = conn.shutdown().await;
@@ -263,20 +266,6 @@ async fn answer<C: AsyncRead + AsyncWrite + Unpin>(
         }
     }
     let _ = conn.shutdown().await;
-}
-
-/// The reason phrase of the statuses a fault would use; any other status gets a generic one.
-fn reason_phrase(status: u16) -> &'static str {
-    match status {
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        504 => "Gateway Timeout",
-        429 => "Too Many Requests",
-        404 => "Not Found",
-        403 => "Forbidden",
-        _ => "Error",
-    }
 }
 
 #[cfg(test)]

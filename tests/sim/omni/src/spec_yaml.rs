@@ -190,19 +190,16 @@ fn scalar_node(field: &FieldDescriptor, value: &Value) -> Node {
     }
 }
 
-/// The key go-yaml uses for a generated struct field: protoc-gen-go's `GoCamelCase` of the proto name,
-/// lower-cased. An underscore before a lower-case letter goes away (the letter is upper-cased, then lower-cased
-/// again), a leading one becomes `X` (so `x`), and any other stays.
+/// The key go-yaml uses for a generated struct field: protoc-gen-go's `GoCamelCase` of the proto field name
+/// (which has no dots), lower-cased. An underscore before a lower-case letter goes away (the letter is
+/// upper-cased, then lower-cased again), a leading one becomes `X` (so `x`), and any other stays.
 fn go_key(proto_name: &str) -> String {
     let b = proto_name.as_bytes();
     let mut out = String::with_capacity(b.len());
     for (i, &c) in b.iter().enumerate() {
-        let next_lower = b.get(i + 1).is_some_and(u8::is_ascii_lowercase);
         match c {
-            b'.' if next_lower => {}
-            b'.' => out.push('_'),
-            b'_' if i == 0 || b[i - 1] == b'.' => out.push('x'),
-            b'_' if next_lower => {}
+            b'_' if i == 0 => out.push('x'),
+            b'_' if b.get(i + 1).is_some_and(u8::is_ascii_lowercase) => {}
             _ => out.push(char::from(c.to_ascii_lowercase())),
         }
     }
