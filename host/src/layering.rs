@@ -22,7 +22,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("helm", &[]),
     ("distribution", &["runtime"]),
     ("omni", &["contract"]),
-    ("secrets", &["contract"]),
+    ("dry_run", &[]),
+    ("secrets", &["contract", "dry_run"]),
     ("capabilities", &["contract", "helm", "omni", "secrets"]),
     ("runtime", &["contract", "capabilities"]),
     (
@@ -60,6 +61,18 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "platform",
             "runtime",
             "admission",
+        ],
+    ),
+    (
+        "plan",
+        &[
+            "capabilities",
+            "controllers",
+            "dry_run",
+            "helm",
+            "omni",
+            "runtime",
+            "secrets",
         ],
     ),
     (

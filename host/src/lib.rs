@@ -17,11 +17,13 @@ pub mod defaults;
 #[cfg(feature = "dev")]
 pub mod dev;
 pub mod distribution;
+pub mod dry_run;
 pub mod endpoints;
 pub mod helm;
 pub mod leader;
 pub mod omni;
 pub mod operator;
+pub mod plan;
 pub mod platform;
 pub mod runtime;
 pub mod secrets;

@@ -483,6 +483,26 @@ enum Command {
         #[command(flatten)]
         sources: SourceArgs,
     },
+    /// What applying manifests would do in Omni, in workload clusters and in Helm: each affected object's plugin
+    /// runs against the live systems with every write recorded instead of performed. Exits 0 when nothing remote
+    /// is destroyed, 2 when something is, 1 on errors.
+    Plan {
+        /// Kubeconfig of the management cluster (default: $KUBECONFIG, then the in-cluster configuration).
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+        /// A manifest file, or a directory of them (searched recursively); repeatable.
+        #[arg(short = 'f', long = "filename", required = true)]
+        files: Vec<PathBuf>,
+        /// How to print the plan.
+        #[arg(long, value_enum, default_value = "text")]
+        format: omni_operator::plan::render::Format,
+        /// The manifests are the whole desired set for the namespaces they touch (Flux's `prune: true`): what is
+        /// live there but absent from them is planned as removed.
+        #[arg(long)]
+        prune: bool,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
     /// Print the CustomResourceDefinitions (YAML).
     Crds,
     /// The Helm worker the operator runs for itself: loads libhelm_c and answers requests on stdin.
@@ -775,6 +795,49 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .await
                 .map_err(|e| anyhow::anyhow!("the Helm worker's thread: {e}"))??;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Plan {
+            kubeconfig,
+            files,
+            format,
+            prune,
+            sources,
+        } => {
+            let manifests = omni_operator::plan::manifests::load(&files)?;
+            let config = match kubeconfig {
+                Some(path) => {
+                    let kc = kube::config::Kubeconfig::read_from(&path)
+                        .with_context(|| format!("reading {}", path.display()))?;
+                    kube::Config::from_custom_kubeconfig(
+                        kc,
+                        &kube::config::KubeConfigOptions::default(),
+                    )
+                    .await?
+                }
+                None => kube::Config::infer()
+                    .await
+                    .context("no kubeconfig and no in-cluster configuration")?,
+            };
+            let operator =
+                Operator::load(Runtime::new(runtime_config)?, sources.sources()?).await?;
+            let helm = omni_operator::helm::start(cli.helm.worker()?).await;
+            let planner = omni_operator::plan::Planner {
+                registry: operator.registry().clone(),
+                config,
+                omni_dictionary: cli.omni.dictionary()?,
+                helm: helm.engine.clone().filter(|_| helm.ready),
+                helm_summary: helm.summary.clone(),
+                template_roots: cli.omni.template_roots()?,
+            };
+            let plan = planner.plan(manifests, prune).await;
+            if let Some(engine) = &helm.engine {
+                engine.shutdown(Duration::from_secs(5)).await;
+            }
+            let plan = plan?;
+            let rendered = omni_operator::plan::render::render(&plan, format);
+            std::io::Write::write_all(&mut std::io::stdout().lock(), rendered.as_bytes())
+                .context("writing the plan")?;
+            Ok(ExitCode::from(plan.exit_code() as u8))
         }
         Command::Crds => {
             let files = omni_api::crds::files()

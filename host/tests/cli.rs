@@ -1531,3 +1531,167 @@ fn run_refuses_a_bad_namespace_list_or_shard_selector_naming_the_flag() {
         "{stderr}"
     );
 }
+
+/// `plan` as a CI job runs it (issue "GitOps safety", Deliver 1), against the live quickstart: an unchanged set
+/// exits 0; a values change is an upgrade; a prune that deletes the cluster exits 2 and says so in every format;
+/// and planning writes nothing to the management cluster.
+#[test]
+fn plan_prints_a_change_in_every_format_with_the_exit_code_a_ci_job_reads() {
+    use serde_json::{Value, json};
+    let dev = DevSession::start();
+    let kinds = "omniconnections,omniclusters,omnicontrolplanes,omniworkers,omnimachines,omnikubeconfigexports,\
+                 omnisecretsyncs,omnihelmreleases";
+    let stored = || {
+        let out = dev.kubectl(&["get", kinds, "-n", "omni-system", "-o", "json"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).expect("kubectl prints JSON")["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    let versions = || -> Vec<String> {
+        let out = dev.kubectl(&[
+            "get",
+            &format!("{kinds},secrets"),
+            "-A",
+            "-o",
+            "jsonpath={range .items[*]}{.kind}/{.metadata.name}={.metadata.resourceVersion} {end}",
+        ]);
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    };
+    // The live objects as manifests: dev pointed the quickstart's connection and chart at its simulators.
+    let live: Vec<Value> = stored()
+        .into_iter()
+        .map(|o| {
+            json!({"apiVersion": o["apiVersion"], "kind": o["kind"],
+                "metadata": {"name": o["metadata"]["name"], "namespace": o["metadata"]["namespace"]},
+                "spec": o["spec"]})
+        })
+        .collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |name: &str, objects: &[Value]| {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(&path).expect("a directory");
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
+        std::fs::write(path.join("objects.json"), list.to_string()).expect("written");
+        path
+    };
+    let plan = |files: &Path, extra: &[&str]| {
+        let out = bin()
+            .arg("--cache-dir")
+            .arg(dev._dir.path().join("cache"))
+            .args(["plan", "--kubeconfig"])
+            .arg(&dev.kubeconfig)
+            .arg("-f")
+            .arg(files)
+            .args(extra)
+            .output()
+            .expect("omni-operator runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let before = versions();
+
+    let (code, out, err) = plan(&write("same", &live), &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(
+            "\nDoes this change create, update, pause or delete a remote Omni cluster? no\n"
+        ) && out.contains("\nWhich Helm releases change? none\n"),
+        "{out}"
+    );
+
+    let mut values = live.clone();
+    for o in &mut values {
+        if o["kind"] == "OmniHelmRelease" {
+            o["spec"]["chart"]["values"]["replicaCount"] = json!(3);
+        }
+    }
+    let (code, out, err) = plan(&write("values", &values), &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(
+            "\nOmniHelmRelease omni-system/hello: update\n  helm: upgrade apps/hello: the chart's source or values change (chart hello 0.1.0)\n"
+        ),
+        "{out}"
+    );
+
+    // Pruned: the cluster, its children and the kubeconfig export leave the manifests.
+    let pruned: Vec<Value> = live
+        .iter()
+        .filter(|o| {
+            matches!(
+                o["kind"].as_str(),
+                Some("OmniConnection" | "OmniHelmRelease")
+            )
+        })
+        .cloned()
+        .collect();
+    let files = write("pruned", &pruned);
+    let (code, out, err) = plan(&files, &["--prune"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        out.contains("\nDoes this change create, update, pause or delete a remote Omni cluster? deletes edge-sample\n")
+            && out.contains("\nOmniCluster omni-system/edge-sample: remove\n  removal: will delete remote cluster edge-sample and destroy 2 machines\n"),
+        "{out}"
+    );
+    let (code, out, _) = plan(&files, &["--prune", "--format", "markdown"]);
+    assert_eq!(code, 2);
+    assert!(
+        out.contains("| Does this change create, update, pause or delete a remote Omni cluster? | deletes edge-sample |\n")
+            && out.contains("#### OmniCluster omni-system/edge-sample: remove\n"),
+        "{out}"
+    );
+    let (code, out, _) = plan(&files, &["--prune", "--format", "json"]);
+    assert_eq!(code, 2);
+    let json: Value = serde_json::from_str(&out).expect("the plan is JSON");
+    assert_eq!(json["destroys"], true);
+    let cluster = json["objects"]
+        .as_array()
+        .and_then(|o| o.iter().find(|o| o["kind"] == "OmniCluster"))
+        .expect("the cluster is planned");
+    assert_eq!(cluster["change"], "remove");
+    assert_eq!(
+        cluster["remote"],
+        json!([{"cluster": "edge-sample", "action": "delete"}])
+    );
+    assert_eq!(
+        cluster["machines_destroyed"],
+        json!([
+            "11111111-1111-4111-8111-111111111111",
+            "22222222-2222-4222-8222-222222222222"
+        ])
+    );
+
+    // A manifest the API server refuses is an error: exit 1, naming it.
+    let mut invalid = live.clone();
+    for o in &mut invalid {
+        if o["kind"] == "OmniCluster" {
+            o["spec"]["deletePolicy"] = json!({"orphan": true, "destroyMachines": true});
+        }
+    }
+    let (code, out, err) = plan(&write("invalid", &invalid), &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains(
+            "\nOmniCluster omni-system/edge-sample: invalid\n  error: the API server refuses it: "
+        ) && out.contains("orphan and destroyMachines cannot both be true"),
+        "{out}"
+    );
+
+    assert_eq!(
+        versions(),
+        before,
+        "planning wrote nothing to the management cluster"
+    );
+}

@@ -16,6 +16,7 @@ use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
 
 use super::endpoint::Endpoint;
+use super::overlay::{OmniOverlay, key_of};
 use super::transport::{self, MAX_MESSAGE_BYTES};
 use crate::contract::HostError;
 
@@ -65,6 +66,8 @@ pub struct OmniClient {
     state: StateClient<Channel>,
     management: ManagementServiceClient<Channel>,
     dictionary: Option<Dictionary>,
+    /// A plan's overlay: writes are recorded there instead of sent, and reads see them.
+    plan: Option<std::sync::Arc<OmniOverlay>>,
 }
 
 impl std::fmt::Debug for OmniClient {
@@ -102,7 +105,14 @@ impl OmniClient {
             state,
             management,
             dictionary,
+            plan: None,
         })
+    }
+
+    /// This client for a plan: its writes go to `overlay` instead of Omni, and its reads see them.
+    pub fn planning(mut self, overlay: std::sync::Arc<OmniOverlay>) -> Self {
+        self.plan = Some(overlay);
+        self
     }
 
     pub fn endpoint(&self) -> &Endpoint {
@@ -171,6 +181,9 @@ impl OmniClient {
     ) -> Result<Vec<u8>, HostError> {
         // `{:?}` prints Omni cluster names (`[A-Za-z0-9_-]+`) exactly as Go's `%q` does.
         let what = format!("get kubeconfig for Omni cluster {cluster:?}");
+        if let Some(plan) = &self.plan {
+            return Ok(plan.kubeconfig(&self.endpoint.normalized, cluster));
+        }
         let ttl = prost_types::Duration::try_from(ttl)
             .map_err(|_| HostError::Invalid(format!("{what}: the ttl {ttl:?} is out of range")))?;
         let message = management::KubeconfigRequest {
@@ -215,6 +228,20 @@ impl OmniClient {
         key: &Key,
         budget: Duration,
     ) -> Result<Option<ReadResource>, HostError> {
+        if let Some(plan) = &self.plan
+            && let Some(staged) = plan.staged(&self.endpoint.normalized, key)
+        {
+            return Ok(staged.map(|r| self.readable(r)));
+        }
+        self.get_live(key, budget).await
+    }
+
+    /// `get` from Omni itself, past a plan's overlay.
+    async fn get_live(
+        &self,
+        key: &Key,
+        budget: Duration,
+    ) -> Result<Option<ReadResource>, HostError> {
         let what = format!("get {key}");
         let message = cosi::GetRequest {
             namespace: key.namespace.clone(),
@@ -244,9 +271,12 @@ impl OmniClient {
         budget: Duration,
     ) -> Result<Vec<ReadResource>, HostError> {
         let what = format!("list {type_}");
-        let items = self
-            .list_raw(&what, namespace, type_, terms, budget)
+        let mut items = self
+            .list_raw(&what, namespace, type_, terms.clone(), budget)
             .await?;
+        if let Some(plan) = &self.plan {
+            items = plan.over_list(&self.endpoint.normalized, namespace, type_, &terms, items);
+        }
         Ok(items.into_iter().map(|r| self.readable(r)).collect())
     }
 
@@ -293,6 +323,13 @@ impl OmniClient {
         budget: Duration,
     ) -> Result<ReadResource, HostError> {
         let what = format!("create {}", describe(&resource));
+        if let Some(plan) = &self.plan {
+            let current = self.current(&key_of(&resource), budget).await?;
+            // Recorded with its content readable, so the plan's diff shows the text.
+            let resource = self.readable(resource).resource;
+            let created = plan.create(&self.endpoint.normalized, resource, current)?;
+            return Ok(self.readable(created));
+        }
         let message = cosi::CreateRequest {
             resource: Some(resource),
             options: Some(cosi::CreateOptions {
@@ -311,6 +348,12 @@ impl OmniClient {
         resource: cosi::Resource,
         budget: Duration,
     ) -> Result<ReadResource, HostError> {
+        if let Some(plan) = &self.plan {
+            let current = self.current(&key_of(&resource), budget).await?;
+            let resource = self.readable(resource).resource;
+            let updated = plan.update(&self.endpoint.normalized, resource, current)?;
+            return Ok(self.readable(updated));
+        }
         self.update_in_phase(resource, Some(omni_wire::phase::RUNNING.into()), budget)
             .await
     }
@@ -338,6 +381,10 @@ impl OmniClient {
     /// Starts the teardown; `true` when no finalizers remain. An Omni without the Teardown RPC gets the Go
     /// client's fallback: set the phase to `tearingDown` with an update.
     pub async fn teardown(&self, key: &Key, budget: Duration) -> Result<bool, HostError> {
+        if let Some(plan) = &self.plan {
+            let current = self.current(key, budget).await?;
+            return plan.teardown(&self.endpoint.normalized, key, current);
+        }
         let what = format!("tear down {key}");
         let message = cosi::TeardownRequest {
             namespace: key.namespace.clone(),
@@ -394,6 +441,10 @@ impl OmniClient {
     }
 
     pub async fn destroy(&self, key: &Key, budget: Duration) -> Result<(), HostError> {
+        if let Some(plan) = &self.plan {
+            let current = self.current(key, budget).await?;
+            return plan.destroy(&self.endpoint.normalized, key, current);
+        }
         let what = format!("destroy {key}");
         let message = cosi::DestroyRequest {
             namespace: key.namespace.clone(),
@@ -513,6 +564,20 @@ impl OmniClient {
         resource.map(|r| self.readable(r)).ok_or_else(|| {
             HostError::Other(format!("{what}: Omni answered without the stored resource"))
         })
+    }
+
+    /// For a plan's writes: the resource as the plan sees it now, its content readable.
+    async fn current(
+        &self,
+        key: &Key,
+        budget: Duration,
+    ) -> Result<Option<cosi::Resource>, HostError> {
+        if let Some(plan) = &self.plan
+            && let Some(staged) = plan.staged(&self.endpoint.normalized, key)
+        {
+            return Ok(staged);
+        }
+        Ok(self.get_live(key, budget).await?.map(|r| r.resource))
     }
 
     /// Decompresses ConfigPatch and KubernetesManifestGroup content, or says why it cannot.

@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::client::OmniClient;
 use super::endpoint::Endpoint;
+use super::overlay::OmniOverlay;
 use super::service_account::{SecretKeyRef, check_secret_value};
 use crate::contract::{GetRequest, HostError, KubeReader};
 
@@ -63,6 +64,8 @@ impl SetupError {
 pub struct OmniConnections {
     clients: Mutex<HashMap<PoolKey, Pooled>>,
     dictionary: Option<Dictionary>,
+    /// A plan's overlay: every client made here records its writes there instead of sending them.
+    plan: Option<Arc<OmniOverlay>>,
 }
 
 impl std::fmt::Debug for OmniConnections {
@@ -86,6 +89,15 @@ impl OmniConnections {
         OmniConnections {
             clients: Mutex::new(HashMap::new()),
             dictionary,
+            plan: None,
+        }
+    }
+
+    /// Connections for a plan: reads go to Omni, writes are recorded in `overlay` and never sent.
+    pub fn planning(dictionary: Option<Dictionary>, overlay: Arc<OmniOverlay>) -> Self {
+        OmniConnections {
+            plan: Some(overlay),
+            ..Self::new(dictionary)
         }
     }
 
@@ -144,10 +156,12 @@ impl OmniConnections {
             }
         }
         let key = ServiceAccountKey::parse(&value).map_err(|e| SetupError::Key(e.to_string()))?;
-        let client = Arc::new(
-            OmniClient::new(endpoint, insecure, key, self.dictionary.clone())
-                .map_err(SetupError::Client)?,
-        );
+        let mut client = OmniClient::new(endpoint, insecure, key, self.dictionary.clone())
+            .map_err(SetupError::Client)?;
+        if let Some(plan) = &self.plan {
+            client = client.planning(plan.clone());
+        }
+        let client = Arc::new(client);
         let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
         // Two calls may have raced to build the same client; the first one stored wins.
         let pooled = clients.entry(pool_key).or_insert(Pooled {

@@ -5,11 +5,13 @@
 //! * [`service_account`]: the checks on the Secret value holding the key;
 //! * [`transport`]: gRPC channels (h2c or TLS, `insecureSkipTLSVerify`);
 //! * [`client`]: signed calls with deadlines and typed errors;
-//! * [`connections`]: OmniConnection name → pooled client.
+//! * [`connections`]: OmniConnection name → pooled client;
+//! * [`overlay`]: a plan's Omni, where writes are recorded instead of sent.
 
 pub mod client;
 pub mod connections;
 pub mod endpoint;
+pub mod overlay;
 pub mod service_account;
 pub mod transport;
 

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use super::{client_config, get, quoted};
 use crate::contract::HostError;
+use crate::dry_run::KubeWrites;
 
 /// Beyond this many cached clients the cache starts over, so Secrets that come and go cannot grow it forever.
 const MAX_CLIENTS: usize = 1024;
@@ -17,6 +18,8 @@ type Cache = HashMap<(String, String, String), (String, kube::Client, Arc<str>)>
 #[derive(Default)]
 pub struct WorkloadClients {
     clients: Mutex<Cache>,
+    /// A plan's: the clients made here send their writes as recorded dry runs.
+    plan: Option<Arc<KubeWrites>>,
 }
 
 impl std::fmt::Debug for WorkloadClients {
@@ -28,6 +31,14 @@ impl std::fmt::Debug for WorkloadClients {
 }
 
 impl WorkloadClients {
+    /// Clients for a plan: their writes are dry runs recorded in `writes`.
+    pub fn planning(writes: Arc<KubeWrites>) -> Self {
+        WorkloadClients {
+            clients: Mutex::default(),
+            plan: Some(writes),
+        }
+    }
+
     /// The client for the kubeconfig under `key` of the management-cluster Secret `namespace/name`, read
     /// uncached through `management`.
     pub async fn client(
@@ -77,7 +88,11 @@ impl WorkloadClients {
                 HostError::Invalid(format!("{what} key {key:?}: the kubeconfig is not UTF-8"))
             })?
             .into();
-        let client = kube::Client::try_from(config).map_err(|e| {
+        let client = match &self.plan {
+            Some(writes) => writes.client(config, &format!("{namespace}/{name}")),
+            None => kube::Client::try_from(config),
+        };
+        let client = client.map_err(|e| {
             HostError::Invalid(format!(
                 "{what} key {key:?}: cannot build a client: {}",
                 e.to_string().lines().next().unwrap_or_default()

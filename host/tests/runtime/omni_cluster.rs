@@ -1161,3 +1161,5 @@ async fn a_host_killed_mid_sync_is_completed_by_the_next_one() {
     );
     assert_eq!(template_resources(env.omni.state()), sample_resources());
 }
+
+mod plan;

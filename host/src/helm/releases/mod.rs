@@ -12,6 +12,7 @@
 
 mod job;
 mod ownership;
+mod planned;
 mod request;
 
 use std::collections::HashMap;
@@ -27,6 +28,7 @@ use super::storage::{self, OWNER_LABEL, StorageError, StoredRevision};
 use job::{Job, chart_reference, engine_message, now_rfc3339};
 pub use ownership::{ADOPT_ANNOTATION, Owner};
 use ownership::{Ownership, ownership};
+pub use planned::{HelmPlan, PlannedStep};
 pub use request::{
     Action, ChartLocation, InstallSettings, Propagation, RollbackSettings, Settings, StepRequest,
     TestSettings, UninstallSettings, UpgradeSettings, Wanted, is_exact_version, source_digest,
@@ -155,6 +157,8 @@ pub struct Releases {
     epoch: i64,
     /// Version constraints resolved lately: (chart location, constraint) → (when, version).
     resolved: Mutex<HashMap<(String, String), (Instant, String)>>,
+    /// A plan's: the actions are recorded there instead of run.
+    plan: Option<Arc<HelmPlan>>,
 }
 
 impl std::fmt::Debug for Releases {
@@ -174,6 +178,16 @@ impl Releases {
             started: std::sync::atomic::AtomicU64::new(0),
             epoch: jiff::Timestamp::now().as_millisecond(),
             resolved: Mutex::default(),
+            plan: None,
+        }
+    }
+
+    /// Releases for a plan: observed as they stand, versions resolved through `engine`, and every action
+    /// recorded in `plan` instead of run.
+    pub fn planning(engine: Option<Arc<dyn HelmEngine>>, why: &str, plan: Arc<HelmPlan>) -> Self {
+        Releases {
+            plan: Some(plan),
+            ..Self::new(engine, why)
         }
     }
 
@@ -310,6 +324,24 @@ impl Releases {
         let entry = entries.entry(key.clone()).or_default();
         if let Some(r) = &entry.running {
             return Err(ReleaseError::Busy(r.clone()));
+        }
+        if let Some(plan) = &self.plan {
+            // Shown as running to the plan's later passes, so a plugin waits on it as it would on a real one.
+            let running = Running {
+                id: format!("plan-{}", plan.len() + 1),
+                action: request.action(),
+                started: now_rfc3339(),
+                digest: digest.clone(),
+            };
+            entry.running = Some(running.clone());
+            plan.record(PlannedStep::new(
+                &cluster.id,
+                namespace,
+                name,
+                &request,
+                latest,
+            ));
+            return Ok(running);
         }
         let job = self.claim(
             entry,

@@ -1,0 +1,292 @@
+//! `omni-operator plan` over the sample (issue "GitOps safety", Deliver 1): the plan of a change touches nothing
+//! in Omni or Kubernetes, and applying the change does in Omni what the plan said.
+
+use std::collections::BTreeMap;
+
+use omni_operator::plan::{Manifest, Plan, Planner};
+use omni_sim::store::md;
+use serde_json::{Value, json};
+
+use super::*;
+
+const NEW_WORKER: &str = "33333333-3333-4333-8333-333333333333";
+
+/// Every resource Omni holds, with its version: any write changes this.
+fn versions(store: &Store) -> BTreeMap<(String, String), String> {
+    store
+        .all()
+        .iter()
+        .map(md)
+        .map(|m| (key(&m.r#type, &m.id), m.version.clone()))
+        .collect()
+}
+
+/// The sample's objects as the management cluster stores them (their resourceVersions): any write changes this.
+fn kube_versions(env: &Env) -> Vec<(String, String)> {
+    sample()
+        .iter()
+        .map(|o| {
+            let (kind, name) = (
+                o["kind"].as_str().unwrap_or_default(),
+                o["metadata"]["name"].as_str().unwrap_or_default(),
+            );
+            let stored = env.kube.get(API, kind, NS, name).unwrap_or(Value::Null);
+            (
+                format!("{kind}/{name}"),
+                stored["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap_or("absent")
+                    .to_string(),
+            )
+        })
+        .collect()
+}
+
+async fn planner(env: &Env) -> Planner {
+    let host = env.host.as_ref().expect("a host");
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&env.kube.kubeconfig(&env.kube.admin()))
+        .expect("the kubeconfig parses");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .expect("a client configuration");
+    Planner {
+        registry: host.registry().clone(),
+        config,
+        omni_dictionary: None,
+        helm: None,
+        helm_summary: "this test runs no Helm".into(),
+        template_roots: Vec::new(),
+    }
+}
+
+fn manifests(objects: &[Value]) -> Vec<Manifest> {
+    objects
+        .iter()
+        .enumerate()
+        .map(|(i, o)| Manifest {
+            source: format!("sample#{}", i + 1),
+            object: o.clone(),
+        })
+        .collect()
+}
+
+/// Plans `objects` and checks that planning wrote nothing anywhere.
+async fn plan_touching_nothing(env: &Env, objects: &[Value], prune: bool) -> Plan {
+    let (omni_before, kube_before) = (versions(env.omni.state()), kube_versions(env));
+    let mark = env.omni.records().len();
+    let plan = planner(env)
+        .await
+        .plan(manifests(objects), prune)
+        .await
+        .expect("a plan");
+    assert_eq!(
+        writes(&env.records_since(mark)),
+        Vec::<String>::new(),
+        "planning sent no write to Omni"
+    );
+    assert_eq!(versions(env.omni.state()), omni_before, "Omni is unchanged");
+    assert_eq!(kube_versions(env), kube_before, "Kubernetes is unchanged");
+    plan
+}
+
+/// The plan's Omni writes as `<Method> <Type>(<id>)`, as [`writes`] spells what Omni was sent.
+fn planned_writes(plan: &Plan) -> BTreeSet<String> {
+    plan.objects
+        .iter()
+        .flat_map(|o| o.omni.iter())
+        .map(|c| {
+            let op = match serde_json::to_value(c.op)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+            {
+                Some(op) => {
+                    let mut chars = op.chars();
+                    chars
+                        .next()
+                        .map(|f| f.to_uppercase().collect::<String>() + chars.as_str())
+                        .unwrap_or_default()
+                }
+                None => String::new(),
+            };
+            format!("{op} {}.omni.sidero.dev({})", c.type_, c.id)
+        })
+        .collect()
+}
+
+fn answer(plan: &Plan, starts: &str) -> String {
+    plan.checklist
+        .iter()
+        .find(|a| a.question.starts_with(starts))
+        .map(|a| a.answer.clone())
+        .unwrap_or_else(|| {
+            panic!(
+                "no checklist line starting {starts:?}: {:#?}",
+                plan.checklist
+            )
+        })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planned_change_touches_nothing_and_applying_it_does_what_the_plan_said() {
+    let env = Env::start(quick(), None).await;
+    env.apply_sample().await;
+    env.wait_synced(1).await;
+    env.omni.add_machine(NEW_WORKER, None, false);
+
+    // One more worker, a Kubernetes upgrade, and the CNI and kube-proxy handed over by a patch.
+    let mut cluster = sample_object("OmniCluster");
+    cluster["spec"]["kubernetes"]["version"] = json!("v1.35.1");
+    cluster["spec"]["patches"] = json!([{"name": "cni", "inline":
+        {"cluster": {"network": {"cni": {"name": "none"}}, "proxy": {"disabled": true}}}}]);
+    let mut workers = sample_object("OmniWorkers");
+    workers["spec"]["machines"]
+        .as_array_mut()
+        .expect("machines")
+        .push(json!(NEW_WORKER));
+    let changed: Vec<Value> = sample()
+        .into_iter()
+        .map(|o| match o["kind"].as_str() {
+            Some("OmniCluster") => cluster.clone(),
+            Some("OmniWorkers") => workers.clone(),
+            _ => o,
+        })
+        .collect();
+
+    let plan = plan_touching_nothing(&env, &changed, false).await;
+    assert_eq!(plan.exit_code(), 0, "{plan:#?}");
+    assert_eq!(
+        answer(&plan, "Does this change create"),
+        "updates edge-sample"
+    );
+    assert_eq!(answer(&plan, "Are machines destroyed"), "no");
+    let networking = answer(&plan, "Does networking ownership change");
+    assert!(
+        networking.contains("CNI Talos's default (flannel) -> none")
+            && networking.contains("kube-proxy enabled -> disabled"),
+        "{networking}"
+    );
+    let update = plan
+        .objects
+        .iter()
+        .flat_map(|o| o.omni.iter())
+        .find(|c| c.type_ == "Clusters")
+        .expect("the cluster is updated");
+    assert!(
+        update
+            .diff
+            .iter()
+            .any(|l| l.starts_with('-') && l.contains("1.35.0"))
+            && update
+                .diff
+                .iter()
+                .any(|l| l.starts_with('+') && l.contains("1.35.1")),
+        "a field-level diff of the version: {:#?}",
+        update.diff
+    );
+    let planned = planned_writes(&plan);
+    assert_eq!(
+        planned,
+        BTreeSet::from([
+            format!("Update {CLUSTERS}({CLUSTER})"),
+            format!("Create {CONFIG_PATCHES}(200-cluster-edge-sample-cni)"),
+            format!("Create {MACHINE_SET_NODES}({NEW_WORKER})"),
+        ])
+    );
+
+    // Applied for real: Omni is sent exactly what the plan said.
+    let mark = env.omni.records().len();
+    env.apply(&workers).await;
+    env.apply(&cluster).await;
+    env.wait_synced(env.generation()).await;
+    let applied: BTreeSet<String> = distinct_writes(&env.records_since(mark))
+        .into_iter()
+        .collect();
+    assert_eq!(applied, planned);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planned_prune_names_what_is_destroyed_and_deleting_does_it() {
+    let env = Env::start(quick(), None).await;
+    env.apply_sample().await;
+    env.wait_synced(1).await;
+
+    // Pruning the whole sample: the cluster goes, and with it both machines.
+    let plan = plan_touching_nothing(&env, &[], true).await;
+    // Nothing to plan without manifests: --prune only removes in the namespaces the manifests touch.
+    assert!(plan.objects.is_empty(), "{plan:#?}");
+    // The manifests keep the connection (pruned with it, the cluster could not be deleted) and a ConfigMap.
+    let connection = env
+        .kube
+        .get(API, "OmniConnection", NS, "omni-sample")
+        .expect("the connection");
+    let keep = vec![
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "unrelated", "namespace": NS}, "data": {"a": "b"}}),
+        json!({"apiVersion": API, "kind": "OmniConnection",
+            "metadata": {"name": "omni-sample", "namespace": NS}, "spec": connection["spec"]}),
+    ];
+    let plan = plan_touching_nothing(&env, &keep, true).await;
+    assert_eq!(plan.exit_code(), 2, "{plan:#?}");
+    assert_eq!(
+        answer(&plan, "Does this change create"),
+        "deletes edge-sample"
+    );
+    assert_eq!(
+        answer(&plan, "Are machines destroyed"),
+        format!("yes, 2: {CP_MACHINE}, {WORKER_MACHINE}")
+    );
+    assert!(
+        answer(&plan, "Is anything removed").starts_with(
+            "OmniCluster omni-system/edge-sample: will delete remote cluster edge-sample and destroy 2 machines"
+        ),
+        "{plan:#?}"
+    );
+    let planned = planned_writes(&plan);
+    assert_eq!(
+        planned,
+        BTreeSet::from([format!("Teardown {CLUSTERS}({CLUSTER})")])
+    );
+
+    // Orphaned: the same prune destroys nothing.
+    let mut orphan = sample_object("OmniCluster");
+    orphan["spec"]["deletePolicy"] = json!({"orphan": true});
+    env.apply(&orphan).await;
+    env.wait_synced(env.generation()).await;
+    let plan = plan_touching_nothing(&env, &keep, true).await;
+    assert_eq!(plan.exit_code(), 0, "{plan:#?}");
+    assert_eq!(
+        answer(&plan, "Does this change create"),
+        "orphans edge-sample"
+    );
+    assert!(planned_writes(&plan).is_empty(), "{plan:#?}");
+
+    // Kept by Flux: not pruned, nothing destroyed, and said so.
+    let mut kept = sample_object("OmniCluster");
+    kept["metadata"]["annotations"] = json!({"kustomize.toolkit.fluxcd.io/prune": "disabled"});
+    env.apply(&kept).await;
+    env.wait_synced(env.generation()).await;
+    let plan = plan_touching_nothing(&env, &keep, true).await;
+    let cluster = plan
+        .objects
+        .iter()
+        .find(|o| o.kind == "OmniCluster")
+        .expect("the cluster is in the plan");
+    assert_eq!(
+        cluster.notes,
+        ["Flux will not prune it (kustomize.toolkit.fluxcd.io/prune: disabled)"]
+    );
+    assert!(!cluster.destroys);
+
+    // Deleted for real with the policy the first plan saw: Omni is sent what that plan said.
+    env.apply(&sample_object("OmniCluster")).await;
+    env.wait_synced(env.generation()).await;
+    let mark = env.omni.records().len();
+    env.delete("OmniCluster", "omniclusters", CLUSTER).await;
+    env.wait("the OmniCluster to be gone", WAIT, Value::is_null)
+        .await;
+    let applied: BTreeSet<String> = distinct_writes(&env.records_since(mark))
+        .into_iter()
+        .filter(|w| !w.starts_with("Destroy "))
+        .collect();
+    assert_eq!(applied, planned);
+}
