@@ -20,28 +20,12 @@ use super::overlay::{OmniOverlay, key_of};
 use super::transport::{self, MAX_MESSAGE_BYTES};
 use crate::contract::HostError;
 
-pub const CLUSTERS: &str = "Clusters.omni.sidero.dev";
-pub const CONFIG_PATCHES: &str = "ConfigPatches.omni.sidero.dev";
-pub const MANIFEST_GROUPS: &str = "KubernetesManifestGroups.omni.sidero.dev";
+pub use super::address::{CLUSTERS, CONFIG_PATCHES, Key, MANIFEST_GROUPS};
 const CLUSTER_STATUSES: &str = "ClusterStatuses.omni.sidero.dev";
 const MACHINE_SET_STATUSES: &str = "MachineSetStatuses.omni.sidero.dev";
 const KUBERNETES_UPGRADE_STATUSES: &str = "KubernetesUpgradeStatuses.omni.sidero.dev";
 const TALOS_UPGRADE_STATUSES: &str = "TalosUpgradeStatuses.omni.sidero.dev";
 const CLUSTER_LABEL: &str = "omni.sidero.dev/cluster";
-
-/// Addresses one resource.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Key {
-    pub namespace: String,
-    pub type_: String,
-    pub id: String,
-}
-
-impl std::fmt::Display for Key {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}({})", self.type_, self.id)
-    }
-}
 
 /// A resource as read, with its spec decompressed where Omni stored it compressed.
 #[derive(Debug, Clone, PartialEq)]

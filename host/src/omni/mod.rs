@@ -4,10 +4,12 @@
 //! * [`endpoint`]: the endpoint URL as Omni's Go client normalises it;
 //! * [`service_account`]: the checks on the Secret value holding the key;
 //! * [`transport`]: gRPC channels (h2c or TLS, `insecureSkipTLSVerify`);
+//! * [`address`]: how a resource is addressed;
 //! * [`client`]: signed calls with deadlines and typed errors;
 //! * [`connections`]: OmniConnection name → pooled client;
 //! * [`overlay`]: a plan's Omni, where writes are recorded instead of sent.
 
+pub mod address;
 pub mod client;
 pub mod connections;
 pub mod endpoint;

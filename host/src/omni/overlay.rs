@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use omni_wire::cosi;
 
-use super::client::Key;
+use super::address::{CLUSTERS, Key};
 use crate::contract::HostError;
 
 /// What a write would do.
@@ -86,6 +86,14 @@ fn now() -> prost_types::Timestamp {
         seconds: since.as_secs() as i64,
         nanos: since.subsec_nanos() as i32,
     }
+}
+
+/// Omni's answer to a write of a resource that does not exist.
+fn missing(verb: &str, key: &Key) -> HostError {
+    HostError::NotFound(format!(
+        "{verb} {key}: rpc error: code = NotFound desc = resource {}({}@undefined) doesn't exist",
+        key.type_, key.id
+    ))
 }
 
 /// The version after `version` (Omni's versions are decimal counters).
@@ -216,10 +224,7 @@ impl OmniOverlay {
     ) -> Result<cosi::Resource, HostError> {
         let key = key_of(&resource);
         let Some(current) = current else {
-            return Err(HostError::NotFound(format!(
-                "update {key}: rpc error: code = NotFound desc = resource {}({}@undefined) doesn't exist",
-                key.type_, key.id
-            )));
+            return Err(missing("update", &key));
         };
         let was = current.metadata.clone().unwrap_or_default();
         let metadata = resource.metadata.get_or_insert_with(Default::default);
@@ -281,10 +286,7 @@ impl OmniOverlay {
         current: Option<cosi::Resource>,
     ) -> Result<(), HostError> {
         let Some(current) = current else {
-            return Err(HostError::NotFound(format!(
-                "destroy {key}: rpc error: code = NotFound desc = resource {}({}@undefined) doesn't exist",
-                key.type_, key.id
-            )));
+            return Err(missing("destroy", key));
         };
         self.record(endpoint, OmniOp::Destroy, key.clone(), Some(current), None);
         Ok(())
@@ -295,7 +297,7 @@ impl OmniOverlay {
     pub fn kubeconfig(&self, endpoint: &str, cluster: &str) -> Vec<u8> {
         let key = Key {
             namespace: omni_wire::DEFAULT_NAMESPACE.into(),
-            type_: super::client::CLUSTERS.into(),
+            type_: CLUSTERS.into(),
             id: cluster.into(),
         };
         self.record(endpoint, OmniOp::Kubeconfig, key, None, None);

@@ -384,12 +384,13 @@ pub fn diff(old: &[String], new: &[String]) -> Vec<String> {
         if i < n && j < m && old[i] == new[j] {
             i += 1;
             j += 1;
-        } else if j < m && (i == n || lcs[i][j + 1] >= lcs[i + 1][j]) {
-            out.push(format!("+ {}", new[j]));
-            j += 1;
-        } else {
+        } else if i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1]) {
+            // Old lines first, as diff prints a change.
             out.push(format!("- {}", old[i]));
             i += 1;
+        } else {
+            out.push(format!("+ {}", new[j]));
+            j += 1;
         }
     }
     if out.len() > MAX_DIFF_LINES {

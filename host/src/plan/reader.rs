@@ -144,21 +144,8 @@ impl KubeReader for PlanReader {
                     .filter(|d| request.field_selector.as_ref().is_none_or(|f| f.matches(d)))
                     .cloned(),
             );
-            items.sort_by(|a, b| {
-                let key = |o: &Value| {
-                    (
-                        o["metadata"]["namespace"]
-                            .as_str()
-                            .unwrap_or_default()
-                            .to_string(),
-                        o["metadata"]["name"]
-                            .as_str()
-                            .unwrap_or_default()
-                            .to_string(),
-                    )
-                };
-                key(a).cmp(&key(b))
-            });
+            // Within one kind, (kind, namespace, name) orders as the API server lists: by namespace, then name.
+            items.sort_by_key(|o| id_of(o, ""));
             Ok(items)
         })
     }
