@@ -33,6 +33,19 @@ impl KubeWrites {
         self.lock().clone()
     }
 
+    /// The writes after the first `n`.
+    pub fn since(&self, n: usize) -> Vec<KubeWrite> {
+        self.lock().iter().skip(n).cloned().collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// A client for `config` whose writes are dry runs recorded here under `cluster`.
     pub fn client(
         self: &Arc<Self>,

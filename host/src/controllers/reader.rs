@@ -128,7 +128,7 @@ impl ApiReader {
     }
 
     /// The API of a kind, resolved by discovery, in `namespace` (ignored for a cluster-scoped kind).
-    pub(super) async fn api_of(
+    pub async fn api_of(
         &self,
         api_version: &str,
         kind: &str,

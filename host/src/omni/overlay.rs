@@ -22,6 +22,19 @@ pub enum OmniOp {
     Kubeconfig,
 }
 
+impl OmniOp {
+    /// The name the plan prints (the JSON form's, too).
+    pub fn name(self) -> &'static str {
+        match self {
+            OmniOp::Create => "create",
+            OmniOp::Update => "update",
+            OmniOp::Teardown => "teardown",
+            OmniOp::Destroy => "destroy",
+            OmniOp::Kubeconfig => "kubeconfig",
+        }
+    }
+}
+
 /// One recorded write.
 #[derive(Debug, Clone)]
 pub struct OmniWrite {
@@ -308,6 +321,11 @@ impl OmniOverlay {
     /// Every write recorded so far, in order.
     pub fn writes(&self) -> Vec<OmniWrite> {
         self.lock().writes.clone()
+    }
+
+    /// The writes after the first `n`.
+    pub fn writes_since(&self, n: usize) -> Vec<OmniWrite> {
+        self.lock().writes.iter().skip(n).cloned().collect()
     }
 
     /// How many writes are recorded.

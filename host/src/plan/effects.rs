@@ -13,15 +13,13 @@ use serde_json::Value;
 use super::Id;
 use crate::dry_run::KubeWrite;
 use crate::helm::releases::PlannedStep;
+use crate::omni::address::{CLUSTERS, CONFIG_PATCHES, MANIFEST_GROUPS};
 use crate::omni::overlay::{OmniOp, OmniWrite};
 
 const CLUSTER_LABEL: &str = "omni.sidero.dev/cluster";
-const CLUSTERS: &str = "Clusters.omni.sidero.dev";
 pub(super) const MACHINE_SET_NODES: &str = "MachineSetNodes.omni.sidero.dev";
 const MACHINE_SETS: &str = "MachineSets.omni.sidero.dev";
 const MACHINE_SET_LABEL: &str = "omni.sidero.dev/machine-set";
-const CONFIG_PATCHES: &str = "ConfigPatches.omni.sidero.dev";
-const MANIFEST_GROUPS: &str = "KubernetesManifestGroups.omni.sidero.dev";
 /// Diffs longer than this many lines are cut, saying how many were left out.
 const MAX_DIFF_LINES: usize = 200;
 

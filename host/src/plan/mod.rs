@@ -20,8 +20,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
-use kube::core::GroupVersionKind;
+use kube::api::{DeleteParams, DynamicObject, PostParams};
 use serde_json::{Value, json};
 
 use crate::capabilities::{
@@ -70,7 +69,7 @@ struct Recorders {
 
 impl Recorders {
     fn marks(&self) -> (usize, usize, usize) {
-        (self.omni.len(), self.kube.all().len(), self.helm.len())
+        (self.omni.len(), self.kube.len(), self.helm.len())
     }
 }
 
@@ -168,7 +167,7 @@ impl Planner {
         // plugin is given (defaults applied, the live object's metadata and status kept).
         let mut stored: BTreeMap<Id, (Value, Option<Value>)> = BTreeMap::new();
         for (id, m) in &desired {
-            match self.dry_run_apply(&client, &m.object, &id.1).await {
+            match self.dry_run_apply(&live_reader, &m.object, &id.1).await {
                 Ok(pair) => {
                     stored.insert(id.clone(), pair);
                 }
@@ -189,7 +188,9 @@ impl Planner {
                     continue;
                 }
                 for ns in &namespaces {
-                    let api = namespaced_api(&client, gvk, ns).await?;
+                    let api = live_reader
+                        .api_of(&gvk.api_version(), &gvk.kind, Some(ns))
+                        .await?;
                     let list = api
                         .list(&Default::default())
                         .await
@@ -219,12 +220,13 @@ impl Planner {
                 &recorders,
                 client.clone(),
                 reader.clone(),
-                live_reader,
+                live_reader.clone(),
                 connections.clone(),
             ),
             recorders: &recorders,
             connections,
             reader,
+            live: live_reader,
         };
 
         // The parents of changed children are planned too: an OmniCluster syncs its children's machine sets.
@@ -246,7 +248,7 @@ impl Planner {
             }
         }
         for parent in &parents {
-            if let Some(live) = self.live(&client, &kinds, parent).await? {
+            if let Some(live) = self.live(&context.live, &kinds, parent).await? {
                 stored.insert(parent.clone(), (live.clone(), Some(live)));
             }
         }
@@ -263,7 +265,7 @@ impl Planner {
             if removing {
                 let live = &removed[id];
                 plan.objects
-                    .push(self.plan_removal(id, live, &kinds, &client, &context).await);
+                    .push(self.plan_removal(id, live, &kinds, &context).await);
                 continue;
             }
             let (object, live) = &stored[id];
@@ -336,14 +338,16 @@ impl Planner {
 
     async fn live(
         &self,
-        client: &kube::Client,
+        reader: &ApiReader,
         kinds: &BTreeMap<KindKey, (crate::runtime::Gvk, Vec<Arc<LoadedPlugin>>)>,
         id: &Id,
     ) -> anyhow::Result<Option<Value>> {
         let Some((gvk, _)) = kinds.get(&KindKey::new(GROUP, id.0.as_str())) else {
             return Ok(None);
         };
-        let api = namespaced_api(client, gvk, &id.1).await?;
+        let api = reader
+            .api_of(&gvk.api_version(), &gvk.kind, Some(&id.1))
+            .await?;
         let found = api
             .get_opt(&id.2)
             .await
@@ -356,27 +360,17 @@ impl Planner {
     /// what the API server would store, and the live object.
     async fn dry_run_apply(
         &self,
-        client: &kube::Client,
+        reader: &ApiReader,
         object: &Value,
         namespace: &str,
     ) -> Result<(Value, Option<Value>), String> {
         let api_version = object["apiVersion"].as_str().unwrap_or_default();
         let kind = object["kind"].as_str().unwrap_or_default();
         let name = object["metadata"]["name"].as_str().unwrap_or_default();
-        let (group, version) = match api_version.split_once('/') {
-            Some((g, v)) => (g, v),
-            None => ("", api_version),
-        };
-        let gvk = GroupVersionKind::gvk(group, version, kind);
-        let (resource, caps) = kube::discovery::pinned_kind(client, &gvk)
+        let api = reader
+            .api_of(api_version, kind, Some(namespace))
             .await
-            .map_err(|e| format!("the API server does not serve {api_version} {kind}: {e}"))?;
-        let api: Api<DynamicObject> = match caps.scope {
-            kube::discovery::Scope::Namespaced => {
-                Api::namespaced_with(client.clone(), namespace, &resource)
-            }
-            kube::discovery::Scope::Cluster => Api::all_with(client.clone(), &resource),
-        };
+            .map_err(|e| e.to_string())?;
         let refused = |e: kube::Error| match e {
             kube::Error::Api(status) => format!("the API server refuses it: {}", status.message),
             other => format!("the API server could not be asked: {other}"),
@@ -427,17 +421,22 @@ impl Planner {
         removing: bool,
     ) -> Result<Option<String>, String> {
         let (services, recorders) = (&context.services, context.recorders);
-        let finalizer = plugin.info().finalizer.clone();
-        if let Some(f) = finalizer {
-            let list = object["metadata"]["finalizers"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            if !list.iter().any(|x| x.as_str() == Some(f.as_str())) {
-                let mut list = list;
-                list.push(json!(f));
-                object["metadata"]["finalizers"] = json!(list);
-            }
+        // The finalizer the controller adds before a plugin's first call, as it decides it.
+        let info = plugin.info();
+        let current: Vec<String> = object["metadata"]["finalizers"]
+            .as_array()
+            .map(|f| {
+                f.iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(next) = crate::controllers::finalizers::to_add(
+            &current,
+            info.finalizer.as_deref(),
+            &info.legacy_finalizers,
+        ) {
+            object["metadata"]["finalizers"] = json!(next);
         }
         if removing {
             object["metadata"]["deletionTimestamp"] = json!(crate::capabilities::rfc3339_seconds(
@@ -506,7 +505,6 @@ impl Planner {
         id: &Id,
         live: &Value,
         kinds: &BTreeMap<KindKey, (crate::runtime::Gvk, Vec<Arc<LoadedPlugin>>)>,
-        client: &kube::Client,
         context: &Context<'_>,
     ) -> ObjectPlan {
         let mut planned = ObjectPlan::new(id, None, Change::Remove);
@@ -517,10 +515,14 @@ impl Planner {
             return planned;
         }
         if let Some((gvk, _)) = kinds.get(&KindKey::new(GROUP, id.0.as_str())) {
-            let api = match namespaced_api(client, gvk, &id.1).await {
+            let api = match context
+                .live
+                .api_of(&gvk.api_version(), &gvk.kind, Some(&id.1))
+                .await
+            {
                 Ok(api) => api,
                 Err(e) => {
-                    planned.error = Some(format!("{e:#}"));
+                    planned.error = Some(e.to_string());
                     return planned;
                 }
             };
@@ -551,21 +553,6 @@ impl Planner {
     }
 }
 
-/// The API of `gvk`'s kind in `namespace`, resolved by discovery (plurals are the server's, never guessed).
-async fn namespaced_api(
-    client: &kube::Client,
-    gvk: &crate::runtime::Gvk,
-    namespace: &str,
-) -> anyhow::Result<Api<DynamicObject>> {
-    let (resource, _) = kube::discovery::pinned_kind(
-        client,
-        &GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind),
-    )
-    .await
-    .with_context(|| format!("discovering {}/{} {}", gvk.group, gvk.version, gvk.kind))?;
-    Ok(Api::namespaced_with(client.clone(), namespace, &resource))
-}
-
 /// What every object of one plan is planned with.
 struct Context<'a> {
     services: HostServices,
@@ -573,15 +560,17 @@ struct Context<'a> {
     /// The plan's Omni clients (writes recorded), for looking up what a teardown takes with it.
     connections: Arc<OmniConnections>,
     reader: Arc<reader::PlanReader>,
+    /// The management cluster, read (and dry-run written) through discovery's cache.
+    live: Arc<ApiReader>,
 }
 
 impl Context<'_> {
     /// What was recorded after `mark` while planning `object`, with the machines its teardowns take along.
     async fn since(&self, mark: (usize, usize, usize), object: &Value) -> effects::Recorded {
         let mut recorded = effects::Recorded {
-            omni: tail(self.recorders.omni.writes(), mark.0),
-            kube: tail(self.recorders.kube.all(), mark.1),
-            helm: tail(self.recorders.helm.steps(), mark.2),
+            omni: self.recorders.omni.writes_since(mark.0),
+            kube: self.recorders.kube.since(mark.1),
+            helm: self.recorders.helm.since(mark.2),
             machines: Vec::new(),
         };
         let doomed = effects::doomed_nodes(&recorded.omni);
@@ -633,11 +622,6 @@ impl Context<'_> {
         recorded.machines.dedup();
         recorded
     }
-}
-
-/// What came after the first `at` items.
-fn tail<T>(mut all: Vec<T>, at: usize) -> Vec<T> {
-    all.split_off(at.min(all.len()))
 }
 
 /// How long one Omni read of the plan's own may take.

@@ -58,11 +58,10 @@ fn details(o: &ObjectPlan) -> Vec<(String, Vec<String>)> {
         out.push((format!("networking: {n}"), Vec::new()));
     }
     for c in &o.omni {
-        let op = serde_json::to_value(c.op)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default();
-        out.push((format!("omni: {op} {} {}", c.type_, c.id), c.diff.clone()));
+        out.push((
+            format!("omni: {} {} {}", c.op.name(), c.type_, c.id),
+            c.diff.clone(),
+        ));
     }
     for h in &o.helm {
         out.push((

@@ -87,8 +87,9 @@ impl HelmPlan {
         self.lock().push(step);
     }
 
-    pub fn steps(&self) -> Vec<PlannedStep> {
-        self.lock().clone()
+    /// The steps after the first `n`.
+    pub fn since(&self, n: usize) -> Vec<PlannedStep> {
+        self.lock().iter().skip(n).cloned().collect()
     }
 
     pub fn len(&self) -> usize {

@@ -95,20 +95,10 @@ fn planned_writes(plan: &Plan) -> BTreeSet<String> {
         .iter()
         .flat_map(|o| o.omni.iter())
         .map(|c| {
-            let op = match serde_json::to_value(c.op)
-                .ok()
-                .and_then(|v| v.as_str().map(String::from))
-            {
-                Some(op) => {
-                    let mut chars = op.chars();
-                    chars
-                        .next()
-                        .map(|f| f.to_uppercase().collect::<String>() + chars.as_str())
-                        .unwrap_or_default()
-                }
-                None => String::new(),
-            };
-            format!("{op} {}.omni.sidero.dev({})", c.type_, c.id)
+            // Omni's method names: `teardown` is `Teardown`.
+            let name = c.op.name();
+            let method = name[..1].to_uppercase() + &name[1..];
+            format!("{method} {}.omni.sidero.dev({})", c.type_, c.id)
         })
         .collect()
 }
