@@ -18,6 +18,8 @@ use crate::omni::overlay::{OmniOp, OmniWrite};
 
 const CLUSTER_LABEL: &str = "omni.sidero.dev/cluster";
 pub(super) const MACHINE_SET_NODES: &str = "MachineSetNodes.omni.sidero.dev";
+/// A machine's SideroLink: torn down (`destroyMachines` on a disconnected machine), the machine leaves Omni.
+const LINKS: &str = "Links.omni.sidero.dev";
 const MACHINE_SETS: &str = "MachineSets.omni.sidero.dev";
 const MACHINE_SET_LABEL: &str = "omni.sidero.dev/machine-set";
 /// Diffs longer than this many lines are cut, saying how many were left out.
@@ -105,6 +107,9 @@ pub struct HelmChange {
     pub release: String,
     pub action: &'static str,
     pub detail: String,
+    /// For an install or upgrade: the rendered manifests' difference, Secret data redacted
+    /// ([`super::helm_diff`]).
+    pub diff: Vec<String>,
 }
 
 /// The plan of one object.
@@ -553,7 +558,9 @@ fn add_recorded(planned: &mut ObjectPlan, recorded: &Recorded) {
             id: w.key.id.clone(),
             diff,
         });
-        if matches!(w.op, OmniOp::Teardown | OmniOp::Destroy) && w.key.type_ == MACHINE_SET_NODES {
+        if matches!(w.op, OmniOp::Teardown | OmniOp::Destroy)
+            && (w.key.type_ == MACHINE_SET_NODES || w.key.type_ == LINKS)
+        {
             let machine = w.key.id.clone();
             if !planned.machines_destroyed.contains(&machine) {
                 planned.machines_destroyed.push(machine);
@@ -622,10 +629,23 @@ fn add_recorded(planned: &mut ObjectPlan, recorded: &Recorded) {
         if step.action == "uninstall" {
             planned.destroys = true;
         }
+        let diff = match step.manifests.as_ref().map(|m| (&m.stored, &m.rendered)) {
+            Some((stored, Ok(rendered))) => {
+                super::helm_diff::manifest_diff(stored.as_deref(), rendered, &step.namespace)
+            }
+            Some((_, Err(e))) => {
+                planned
+                    .notes
+                    .push(format!("Helm could not render {release}: {e}"));
+                Vec::new()
+            }
+            None => Vec::new(),
+        };
         planned.helm.push(HelmChange {
             release,
             action: step.action,
             detail,
+            diff,
         });
     }
     for machine in &recorded.machines {

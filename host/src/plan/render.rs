@@ -66,7 +66,7 @@ fn details(o: &ObjectPlan) -> Vec<(String, Vec<String>)> {
     for h in &o.helm {
         out.push((
             format!("helm: {} {}: {}", h.action, h.release, h.detail),
-            Vec::new(),
+            h.diff.clone(),
         ));
     }
     for w in &o.kubernetes_writes {

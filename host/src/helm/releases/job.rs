@@ -83,25 +83,7 @@ impl Job {
 
     /// A Git chart's directory at the wanted commit, written out by the worker; None for other charts.
     async fn git_checkout(&self, w: &Wanted) -> Result<Option<String>, String> {
-        let ChartLocation::Git { url, path, .. } = &w.chart else {
-            return Ok(None);
-        };
-        let op = Op::GitCheckout {
-            url: url.clone(),
-            commit: w.version.clone(),
-            path: path.clone(),
-            cache: git_cache().to_string_lossy().into_owned(),
-            auth: w.auth.clone(),
-        };
-        let answer = self
-            .engine
-            .run(op, Some(self.release()), RESOLVE_DEADLINE)
-            .await
-            .map_err(|e| engine_message(&e))?;
-        answer["chart"]
-            .as_str()
-            .map(|dir| Some(dir.to_string()))
-            .ok_or_else(|| "the worker named no chart directory".to_string())
+        git_checkout(&*self.engine, w, Some(self.release())).await
     }
 
     /// Applies the chart's CRDs (as `helm show crds` prints them) to the workload cluster.
@@ -310,6 +292,32 @@ fn action_options(s: &Settings) -> Map<String, Value> {
     o
 }
 
+/// A Git chart's directory at the wanted commit, written out by the worker; None for other charts.
+pub(super) async fn git_checkout(
+    engine: &dyn HelmEngine,
+    w: &Wanted,
+    release: Option<String>,
+) -> Result<Option<String>, String> {
+    let ChartLocation::Git { url, path, .. } = &w.chart else {
+        return Ok(None);
+    };
+    let op = Op::GitCheckout {
+        url: url.clone(),
+        commit: w.version.clone(),
+        path: path.clone(),
+        cache: git_cache().to_string_lossy().into_owned(),
+        auth: w.auth.clone(),
+    };
+    let answer = engine
+        .run(op, release, RESOLVE_DEADLINE)
+        .await
+        .map_err(|e| engine_message(&e))?;
+    answer["chart"]
+        .as_str()
+        .map(|dir| Some(dir.to_string()))
+        .ok_or_else(|| "the worker named no chart directory".to_string())
+}
+
 /// Where the worker's Git checkouts live (a commit's chart directory is kept: it never changes).
 fn git_cache() -> std::path::PathBuf {
     std::env::temp_dir().join("omni-operator-git")
@@ -344,7 +352,7 @@ pub(super) fn chart_reference(
     }
 }
 
-fn action_op(
+pub(super) fn action_op(
     (action, target, release): (Action, &Target, &str),
     w: &Wanted,
     labels: Map<String, Value>,

@@ -28,7 +28,7 @@ use super::storage::{self, OWNER_LABEL, StorageError, StoredRevision};
 use job::{Job, chart_reference, engine_message, now_rfc3339};
 pub use ownership::{ADOPT_ANNOTATION, Owner};
 use ownership::{Ownership, ownership};
-pub use planned::{HelmPlan, PlannedStep};
+pub use planned::{HelmPlan, PlannedManifests, PlannedStep};
 pub use request::{
     Action, ChartLocation, InstallSettings, Propagation, RollbackSettings, Settings, StepRequest,
     TestSettings, UninstallSettings, UpgradeSettings, Wanted, is_exact_version, source_digest,
@@ -167,6 +167,12 @@ impl std::fmt::Debug for Releases {
             .field("available", &self.engine.is_ok())
             .finish_non_exhaustive()
     }
+}
+
+/// What [`Releases::start`] took the release for: a job to run, or a plan's record.
+enum Claimed {
+    Job(Job),
+    Planned(Arc<HelmPlan>, Running),
 }
 
 impl Releases {
@@ -316,41 +322,61 @@ impl Releases {
             _ => String::new(),
         };
         let key = (cluster.id.clone(), namespace.to_string(), name.to_string());
-        let mut entries = self.lock();
-        if entries.len() >= MAX_ENTRIES {
-            // Releases that come and go must not grow the table forever: the idle ones are forgotten.
-            entries.retain(|_, e| e.running.is_some());
-        }
-        let entry = entries.entry(key.clone()).or_default();
-        if let Some(r) = &entry.running {
-            return Err(ReleaseError::Busy(r.clone()));
-        }
-        if let Some(plan) = &self.plan {
-            // Shown as running to the plan's later passes, so a plugin waits on it as it would on a real one.
-            let running = Running {
-                id: format!("plan-{}", plan.len() + 1),
-                action: request.action(),
-                started: now_rfc3339(),
-                digest: digest.clone(),
-            };
-            entry.running = Some(running.clone());
-            plan.record(PlannedStep::new(
-                &cluster.id,
-                namespace,
-                name,
-                &request,
-                latest,
-            ));
-            return Ok(running);
-        }
-        let job = self.claim(
-            entry,
-            request.action(),
-            &key,
-            (cluster, owner),
-            &digest,
-            wake,
-        )?;
+        // The table is locked only in this block: a plan's rendering below awaits.
+        let claimed = {
+            let mut entries = self.lock();
+            if entries.len() >= MAX_ENTRIES {
+                // Releases that come and go must not grow the table forever: the idle ones are forgotten.
+                entries.retain(|_, e| e.running.is_some());
+            }
+            let entry = entries.entry(key.clone()).or_default();
+            if let Some(r) = &entry.running {
+                return Err(ReleaseError::Busy(r.clone()));
+            }
+            match &self.plan {
+                Some(plan) => {
+                    // Shown as running to the plan's later passes, so a plugin waits on it as it would on a
+                    // real one.
+                    let running = Running {
+                        id: format!("plan-{}", plan.len() + 1),
+                        action: request.action(),
+                        started: now_rfc3339(),
+                        digest: digest.clone(),
+                    };
+                    entry.running = Some(running.clone());
+                    Claimed::Planned(plan.clone(), running)
+                }
+                None => Claimed::Job(self.claim(
+                    entry,
+                    request.action(),
+                    &key,
+                    (cluster, owner),
+                    &digest,
+                    wake,
+                )?),
+            }
+        };
+        let job = match claimed {
+            Claimed::Job(job) => job,
+            Claimed::Planned(plan, running) => {
+                let mut step = PlannedStep::new(&cluster.id, namespace, name, &request, latest);
+                if let StepRequest::Install(w) | StepRequest::Upgrade(w) = &request {
+                    step.manifests = Some(match &self.engine {
+                        Ok(engine) => {
+                            let action = request.action();
+                            planned::manifests(&**engine, cluster, (namespace, name), action, w)
+                                .await
+                        }
+                        Err(why) => PlannedManifests {
+                            stored: None,
+                            rendered: Err(why.clone()),
+                        },
+                    });
+                }
+                plan.record(step);
+                return Ok(running);
+            }
+        };
         let running = job.running.clone();
         tokio::spawn(job.step(request));
         Ok(running)

@@ -280,3 +280,158 @@ async fn a_planned_prune_names_what_is_destroyed_and_deleting_does_it() {
         .collect();
     assert_eq!(applied, planned);
 }
+
+/// Polls the management cluster until `kind/name` is synced at its generation.
+async fn wait_object_synced(env: &Env, kind: &str, name: &str) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let obj = env.kube.get(API, kind, NS, name).unwrap_or(Value::Null);
+        let generation = obj["metadata"]["generation"].as_i64().unwrap_or(-1);
+        if synced_at(&obj, generation) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {kind} {name} to sync: {:#}",
+            obj["status"]
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The review checklist's lines one by one (issue "GitOps safety", Done means): pausing, resuming, creating a
+/// cluster, and removing one under `destroyMachines` are each planned without touching anything, and applying each
+/// sends Omni exactly the writes its plan listed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_checklist_change_is_planned_as_applying_it_does() {
+    const NEW_CP: &str = "44444444-4444-4444-8444-444444444444";
+    const DISCONNECTED: &str = "55555555-5555-4555-8555-555555555555";
+    let env = Env::start(quick(), None).await;
+    env.apply_sample().await;
+    env.wait_synced(1).await;
+    env.omni.add_machine(NEW_CP, None, false);
+    let with = |replaced: &[Value]| -> Vec<Value> {
+        let mut objects: Vec<Value> = sample()
+            .into_iter()
+            .filter(|o| {
+                !replaced.iter().any(|r| {
+                    r["kind"] == o["kind"] && r["metadata"]["name"] == o["metadata"]["name"]
+                })
+            })
+            .collect();
+        objects.extend(replaced.iter().cloned());
+        objects
+    };
+
+    // Pause: nothing is written to Omni, now or when applied.
+    let mut cluster = sample_object("OmniCluster");
+    cluster["spec"]["suspend"] = json!(true);
+    let plan = plan_touching_nothing(&env, &with(&[cluster.clone()]), false).await;
+    assert_eq!(
+        answer(&plan, "Does this change create"),
+        "pauses edge-sample"
+    );
+    assert_eq!(plan.exit_code(), 0);
+    assert!(planned_writes(&plan).is_empty(), "{plan:#?}");
+    let mark = env.omni.records().len();
+    env.apply(&cluster).await;
+    env.wait("Ready=False/Suspended", WAIT, |o| {
+        cond(o, "Ready").is_some_and(|c| c.is("False", "Suspended") && c.generation == 2)
+    })
+    .await;
+    assert_eq!(writes(&env.records_since(mark)), Vec::<String>::new());
+
+    // Resume with a Kubernetes upgrade: the cluster is updated.
+    cluster["spec"]["suspend"] = json!(false);
+    cluster["spec"]["kubernetes"]["version"] = json!("v1.35.2");
+    let plan = plan_touching_nothing(&env, &with(&[cluster.clone()]), false).await;
+    assert_eq!(
+        answer(&plan, "Does this change create"),
+        "updates edge-sample; resumes edge-sample"
+    );
+    let planned = planned_writes(&plan);
+    assert_eq!(
+        planned,
+        BTreeSet::from([format!("Update {CLUSTERS}({CLUSTER})")])
+    );
+    let mark = env.omni.records().len();
+    env.apply(&cluster).await;
+    env.wait_synced(3).await;
+    let applied: BTreeSet<String> = distinct_writes(&env.records_since(mark))
+        .into_iter()
+        .collect();
+    assert_eq!(applied, planned);
+
+    // A new cluster with its control plane on a free machine.
+    let mut two = sample_object("OmniCluster");
+    two["metadata"]["name"] = json!("edge-two");
+    two["spec"]["kubernetes"]["manifests"] = json!([]);
+    let mut cp = sample_object("OmniControlPlane");
+    cp["metadata"]["name"] = json!("edge-two-control-plane");
+    cp["spec"]["clusterRef"]["name"] = json!("edge-two");
+    cp["spec"]["machines"] = json!([NEW_CP]);
+    let mut new_set = with(&[cluster.clone()]);
+    new_set.extend([two.clone(), cp.clone()]);
+    let plan = plan_touching_nothing(&env, &new_set, false).await;
+    assert_eq!(answer(&plan, "Does this change create"), "creates edge-two");
+    assert_eq!(answer(&plan, "Are machines destroyed"), "no");
+    assert_eq!(plan.exit_code(), 0);
+    let planned = planned_writes(&plan);
+    assert!(
+        planned.contains("Create Clusters.omni.sidero.dev(edge-two)")
+            && planned.contains(&format!("Create {MACHINE_SET_NODES}({NEW_CP})")),
+        "{planned:#?}"
+    );
+    let mark = env.omni.records().len();
+    env.apply(&two).await;
+    env.apply(&cp).await;
+    wait_object_synced(&env, "OmniCluster", "edge-two").await;
+    let applied: BTreeSet<String> = distinct_writes(&env.records_since(mark))
+        .into_iter()
+        .collect();
+    assert_eq!(applied, planned);
+
+    // Removed under destroyMachines, with a disconnected machine in the cluster: the machine leaves Omni too.
+    cluster["spec"]["deletePolicy"] = json!({"destroyMachines": true});
+    env.apply(&cluster).await;
+    env.wait_synced(4).await;
+    env.omni.add_machine(DISCONNECTED, Some(CLUSTER), true);
+    let connection = env
+        .kube
+        .get(API, "OmniConnection", NS, "omni-sample")
+        .expect("the connection");
+    let keep = vec![
+        json!({"apiVersion": API, "kind": "OmniConnection",
+            "metadata": {"name": "omni-sample", "namespace": NS}, "spec": connection["spec"]}),
+        two.clone(),
+        cp.clone(),
+    ];
+    let plan = plan_touching_nothing(&env, &keep, true).await;
+    assert_eq!(plan.exit_code(), 2, "{plan:#?}");
+    assert_eq!(
+        answer(&plan, "Does this change create"),
+        "deletes edge-sample"
+    );
+    let machines = answer(&plan, "Are machines destroyed");
+    assert!(
+        machines.starts_with("yes, 3:") && machines.contains(DISCONNECTED),
+        "{machines}"
+    );
+    let planned = planned_writes(&plan);
+    assert_eq!(
+        planned,
+        BTreeSet::from([
+            format!("Teardown {LINKS}({DISCONNECTED})"),
+            format!("Teardown {CLUSTERS}({CLUSTER})"),
+        ])
+    );
+    let mark = env.omni.records().len();
+    env.delete("OmniCluster", "omniclusters", CLUSTER).await;
+    env.wait("the OmniCluster to be gone", WAIT, Value::is_null)
+        .await;
+    let applied: BTreeSet<String> = distinct_writes(&env.records_since(mark))
+        .into_iter()
+        .filter(|w| !w.starts_with("Destroy "))
+        .collect();
+    assert_eq!(applied, planned);
+}
