@@ -1695,3 +1695,213 @@ fn plan_prints_a_change_in_every_format_with_the_exit_code_a_ci_job_reads() {
         "planning wrote nothing to the management cluster"
     );
 }
+
+/// `plan` of a chart upgrade against the live quickstart (issue "GitOps safety", Done means): the release's
+/// rendered manifests are diffed object by object in every format, a Secret's data never shows, planning changes
+/// nothing in the workload cluster, and applying the change deploys what the diff showed.
+#[test]
+fn plan_diffs_a_chart_upgrade_and_applying_it_deploys_what_the_diff_showed() {
+    use serde_json::{Value, json};
+    const TOKEN: &str = "s3cr3t-v2-token";
+    // Version 0.2.0 of the quickstart's chart, served next to 0.1.0: it adds a Secret when given a token.
+    let charts = tempfile::tempdir().expect("tempdir");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/charts/hello");
+    let chart = charts.path().join("hello");
+    std::fs::create_dir_all(chart.join("templates")).expect("chart dir");
+    for file in [
+        "values.yaml",
+        "templates/deployment.yaml",
+        "templates/configmap.yaml",
+        "templates/service.yaml",
+    ] {
+        std::fs::copy(source.join(file), chart.join(file)).expect("copied");
+    }
+    let meta = std::fs::read_to_string(source.join("Chart.yaml")).expect("Chart.yaml");
+    assert!(meta.contains("\nversion: 0.1.0\n"), "{meta}");
+    std::fs::write(
+        chart.join("Chart.yaml"),
+        meta.replace("\nversion: 0.1.0\n", "\nversion: 0.2.0\n"),
+    )
+    .expect("written");
+    std::fs::write(
+        chart.join("templates/secret.yaml"),
+        "{{- if .Values.token }}\napiVersion: v1\nkind: Secret\nmetadata:\n  name: {{ .Release.Name }}-token\n\
+         data:\n  token: {{ .Values.token | b64enc | quote }}\n{{- end }}\n",
+    )
+    .expect("written");
+    let dev = DevSession::start_with(&["--serve-charts".as_ref(), charts.path().as_os_str()]);
+
+    let kubeconfig = dev.kubectl(&[
+        "get",
+        "secret",
+        "-n",
+        "omni-system",
+        "edge-sample-kubeconfig",
+        "-o",
+        "jsonpath={.data.kubeconfig}",
+    ]);
+    let workload_kubeconfig = dev._dir.path().join("workload.kubeconfig");
+    std::fs::write(
+        &workload_kubeconfig,
+        base64::Engine::decode(
+            &base64::engine::general_purpose::STANDARD,
+            &kubeconfig.stdout,
+        )
+        .expect("the export holds base64"),
+    )
+    .expect("written");
+    let workload = |args: &[&str]| {
+        let out = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&workload_kubeconfig)
+            .args(args)
+            .output()
+            .expect("kubectl runs");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    // The workload cluster's objects with their versions: any write changes this.
+    let workload_state = || {
+        workload(&[
+            "get",
+            "namespaces,configmaps,secrets,deployments,services",
+            "-A",
+            "-o",
+            "jsonpath={range .items[*]}{.kind}/{.metadata.namespace}/{.metadata.name}={.metadata.resourceVersion} {end}",
+        ])
+    };
+    let management_state = || {
+        String::from_utf8_lossy(
+            &dev.kubectl(&[
+                "get", "omnihelmreleases,secrets", "-A", "-o",
+                "jsonpath={range .items[*]}{.kind}/{.metadata.name}={.metadata.resourceVersion} {end}",
+            ])
+            .stdout,
+        )
+        .to_string()
+    };
+
+    let live = dev.kubectl(&[
+        "get",
+        "omnihelmrelease",
+        "-n",
+        "omni-system",
+        "hello",
+        "-o",
+        "json",
+    ]);
+    let live: Value = serde_json::from_slice(&live.stdout).expect("kubectl prints JSON");
+    let mut release = json!({"apiVersion": live["apiVersion"], "kind": live["kind"],
+        "metadata": {"name": "hello", "namespace": "omni-system"}, "spec": live["spec"]});
+    release["spec"]["chart"]["version"] = json!("0.2.0");
+    release["spec"]["chart"]["values"]["message"] = json!("hello again");
+    let file = dev._dir.path().join("release.json");
+    std::fs::write(&file, release.to_string()).expect("written");
+    // The same with a token: the chart renders a Secret from it.
+    release["spec"]["chart"]["values"]["token"] = json!(TOKEN);
+    let with_secret = dev._dir.path().join("with-secret.json");
+    std::fs::write(&with_secret, release.to_string()).expect("written");
+    let plan = |file: &Path, format: &str| {
+        let out = bin()
+            .env("HELM_C_LIB", helm_c_lib())
+            .arg("--cache-dir")
+            .arg(dev._dir.path().join("cache"))
+            .args(["plan", "--kubeconfig"])
+            .arg(&dev.kubeconfig)
+            .arg("-f")
+            .arg(file)
+            .args(["--format", format])
+            .output()
+            .expect("omni-operator runs");
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(0), "{text}{err}");
+        for secret in [
+            TOKEN.to_string(),
+            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, TOKEN),
+        ] {
+            assert!(
+                !text.contains(&secret) && !err.contains(&secret),
+                "the Secret's data shows: {text}{err}"
+            );
+        }
+        text
+    };
+    let (workload_before, management_before) = (workload_state(), management_state());
+
+    let text = plan(&file, "text");
+    for line in [
+        "\nWhich Helm releases change? upgrade apps/hello: chart hello 0.1.0 -> 0.2.0 (hello from http",
+        "\n      ConfigMap apps/hello-hello: changed\n",
+        "\n        -   message: hello from the quickstart\n        +   message: hello again\n",
+    ] {
+        assert!(text.contains(line), "{line:?} in:\n{text}");
+    }
+    assert!(!text.contains("Secret apps/hello-token"), "{text}");
+    let text = plan(&with_secret, "text");
+    for line in [
+        "\n      Secret apps/hello-token: added\n",
+        "\n        +   token: (redacted, 20 bytes, changed)\n",
+    ] {
+        assert!(text.contains(line), "{line:?} in:\n{text}");
+    }
+    let markdown = plan(&with_secret, "markdown");
+    assert!(
+        markdown.contains("  ```diff\n  ConfigMap apps/hello-hello: changed\n")
+            && markdown.contains("\n    +   message: hello again\n"),
+        "{markdown}"
+    );
+    let json: Value = serde_json::from_str(&plan(&with_secret, "json")).expect("the plan is JSON");
+    let helm = &json["objects"][0]["helm"][0];
+    assert_eq!(helm["action"], "upgrade");
+    let diff: Vec<&str> = helm["diff"]
+        .as_array()
+        .expect("a diff")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(diff.contains(&"  +   message: hello again"), "{diff:?}");
+    assert!(diff.contains(&"Secret apps/hello-token: added"), "{diff:?}");
+
+    assert_eq!(
+        workload_state(),
+        workload_before,
+        "planning changed nothing in the workload cluster"
+    );
+    assert_eq!(
+        management_state(),
+        management_before,
+        "planning changed nothing in the management cluster"
+    );
+
+    // Applied for real: Helm deploys revision 2 of chart 0.2.0, with what the diff said.
+    let out = dev.kubectl(&["apply", "-f", &file.to_string_lossy()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let message = || {
+        workload(&[
+            "get",
+            "configmap",
+            "-n",
+            "apps",
+            "hello-hello",
+            "-o",
+            "jsonpath={.data.message}",
+        ])
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(100);
+    while message() != "hello again" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the upgrade never deployed: {}",
+            workload(&["get", "configmaps,secrets", "-n", "apps"])
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(
+        workload(&["get", "secrets", "-n", "apps", "-o", "name"])
+            .contains("sh.helm.release.v1.hello.v2")
+    );
+}
