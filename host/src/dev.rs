@@ -155,7 +155,25 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     }
     .boxed()
     .shared();
-    let admission = register_webhooks(sim, &client, operator.registry(), shutdown.clone()).await?;
+    let helm = crate::helm::start(opts.helm.clone()).await;
+    // Dry runs of the quickstart's kinds are answered with their plan, as `run` answers them.
+    let preview = crate::plan::Planner {
+        registry: operator.registry().clone(),
+        config: sim_config(sim).await?,
+        omni_dictionary: opts.omni_dictionary.clone(),
+        helm: helm.engine.clone().filter(|_| helm.ready),
+        helm_summary: helm.summary.clone(),
+        template_roots: opts.template_roots.clone(),
+        render_helm: false,
+    };
+    let admission = register_webhooks(
+        sim,
+        &client,
+        operator.registry(),
+        std::sync::Arc::new(preview),
+        shutdown.clone(),
+    )
+    .await?;
     let metrics = std::sync::Arc::new(crate::controllers::metrics::Metrics::default());
     let probes = crate::endpoints::Endpoints::new(
         metrics.clone(),
@@ -171,7 +189,6 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     println!(
         "metrics at http://{probes_at}/metrics, health at http://{probes_at}/healthz and /readyz"
     );
-    let helm = crate::helm::start(opts.helm.clone()).await;
     println!("{}", helm.summary);
     // From here on `dev` leaves things behind (its chart directory), so Ctrl-C and SIGTERM alike stop it through
     // the clean-up below rather than ending the process where it stands.
@@ -308,12 +325,22 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     Ok(settled)
 }
 
+/// The client configuration of the simulator's administrator.
+async fn sim_config(sim: &kube_sim::KubeSim) -> Result<kube::Config> {
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&sim.kubeconfig(&sim.admin()))
+        .context("parsing the simulator's kubeconfig")?;
+    kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+        .await
+        .context("the simulator's client configuration")
+}
+
 /// Serves the admission webhooks on loopback and registers them with the simulator, so `kubectl apply` of an
 /// invalid object is refused with the Go operator's message, as in a cluster.
 async fn register_webhooks(
     sim: &kube_sim::KubeSim,
     client: &kube::Client,
     registry: &std::sync::Arc<crate::runtime::PluginRegistry>,
+    preview: std::sync::Arc<dyn crate::admission::Preview>,
     shutdown: impl std::future::Future<Output = ()> + Clone + Send + 'static,
 ) -> Result<crate::admission::Admission> {
     let failure = FailurePolicy::Fail;
@@ -333,6 +360,7 @@ async fn register_webhooks(
                 webhook_configurations: Vec::new(),
             },
             check_every: Duration::from_secs(3600),
+            preview: Some(preview),
         },
         shutdown,
     )

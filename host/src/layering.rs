@@ -66,6 +66,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "plan",
         &[
+            "admission",
             "capabilities",
             "controllers",
             "dry_run",
@@ -101,6 +102,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "stack",
             "admission",
             "endpoints",
+            "plan",
             "shutdown",
         ],
     ),

@@ -330,6 +330,7 @@ impl WebhookArgs {
                 webhook_configurations: self.webhook_configurations.clone(),
             },
             check_every: Duration::from_secs(3600),
+            preview: None,
         }))
     }
 }
@@ -659,21 +660,21 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let health_at =
                 endpoints::bind_address("--health-probe-bind-address", &health_probe_bind_address)?;
             let leader = leader.config(namespace, shard.as_deref())?;
-            let client = match kubeconfig {
+            let config = match kubeconfig {
                 Some(path) => {
                     let kc = kube::config::Kubeconfig::read_from(&path)
                         .with_context(|| format!("reading {}", path.display()))?;
-                    let cfg = kube::Config::from_custom_kubeconfig(
+                    kube::Config::from_custom_kubeconfig(
                         kc,
                         &kube::config::KubeConfigOptions::default(),
                     )
-                    .await?;
-                    kube::Client::try_from(cfg)?
+                    .await?
                 }
-                None => kube::Client::try_default()
+                None => kube::Config::infer()
                     .await
                     .context("no in-cluster configuration and no kubeconfig")?,
             };
+            let client = kube::Client::try_from(config.clone())?;
             if let Some(selector) = &shard {
                 check_selector(&client, &namespaces, selector).await?;
                 tracing::info!(selector = %selector, namespaces = %namespaces, lease = ?leader.as_ref().map(|l| &l.name), "serving one shard");
@@ -702,15 +703,26 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             .settings();
             let shutdown = omni_operator::shutdown::terminated().boxed().shared();
             let served = match admission {
-                Some(options) => Some(
+                Some(mut options) => Some({
+                    // Dry runs of our kinds are answered with their plan's summary.
+                    let preview = omni_operator::plan::Planner {
+                        registry: operator.registry().clone(),
+                        config: config.clone(),
+                        omni_dictionary: cli.omni.dictionary()?,
+                        helm: helm.engine.clone().filter(|_| helm.ready),
+                        helm_summary: helm.summary.clone(),
+                        template_roots: cli.omni.template_roots()?,
+                        render_helm: false,
+                    };
+                    options.preview = Some(std::sync::Arc::new(preview));
                     omni_operator::admission::start(
                         client.clone(),
                         operator.registry().clone(),
                         options,
                         shutdown.clone(),
                     )
-                    .await?,
-                ),
+                    .await?
+                }),
                 None => None,
             };
             let mut probes = endpoints::Endpoints::new(
@@ -828,6 +840,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 helm: helm.engine.clone().filter(|_| helm.ready),
                 helm_summary: helm.summary.clone(),
                 template_roots: cli.omni.template_roots()?,
+                render_helm: true,
             };
             let plan = planner.plan(manifests, prune).await;
             if let Some(engine) = &helm.engine {

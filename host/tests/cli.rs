@@ -1905,3 +1905,59 @@ fn plan_diffs_a_chart_upgrade_and_applying_it_deploys_what_the_diff_showed() {
             .contains("sh.helm.release.v1.hello.v2")
     );
 }
+
+/// The plan through the API (issue "GitOps safety", Deliver 2): `kubectl apply --dry-run=server` of a changed
+/// OmniCluster and OmniHelmRelease is answered with the plan's one-line summary as a warning, as Flux's and Argo
+/// CD's server-side diffs send it; the dry run stores nothing, and a real apply carries no plan.
+#[test]
+fn a_server_dry_run_is_answered_with_the_plan_summary_as_a_warning() {
+    use serde_json::Value;
+    let dev = DevSession::start();
+    let get = |kind: &str, name: &str| -> Value {
+        let out = dev.kubectl(&["get", kind, "-n", "omni-system", name, "-o", "json"]);
+        serde_json::from_slice(&out.stdout).expect("kubectl prints JSON")
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let apply = |object: &Value, extra: &[&str]| {
+        let path = dir.path().join("object.json");
+        std::fs::write(&path, object.to_string()).expect("written");
+        let out = dev.kubectl(&[&["apply", "-f", &path.to_string_lossy()], extra].concat());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+
+    let mut cluster = get("omnicluster", "edge-sample");
+    let version = cluster["metadata"]["resourceVersion"].clone();
+    cluster["spec"]["kubernetes"]["version"] = "v1.35.3".into();
+    let warnings = apply(&cluster, &["--dry-run=server"]);
+    assert!(
+        warnings.contains(
+            "Warning: omni-operator plan: 1 of 1 objects change; remote clusters: updates edge-sample; machines \
+             destroyed: 0; Helm: none\n"
+        ),
+        "{warnings}"
+    );
+    assert_eq!(
+        get("omnicluster", "edge-sample")["metadata"]["resourceVersion"],
+        version,
+        "the dry run stored nothing"
+    );
+
+    let mut release = get("omnihelmrelease", "hello");
+    release["spec"]["chart"]["values"]["replicaCount"] = 4.into();
+    let warnings = apply(&release, &["--dry-run=server"]);
+    assert!(
+        warnings.contains(
+            "Warning: omni-operator plan: 1 of 1 objects change; remote clusters: no; machines destroyed: 0; Helm: \
+             upgrade apps/hello: the chart's source or values change (chart hello 0.1.0)\n"
+        ),
+        "{warnings}"
+    );
+
+    let warnings = apply(&cluster, &[]);
+    assert!(!warnings.contains("omni-operator plan"), "{warnings}");
+}

@@ -28,6 +28,19 @@ use crate::runtime::PluginRegistry;
 /// of 140 KB made from a 70 KB group.
 const MAX_QUOTED: usize = 253;
 
+/// What a dry run of one of the operator's kinds would do, in one line (`omni-operator plan`'s summary), returned
+/// to the client as an admission warning so `kubectl apply --dry-run=server`, Flux and Argo CD diffs show it.
+pub trait Preview: Send + Sync + std::fmt::Debug {
+    /// The one-line summary of applying `object`, or why it could not be made.
+    fn summary<'a>(
+        &'a self,
+        object: &'a serde_json::Value,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send + 'a>>;
+}
+
+/// The field manager of the dry runs a [`Preview`] makes itself: their reviews are not previewed again.
+pub const PREVIEW_FIELD_MANAGER: &str = "omni-operator-plan";
+
 /// How the webhook server runs.
 #[derive(Debug, Clone)]
 pub struct AdmissionOptions {
@@ -38,6 +51,8 @@ pub struct AdmissionOptions {
     pub certs: CertSettings,
     /// How often the certificates are checked for renewal.
     pub check_every: Duration,
+    /// Previews dry runs of allowed creates and updates; None answers them as any other request.
+    pub preview: Option<Arc<dyn Preview>>,
 }
 
 /// A running webhook server.
@@ -86,7 +101,11 @@ pub async fn start(
             tracing::error!(error = %format!("{e:#}"), "webhook certificates not ready; retrying")
         }
     }
-    let webhooks = Arc::new(Webhooks::new(registry, options.deadline, options.failure));
+    let mut webhooks = Webhooks::new(registry, options.deadline, options.failure);
+    if let Some(preview) = options.preview.clone() {
+        webhooks = webhooks.with_preview(preview);
+    }
+    let webhooks = Arc::new(webhooks);
     tokio::spawn(certs::maintain(
         client,
         options.certs.clone(),

@@ -22,6 +22,10 @@ pub struct Request {
     pub operation: String,
     pub object: Option<Value>,
     pub old_object: Option<Value>,
+    /// `request.dryRun`: nothing the request writes is stored.
+    pub dry_run: bool,
+    /// `request.options.fieldManager`: who writes.
+    pub field_manager: Option<String>,
 }
 
 /// A body that is not an AdmissionReview v1 request.
@@ -74,6 +78,8 @@ pub fn parse(body: &[u8]) -> Result<Request, ReviewError> {
         operation: text(&r["operation"]),
         object: present("object"),
         old_object: present("oldObject"),
+        dry_run: r["dryRun"] == Value::Bool(true),
+        field_manager: r["options"]["fieldManager"].as_str().map(str::to_string),
     })
 }
 

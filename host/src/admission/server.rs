@@ -33,6 +33,11 @@ const READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Reviews of one kind decided at once: each kind has a pool of its own, so one kind's slow or flooded plugin
 /// holds at most this many calls (and connections) and never fails another kind's admission.
 pub const REVIEWS_PER_KIND: usize = 16;
+/// How long a dry run's preview may take: well inside the webhook's `timeoutSeconds` (10 s) with the plugin's
+/// validation before it.
+const PREVIEW_BUDGET: Duration = Duration::from_secs(4);
+/// The longest warning the API server passes on whole (longer ones are truncated by it).
+const MAX_WARNING: usize = 256;
 /// How long a review waits for its kind's pool before it is answered as undecided: short, so a flood is turned
 /// away instead of holding connections.
 const POOL_WAIT: Duration = Duration::from_secs(1);
@@ -96,6 +101,7 @@ pub struct Webhooks {
     failure: FailurePolicy,
     /// One pool of [`REVIEWS_PER_KIND`] per kind.
     pools: std::sync::Mutex<std::collections::HashMap<KindKey, Arc<tokio::sync::Semaphore>>>,
+    preview: Option<Arc<dyn super::Preview>>,
     pub stats: AdmissionStats,
 }
 
@@ -115,8 +121,19 @@ impl Webhooks {
             deadline,
             failure,
             pools: std::sync::Mutex::default(),
+            preview: None,
             stats: AdmissionStats::default(),
         }
+    }
+
+    /// Adds the plan's summary to the answer of every allowed dry-run create or update.
+    pub fn with_preview(mut self, preview: Arc<dyn super::Preview>) -> Self {
+        self.preview = Some(preview);
+        self
+    }
+
+    async fn previewed(&self, request: &review::Request, object: &Value) -> Option<String> {
+        preview_warning(self.preview.as_deref()?, request, object, PREVIEW_BUDGET).await
     }
 
     /// The pool reviews of `kind` are decided in.
@@ -239,10 +256,9 @@ impl Webhooks {
         let why = match decided {
             Ok(Ok(verdict)) if verdict.allowed() => {
                 self.stats.allowed.fetch_add(1, Ordering::Relaxed);
-                return (
-                    StatusCode::OK,
-                    review::allowed(&request.uid, &verdict.warnings),
-                );
+                let mut warnings = verdict.warnings;
+                warnings.extend(self.previewed(&request, object).await);
+                return (StatusCode::OK, review::allowed(&request.uid, &warnings));
             }
             Ok(Ok(verdict)) => {
                 self.stats.denied.fetch_add(1, Ordering::Relaxed);
@@ -265,6 +281,29 @@ impl Webhooks {
             ),
         }
     }
+}
+
+/// The warning a dry run of `request` is answered with: the plan's summary, made within `budget`. None for a
+/// request that is not a dry run, and for the preview's own dry runs (planning one would plan again, without end).
+async fn preview_warning(
+    preview: &dyn super::Preview,
+    request: &review::Request,
+    object: &Value,
+    budget: Duration,
+) -> Option<String> {
+    if !request.dry_run || request.field_manager.as_deref() == Some(super::PREVIEW_FIELD_MANAGER) {
+        return None;
+    }
+    let line = match tokio::time::timeout(budget, preview.summary(object)).await {
+        Ok(Ok(summary)) => summary,
+        Ok(Err(why)) => format!("omni-operator plan: not made: {why}"),
+        Err(_) => format!(
+            "omni-operator plan: not made within {} ms; run omni-operator plan for it",
+            budget.as_millis()
+        ),
+    };
+    // The API server truncates a warning past this many characters; cut it where a reader can tell.
+    Some(truncated(&line, MAX_WARNING))
 }
 
 fn review_name(namespace: &Option<String>, name: &str) -> String {
@@ -387,6 +426,101 @@ fn reply(status: StatusCode, body: Bytes) -> Response<Full<Bytes>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A preview answering with what it was given, or never.
+    #[derive(Debug)]
+    struct Echo {
+        hang: bool,
+        calls: AtomicU64,
+    }
+
+    impl super::super::Preview for Echo {
+        fn summary<'a>(
+            &'a self,
+            object: &'a Value,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send + 'a>>
+        {
+            self.calls.fetch_add(1, Ordering::Relaxed);
+            Box::pin(async move {
+                if self.hang {
+                    std::future::pending::<()>().await;
+                }
+                Ok(format!(
+                    "plan of {}",
+                    object["metadata"]["name"].as_str().unwrap_or("?")
+                ))
+            })
+        }
+    }
+
+    fn request(dry_run: bool, manager: Option<&str>) -> review::Request {
+        review::Request {
+            uid: "u".into(),
+            group: "omni.texashpc.com".into(),
+            version: "v1alpha1".into(),
+            kind: "OmniCluster".into(),
+            name: "edge".into(),
+            namespace: Some("ns".into()),
+            operation: "UPDATE".into(),
+            object: None,
+            old_object: None,
+            dry_run,
+            field_manager: manager.map(str::to_string),
+        }
+    }
+
+    #[tokio::test]
+    async fn only_a_clients_dry_run_is_previewed_and_within_its_budget() {
+        let echo = Echo {
+            hang: false,
+            calls: AtomicU64::new(0),
+        };
+        let object = serde_json::json!({"metadata": {"name": "edge"}});
+        let budget = Duration::from_secs(5);
+        let warned = async |r: review::Request| preview_warning(&echo, &r, &object, budget).await;
+        assert_eq!(
+            warned(request(true, Some("kubectl-client-side-apply")))
+                .await
+                .as_deref(),
+            Some("plan of edge")
+        );
+        assert_eq!(
+            warned(request(true, None)).await.as_deref(),
+            Some("plan of edge")
+        );
+        assert_eq!(warned(request(false, Some("kubectl"))).await, None);
+        // The preview's own dry run: planning it would plan again.
+        assert_eq!(
+            warned(request(true, Some(super::super::PREVIEW_FIELD_MANAGER))).await,
+            None
+        );
+        assert_eq!(echo.calls.load(Ordering::Relaxed), 2);
+
+        let long = serde_json::json!({"metadata": {"name": "x".repeat(1000)}});
+        let warning = preview_warning(&echo, &request(true, None), &long, budget)
+            .await
+            .expect("a warning");
+        assert!(
+            warning.len() <= MAX_WARNING && warning.ends_with('…'),
+            "{warning}"
+        );
+
+        let hanging = Echo {
+            hang: true,
+            calls: AtomicU64::new(0),
+        };
+        let warning = preview_warning(
+            &hanging,
+            &request(true, None),
+            &object,
+            Duration::from_millis(50),
+        )
+        .await;
+        assert_eq!(
+            warning.as_deref(),
+            Some("omni-operator plan: not made within 50 ms; run omni-operator plan for it")
+        );
+    }
 
     #[test]
     fn paths_and_names_are_the_go_operators() {

@@ -60,6 +60,8 @@ pub struct Planner {
     pub helm: Option<Arc<dyn HelmEngine>>,
     pub helm_summary: String,
     pub template_roots: Vec<PathBuf>,
+    /// Whether Helm renders each planned install and upgrade for a manifest diff (slower: the chart is fetched).
+    pub render_helm: bool,
 }
 
 /// What a plan records, shared by every object it runs.
@@ -137,7 +139,7 @@ impl Planner {
         let recorders = Recorders {
             omni: Arc::new(OmniOverlay::default()),
             kube: Arc::new(KubeWrites::default()),
-            helm: Arc::new(HelmPlan::default()),
+            helm: Arc::new(HelmPlan::new(self.render_helm)),
         };
         let default_namespace = self.config.default_namespace.clone();
         let client = recorders
@@ -399,7 +401,7 @@ impl Planner {
         let body: DynamicObject = serde_json::from_value(body).map_err(|e| e.to_string())?;
         let params = PostParams {
             dry_run: true,
-            field_manager: Some("omni-operator-plan".into()),
+            field_manager: Some(crate::admission::PREVIEW_FIELD_MANAGER.into()),
         };
         let stored = match &live {
             Some(_) => api.replace(name, &params, &body).await,
@@ -552,6 +554,35 @@ impl Planner {
         let recorded = context.since(mark, live).await;
         effects::describe_removal(&mut planned, live, Some(&recorded));
         planned
+    }
+}
+
+impl std::fmt::Debug for Planner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Planner")
+            .field("render_helm", &self.render_helm)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A dry run's admission warning: the plan of the object alone, summarised.
+impl crate::admission::Preview for Planner {
+    fn summary<'a>(
+        &'a self,
+        object: &'a Value,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send + 'a>>
+    {
+        Box::pin(async move {
+            let manifest = Manifest {
+                source: "the request".into(),
+                object: object.clone(),
+            };
+            let plan = self
+                .plan(vec![manifest], false)
+                .await
+                .map_err(|e| format!("{e:#}"))?;
+            Ok(plan.summary)
+        })
     }
 }
 

@@ -37,6 +37,7 @@ fn options(failure: FailurePolicy) -> AdmissionOptions {
             webhook_configurations: vec![CONFIGURATION.into()],
         },
         check_every: Duration::from_secs(3600),
+        preview: None,
     }
 }
 

@@ -522,6 +522,7 @@ async fn the_charts_install_into_kube_sim_and_their_rbac_covers_what_the_operato
                 ],
             },
             check_every: Duration::from_secs(3600),
+            preview: None,
         },
         shutdown.clone(),
     )

@@ -360,7 +360,9 @@ impl Releases {
             Claimed::Job(job) => job,
             Claimed::Planned(plan, running) => {
                 let mut step = PlannedStep::new(&cluster.id, namespace, name, &request, latest);
-                if let StepRequest::Install(w) | StepRequest::Upgrade(w) = &request {
+                if let (true, StepRequest::Install(w) | StepRequest::Upgrade(w)) =
+                    (plan.renders(), &request)
+                {
                     step.manifests = Some(match &self.engine {
                         Ok(engine) => {
                             let action = request.action();

@@ -179,9 +179,23 @@ impl PlannedStep {
 #[derive(Debug, Default)]
 pub struct HelmPlan {
     steps: Mutex<Vec<PlannedStep>>,
+    /// Whether an install's or upgrade's manifests are rendered (a summary alone needs none).
+    render: bool,
 }
 
 impl HelmPlan {
+    /// `render`: render the manifests of each install and upgrade, for a diff.
+    pub fn new(render: bool) -> Self {
+        HelmPlan {
+            render,
+            ..Self::default()
+        }
+    }
+
+    pub(super) fn renders(&self) -> bool {
+        self.render
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<PlannedStep>> {
         self.steps.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -56,6 +56,7 @@ async fn planner(env: &Env) -> Planner {
         helm: None,
         helm_summary: "this test runs no Helm".into(),
         template_roots: Vec::new(),
+        render_helm: true,
     }
 }
 

@@ -146,11 +146,7 @@ impl Admission {
             "object": if op == "DELETE" { Value::Null } else { new.clone() },
             "oldObject": old.cloned().unwrap_or(Value::Null),
             "dryRun": ctx.dry_run,
-            "options": match op {
-                "CREATE" => json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}),
-                "UPDATE" => json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"}),
-                _ => json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"}),
-            },
+            "options": options(op, ctx),
         });
         if !sub.is_empty() {
             request["subResource"] = json!(sub);
@@ -608,4 +604,22 @@ mod tests {
             "admission webhook \"x\" denied the request without explanation"
         );
     }
+}
+
+/// `request.options` as the API server fills it: the options the write was sent with (a patch's as the update or
+/// create it became), so a webhook can tell who writes (`fieldManager`) and whether it is a dry run.
+fn options(op: &str, ctx: &WriteCtx) -> Value {
+    let kind = match op {
+        "CREATE" => "CreateOptions",
+        "UPDATE" => "UpdateOptions",
+        _ => "DeleteOptions",
+    };
+    let mut options = json!({"kind": kind, "apiVersion": "meta.k8s.io/v1"});
+    if ctx.dry_run {
+        options["dryRun"] = json!(["All"]);
+    }
+    if let Some(manager) = ctx.field_manager.as_deref().filter(|_| op != "DELETE") {
+        options["fieldManager"] = json!(manager);
+    }
+    options
 }
