@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::effects::diff;
+use super::line_diff::diff;
 
 /// At most this many lines for one release: a chart with hundreds of objects is summarised, not printed.
 const MAX_LINES: usize = 400;

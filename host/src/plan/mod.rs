@@ -9,10 +9,12 @@
 //! * [`reader`]: `kube-read` over the live cluster with the manifests in place of what they replace;
 //! * [`effects`]: recorded writes turned into what they mean (a remote cluster created, machines destroyed);
 //! * [`helm_diff`]: a release's rendered manifests before and after, as `helm diff` shows them;
+//! * [`line_diff`]: the line diff both print;
 //! * [`render`]: the plan as text, Markdown and JSON.
 
 pub mod effects;
 pub mod helm_diff;
+mod line_diff;
 pub mod manifests;
 mod reader;
 pub mod render;
