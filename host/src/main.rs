@@ -491,9 +491,17 @@ enum Command {
         /// Kubeconfig of the management cluster (default: $KUBECONFIG, then the in-cluster configuration).
         #[arg(long)]
         kubeconfig: Option<PathBuf>,
-        /// A manifest file, or a directory of them (searched recursively); repeatable.
+        /// A manifest file, or a directory of them (searched recursively); repeatable. With --git, a path in the
+        /// repository from its root.
         #[arg(short = 'f', long = "filename", required = true)]
         files: Vec<PathBuf>,
+        /// Two revisions of a Git repository, OLD..NEW (`origin/main..HEAD`): the manifests are NEW's files under
+        /// the -f paths, and what OLD had there that NEW dropped is planned as removed. The work tree is not read.
+        #[arg(long, value_name = "OLD..NEW")]
+        git: Option<omni_operator::plan::revisions::Range>,
+        /// The Git repository --git reads (default: the one holding the current directory).
+        #[arg(long, default_value = ".", requires = "git")]
+        repo: PathBuf,
         /// How to print the plan.
         #[arg(long, value_enum, default_value = "text")]
         format: omni_operator::plan::render::Format,
@@ -811,11 +819,22 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Plan {
             kubeconfig,
             files,
+            git,
+            repo,
             format,
             prune,
             sources,
         } => {
-            let manifests = omni_operator::plan::manifests::load(&files)?;
+            let (manifests, previous) = match &git {
+                Some(range) => {
+                    use omni_operator::plan::revisions::load;
+                    (
+                        load(&repo, &range.new, &files)?,
+                        load(&repo, &range.old, &files)?,
+                    )
+                }
+                None => (omni_operator::plan::manifests::load(&files)?, Vec::new()),
+            };
             let config = match kubeconfig {
                 Some(path) => {
                     let kc = kube::config::Kubeconfig::read_from(&path)
@@ -842,7 +861,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 template_roots: cli.omni.template_roots()?,
                 render_helm: true,
             };
-            let plan = planner.plan(manifests, prune).await;
+            let plan = planner.plan_dropping(manifests, previous, prune).await;
             if let Some(engine) = &helm.engine {
                 engine.shutdown(Duration::from_secs(5)).await;
             }

@@ -1673,6 +1673,86 @@ fn plan_prints_a_change_in_every_format_with_the_exit_code_a_ci_job_reads() {
         ])
     );
 
+    // The same removals as two revisions of a Git repository: the older one without the OmniSecretSync (which
+    // is live, but in neither revision, so it is not removed), the newer one as pruned above.
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(repo.join("clusters")).expect("a directory");
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .current_dir(&repo)
+            .args(["-c", "user.name=ci", "-c", "user.email=ci@example.com"])
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["init", "-q"]);
+    let commit = |objects: &[Value], message: &str| {
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
+        std::fs::write(repo.join("clusters/objects.json"), list.to_string()).expect("written");
+        git(&["add", "-A"]);
+        git(&["commit", "-q", "-m", message]);
+    };
+    let older: Vec<Value> = live
+        .iter()
+        .filter(|o| o["kind"] != "OmniSecretSync")
+        .cloned()
+        .collect();
+    commit(&older, "older");
+    commit(&pruned, "newer");
+    // The work tree says something else again: --git reads the revisions only.
+    std::fs::write(repo.join("clusters/objects.json"), "not: [valid").expect("written");
+    let out = bin()
+        .arg("--cache-dir")
+        .arg(dev._dir.path().join("cache"))
+        .args(["plan", "--kubeconfig"])
+        .arg(&dev.kubeconfig)
+        .args(["--git", "HEAD~1..HEAD", "--repo"])
+        .arg(&repo)
+        .args(["-f", "clusters", "--format", "json"])
+        .output()
+        .expect("omni-operator runs");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Value = serde_json::from_slice(&out.stdout).expect("the plan is JSON");
+    let removed: Vec<String> = json["objects"]
+        .as_array()
+        .expect("objects")
+        .iter()
+        .filter(|o| o["change"] == "remove")
+        .map(|o| {
+            format!(
+                "{}/{}",
+                o["kind"].as_str().unwrap_or("?"),
+                o["name"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    assert_eq!(
+        removed,
+        [
+            "OmniCluster/edge-sample",
+            "OmniControlPlane/edge-sample-control-plane",
+            "OmniWorkers/edge-sample-workers",
+            "OmniMachine/edge-sample-control-plane-0",
+            "OmniMachine/edge-sample-worker-0",
+            "OmniKubeconfigExport/edge-sample-automation",
+        ],
+        "{json:#}"
+    );
+    assert_eq!(
+        json["checklist"][0]["answer"], "deletes edge-sample",
+        "{json:#}"
+    );
+
     // A manifest the API server refuses is an error: exit 1, naming it.
     let mut invalid = live.clone();
     for o in &mut invalid {

@@ -14,6 +14,15 @@ pub struct Manifest {
     pub object: Value,
 }
 
+/// Whether a file found in a directory holds manifests: YAML or JSON, and not kustomize's build file. (Dot
+/// files and directories are skipped before this is asked.)
+pub(super) fn is_manifest_file(name: &str) -> bool {
+    matches!(
+        Path::new(name).extension().and_then(|e| e.to_str()),
+        Some("yaml" | "yml" | "json")
+    ) && !matches!(name, "kustomization.yaml" | "kustomization.yml")
+}
+
 fn files(path: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
     if !path.is_dir() {
         out.push(path.to_path_buf());
@@ -32,11 +41,7 @@ fn files(path: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
         }
         if p.is_dir() {
             files(&p, out)?;
-        } else if matches!(
-            p.extension().and_then(|e| e.to_str()),
-            Some("yaml" | "yml" | "json")
-        ) && !matches!(name, "kustomization.yaml" | "kustomization.yml")
-        {
+        } else if is_manifest_file(name) {
             out.push(p);
         }
     }

@@ -10,7 +10,8 @@
 //! * [`effects`]: recorded writes turned into what they mean (a remote cluster created, machines destroyed);
 //! * [`helm_diff`]: a release's rendered manifests before and after, as `helm diff` shows them;
 //! * [`line_diff`]: the line diff both print;
-//! * [`render`]: the plan as text, Markdown and JSON.
+//! * [`render`]: the plan as text, Markdown and JSON;
+//! * [`revisions`]: the manifests at a revision of a Git repository, for a plan of two revisions.
 
 pub mod effects;
 pub mod helm_diff;
@@ -18,6 +19,7 @@ mod line_diff;
 pub mod manifests;
 mod reader;
 pub mod render;
+pub mod revisions;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -138,6 +140,17 @@ impl Planner {
     /// The plan of applying `manifests`; with `prune`, they are the whole desired set of our kinds in the
     /// namespaces they touch, and what is live there but absent is planned as removed.
     pub async fn plan(&self, manifests: Vec<Manifest>, prune: bool) -> anyhow::Result<Plan> {
+        self.plan_dropping(manifests, Vec::new(), prune).await
+    }
+
+    /// The plan of going from `previous` (an older revision's manifests) to `manifests`: as [`Planner::plan`],
+    /// and what `previous` had that `manifests` dropped, where it is live, is planned as removed.
+    pub async fn plan_dropping(
+        &self,
+        manifests: Vec<Manifest>,
+        previous: Vec<Manifest>,
+        prune: bool,
+    ) -> anyhow::Result<Plan> {
         let recorders = Recorders {
             omni: Arc::new(OmniOverlay::default()),
             kube: Arc::new(KubeWrites::default()),
@@ -209,6 +222,17 @@ impl Planner {
                         }
                     }
                 }
+            }
+        }
+
+        // Removals: what the older revision had and this one dropped, where it is live.
+        for m in &previous {
+            let id = id_of(&m.object, &default_namespace);
+            if desired.contains_key(&id) || removed.contains_key(&id) {
+                continue;
+            }
+            if let Some(live) = self.live(&live_reader, &kinds, &id).await? {
+                removed.insert(id, live);
             }
         }
 
