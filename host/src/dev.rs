@@ -47,6 +47,8 @@ pub struct DevOptions {
     /// Directories of chart directories (`examples/charts`) to serve as a chart repository on loopback; the
     /// applied OmniHelmReleases naming one of those charts are pointed at it.
     pub charts: Vec<PathBuf>,
+    /// `--deletion-protection-default`, as `run` takes it.
+    pub deletion_protection_default: bool,
 }
 
 /// The service account `dev` mints for the operator.
@@ -219,6 +221,7 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
         chart_sources: sources,
         target_namespaces: opts.target_namespaces.clone(),
         metrics,
+        deletion_protection_default: opts.deletion_protection_default,
     }
     .settings();
     let controllers = tokio::spawn(async move { operator.run(client, settings, shutdown).await });

@@ -442,6 +442,11 @@ enum Command {
         /// an outage ends.
         #[arg(long, default_value = "2m", value_parser = go_duration)]
         max_retry_delay: Duration,
+        /// New OmniClusters and OmniHelmReleases are protected from deletion
+        /// (omni.texashpc.com/deletion-protection: enabled, set with their finalizer) unless they set the
+        /// annotation themselves; objects that exist already are left as they are.
+        #[arg(long)]
+        deletion_protection_default: bool,
         #[command(flatten)]
         sources: SourceArgs,
         #[command(flatten)]
@@ -481,6 +486,10 @@ enum Command {
         /// (repeatable); OmniHelmReleases naming one of its charts are pointed at it. Needs Helm (HELM_C_LIB).
         #[arg(long)]
         serve_charts: Vec<PathBuf>,
+        /// As `run --deletion-protection-default`: the objects applied are protected from deletion unless they
+        /// say otherwise.
+        #[arg(long)]
+        deletion_protection_default: bool,
         #[command(flatten)]
         sources: SourceArgs,
     },
@@ -651,6 +660,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             watch_label_selector,
             concurrent,
             max_retry_delay,
+            deletion_protection_default,
             sources,
             webhooks,
             metrics_bind_address,
@@ -707,6 +717,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 chart_sources: cli.helm.sources()?,
                 target_namespaces: cli.helm.namespaces()?,
                 metrics: std::sync::Arc::default(),
+                deletion_protection_default,
             }
             .settings();
             let shutdown = omni_operator::shutdown::terminated().boxed().shared();
@@ -785,6 +796,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             exit_when_settled,
             timeout,
             serve_charts,
+            deletion_protection_default,
             sources,
         } => {
             let opts = omni_operator::dev::DevOptions {
@@ -802,6 +814,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 chart_sources: cli.helm.sources()?,
                 target_namespaces: cli.helm.namespaces()?,
                 charts: serve_charts,
+                deletion_protection_default,
             };
             let settled = omni_operator::dev::run(opts).await?;
             Ok(if settled {

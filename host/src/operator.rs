@@ -147,6 +147,9 @@ pub struct HostConfig {
     pub target_namespaces: crate::capabilities::TargetNamespaces,
     /// Where the controllers count (`/metrics`).
     pub metrics: Arc<controllers::metrics::Metrics>,
+    /// `--deletion-protection-default`: new OmniClusters and OmniHelmReleases are protected from deletion unless
+    /// they say otherwise ([`crate::admission::guard`]).
+    pub deletion_protection_default: bool,
 }
 
 impl HostConfig {
@@ -167,6 +170,16 @@ impl HostConfig {
                 ..Default::default()
             },
             metrics: self.metrics,
+            new_object_annotation: self.deletion_protection_default.then(|| {
+                controllers::NewObjectAnnotation {
+                    kinds: crate::admission::guard::GUARDED
+                        .iter()
+                        .map(|k| (omni_api::GROUP.to_string(), k.to_string()))
+                        .collect(),
+                    key: crate::admission::guard::PROTECTION.into(),
+                    value: "enabled".into(),
+                }
+            }),
             ..Settings::default()
         }
     }

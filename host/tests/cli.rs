@@ -2041,3 +2041,96 @@ fn a_server_dry_run_is_answered_with_the_plan_summary_as_a_warning() {
     let warnings = apply(&cluster, &[]);
     assert!(!warnings.contains("omni-operator plan"), "{warnings}");
 }
+
+/// `--deletion-protection-default` (issue "GitOps safety", Deliver 3): the quickstart's OmniCluster and
+/// OmniHelmRelease, new to the operator, are protected with their finalizer and their deletion refused with the
+/// guard's message; an object that says `disabled` itself keeps its word and is deleted as the Go operator
+/// deletes it; kinds whose deletion destroys nothing remote are not annotated.
+#[test]
+fn deletion_protection_default_protects_new_objects_that_do_not_say_otherwise() {
+    let dev = DevSession::start_with(&["--deletion-protection-default".as_ref()]);
+    let annotation = |kind: &str, name: &str| {
+        let out = dev.kubectl(&[
+            "get",
+            kind,
+            name,
+            "-n",
+            "omni-system",
+            "-o",
+            r"jsonpath={.metadata.annotations.omni\.texashpc\.com/deletion-protection}",
+        ]);
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    assert_eq!(annotation("omnicluster", "edge-sample"), "enabled");
+    assert_eq!(annotation("omnihelmrelease", "hello"), "enabled");
+    assert_eq!(annotation("omniworkers", "edge-sample-workers"), "");
+    let out = dev.kubectl(&[
+        "delete",
+        "omnicluster",
+        "edge-sample",
+        "-n",
+        "omni-system",
+        "--wait=false",
+    ]);
+    assert!(!out.status.success(), "a protected cluster is not deleted");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "Error from server (Forbidden): admission webhook \"vomnicluster-v1alpha1.kb.io\" denied the request: \
+         OmniCluster omni-system/edge-sample is protected from deletion (omni.texashpc.com/deletion-protection): \
+         deleting it deletes Omni cluster \"edge-sample\". To delete it, first set the annotation \
+         omni.texashpc.com/confirm-deletion=edge-sample in a separate change, or set spec.deletePolicy.orphan: true \
+         to keep the Omni cluster\n"
+    );
+
+    // A new cluster that turns protection off itself: given its finalizer, not the annotation.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("other.yaml");
+    std::fs::write(
+        &path,
+        "apiVersion: omni.texashpc.com/v1alpha1\nkind: OmniCluster\nmetadata:\n  name: edge-other\n  \
+         namespace: omni-system\n  annotations:\n    omni.texashpc.com/deletion-protection: disabled\nspec:\n  \
+         connectionRef:\n    name: omni-sample\n  kubernetes:\n    version: v1.35.0\n  talos:\n    version: \
+         v1.13.2\n",
+    )
+    .expect("written");
+    let out = dev.kubectl(&["apply", "-f", &path.to_string_lossy()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let out = dev.kubectl(&[
+            "get",
+            "omnicluster",
+            "edge-other",
+            "-n",
+            "omni-system",
+            "-o",
+            "jsonpath={.metadata.finalizers}",
+        ]);
+        if String::from_utf8_lossy(&out.stdout).contains("omni.texashpc.com/finalizer") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "edge-other was never given its finalizer"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(annotation("omnicluster", "edge-other"), "disabled");
+    let out = dev.kubectl(&[
+        "delete",
+        "omnicluster",
+        "edge-other",
+        "-n",
+        "omni-system",
+        "--wait=false",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -71,6 +71,37 @@ pub struct Settings {
     /// Prometheus metrics under controller-runtime's names and the host's own counters (`/metrics`); what
     /// tests and benchmarks read ([`metrics::Metrics::total`]).
     pub metrics: Arc<metrics::Metrics>,
+    /// An annotation new objects of some kinds are given (`--deletion-protection-default`).
+    pub new_object_annotation: Option<NewObjectAnnotation>,
+}
+
+/// An annotation a new object of one of `kinds` is given in the patch that adds its finalizer, before its
+/// plugin's first side effect, unless the object sets the annotation itself. New means it carries no finalizer
+/// of the plugin yet: objects created before the setting, or under the Go operator, are left as they are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewObjectAnnotation {
+    /// (group, kind).
+    pub kinds: Vec<(String, String)>,
+    pub key: String,
+    pub value: String,
+}
+
+impl NewObjectAnnotation {
+    /// The annotations to add to `obj` (its kind one of `kinds`, the key absent), or None.
+    fn for_object(&self, obj: &DynamicObject) -> Option<Value> {
+        let types = obj.types.as_ref()?;
+        let group = types.api_version.split_once('/').map_or("", |(g, _)| g);
+        let ours = self
+            .kinds
+            .iter()
+            .any(|(g, k)| g == group && *k == types.kind);
+        let set = obj
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(&self.key));
+        (ours && !set).then(|| json!({ self.key.clone(): self.value.clone() }))
+    }
 }
 
 impl Default for Settings {
@@ -89,6 +120,7 @@ impl Default for Settings {
             clock: Arc::new(SystemClock),
             helm: HelmSettings::default(),
             metrics: Arc::default(),
+            new_object_annotation: None,
         }
     }
 }
@@ -580,8 +612,17 @@ async fn reconcile_inner(
 
     if let Some(next) = finalizers::to_add(&current, finalizer, legacy) {
         // Before the plugin's first side effect, so a deletion can never skip its cleanup.
-        let patch =
+        let mut patch =
             json!({"metadata": {"finalizers": next, "resourceVersion": obj.resource_version()}});
+        // With the finalizer, so a default protection is in place before anything remote exists to protect.
+        if let Some(annotations) = shared
+            .settings
+            .new_object_annotation
+            .as_ref()
+            .and_then(|a| a.for_object(obj))
+        {
+            patch["metadata"]["annotations"] = annotations;
+        }
         let patched = api
             .patch(
                 &obj.name_any(),
@@ -928,6 +969,35 @@ fn error_policy(obj: Arc<DynamicObject>, failure: &Failure, shared: Arc<Shared>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_object_annotation_goes_to_its_kinds_only_and_never_over_the_objects_own() {
+        let rule = NewObjectAnnotation {
+            kinds: vec![("omni.texashpc.com".into(), "OmniCluster".into())],
+            key: "omni.texashpc.com/deletion-protection".into(),
+            value: "enabled".into(),
+        };
+        let object = |api_version: &str, kind: &str, annotations: Value| -> DynamicObject {
+            serde_json::from_value(json!({"apiVersion": api_version, "kind": kind,
+                "metadata": {"name": "x", "annotations": annotations}}))
+            .expect("an object")
+        };
+        let api = "omni.texashpc.com/v1alpha1";
+        assert_eq!(
+            rule.for_object(&object(api, "OmniCluster", json!({"other": "a"}))),
+            Some(json!({"omni.texashpc.com/deletion-protection": "enabled"}))
+        );
+        let own = json!({"omni.texashpc.com/deletion-protection": "disabled"});
+        assert_eq!(rule.for_object(&object(api, "OmniCluster", own)), None);
+        assert_eq!(
+            rule.for_object(&object(api, "OmniWorkers", json!({}))),
+            None
+        );
+        assert_eq!(
+            rule.for_object(&object("other.example/v1", "OmniCluster", json!({}))),
+            None
+        );
+    }
 
     #[test]
     fn retries_back_off_from_five_milliseconds_doubling_up_to_the_cap() {

@@ -142,6 +142,24 @@ fn the_charts_lint_and_render_with_helms_own_sdk() {
             .any(|a| a.starts_with("--helm-target-namespace")),
         "no target-namespace policy unless the values set one: {args:?}"
     );
+    assert!(
+        !args.contains(&"--deletion-protection-default"),
+        "deletion protection is opt-in: {args:?}"
+    );
+    let protected =
+        documents(&render(json!({"deletionProtectionDefault": true})).expect("renders"));
+    let protected = find(
+        &protected,
+        "Deployment",
+        &format!("{fullname}-controller-manager"),
+    )["spec"]["template"]["spec"]["containers"][0]["args"]
+        .clone();
+    assert!(
+        protected
+            .as_array()
+            .is_some_and(|a| a.contains(&json!("--deletion-protection-default"))),
+        "{protected}"
+    );
     let restricted = documents(
         &render(json!({"helm": {"targetNamespaces": ["apps", "web"]}})).expect("renders"),
     );
