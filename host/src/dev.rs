@@ -49,6 +49,36 @@ pub struct DevOptions {
     pub charts: Vec<PathBuf>,
     /// `--deletion-protection-default`, as `run` takes it.
     pub deletion_protection_default: bool,
+    /// Where to write the workload cluster's admin kubeconfig (default: a file in the temporary directory).
+    pub workload_kubeconfig_out: Option<PathBuf>,
+    /// Objects to apply besides those under `apply` (an offline plan's older revision).
+    pub objects: Vec<(PathBuf, Value)>,
+    /// What `dev` says goes to standard error instead of standard output (an offline plan prints the plan there).
+    pub say_on_stderr: bool,
+}
+
+/// Prints a line of what `dev` does, where [`DevOptions::say_on_stderr`] says.
+macro_rules! say {
+    ($on_stderr:expr, $($arg:tt)*) => {
+        if $on_stderr {
+            eprintln!($($arg)*)
+        } else {
+            println!($($arg)*)
+        }
+    };
+}
+
+/// What a session does once what it applied has settled (or the timeout passed).
+enum Then {
+    /// Serves until Ctrl-C (unless `exit_when_settled`).
+    Serve,
+    /// Plans `manifests` against what was applied, then stops.
+    Plan(crate::plan::Request),
+}
+
+enum Outcome {
+    Served(bool),
+    Planned(Result<crate::plan::Plan>),
 }
 
 /// The service account `dev` mints for the operator.
@@ -75,6 +105,33 @@ enum Progress {
 
 /// Runs until settled (with `exit_when_settled`), or until Ctrl-C. Ok(false) means it gave up at the timeout.
 pub async fn run(opts: DevOptions) -> Result<bool> {
+    match session(opts, Then::Serve).await? {
+        Outcome::Served(settled) => Ok(settled),
+        Outcome::Planned(_) => bail!("a served session made a plan"),
+    }
+}
+
+/// `request` planned on the embedded simulators (`omni-operator plan --offline`): its older revision (or nothing)
+/// is applied and left to settle, then its manifests are planned, both pointed at the simulators as `dev` points
+/// what it applies. What `dev` says goes to standard error.
+pub async fn plan_offline(
+    mut opts: DevOptions,
+    request: crate::plan::Request,
+) -> Result<crate::plan::Plan> {
+    opts.objects = request
+        .previous
+        .iter()
+        .map(|m| (PathBuf::from(&m.source), m.object.clone()))
+        .collect();
+    opts.say_on_stderr = true;
+    opts.exit_when_settled = true;
+    match session(opts, Then::Plan(request)).await? {
+        Outcome::Planned(plan) => plan,
+        Outcome::Served(_) => bail!("an offline plan served instead"),
+    }
+}
+
+async fn session(opts: DevOptions, then: Then) -> Result<Outcome> {
     let started = Instant::now();
     let mut omni = omni_sim::OmniSim::builder().listen(opts.omni_listen);
     if let Some(dictionary) = &opts.omni_dictionary {
@@ -93,23 +150,30 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join("omni-operator-dev.kubeconfig"));
     sim.write_kubeconfig(&kubeconfig, &sim.admin())?;
-    println!(
+    say!(
+        opts.say_on_stderr,
         "Kubernetes simulator at {} (kubeconfig: {})",
         sim.url(),
         kubeconfig.display()
     );
-    println!(
+    say!(
+        opts.say_on_stderr,
         "  try: kubectl --kubeconfig {} get omni -A",
         kubeconfig.display()
     );
-    println!(
+    say!(
+        opts.say_on_stderr,
         "Omni simulator at {} (service account {DEV_SERVICE_ACCOUNT}, role Operator)",
         omni.endpoint()
     );
-    let workload_kubeconfig = std::env::temp_dir().join("omni-operator-dev-workload.kubeconfig");
+    let workload_kubeconfig = opts
+        .workload_kubeconfig_out
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join("omni-operator-dev-workload.kubeconfig"));
     if let Some(workload) = &stack.workload {
         workload.write_kubeconfig(&workload_kubeconfig, &workload.admin())?;
-        println!(
+        say!(
+            opts.say_on_stderr,
             "Workload cluster (behind Omni's Kubernetes proxy) at {} (admin kubeconfig: {}): group {DEV_WORKLOAD_GROUP} may manage Secrets, create namespaces and run the example chart's Deployments, Services and ConfigMaps; workloads there get Pods that turn Ready on a simulated Node",
             workload.url(),
             workload_kubeconfig.display()
@@ -126,14 +190,15 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     })?;
     let operator = Operator::load(runtime, opts.sources.clone()).await?;
     for (name, reason) in operator.refused() {
-        println!("plugin {name} refused: {reason}");
+        say!(opts.say_on_stderr, "plugin {name} refused: {reason}");
     }
     let mut kinds: BTreeMap<(String, String), String> = BTreeMap::new();
     for p in operator.plugins() {
         for k in &p.info().kinds {
             kinds.insert((k.api_version(), k.kind.clone()), p.name().to_string());
         }
-        println!(
+        say!(
+            opts.say_on_stderr,
             "plugin {} {} ({}) reconciles {}",
             p.name(),
             p.info().version,
@@ -159,7 +224,7 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     .shared();
     let helm = crate::helm::start(opts.helm.clone()).await;
     // Dry runs of the quickstart's kinds are answered with their plan, as `run` answers them.
-    let preview = crate::plan::Planner {
+    let planner = crate::plan::Planner {
         registry: operator.registry().clone(),
         config: sim_config(sim).await?,
         omni_dictionary: opts.omni_dictionary.clone(),
@@ -172,8 +237,9 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
         sim,
         &client,
         operator.registry(),
-        std::sync::Arc::new(preview),
+        std::sync::Arc::new(planner.clone()),
         shutdown.clone(),
+        opts.say_on_stderr,
     )
     .await?;
     let metrics = std::sync::Arc::new(crate::controllers::metrics::Metrics::default());
@@ -188,19 +254,26 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
         shutdown.clone(),
     )
     .await?;
-    println!(
+    say!(
+        opts.say_on_stderr,
         "metrics at http://{probes_at}/metrics, health at http://{probes_at}/healthz and /readyz"
     );
-    println!("{}", helm.summary);
+    say!(opts.say_on_stderr, "{}", helm.summary);
     // From here on `dev` leaves things behind (its chart directory), so Ctrl-C and SIGTERM alike stop it through
     // the clean-up below rather than ending the process where it stands.
     let mut stop_requested = Box::pin(crate::shutdown::terminated());
     let charts_dir =
         std::env::temp_dir().join(format!("omni-operator-dev-charts-{}", std::process::id()));
     let served = match (&helm.engine, helm.ready, opts.charts.is_empty()) {
-        (Some(engine), true, false) => {
-            Some(serve_charts(engine.as_ref(), &opts.charts, &charts_dir).await?)
-        }
+        (Some(engine), true, false) => Some(
+            serve_charts(
+                engine.as_ref(),
+                &opts.charts,
+                &charts_dir,
+                opts.say_on_stderr,
+            )
+            .await?,
+        ),
         _ => None,
     };
     let releases = std::sync::Arc::new(helm.releases());
@@ -230,20 +303,23 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     for dir in &opts.apply {
         objects.extend(manifests(dir)?);
     }
+    objects.extend(opts.objects.iter().cloned());
     for line in point_at_simulator(&mut objects, &omni.endpoint(), &key) {
-        println!("  {line}");
+        say!(opts.say_on_stderr, "  {line}");
     }
     if let Some((repo, names)) = &served {
         let pointed = point_at_charts(&mut objects, &repo.url, names);
         for line in &pointed {
-            println!("  {line}");
+            say!(opts.say_on_stderr, "  {line}");
         }
         if !pointed.is_empty() {
             let k = workload_kubeconfig.display();
-            println!(
+            say!(
+                opts.say_on_stderr,
                 "  see the releases Helm stored: kubectl --kubeconfig {k} get secrets -A -l owner=helm"
             );
-            println!(
+            say!(
+                opts.say_on_stderr,
                 "  and what they installed: kubectl --kubeconfig {k} get deployments,services,configmaps -A -l app.kubernetes.io/instance"
             );
         }
@@ -256,7 +332,8 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
             Err(e) => bail!("applying {} from {}: {e:#}", id.3, file.display()),
         }
     }
-    println!(
+    say!(
+        opts.say_on_stderr,
         "applied {} objects; started in {} ms",
         applied.len(),
         started.elapsed().as_millis()
@@ -269,7 +346,12 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
         for (api_version, kind, ns, name) in &applied {
             if !kinds.contains_key(&(api_version.clone(), kind.clone())) {
                 if is_omni(api_version) {
-                    report(&mut shown, kind, ns, name, Progress::Unmanaged);
+                    report(
+                        opts.say_on_stderr,
+                        &mut shown,
+                        (kind, ns, name),
+                        Progress::Unmanaged,
+                    );
                 }
                 continue;
             }
@@ -278,10 +360,11 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
                 None => Progress::Waiting("deleted".into()),
             };
             all_ready &= matches!(p, Progress::Ready(_));
-            report(&mut shown, kind, ns, name, p);
+            report(opts.say_on_stderr, &mut shown, (kind, ns, name), p);
         }
         if all_ready {
-            println!(
+            say!(
+                opts.say_on_stderr,
                 "all {} reconciled objects are ready",
                 shown
                     .values()
@@ -291,10 +374,14 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
             break true;
         }
         if opts.exit_when_settled && Instant::now() > deadline {
-            println!("not settled after {} s:", opts.timeout.as_secs());
+            say!(
+                opts.say_on_stderr,
+                "not settled after {} s:",
+                opts.timeout.as_secs()
+            );
             for (who, p) in &shown {
                 if let Progress::Waiting(why) = p {
-                    println!("  {who}: {why}");
+                    say!(opts.say_on_stderr, "  {who}: {why}");
                 }
             }
             break false;
@@ -302,15 +389,62 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(100)) => {}
             _ = &mut stop_requested => {
-                println!("stopped before everything settled");
+                say!(opts.say_on_stderr, "stopped before everything settled");
                 break false;
             }
         }
     };
-    if !opts.exit_when_settled && settled {
-        println!("running; Ctrl-C to stop");
-        stop_requested.await;
-    }
+    let outcome = match then {
+        Then::Serve => {
+            if !opts.exit_when_settled && settled {
+                say!(opts.say_on_stderr, "running; Ctrl-C to stop");
+                stop_requested.await;
+            }
+            Outcome::Served(settled)
+        }
+        Then::Plan(request) => {
+            // The manifests pointed at the simulators as what was applied was, so only their own changes show.
+            let mut desired: Vec<(PathBuf, Value)> = request
+                .manifests
+                .into_iter()
+                .map(|m| (PathBuf::from(m.source), m.object))
+                .collect();
+            point_at_simulator(&mut desired, &omni.endpoint(), &key);
+            if let Some((repo, names)) = &served {
+                point_at_charts(&mut desired, &repo.url, names);
+            }
+            let manifests = desired
+                .into_iter()
+                .map(|(source, object)| crate::plan::Manifest {
+                    source: source.display().to_string(),
+                    object,
+                })
+                .collect();
+            let planner = crate::plan::Planner {
+                render_helm: true,
+                ..planner
+            };
+            let previous = request
+                .previous
+                .into_iter()
+                .map(|m| (PathBuf::from(m.source), m.object))
+                .collect::<Vec<_>>();
+            let mut previous = previous;
+            point_at_simulator(&mut previous, &omni.endpoint(), &key);
+            let previous = previous
+                .into_iter()
+                .map(|(source, object)| crate::plan::Manifest {
+                    source: source.display().to_string(),
+                    object,
+                })
+                .collect();
+            Outcome::Planned(
+                planner
+                    .plan_dropping(manifests, previous, request.prune)
+                    .await,
+            )
+        }
+    };
     // Stopped in the order they depend on each other: the controllers (with their watches and the plugin
     // platform), the webhook and probe servers, and Helm's worker, before the simulators they talk to, so a
     // settled session ends without a warning.
@@ -325,7 +459,7 @@ pub async fn run(opts: DevOptions) -> Result<bool> {
     stack.stop().await;
     drop(served);
     let _ = std::fs::remove_dir_all(&charts_dir);
-    Ok(settled)
+    Ok(outcome)
 }
 
 /// The client configuration of the simulator's administrator.
@@ -345,6 +479,7 @@ async fn register_webhooks(
     registry: &std::sync::Arc<crate::runtime::PluginRegistry>,
     preview: std::sync::Arc<dyn crate::admission::Preview>,
     shutdown: impl std::future::Future<Output = ()> + Clone + Send + 'static,
+    on_stderr: bool,
 ) -> Result<crate::admission::Admission> {
     let failure = FailurePolicy::Fail;
     let admission = crate::admission::start(
@@ -384,7 +519,8 @@ async fn register_webhooks(
     sim.apply(&config)
         .await
         .context("registering the admission webhooks")?;
-    println!(
+    say!(
+        on_stderr,
         "admission webhooks at https://{} validate {} kinds (ValidatingWebhookConfiguration {DEV_WEBHOOK_CONFIGURATION})",
         admission.addr,
         kinds.len()
@@ -398,6 +534,7 @@ async fn serve_charts(
     engine: &dyn crate::helm::HelmEngine,
     roots: &[PathBuf],
     dir: &Path,
+    on_stderr: bool,
 ) -> Result<(crate::helm::repository::ChartRepository, Vec<String>)> {
     let mut charts = Vec::new();
     for root in roots {
@@ -428,7 +565,8 @@ async fn serve_charts(
         .iter()
         .filter_map(|c| c.file_name().map(|n| n.to_string_lossy().into_owned()))
         .collect();
-    println!(
+    say!(
+        on_stderr,
         "Chart repository at {} (made by Helm from {}): {}",
         repo.url,
         roots
@@ -627,16 +765,24 @@ fn progress(obj: &Value) -> Progress {
     }
 }
 
-fn report(shown: &mut BTreeMap<String, Progress>, kind: &str, ns: &str, name: &str, p: Progress) {
+fn report(
+    on_stderr: bool,
+    shown: &mut BTreeMap<String, Progress>,
+    (kind, ns, name): (&str, &str, &str),
+    p: Progress,
+) {
     let who = format!("{kind} {ns}/{name}");
     if shown.get(&who) == Some(&p) {
         return;
     }
     match &p {
-        Progress::Ready(why) => println!("  ready    {who}  {why}"),
-        Progress::Waiting(why) => println!("  waiting  {who}  {why}"),
+        Progress::Ready(why) => say!(on_stderr, "  ready    {who}  {why}"),
+        Progress::Waiting(why) => say!(on_stderr, "  waiting  {who}  {why}"),
         Progress::Unmanaged => {
-            println!("  skipped  {who}  (no plugin reconciles {kind} in this version)")
+            say!(
+                on_stderr,
+                "  skipped  {who}  (no plugin reconciles {kind} in this version)"
+            )
         }
     }
     shown.insert(who, p);

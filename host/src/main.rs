@@ -500,6 +500,15 @@ enum Command {
         /// Kubeconfig of the management cluster (default: $KUBECONFIG, then the in-cluster configuration).
         #[arg(long)]
         kubeconfig: Option<PathBuf>,
+        /// Plan against the embedded simulators instead of a management cluster, as `dev` runs them: with --git
+        /// the older revision is applied first and left to settle (up to 2 minutes); otherwise they start empty.
+        /// What the simulators say goes to standard error.
+        #[arg(long, conflicts_with = "kubeconfig")]
+        offline: bool,
+        /// With --offline: a directory of chart directories served as a chart repository, as `dev --serve-charts`
+        /// serves it (repeatable).
+        #[arg(long, requires = "offline")]
+        serve_charts: Vec<PathBuf>,
         /// A manifest file, or a directory of them (searched recursively); repeatable. With --git, a path in the
         /// repository from its root.
         #[arg(short = 'f', long = "filename", required = true)]
@@ -815,6 +824,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 target_namespaces: cli.helm.namespaces()?,
                 charts: serve_charts,
                 deletion_protection_default,
+                workload_kubeconfig_out: None,
+                objects: Vec::new(),
+                say_on_stderr: false,
             };
             let settled = omni_operator::dev::run(opts).await?;
             Ok(if settled {
@@ -831,6 +843,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Plan {
             kubeconfig,
+            offline,
+            serve_charts,
             files,
             git,
             repo,
@@ -848,6 +862,23 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 None => (omni_operator::plan::manifests::load(&files)?, Vec::new()),
             };
+            if offline {
+                let plan = plan_offline(
+                    (&cli.omni, &cli.helm, cli.cache_dir.clone()),
+                    sources,
+                    serve_charts,
+                    omni_operator::plan::Request {
+                        manifests,
+                        previous,
+                        prune,
+                    },
+                )
+                .await?;
+                let rendered = omni_operator::plan::render::render(&plan, format);
+                std::io::Write::write_all(&mut std::io::stdout().lock(), rendered.as_bytes())
+                    .context("writing the plan")?;
+                return Ok(ExitCode::from(plan.exit_code() as u8));
+            }
             let config = match kubeconfig {
                 Some(path) => {
                     let kc = kube::config::Kubeconfig::read_from(&path)
@@ -1086,4 +1117,50 @@ mod tests {
         ];
         assert!(Cli::try_parse_from(both).is_err(), "one spelling at a time");
     }
+}
+
+/// `plan --offline`: the plan made on the embedded simulators, as `dev` runs them, in files of this process's own.
+#[cfg(feature = "dev")]
+async fn plan_offline(
+    (omni, helm, cache_dir): (&OmniArgs, &HelmArgs, Option<PathBuf>),
+    sources: SourceArgs,
+    charts: Vec<PathBuf>,
+    request: omni_operator::plan::Request,
+) -> anyhow::Result<omni_operator::plan::Plan> {
+    let scratch = std::env::temp_dir().join(format!("omni-operator-plan-{}", std::process::id()));
+    let opts = omni_operator::dev::DevOptions {
+        apply: Vec::new(),
+        kubeconfig_out: Some(scratch.with_extension("kubeconfig")),
+        workload_kubeconfig_out: Some(scratch.with_extension("workload.kubeconfig")),
+        listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        exit_when_settled: true,
+        timeout: Duration::from_secs(120),
+        sources: sources.sources()?,
+        cache_dir,
+        omni_listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        omni_dictionary: omni.dictionary()?,
+        template_roots: omni.template_roots()?,
+        helm: helm.worker()?,
+        chart_sources: helm.sources()?,
+        target_namespaces: helm.namespaces()?,
+        charts,
+        deletion_protection_default: false,
+        objects: Vec::new(),
+        say_on_stderr: true,
+    };
+    let plan = omni_operator::dev::plan_offline(opts, request).await;
+    for file in ["kubeconfig", "workload.kubeconfig"] {
+        let _ = std::fs::remove_file(scratch.with_extension(file));
+    }
+    plan
+}
+
+#[cfg(not(feature = "dev"))]
+async fn plan_offline(
+    _: (&OmniArgs, &HelmArgs, Option<PathBuf>),
+    _: SourceArgs,
+    _: Vec<PathBuf>,
+    _: omni_operator::plan::Request,
+) -> anyhow::Result<omni_operator::plan::Plan> {
+    anyhow::bail!("--offline: this build has no embedded simulators (the `dev` feature)")
 }

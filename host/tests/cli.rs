@@ -2134,3 +2134,102 @@ fn deletion_protection_default_protects_new_objects_that_do_not_say_otherwise() 
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `plan --offline` (issue "GitOps safety", Deliver 1): with no management cluster, two revisions of a Git
+/// repository are planned on the embedded simulators, the older one applied and settled first: the newer one's
+/// Kubernetes upgrade, values change (with Helm's rendered diff) and dropped OmniSecretSync are what the plan says,
+/// and what the simulators said goes to standard error. Without --git the simulators start empty: the quickstart
+/// is a cluster created.
+#[test]
+fn plan_offline_plans_two_git_revisions_on_the_embedded_simulators() {
+    use serde_json::Value;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = dir.path();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .current_dir(repo)
+            .args(["-c", "user.name=ci", "-c", "user.email=ci@example.com"])
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["init", "-q"]);
+    let clusters = repo.join("clusters");
+    std::fs::create_dir_all(&clusters).expect("a directory");
+    for entry in std::fs::read_dir(examples()).expect("the quickstart") {
+        let path = entry.expect("an entry").path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            std::fs::copy(&path, clusters.join(path.file_name().expect("a name"))).expect("copied");
+        }
+    }
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "the quickstart"]);
+    let edit = |file: &str, from: &str, to: &str| {
+        let path = clusters.join(file);
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(text.contains(from), "{from} in {file}");
+        std::fs::write(&path, text.replace(from, to)).expect("written");
+    };
+    edit("20-cluster.yaml", "version: v1.35.0", "version: v1.35.1");
+    edit("70-helm-release.yaml", "replicaCount: 2", "replicaCount: 3");
+    git(&["rm", "-q", "clusters/60-secret-sync.yaml"]);
+    git(&["commit", "-q", "-a", "-m", "upgrade"]);
+
+    let plan = |args: &[&str]| {
+        let out = bin()
+            .env("HELM_C_LIB", helm_c_lib())
+            .arg("--cache-dir")
+            .arg(dir.path().join("cache"))
+            .args(["plan", "--offline", "--serve-charts"])
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/charts"))
+            .args(args)
+            .output()
+            .expect("omni-operator runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, out, err) = plan(&[
+        "--git",
+        "HEAD~1..HEAD",
+        "--repo",
+        &repo.to_string_lossy(),
+        "-f",
+        "clusters",
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    for line in [
+        "\nDoes this change create, update, pause or delete a remote Omni cluster? updates edge-sample\n",
+        "\nIs anything removed from Git, and is its deletion policy intentional? OmniSecretSync \
+         omni-system/registry-credentials: deletes the Secret it wrote (spec.deletionPolicy: Delete)\n",
+        "\n      -     kubernetes_version: \"1.35.0\",\n      +     kubernetes_version: \"1.35.1\",\n",
+        "\n      Deployment apps/hello-hello: changed\n        -   replicas: 2\n        +   replicas: 3\n",
+    ] {
+        assert!(out.contains(line), "{line:?} in:\n{out}");
+    }
+    assert!(
+        out.starts_with("omni-operator plan: "),
+        "only the plan on standard output: {out}"
+    );
+    assert!(err.contains("all 9 reconciled objects are ready"), "{err}");
+
+    let (code, out, err) = plan(&["-f", &clusters.to_string_lossy(), "--format", "json"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let json: Value = serde_json::from_str(&out).expect("the plan is JSON");
+    assert_eq!(
+        json["checklist"][0]["answer"], "creates edge-sample",
+        "{json:#}"
+    );
+    let cluster = json["objects"]
+        .as_array()
+        .and_then(|o| o.iter().find(|o| o["kind"] == "OmniCluster"))
+        .expect("the cluster is planned");
+    assert_eq!(cluster["change"], "create");
+}

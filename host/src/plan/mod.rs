@@ -55,7 +55,17 @@ const GROUP: &str = "omni.texashpc.com";
 pub const FLUX_PRUNE: (&str, &str) = ("kustomize.toolkit.fluxcd.io/prune", "disabled");
 pub const ARGO_SYNC_OPTIONS: &str = "argocd.argoproj.io/sync-options";
 
+/// What to plan: the manifests, an older revision's (whose objects the manifests dropped are removals), and
+/// whether the manifests are the whole desired set of their namespaces (`--prune`).
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub manifests: Vec<Manifest>,
+    pub previous: Vec<Manifest>,
+    pub prune: bool,
+}
+
 /// What a plan runs with: the plugins, the management cluster, and the operator's Omni and Helm settings.
+#[derive(Clone)]
 pub struct Planner {
     pub registry: Arc<PluginRegistry>,
     pub config: kube::Config,
