@@ -2038,6 +2038,39 @@ fn a_server_dry_run_is_answered_with_the_plan_summary_as_a_warning() {
         "{warnings}"
     );
 
+    // `kubectl diff` and a server-side apply's dry run (what Flux and Argo CD send) get it too.
+    let path = dir.path().join("object.json");
+    std::fs::write(&path, cluster.to_string()).expect("written");
+    let summary =
+        "Warning: omni-operator plan: 1 of 1 objects change; remote clusters: updates edge-sample";
+    let out = dev.kubectl(&["diff", "-f", &path.to_string_lossy()]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "kubectl diff found a difference"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(summary),
+        "{out:?}"
+    );
+    let out = dev.kubectl(&[
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--dry-run=server",
+        "-f",
+        &path.to_string_lossy(),
+    ]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(summary),
+        "{out:?}"
+    );
+    assert_eq!(
+        get("omnicluster", "edge-sample")["metadata"]["resourceVersion"],
+        version,
+        "the dry runs stored nothing"
+    );
+
     let warnings = apply(&cluster, &[]);
     assert!(!warnings.contains("omni-operator plan"), "{warnings}");
 }
