@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use omni_operator::plan::render::{Format, render};
 use omni_operator::plan::{Manifest, Plan, Planner};
 use omni_sim::store::md;
 use serde_json::{Value, json};
@@ -104,17 +105,36 @@ fn planned_writes(plan: &Plan) -> BTreeSet<String> {
         .collect()
 }
 
+/// The checklist's answer to the question starting `starts`, checked to be printed alike in all three formats:
+/// a line of the text, a row of the Markdown table, an entry of the JSON checklist.
 fn answer(plan: &Plan, starts: &str) -> String {
-    plan.checklist
+    let line = plan
+        .checklist
         .iter()
         .find(|a| a.question.starts_with(starts))
-        .map(|a| a.answer.clone())
         .unwrap_or_else(|| {
             panic!(
                 "no checklist line starting {starts:?}: {:#?}",
                 plan.checklist
             )
-        })
+        });
+    let (question, answer) = (line.question, line.answer.clone());
+    let text = render(plan, Format::Text);
+    assert!(text.contains(&format!("\n{question} {answer}\n")), "{text}");
+    // Markdown escapes what would start markup; the row reads the same without its backslashes.
+    let markdown = render(plan, Format::Markdown).replace('\\', "");
+    assert!(
+        markdown.contains(&format!("\n| {question} | {answer} |\n")),
+        "{markdown}"
+    );
+    let json: Value = serde_json::from_str(&render(plan, Format::Json)).expect("the plan is JSON");
+    assert!(
+        json["checklist"]
+            .as_array()
+            .is_some_and(|c| c.contains(&json!({"question": question, "answer": answer}))),
+        "{json:#}"
+    );
+    answer
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
