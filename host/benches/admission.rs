@@ -60,6 +60,7 @@ async fn run(reviews: usize, clients: usize) -> Result<()> {
                 webhook_configurations: Vec::new(),
             },
             check_every: Duration::from_secs(3600),
+            preview: None,
         },
         std::future::pending::<()>(),
     )

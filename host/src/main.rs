@@ -1065,6 +1065,52 @@ async fn lead(
     ran
 }
 
+/// `plan --offline`: the plan made on the embedded simulators, as `dev` runs them, in files of this process's own.
+#[cfg(feature = "dev")]
+async fn plan_offline(
+    (omni, helm, cache_dir): (&OmniArgs, &HelmArgs, Option<PathBuf>),
+    sources: SourceArgs,
+    charts: Vec<PathBuf>,
+    request: omni_operator::plan::Request,
+) -> anyhow::Result<omni_operator::plan::Plan> {
+    let scratch = std::env::temp_dir().join(format!("omni-operator-plan-{}", std::process::id()));
+    let opts = omni_operator::dev::DevOptions {
+        apply: Vec::new(),
+        kubeconfig_out: Some(scratch.with_extension("kubeconfig")),
+        workload_kubeconfig_out: Some(scratch.with_extension("workload.kubeconfig")),
+        listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        exit_when_settled: true,
+        timeout: Duration::from_secs(120),
+        sources: sources.sources()?,
+        cache_dir,
+        omni_listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        omni_dictionary: omni.dictionary()?,
+        template_roots: omni.template_roots()?,
+        helm: helm.worker()?,
+        chart_sources: helm.sources()?,
+        target_namespaces: helm.namespaces()?,
+        charts,
+        deletion_protection_default: false,
+        objects: Vec::new(),
+        say_on_stderr: true,
+    };
+    let plan = omni_operator::dev::plan_offline(opts, request).await;
+    for file in ["kubeconfig", "workload.kubeconfig"] {
+        let _ = std::fs::remove_file(scratch.with_extension(file));
+    }
+    plan
+}
+
+#[cfg(not(feature = "dev"))]
+async fn plan_offline(
+    _: (&OmniArgs, &HelmArgs, Option<PathBuf>),
+    _: SourceArgs,
+    _: Vec<PathBuf>,
+    _: omni_operator::plan::Request,
+) -> anyhow::Result<omni_operator::plan::Plan> {
+    anyhow::bail!("--offline: this build has no embedded simulators (the `dev` feature)")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1117,50 +1163,4 @@ mod tests {
         ];
         assert!(Cli::try_parse_from(both).is_err(), "one spelling at a time");
     }
-}
-
-/// `plan --offline`: the plan made on the embedded simulators, as `dev` runs them, in files of this process's own.
-#[cfg(feature = "dev")]
-async fn plan_offline(
-    (omni, helm, cache_dir): (&OmniArgs, &HelmArgs, Option<PathBuf>),
-    sources: SourceArgs,
-    charts: Vec<PathBuf>,
-    request: omni_operator::plan::Request,
-) -> anyhow::Result<omni_operator::plan::Plan> {
-    let scratch = std::env::temp_dir().join(format!("omni-operator-plan-{}", std::process::id()));
-    let opts = omni_operator::dev::DevOptions {
-        apply: Vec::new(),
-        kubeconfig_out: Some(scratch.with_extension("kubeconfig")),
-        workload_kubeconfig_out: Some(scratch.with_extension("workload.kubeconfig")),
-        listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-        exit_when_settled: true,
-        timeout: Duration::from_secs(120),
-        sources: sources.sources()?,
-        cache_dir,
-        omni_listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-        omni_dictionary: omni.dictionary()?,
-        template_roots: omni.template_roots()?,
-        helm: helm.worker()?,
-        chart_sources: helm.sources()?,
-        target_namespaces: helm.namespaces()?,
-        charts,
-        deletion_protection_default: false,
-        objects: Vec::new(),
-        say_on_stderr: true,
-    };
-    let plan = omni_operator::dev::plan_offline(opts, request).await;
-    for file in ["kubeconfig", "workload.kubeconfig"] {
-        let _ = std::fs::remove_file(scratch.with_extension(file));
-    }
-    plan
-}
-
-#[cfg(not(feature = "dev"))]
-async fn plan_offline(
-    _: (&OmniArgs, &HelmArgs, Option<PathBuf>),
-    _: SourceArgs,
-    _: Vec<PathBuf>,
-    _: omni_operator::plan::Request,
-) -> anyhow::Result<omni_operator::plan::Plan> {
-    anyhow::bail!("--offline: this build has no embedded simulators (the `dev` feature)")
 }

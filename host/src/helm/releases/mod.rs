@@ -171,7 +171,7 @@ impl std::fmt::Debug for Releases {
 
 /// What [`Releases::start`] took the release for: a job to run, or a plan's record.
 enum Claimed {
-    Job(Job),
+    Job(Box<Job>),
     Planned(Arc<HelmPlan>, Running),
 }
 
@@ -346,14 +346,14 @@ impl Releases {
                     entry.running = Some(running.clone());
                     Claimed::Planned(plan.clone(), running)
                 }
-                None => Claimed::Job(self.claim(
+                None => Claimed::Job(Box::new(self.claim(
                     entry,
                     request.action(),
                     &key,
                     (cluster, owner),
                     &digest,
                     wake,
-                )?),
+                )?)),
             }
         };
         let job = match claimed {

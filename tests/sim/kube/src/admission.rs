@@ -557,6 +557,24 @@ fn denied(name: &str, resp: &Value) -> ApiError {
     }
 }
 
+/// `request.options` as the API server fills it: the options the write was sent with (a patch's as the update or
+/// create it became), so a webhook can tell who writes (`fieldManager`) and whether it is a dry run.
+fn options(op: &str, ctx: &WriteCtx) -> Value {
+    let kind = match op {
+        "CREATE" => "CreateOptions",
+        "UPDATE" => "UpdateOptions",
+        _ => "DeleteOptions",
+    };
+    let mut options = json!({"kind": kind, "apiVersion": "meta.k8s.io/v1"});
+    if ctx.dry_run {
+        options["dryRun"] = json!(["All"]);
+    }
+    if let Some(manager) = ctx.field_manager.as_deref().filter(|_| op != "DELETE") {
+        options["fieldManager"] = json!(manager);
+    }
+    options
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -604,22 +622,4 @@ mod tests {
             "admission webhook \"x\" denied the request without explanation"
         );
     }
-}
-
-/// `request.options` as the API server fills it: the options the write was sent with (a patch's as the update or
-/// create it became), so a webhook can tell who writes (`fieldManager`) and whether it is a dry run.
-fn options(op: &str, ctx: &WriteCtx) -> Value {
-    let kind = match op {
-        "CREATE" => "CreateOptions",
-        "UPDATE" => "UpdateOptions",
-        _ => "DeleteOptions",
-    };
-    let mut options = json!({"kind": kind, "apiVersion": "meta.k8s.io/v1"});
-    if ctx.dry_run {
-        options["dryRun"] = json!(["All"]);
-    }
-    if let Some(manager) = ctx.field_manager.as_deref().filter(|_| op != "DELETE") {
-        options["fieldManager"] = json!(manager);
-    }
-    options
 }
