@@ -403,41 +403,29 @@ async fn session(opts: DevOptions, then: Then) -> Result<Outcome> {
             Outcome::Served(settled)
         }
         Then::Plan(request) => {
-            // The manifests pointed at the simulators as what was applied was, so only their own changes show.
-            let mut desired: Vec<(PathBuf, Value)> = request
-                .manifests
-                .into_iter()
-                .map(|m| (PathBuf::from(m.source), m.object))
-                .collect();
-            point_at_simulator(&mut desired, &omni.endpoint(), &key);
-            if let Some((repo, names)) = &served {
-                point_at_charts(&mut desired, &repo.url, names);
-            }
-            let manifests = desired
-                .into_iter()
-                .map(|(source, object)| crate::plan::Manifest {
-                    source: source.display().to_string(),
-                    object,
-                })
-                .collect();
+            // Both revisions pointed at the simulators as what was applied was, so only their own changes show.
+            let pointed = |manifests: Vec<crate::plan::Manifest>| {
+                let mut objects: Vec<(PathBuf, Value)> = manifests
+                    .into_iter()
+                    .map(|m| (PathBuf::from(m.source), m.object))
+                    .collect();
+                point_at_simulator(&mut objects, &omni.endpoint(), &key);
+                if let Some((repo, names)) = &served {
+                    point_at_charts(&mut objects, &repo.url, names);
+                }
+                objects
+                    .into_iter()
+                    .map(|(source, object)| crate::plan::Manifest {
+                        source: source.display().to_string(),
+                        object,
+                    })
+                    .collect::<Vec<_>>()
+            };
+            let (manifests, previous) = (pointed(request.manifests), pointed(request.previous));
             let planner = crate::plan::Planner {
                 render_helm: true,
                 ..planner
             };
-            let previous = request
-                .previous
-                .into_iter()
-                .map(|m| (PathBuf::from(m.source), m.object))
-                .collect::<Vec<_>>();
-            let mut previous = previous;
-            point_at_simulator(&mut previous, &omni.endpoint(), &key);
-            let previous = previous
-                .into_iter()
-                .map(|(source, object)| crate::plan::Manifest {
-                    source: source.display().to_string(),
-                    object,
-                })
-                .collect();
             Outcome::Planned(
                 planner
                     .plan_dropping(manifests, previous, request.prune)

@@ -3,6 +3,9 @@
 use std::path::Path;
 use std::process::Command;
 
+#[path = "shared/git.rs"]
+mod git_cli;
+use git_cli::git;
 #[path = "shared/helm_lib.rs"]
 mod helm_lib;
 use helm_lib::helm_c_lib;
@@ -1678,17 +1681,7 @@ fn plan_prints_a_change_in_every_format_with_the_exit_code_a_ci_job_reads() {
     let repo = dir.path().join("repo");
     std::fs::create_dir_all(repo.join("clusters")).expect("a directory");
     let git = |args: &[&str]| {
-        let out = Command::new("git")
-            .current_dir(&repo)
-            .args(["-c", "user.name=ci", "-c", "user.email=ci@example.com"])
-            .args(args)
-            .output()
-            .expect("git runs");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        git(&repo, args);
     };
     git(&["init", "-q"]);
     let commit = |objects: &[Value], message: &str| {
@@ -2179,17 +2172,7 @@ fn plan_offline_plans_two_git_revisions_on_the_embedded_simulators() {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = dir.path();
     let git = |args: &[&str]| {
-        let out = Command::new("git")
-            .current_dir(repo)
-            .args(["-c", "user.name=ci", "-c", "user.email=ci@example.com"])
-            .args(args)
-            .output()
-            .expect("git runs");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        git(repo, args);
     };
     git(&["init", "-q"]);
     let clusters = repo.join("clusters");

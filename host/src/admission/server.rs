@@ -36,6 +36,8 @@ pub const REVIEWS_PER_KIND: usize = 16;
 /// How long a dry run's preview may take: well inside the webhook's `timeoutSeconds` (10 s) with the plugin's
 /// validation before it.
 const PREVIEW_BUDGET: Duration = Duration::from_secs(4);
+/// Previews made at once (see [`Webhooks`]).
+const PREVIEWS_AT_ONCE: usize = 4;
 /// The longest warning the API server passes on whole (longer ones are truncated by it).
 const MAX_WARNING: usize = 256;
 /// How long a review waits for its kind's pool before it is answered as undecided: short, so a flood is turned
@@ -102,6 +104,9 @@ pub struct Webhooks {
     /// One pool of [`REVIEWS_PER_KIND`] per kind.
     pools: std::sync::Mutex<std::collections::HashMap<KindKey, Arc<tokio::sync::Semaphore>>>,
     preview: Option<Arc<dyn super::Preview>>,
+    /// Previews made at once: each runs a plugin's reconcile against Omni and the clusters, so a flood of dry runs
+    /// is answered without one beyond these.
+    previews: tokio::sync::Semaphore,
     pub stats: AdmissionStats,
 }
 
@@ -122,6 +127,7 @@ impl Webhooks {
             failure,
             pools: std::sync::Mutex::default(),
             preview: None,
+            previews: tokio::sync::Semaphore::new(PREVIEWS_AT_ONCE),
             stats: AdmissionStats::default(),
         }
     }
@@ -133,7 +139,8 @@ impl Webhooks {
     }
 
     async fn previewed(&self, request: &review::Request, object: &Value) -> Option<String> {
-        preview_warning(self.preview.as_deref()?, request, object, PREVIEW_BUDGET).await
+        let preview = self.preview.as_deref()?;
+        preview_warning(preview, &self.previews, request, object, PREVIEW_BUDGET).await
     }
 
     /// The pool reviews of `kind` are decided in.
@@ -283,10 +290,12 @@ impl Webhooks {
     }
 }
 
-/// The warning a dry run of `request` is answered with: the plan's summary, made within `budget`. None for a
-/// request that is not a dry run, and for the preview's own dry runs (planning one would plan again, without end).
+/// The warning a dry run of `request` is answered with: the plan's summary, made within `budget` while one of
+/// `slots` is free. None for a request that is not a dry run, and for the preview's own dry runs (planning one
+/// would plan again, without end).
 async fn preview_warning(
     preview: &dyn super::Preview,
+    slots: &tokio::sync::Semaphore,
     request: &review::Request,
     object: &Value,
     budget: Duration,
@@ -294,6 +303,11 @@ async fn preview_warning(
     if !request.dry_run || request.field_manager.as_deref() == Some(super::PREVIEW_FIELD_MANAGER) {
         return None;
     }
+    let Ok(_slot) = slots.try_acquire() else {
+        return Some(format!(
+            "omni-operator plan: not made: {PREVIEWS_AT_ONCE} previews are being made already; run omni-operator plan for it"
+        ));
+    };
     let line = match tokio::time::timeout(budget, preview.summary(object)).await {
         Ok(Ok(summary)) => summary,
         Ok(Err(why)) => format!("omni-operator plan: not made: {why}"),
@@ -477,7 +491,9 @@ mod tests {
         };
         let object = serde_json::json!({"metadata": {"name": "edge"}});
         let budget = Duration::from_secs(5);
-        let warned = async |r: review::Request| preview_warning(&echo, &r, &object, budget).await;
+        let slots = tokio::sync::Semaphore::new(1);
+        let warned =
+            async |r: review::Request| preview_warning(&echo, &slots, &r, &object, budget).await;
         assert_eq!(
             warned(request(true, Some("kubectl-client-side-apply")))
                 .await
@@ -497,7 +513,7 @@ mod tests {
         assert_eq!(echo.calls.load(Ordering::Relaxed), 2);
 
         let long = serde_json::json!({"metadata": {"name": "x".repeat(1000)}});
-        let warning = preview_warning(&echo, &request(true, None), &long, budget)
+        let warning = preview_warning(&echo, &slots, &request(true, None), &long, budget)
             .await
             .expect("a warning");
         assert!(
@@ -511,6 +527,7 @@ mod tests {
         };
         let warning = preview_warning(
             &hanging,
+            &slots,
             &request(true, None),
             &object,
             Duration::from_millis(50),
@@ -520,6 +537,18 @@ mod tests {
             warning.as_deref(),
             Some("omni-operator plan: not made within 50 ms; run omni-operator plan for it")
         );
+
+        // Every slot taken: answered at once, without a preview.
+        let _taken = slots.try_acquire().expect("the one slot");
+        let calls = echo.calls.load(Ordering::Relaxed);
+        let warning = preview_warning(&echo, &slots, &request(true, None), &object, budget).await;
+        assert_eq!(
+            warning.as_deref(),
+            Some(
+                "omni-operator plan: not made: 4 previews are being made already; run omni-operator plan for it"
+            )
+        );
+        assert_eq!(echo.calls.load(Ordering::Relaxed), calls);
     }
 
     #[test]

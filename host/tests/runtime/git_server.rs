@@ -7,6 +7,8 @@ use std::process::Stdio;
 use std::sync::Arc;
 
 use base64::Engine as _;
+
+pub use super::git_cli::git;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 pub struct GitServer {
@@ -21,29 +23,6 @@ impl Drop for GitServer {
     fn drop(&mut self) {
         self.task.abort();
     }
-}
-
-/// Runs `git` with `args` in `dir`, for set-up; panics with its output when it fails.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=test",
-            "-c",
-            "user.email=test@example.com",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 impl GitServer {

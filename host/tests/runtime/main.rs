@@ -21,6 +21,8 @@ mod fuzz_helm;
 mod fuzz_inputs;
 mod fuzz_kinds;
 mod fuzz_outputs;
+#[path = "../shared/git.rs"]
+mod git_cli;
 mod git_server;
 mod grants;
 mod helm_engine;

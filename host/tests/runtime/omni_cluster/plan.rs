@@ -291,15 +291,20 @@ async fn a_planned_prune_names_what_is_destroyed_and_deleting_does_it() {
     // Deleted for real with the policy the first plan saw: Omni is sent what that plan said.
     env.apply(&sample_object("OmniCluster")).await;
     env.wait_synced(env.generation()).await;
+    assert_eq!(delete_cluster(&env).await, planned);
+}
+
+/// Deletes the sample's OmniCluster and waits for it to go: the distinct writes Omni was sent for it, the destroys
+/// that follow each teardown left out (a plan shows a removal once, as its teardown).
+async fn delete_cluster(env: &Env) -> BTreeSet<String> {
     let mark = env.omni.records().len();
     env.delete("OmniCluster", "omniclusters", CLUSTER).await;
     env.wait("the OmniCluster to be gone", WAIT, Value::is_null)
         .await;
-    let applied: BTreeSet<String> = distinct_writes(&env.records_since(mark))
+    distinct_writes(&env.records_since(mark))
         .into_iter()
         .filter(|w| !w.starts_with("Destroy "))
-        .collect();
-    assert_eq!(applied, planned);
+        .collect()
 }
 
 /// Polls the management cluster until `kind/name` is synced at its generation.
@@ -446,13 +451,5 @@ async fn each_checklist_change_is_planned_as_applying_it_does() {
             format!("Teardown {CLUSTERS}({CLUSTER})"),
         ])
     );
-    let mark = env.omni.records().len();
-    env.delete("OmniCluster", "omniclusters", CLUSTER).await;
-    env.wait("the OmniCluster to be gone", WAIT, Value::is_null)
-        .await;
-    let applied: BTreeSet<String> = distinct_writes(&env.records_since(mark))
-        .into_iter()
-        .filter(|w| !w.starts_with("Destroy "))
-        .collect();
-    assert_eq!(applied, planned);
+    assert_eq!(delete_cluster(&env).await, planned);
 }
