@@ -463,10 +463,18 @@ impl WorkerEngine {
         };
         match outcome {
             Outcome::Ok(v) => Ok(v),
-            Outcome::Err { code, message } if code == "Unavailable" => {
+            Outcome::Err { code, message, .. } if code == "Unavailable" => {
                 Err(EngineError::Unavailable(message))
             }
-            Outcome::Err { code, message } => Err(EngineError::Helm { code, message }),
+            Outcome::Err {
+                code,
+                call,
+                message,
+            } => {
+                // Which library call failed, and its class, are for the logs; users get Helm's message.
+                tracing::debug!(release = ?release, call = %call, code = %code, error = %message, "Helm answered an error");
+                Err(EngineError::Helm { code, message })
+            }
         }
     }
 }

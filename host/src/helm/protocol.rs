@@ -178,9 +178,12 @@ pub struct Reply {
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Ok(Value),
-    /// Helm's error class (`helm_error_code`, e.g. `Cancelled`, `NotFound`) and message.
+    /// Helm's error class (`helm_error_code`, e.g. `Cancelled`, `NotFound`), the libhelm_c call that failed
+    /// (`helm_upgrade`; empty for a failure around the calls), and Helm's message as Helm words it.
     Err {
         code: String,
+        #[serde(default)]
+        call: String,
         message: String,
     },
 }

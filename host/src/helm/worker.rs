@@ -43,6 +43,7 @@ pub fn serve(lib: &Path) -> anyhow::Result<()> {
             Err(reason) => {
                 let outcome = Outcome::Err {
                     code: "Unavailable".into(),
+                    call: String::new(),
                     message: reason.clone(),
                 };
                 write(
@@ -111,17 +112,37 @@ enum WorkerError {
     Files(String),
 }
 
+/// A failed request as the host receives it. A failed Helm call keeps Helm's own message apart from the call's
+/// name and error class: the message is what users see (in `lastError`, conditions and Events, as the Go operator
+/// shows Helm's error and Helm's CLI prints it), the rest is for the logs.
 fn failure(e: &WorkerError) -> Outcome {
-    let code = match e {
-        WorkerError::Helm(h) => h
-            .code()
-            .map_or_else(|| "Wrapper".to_string(), |c| format!("{c:?}")),
-        WorkerError::Git(_) => "Git".into(),
-        WorkerError::Files(_) => "Files".into(),
-    };
-    Outcome::Err {
-        code,
-        message: e.to_string(),
+    match e {
+        WorkerError::Helm(HelmError::Call {
+            call,
+            code,
+            message,
+        }) => Outcome::Err {
+            code: format!("{code:?}"),
+            call: call.to_string(),
+            message: message.clone(),
+        },
+        WorkerError::Helm(h) => Outcome::Err {
+            code: h
+                .code()
+                .map_or_else(|| "Wrapper".to_string(), |c| format!("{c:?}")),
+            call: String::new(),
+            message: h.to_string(),
+        },
+        WorkerError::Git(g) => Outcome::Err {
+            code: "Git".into(),
+            call: String::new(),
+            message: g.to_string(),
+        },
+        WorkerError::Files(f) => Outcome::Err {
+            code: "Files".into(),
+            call: String::new(),
+            message: f.clone(),
+        },
     }
 }
 

@@ -287,6 +287,19 @@ async fn failures_are_reported_with_the_go_operators_reasons() {
             && text.contains("9.9.9"),
         "{text}"
     );
+    // Helm's message as Helm words it: no library call name or error class around it (those are logged).
+    assert!(
+        !text.contains("helm_install") && !text.contains("helm error"),
+        "{text}"
+    );
+    // What Helm's CLI prints after `Error: ` for the same chart, in `lastError` raw as the Go operator keeps it.
+    let last = obj["status"]["lastError"].as_str().unwrap_or_default();
+    assert!(
+        last.starts_with("chart \"demo\" version \"9.9.9\" not found in http://")
+            && last.ends_with(" repository")
+            && text.ends_with(last),
+        "{last}"
+    );
     let obj = env
         .wait("bad-values", "bad values", |o| {
             is(o, "Ready", "False", "ReconcileFailed")
