@@ -1,7 +1,10 @@
 //! Drift: objects of a release edited or deleted in the workload cluster behind Helm's back. Each object of the
 //! release's manifest (as Helm stored it with the latest revision) is applied as a server-side dry run with Helm's
 //! field manager and forced conflicts, as Flux does; where the result differs from the live object, Helm's
-//! fields were changed. A missing object is drift too. Correction is the same apply without the dry run.
+//! fields were changed. A missing object is drift too. Correction creates a missing object with that apply, and
+//! puts back only the drifted fields of a modified one (a JSON patch of those fields, as Flux's correction
+//! patches them): the fields the ignore rules leave to another owner (an autoscaler's `/spec/replicas`) are
+//! never written, even when another field of the same object drifted.
 //!
 //! Only the fields Helm manages count: a label someone else added is theirs and stays (the dry run keeps it, so
 //! the comparison does not see it). Status and server-set metadata are ignored, as are the JSON pointers of the
@@ -14,7 +17,7 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::Scope;
 use serde::Deserialize as _;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// The field manager Helm's server-side apply uses in the worker (it takes the program's name), and so the one
 /// whose fields count.
@@ -128,12 +131,13 @@ pub async fn detect(
         drifted(client, release, release_namespace, manifest, ignore)
             .await?
             .into_iter()
-            .map(|(_, found)| found)
+            .map(|(_, found)| found.drifted)
             .collect(),
     )
 }
 
-/// Applies the drifted objects again (creating the missing ones); answers what it corrected.
+/// Puts the drifted objects back: creates the missing ones, and patches the drifted fields of the modified ones
+/// (over the version that was compared, so a change in between is not overwritten); answers what it corrected.
 pub async fn correct(
     client: &kube::Client,
     release: &str,
@@ -142,17 +146,48 @@ pub async fn correct(
     ignore: &[Ignore],
 ) -> Result<Vec<Drifted>, DriftError> {
     let found = drifted(client, release, release_namespace, manifest, ignore).await?;
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    for (d, _) in &found {
-        d.api(client)
-            .patch(&d.name, &params, &Patch::Apply(&d.object))
-            .await
-            .map_err(|source| DriftError::Kube {
-                object: d.describe(),
-                source,
-            })?;
+    for (d, found) in &found {
+        let kube_err = |source| DriftError::Kube {
+            object: d.describe(),
+            source,
+        };
+        let api = d.api(client);
+        match &found.fix {
+            Fix::Create => {
+                let params = PatchParams::apply(FIELD_MANAGER).force();
+                api.patch(&d.name, &params, &Patch::Apply(&d.object))
+                    .await
+                    .map_err(kube_err)?;
+            }
+            Fix::Patch(ops) => {
+                let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops.clone()))
+                    .map_err(|e| DriftError::Manifest(format!("{}: {e}", d.describe())))?;
+                let params = PatchParams {
+                    field_manager: Some(FIELD_MANAGER.into()),
+                    ..Default::default()
+                };
+                api.patch(&d.name, &params, &Patch::Json::<()>(patch))
+                    .await
+                    .map_err(kube_err)?;
+            }
+        }
     }
-    Ok(found.into_iter().map(|(_, f)| f).collect())
+    Ok(found.into_iter().map(|(_, f)| f.drifted).collect())
+}
+
+/// What puts one drifted object back.
+#[derive(Debug, Clone, PartialEq)]
+enum Fix {
+    /// It is missing: created by the apply.
+    Create,
+    /// Its drifted fields, as JSON patch operations.
+    Patch(Vec<Value>),
+}
+
+/// A drifted object: how it drifted, and what puts it back.
+struct Found {
+    drifted: Drifted,
+    fix: Fix,
 }
 
 /// Each object of the manifest that drifted, with how.
@@ -162,7 +197,7 @@ async fn drifted(
     release_namespace: &str,
     manifest: &str,
     ignore: &[Ignore],
-) -> Result<Vec<(Desired, Drifted)>, DriftError> {
+) -> Result<Vec<(Desired, Found)>, DriftError> {
     let mut out = Vec::new();
     for d in desired(client, release, release_namespace, manifest).await? {
         if let Some(found) = check(client, &d, ignore).await? {
@@ -274,19 +309,26 @@ async fn check(
     client: &kube::Client,
     d: &Desired,
     ignore: &[Ignore],
-) -> Result<Option<Drifted>, DriftError> {
+) -> Result<Option<Found>, DriftError> {
     let api = d.api(client);
     let kube_err = |source| DriftError::Kube {
         object: d.describe(),
         source,
     };
     let Some(live) = api.get_opt(&d.name).await.map_err(kube_err)? else {
-        return Ok(Some(d.drifted(Reason::Missing, Vec::new())));
+        return Ok(Some(Found {
+            drifted: d.drifted(Reason::Missing, Vec::new()),
+            fix: Fix::Create,
+        }));
     };
     let mut live = serde_json::to_value(&live).map_err(|e| DriftError::Manifest(e.to_string()))?;
     if opted_out(&live) {
         return Ok(None);
     }
+    let version = live["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let params = PatchParams::apply(FIELD_MANAGER).force().dry_run();
     let applied = api
         .patch(&d.name, &params, &Patch::Apply(&d.object))
@@ -305,8 +347,36 @@ async fn check(
         }
     }
     let mut fields = Vec::new();
-    differences(&applied, &live, String::new(), &mut fields);
-    Ok((!fields.is_empty()).then(|| d.drifted(Reason::Modified, fields)))
+    differences(&applied, &live, String::new(), usize::MAX, &mut fields);
+    if fields.is_empty() {
+        return Ok(None);
+    }
+    let fix = Fix::Patch(patch_of(&applied, &live, &fields, &version));
+    fields.truncate(MAX_FIELDS);
+    Ok(Some(Found {
+        drifted: d.drifted(Reason::Modified, fields),
+        fix,
+    }))
+}
+
+/// The JSON patch that gives `live` the values `applied` has at `fields` (pointers where they differ), and only
+/// those, after a test that the object is still at `version`.
+fn patch_of(applied: &Value, live: &Value, fields: &[String], version: &str) -> Vec<Value> {
+    let mut ops =
+        vec![json!({"op": "test", "path": "/metadata/resourceVersion", "value": version})];
+    for field in fields {
+        let parent = field.rsplit_once('/').map_or("", |(p, _)| p);
+        let in_list = live.pointer(parent).is_some_and(Value::is_array);
+        match (applied.pointer(field), live.pointer(field)) {
+            (Some(value), Some(_)) if in_list => {
+                ops.push(json!({"op": "replace", "path": field, "value": value}))
+            }
+            (Some(value), _) => ops.push(json!({"op": "add", "path": field, "value": value})),
+            (None, Some(_)) => ops.push(json!({"op": "remove", "path": field})),
+            (None, None) => {}
+        }
+    }
+    ops
 }
 
 /// Drops what the server sets and what is not Helm's to say: status and the server-maintained metadata.
@@ -373,9 +443,10 @@ fn remove_pointer(v: &mut Value, pointer: &str) {
     }
 }
 
-/// The JSON pointers where `want` and `have` differ (objects key by key, lists of equal length item by item).
-fn differences(want: &Value, have: &Value, at: String, out: &mut Vec<String>) {
-    if want == have || out.len() >= MAX_FIELDS {
+/// The JSON pointers where `want` and `have` differ (objects key by key, lists of equal length item by item), at
+/// most `limit` of them.
+fn differences(want: &Value, have: &Value, at: String, limit: usize, out: &mut Vec<String>) {
+    if want == have || out.len() >= limit {
         return;
     }
     match (want, have) {
@@ -388,12 +459,12 @@ fn differences(want: &Value, have: &Value, at: String, out: &mut Vec<String>) {
                     w.get(k).unwrap_or(&Value::Null),
                     h.get(k).unwrap_or(&Value::Null),
                 );
-                differences(a, b, format!("{at}/{}", escape(k)), out);
+                differences(a, b, format!("{at}/{}", escape(k)), limit, out);
             }
         }
         (Value::Array(w), Value::Array(h)) if w.len() == h.len() => {
             for (i, (a, b)) in w.iter().zip(h).enumerate() {
-                differences(a, b, format!("{at}/{i}"), out);
+                differences(a, b, format!("{at}/{i}"), limit, out);
             }
         }
         _ => out.push(if at.is_empty() { "/".into() } else { at }),
@@ -406,13 +477,37 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn a_correction_patches_only_the_drifted_fields_over_the_compared_version() {
+        // `applied` and `live` as `check` compares them: normalised, the ignored /spec/replicas taken out of both
+        // (so it is not in the patch, whatever its live value).
+        let applied = json!({"metadata": {"labels": {"a": "1"}}, "spec": {"template": {"spec": {
+            "containers": [{"name": "demo", "image": "nginx:1", "args": ["-v", "2"]}]}}, "paused": false}});
+        let live = json!({"metadata": {"labels": {"a": "2"}}, "spec": {"template": {"spec": {
+            "containers": [{"name": "demo", "image": "busybox", "args": ["-v", "9"]}]}}, "minReadySeconds": 9}});
+        let mut fields = Vec::new();
+        differences(&applied, &live, String::new(), usize::MAX, &mut fields);
+        assert_eq!(
+            patch_of(&applied, &live, &fields, "7"),
+            [
+                json!({"op": "test", "path": "/metadata/resourceVersion", "value": "7"}),
+                json!({"op": "add", "path": "/metadata/labels/a", "value": "1"}),
+                json!({"op": "remove", "path": "/spec/minReadySeconds"}),
+                json!({"op": "add", "path": "/spec/paused", "value": false}),
+                // An item of a list is replaced (`add` would insert one); an object's member is added over.
+                json!({"op": "replace", "path": "/spec/template/spec/containers/0/args/1", "value": "2"}),
+                json!({"op": "add", "path": "/spec/template/spec/containers/0/image", "value": "nginx:1"}),
+            ]
+        );
+    }
+
+    #[test]
     fn differences_are_json_pointers_to_the_changed_leaves() {
         let want = json!({"spec": {"replicas": 2, "template": {"metadata": {"labels": {"a/b": "x"}}},
             "ports": [{"port": 80}, {"port": 443}]}});
         let have = json!({"spec": {"replicas": 5, "template": {"metadata": {"labels": {"a/b": "y"}}},
             "ports": [{"port": 80}, {"port": 8443}]}});
         let mut out = Vec::new();
-        differences(&want, &have, String::new(), &mut out);
+        differences(&want, &have, String::new(), MAX_FIELDS, &mut out);
         assert_eq!(
             out,
             [
@@ -422,7 +517,7 @@ mod tests {
             ]
         );
         let mut same = Vec::new();
-        differences(&want, &want, String::new(), &mut same);
+        differences(&want, &want, String::new(), MAX_FIELDS, &mut same);
         assert!(same.is_empty());
     }
 

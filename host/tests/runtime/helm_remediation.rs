@@ -229,8 +229,9 @@ async fn a_suspended_release_is_left_alone_and_survives_deletion() {
 }
 
 /// Drift detection: a Deployment scaled and a Service deleted behind Helm's back. `warn` reports the drift (the
-/// `Drifted` condition naming the object and field, a `DriftDetected` Event) and leaves it; `enabled` applies the
-/// drifted objects again (the Service comes back) except what an ignore rule leaves out (the scaled replicas).
+/// `Drifted` condition naming the object and field, a `DriftDetected` Event) and leaves it; `enabled` puts the
+/// drifted objects back (the Service comes back, an edited image is restored) except what an ignore rule leaves
+/// out (the scaled replicas, edited together with the image).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drift_is_reported_in_warn_mode_and_corrected_in_enabled_mode() {
     use k8s_openapi::api::apps::v1::Deployment;
@@ -274,7 +275,24 @@ async fn drift_is_reported_in_warn_mode_and_corrected_in_enabled_mode() {
         }
     };
     scale("warned-demo").await;
-    scale("fixed-demo").await;
+    // The ignored field and one that is not drift together in one object: the correction must put back the
+    // image and leave the replicas to their new owner.
+    let container = |d: Option<Deployment>| {
+        d.and_then(|d| d.spec.template.spec)
+            .map(|s| (s.containers[0].name.clone(), s.containers[0].image.clone()))
+            .expect("a container")
+    };
+    let (name, chart_image) = container(deployments.get_opt("fixed-demo").await.expect("get"));
+    deployments
+        .patch(
+            "fixed-demo",
+            &PatchParams::apply("kubectl-scale").force(),
+            &Patch::Apply(&json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "fixed-demo"}, "spec": {"replicas": 5, "template": {"spec": {
+                    "containers": [{"name": name, "image": "drifted:1"}]}}}})),
+        )
+        .await
+        .expect("scale and edit");
     services
         .delete("fixed-demo", &DeleteParams::default())
         .await
@@ -313,10 +331,16 @@ async fn drift_is_reported_in_warn_mode_and_corrected_in_enabled_mode() {
         "the Service is back"
     );
     let replicas = |d: Option<Deployment>| d.and_then(|d| d.spec.replicas);
+    let fixed_demo = deployments.get_opt("fixed-demo").await.expect("get");
     assert_eq!(
-        replicas(deployments.get_opt("fixed-demo").await.expect("get")),
+        replicas(fixed_demo.clone()),
         Some(5),
-        "the ignored field stays as it was edited"
+        "the ignored field stays as it was edited, though another field of the object drifted with it"
+    );
+    assert_eq!(
+        container(fixed_demo).1,
+        chart_image,
+        "the other field is put back"
     );
     assert_eq!(
         replicas(deployments.get_opt("warned-demo").await.expect("get")),
