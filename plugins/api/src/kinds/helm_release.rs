@@ -157,15 +157,13 @@ pub struct HelmReleaseDependency {
 }
 
 /// A Helm chart from an HTTP(S) or OCI repository (the Go operator's three fields), or from a Git repository.
+///
+/// That repository, chart and version are required unless git is set is the admission webhook's rule (and the
+/// reconcile's), not a CEL rule here: the Go CRD has no CEL on this kind, and with one, a schema error anywhere in
+/// the object (`deletionPolicy: Purge`) would come back with a second line the Go operator's users never saw
+/// ("some validation rules were not checked because the object was invalid").
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[cfg_attr(
-    feature = "schema",
-    schemars(extend("x-kubernetes-validations" = [{
-        "rule": "has(self.git) || (has(self.repository) && has(self.chart) && has(self.version))",
-        "message": "chart.repository, chart.chart and chart.version are required unless chart.git is set"
-    }]))
-)]
 pub struct HelmChartSpec {
     /// repository is the absolute URL of the chart repository (required unless git is set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
