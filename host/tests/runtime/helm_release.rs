@@ -389,6 +389,74 @@ async fn a_release_removed_behind_its_back_comes_back_and_orphan_leaves_it_behin
     assert_eq!(revisions[0].1["metadata"]["labels"]["status"], "deployed");
 }
 
+/// A changed release identity (issue 29, Flux's rule): renaming the release uninstalls the old one before the new
+/// one is installed, with an Event saying so; under `deletionPolicy: Orphan` the old one is left, and an Event
+/// says that instead. The Go operator left the old release behind without a word.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renamed_release_uninstalls_the_old_one_first_unless_orphaned() {
+    let env = Env::start().await;
+    env.apply(&env.release("moved", json!({"releaseName": "first"})))
+        .await;
+    env.apply(&env.release(
+        "left",
+        json!({"releaseName": "one", "deletionPolicy": "Orphan"}),
+    ))
+    .await;
+    for name in ["moved", "left"] {
+        env.wait(name, "installed", |o| {
+            is(o, "Ready", "True", "HelmInstalled")
+        })
+        .await;
+    }
+    assert_eq!(env.revisions("first").len(), 1);
+
+    env.apply(&env.release("moved", json!({"releaseName": "second"})))
+        .await;
+    env.apply(&env.release(
+        "left",
+        json!({"releaseName": "two", "deletionPolicy": "Orphan"}),
+    ))
+    .await;
+    let moved = env
+        .wait("moved", "the new release installed", |o| {
+            is(o, "Ready", "True", "HelmInstalled") && o["status"]["releaseName"] == "second"
+        })
+        .await;
+    assert_eq!(moved["status"]["namespace"], "apps");
+    assert!(
+        env.revisions("first").is_empty(),
+        "the old release is uninstalled: {:?}",
+        env.revisions("first")
+    );
+    assert_eq!(env.revisions("second").len(), 1);
+    env.wait_until("the uninstall's Event", || {
+        env.events("moved").iter().any(|(t, r, m)| {
+            t == "Normal"
+                && r == "UninstallSucceeded"
+                && m == "the release identity changed: uninstalled Helm release \"first\" in namespace \"apps\" \
+                         (kubeconfig Secret \"edge-kubeconfig\") before installing release \"second\""
+        })
+    })
+    .await;
+
+    env.wait("left", "the new release installed", |o| {
+        is(o, "Ready", "True", "HelmInstalled") && o["status"]["releaseName"] == "two"
+    })
+    .await;
+    assert_eq!(
+        env.revisions("one").len(),
+        1,
+        "Orphan leaves the old release"
+    );
+    assert_eq!(env.revisions("two").len(), 1);
+    env.wait_until("the orphaning's Event", || {
+        env.events("left")
+            .iter()
+            .any(|(t, r, _)| t == "Normal" && r == "ReleaseOrphaned")
+    })
+    .await;
+}
+
 /// The Helm worker killed in the middle of an install is restarted; the revision it left `pending-install` is
 /// recovered and the release converges, with nothing changed in the object.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

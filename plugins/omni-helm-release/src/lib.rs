@@ -37,6 +37,7 @@ mod admission;
 mod deletion;
 mod dependencies;
 mod drift;
+mod identity;
 mod kubeconfig;
 mod ledger;
 mod machine;

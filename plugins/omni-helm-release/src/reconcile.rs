@@ -17,6 +17,7 @@ use omni_plugin_sdk::{EventType, Host, HostError, LogLevel, ObjectRef, Reconcile
 
 use crate::dependencies::{self, Blocked};
 use crate::drift;
+use crate::identity;
 use crate::kubeconfig;
 use crate::ledger::Ledger;
 use crate::machine::{Move, Next, Situation, Stall};
@@ -52,7 +53,7 @@ const DEPLOYED: &str = "deployed";
 
 pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
     let object = host.object();
-    let report = Report::new(host, &object);
+    let mut report = Report::new(host, &object);
 
     // Step 2: a spec that cannot work is reported without touching anything; only a spec change helps, and that
     // triggers a reconcile by itself, so no requeue.
@@ -70,6 +71,14 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
         );
         return Ok(());
     }
+
+    // A release made under another name, namespace or workload cluster goes first (Flux's rule; Go orphaned it).
+    if let Some(previous) = identity::previous(&object, &release)
+        && identity::retire(host, &mut report, &release, &previous)? == identity::Retired::Waiting
+    {
+        return Ok(());
+    }
+    let report = report;
 
     // Step 3: only whether the cluster exists; nothing is read from it.
     let cluster = release.cluster_ref();

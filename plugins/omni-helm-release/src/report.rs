@@ -85,6 +85,26 @@ impl<'a, H: Host> Report<'a, H> {
         }
     }
 
+    /// Reports `previous` as the release's identity while it is being retired ([`crate::identity`]), so the next
+    /// reconcile still knows what it has to finish.
+    pub fn keep_identity(&mut self, previous: &crate::identity::Previous) {
+        self.base.insert("releaseName".into(), json!(previous.name));
+        self.base
+            .insert("namespace".into(), json!(previous.namespace));
+        self.base.insert(
+            "kubeconfigSecretRef".into(),
+            json!(previous.kubeconfig.name),
+        );
+        self.base
+            .insert("kubeconfigSecretKey".into(), json!(previous.kubeconfig.key));
+    }
+
+    /// Back to the spec's identity, once the previous release is retired.
+    pub fn forget_identity(&mut self, release: &crate::object::ReleaseObject) {
+        let fresh = Report::new(self.host, &release.raw);
+        self.base = fresh.base;
+    }
+
     /// The cluster was found: `Accepted=True`.
     pub fn accepted(&self, cluster: &str) {
         self.host.set_condition(Condition::new(
