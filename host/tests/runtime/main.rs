@@ -31,6 +31,7 @@ mod helm_fixtures;
 mod helm_inputs;
 #[path = "../shared/helm_lib.rs"]
 mod helm_lib;
+mod helm_options;
 mod helm_ownership;
 mod helm_release;
 mod helm_remediation;

@@ -140,8 +140,7 @@ impl Job {
                 let mut o = action_options(&r.settings);
                 o.insert("version".into(), r.revision.into());
                 o.insert("wait_for_jobs".into(), r.settings.wait_for_jobs.into());
-                o.insert("force_replace".into(), r.force.into());
-                o.insert("force_conflicts".into(), true.into());
+                apply_mode(&mut o, r.force);
                 o.insert("cleanup_on_fail".into(), r.cleanup_on_fail.into());
                 if r.max_history > 0 {
                     o.insert("max_history".into(), r.max_history.into());
@@ -292,6 +291,19 @@ fn action_options(s: &Settings) -> Map<String, Value> {
     o
 }
 
+/// How Helm writes the release's objects: server-side apply taking the fields others changed behind Helm's back
+/// (as Flux does), or, with `force` (`upgrade.force`, `rollback.force`), replacing each object whole. Helm 4
+/// replaces only without server-side apply and refuses the two together ("cannot use server-side apply and force
+/// replace together").
+fn apply_mode(o: &mut Map<String, Value>, force: bool) {
+    if force {
+        o.insert("force_replace".into(), true.into());
+        o.insert("server_side_apply".into(), "false".into());
+    } else {
+        o.insert("force_conflicts".into(), true.into());
+    }
+}
+
 /// A Git chart's directory at the wanted commit, written out by the worker; None for other charts.
 pub(super) async fn git_checkout(
     engine: &dyn HelmEngine,
@@ -361,8 +373,7 @@ pub(super) fn action_op(
     let mut o = action_options(&w.settings);
     o.insert("namespace".into(), target.namespace.clone().into());
     o.insert("wait_for_jobs".into(), w.settings.wait_for_jobs.into());
-    // Server-side apply takes fields others changed behind Helm's back, as Flux does.
-    o.insert("force_conflicts".into(), true.into());
+    apply_mode(&mut o, action == Action::Upgrade && w.upgrade.force);
     o.insert("labels".into(), Value::Object(labels));
     let chart = ChartRef::Reference(chart_reference(
         &w.chart,
@@ -381,9 +392,7 @@ pub(super) fn action_op(
     } else {
         o.insert("skip_crds".into(), w.upgrade.skip_crds.into());
         o.insert("cleanup_on_fail".into(), w.upgrade.cleanup_on_fail.into());
-        if w.upgrade.force {
-            o.insert("force_replace".into(), true.into());
-        }
+
         if w.upgrade.max_history > 0 {
             o.insert("max_history".into(), w.upgrade.max_history.into());
         }
@@ -459,5 +468,35 @@ mod tests {
         assert_eq!(options["max_history"], 5);
         assert_eq!(options["wait"], "hookOnly");
         assert!(options.get("create_namespace").is_none());
+    }
+
+    #[test]
+    fn a_forced_upgrade_replaces_without_server_side_apply_and_others_apply_forcing_conflicts() {
+        let mut w = wanted(json!({}));
+        let target = Target {
+            kubeconfig: String::new(),
+            namespace: "apps".into(),
+        };
+        let options = |w: &Wanted, action| match action_op(
+            (action, &target, "r"),
+            w,
+            labels(),
+            None,
+        )
+        .unwrap()
+        {
+            Op::Install { options, .. } | Op::Upgrade { options, .. } => options,
+            _ => panic!("an install or upgrade"),
+        };
+        let plain = options(&w, Action::Upgrade);
+        assert_eq!(plain["force_conflicts"], true);
+        assert!(plain.get("force_replace").is_none() && plain.get("server_side_apply").is_none());
+        w.upgrade.force = true;
+        let forced = options(&w, Action::Upgrade);
+        assert_eq!(forced["force_replace"], true);
+        assert_eq!(forced["server_side_apply"], "false");
+        assert!(forced.get("force_conflicts").is_none(), "{forced}");
+        // Force is an upgrade's setting: an install applies as always.
+        assert_eq!(options(&w, Action::Install)["force_conflicts"], true);
     }
 }

@@ -1,0 +1,261 @@
+//! The action options whose effect lands in the workload cluster, each in one end-to-end case (issue 29): the real
+//! plugin in a real host, the Helm worker with libhelm_c, and a workload kube-sim whose controllers make
+//! ReplicaSets for Deployments and collect garbage as the real ones do. Unit tests check that the options reach
+//! Helm; these check what Helm then does with them.
+
+use serde_json::{Value, json};
+
+use super::helm_env::{Env, NEVER_READY, is};
+
+/// The ReplicaSets of Deployment `apps/<deployment>` (by owner), and those that name no owner any more.
+fn replica_sets(env: &Env, deployment: &str) -> (usize, usize) {
+    let prefix = format!("{deployment}-");
+    let sets: Vec<Value> = env
+        .workload
+        .list("apps/v1", "ReplicaSet", Some("apps"))
+        .into_iter()
+        .filter(|r| {
+            r["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with(&prefix))
+        })
+        .collect();
+    let owned = sets
+        .iter()
+        .filter(|r| {
+            r["metadata"]["ownerReferences"]
+                .as_array()
+                .is_some_and(|o| o.iter().any(|o| o["name"] == deployment))
+        })
+        .count();
+    (owned, sets.len() - owned)
+}
+
+/// `uninstall.keepHistory` leaves the release's history in the workload cluster, marked uninstalled;
+/// `uninstall.deletionPropagation: orphan` leaves the Deployment's ReplicaSet behind without its owner, where the
+/// default (background) lets the garbage collector remove it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uninstall_keeps_history_and_orphans_dependents_when_asked() {
+    let env = Env::start().await;
+    let releases = [
+        ("kept", json!({"uninstall": {"keepHistory": true}})),
+        (
+            "orphaning",
+            json!({"uninstall": {"deletionPropagation": "orphan"}}),
+        ),
+        ("plain", json!({})),
+    ];
+    for (name, spec) in &releases {
+        env.apply(&env.release(name, spec.clone())).await;
+    }
+    for (name, _) in &releases {
+        env.wait(name, "installed", |o| {
+            is(o, "Ready", "True", "HelmInstalled")
+        })
+        .await;
+        let deployment = format!("{name}-demo");
+        env.wait_until("the Deployment's ReplicaSet", || {
+            replica_sets(&env, &deployment).0 == 1
+        })
+        .await;
+    }
+    for (name, _) in &releases {
+        env.delete(name).await;
+    }
+    for (name, _) in &releases {
+        env.wait(name, "gone", Value::is_null).await;
+    }
+
+    let kept = env.revisions("kept");
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(kept[0].1["metadata"]["labels"]["status"], "uninstalled");
+    assert!(env.revisions("orphaning").is_empty());
+    assert!(env.revisions("plain").is_empty());
+
+    for name in ["orphaning", "plain"] {
+        let deployment = format!("{name}-demo");
+        env.wait_until("the Deployment gone", || {
+            env.workload
+                .get("apps/v1", "Deployment", "apps", &deployment)
+                .is_none()
+        })
+        .await;
+    }
+    env.wait_until("the plain release's ReplicaSet collected", || {
+        replica_sets(&env, "plain-demo") == (0, 0)
+    })
+    .await;
+    assert_eq!(
+        replica_sets(&env, "orphaning-demo"),
+        (0, 1),
+        "orphan propagation leaves the ReplicaSet, without its owner"
+    );
+}
+
+/// `upgrade.force` replaces the release's objects instead of patching them: a label another manager put on the
+/// Deployment is gone after a forced upgrade, and kept by a plain one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forced_upgrade_replaces_what_others_added() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kube::api::{Api, Patch, PatchParams};
+
+    let env = Env::start().await;
+    env.apply(&env.release("forced", json!({"upgrade": {"force": true}})))
+        .await;
+    env.apply(&env.release("patched", json!({}))).await;
+    let client = env.workload.client().await.expect("workload client");
+    let deployments: Api<Deployment> = Api::namespaced(client, "apps");
+    for name in ["forced", "patched"] {
+        env.wait(name, "installed", |o| {
+            is(o, "Ready", "True", "HelmInstalled")
+        })
+        .await;
+        deployments
+            .patch(
+                &format!("{name}-demo"),
+                &PatchParams::apply("someone-else"),
+                &Patch::Apply(&json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                    "metadata": {"name": format!("{name}-demo"), "labels": {"team": "blue"}}})),
+            )
+            .await
+            .expect("label");
+        env.patch_spec(name, json!({"chart": {"values": {"replicaCount": 2}}}))
+            .await;
+    }
+    let label = |name: &str| {
+        env.workload
+            .get("apps/v1", "Deployment", "apps", &format!("{name}-demo"))
+            .map(|d| d["metadata"]["labels"]["team"].clone())
+            .unwrap_or(Value::Null)
+    };
+    for name in ["forced", "patched"] {
+        env.wait(name, "upgraded", |o| is(o, "Ready", "True", "HelmUpgraded"))
+            .await;
+    }
+    assert_eq!(
+        label("patched"),
+        "blue",
+        "a patch keeps another manager's label"
+    );
+    assert_eq!(
+        label("forced"),
+        Value::Null,
+        "a forced upgrade replaces the object"
+    );
+}
+
+/// `upgrade.cleanupOnFail` deletes what a failed upgrade created: the upgrade (to a chart version that adds a
+/// ConfigMap) fails its wait (an image that never gets ready); with cleanupOnFail the new ConfigMap is gone
+/// afterwards, without it the ConfigMap stays. RetryOnFailure keeps remediation out of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_upgrade_cleans_up_what_it_created_when_asked() {
+    let env = Env::start().await;
+    env.repo.add_with(
+        "demo",
+        "0.2.0",
+        &[(
+            "templates/extra.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-extra\ndata:\n  a: b\n",
+        )],
+    );
+    for (name, cleanup) in [("cleaned", true), ("left", false)] {
+        env.apply(&env.release(
+            name,
+            json!({"wait": true, "timeout": "5s", "upgrade": {"cleanupOnFail": cleanup,
+                "strategy": {"name": "RetryOnFailure", "retryInterval": "1h"}}}),
+        ))
+        .await;
+        env.wait(name, "installed", |o| {
+            is(o, "Ready", "True", "HelmInstalled")
+        })
+        .await;
+        env.patch_spec(
+            name,
+            json!({"chart": {"version": "0.2.0", "values": {"image": {"repository": NEVER_READY}}}}),
+        )
+        .await;
+    }
+    for name in ["cleaned", "left"] {
+        env.wait(name, "the upgrade failed", |o| {
+            o["status"]["upgradeFailures"].as_i64() >= Some(1)
+                && o["status"]["releaseStatus"] == "failed"
+        })
+        .await;
+    }
+    let config_map = |name: &str| {
+        env.workload
+            .get("v1", "ConfigMap", "apps", &format!("{name}-extra"))
+            .is_some()
+    };
+    assert!(
+        config_map("left"),
+        "without cleanupOnFail the new object stays"
+    );
+    assert!(!config_map("cleaned"), "cleanupOnFail deletes it");
+}
+
+/// How a failed upgrade goes on: `RetryOnFailure` upgrades again after its interval and never rolls back;
+/// `remediation.strategy: uninstall` uninstalls the release instead of rolling it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_upgrade_is_retried_or_uninstalled_as_its_strategy_says() {
+    let env = Env::start().await;
+    let releases = [
+        (
+            "retried",
+            json!({"wait": true, "timeout": "3s", "upgrade": {
+                "strategy": {"name": "RetryOnFailure", "retryInterval": "1s"}}}),
+        ),
+        (
+            "removed",
+            json!({"wait": true, "timeout": "3s", "upgrade": {
+                "remediation": {"retries": 1, "strategy": "uninstall"}}}),
+        ),
+    ];
+    for (name, spec) in &releases {
+        env.apply(&env.release(name, spec.clone())).await;
+        env.wait(name, "installed", |o| {
+            is(o, "Ready", "True", "HelmInstalled")
+        })
+        .await;
+        env.patch_spec(
+            name,
+            json!({"chart": {"values": {"image": {"repository": NEVER_READY}}}}),
+        )
+        .await;
+    }
+    let count = |name: &str, reason: &str| {
+        env.events(name)
+            .iter()
+            .filter(|(_, r, _)| r == reason)
+            .count()
+    };
+    env.wait_until("a second upgrade after the first failed", || {
+        count("retried", "UpgradeFailed") >= 2
+    })
+    .await;
+    assert_eq!(
+        count("retried", "RollbackSucceeded"),
+        0,
+        "{:?}",
+        env.events("retried")
+    );
+    assert_eq!(count("retried", "UninstallSucceeded"), 0);
+    // Each try is an upgrade of its own: one revision per try, the first still the deployed one before them.
+    assert!(
+        env.revisions("retried").len() >= 3,
+        "{:?}",
+        env.revisions("retried")
+    );
+
+    env.wait_until("the failed upgrade remediated by an uninstall", || {
+        count("removed", "UninstallSucceeded") >= 1
+    })
+    .await;
+    assert_eq!(
+        count("removed", "RollbackSucceeded"),
+        0,
+        "{:?}",
+        env.events("removed")
+    );
+    assert!(count("removed", "UpgradeFailed") >= 1);
+}
