@@ -259,3 +259,29 @@ async fn a_failed_upgrade_is_retried_or_uninstalled_as_its_strategy_says() {
     );
     assert!(count("removed", "UpgradeFailed") >= 1);
 }
+
+/// `test.filters`: a test excluded by name is not run, so a release whose only test would fail is tested and
+/// ready, and the excluded hook's Pod is never made in the workload cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_excluded_test_is_not_run() {
+    let env = Env::start().await;
+    env.apply(&env.release(
+        "filtered",
+        json!({"chart": {"chart": "tested", "version": "1.0.0", "values": {"testBehavior": "fail"}},
+            "test": {"enable": true, "timeout": "60s",
+                "filters": [{"name": "filtered-tested-test-connection", "exclude": true}]}}),
+    ))
+    .await;
+    let tested = env
+        .wait("filtered", "tested", |o| {
+            is(o, "TestSuccess", "True", "TestSucceeded")
+        })
+        .await;
+    assert!(is(&tested, "Ready", "True", "HelmInstalled"), "{tested:#}");
+    assert!(
+        env.workload
+            .get("v1", "Pod", "apps", "filtered-tested-test-connection")
+            .is_none(),
+        "the excluded hook never ran"
+    );
+}
