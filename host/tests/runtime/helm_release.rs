@@ -45,6 +45,9 @@ async fn a_release_installs_upgrades_only_on_change_and_uninstalls_on_deletion()
     assert_eq!(status["chart"], "demo");
     assert_eq!(status["chartVersion"], "0.1.0");
     assert_eq!(status["lastError"], "");
+    // Flux's fields: the chart version of the last install or upgrade started, and where Helm stores it.
+    assert_eq!(status["lastAttemptedRevision"], "0.1.0", "{obj:#}");
+    assert_eq!(status["storageNamespace"], "apps");
 
     // Helm's own storage: `sh.helm.release.v1.<name>.v<revision>`, type helm.sh/release.v1, Helm's labels.
     let revisions = env.revisions("web");

@@ -1,6 +1,6 @@
 //! The counts a release's remediation depends on, kept in the object's status with Flux's field names
-//! (`failures`, `installFailures`, `upgradeFailures`, `lastAttemptedReleaseAction`, `lastAttemptedConfigDigest`,
-//! `lastAttemptedGeneration`, `lastHandled{Reconcile,Force,Reset}At`), so they survive an operator restart.
+//! (`failures`, `installFailures`, `upgradeFailures`, `lastAttemptedReleaseAction`, `lastAttemptedRevision`,
+//! `lastAttemptedConfigDigest`, `lastAttemptedGeneration`, `lastHandled{Reconcile,Force,Reset}At`), so they survive an operator restart.
 //!
 //! The host runs actions in the background and remembers how each ended under an id unique across restarts; an
 //! outcome is counted once, when a reconcile first sees it (`lastActionID` names the last one counted). Counters
@@ -24,6 +24,8 @@ pub struct Ledger {
     pub install_failures: i64,
     pub upgrade_failures: i64,
     pub last_release_action: Option<ReleaseAction>,
+    /// The chart version of the last install or upgrade started (Flux's `lastAttemptedRevision`).
+    pub attempted_revision: Option<String>,
     pub config_digest: Option<String>,
     pub generation: Option<i64>,
     pub last_action_id: Option<String>,
@@ -55,6 +57,7 @@ impl Ledger {
             last_release_action: status["lastAttemptedReleaseAction"]
                 .as_str()
                 .and_then(ReleaseAction::parse),
+            attempted_revision: text("lastAttemptedRevision"),
             config_digest: text("lastAttemptedConfigDigest"),
             generation: status["lastAttemptedGeneration"].as_i64(),
             last_action_id: text("lastActionID"),
@@ -177,10 +180,16 @@ impl Ledger {
         self.upgrade_failures = 0;
     }
 
-    /// Records an install or upgrade about to start.
-    pub fn attempt(&mut self, action: ReleaseAction, wanted: &str, generation: Option<i64>) {
+    /// Records an install or upgrade about to start: of `version` of the chart, from a source of digest `wanted`.
+    pub fn attempt(
+        &mut self,
+        action: ReleaseAction,
+        (wanted, version): (&str, &str),
+        generation: Option<i64>,
+    ) {
         self.last_release_action = Some(action);
         self.config_digest = Some(wanted.to_string());
+        self.attempted_revision = Some(version.to_string()).filter(|v| !v.is_empty());
         self.generation = generation;
     }
 
@@ -199,6 +208,7 @@ impl Ledger {
             "lastAttemptedReleaseAction",
             &self.last_release_action.map(|a| a.name().to_string()),
         );
+        put("lastAttemptedRevision", &self.attempted_revision);
         put("lastAttemptedConfigDigest", &self.config_digest);
         put("lastActionID", &self.last_action_id);
         put("lastError", &self.last_error);

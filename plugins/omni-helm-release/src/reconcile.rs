@@ -263,7 +263,11 @@ impl<H: Host> Stepper<'_, H> {
                     _ => None,
                 };
                 if let Some(action) = attempted {
-                    ledger.attempt(action, &self.observed.wanted, self.generation);
+                    ledger.attempt(
+                        action,
+                        (&self.observed.wanted, &self.observed.chart_version),
+                        self.generation,
+                    );
                     ledger.forced(self.annotations);
                 }
                 if attempted == Some(ReleaseAction::Upgrade) {

@@ -73,6 +73,8 @@ impl<'a, H: Host> Report<'a, H> {
         put("kubeconfigSecretKey", object::kubeconfig_key(object));
         put("releaseName", object::release_name(object));
         put("namespace", object::release_namespace(object));
+        // Helm stores a release in its own namespace (Flux's `storageNamespace` is not expressible in libhelm_c).
+        put("storageNamespace", object::release_namespace(object));
         put("chart", text(&spec["chart"]["chart"]));
         put("chartVersion", text(&spec["chart"]["version"]));
         let had_stalled = object["status"]["conditions"]
@@ -91,6 +93,8 @@ impl<'a, H: Host> Report<'a, H> {
         self.base.insert("releaseName".into(), json!(previous.name));
         self.base
             .insert("namespace".into(), json!(previous.namespace));
+        self.base
+            .insert("storageNamespace".into(), json!(previous.namespace));
         self.base.insert(
             "kubeconfigSecretRef".into(),
             json!(previous.kubeconfig.name),

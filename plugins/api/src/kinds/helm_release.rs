@@ -272,6 +272,12 @@ pub struct OmniHelmReleaseStatus {
     /// lastAttemptedReleaseAction is the last install or upgrade started (install, upgrade).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_attempted_release_action: Option<String>,
+    /// lastAttemptedRevision is the chart version of the last install or upgrade started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_attempted_revision: Option<String>,
+    /// storageNamespace is where Helm stores the release: its own namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_namespace: Option<String>,
     /// lastAttemptedConfigDigest is the digest of the chart source and values last acted on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_attempted_config_digest: Option<String>,

@@ -58,6 +58,7 @@ fn with_base(more: Value) -> Map<String, Value> {
         "kubeconfigSecretKey": "config",
         "releaseName": RELEASE,
         "namespace": "apps",
+        "storageNamespace": "apps",
         "chart": "podinfo",
         "chartVersion": "6.7.1",
     })

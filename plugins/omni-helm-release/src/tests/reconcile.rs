@@ -19,6 +19,7 @@ fn base() -> Map<String, Value> {
         "kubeconfigSecretKey": "config",
         "releaseName": RELEASE,
         "namespace": "apps",
+        "storageNamespace": "apps",
         "chart": "podinfo",
         "chartVersion": "6.7.1",
     });
