@@ -49,6 +49,11 @@ async fn failed_upgrades_are_rolled_back_until_the_retries_are_used_up_and_reset
         is(&stalled, "Ready", "False", "RetriesExceeded"),
         "{stalled:#}"
     );
+    // Flux's Remediated: the last failure was rolled back.
+    assert!(
+        is(&stalled, "Remediated", "True", "RollbackSucceeded"),
+        "{stalled:#}"
+    );
     let text = message(&stalled, "Ready");
     assert!(
         text.starts_with(
@@ -117,6 +122,10 @@ async fn failed_upgrades_are_rolled_back_until_the_retries_are_used_up_and_reset
         })
         .await;
     assert!(is(&fixed, "Stalled", "False", "HelmUpgraded"), "{fixed:#}");
+    assert!(
+        is(&fixed, "Remediated", "False", "HelmUpgraded"),
+        "a release ready again ends the remediation: {fixed:#}"
+    );
     assert_eq!(int(&fixed, "failures"), 0, "{fixed:#}");
 }
 

@@ -123,6 +123,7 @@ pub fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
         && ledger.account(last, &policy)
     {
         report.announce(last, release.release_name());
+        report.remediation(last, release.release_name());
     }
     let annotations = &object["metadata"]["annotations"];
     let requests = ledger.requests(annotations);

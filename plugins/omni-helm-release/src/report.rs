@@ -29,6 +29,8 @@ use crate::rules::text;
 /// `Released` and `Ready` while a Helm action runs, with status `Unknown` (kstatus reads that as in progress).
 /// Not among omni-api's reasons: the Go operator ran Helm synchronously and never had this state.
 pub const PROGRESSING: &str = "Progressing";
+/// Flux's condition of a release whose failure was remediated (rolled back or uninstalled).
+pub const REMEDIATED: &str = "Remediated";
 /// Flux's reason for a release whose retries are used up (`Stalled`, `Ready`).
 pub const RETRIES_EXCEEDED: &str = "RetriesExceeded";
 /// Flux's condition type for Helm test results, and its reasons.
@@ -55,6 +57,8 @@ pub struct Report<'a, H: Host> {
     base: Map<String, Value>,
     /// The object already has a `Stalled` condition (to be cleared once it no longer holds).
     had_stalled: bool,
+    /// The object already has a `Remediated` condition (to be cleared by the next successful release).
+    had_remediated: bool,
 }
 
 impl<'a, H: Host> Report<'a, H> {
@@ -77,13 +81,16 @@ impl<'a, H: Host> Report<'a, H> {
         put("storageNamespace", object::release_namespace(object));
         put("chart", text(&spec["chart"]["chart"]));
         put("chartVersion", text(&spec["chart"]["version"]));
-        let had_stalled = object["status"]["conditions"]
-            .as_array()
-            .is_some_and(|c| c.iter().any(|c| c["type"] == types::STALLED));
+        let has = |kind: &str| {
+            object["status"]["conditions"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["type"] == kind))
+        };
         Report {
             host,
             base,
-            had_stalled,
+            had_stalled: has(types::STALLED),
+            had_remediated: has(REMEDIATED),
         }
     }
 
@@ -190,6 +197,10 @@ impl<'a, H: Host> Report<'a, H> {
             status.insert("lastSuccessTime".into(), json!(at));
         }
         self.commit(status, ConditionStatus::True, reason, message);
+        if self.had_remediated {
+            self.host
+                .set_condition(Condition::new(REMEDIATED, false, reason, message));
+        }
     }
 
     /// Flux's `TestSuccess` condition, set only while tests are on.
@@ -254,6 +265,26 @@ impl<'a, H: Host> Report<'a, H> {
                 &messages::action_succeeded(last.action, release, last.revision),
             ),
         }
+    }
+
+    /// Flux's `Remediated` condition, from an outcome counted for the first time in a reconcile: True after a
+    /// rollback or uninstall that remediated a failure, False when the remediation failed. Once the release is
+    /// ready again it no longer holds ([`Report::released`] sets it False; Flux removes it, and the host's
+    /// conditions are only ever set, as `Stalled` is).
+    pub fn remediation(&self, last: &StepRecord, release: &str) {
+        let (status, reason, message) = match (last.action, &last.error) {
+            (Action::Rollback, None) => (true, "RollbackSucceeded", None),
+            (Action::Rollback, Some(e)) => (false, "RollbackFailed", Some(e)),
+            (Action::Uninstall, None) => (true, "UninstallSucceeded", None),
+            (Action::Uninstall, Some(e)) => (false, "UninstallFailed", Some(e)),
+            _ => return,
+        };
+        let message = match message {
+            Some(error) => messages::action_failed(last.action, release, error),
+            None => messages::action_succeeded(last.action, release, last.revision),
+        };
+        self.host
+            .set_condition(Condition::new(REMEDIATED, status, reason, &message));
     }
 
     /// The base fields, the release as Helm stores it, the last action, the counters and the history.
