@@ -27,7 +27,8 @@ pub const OPT_OUT: &str = "helm.toolkit.fluxcd.io/driftDetection";
 /// Differing fields reported per object, at most.
 const MAX_FIELDS: usize = 20;
 
-/// Which objects an ignore rule applies to; an empty field matches anything.
+/// Which objects an ignore rule applies to; an empty field matches anything. `name` and `namespace` are regular
+/// expressions matching the whole name, as in Flux's selector (`web-.*`); a plain name matches itself.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Target {
     pub group: String,
@@ -65,6 +66,14 @@ pub struct Drifted {
 
 #[derive(Debug, thiserror::Error)]
 pub enum DriftError {
+    #[error(
+        "driftDetection.ignore target {field} {pattern:?} is not a regular expression: {reason}"
+    )]
+    Pattern {
+        field: &'static str,
+        pattern: String,
+        reason: String,
+    },
     #[error("the release manifest: {0}")]
     Manifest(String),
     #[error("{object}: {source}")]
@@ -109,13 +118,17 @@ impl Desired {
         }
     }
 
-    fn selected_by(&self, t: &Target) -> bool {
+    fn selected_by(&self, t: &Target) -> Result<bool, DriftError> {
         let ok = |want: &str, have: &str| want.is_empty() || want == have;
-        ok(&t.group, &self.resource.group)
+        Ok(ok(&t.group, &self.resource.group)
             && ok(&t.version, &self.resource.version)
             && ok(&t.kind, &self.resource.kind)
-            && ok(&t.name, &self.name)
-            && ok(&t.namespace, self.namespace.as_deref().unwrap_or_default())
+            && whole_match("name", &t.name, &self.name)?
+            && whole_match(
+                "namespace",
+                &t.namespace,
+                self.namespace.as_deref().unwrap_or_default(),
+            )?)
     }
 }
 
@@ -336,14 +349,20 @@ async fn check(
         .map_err(kube_err)?;
     let mut applied =
         serde_json::to_value(&applied).map_err(|e| DriftError::Manifest(e.to_string()))?;
+    let mut rules = Vec::new();
+    for rule in ignore {
+        let selected = match &rule.target {
+            Some(t) => d.selected_by(t)?,
+            None => true,
+        };
+        if selected {
+            rules.push(rule);
+        }
+    }
     for v in [&mut live, &mut applied] {
         normalise(v);
-        for rule in ignore {
-            if rule.target.as_ref().is_none_or(|t| d.selected_by(t)) {
-                for path in &rule.paths {
-                    remove_pointer(v, path);
-                }
-            }
+        for path in rules.iter().flat_map(|r| &r.paths) {
+            remove_pointer(v, path);
         }
     }
     let mut fields = Vec::new();
@@ -396,6 +415,20 @@ fn normalise(v: &mut Value) {
             m.remove(key);
         }
     }
+}
+
+/// Whether `pattern` (a regular expression; empty: anything) matches all of `value`.
+fn whole_match(field: &'static str, pattern: &str, value: &str) -> Result<bool, DriftError> {
+    if pattern.is_empty() || pattern == value {
+        return Ok(true);
+    }
+    let anchored =
+        regex::Regex::new(&format!("^(?:{pattern})$")).map_err(|e| DriftError::Pattern {
+            field,
+            pattern: pattern.to_string(),
+            reason: e.to_string(),
+        })?;
+    Ok(anchored.is_match(value))
 }
 
 /// RFC 6901's escaping of one reference token.
@@ -497,6 +530,25 @@ mod tests {
                 json!({"op": "replace", "path": "/spec/template/spec/containers/0/args/1", "value": "2"}),
                 json!({"op": "add", "path": "/spec/template/spec/containers/0/image", "value": "nginx:1"}),
             ]
+        );
+    }
+
+    #[test]
+    fn ignore_targets_name_objects_by_whole_regular_expressions() {
+        assert!(whole_match("name", "", "web-1").unwrap());
+        assert!(whole_match("name", "web-1", "web-1").unwrap());
+        assert!(whole_match("name", "web-.*", "web-1").unwrap());
+        assert!(
+            !whole_match("name", "web", "web-1").unwrap(),
+            "anchored at both ends"
+        );
+        assert!(!whole_match("namespace", "apps|web", "apps-2").unwrap());
+        let err = whole_match("name", "web-(", "web-1").unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "driftDetection.ignore target name \"web-(\" is not a regular expression: "
+            ),
+            "{err}"
         );
     }
 

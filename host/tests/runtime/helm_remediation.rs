@@ -256,7 +256,7 @@ async fn drift_is_reported_in_warn_mode_and_corrected_in_enabled_mode() {
     env.apply(&env.release(
         "fixed",
         json!({"interval": "2s", "driftDetection": {"mode": "enabled", "ignore": [
-            {"paths": ["/spec/replicas"], "target": {"kind": "Deployment"}}]}}),
+            {"paths": ["/spec/replicas"], "target": {"kind": "Deployment", "name": "fix.*-demo"}}]}}),
     ))
     .await;
     for name in ["warned", "fixed"] {
