@@ -240,7 +240,7 @@ async fn a_failed_upgrade_is_retried_or_uninstalled_as_its_strategy_says() {
         env.events("retried")
     );
     assert_eq!(count("retried", "UninstallSucceeded"), 0);
-    // Each try is an upgrade of its own: one revision per try, the first still the deployed one before them.
+    // Each try is an upgrade with a revision of its own: the installed one and at least two failed ones.
     assert!(
         env.revisions("retried").len() >= 3,
         "{:?}",
