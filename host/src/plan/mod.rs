@@ -161,6 +161,17 @@ impl Planner {
         previous: Vec<Manifest>,
         prune: bool,
     ) -> anyhow::Result<Plan> {
+        self.plan_objects(manifests, previous, prune, Given::Manifests)
+            .await
+    }
+
+    async fn plan_objects(
+        &self,
+        manifests: Vec<Manifest>,
+        previous: Vec<Manifest>,
+        prune: bool,
+        given: Given,
+    ) -> anyhow::Result<Plan> {
         let recorders = Recorders {
             omni: Arc::new(OmniOverlay::default()),
             kube: Arc::new(KubeWrites::default()),
@@ -196,7 +207,15 @@ impl Planner {
         // plugin is given (defaults applied, the live object's metadata and status kept).
         let mut stored: BTreeMap<Id, (Value, Option<Value>)> = BTreeMap::new();
         for (id, m) in &desired {
-            match self.dry_run_apply(&live_reader, &m.object, &id.1).await {
+            let pair = match given {
+                Given::Manifests => self.dry_run_apply(&live_reader, &m.object, &id.1).await,
+                Given::Admitted => self
+                    .live(&live_reader, &kinds, id)
+                    .await
+                    .map(|live| (with_uid(m.object.clone(), id), live))
+                    .map_err(|e| format!("{e:#}")),
+            };
+            match pair {
                 Ok(pair) => {
                     stored.insert(id.clone(), pair);
                 }
@@ -445,8 +464,8 @@ impl Planner {
         }
         .map_err(refused)?;
         let mut stored = serde_json::to_value(stored).map_err(|e| e.to_string())?;
-        if live.is_none() && stored["metadata"]["uid"].is_null() {
-            stored["metadata"]["uid"] = json!(format!("plan-{namespace}-{name}"));
+        if live.is_none() {
+            stored = with_uid(stored, &id_of(object, namespace));
         }
         Ok((stored, live))
     }
@@ -614,12 +633,31 @@ impl crate::admission::Preview for Planner {
                 object: object.clone(),
             };
             let plan = self
-                .plan(vec![manifest], false)
+                .plan_objects(vec![manifest], Vec::new(), false, Given::Admitted)
                 .await
                 .map_err(|e| format!("{e:#}"))?;
             Ok(plan.summary)
         })
     }
+}
+
+/// What the plan's manifests are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Given {
+    /// Manifests as written: each is sent as a dry run first, and planned as the API server would store it.
+    Manifests,
+    /// What an admission review carries: the object as the API server will store it, defaulted and admitted
+    /// already. Sending it again would need the operator to be allowed to write the kind, and would come back to
+    /// the webhook that asked.
+    Admitted,
+}
+
+/// `object` with a uid to plan under: its own, or one made up for an object not created yet.
+fn with_uid(mut object: Value, id: &Id) -> Value {
+    if object["metadata"]["uid"].as_str().is_none_or(str::is_empty) {
+        object["metadata"]["uid"] = json!(format!("plan-{}-{}", id.1, id.2));
+    }
+    object
 }
 
 /// What every object of one plan is planned with.
