@@ -458,6 +458,42 @@ async fn a_renamed_release_uninstalls_the_old_one_first_unless_orphaned() {
             .any(|(t, r, _)| t == "Normal" && r == "ReleaseOrphaned")
     })
     .await;
+
+    // Another kubeconfig Secret: the sandbox lets the plugin reach a cluster only through the Secret its spec
+    // names, so the release behind the old one cannot be looked at; it is said, and the new one goes ahead (here
+    // the same cluster, so the same release).
+    let old = env
+        .kube
+        .get("v1", "Secret", NS, KUBECONFIG)
+        .expect("the kubeconfig Secret");
+    env.kube
+        .apply(&json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "edge-kubeconfig-2", "namespace": NS}, "data": old["data"]}))
+        .await
+        .expect("a second kubeconfig Secret");
+    env.apply(&env.release(
+        "moved",
+        json!({"releaseName": "second", "kubeconfigSecretRef": {"name": "edge-kubeconfig-2"}}),
+    ))
+    .await;
+    env.wait("moved", "ready through the new Secret", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+            && o["status"]["kubeconfigSecretRef"] == "edge-kubeconfig-2"
+    })
+    .await;
+    env.wait_until("the Warning about the old cluster", || {
+        env.events("moved").iter().any(|(t, r, m)| {
+            t == "Warning"
+                && r == "ReleaseOrphaned"
+                && m.contains("cannot be reached to uninstall it")
+        })
+    })
+    .await;
+    assert_eq!(
+        env.revisions("second").len(),
+        1,
+        "the release itself is untouched"
+    );
 }
 
 /// The Helm worker killed in the middle of an install is restarted; the revision it left `pending-install` is

@@ -3,7 +3,8 @@
 //! release, and the old one would be left behind in the workload cluster with nobody managing it (the Go operator
 //! did that, silently). As Flux does, the old release is uninstalled first, under the object's deletion policy:
 //! `Orphan` leaves it, and says so in an Event. A release the object does not own (the host answers `conflict`) is
-//! never touched.
+//! never touched. A release the plugin cannot reach any more (the kubeconfig Secret changed: the sandbox lets a
+//! plugin reach a cluster only through a Secret its spec names) is left, with a Warning Event saying so.
 //!
 //! The identity the release was made under is the one the status reports (`releaseName`, `namespace`,
 //! `kubeconfigSecretRef`, `kubeconfigSecretKey`, written by every status update). While the old release is being
@@ -122,14 +123,16 @@ pub fn retire<H: Host>(
             report.forget_identity(release);
             return Ok(Retired::Done);
         }
-        // The old kubeconfig Secret gone with the change is the common case: nothing can reach the old release.
-        Err(HostError::NotFound(why)) => {
+        // The old kubeconfig Secret gone with the change, or no longer named by the spec: the sandbox lets a plugin
+        // reach a cluster only through a Secret its spec names, so a release in the old cluster cannot be looked
+        // at. Blocking the new release on it would block for ever; it is said instead.
+        Err(HostError::NotFound(why) | HostError::Denied(why)) => {
             host.event(
                 EventType::Warning,
                 RELEASE_ORPHANED,
                 &format!(
                     "the release identity changed, and Helm release {} cannot be reached to uninstall it ({why}); \
-                     it is left in the workload cluster",
+                     if it still exists, it is left in the workload cluster",
                     previous.describe()
                 ),
             );
