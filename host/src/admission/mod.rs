@@ -38,7 +38,7 @@ pub trait Preview: Send + Sync + std::fmt::Debug {
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send + 'a>>;
 }
 
-/// The field manager of the dry runs a [`Preview`] makes itself: their reviews are not previewed again.
+/// The field manager of the dry runs `omni-operator plan` sends while it plans: their reviews are not previewed.
 pub const PREVIEW_FIELD_MANAGER: &str = "omni-operator-plan";
 
 /// How the webhook server runs.

@@ -291,8 +291,8 @@ impl Webhooks {
 }
 
 /// The warning a dry run of `request` is answered with: the plan's summary, made within `budget` while one of
-/// `slots` is free. None for a request that is not a dry run, and for the preview's own dry runs (planning one
-/// would plan again, without end).
+/// `slots` is free. None for a request that is not a dry run, and for the dry runs `omni-operator plan` sends while
+/// it plans (the plan is being made already).
 async fn preview_warning(
     preview: &dyn super::Preview,
     slots: &tokio::sync::Semaphore,
