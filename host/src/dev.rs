@@ -607,7 +607,8 @@ const DEV_WORKLOAD_GROUP: &str = "omni-automation";
 fn workload_rbac() -> Vec<Value> {
     vec![
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": DEV_WORKLOAD_GROUP},
-            "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch", "create", "update", "delete"]},
+            // Secrets as a chart's objects too: Helm applies them server-side (patch).
+            "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
                       // Helm's `createNamespace` applies the namespace server-side: `patch`.
                       {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "create", "patch"]},
                       // What Helm needs for examples/charts/hello: its objects (applied server-side, hence patch) and

@@ -1946,8 +1946,8 @@ fn plan_diffs_a_chart_upgrade_and_applying_it_deploys_what_the_diff_showed() {
         "planning changed nothing in the management cluster"
     );
 
-    // Applied for real: Helm deploys revision 2 of chart 0.2.0, with what the diff said.
-    let out = dev.kubectl(&["apply", "-f", &file.to_string_lossy()]);
+    // Applied for real (with the token): Helm deploys revision 2 of chart 0.2.0, with what the diff said.
+    let out = dev.kubectl(&["apply", "-f", &with_secret.to_string_lossy()]);
     assert!(
         out.status.success(),
         "{}",
@@ -1976,6 +1976,19 @@ fn plan_diffs_a_chart_upgrade_and_applying_it_deploys_what_the_diff_showed() {
     assert!(
         workload(&["get", "secrets", "-n", "apps", "-o", "name"])
             .contains("sh.helm.release.v1.hello.v2")
+    );
+    assert_eq!(
+        workload(&[
+            "get",
+            "secret",
+            "-n",
+            "apps",
+            "hello-token",
+            "-o",
+            "jsonpath={.data.token}"
+        ]),
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, TOKEN),
+        "the Secret the diff showed as added"
     );
 }
 
