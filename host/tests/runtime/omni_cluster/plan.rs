@@ -22,7 +22,9 @@ fn versions(store: &Store) -> BTreeMap<(String, String), String> {
         .collect()
 }
 
-/// The sample's objects as the management cluster stores them (their resourceVersions): any write changes this.
+/// The sample's objects as a write of theirs would change them: generation, labels, annotations, finalizers and
+/// spec. Not the resourceVersion: the running operator writes their status by itself (a status update after a sync
+/// may land while a plan runs), and a plan never writes status.
 fn kube_versions(env: &Env) -> Vec<(String, String)> {
     sample()
         .iter()
@@ -32,12 +34,17 @@ fn kube_versions(env: &Env) -> Vec<(String, String)> {
                 o["metadata"]["name"].as_str().unwrap_or_default(),
             );
             let stored = env.kube.get(API, kind, NS, name).unwrap_or(Value::Null);
+            let meta = &stored["metadata"];
             (
                 format!("{kind}/{name}"),
-                stored["metadata"]["resourceVersion"]
-                    .as_str()
-                    .unwrap_or("absent")
-                    .to_string(),
+                json!([
+                    meta["generation"],
+                    meta["labels"],
+                    meta["annotations"],
+                    meta["finalizers"],
+                    stored["spec"]
+                ])
+                .to_string(),
             )
         })
         .collect()
