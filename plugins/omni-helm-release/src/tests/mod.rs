@@ -7,6 +7,7 @@
 mod admission;
 mod deletion;
 mod drift;
+mod identity;
 mod machine;
 mod reconcile;
 
