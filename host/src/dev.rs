@@ -228,7 +228,7 @@ async fn session(opts: DevOptions, then: Then) -> Result<Outcome> {
         registry: operator.registry().clone(),
         config: sim_config(sim).await?,
         omni_dictionary: opts.omni_dictionary.clone(),
-        helm: helm.engine.clone().filter(|_| helm.ready),
+        helm: helm.ready_engine(),
         helm_summary: helm.summary.clone(),
         template_roots: opts.template_roots.clone(),
         render_helm: false,

@@ -687,20 +687,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let health_at =
                 endpoints::bind_address("--health-probe-bind-address", &health_probe_bind_address)?;
             let leader = leader.config(namespace, shard.as_deref())?;
-            let config = match kubeconfig {
-                Some(path) => {
-                    let kc = kube::config::Kubeconfig::read_from(&path)
-                        .with_context(|| format!("reading {}", path.display()))?;
-                    kube::Config::from_custom_kubeconfig(
-                        kc,
-                        &kube::config::KubeConfigOptions::default(),
-                    )
-                    .await?
-                }
-                None => kube::Config::infer()
-                    .await
-                    .context("no in-cluster configuration and no kubeconfig")?,
-            };
+            let config = client_config(kubeconfig).await?;
             let client = kube::Client::try_from(config.clone())?;
             if let Some(selector) = &shard {
                 check_selector(&client, &namespaces, selector).await?;
@@ -737,7 +724,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         registry: operator.registry().clone(),
                         config: config.clone(),
                         omni_dictionary: cli.omni.dictionary()?,
-                        helm: helm.engine.clone().filter(|_| helm.ready),
+                        helm: helm.ready_engine(),
                         helm_summary: helm.summary.clone(),
                         template_roots: cli.omni.template_roots()?,
                         render_helm: false,
@@ -879,20 +866,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     .context("writing the plan")?;
                 return Ok(ExitCode::from(plan.exit_code() as u8));
             }
-            let config = match kubeconfig {
-                Some(path) => {
-                    let kc = kube::config::Kubeconfig::read_from(&path)
-                        .with_context(|| format!("reading {}", path.display()))?;
-                    kube::Config::from_custom_kubeconfig(
-                        kc,
-                        &kube::config::KubeConfigOptions::default(),
-                    )
-                    .await?
-                }
-                None => kube::Config::infer()
-                    .await
-                    .context("no kubeconfig and no in-cluster configuration")?,
-            };
+            let config = client_config(kubeconfig).await?;
             let operator =
                 Operator::load(Runtime::new(runtime_config)?, sources.sources()?).await?;
             let helm = omni_operator::helm::start(cli.helm.worker()?).await;
@@ -900,7 +874,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 registry: operator.registry().clone(),
                 config,
                 omni_dictionary: cli.omni.dictionary()?,
-                helm: helm.engine.clone().filter(|_| helm.ready),
+                helm: helm.ready_engine(),
                 helm_summary: helm.summary.clone(),
                 template_roots: cli.omni.template_roots()?,
                 render_helm: true,
@@ -1063,6 +1037,24 @@ async fn lead(
     // The controllers have stopped: now the Lease may go.
     holding.await;
     ran
+}
+
+/// The management cluster's client configuration: `--kubeconfig`, else `$KUBECONFIG` and the in-cluster one.
+async fn client_config(kubeconfig: Option<PathBuf>) -> anyhow::Result<kube::Config> {
+    match kubeconfig {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            Ok(kube::Config::from_custom_kubeconfig(
+                kc,
+                &kube::config::KubeConfigOptions::default(),
+            )
+            .await?)
+        }
+        None => kube::Config::infer()
+            .await
+            .context("no in-cluster configuration and no kubeconfig"),
+    }
 }
 
 /// `plan --offline`: the plan made on the embedded simulators, as `dev` runs them, in files of this process's own.

@@ -488,10 +488,14 @@ pub struct HelmSetup {
 }
 
 impl HelmSetup {
+    /// The engine, when Helm answered; None otherwise ([`HelmSetup::summary`] says why).
+    pub fn ready_engine(&self) -> Option<Arc<dyn HelmEngine>> {
+        self.engine.clone().filter(|_| self.ready)
+    }
+
     /// The releases this engine converges: none can proceed when Helm did not answer, and they say why.
     pub fn releases(&self) -> releases::Releases {
-        let engine = self.engine.clone().filter(|_| self.ready);
-        releases::Releases::new(engine, &self.summary)
+        releases::Releases::new(self.ready_engine(), &self.summary)
     }
 }
 
