@@ -115,13 +115,16 @@ pub const PLUGINS: &[DefaultPlugin] = &[
         // of the kubeconfig Secret it names, in its own namespace only; states each Helm action and lets the host
         // run Helm with that kubeconfig (chart sources: the operator's `--helm-chart-source` list) and with the
         // values of the ConfigMaps and Secrets it names (never seen by the plugin). Dependencies in other
-        // namespaces need the operator's `namespace:NS` grant on top.
+        // namespaces need the operator's `namespace:NS` grant on top. `helm-take-ownership` lets a release adopt
+        // existing objects, which it asks for only when its object says `disableTakeOwnership: false`; an admin
+        // of a shared workload cluster who wants no release to take another's objects replaces these grants.
         grants: &[
             "kube-read:omni.texashpc.com/OmniCluster",
             "kube-read:omni.texashpc.com/OmniHelmRelease",
             "kube-read:omni.texashpc.com/OmniKubeconfigExport",
             "secrets",
             "helm",
+            "helm-take-ownership",
             "clock",
         ],
         timeout: None,

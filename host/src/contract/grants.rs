@@ -6,6 +6,7 @@
 //! |---|---|
 //! | `kube-read`, `kube-write`, `secrets`, `omni`, `workload`, `helm`, `files`, `clock` | the contract interface of that name (imports are checked against these at load) |
 //! | `secrets-read-values`, `secrets-write` | finer grants inside `secrets` (and the Secret writes of `omni`) |
+//! | `helm-take-ownership` | a finer grant inside `helm`: installs and upgrades that adopt existing objects, including another release's (Helm's `--take-ownership`) |
 //! | `kube-read:GROUP/KIND` | `kube-read` of that namespaced kind (`core/ConfigMap`; `GROUP/*` or `*`: every kind of a group, or every kind) |
 //! | `kube-read-cluster:GROUP/KIND` | `kube-read` of that cluster-scoped kind (Namespaces, CRDs, ClusterRoles: never by a namespaced grant) |
 //! | `namespace:NS` | `kube-read` in namespace NS besides the reconciled object's own (`namespace:*`: every namespace) |
@@ -43,6 +44,9 @@ pub enum Capability {
     Omni,
     Workload,
     Helm,
+    /// Helm actions that adopt existing objects the release does not own, another release's included (Helm's
+    /// `--take-ownership`): without it a release can only create objects or change its own.
+    HelmTakeOwnership,
     /// Reading files under the template roots the operator admin allows (`HostServices::with_template_roots`); the
     /// grant gives no other filesystem access, and with no roots configured it reads nothing.
     Files,
@@ -51,7 +55,7 @@ pub enum Capability {
 }
 
 impl Capability {
-    pub const ALL: [Capability; 10] = [
+    pub const ALL: [Capability; 11] = [
         Capability::KubeRead,
         Capability::KubeWrite,
         Capability::Secrets,
@@ -60,6 +64,7 @@ impl Capability {
         Capability::Omni,
         Capability::Workload,
         Capability::Helm,
+        Capability::HelmTakeOwnership,
         Capability::Files,
         Capability::Clock,
     ];
@@ -74,6 +79,7 @@ impl Capability {
             Capability::Omni => "omni",
             Capability::Workload => "workload",
             Capability::Helm => "helm",
+            Capability::HelmTakeOwnership => "helm-take-ownership",
             Capability::Files => "files",
             Capability::Clock => "clock",
         }

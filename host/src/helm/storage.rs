@@ -47,6 +47,9 @@ pub struct StoredRevision {
     pub secret: String,
     /// Its test hooks and how their last run went (the latest revision only).
     pub tests: Vec<TestHook>,
+    /// Whether Helm applied it server-side (`apply_method: ssa`; absent is client-side, as Helm 3 wrote every
+    /// revision); None for revisions read from their labels alone.
+    pub server_side_apply: Option<bool>,
 }
 
 /// A hook run by `helm test`, as the revision records its last run.
@@ -215,6 +218,7 @@ fn revision_of(revision: u64, s: &Secret, release: &Value) -> StoredRevision {
         owner: label(s, OWNER_LABEL).map(str::to_string),
         secret,
         tests: test_hooks(release),
+        server_side_apply: Some(text(release, &["apply_method"]) == "ssa"),
     }
 }
 
@@ -425,8 +429,14 @@ mod tests {
                 owner: None,
                 secret: "sh.helm.release.v1.demo.v2".into(),
                 tests: Vec::new(),
+                // No `apply_method`: client-side, as Helm 3 wrote every revision.
+                server_side_apply: Some(false),
             }
         );
+        let mut ssa = release();
+        ssa["apply_method"] = json!("ssa");
+        let s = secret(&ssa, true, &[("status", "deployed")]);
+        assert_eq!(read_one(2, &s).unwrap().server_side_apply, Some(true));
     }
 
     #[test]

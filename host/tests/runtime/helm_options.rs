@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::helm_env::{Env, NEVER_READY, is};
+use super::helm_env::{Env, NEVER_READY, is, merge, message};
 
 /// The ReplicaSets of Deployment `apps/<deployment>` (by owner), and those that name no owner any more.
 fn replica_sets(env: &Env, deployment: &str) -> (usize, usize) {
@@ -283,5 +283,188 @@ async fn an_excluded_test_is_not_run() {
             .get("v1", "Pod", "apps", "filtered-tested-test-connection")
             .is_none(),
         "the excluded hook never ran"
+    );
+}
+
+/// `install.disableSchemaValidation`: values that break the chart's `values.schema.json` fail the install with
+/// Helm's own schema error, unless the check is turned off; then the release installs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schema_validation_is_skipped_only_when_asked() {
+    let env = Env::start().await;
+    env.repo.add_with(
+        "demo",
+        "0.3.0",
+        &[(
+            "values.schema.json",
+            r#"{"type": "object", "properties": {"team": {"type": "string"}}}"#,
+        )],
+    );
+    let chart = json!({"version": "0.3.0", "values": {"team": 5}});
+    env.apply(&env.release("checked", json!({"chart": chart})))
+        .await;
+    env.apply(&env.release(
+        "unchecked",
+        json!({"chart": chart, "install": {"disableSchemaValidation": true}}),
+    ))
+    .await;
+    let checked = env
+        .wait("checked", "the install refused by the schema", |o| {
+            is(o, "Ready", "False", "ReconcileFailed")
+        })
+        .await;
+    let text = message(&checked, "Ready");
+    assert!(
+        text.contains("schema") && text.contains("team"),
+        "Helm's schema error: {text}"
+    );
+    assert!(env.revisions("checked").is_empty(), "nothing was installed");
+    env.wait("unchecked", "installed", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+}
+
+/// Taking ownership: an object that exists in the workload cluster without Helm's ownership metadata stops an
+/// install by default (the Go operator's and Helm's behaviour), with Helm's message; `disableTakeOwnership: false`
+/// adopts it, and Helm's release annotations then name the release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn existing_objects_are_adopted_only_when_asked() {
+    let env = Env::start().await;
+    env.workload
+        .apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps"}}))
+        .await
+        .expect("namespace");
+    for name in ["kept-out", "adopting"] {
+        env.workload
+            .apply(&json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": format!("{name}-demo"), "namespace": "apps",
+                    "labels": {"made-by": "hand"}}}))
+            .await
+            .expect("an existing ServiceAccount");
+    }
+    env.apply(&env.release("kept-out", json!({}))).await;
+    env.apply(&env.release(
+        "adopting",
+        json!({"install": {"disableTakeOwnership": false}}),
+    ))
+    .await;
+    let refused = env
+        .wait("kept-out", "the install refused", |o| {
+            is(o, "Ready", "False", "ReconcileFailed")
+        })
+        .await;
+    let text = message(&refused, "Ready");
+    assert!(
+        text.contains("kept-out-demo") && text.contains("cannot be imported"),
+        "Helm's ownership error: {text}"
+    );
+    let account = |name: &str| {
+        env.workload
+            .get("v1", "ServiceAccount", "apps", &format!("{name}-demo"))
+            .expect("the ServiceAccount")
+    };
+    assert_eq!(
+        account("kept-out")["metadata"]["annotations"]["meta.helm.sh/release-name"],
+        Value::Null
+    );
+    env.wait("adopting", "installed", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+    let adopted = account("adopting");
+    assert_eq!(
+        adopted["metadata"]["annotations"]["meta.helm.sh/release-name"],
+        "adopting"
+    );
+    assert_eq!(adopted["metadata"]["labels"]["made-by"], "hand");
+}
+
+/// The operations that wrote a workload object's fields (its managed fields, status left out).
+fn write_operations(env: &Env, kind: &str, name: &str) -> Vec<String> {
+    let api_version = if kind == "Deployment" {
+        "apps/v1"
+    } else {
+        "v1"
+    };
+    let object = env
+        .workload
+        .get(api_version, kind, "apps", name)
+        .unwrap_or(Value::Null);
+    object["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m.get("subresource").is_none())
+        .filter_map(|m| m["operation"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// `serverSideApply`: an install with `serverSideApply: false` writes the release's objects with client-side
+/// requests (managed fields of operation Update, none Apply), the default with server-side apply; an upgrade's
+/// `auto` keeps the method the release was installed with. `upgrade.preserveValues` keeps values the spec no
+/// longer sets (Helm's --reuse-values); without it they go back to the chart's defaults.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_apply_method_and_preserved_values_follow_the_action_blocks() {
+    let env = Env::start().await;
+    let two = json!({"chart": {"values": {"replicaCount": 2}}});
+    let mut client_side = two.clone();
+    merge(
+        &mut client_side,
+        json!({"install": {"serverSideApply": false}}),
+    );
+    let mut preserving = two.clone();
+    merge(
+        &mut preserving,
+        json!({"upgrade": {"preserveValues": true}}),
+    );
+    let releases = [
+        ("client-side", client_side),
+        ("preserving", preserving),
+        ("replacing", two),
+    ];
+    for (name, spec) in &releases {
+        env.apply(&env.release(name, spec.clone())).await;
+    }
+    for (name, _) in &releases {
+        env.wait(name, "installed", |o| {
+            is(o, "Ready", "True", "HelmInstalled")
+        })
+        .await;
+    }
+    let ops = write_operations(&env, "Deployment", "client-side-demo");
+    assert!(
+        ops.contains(&"Update".to_string()) && !ops.contains(&"Apply".to_string()),
+        "client-side writes: {ops:?}"
+    );
+    let ops = write_operations(&env, "Deployment", "replacing-demo");
+    assert!(
+        ops.contains(&"Apply".to_string()),
+        "server-side apply by default: {ops:?}"
+    );
+
+    // Drop replicaCount from the spec and change another value, so each release upgrades.
+    for (name, _) in &releases {
+        env.patch_spec(
+            name,
+            json!({"chart": {"values": {"replicaCount": null, "podAnnotations": {"rev": "2"}}}}),
+        )
+        .await;
+    }
+    for (name, _) in &releases {
+        env.wait(name, "upgraded", |o| is(o, "Ready", "True", "HelmUpgraded"))
+            .await;
+    }
+    let replicas = |name: &str| {
+        env.workload
+            .get("apps/v1", "Deployment", "apps", &format!("{name}-demo"))
+            .map(|d| d["spec"]["replicas"].clone())
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(replicas("preserving"), 2, "the earlier value is kept");
+    assert_eq!(replicas("replacing"), 1, "the chart's default again");
+    let ops = write_operations(&env, "Deployment", "client-side-demo");
+    assert!(
+        !ops.contains(&"Apply".to_string()),
+        "auto upgrades as the release was installed: {ops:?}"
     );
 }

@@ -97,6 +97,13 @@ pub fn validate(object: &Value, _old: Option<&Value>) -> Verdict {
             "maxHistory must not be negative",
         );
     }
+    for block in rules::forced_server_side_apply(spec) {
+        v.invalid(
+            &format!("spec.{block}.serverSideApply"),
+            spec[block]["serverSideApply"].clone(),
+            &rules::forced_server_side_apply_message(block),
+        );
+    }
     if !rules::known_deletion_policy(spec) {
         v.not_supported(
             "spec.deletionPolicy",

@@ -2,11 +2,14 @@
 //! and each step with its settings. Per-action blocks (`install`, `upgrade`, `rollback`, `uninstall`, `test`;
 //! Flux's names) override the Go operator's top-level settings, which stay the defaults.
 
-use omni_api::{HelmActionCommon, HelmCrdPolicy, HelmDeletionPropagation, HelmValuesKind};
+use omni_api::{
+    HelmActionCommon, HelmApplyChecks, HelmCrdPolicy, HelmDeletionPropagation, HelmServerSideApply,
+    HelmValuesKind,
+};
 use omni_plugin_sdk::helm::{
-    ActionOptions, ApplyRequest, ChartLocation, ChartPull, CrdPolicy, DeletionPropagation,
-    GitChart, GitReference, ReleaseRef, ReleaseSource, RollbackRequest, Step, TestFilter,
-    TestRequest, UninstallRequest, ValuesKind, ValuesPart, ValuesRef, WaitStrategy,
+    ActionOptions, ApplyMethod, ApplyRequest, ChartLocation, ChartPull, CrdPolicy,
+    DeletionPropagation, GitChart, GitReference, ReleaseRef, ReleaseSource, RollbackRequest, Step,
+    TestFilter, TestRequest, UninstallRequest, ValuesKind, ValuesPart, ValuesRef, WaitStrategy,
 };
 use omni_plugin_sdk::{Value, json};
 
@@ -166,6 +169,30 @@ pub fn install(release: &ReleaseObject) -> ApplyRequest {
         cleanup_on_fail: false,
         rollback_on_failure: spec.atomic == Some(true),
         max_history: max_history(release),
+        apply_method: match own.and_then(|i| i.server_side_apply) {
+            Some(true) => ApplyMethod::ServerSide,
+            Some(false) => ApplyMethod::ClientSide,
+            None => ApplyMethod::Auto,
+        },
+        reuse_values: false,
+        take_ownership: takes_ownership(own.map(|i| &i.checks)),
+        skip_schema_validation: own.and_then(|i| i.checks.disable_schema_validation) == Some(true),
+        skip_openapi_validation: own.and_then(|i| i.checks.disable_open_api_validation)
+            == Some(true),
+    }
+}
+
+/// Adopting existing objects needs `disableTakeOwnership: false` said outright: the Go operator never adopted,
+/// and neither does Helm's CLI unless asked (Flux adopts unless told not to).
+fn takes_ownership(checks: Option<&HelmApplyChecks>) -> bool {
+    checks.and_then(|c| c.disable_take_ownership) == Some(false)
+}
+
+fn apply_method(method: Option<HelmServerSideApply>) -> ApplyMethod {
+    match method {
+        Some(HelmServerSideApply::Enabled) => ApplyMethod::ServerSide,
+        Some(HelmServerSideApply::Disabled) => ApplyMethod::ClientSide,
+        Some(HelmServerSideApply::Auto) | None => ApplyMethod::Auto,
     }
 }
 
@@ -184,6 +211,12 @@ pub fn upgrade(release: &ReleaseObject) -> ApplyRequest {
         cleanup_on_fail: own.and_then(|u| u.cleanup_on_fail).unwrap_or(atomic),
         rollback_on_failure: atomic,
         max_history: max_history(release),
+        apply_method: apply_method(own.and_then(|u| u.server_side_apply)),
+        reuse_values: own.and_then(|u| u.preserve_values) == Some(true),
+        take_ownership: takes_ownership(own.map(|u| &u.checks)),
+        skip_schema_validation: own.and_then(|u| u.checks.disable_schema_validation) == Some(true),
+        skip_openapi_validation: own.and_then(|u| u.checks.disable_open_api_validation)
+            == Some(true),
     }
 }
 
@@ -204,6 +237,7 @@ pub fn rollback(release: &ReleaseObject, revision: u64) -> RollbackRequest {
         force: own.and_then(|r| r.force) == Some(true),
         cleanup_on_fail: own.and_then(|r| r.cleanup_on_fail) == Some(true),
         max_history: max_history(release),
+        apply_method: apply_method(own.and_then(|r| r.server_side_apply)),
     }
 }
 

@@ -119,6 +119,25 @@ pub fn negative_max_history(spec: &Value) -> Option<i64> {
     spec["maxHistory"].as_i64().filter(|n| *n < 0)
 }
 
+/// The action blocks (`upgrade`, `rollback`) that ask for `force` and `serverSideApply: enabled` together: Helm
+/// replaces objects only client-side and refuses the two.
+pub fn forced_server_side_apply(spec: &Value) -> Vec<&'static str> {
+    ["upgrade", "rollback"]
+        .into_iter()
+        .filter(|block| {
+            spec[block]["force"] == Value::Bool(true) && spec[block]["serverSideApply"] == "enabled"
+        })
+        .collect()
+}
+
+/// What [`forced_server_side_apply`] reports for `block`.
+pub fn forced_server_side_apply_message(block: &str) -> String {
+    format!(
+        "{block}.serverSideApply must not be enabled together with {block}.force: Helm replaces objects only \
+         with client-side apply (set serverSideApply to disabled or auto, or drop force)"
+    )
+}
+
 /// The values are usable: absent (or `null`, which the API server prunes and Go decoded as absent) or a JSON
 /// object.
 pub fn values_are_an_object(chart: &Value) -> bool {

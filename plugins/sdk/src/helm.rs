@@ -162,6 +162,18 @@ pub enum CrdPolicy {
     CreateReplace,
 }
 
+/// How Helm writes a release's objects.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ApplyMethod {
+    /// Server-side apply, conflicts forced.
+    ServerSide,
+    /// Client-side three-way merge patches.
+    ClientSide,
+    /// Upgrades and rollbacks: as the current revision was applied; installs: server-side.
+    #[default]
+    Auto,
+}
+
 /// An install or upgrade.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApplyRequest {
@@ -176,6 +188,14 @@ pub struct ApplyRequest {
     pub rollback_on_failure: bool,
     /// 0: every revision kept.
     pub max_history: u32,
+    /// With `force`, `ServerSide` is refused and `Auto` means client-side.
+    pub apply_method: ApplyMethod,
+    /// Adopt existing objects without (or with another release's) Helm ownership metadata.
+    pub take_ownership: bool,
+    pub skip_schema_validation: bool,
+    pub skip_openapi_validation: bool,
+    /// Upgrade: merge the values over the current revision's (`--reuse-values`).
+    pub reuse_values: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,6 +206,7 @@ pub struct RollbackRequest {
     pub force: bool,
     pub cleanup_on_fail: bool,
     pub max_history: u32,
+    pub apply_method: ApplyMethod,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

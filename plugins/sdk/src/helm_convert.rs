@@ -74,6 +74,14 @@ macro_rules! helm_conversions {
             }
         }
 
+        fn to_apply_method(m: $crate::helm::ApplyMethod) -> $w::ApplyMethod {
+            match m {
+                $crate::helm::ApplyMethod::ServerSide => $w::ApplyMethod::ServerSide,
+                $crate::helm::ApplyMethod::ClientSide => $w::ApplyMethod::ClientSide,
+                $crate::helm::ApplyMethod::Auto => $w::ApplyMethod::Auto,
+            }
+        }
+
         fn to_step(s: &$crate::helm::Step) -> $w::Step {
             let apply = |a: &$crate::helm::ApplyRequest| $w::ApplyRequest {
                 source: to_release_source(&a.source),
@@ -89,6 +97,11 @@ macro_rules! helm_conversions {
                 cleanup_on_fail: a.cleanup_on_fail,
                 rollback_on_failure: a.rollback_on_failure,
                 max_history: a.max_history,
+                apply_method: to_apply_method(a.apply_method),
+                take_ownership: a.take_ownership,
+                skip_schema_validation: a.skip_schema_validation,
+                skip_openapi_validation: a.skip_openapi_validation,
+                reuse_values: a.reuse_values,
             };
             match s {
                 $crate::helm::Step::Install(a) => $w::Step::Install(apply(a)),
@@ -99,6 +112,7 @@ macro_rules! helm_conversions {
                     force: r.force,
                     cleanup_on_fail: r.cleanup_on_fail,
                     max_history: r.max_history,
+                    apply_method: to_apply_method(r.apply_method),
                 }),
                 $crate::helm::Step::Uninstall(u) => $w::Step::Uninstall($w::UninstallRequest {
                     options: to_action_options(&u.options),

@@ -20,9 +20,9 @@ use crate::contract::bindings::omni::operator::types::SecretKeyRef;
 use crate::helm::drift::{DriftError, Ignore, Reason, Target as DriftTarget};
 use crate::helm::protocol::{ChartAuth, GitRef};
 use crate::helm::releases::{
-    self, ADOPT_ANNOTATION, ChartLocation, Cluster, InstallSettings, Observation, Outcome, Owner,
-    Propagation, ReleaseError, Releases, RollbackSettings, Running, Settings, StepRequest,
-    TestSettings, UninstallSettings, UpgradeSettings, Wanted,
+    self, ADOPT_ANNOTATION, ApplyMethod, ApplySettings, ChartLocation, Cluster, InstallSettings,
+    Observation, Outcome, Owner, Propagation, ReleaseError, Releases, RollbackSettings, Running,
+    Settings, StepRequest, TestSettings, UninstallSettings, UpgradeSettings, Wanted,
 };
 use crate::helm::storage::StoredRevision;
 use crate::secrets::quoted;
@@ -389,6 +389,14 @@ impl HelmCap<'_> {
         } = self.release_source(ctx, what, &a.source).await?;
         let skip_crds = a.crds == wit::CrdPolicy::Skip;
         let replace_crds = a.crds == wit::CrdPolicy::CreateReplace;
+        let method = apply_method(a.apply_method, a.force, what)?;
+        // Adopting objects reaches past what the release made: another release's objects, or objects made by
+        // hand. A grant of its own, so `helm` alone never lets a plugin take them over.
+        if a.take_ownership && !self.core.grants.allows(Capability::HelmTakeOwnership) {
+            let reason = "taking ownership of existing objects (take-ownership) needs the grant \
+                          \"helm-take-ownership\"";
+            return Err(self.core.denied(Capability::Helm, what, reason).into());
+        }
         Ok(Wanted {
             chart,
             version,
@@ -408,6 +416,13 @@ impl HelmCap<'_> {
                 max_history: a.max_history,
                 force: a.force,
                 replace_crds,
+                reuse_values: a.reuse_values,
+            },
+            apply: ApplySettings {
+                method,
+                take_ownership: a.take_ownership,
+                skip_schema_validation: a.skip_schema_validation,
+                skip_openapi_validation: a.skip_openapi_validation,
             },
             plain_http,
             auth,
@@ -539,6 +554,26 @@ fn settings(o: &wit::ActionOptions) -> Settings {
         wait_for_jobs: o.wait_for_jobs,
         disable_hooks: o.disable_hooks,
     }
+}
+
+/// The apply method a step asked for. Helm replaces objects (`force`) only client-side and refuses the two
+/// together, so a forced step that asks for server-side apply is `invalid`, and `auto` means client-side.
+fn apply_method(
+    method: wit::ApplyMethod,
+    force: bool,
+    what: &str,
+) -> Result<ApplyMethod, HostError> {
+    Ok(match (method, force) {
+        (wit::ApplyMethod::ServerSide, true) => {
+            return Err(HostError::Invalid(format!(
+                "{what}: force replaces objects, which Helm does only client-side: ask for apply-method \
+                 client-side or auto with it"
+            )));
+        }
+        (_, true) | (wit::ApplyMethod::ClientSide, false) => ApplyMethod::ClientSide,
+        (wit::ApplyMethod::ServerSide, false) => ApplyMethod::ServerSide,
+        (wit::ApplyMethod::Auto, false) => ApplyMethod::Auto,
+    })
 }
 
 /// A release failure as the plugin sees it: a workload cluster that did not answer is `unavailable`; one that
@@ -768,6 +803,7 @@ impl wit::Host for HelmCap<'_> {
                 force: r.force,
                 cleanup_on_fail: r.cleanup_on_fail,
                 max_history: r.max_history,
+                method: apply_method(r.apply_method, r.force, &what)?,
             }),
             wit::Step::Uninstall(u) => StepRequest::Uninstall(UninstallSettings {
                 settings: settings(&u.options),
@@ -940,6 +976,11 @@ mod grant_checks {
             cleanup_on_fail: false,
             rollback_on_failure: false,
             max_history: 0,
+            apply_method: wit::ApplyMethod::Auto,
+            take_ownership: false,
+            skip_schema_validation: false,
+            skip_openapi_validation: false,
+            reuse_values: false,
         })
     }
 
@@ -1035,6 +1076,84 @@ mod grant_checks {
         )
         .await;
         removing.assert_allowed(&answer);
+    }
+
+    /// Taking ownership adopts objects another release (or a person) made: `helm` alone never allows it, for an
+    /// install or an upgrade; `helm-take-ownership` does.
+    #[tokio::test]
+    async fn taking_ownership_of_existing_objects_needs_a_grant_of_its_own() {
+        let taking = |upgrade: bool| {
+            let wit::Step::Install(mut a) = install(source(CHART, Vec::new(), None)) else {
+                unreachable!()
+            };
+            a.take_ownership = true;
+            if upgrade {
+                wit::Step::Upgrade(a)
+            } else {
+                wit::Step::Install(a)
+            }
+        };
+        for upgrade in [false, true] {
+            let mut helm_only = call(&["helm"]);
+            let answer = start(
+                &mut helm_only,
+                &mut State::default(),
+                release("edge", "apps"),
+                taking(upgrade),
+            )
+            .await;
+            helm_only.assert_denied(
+                answer,
+                "helm",
+                "Helm release \"apps/web\"",
+                "needs the grant \"helm-take-ownership\"",
+            );
+            let mut granted = call(&["helm", "helm-take-ownership"]);
+            let answer = start(
+                &mut granted,
+                &mut State::default(),
+                release("edge", "apps"),
+                taking(upgrade),
+            )
+            .await;
+            granted.assert_allowed(&answer);
+        }
+    }
+
+    /// Helm replaces objects only client-side: a forced step that asks for server-side apply is refused before
+    /// anything runs, naming both; `auto` with force is allowed (and means client-side).
+    #[tokio::test]
+    async fn a_forced_step_cannot_ask_for_server_side_apply() {
+        let wit::Step::Install(mut a) = install(source(CHART, Vec::new(), None)) else {
+            unreachable!()
+        };
+        a.force = true;
+        a.apply_method = wit::ApplyMethod::ServerSide;
+        let mut forced = call(&["helm"]);
+        let answer = start(
+            &mut forced,
+            &mut State::default(),
+            release("edge", "apps"),
+            wit::Step::Upgrade(a.clone()),
+        )
+        .await;
+        match answer {
+            Err(HostFailure::Host(HostError::Invalid(why))) => {
+                assert!(
+                    why.contains("force") && why.contains("client-side"),
+                    "{why}"
+                );
+            }
+            other => panic!("expected invalid, got {other:?}"),
+        }
+        assert_eq!(
+            apply_method(wit::ApplyMethod::Auto, true, "r").ok(),
+            Some(ApplyMethod::ClientSide)
+        );
+        assert_eq!(
+            apply_method(wit::ApplyMethod::Auto, false, "r").ok(),
+            Some(ApplyMethod::Auto)
+        );
     }
 
     #[tokio::test]

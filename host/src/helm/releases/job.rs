@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::{
-    Action, ChartLocation, Cluster, DEADLINE_MARGIN, Entry, Key, Outcome, Owner, RESOLVE_DEADLINE,
-    Running, Settings, StepRequest, UninstallSettings, Wake, Wanted,
+    Action, ApplyMethod, ChartLocation, Cluster, DEADLINE_MARGIN, Entry, Key, Outcome, Owner,
+    RESOLVE_DEADLINE, Running, Settings, StepRequest, UninstallSettings, Wake, Wanted,
 };
 use crate::helm::crds;
 use crate::helm::drift::{self, Ignore};
@@ -140,7 +140,7 @@ impl Job {
                 let mut o = action_options(&r.settings);
                 o.insert("version".into(), r.revision.into());
                 o.insert("wait_for_jobs".into(), r.settings.wait_for_jobs.into());
-                apply_mode(&mut o, r.force);
+                apply_mode(&mut o, Action::Rollback, r.method, r.force);
                 o.insert("cleanup_on_fail".into(), r.cleanup_on_fail.into());
                 if r.max_history > 0 {
                     o.insert("max_history".into(), r.max_history.into());
@@ -292,15 +292,34 @@ fn action_options(s: &Settings) -> Map<String, Value> {
 }
 
 /// How Helm writes the release's objects: server-side apply taking the fields others changed behind Helm's back
-/// (as Flux does), or, with `force` (`upgrade.force`, `rollback.force`), replacing each object whole. Helm 4
-/// replaces only without server-side apply and refuses the two together ("cannot use server-side apply and force
-/// replace together").
-fn apply_mode(o: &mut Map<String, Value>, force: bool) {
+/// (conflicts forced, as Flux does), client-side merge patches, or whatever the current revision used (`auto`,
+/// Helm's default for upgrades and rollbacks; installs default to server-side). `force` (`upgrade.force`,
+/// `rollback.force`) replaces each object whole, which Helm 4 does only client-side ("cannot use server-side apply
+/// and force replace together"): the capability has made a forced step client-side. An install takes
+/// `server_side_apply` as a boolean, upgrades and rollbacks as a string.
+fn apply_mode(o: &mut Map<String, Value>, action: Action, method: ApplyMethod, force: bool) {
+    let flag = |on: bool| -> Value {
+        match action {
+            Action::Install => on.into(),
+            _ => if on { "true" } else { "false" }.into(),
+        }
+    };
+    match method {
+        ApplyMethod::ClientSide => {
+            o.insert("server_side_apply".into(), flag(false));
+        }
+        ApplyMethod::ServerSide => {
+            o.insert("server_side_apply".into(), flag(true));
+            o.insert("force_conflicts".into(), true.into());
+        }
+        ApplyMethod::Auto => {
+            o.insert("force_conflicts".into(), true.into());
+        }
+    }
     if force {
         o.insert("force_replace".into(), true.into());
-        o.insert("server_side_apply".into(), "false".into());
-    } else {
-        o.insert("force_conflicts".into(), true.into());
+        o.insert("server_side_apply".into(), flag(false));
+        o.remove("force_conflicts");
     }
 }
 
@@ -373,7 +392,17 @@ pub(super) fn action_op(
     let mut o = action_options(&w.settings);
     o.insert("namespace".into(), target.namespace.clone().into());
     o.insert("wait_for_jobs".into(), w.settings.wait_for_jobs.into());
-    apply_mode(&mut o, action == Action::Upgrade && w.upgrade.force);
+    let force = action == Action::Upgrade && w.upgrade.force;
+    apply_mode(&mut o, action, w.apply.method, force);
+    o.insert("take_ownership".into(), w.apply.take_ownership.into());
+    o.insert(
+        "skip_schema_validation".into(),
+        w.apply.skip_schema_validation.into(),
+    );
+    o.insert(
+        "disable_openapi_validation".into(),
+        w.apply.skip_openapi_validation.into(),
+    );
     o.insert("labels".into(), Value::Object(labels));
     let chart = ChartRef::Reference(chart_reference(
         &w.chart,
@@ -392,6 +421,9 @@ pub(super) fn action_op(
     } else {
         o.insert("skip_crds".into(), w.upgrade.skip_crds.into());
         o.insert("cleanup_on_fail".into(), w.upgrade.cleanup_on_fail.into());
+        if w.upgrade.reuse_values {
+            o.insert("reuse_values".into(), true.into());
+        }
 
         if w.upgrade.max_history > 0 {
             o.insert("max_history".into(), w.upgrade.max_history.into());
@@ -434,6 +466,7 @@ pub(super) fn action_op(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::helm::releases::ApplySettings;
     use crate::helm::releases::request::tests::wanted;
 
     fn labels() -> Map<String, Value> {
@@ -498,5 +531,64 @@ mod tests {
         assert!(forced.get("force_conflicts").is_none(), "{forced}");
         // Force is an upgrade's setting: an install applies as always.
         assert_eq!(options(&w, Action::Install)["force_conflicts"], true);
+    }
+
+    /// The apply method in libhelm_c's types (a boolean for installs, a string for upgrades), the checks Helm skips
+    /// and take-ownership under their names, and reused values for upgrades only.
+    #[test]
+    fn the_apply_method_checks_and_reused_values_reach_helm_by_their_names() {
+        let mut w = wanted(json!({}));
+        let target = Target {
+            kubeconfig: String::new(),
+            namespace: "apps".into(),
+        };
+        let options = |w: &Wanted, action| match action_op(
+            (action, &target, "r"),
+            w,
+            labels(),
+            None,
+        )
+        .unwrap()
+        {
+            Op::Install { options, .. } | Op::Upgrade { options, .. } => options,
+            _ => panic!("an install or upgrade"),
+        };
+        let plain = options(&w, Action::Install);
+        for off in [
+            "take_ownership",
+            "skip_schema_validation",
+            "disable_openapi_validation",
+        ] {
+            assert_eq!(plain[off], false, "{off}");
+        }
+        assert!(options(&w, Action::Upgrade).get("reuse_values").is_none());
+
+        w.apply = ApplySettings {
+            method: ApplyMethod::ClientSide,
+            take_ownership: true,
+            skip_schema_validation: true,
+            skip_openapi_validation: true,
+        };
+        w.upgrade.reuse_values = true;
+        let install = options(&w, Action::Install);
+        assert_eq!(install["server_side_apply"], false);
+        assert!(install.get("force_conflicts").is_none(), "{install}");
+        for on in [
+            "take_ownership",
+            "skip_schema_validation",
+            "disable_openapi_validation",
+        ] {
+            assert_eq!(install[on], true, "{on}");
+        }
+        assert!(install.get("reuse_values").is_none());
+        let upgrade = options(&w, Action::Upgrade);
+        assert_eq!(upgrade["server_side_apply"], "false");
+        assert_eq!(upgrade["reuse_values"], true);
+
+        w.apply.method = ApplyMethod::ServerSide;
+        assert_eq!(options(&w, Action::Install)["server_side_apply"], true);
+        let upgrade = options(&w, Action::Upgrade);
+        assert_eq!(upgrade["server_side_apply"], "true");
+        assert_eq!(upgrade["force_conflicts"], true);
     }
 }

@@ -30,8 +30,9 @@ pub use ownership::{ADOPT_ANNOTATION, Owner};
 use ownership::{Ownership, ownership};
 pub use planned::{HelmPlan, PlannedManifests, PlannedStep};
 pub use request::{
-    Action, ChartLocation, InstallSettings, Propagation, RollbackSettings, Settings, StepRequest,
-    TestSettings, UninstallSettings, UpgradeSettings, Wanted, is_exact_version, source_digest,
+    Action, ApplyMethod, ApplySettings, ChartLocation, InstallSettings, Propagation,
+    RollbackSettings, Settings, StepRequest, TestSettings, UninstallSettings, UpgradeSettings,
+    Wanted, is_exact_version, source_digest,
 };
 
 /// Added to an action's Helm timeout for the engine's deadline: Helm stops first and reports why.
@@ -317,6 +318,7 @@ impl Releases {
         if let Some(why) = why {
             return Err(ReleaseError::Inapplicable(why));
         }
+        let request = request.resolving_auto(latest.and_then(|r| r.server_side_apply));
         let digest = match &request {
             StepRequest::Install(w) | StepRequest::Upgrade(w) => w.digest(),
             _ => String::new(),

@@ -72,10 +72,17 @@ pub(super) async fn manifests(
     action: Action,
     wanted: &Wanted,
 ) -> PlannedManifests {
+    let mut wanted = wanted.clone();
     let stored = match storage::latest_with_manifest(&cluster.client, namespace, name).await {
-        Ok(found) => found
-            .filter(|(r, _)| r.status != "uninstalled")
-            .map(|(_, m)| m),
+        Ok(found) => {
+            if action == Action::Upgrade {
+                let server_side = found.as_ref().and_then(|(r, _)| r.server_side_apply);
+                wanted.apply.method = wanted.apply.method.resolved(server_side);
+            }
+            found
+                .filter(|(r, _)| r.status != "uninstalled")
+                .map(|(_, m)| m)
+        }
         Err(e) => {
             return PlannedManifests {
                 stored: None,
@@ -84,14 +91,14 @@ pub(super) async fn manifests(
         }
     };
     let rendered = async {
-        let local = git_checkout(engine, wanted, None).await?;
+        let local = git_checkout(engine, &wanted, None).await?;
         let target = Target {
             kubeconfig: cluster.kubeconfig.to_string(),
             namespace: namespace.to_string(),
         };
         let op = action_op(
             (action, &target, name),
-            wanted,
+            &wanted,
             Map::new(),
             local.as_deref(),
         )?;

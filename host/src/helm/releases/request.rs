@@ -40,6 +40,31 @@ impl Settings {
     }
 }
 
+/// How Helm writes a release's objects.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ApplyMethod {
+    /// Server-side apply, taking fields others changed (conflicts forced), as Flux does.
+    ServerSide,
+    /// Client-side three-way merge patches.
+    ClientSide,
+    /// Upgrades and rollbacks: as the current revision was applied; installs: server-side (Helm 4's defaults).
+    #[default]
+    Auto,
+}
+
+/// How an install or upgrade writes the release's objects, and what Helm checks before it does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ApplySettings {
+    pub method: ApplyMethod,
+    /// Adopt existing objects without Helm's ownership metadata, or with another release's (`--take-ownership`);
+    /// the plugin needs the `helm-take-ownership` grant.
+    pub take_ownership: bool,
+    /// Do not check the values against the chart's `values.schema.json`.
+    pub skip_schema_validation: bool,
+    /// Do not check the rendered manifests against the cluster's OpenAPI schema.
+    pub skip_openapi_validation: bool,
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct InstallSettings {
     pub create_namespace: bool,
@@ -61,6 +86,8 @@ pub struct UpgradeSettings {
     pub force: bool,
     /// Apply the chart's CRDs before upgrading, replacing those present ([`crds`]).
     pub replace_crds: bool,
+    /// Merge the values over the current revision's (`--reuse-values`).
+    pub reuse_values: bool,
 }
 
 /// A rollback step.
@@ -72,6 +99,7 @@ pub struct RollbackSettings {
     pub force: bool,
     pub cleanup_on_fail: bool,
     pub max_history: u32,
+    pub method: ApplyMethod,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -122,7 +150,32 @@ pub enum StepRequest {
     CorrectDrift(Vec<Ignore>),
 }
 
+impl ApplyMethod {
+    /// `Auto` made definite for an upgrade or rollback, as Helm decides it: the way the latest revision was
+    /// applied (`server_side` from its `apply_method`; None: no revision read, left to Helm). Helm must be told
+    /// because forcing conflicts is valid only server-side ("forceConflicts enabled when serverSideApply
+    /// disabled"), and a release installed client-side stays client-side under `auto`.
+    pub(super) fn resolved(self, server_side: Option<bool>) -> ApplyMethod {
+        match (self, server_side) {
+            (ApplyMethod::Auto, Some(true)) => ApplyMethod::ServerSide,
+            (ApplyMethod::Auto, Some(false)) => ApplyMethod::ClientSide,
+            (method, _) => method,
+        }
+    }
+}
+
 impl StepRequest {
+    /// The step with an upgrade's or rollback's `auto` apply method resolved against the latest revision
+    /// ([`ApplyMethod::resolved`]).
+    pub(super) fn resolving_auto(mut self, server_side: Option<bool>) -> StepRequest {
+        match &mut self {
+            StepRequest::Upgrade(w) => w.apply.method = w.apply.method.resolved(server_side),
+            StepRequest::Rollback(r) => r.method = r.method.resolved(server_side),
+            _ => {}
+        }
+        self
+    }
+
     pub(super) fn action(&self) -> Action {
         match self {
             StepRequest::Install(_) => Action::Install,
@@ -145,6 +198,7 @@ pub struct Wanted {
     pub settings: Settings,
     pub install: InstallSettings,
     pub upgrade: UpgradeSettings,
+    pub apply: ApplySettings,
     /// Reach the OCI registry over plain HTTP (an operator setting for registries it names, never the plugin's).
     pub plain_http: bool,
     /// Credentials and TLS material for the chart source; not part of the digest (a rotation is no new revision).
@@ -241,9 +295,59 @@ pub(super) mod tests {
             },
             install: InstallSettings::default(),
             upgrade: UpgradeSettings::default(),
+            apply: ApplySettings::default(),
             plain_http: false,
             auth: None,
         }
+    }
+
+    /// `auto` follows the latest revision's apply method for upgrades and rollbacks, and is left to Helm when no
+    /// revision was read; an install and an explicit method are never changed.
+    #[test]
+    fn auto_resolves_to_the_latest_revisions_apply_method() {
+        let upgrade = |method| {
+            let mut w = wanted(json!({}));
+            w.apply.method = method;
+            StepRequest::Upgrade(Box::new(w))
+        };
+        let method = |r: StepRequest| match r {
+            StepRequest::Upgrade(w) | StepRequest::Install(w) => w.apply.method,
+            StepRequest::Rollback(r) => r.method,
+            _ => unreachable!(),
+        };
+        assert_eq!(
+            method(upgrade(ApplyMethod::Auto).resolving_auto(Some(false))),
+            ApplyMethod::ClientSide
+        );
+        assert_eq!(
+            method(upgrade(ApplyMethod::Auto).resolving_auto(Some(true))),
+            ApplyMethod::ServerSide
+        );
+        assert_eq!(
+            method(upgrade(ApplyMethod::Auto).resolving_auto(None)),
+            ApplyMethod::Auto
+        );
+        assert_eq!(
+            method(upgrade(ApplyMethod::ServerSide).resolving_auto(Some(false))),
+            ApplyMethod::ServerSide
+        );
+        let install = StepRequest::Install(Box::new(wanted(json!({}))));
+        assert_eq!(
+            method(install.resolving_auto(Some(false))),
+            ApplyMethod::Auto
+        );
+        let rollback = StepRequest::Rollback(RollbackSettings {
+            revision: 0,
+            settings: wanted(json!({})).settings,
+            force: false,
+            cleanup_on_fail: false,
+            max_history: 0,
+            method: ApplyMethod::Auto,
+        });
+        assert_eq!(
+            method(rollback.resolving_auto(Some(false))),
+            ApplyMethod::ClientSide
+        );
     }
 
     #[test]

@@ -88,12 +88,52 @@ pub struct HelmActionCommon {
     pub disable_wait_for_jobs: Option<bool>,
 }
 
+/// What installs and upgrades check first, and whether they adopt objects that exist already.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct HelmApplyChecks {
+    /// disableSchemaValidation skips checking the values against the chart's values.schema.json.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disable_schema_validation: Option<bool>,
+    /// disableOpenAPIValidation skips checking the rendered manifests against the cluster's OpenAPI schema.
+    #[serde(
+        rename = "disableOpenAPIValidation",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub disable_open_api_validation: Option<bool>,
+    /// disableTakeOwnership: false lets Helm adopt existing objects that another release or a person made
+    /// (the operator's plugin needs the helm-take-ownership grant). When omitted objects are not adopted, as
+    /// with the Go operator and Helm's CLI (Flux adopts by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disable_take_ownership: Option<bool>,
+}
+
+/// How upgrades and rollbacks write the release's objects (Flux's serverSideApply).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum HelmServerSideApply {
+    /// Server-side apply.
+    Enabled,
+    /// Client-side three-way merge patches.
+    Disabled,
+    /// As the release's current revision was applied.
+    Auto,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct HelmInstallSpec {
     #[serde(flatten)]
     pub common: HelmActionCommon,
+    #[serde(flatten)]
+    pub checks: HelmApplyChecks,
+    /// serverSideApply: false installs with client-side patches; server-side apply when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_side_apply: Option<bool>,
     /// crds: Skip, Create (Helm's own behaviour) or CreateReplace; spec.skipCRDs decides when omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crds: Option<HelmCrdPolicy>,
@@ -117,6 +157,16 @@ pub struct HelmInstallSpec {
 pub struct HelmUpgradeSpec {
     #[serde(flatten)]
     pub common: HelmActionCommon,
+    #[serde(flatten)]
+    pub checks: HelmApplyChecks,
+    /// serverSideApply: enabled, disabled, or auto (when omitted: as the current revision was applied). Not
+    /// enabled together with force.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_side_apply: Option<HelmServerSideApply>,
+    /// preserveValues merges the values over the current revision's instead of replacing them (Helm's
+    /// --reuse-values); values removed from the spec then stay in the release.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preserve_values: Option<bool>,
     /// crds: Skip (Helm's own behaviour on upgrade), Create or CreateReplace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crds: Option<HelmCrdPolicy>,
@@ -175,6 +225,13 @@ pub struct HelmRollbackSpec {
     /// force replaces resources that cannot be patched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub force: Option<bool>,
+    /// serverSideApply: enabled, disabled, or auto (when omitted: as the current revision was applied). Not
+    /// enabled together with force.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_side_apply: Option<HelmServerSideApply>,
+    /// recreate is accepted for Flux compatibility and has no effect: Helm 4 has no recreate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recreate: Option<bool>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

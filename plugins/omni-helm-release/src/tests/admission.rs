@@ -134,6 +134,40 @@ fn each_rule_has_its_path_type_value_and_text() {
     }
 }
 
+/// Helm replaces objects only client-side: `force` with `serverSideApply: enabled` is refused in the webhook and in
+/// the controller, for upgrades and rollbacks; `auto` and `disabled` go with force, and `enabled` without it.
+#[test]
+fn force_and_server_side_apply_enabled_are_refused_together() {
+    for block in ["upgrade", "rollback"] {
+        let object = set(
+            release(),
+            &format!("spec.{block}"),
+            json!({"force": true, "serverSideApply": "enabled"}),
+        );
+        let want = format!(
+            "spec.{block}.serverSideApply: Invalid value: \"enabled\": {block}.serverSideApply must not be \
+             enabled together with {block}.force: Helm replaces objects only with client-side apply (set \
+             serverSideApply to disabled or auto, or drop force)"
+        );
+        assert_eq!(messages(&object), [want]);
+        let failure =
+            crate::validation::first_failure(&object).expect("the controller refuses it too");
+        assert!(
+            failure.starts_with(&format!("{block}.serverSideApply must not be enabled")),
+            "{failure}"
+        );
+        for fine in [
+            json!({"force": true, "serverSideApply": "auto"}),
+            json!({"force": true, "serverSideApply": "disabled"}),
+            json!({"force": false, "serverSideApply": "enabled"}),
+        ] {
+            let object = set(release(), &format!("spec.{block}"), fine.clone());
+            assert_eq!(messages(&object), Vec::<String>::new(), "{fine}");
+            assert_eq!(crate::validation::first_failure(&object), None, "{fine}");
+        }
+    }
+}
+
 #[test]
 fn all_errors_are_collected_in_the_webhooks_order() {
     let object = json!({

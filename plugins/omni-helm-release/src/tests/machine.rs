@@ -4,8 +4,8 @@
 //! suspend, the failure counters, and the per-action settings of the steps sent.
 
 use omni_plugin_sdk::helm::{
-    ActionOptions, ApplyRequest, CrdPolicy, DeletionPropagation, RollbackRequest, TestFilter,
-    TestRequest, UninstallRequest, WaitStrategy,
+    ActionOptions, ApplyMethod, ApplyRequest, CrdPolicy, DeletionPropagation, RollbackRequest,
+    TestFilter, TestRequest, UninstallRequest, WaitStrategy,
 };
 
 use super::*;
@@ -89,6 +89,7 @@ fn rollback_to(revision: u64) -> Step {
         force: false,
         cleanup_on_fail: false,
         max_history: 5,
+        apply_method: ApplyMethod::Auto,
     })
 }
 
@@ -1010,18 +1011,21 @@ fn per_action_blocks_override_the_top_level_settings_in_the_steps_sent() {
         release(),
         "spec.install",
         json!({"timeout": "2m", "disableWait": true, "disableWaitForJobs": true, "disableHooks": false,
-            "crds": "CreateReplace", "createNamespace": false, "replace": true}),
+            "crds": "CreateReplace", "createNamespace": false, "replace": true, "serverSideApply": false,
+            "disableTakeOwnership": false, "disableSchemaValidation": true}),
     );
     let object = set(
         object,
         "spec.upgrade",
         json!({"timeout": "3m", "disableHooks": false, "crds": "Create", "force": true, "cleanupOnFail": false,
-            "remediation": {"retries": 1}}),
+            "remediation": {"retries": 1}, "disableOpenAPIValidation": true, "disableTakeOwnership": true,
+            "preserveValues": true}),
     );
     let object = set(
         object,
         "spec.rollback",
-        json!({"timeout": "4m", "disableWait": true, "force": true, "cleanupOnFail": true}),
+        json!({"timeout": "4m", "disableWait": true, "force": true, "cleanupOnFail": true,
+            "serverSideApply": "disabled", "recreate": true}),
     );
     let source = |rec: &MockHost| rec.requests().helm_observes[0].1.clone().unwrap();
 
@@ -1044,6 +1048,11 @@ fn per_action_blocks_override_the_top_level_settings_in_the_steps_sent() {
             // The Go operator's atomic stays the default of both.
             rollback_on_failure: true,
             max_history: 5,
+            apply_method: ApplyMethod::ClientSide,
+            take_ownership: true,
+            skip_schema_validation: true,
+            skip_openapi_validation: false,
+            reuse_values: false,
         }))]
     );
 
@@ -1065,6 +1074,11 @@ fn per_action_blocks_override_the_top_level_settings_in_the_steps_sent() {
             cleanup_on_fail: false,
             rollback_on_failure: true,
             max_history: 5,
+            apply_method: ApplyMethod::Auto,
+            take_ownership: false,
+            skip_schema_validation: false,
+            skip_openapi_validation: true,
+            reuse_values: true,
         }))]
     );
 
@@ -1087,6 +1101,7 @@ fn per_action_blocks_override_the_top_level_settings_in_the_steps_sent() {
             force: true,
             cleanup_on_fail: true,
             max_history: 5,
+            apply_method: ApplyMethod::ClientSide,
         })]
     );
 }

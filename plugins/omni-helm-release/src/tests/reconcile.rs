@@ -4,8 +4,8 @@
 
 use omni_plugin_sdk::HostError;
 use omni_plugin_sdk::helm::{
-    ActionOptions, ApplyRequest, ChartLocation, ChartPull, CrdPolicy, ReleaseRef, ReleaseSource,
-    ValuesPart, WaitStrategy,
+    ActionOptions, ApplyMethod, ApplyRequest, ChartLocation, ChartPull, CrdPolicy, ReleaseRef,
+    ReleaseSource, ValuesPart, WaitStrategy,
 };
 use omni_plugin_sdk::secrets::SecretKeyRef;
 
@@ -320,6 +320,11 @@ fn the_release_observed_and_the_install_started_map_every_field() {
                 cleanup_on_fail: false,
                 rollback_on_failure: true,
                 max_history: 5,
+                apply_method: ApplyMethod::Auto,
+                take_ownership: false,
+                skip_schema_validation: false,
+                skip_openapi_validation: false,
+                reuse_values: false,
             }))
         )]
     );
@@ -348,6 +353,11 @@ fn the_upgrade_started_maps_every_field_and_cleans_up_when_atomic_as_go_did() {
                 cleanup_on_fail: true,
                 rollback_on_failure: true,
                 max_history: 5,
+                apply_method: ApplyMethod::Auto,
+                take_ownership: false,
+                skip_schema_validation: false,
+                skip_openapi_validation: false,
+                reuse_values: false,
             }))
         )]
     );
@@ -383,6 +393,11 @@ fn the_defaults_are_those_of_section_6_1() {
         cleanup_on_fail: false,
         rollback_on_failure: false,
         max_history: 0,
+        apply_method: ApplyMethod::Auto,
+        take_ownership: false,
+        skip_schema_validation: false,
+        skip_openapi_validation: false,
+        reuse_values: false,
     };
     let minimal_ref = ReleaseRef {
         kubeconfig: SecretKeyRef::local(KUBECONFIG, "kubeconfig"),
