@@ -465,6 +465,40 @@ async fn helm_work_a_plugin_hands_over_is_bounded() {
     );
 }
 
+/// Helm's take-ownership adopts objects another release or a person made, so it is a grant of its own: a plugin
+/// granted everything else (`helm` included) that asks for it through the kubeconfig its spec names is denied,
+/// naming the grant, and nothing starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn taking_over_existing_objects_needs_the_take_ownership_grant() {
+    let env = Env::start_with(vec![hostile(&EVERYTHING)]).await;
+    exported_kubeconfig(&env).await;
+    let edge = json!({"name": "edge-kubeconfig", "key": "kubeconfig"});
+    let attacks = json!([
+        {"do": "helmInstall", "kubeconfig": edge, "chart": "oci://evil.test/loot",
+            "releaseNamespace": "apps", "takeOwnership": true},
+        {"do": "helmInstall", "kubeconfig": edge, "chart": "oci://evil.test/loot",
+            "releaseNamespace": "apps"},
+    ]);
+    env.apply(&release("t", "edge-kubeconfig", attacks)).await;
+    let obj = env
+        .wait("OmniHelmRelease", "t", "the attacks' report", |o| {
+            results(o).len() == 2
+        })
+        .await;
+    let r = results(&obj);
+    assert!(denied(&r[0]), "take-ownership was not denied: {}", r[0]);
+    assert!(
+        r[0]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("needs the grant \\\"helm-take-ownership\\\""),
+        "{}",
+        r[0]
+    );
+    // The same install without it passes every check (and reaches the engine this host does not run).
+    assert!(!denied(&r[1]), "a plain install was denied: {}", r[1]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn floods_of_calls_events_requeues_and_log_bytes_are_bounded_by_the_host() {
     let env = Env::start_with(vec![hostile(&["clock"])]).await;

@@ -151,7 +151,8 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
         }
         "helmInstall" | "helmStarts" => {
             // Installs a chart of the attacker's choosing into kube-system (`helmInstall`), or starts distinct
-            // installs in a loop (`helmStarts`, `count` of them), through the kubeconfig `kubeconfig` names.
+            // installs in a loop (`helmStarts`, `count` of them), through the kubeconfig `kubeconfig` names;
+            // `takeOwnership` asks Helm to adopt what exists.
             let count = if a["do"] == "helmStarts" { a["count"].as_u64().unwrap_or(1) } else { 1 };
             let mut outcomes = Vec::new();
             for i in 0..count {
@@ -186,6 +187,12 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
                     cleanup_on_fail: false,
                     rollback_on_failure: false,
                     max_history: 0,
+                    apply_method: helm::ApplyMethod::Auto,
+                    // `takeOwnership`: adopt objects another release (or a person) made.
+                    take_ownership: a["takeOwnership"] == true,
+                    skip_schema_validation: false,
+                    skip_openapi_validation: false,
+                    reuse_values: false,
                 });
                 outcomes.push(match helm::start(ctx, &release, &step) {
                     Ok(r) => json!({ "ok": r.id }),
