@@ -11,13 +11,10 @@
 //! ignore rules that match an object, and objects that opt out with [`OPT_OUT`] set to `disabled` (Flux's label
 //! and annotation).
 
-use std::collections::HashMap;
-
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use kube::core::{ApiResource, GroupVersionKind};
-use kube::discovery::Scope;
-use serde::Deserialize as _;
+use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
+
+use super::manifest::{self, ManifestError, ManifestObject as Desired};
 
 /// The field manager Helm's server-side apply uses in the worker (it takes the program's name), and so the one
 /// whose fields count.
@@ -76,6 +73,8 @@ pub enum DriftError {
     },
     #[error("the release manifest: {0}")]
     Manifest(String),
+    #[error(transparent)]
+    Resolve(#[from] ManifestError),
     #[error("{object}: {source}")]
     Kube {
         object: String,
@@ -84,29 +83,13 @@ pub enum DriftError {
     },
 }
 
-/// One object of the manifest, resolved against the cluster's API.
-struct Desired {
-    resource: ApiResource,
-    namespace: Option<String>,
-    name: String,
-    object: Value,
+/// Drift's view of a manifest object: what it reports and which ignore rules select it.
+trait Compared {
+    fn drifted(&self, reason: Reason, fields: Vec<String>) -> Drifted;
+    fn selected_by(&self, t: &Target) -> Result<bool, DriftError>;
 }
 
-impl Desired {
-    fn api(&self, client: &kube::Client) -> Api<DynamicObject> {
-        match &self.namespace {
-            Some(ns) => Api::namespaced_with(client.clone(), ns, &self.resource),
-            None => Api::all_with(client.clone(), &self.resource),
-        }
-    }
-
-    fn describe(&self) -> String {
-        match &self.namespace {
-            Some(ns) => format!("{} {ns}/{}", self.resource.kind, self.name),
-            None => format!("{} {}", self.resource.kind, self.name),
-        }
-    }
-
+impl Compared for Desired {
     fn drifted(&self, reason: Reason, fields: Vec<String>) -> Drifted {
         Drifted {
             api_version: self.resource.api_version.clone(),
@@ -245,71 +228,18 @@ fn stamp_helm_ownership(object: &mut Value, release: &str, release_namespace: &s
     }
 }
 
-/// The manifest's objects: every YAML document with a kind and a name, namespaced ones in the release's
-/// namespace unless they name another, with Helm's ownership marks.
+/// The manifest's objects, each with Helm's ownership marks.
 async fn desired(
     client: &kube::Client,
     release: &str,
     release_namespace: &str,
     manifest: &str,
 ) -> Result<Vec<Desired>, DriftError> {
-    // Parsed whole first: the parser is not `Send`, so it must not live across the discovery awaits.
-    let documents = yaml_serde::Deserializer::from_str(manifest)
-        .map(|doc| Value::deserialize(doc).map_err(|e| DriftError::Manifest(e.to_string())))
-        .collect::<Result<Vec<Value>, DriftError>>()?;
-    let mut kinds: HashMap<(String, String), (ApiResource, bool)> = HashMap::new();
-    let mut out = Vec::new();
-    for mut object in documents {
-        stamp_helm_ownership(&mut object, release, release_namespace);
-        let text = |p: &str| {
-            object
-                .pointer(p)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        };
-        let (api_version, kind, name) =
-            (text("/apiVersion"), text("/kind"), text("/metadata/name"));
-        if api_version.is_empty() || kind.is_empty() || name.is_empty() {
-            continue;
-        }
-        let key = (api_version.clone(), kind.clone());
-        let (resource, namespaced) = match kinds.get(&key) {
-            Some(found) => found.clone(),
-            None => {
-                let (group, version) = match api_version.rsplit_once('/') {
-                    Some((g, v)) => (g.to_string(), v.to_string()),
-                    None => (String::new(), api_version.clone()),
-                };
-                let gvk = GroupVersionKind::gvk(&group, &version, &kind);
-                let (resource, caps) =
-                    kube::discovery::pinned_kind(client, &gvk)
-                        .await
-                        .map_err(|source| DriftError::Kube {
-                            object: format!("{kind} {name} (discovering {api_version})"),
-                            source,
-                        })?;
-                let found = (resource, caps.scope == Scope::Namespaced);
-                kinds.insert(key, found.clone());
-                found
-            }
-        };
-        let namespace = namespaced.then(|| {
-            let own = text("/metadata/namespace");
-            if own.is_empty() {
-                release_namespace.to_string()
-            } else {
-                own
-            }
-        });
-        out.push(Desired {
-            resource,
-            namespace,
-            name,
-            object,
-        });
+    let mut objects = manifest::resolve(client, release_namespace, manifest).await?;
+    for o in &mut objects {
+        stamp_helm_ownership(&mut o.object, release, release_namespace);
     }
-    Ok(out)
+    Ok(objects)
 }
 
 fn opted_out(live: &Value) -> bool {

@@ -8,6 +8,8 @@
 pub mod crds;
 pub mod drift;
 pub mod git;
+pub mod inventory;
+pub mod manifest;
 pub mod protocol;
 pub mod releases;
 pub mod repository;

@@ -5,7 +5,9 @@
 //! Helm's own Secret storage driver writes it. Reading it here costs one LIST and no Helm worker slot, so every
 //! `helm.observe` can look at the release as it really is.
 
+use std::fmt;
 use std::io::{Read, Write};
+use std::sync::Arc;
 
 use base64::Engine as _;
 use k8s_openapi::ByteString;
@@ -50,6 +52,21 @@ pub struct StoredRevision {
     /// Whether Helm applied it server-side (`apply_method: ssa`; absent is client-side, as Helm 3 wrote every
     /// revision); None for revisions read from their labels alone.
     pub server_side_apply: Option<bool>,
+    /// The latest revision as Helm stored it, decoded, for what is computed from it (the inventory).
+    pub decoded: Decoded,
+}
+
+/// A decoded release (manifest, chart, values). Never printed: the values may hold secrets.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Decoded(pub Option<Arc<Value>>);
+
+impl fmt::Debug for Decoded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Some(_) => f.write_str("Decoded(..)"),
+            None => f.write_str("Decoded(None)"),
+        }
+    }
 }
 
 /// A hook run by `helm test`, as the revision records its last run.
@@ -111,7 +128,10 @@ pub async fn read(
             let Some(s) = api.get_opt(&secret).await.map_err(kube_err)? else {
                 continue;
             };
-            revisions.push(revision_of(revision, &s, &decoded(&s)?));
+            let release = decoded(&s)?;
+            let mut latest = revision_of(revision, &s, &release);
+            latest.decoded = Decoded(Some(Arc::new(release)));
+            revisions.push(latest);
         } else {
             let text = |key: &str| meta_label(&meta, key).map(str::to_string);
             revisions.push(StoredRevision {
@@ -219,6 +239,7 @@ fn revision_of(revision: u64, s: &Secret, release: &Value) -> StoredRevision {
         secret,
         tests: test_hooks(release),
         server_side_apply: Some(text(release, &["apply_method"]) == "ssa"),
+        decoded: Decoded::default(),
     }
 }
 
@@ -431,12 +452,28 @@ mod tests {
                 tests: Vec::new(),
                 // No `apply_method`: client-side, as Helm 3 wrote every revision.
                 server_side_apply: Some(false),
+                decoded: Decoded(None),
             }
         );
         let mut ssa = release();
         ssa["apply_method"] = json!("ssa");
         let s = secret(&ssa, true, &[("status", "deployed")]);
         assert_eq!(read_one(2, &s).unwrap().server_side_apply, Some(true));
+    }
+
+    /// The decoded release travels with the latest revision for the inventory, but its values (which may hold a
+    /// password) never reach a debug print.
+    #[test]
+    fn a_decoded_release_is_never_printed() {
+        let mut with_values = release();
+        with_values["config"] = json!({"password": "hunter2-secret"});
+        let r = StoredRevision {
+            decoded: Decoded(Some(Arc::new(with_values))),
+            ..StoredRevision::default()
+        };
+        let printed = format!("{r:?}");
+        assert!(!printed.contains("hunter2"), "{printed}");
+        assert!(printed.contains("Decoded(..)"), "{printed}");
     }
 
     #[test]

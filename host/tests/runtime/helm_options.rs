@@ -468,3 +468,103 @@ async fn the_apply_method_and_preserved_values_follow_the_action_blocks() {
         "auto upgrades as the release was installed: {ops:?}"
     );
 }
+
+/// The ids (Flux's `namespace_name_group_kind`) of the workload objects Helm made for `release`: those of the
+/// kinds a chart here renders that carry Helm's release annotation.
+fn made_by(env: &Env, release: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    for (api_version, kind) in [
+        ("v1", "ServiceAccount"),
+        ("v1", "Service"),
+        ("v1", "ConfigMap"),
+        ("v1", "Pod"),
+        ("apps/v1", "Deployment"),
+    ] {
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        for o in env.workload.list(api_version, kind, Some("apps")) {
+            if o["metadata"]["annotations"]["meta.helm.sh/release-name"] == release {
+                ids.push(format!(
+                    "apps_{}_{group}_{kind}",
+                    o["metadata"]["name"].as_str().unwrap_or_default()
+                ));
+            }
+        }
+    }
+    ids.sort();
+    ids
+}
+
+fn inventory_ids(obj: &Value) -> Vec<String> {
+    obj["status"]["inventory"]["entries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["id"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// `status.inventory` lists exactly what the release owns, in Flux's format: the objects Helm made for it (not
+/// its test hook, which Helm deletes by its own policy), and after an upgrade that adds a ConfigMap and a chart
+/// CRD, those too (the CRD cluster-scoped, with an empty namespace).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inventory_lists_exactly_what_the_release_owns() {
+    let env = Env::start().await;
+    env.repo.add_with(
+        "demo",
+        "0.4.0",
+        &[
+            (
+                "templates/extra.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-extra\ndata:\n  a: b\n",
+            ),
+            (
+                "crds/widgets.yaml",
+                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: \
+                 widgets.example.com\nspec:\n  group: example.com\n  names:\n    kind: Widget\n    plural: widgets\n    \
+                 singular: widget\n    listKind: WidgetList\n  scope: Namespaced\n  versions:\n  - name: v1\n    \
+                 served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        \
+                 x-kubernetes-preserve-unknown-fields: true\n",
+            ),
+        ],
+    );
+    env.apply(&env.release("inv", json!({}))).await;
+    let installed = env
+        .wait("inv", "installed with an inventory", |o| {
+            is(o, "Ready", "True", "HelmInstalled") && !inventory_ids(o).is_empty()
+        })
+        .await;
+    let made = made_by(&env, "inv");
+    assert_eq!(
+        made,
+        [
+            "apps_inv-demo__Service",
+            "apps_inv-demo__ServiceAccount",
+            "apps_inv-demo_apps_Deployment"
+        ],
+        "what Helm made"
+    );
+    assert_eq!(inventory_ids(&installed), made);
+    let versions: Vec<&Value> = installed["status"]["inventory"]["entries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| &e["v"])
+        .collect();
+    assert!(versions.iter().all(|v| *v == "v1"), "{versions:?}");
+
+    env.patch_spec("inv", json!({"chart": {"version": "0.4.0"}}))
+        .await;
+    let upgraded = env
+        .wait("inv", "upgraded with the new objects listed", |o| {
+            is(o, "Ready", "True", "HelmUpgraded") && inventory_ids(o).len() == 5
+        })
+        .await;
+    let mut want = made_by(&env, "inv");
+    want.push("_widgets.example.com_apiextensions.k8s.io_CustomResourceDefinition".into());
+    want.sort();
+    assert!(
+        want.contains(&"apps_inv-extra__ConfigMap".to_string()),
+        "{want:?}"
+    );
+    assert_eq!(inventory_ids(&upgraded), want);
+}

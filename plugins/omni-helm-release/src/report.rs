@@ -17,7 +17,7 @@
 //!   reconcile.
 
 use omni_api::conditions::{reasons, types};
-use omni_plugin_sdk::helm::{Action, Observation, StepRecord};
+use omni_plugin_sdk::helm::{Action, Observation, OwnedObject, StepRecord};
 use omni_plugin_sdk::serde_json::Map;
 use omni_plugin_sdk::{Condition, ConditionStatus, EventType, Host, Value, json};
 
@@ -59,6 +59,8 @@ pub struct Report<'a, H: Host> {
     had_stalled: bool,
     /// The object already has a `Remediated` condition (to be cleared by the next successful release).
     had_remediated: bool,
+    /// The object's status lists an inventory (to be removed once the release owns nothing).
+    had_inventory: bool,
 }
 
 impl<'a, H: Host> Report<'a, H> {
@@ -91,6 +93,7 @@ impl<'a, H: Host> Report<'a, H> {
             base,
             had_stalled: has(types::STALLED),
             had_remediated: has(REMEDIATED),
+            had_inventory: !object["status"]["inventory"].is_null(),
         }
     }
 
@@ -313,6 +316,20 @@ impl<'a, H: Host> Report<'a, H> {
         }
         status.extend(seen.ledger.fields());
         status.insert("history".into(), history(o));
+        match &o.release {
+            Some(release) if release.current.status != UNINSTALLED => {
+                // A failed or pending revision, or objects the host could not resolve: the inventory reported
+                // last stays (a status update keeps the fields it leaves out).
+                if let Some(owned) = &release.inventory {
+                    status.insert("inventory".into(), inventory(owned));
+                }
+            }
+            // Nothing is owned any more.
+            _ if self.had_inventory => {
+                status.insert("inventory".into(), Value::Null);
+            }
+            _ => {}
+        }
         status
     }
 
@@ -339,6 +356,27 @@ impl<'a, H: Host> Report<'a, H> {
                 .set_condition(Condition::new(types::STALLED, false, reason, message));
         }
     }
+}
+
+/// `status.inventory` as Flux writes it: entries `{id, v}`, the id `<namespace>_<name>_<group>_<kind>` (empty
+/// namespace for cluster-scoped objects, empty group for the core API) and `v` the version, sorted by id.
+fn inventory(owned: &[OwnedObject]) -> Value {
+    let mut entries: Vec<(String, String)> = owned
+        .iter()
+        .map(|o| {
+            let (group, version) = o
+                .api_version
+                .rsplit_once('/')
+                .unwrap_or(("", &o.api_version));
+            (
+                format!("{}_{}_{}_{}", o.namespace, o.name, group, o.kind),
+                version.to_string(),
+            )
+        })
+        .collect();
+    entries.sort();
+    entries.dedup();
+    json!({"entries": entries.into_iter().map(|(id, v)| json!({"id": id, "v": v})).collect::<Vec<_>>()})
 }
 
 /// `status.history`: the latest revisions, newest first, with the current one's chart and test hooks (the host

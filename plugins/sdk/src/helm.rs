@@ -73,6 +73,19 @@ pub struct ReleaseState {
     pub current: Revision,
     /// Earlier revisions, newest first (at most ten): revision, status and digest only.
     pub history: Vec<Revision>,
+    /// What the current revision owns when it is deployed (sorted, hooks left out); None when it is not deployed
+    /// or the host could not resolve its objects.
+    pub inventory: Option<Vec<OwnedObject>>,
+}
+
+/// An object a release owns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedObject {
+    pub api_version: String,
+    pub kind: String,
+    /// Empty for a cluster-scoped object.
+    pub namespace: String,
+    pub name: String,
 }
 
 /// A release in a workload cluster.

@@ -191,6 +191,17 @@ macro_rules! helm_conversions {
                 release: o.release.map(|s| $crate::helm::ReleaseState {
                     current: from_revision(s.current),
                     history: s.history.into_iter().map(from_revision).collect(),
+                    inventory: s.inventory.map(|objects| {
+                        objects
+                            .into_iter()
+                            .map(|o| $crate::helm::OwnedObject {
+                                api_version: o.api_version,
+                                kind: o.kind,
+                                namespace: o.namespace,
+                                name: o.name,
+                            })
+                            .collect()
+                    }),
                 }),
                 tests: o
                     .tests

@@ -18,6 +18,8 @@ use crate::contract::Wakeups;
 use crate::contract::bindings::omni::operator::helm as wit;
 use crate::contract::bindings::omni::operator::types::SecretKeyRef;
 use crate::helm::drift::{DriftError, Ignore, Reason, Target as DriftTarget};
+use crate::helm::inventory::Owned;
+use crate::helm::manifest::ManifestError;
 use crate::helm::protocol::{ChartAuth, GitRef};
 use crate::helm::releases::{
     self, ADOPT_ANNOTATION, ApplyMethod, ApplySettings, ChartLocation, Cluster, InstallSettings,
@@ -592,6 +594,14 @@ fn release_error(what: &str, e: ReleaseError) -> HostError {
         ReleaseError::Drift(DriftError::Kube { object, source }) => {
             HostError::from_kube(&format!("{what}: {object}"), source)
         }
+        ReleaseError::Drift(DriftError::Resolve(ManifestError::Discovery {
+            object,
+            api_version,
+            source,
+        })) => HostError::from_kube(
+            &format!("{what}: {object} (discovering {api_version})"),
+            source,
+        ),
         ReleaseError::Drift(other) => HostError::Other(format!("{what}: {other}")),
         // Another object's release is left alone, as a Secret without the object's owner label is.
         e @ ReleaseError::NotOwned { .. } => HostError::Conflict(format!("{what}: {e}")),
@@ -660,11 +670,25 @@ fn outcome_record(o: Outcome) -> wit::StepRecord {
     }
 }
 
-fn release_state(revisions: Vec<StoredRevision>) -> Option<wit::ReleaseState> {
+fn release_state(
+    revisions: Vec<StoredRevision>,
+    inventory: Option<Arc<Vec<Owned>>>,
+) -> Option<wit::ReleaseState> {
     let mut revisions = revisions.into_iter();
     revisions.next().map(|current| wit::ReleaseState {
         current: to_revision(current),
         history: revisions.map(to_revision).collect(),
+        inventory: inventory.map(|owned| {
+            owned
+                .iter()
+                .map(|o| wit::OwnedObject {
+                    api_version: o.api_version.clone(),
+                    kind: o.kind.clone(),
+                    namespace: o.namespace.clone(),
+                    name: o.name.clone(),
+                })
+                .collect()
+        }),
     })
 }
 
@@ -685,7 +709,7 @@ fn to_observation(o: Observation, wanted: String, chart_version: String) -> wit:
         })
         .unwrap_or_default();
     wit::Observation {
-        release: release_state(o.revisions),
+        release: release_state(o.revisions, o.inventory),
         tests,
         running: o.running.map(running_record),
         last: o.last.map(outcome_record),

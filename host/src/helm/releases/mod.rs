@@ -23,6 +23,7 @@ use serde_json::{Map, Value};
 
 use super::HelmEngine;
 use super::drift::{self, DriftError, Drifted, Ignore};
+use super::inventory::{self, Owned};
 use super::protocol::{ChartAuth, Op};
 use super::storage::{self, OWNER_LABEL, StorageError, StoredRevision};
 use job::{Job, chart_reference, engine_message, now_rfc3339};
@@ -99,6 +100,8 @@ pub struct Observation {
     pub revisions: Vec<StoredRevision>,
     pub running: Option<Running>,
     pub last: Option<Outcome>,
+    /// What the latest revision owns ([`inventory`]) when it is deployed and its objects resolved; None otherwise.
+    pub inventory: Option<Arc<Vec<Owned>>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -160,6 +163,8 @@ pub struct Releases {
     resolved: Mutex<HashMap<(String, String), (Instant, String)>>,
     /// A plan's: the actions are recorded there instead of run.
     plan: Option<Arc<HelmPlan>>,
+    /// Each release's inventory with the [`inventory::fingerprint`] of the revision it was computed from.
+    inventories: Mutex<HashMap<Key, (String, Arc<Vec<Owned>>)>>,
 }
 
 impl std::fmt::Debug for Releases {
@@ -186,6 +191,7 @@ impl Releases {
             epoch: jiff::Timestamp::now().as_millisecond(),
             resolved: Mutex::default(),
             plan: None,
+            inventories: Mutex::default(),
         }
     }
 
@@ -266,13 +272,50 @@ impl Releases {
         self.check_owner(cluster, namespace, name, &revisions, owner)
             .await?;
         let key = (cluster.id.clone(), namespace.to_string(), name.to_string());
+        let inventory = self.inventory(cluster, &key, revisions.first()).await;
         let entries = self.lock();
         let entry = entries.get(&key);
         Ok(Observation {
             revisions,
             running: entry.and_then(|e| e.running.clone()),
             last: entry.and_then(|e| e.last.clone()),
+            inventory,
         })
+    }
+
+    /// What the latest revision owns, when it is deployed: computed once per revision (discovery resolves its
+    /// kinds), then answered from memory. None when it is not deployed or the cluster did not resolve its kinds
+    /// (the object keeps the inventory it reported; the next observation tries again).
+    async fn inventory(
+        &self,
+        cluster: &Cluster,
+        key: &Key,
+        latest: Option<&StoredRevision>,
+    ) -> Option<Arc<Vec<Owned>>> {
+        let latest = latest.filter(|r| r.status == "deployed")?;
+        let release = latest.decoded.0.as_ref()?;
+        let fingerprint = inventory::fingerprint(release);
+        let lock = || self.inventories.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((seen, owned)) = lock().get(key)
+            && *seen == fingerprint
+        {
+            return Some(owned.clone());
+        }
+        match inventory::of_release(&cluster.client, &key.1, release).await {
+            Ok(owned) => {
+                let owned = Arc::new(owned);
+                let mut cache = lock();
+                if cache.len() >= MAX_ENTRIES {
+                    cache.clear();
+                }
+                cache.insert(key.clone(), (fingerprint, owned.clone()));
+                Some(owned)
+            }
+            Err(e) => {
+                tracing::debug!(release = %key.2, namespace = %key.1, "the release's inventory: {e}");
+                None
+            }
+        }
     }
 
     /// Starts `request` in the background: `Busy` while another action runs for the release. A step that

@@ -300,6 +300,28 @@ pub struct OmniHelmReleaseStatus {
     /// lastHandledResetAt is the last reconcile.fluxcd.io/resetAt value handled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_handled_reset_at: Option<String>,
+    /// inventory lists the objects the deployed release owns: its manifest's and its chart's CRDs, hooks left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inventory: Option<HelmReleaseInventory>,
+}
+
+/// What a release owns, in Flux's format.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct HelmReleaseInventory {
+    /// entries, sorted by id.
+    pub entries: Vec<HelmInventoryEntry>,
+}
+
+/// One object a release owns.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct HelmInventoryEntry {
+    /// id is namespace_name_group_kind (an empty namespace for cluster-scoped objects, an empty group for the
+    /// core API).
+    pub id: String,
+    /// v is the object's API version.
+    pub v: String,
 }
 
 super::omni_kind!(

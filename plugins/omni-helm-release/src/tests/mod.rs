@@ -187,6 +187,7 @@ fn observation(current: Option<Revision>, last: Option<StepRecord>) -> Observati
         release: current.map(|current| ReleaseState {
             current,
             history: Vec::new(),
+            inventory: None,
         }),
         tests: Vec::new(),
         running: None,

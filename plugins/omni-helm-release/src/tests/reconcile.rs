@@ -4,8 +4,8 @@
 
 use omni_plugin_sdk::HostError;
 use omni_plugin_sdk::helm::{
-    ActionOptions, ApplyMethod, ApplyRequest, ChartLocation, ChartPull, CrdPolicy, ReleaseRef,
-    ReleaseSource, ValuesPart, WaitStrategy,
+    ActionOptions, ApplyMethod, ApplyRequest, ChartLocation, ChartPull, CrdPolicy, OwnedObject,
+    ReleaseRef, ReleaseSource, ValuesPart, WaitStrategy,
 };
 use omni_plugin_sdk::secrets::SecretKeyRef;
 
@@ -1317,6 +1317,61 @@ fn each_outcome_has_flux_helm_controllers_event_reason() {
             [(kind, reason.to_string(), message)],
             "{action:?} {error:?}"
         );
+    }
+}
+
+/// `status.inventory` in Flux's format from what the host says the deployed revision owns; a failed revision (no
+/// inventory from the host) leaves the one reported before; no release, or an uninstalled one, owns nothing.
+#[test]
+fn the_inventory_lists_what_the_deployed_revision_owns_in_fluxs_format() {
+    let owned = |api_version: &str, kind: &str, namespace: &str, name: &str| OwnedObject {
+        api_version: api_version.into(),
+        kind: kind.into(),
+        namespace: namespace.into(),
+        name: name.into(),
+    };
+    let mut observed = deployed(1, None);
+    if let Some(release) = &mut observed.release {
+        release.inventory = Some(vec![
+            owned("v1", "ServiceAccount", "apps", "web"),
+            owned("apps/v1", "Deployment", "apps", "web"),
+            owned(
+                "apiextensions.k8s.io/v1",
+                "CustomResourceDefinition",
+                "",
+                "widgets.example.com",
+            ),
+        ]);
+    }
+    let rec = reconciled(host(release(), observed));
+    assert_eq!(
+        status(&rec)["inventory"],
+        json!({"entries": [
+            {"id": "_widgets.example.com_apiextensions.k8s.io_CustomResourceDefinition", "v": "v1"},
+            {"id": "apps_web__ServiceAccount", "v": "v1"},
+            {"id": "apps_web_apps_Deployment", "v": "v1"},
+        ]})
+    );
+
+    let failed = observation(Some(revision(2, "failed", Some(WANTED))), None);
+    let rec = reconciled(host(release(), failed));
+    assert!(
+        !status(&rec).contains_key("inventory"),
+        "a failed revision keeps the inventory reported before"
+    );
+    let listed = set(
+        release(),
+        "status.inventory",
+        json!({"entries": [{"id": "apps_web_apps_Deployment", "v": "v1"}]}),
+    );
+    let uninstalled = observation(Some(revision(2, "uninstalled", Some(WANTED))), None);
+    for observed in [absent(), uninstalled] {
+        let rec = reconciled(host(listed.clone(), observed.clone()));
+        assert_eq!(status(&rec)["inventory"], Value::Null);
+        assert!(status(&rec).contains_key("inventory"), "removed, not left");
+        // Without one to remove, the status names none.
+        let rec = reconciled(host(release(), observed));
+        assert!(!status(&rec).contains_key("inventory"));
     }
 }
 
