@@ -64,6 +64,9 @@ pub enum EngineError {
     /// The action outlived its deadline and was cancelled.
     #[error("the Helm action did not finish within {0:?}")]
     Timeout(Duration),
+    /// [`HelmEngine::cancel`] stopped the action before the worker ran it.
+    #[error("the Helm action was cancelled before it ran")]
+    Cancelled,
     #[error("starting the Helm worker: {0}")]
     Spawn(String),
 }
@@ -74,6 +77,14 @@ type Answer<'a> = Pin<Box<dyn Future<Output = Result<Value, EngineError>> + Send
 pub trait HelmEngine: Send + Sync + std::fmt::Debug {
     /// Runs `op`; `release` (`<namespace>/<name>` in the workload cluster) serialises actions on one release.
     fn run(&self, op: Op, release: Option<String>, deadline: Duration) -> Answer<'_>;
+
+    /// Cancels the action running or waiting its turn for `release` (as [`HelmEngine::run`] named it): a running
+    /// install or upgrade stops through its Helm context (Helm records the revision failed), one still waiting
+    /// ends without running ([`EngineError::Cancelled`]). True when there was one.
+    fn cancel<'a>(&'a self, release: &'a str) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
+        let _ = release;
+        Box::pin(async { false })
+    }
 
     /// Stops taking actions and cancels the running ones through their Helm contexts, waiting up to `grace` for
     /// them to end, so Helm records them as failed instead of leaving releases `pending-*` for the next start.
@@ -177,6 +188,31 @@ pub struct WorkerEngine {
     starts: AtomicU64,
     /// Set by [`HelmEngine::shutdown`]: no new actions.
     closing: std::sync::atomic::AtomicBool,
+    /// Each release's action, from its turn on the release to its answer, for [`HelmEngine::cancel`].
+    flights: Arc<Mutex<HashMap<String, Flight>>>,
+}
+
+/// Where a release's action stands, for a cancel to reach it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flight {
+    /// Waiting for a slot; `cancelled` when a cancel came first.
+    Waiting { cancelled: bool },
+    /// Sent to the worker as request `id`.
+    Sent(u64),
+}
+
+/// Removes a release's [`Flight`] when its action ends, however it ends.
+struct Landing {
+    flights: Arc<Mutex<HashMap<String, Flight>>>,
+    release: String,
+}
+
+impl Drop for Landing {
+    fn drop(&mut self) {
+        if let Ok(mut f) = self.flights.lock() {
+            f.remove(&self.release);
+        }
+    }
 }
 
 impl std::fmt::Debug for WorkerEngine {
@@ -199,7 +235,33 @@ impl WorkerEngine {
             slots,
             starts: AtomicU64::new(0),
             closing: std::sync::atomic::AtomicBool::new(false),
+            flights: Arc::default(),
         }
+    }
+
+    fn flights(&self) -> std::sync::MutexGuard<'_, HashMap<String, Flight>> {
+        self.flights.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    async fn cancel_release(&self, release: &str) -> bool {
+        let flight = {
+            let mut flights = self.flights();
+            match flights.get_mut(release) {
+                Some(Flight::Waiting { cancelled }) => {
+                    *cancelled = true;
+                    return true;
+                }
+                Some(Flight::Sent(id)) => *id,
+                None => return false,
+            }
+        };
+        let _ = self
+            .send(
+                self.next_id.fetch_add(1, Ordering::Relaxed),
+                Op::Cancel { id: flight },
+            )
+            .await;
+        true
     }
 
     /// Cancels every action the worker is running and waits (up to `grace`) until each has answered, then closes
@@ -434,6 +496,15 @@ impl WorkerEngine {
             Some(l) => Some(l.lock().await),
             None => None,
         };
+        // The release's turn: from here a cancel reaches this action, waiting or running.
+        let _landing = release.as_ref().map(|r| {
+            self.flights()
+                .insert(r.clone(), Flight::Waiting { cancelled: false });
+            Landing {
+                flights: self.flights.clone(),
+                release: r.clone(),
+            }
+        });
         let _slot = self
             .slots
             .acquire()
@@ -445,6 +516,13 @@ impl WorkerEngine {
             ));
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if let Some(r) = &release {
+            let mut flights = self.flights();
+            if flights.get(r) == Some(&Flight::Waiting { cancelled: true }) {
+                return Err(EngineError::Cancelled);
+            }
+            flights.insert(r.clone(), Flight::Sent(id));
+        }
         let (mut rx, stopped_at) = self.send(id, op).await?;
         let outcome = match tokio::time::timeout(deadline, &mut rx).await {
             Ok(Ok(outcome)) => outcome,
@@ -542,6 +620,10 @@ pub async fn start(options: Option<WorkerOptions>) -> HelmSetup {
 impl HelmEngine for WorkerEngine {
     fn run(&self, op: Op, release: Option<String>, deadline: Duration) -> Answer<'_> {
         Box::pin(self.call(op, release, deadline))
+    }
+
+    fn cancel<'a>(&'a self, release: &'a str) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
+        Box::pin(self.cancel_release(release))
     }
 
     fn shutdown(&self, grace: Duration) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {

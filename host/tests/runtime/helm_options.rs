@@ -568,3 +568,59 @@ async fn the_inventory_lists_exactly_what_the_release_owns() {
     );
     assert_eq!(inventory_ids(&upgraded), want);
 }
+
+/// Cancel on a spec change: an install waiting (for up to ten minutes) on an image that never gets ready is
+/// cancelled as soon as the values change, through Helm's context; the new values go ahead at once (an upgrade
+/// over the cancelled revision), the cancel is announced and counts no failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spec_change_cancels_the_install_it_made_obsolete() {
+    let env = Env::start().await;
+    env.apply(&env.release(
+        "stuck",
+        json!({"wait": true, "timeout": "10m",
+            "chart": {"values": {"image": {"repository": NEVER_READY}}}}),
+    ))
+    .await;
+    env.wait("stuck", "the install waiting", |o| {
+        message(o, "Ready").contains("install of release \"stuck\" is running")
+    })
+    .await;
+    env.wait_until("Helm's pending revision", || {
+        env.revisions("stuck")
+            .first()
+            .is_some_and(|(_, s)| s["metadata"]["labels"]["status"] == "pending-install")
+    })
+    .await;
+    env.patch_spec(
+        "stuck",
+        json!({"chart": {"values": {"image": {"repository": null}}}}),
+    )
+    .await;
+    let ready = env
+        .wait("stuck", "ready with the new values", |o| {
+            is(o, "Ready", "True", "HelmUpgraded")
+        })
+        .await;
+    assert_eq!(ready["status"]["installFailures"], 0, "{ready:#}");
+    assert_eq!(ready["status"]["failures"], 0, "{ready:#}");
+    let reasons: Vec<String> = env
+        .events("stuck")
+        .into_iter()
+        .map(|(_, reason, _)| reason)
+        .collect();
+    assert!(
+        reasons.contains(&"InstallCancelled".to_string()),
+        "{reasons:?}"
+    );
+    assert!(
+        !reasons.contains(&"InstallFailed".to_string()),
+        "{reasons:?}"
+    );
+    // The new values are the newest revision, deployed. (Revision 1, the cancelled install, is recorded failed;
+    // Helm's install goroutine may still finish its wait afterwards and record it deployed: Helm 4 does not stop
+    // it with the context. The newest revision is the release.)
+    let revisions: Vec<(u64, Value)> = env.revisions("stuck");
+    let (newest, secret) = revisions.last().expect("revisions");
+    assert_eq!(*newest, 2, "one install and one upgrade");
+    assert_eq!(secret["metadata"]["labels"]["status"], "deployed");
+}

@@ -99,6 +99,10 @@ impl Ledger {
         }
         self.last_action_id = Some(last.id.clone());
         self.last_attempt = Some(last.finished.clone());
+        // Stopped because a newer spec made it obsolete: no failure of the release.
+        if last.cancelled {
+            return true;
+        }
         let Some(error) = &last.error else {
             return true;
         };
@@ -235,6 +239,7 @@ mod tests {
             finished: "2026-01-01T00:01:00Z".into(),
             revision: 2,
             error: error.map(str::to_string),
+            cancelled: false,
         }
     }
 

@@ -106,6 +106,12 @@ impl Situation<'_> {
             return self.again(ReleaseAction::Install, Move::Install);
         };
         if current.status == FAILED {
+            // Failed because it was cancelled for a newer spec: that spec goes ahead (Helm upgrades over a failed
+            // revision), without remediation or a failure counted.
+            let cancelled = o.last.as_ref().is_some_and(|l| l.cancelled);
+            if cancelled && current.digest.as_deref() != Some(&o.wanted) {
+                return Next::Start(Move::Upgrade);
+            }
             return self.failed();
         }
         let wanted = current.status == DEPLOYED && current.digest.as_deref() == Some(&o.wanted);

@@ -48,6 +48,23 @@ pub fn action_failed(action: Action, release: &str, error: &str) -> String {
     )
 }
 
+/// An install or upgrade stopped because what it was making is no longer wanted.
+pub fn cancelling(action: Action, release: &str) -> String {
+    format!(
+        "Helm {} of release {} is being cancelled: the chart or values changed while it ran",
+        verb(action),
+        q(release)
+    )
+}
+
+pub fn cancelled(action: Action, release: &str) -> String {
+    format!(
+        "Helm {} of release {} was cancelled: the chart or values changed while it ran",
+        verb(action),
+        q(release)
+    )
+}
+
 pub fn running(action: Action, release: &str) -> String {
     format!("Helm {} of release {} is running", verb(action), q(release))
 }

@@ -163,6 +163,24 @@ struct Stepper<'a, H: Host> {
 }
 
 impl<H: Host> Stepper<'_, H> {
+    /// Cancels the install or upgrade running when what it makes is no longer wanted (the chart, the version or
+    /// the values changed since it started), so the new spec does not wait out its timeout; true when the host
+    /// took the cancel. A failing host call leaves the action to run to its end.
+    fn cancel_obsolete(&self) -> bool {
+        let o = self.observed;
+        let Some(running) = &o.running else {
+            return false;
+        };
+        let obsolete = matches!(running.action, Action::Install | Action::Upgrade)
+            && !o.wanted.is_empty()
+            && running.digest != o.wanted;
+        obsolete
+            && self
+                .host
+                .helm_cancel(&request::release_ref(self.release), &running.id)
+                .unwrap_or(false)
+    }
+
     fn take(&self, next: Next, mut ledger: Ledger) -> u64 {
         let name = self.release.release_name();
         let o = self.observed;
@@ -170,8 +188,12 @@ impl<H: Host> Stepper<'_, H> {
         match next {
             Next::Running(action) => {
                 let seen = self.seen(&ledger);
-                self.report
-                    .progressing(&seen, &messages::running(action, name));
+                let message = if self.cancel_obsolete() {
+                    messages::cancelling(action, name)
+                } else {
+                    messages::running(action, name)
+                };
+                self.report.progressing(&seen, &message);
                 PROGRESS_CHECK_MS
             }
             Next::Pending(_) => {

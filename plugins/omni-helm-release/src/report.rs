@@ -256,6 +256,18 @@ impl<'a, H: Host> Report<'a, H> {
             Action::Recover => ("PendingRelease", "PendingRelease"),
             Action::Correct => ("DriftCorrected", "DriftCorrectionFailed"),
         };
+        if last.cancelled {
+            let reason = match last.action {
+                Action::Install => "InstallCancelled",
+                _ => "UpgradeCancelled",
+            };
+            self.host.event(
+                EventType::Normal,
+                reason,
+                &messages::cancelled(last.action, release),
+            );
+            return;
+        }
         match &last.error {
             Some(error) => self.host.event(
                 EventType::Warning,

@@ -339,6 +339,8 @@ pub struct StepRecord {
     pub finished: String,
     pub revision: u64,
     pub error: Option<String>,
+    /// It ended because [`crate::Helm::helm_cancel`] stopped it: no failure of the release.
+    pub cancelled: bool,
 }
 
 /// A release, what the operator runs or ran for it, and what a source would make.

@@ -183,6 +183,7 @@ macro_rules! helm_conversions {
                 finished: r.finished,
                 revision: r.revision,
                 error: r.error,
+                cancelled: r.cancelled,
             }
         }
 

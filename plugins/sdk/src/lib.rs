@@ -364,6 +364,10 @@ pub trait Helm {
         release: &helm::ReleaseRef,
         step: &helm::Step,
     ) -> Result<helm::StepRecord, HostError>;
+
+    /// Cancels install or upgrade `id` while it runs (Helm records the revision failed; the action ends with
+    /// `cancelled` set). False when `id` is not the install or upgrade running.
+    fn helm_cancel(&self, release: &helm::ReleaseRef, id: &str) -> Result<bool, HostError>;
 }
 
 /// The capability traits, imported anonymously: `use omni_plugin_sdk::prelude::*;` makes every host call

@@ -45,6 +45,8 @@ pub struct Requests {
     pub helm_observes: Vec<(ReleaseRef, Option<ReleaseSource>)>,
     /// Every `helm_start`.
     pub helm_starts: Vec<(ReleaseRef, Step)>,
+    /// `helm_cancel` calls: the release and the action's id.
+    pub helm_cancels: Vec<(ReleaseRef, String)>,
     /// Every `helm_detect_drift`: the release and the ignore rules.
     pub helm_drift_checks: Vec<(ReleaseRef, Vec<DriftIgnore>)>,
 }
@@ -840,8 +842,19 @@ impl crate::Helm for MockHost {
                 finished: String::new(),
                 revision: 0,
                 error: None,
+                cancelled: false,
             }),
         }
+    }
+
+    fn helm_cancel(&self, release: &ReleaseRef, id: &str) -> Result<bool, HostError> {
+        self.requests
+            .borrow_mut()
+            .helm_cancels
+            .push((release.clone(), id.to_string()));
+        self.check("helm")?;
+        self.kubeconfig_held(&release.kubeconfig)?;
+        Ok(true)
     }
 }
 

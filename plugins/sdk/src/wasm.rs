@@ -634,6 +634,10 @@ impl crate::Helm for WasmHost<'_> {
             .map_err(host_error)
     }
 
+    fn helm_cancel(&self, release: &helm::ReleaseRef, id: &str) -> Result<bool, HostError> {
+        whelm::cancel(self.0, &to_release_ref(release), id).map_err(host_error)
+    }
+
     fn helm_start(
         &self,
         release: &helm::ReleaseRef,

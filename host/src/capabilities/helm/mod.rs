@@ -655,6 +655,7 @@ fn running_record(r: Running) -> wit::StepRecord {
         finished: String::new(),
         revision: 0,
         error: None,
+        cancelled: false,
     }
 }
 
@@ -667,6 +668,7 @@ fn outcome_record(o: Outcome) -> wit::StepRecord {
         finished: o.finished,
         revision: o.revision,
         error: o.error,
+        cancelled: o.cancelled,
     }
 }
 
@@ -878,6 +880,33 @@ impl wit::Host for HelmCap<'_> {
         };
         let answer = within(&what, budget, op).await?;
         Ok(running_record(answer))
+    }
+
+    async fn cancel(
+        &mut self,
+        ctx: Resource<CallContext>,
+        release: wit::ReleaseRef,
+        id: String,
+    ) -> Result<bool, HostFailure> {
+        let what = format!(
+            "cancelling on Helm release {}",
+            quoted(&release.namespace, &release.name)
+        );
+        // As observing: only through the kubeconfig the spec names, only the object's own release.
+        let scope = self.release_scope(&ctx, &release, Reach::Spec, &what)?;
+        let who = self.reconciled(&ctx)?;
+        let owner = who.owner_of(&release.namespace, &release.name);
+        let (cluster, budget) = self
+            .helm_cluster(&ctx, scope, &release.kubeconfig, &what)
+            .await?;
+        let releases = self.services.config.releases.clone();
+        let op = async {
+            releases
+                .cancel(&cluster, &release.namespace, &release.name, &owner, &id)
+                .await
+                .map_err(|e| release_error(&what, e))
+        };
+        Ok(within(&what, budget, op).await?)
     }
 }
 
@@ -1100,6 +1129,25 @@ mod grant_checks {
         )
         .await;
         removing.assert_allowed(&answer);
+        // Cancelling reaches what observing reaches: the spec's kubeconfig, never the status's.
+        for (kubeconfig, allowed) in [("admin", false), ("edge", true)] {
+            let mut cancelling = call(&["helm"]);
+            let services = services();
+            let ctx = cancelling.ctx();
+            let answer = HelmCap::over(&mut cancelling.core, &mut State::default(), &services)
+                .cancel(ctx, release(kubeconfig, "apps"), "1-1".into())
+                .await;
+            if allowed {
+                cancelling.assert_allowed(&answer);
+            } else {
+                cancelling.assert_denied(
+                    answer,
+                    "helm",
+                    "admin",
+                    "a name in the status reaches only the removal",
+                );
+            }
+        }
     }
 
     /// Taking ownership adopts objects another release (or a person) made: `helm` alone never allows it, for an

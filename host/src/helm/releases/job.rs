@@ -2,6 +2,7 @@
 //! engine, and its outcome recorded where the next `observe` reads it, after which the object that asked is woken.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -27,6 +28,8 @@ pub(super) struct Job {
     pub(super) owner: Owner,
     pub(super) running: Running,
     pub(super) wake: Wake,
+    /// Set when the action is cancelled ([`super::Releases::cancel`]): no further step starts.
+    pub(super) cancelled: Arc<AtomicBool>,
 }
 
 impl Job {
@@ -51,7 +54,17 @@ impl Job {
 
     /// `release` for the engine's per-release serialisation: the cluster and the release.
     fn release(&self) -> String {
-        format!("{}:{}/{}", self.key.0, self.key.1, self.key.2)
+        engine_release(&self.key)
+    }
+
+    /// An error when the action was cancelled: checked before each engine step, since a cancel reaches only the
+    /// step the engine has (a cancel between two steps is seen here).
+    fn go_on(&self) -> Result<(), String> {
+        if self.cancelled.load(Ordering::SeqCst) {
+            Err(EngineError::Cancelled.to_string())
+        } else {
+            Ok(())
+        }
     }
 
     /// Installs or upgrades the release to `wanted`.
@@ -61,10 +74,13 @@ impl Job {
                 Action::Install => wanted.install.replace_crds,
                 _ => wanted.upgrade.replace_crds,
             };
+            self.go_on()?;
             let local = self.git_checkout(&wanted).await?;
             if replace_crds {
+                self.go_on()?;
                 self.replace_crds(&wanted, local.as_deref()).await?;
             }
+            self.go_on()?;
             let op = action_op(
                 (action, &self.target(), &self.key.2),
                 &wanted,
@@ -252,6 +268,8 @@ impl Job {
             let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
             let entry = entries.entry(self.key.clone()).or_default();
             entry.running = None;
+            // A cancelled action that failed failed because it was cancelled (one that finished first did not).
+            let cancelled = error.is_some() && self.cancelled.load(Ordering::SeqCst);
             entry.last = Some(Outcome {
                 id: self.running.id.clone(),
                 action,
@@ -260,10 +278,16 @@ impl Job {
                 started: self.running.started.clone(),
                 finished: now_rfc3339(),
                 digest: self.running.digest.clone(),
+                cancelled,
             });
         }
         (self.wake)();
     }
+}
+
+/// How a release is named to the engine (its per-release serialisation and cancels): the cluster and the release.
+pub(super) fn engine_release((cluster, namespace, name): &Key) -> String {
+    format!("{cluster}:{namespace}/{name}")
 }
 
 /// Now, RFC 3339 to the second.

@@ -16,6 +16,7 @@ mod planned;
 mod request;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -81,6 +82,8 @@ pub struct Outcome {
     pub started: String,
     pub finished: String,
     pub digest: String,
+    /// It ended because [`Releases::cancel`] stopped it.
+    pub cancelled: bool,
 }
 
 /// An action running.
@@ -146,6 +149,8 @@ fn not_owned_message(release: &str, unowned: bool) -> String {
 struct Entry {
     running: Option<Running>,
     last: Option<Outcome>,
+    /// Set when the running action is to stop ([`Releases::cancel`]); shared with its job.
+    cancelled: Arc<AtomicBool>,
 }
 
 type Key = (String, String, String);
@@ -229,6 +234,7 @@ impl Releases {
             digest: digest.to_string(),
         };
         entry.running = Some(running.clone());
+        entry.cancelled = Arc::default();
         Ok(Job {
             engine,
             entries: self.entries.clone(),
@@ -237,7 +243,43 @@ impl Releases {
             owner: owner.clone(),
             running,
             wake,
+            cancelled: entry.cancelled.clone(),
         })
+    }
+
+    /// Cancels install or upgrade `id` while it runs for the release: the job takes no further step, and the
+    /// Helm action it runs stops through its context (Helm records the revision failed). It ends with
+    /// [`Outcome::cancelled`] set. False when `id` is not the install or upgrade running (it ended already, or is
+    /// another action): rollbacks, uninstalls and tests are never cut short.
+    pub async fn cancel(
+        &self,
+        cluster: &Cluster,
+        namespace: &str,
+        name: &str,
+        owner: &Owner,
+        id: &str,
+    ) -> Result<bool, ReleaseError> {
+        let revisions = storage::read(&cluster.client, namespace, name).await?;
+        self.check_owner(cluster, namespace, name, &revisions, owner)
+            .await?;
+        let key = (cluster.id.clone(), namespace.to_string(), name.to_string());
+        {
+            let entries = self.lock();
+            let Some(entry) = entries.get(&key) else {
+                return Ok(false);
+            };
+            let runs = entry.running.as_ref().is_some_and(|r| {
+                r.id == id && matches!(r.action, Action::Install | Action::Upgrade)
+            });
+            if !runs {
+                return Ok(false);
+            }
+            entry.cancelled.store(true, Ordering::SeqCst);
+        }
+        if let Ok(engine) = &self.engine {
+            engine.cancel(&job::engine_release(&key)).await;
+        }
+        Ok(true)
     }
 
     /// Checks that `owner` may act on the release whose revisions are `revisions` ([`ownership`]), and stamps a

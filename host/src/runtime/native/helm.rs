@@ -50,4 +50,15 @@ impl sdk::Helm for NativeHost {
         })
         .map(from_step_record)
     }
+
+    fn helm_cancel(
+        &self,
+        release: &sdk_helm::ReleaseRef,
+        id: &str,
+    ) -> Result<bool, sdk::HostError> {
+        let (release, id) = (to_release_ref(release), id.to_string());
+        self.granted(Capability::Helm, "helm.cancel", async move |state, ctx| {
+            HelmCap::of(state).cancel(ctx, release, id).await
+        })
+    }
 }

@@ -1143,3 +1143,93 @@ fn the_interval_is_the_requeue_of_a_release_in_sync_and_of_a_stalled_one() {
     assert!(starts(&rec).is_empty());
     assert_eq!(requeue(&rec), Some(90_000));
 }
+
+// ---- cancelling an action a newer spec made obsolete ----
+
+/// An upgrade that runs for an older spec is cancelled (its id sent to the host) and reported as being cancelled;
+/// one that runs for what is wanted is left to finish; rollbacks are never cancelled.
+#[test]
+fn an_install_or_upgrade_for_an_older_spec_is_cancelled() {
+    let cancels = |rec: &MockHost| rec.requests().helm_cancels;
+    let mut obsolete = deployed(1, None);
+    obsolete.running = Some(StepRecord {
+        digest: OLDER.into(),
+        ..running("u2", Action::Upgrade)
+    });
+    let (rec, after) = next(&release(), obsolete, NOW);
+    let cancelled: Vec<(String, String)> = cancels(&rec)
+        .into_iter()
+        .map(|(r, id)| (format!("{}/{}", r.namespace, r.name), id))
+        .collect();
+    assert_eq!(cancelled, [("apps/podinfo".to_string(), "u2".to_string())]);
+    assert_eq!(
+        cond(&rec, "Ready"),
+        expect(
+            U,
+            "Progressing",
+            "Helm upgrade of release \"podinfo\" is being cancelled: the chart or values changed while it ran"
+        )
+    );
+    assert!(starts(&rec).is_empty(), "nothing starts while it stops");
+    assert_eq!(counters(&after), (0, 0, 0));
+
+    let mut current = deployed(1, None);
+    current.running = Some(running("u2", Action::Upgrade));
+    let (rec, _) = next(&release(), current, NOW);
+    assert!(
+        cancels(&rec).is_empty(),
+        "the action for what is wanted runs on"
+    );
+
+    let mut rollback = deployed(1, None);
+    rollback.running = Some(StepRecord {
+        digest: OLDER.into(),
+        ..running("r3", Action::Rollback)
+    });
+    let (rec, _) = next(&release(), rollback, NOW);
+    assert!(cancels(&rec).is_empty(), "a rollback runs to its end");
+}
+
+/// A cancelled upgrade leaves its revision failed: that is no failure of the release. It is announced as
+/// cancelled (not failed), counts nothing, sets no lastError, and the new spec is upgraded to at once, even
+/// where remediation would have rolled a real failure back.
+#[test]
+fn a_cancelled_upgrade_counts_no_failure_and_the_new_spec_goes_ahead() {
+    let object = flux(json!({"upgrade": {"remediation": {"retries": 3}}}));
+    let mut last = record(
+        "u2",
+        Action::Upgrade,
+        2,
+        Some("context canceled"),
+        T2,
+        OLDER,
+    );
+    last.cancelled = true;
+    let cancelled = at(
+        rev(
+            2,
+            "failed",
+            Some(OLDER),
+            "Upgrade \"podinfo\" failed: context canceled",
+        ),
+        vec![rev(1, "deployed", Some(OLDER), "Install complete")],
+        last,
+    );
+    let (rec, after) = next(&installed_before(object), cancelled, NOW);
+    assert!(
+        matches!(starts(&rec).as_slice(), [Step::Upgrade(_)]),
+        "{:?}",
+        starts(&rec)
+    );
+    assert_eq!(counters(&after), (0, 0, 0));
+    assert_eq!(after["status"]["lastError"], Value::Null);
+    let reasons: Vec<String> = events(&rec).into_iter().map(|(_, r, _)| r).collect();
+    assert!(
+        reasons.contains(&"UpgradeCancelled".to_string()),
+        "{reasons:?}"
+    );
+    assert!(
+        !reasons.contains(&"UpgradeFailed".to_string()),
+        "{reasons:?}"
+    );
+}

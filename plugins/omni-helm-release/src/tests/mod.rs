@@ -164,6 +164,7 @@ fn record(
         finished: finished.into(),
         revision: n,
         error: error.map(String::from),
+        cancelled: false,
     }
 }
 
@@ -177,6 +178,7 @@ fn running(id: &str, action: Action) -> StepRecord {
         finished: String::new(),
         revision: 0,
         error: None,
+        cancelled: false,
     }
 }
 
