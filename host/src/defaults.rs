@@ -118,6 +118,7 @@ pub const PLUGINS: &[DefaultPlugin] = &[
         // namespaces need the operator's `namespace:NS` grant on top. `helm-take-ownership` lets a release adopt
         // existing objects, which it asks for only when its object says `disableTakeOwnership: false`; an admin
         // of a shared workload cluster who wants no release to take another's objects replaces these grants.
+        // `helm-impersonate` lets a release act as the ServiceAccount its `serviceAccountName` names.
         grants: &[
             "kube-read:omni.texashpc.com/OmniCluster",
             "kube-read:omni.texashpc.com/OmniHelmRelease",
@@ -125,6 +126,7 @@ pub const PLUGINS: &[DefaultPlugin] = &[
             "secrets",
             "helm",
             "helm-take-ownership",
+            "helm-impersonate",
             "clock",
         ],
         timeout: None,

@@ -44,6 +44,8 @@ pub struct DevOptions {
     pub chart_sources: crate::capabilities::ChartSources,
     /// The workload-cluster namespaces releases may live in (`--helm-target-namespace`).
     pub target_namespaces: crate::capabilities::TargetNamespaces,
+    /// `--helm-default-service-account`, as `run` takes it.
+    pub default_service_account: Option<String>,
     /// Directories of chart directories (`examples/charts`) to serve as a chart repository on loopback; the
     /// applied OmniHelmReleases naming one of those charts are pointed at it.
     pub charts: Vec<PathBuf>,
@@ -293,6 +295,7 @@ async fn session(opts: DevOptions, then: Then) -> Result<Outcome> {
         releases: releases.clone(),
         chart_sources: sources,
         target_namespaces: opts.target_namespaces.clone(),
+        default_service_account: opts.default_service_account.clone(),
         metrics,
         deletion_protection_default: opts.deletion_protection_default,
     }

@@ -98,6 +98,15 @@ struct HelmArgs {
         global = true
     )]
     helm_target_namespaces: Vec<String>,
+    /// A ServiceAccount every OmniHelmRelease that names none (`spec.serviceAccountName`) impersonates in its
+    /// release's namespace of the workload cluster (Flux's `--default-service-account`), so no release acts with
+    /// the kubeconfig's full identity. The kubeconfig's identity needs the impersonate permission for it.
+    #[arg(
+        long = "helm-default-service-account",
+        env = "HELM_DEFAULT_SERVICE_ACCOUNT",
+        global = true
+    )]
+    helm_default_service_account: Option<String>,
 }
 
 impl HelmArgs {
@@ -121,6 +130,20 @@ impl HelmArgs {
                 .map_err(|e| anyhow::anyhow!("--helm-chart-source: {e}"))?
                 .with_plain_http(&self.helm_plain_http_registries),
         )
+    }
+
+    /// The ServiceAccount releases that name none impersonate, the same for `run` and `dev`.
+    fn default_service_account(&self) -> anyhow::Result<Option<String>> {
+        let Some(account) = self
+            .helm_default_service_account
+            .clone()
+            .filter(|a| !a.is_empty())
+        else {
+            return Ok(None);
+        };
+        omni_operator::capabilities::check_service_account(&account)
+            .map_err(|e| anyhow::anyhow!("--helm-default-service-account {account:?}: {e}"))?;
+        Ok(Some(account))
     }
 
     /// The namespaces releases may live in, the same for `run` and `dev`.
@@ -712,6 +735,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 releases: releases.clone(),
                 chart_sources: cli.helm.sources()?,
                 target_namespaces: cli.helm.namespaces()?,
+                default_service_account: cli.helm.default_service_account()?,
                 metrics: std::sync::Arc::default(),
                 deletion_protection_default,
             }
@@ -809,6 +833,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 helm: cli.helm.worker()?,
                 chart_sources: cli.helm.sources()?,
                 target_namespaces: cli.helm.namespaces()?,
+                default_service_account: cli.helm.default_service_account()?,
                 charts: serve_charts,
                 deletion_protection_default,
                 workload_kubeconfig_out: None,
@@ -1081,6 +1106,7 @@ async fn plan_offline(
         helm: helm.worker()?,
         chart_sources: helm.sources()?,
         target_namespaces: helm.namespaces()?,
+        default_service_account: helm.default_service_account()?,
         charts,
         deletion_protection_default: false,
         objects: Vec::new(),

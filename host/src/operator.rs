@@ -145,6 +145,8 @@ pub struct HostConfig {
     /// The chart sources releases may come from, and the namespaces they may live in.
     pub chart_sources: crate::capabilities::ChartSources,
     pub target_namespaces: crate::capabilities::TargetNamespaces,
+    /// `--helm-default-service-account`.
+    pub default_service_account: Option<String>,
     /// Where the controllers count (`/metrics`).
     pub metrics: Arc<controllers::metrics::Metrics>,
     /// `--deletion-protection-default`: new OmniClusters and OmniHelmReleases are protected from deletion unless
@@ -167,6 +169,7 @@ impl HostConfig {
                 releases: self.releases,
                 sources: self.chart_sources,
                 namespaces: self.target_namespaces,
+                default_service_account: self.default_service_account,
                 ..Default::default()
             },
             metrics: self.metrics,

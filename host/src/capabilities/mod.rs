@@ -44,6 +44,7 @@ pub use clock::{Clock, FixedClock, SystemClock, rfc3339_seconds};
 pub use files::{MAX_FILE_BYTES, TemplateRoots};
 pub use helm::{
     ActionBudget, ChartSources, HelmSettings, MAX_VALUES_BYTES, STARTS_PER_CALL, TargetNamespaces,
+    check_service_account,
 };
 pub use kube_write::{
     MAX_WRITE_BYTES, WRITE_BURST, WRITES_PER_CALL, WRITES_PER_SECOND, WriteLedger,

@@ -7,6 +7,7 @@
 //! | `kube-read`, `kube-write`, `secrets`, `omni`, `workload`, `helm`, `files`, `clock` | the contract interface of that name (imports are checked against these at load) |
 //! | `secrets-read-values`, `secrets-write` | finer grants inside `secrets` (and the Secret writes of `omni`) |
 //! | `helm-take-ownership` | a finer grant inside `helm`: installs and upgrades that adopt existing objects, including another release's (Helm's `--take-ownership`) |
+//! | `helm-impersonate` | a finer grant inside `helm`: acting on a release as a ServiceAccount of its namespace the release names (Flux's `serviceAccountName`) |
 //! | `kube-read:GROUP/KIND` | `kube-read` of that namespaced kind (`core/ConfigMap`; `GROUP/*` or `*`: every kind of a group, or every kind) |
 //! | `kube-read-cluster:GROUP/KIND` | `kube-read` of that cluster-scoped kind (Namespaces, CRDs, ClusterRoles: never by a namespaced grant) |
 //! | `namespace:NS` | `kube-read` in namespace NS besides the reconciled object's own (`namespace:*`: every namespace) |
@@ -47,6 +48,10 @@ pub enum Capability {
     /// Helm actions that adopt existing objects the release does not own, another release's included (Helm's
     /// `--take-ownership`): without it a release can only create objects or change its own.
     HelmTakeOwnership,
+    /// Releases acted on as a ServiceAccount of their namespace in the workload cluster (impersonation): which
+    /// account is the plugin's choice, so choosing is granted; the kubeconfig's identity may impersonate more than
+    /// it may do itself.
+    HelmImpersonate,
     /// Reading files under the template roots the operator admin allows (`HostServices::with_template_roots`); the
     /// grant gives no other filesystem access, and with no roots configured it reads nothing.
     Files,
@@ -55,7 +60,7 @@ pub enum Capability {
 }
 
 impl Capability {
-    pub const ALL: [Capability; 11] = [
+    pub const ALL: [Capability; 12] = [
         Capability::KubeRead,
         Capability::KubeWrite,
         Capability::Secrets,
@@ -65,6 +70,7 @@ impl Capability {
         Capability::Workload,
         Capability::Helm,
         Capability::HelmTakeOwnership,
+        Capability::HelmImpersonate,
         Capability::Files,
         Capability::Clock,
     ];
@@ -80,6 +86,7 @@ impl Capability {
             Capability::Workload => "workload",
             Capability::Helm => "helm",
             Capability::HelmTakeOwnership => "helm-take-ownership",
+            Capability::HelmImpersonate => "helm-impersonate",
             Capability::Files => "files",
             Capability::Clock => "clock",
         }

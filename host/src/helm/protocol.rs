@@ -26,6 +26,9 @@ pub enum ChartRef {
 pub struct Target {
     pub kubeconfig: String,
     pub namespace: String,
+    /// The user Helm impersonates (`system:serviceaccount:NS:NAME`); None: the kubeconfig's own identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_user: Option<String>,
 }
 
 impl std::fmt::Debug for Target {
@@ -33,6 +36,7 @@ impl std::fmt::Debug for Target {
         // The kubeconfig is a credential: never in a debug print.
         f.debug_struct("Target")
             .field("namespace", &self.namespace)
+            .field("as_user", &self.as_user)
             .finish_non_exhaustive()
     }
 }

@@ -172,7 +172,12 @@ fn chart(helm: &Helm, chart: &ChartRef) -> Result<Option<helm_c::Chart>, HelmErr
 }
 
 fn config(helm: &Helm, target: &Target) -> Result<helm_c::Config, HelmError> {
-    helm.config(&json!({"kubeconfig_content": target.kubeconfig, "namespace": target.namespace}))
+    let mut options =
+        json!({"kubeconfig_content": target.kubeconfig, "namespace": target.namespace});
+    if let Some(user) = &target.as_user {
+        options["kube_as_user"] = json!(user);
+    }
+    helm.config(&options)
 }
 
 fn run(helm: &Helm, id: u64, op: Op, contexts: &Mutex<Contexts>) -> Result<Value, WorkerError> {

@@ -11,9 +11,9 @@ use crate::dry_run::KubeWrites;
 /// Beyond this many cached clients the cache starts over, so Secrets that come and go cannot grow it forever.
 const MAX_CLIENTS: usize = 1024;
 
-/// (namespace, name, key) → (the Secret's resourceVersion, the client built from that version, and the
-/// kubeconfig itself for the Helm worker, which builds its own client from it).
-type Cache = HashMap<(String, String, String), (String, kube::Client, Arc<str>)>;
+/// (namespace, name, key, the user impersonated or empty) → (the Secret's resourceVersion, the client built from
+/// that version, and the kubeconfig itself for the Helm worker, which builds its own client from it).
+type Cache = HashMap<(String, String, String, String), (String, kube::Client, Arc<str>)>;
 
 #[derive(Default)]
 pub struct WorkloadClients {
@@ -48,17 +48,19 @@ impl WorkloadClients {
         name: &str,
         key: &str,
     ) -> Result<kube::Client, HostError> {
-        Ok(self.access(management, namespace, name, key).await?.0)
+        Ok(self.access(management, namespace, name, key, None).await?.0)
     }
 
     /// The client, and the kubeconfig it was built from (for Helm, which must be handed the kubeconfig itself;
-    /// it stays in the host and the Helm worker).
+    /// it stays in the host and the Helm worker). With `as_user`, the client impersonates that user
+    /// (`Impersonate-User`), as the kubeconfig's identity allows.
     pub async fn access(
         &self,
         management: &kube::Client,
         namespace: &str,
         name: &str,
         key: &str,
+        as_user: Option<&str>,
     ) -> Result<(kube::Client, Arc<str>), HostError> {
         let what = format!("kubeconfig Secret {}", quoted(namespace, name));
         let secret = get(management, "", namespace, name)
@@ -76,13 +78,21 @@ impl WorkloadClients {
             )));
         }
         let version = secret.metadata.resource_version.clone().unwrap_or_default();
-        let id = (namespace.to_string(), name.to_string(), key.to_string());
+        let id = (
+            namespace.to_string(),
+            name.to_string(),
+            key.to_string(),
+            as_user.unwrap_or_default().to_string(),
+        );
         if let Some((v, client, kubeconfig)) = self.lock().get(&id)
             && *v == version
         {
             return Ok((client.clone(), kubeconfig.clone()));
         }
-        let config = client_config(bytes, &format!("{what} key {key:?}")).await?;
+        let mut config = client_config(bytes, &format!("{what} key {key:?}")).await?;
+        if let Some(user) = as_user {
+            config.auth_info.impersonate = Some(user.to_string());
+        }
         let kubeconfig: Arc<str> = std::str::from_utf8(bytes)
             .map_err(|_| {
                 HostError::Invalid(format!("{what} key {key:?}: the kubeconfig is not UTF-8"))

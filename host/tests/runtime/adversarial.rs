@@ -465,11 +465,12 @@ async fn helm_work_a_plugin_hands_over_is_bounded() {
     );
 }
 
-/// Helm's take-ownership adopts objects another release or a person made, so it is a grant of its own: a plugin
-/// granted everything else (`helm` included) that asks for it through the kubeconfig its spec names is denied,
-/// naming the grant, and nothing starts.
+/// Helm's take-ownership adopts objects another release or a person made, and impersonation picks whom the
+/// kubeconfig acts as (possibly an account that may do more than it may), so each is a grant of its own: a plugin
+/// granted everything else (`helm` included) that asks for either through the kubeconfig its spec names is
+/// denied, naming the grant, and nothing starts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn taking_over_existing_objects_needs_the_take_ownership_grant() {
+async fn taking_over_objects_or_impersonating_needs_grants_of_their_own() {
     let env = Env::start_with(vec![hostile(&EVERYTHING)]).await;
     exported_kubeconfig(&env).await;
     let edge = json!({"name": "edge-kubeconfig", "key": "kubeconfig"});
@@ -478,11 +479,13 @@ async fn taking_over_existing_objects_needs_the_take_ownership_grant() {
             "releaseNamespace": "apps", "takeOwnership": true},
         {"do": "helmInstall", "kubeconfig": edge, "chart": "oci://evil.test/loot",
             "releaseNamespace": "apps"},
+        {"do": "helmInstall", "kubeconfig": edge, "chart": "oci://evil.test/loot",
+            "releaseNamespace": "apps", "serviceAccount": "cluster-admin"},
     ]);
     env.apply(&release("t", "edge-kubeconfig", attacks)).await;
     let obj = env
         .wait("OmniHelmRelease", "t", "the attacks' report", |o| {
-            results(o).len() == 2
+            results(o).len() == 3
         })
         .await;
     let r = results(&obj);
@@ -497,6 +500,15 @@ async fn taking_over_existing_objects_needs_the_take_ownership_grant() {
     );
     // The same install without it passes every check (and reaches the engine this host does not run).
     assert!(!denied(&r[1]), "a plain install was denied: {}", r[1]);
+    assert!(denied(&r[2]), "impersonation was not denied: {}", r[2]);
+    assert!(
+        r[2]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("needs the grant \\\"helm-impersonate\\\""),
+        "{}",
+        r[2]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -160,8 +160,16 @@ fn the_charts_lint_and_render_with_helms_own_sdk() {
             .is_some_and(|a| a.contains(&json!("--deletion-protection-default"))),
         "{protected}"
     );
+    assert!(
+        !args
+            .iter()
+            .any(|a| a.starts_with("--helm-default-service-account")),
+        "no impersonation unless the values ask for it: {args:?}"
+    );
     let restricted = documents(
-        &render(json!({"helm": {"targetNamespaces": ["apps", "web"]}})).expect("renders"),
+        &render(json!({"helm": {"targetNamespaces": ["apps", "web"],
+            "defaultServiceAccount": "deployer"}}))
+        .expect("renders"),
     );
     let restricted = find(
         &restricted,
@@ -172,6 +180,7 @@ fn the_charts_lint_and_render_with_helms_own_sdk() {
     for want in [
         "--helm-target-namespace=apps",
         "--helm-target-namespace=web",
+        "--helm-default-service-account=deployer",
     ] {
         assert!(
             restricted
@@ -393,6 +402,7 @@ async fn the_charts_install_into_kube_sim_and_their_rbac_covers_what_the_operato
     let target = Target {
         kubeconfig: sim.kubeconfig(&sim.admin()),
         namespace: NS.into(),
+        as_user: None,
     };
     for (name, release, options) in [
         // The CRDs are already there (the stack applied them): the chart takes them over.

@@ -29,6 +29,7 @@ async fn workload() -> (kube_sim::KubeSim, Target) {
     let target = Target {
         kubeconfig: sim.kubeconfig(&sim.admin()),
         namespace: "default".into(),
+        as_user: None,
     };
     (sim, target)
 }

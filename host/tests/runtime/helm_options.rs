@@ -624,3 +624,63 @@ async fn a_spec_change_cancels_the_install_it_made_obsolete() {
     assert_eq!(*newest, 2, "one install and one upgrade");
     assert_eq!(secret["metadata"]["labels"]["status"], "deployed");
 }
+
+/// Impersonation (`serviceAccountName`): through the same admin kubeconfig, a release acting as a ServiceAccount
+/// that may do everything in its namespace installs, and one acting as an account with no permissions is refused
+/// by the workload cluster before anything is made, its condition saying so. The kubeconfig's own identity could
+/// have installed both: the refusal is the impersonation at work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_acts_as_the_service_account_it_names() {
+    let env = Env::start().await;
+    for obj in [
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps"}}),
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "deployer", "namespace": "apps"}}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "everything", "namespace": "apps"},
+            "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "deployer-everything", "namespace": "apps"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "everything"},
+            "subjects": [{"kind": "ServiceAccount", "name": "deployer", "namespace": "apps"}]}),
+    ] {
+        env.workload.apply(&obj).await.expect("workload RBAC");
+    }
+    env.apply(&env.release(
+        "as-deployer",
+        json!({"createNamespace": false, "serviceAccountName": "deployer"}),
+    ))
+    .await;
+    env.apply(&env.release(
+        "as-nobody",
+        json!({"createNamespace": false, "serviceAccountName": "nobody"}),
+    ))
+    .await;
+    env.wait("as-deployer", "installed as the deployer", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+    assert!(
+        env.workload
+            .get("apps/v1", "Deployment", "apps", "as-deployer-demo")
+            .is_some()
+    );
+    let refused = env
+        .wait("as-nobody", "refused as nobody", |o| {
+            o["status"]["conditions"].as_array().is_some_and(|c| {
+                c.iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "False")
+            })
+        })
+        .await;
+    let text = message(&refused, "Ready");
+    assert!(
+        text.contains("system:serviceaccount:apps:nobody") && text.contains("forbidden"),
+        "the refusal names the account: {text}"
+    );
+    assert!(
+        env.workload
+            .get("apps/v1", "Deployment", "apps", "as-nobody-demo")
+            .is_none()
+    );
+    assert!(env.revisions("as-nobody").is_empty());
+}

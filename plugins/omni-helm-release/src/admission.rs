@@ -97,6 +97,9 @@ pub fn validate(object: &Value, _old: Option<&Value>) -> Verdict {
             "maxHistory must not be negative",
         );
     }
+    if let Some((name, why)) = rules::service_account_problem(spec) {
+        v.invalid("spec.serviceAccountName", Value::String(name), &why);
+    }
     for block in rules::forced_server_side_apply(spec) {
         v.invalid(
             &format!("spec.{block}.serverSideApply"),

@@ -28,6 +28,8 @@ pub struct Previous {
     pub name: String,
     pub namespace: String,
     pub kubeconfig: SecretKeyRef,
+    /// The service account the spec names now (the status does not record the one used before).
+    pub service_account: Option<String>,
 }
 
 impl Previous {
@@ -36,6 +38,7 @@ impl Previous {
             kubeconfig: self.kubeconfig.clone(),
             name: self.name.clone(),
             namespace: self.namespace.clone(),
+            service_account: self.service_account.clone(),
         }
     }
 
@@ -76,6 +79,7 @@ pub fn previous(object: &Value, release: &ReleaseObject) -> Option<Previous> {
         name: name.into(),
         namespace: namespace.into(),
         kubeconfig: SecretKeyRef::local(secret, key),
+        service_account: request::service_account(release),
     })
 }
 

@@ -28,7 +28,19 @@ pub fn release_ref(release: &ReleaseObject) -> ReleaseRef {
         kubeconfig: release.kubeconfig(),
         name: release.release_name().into(),
         namespace: release.release_namespace().into(),
+        service_account: service_account(release),
     }
+}
+
+/// `spec.serviceAccountName`: the workload cluster's ServiceAccount, in the release's namespace, that every action
+/// on the release impersonates.
+pub fn service_account(release: &ReleaseObject) -> Option<String> {
+    release
+        .typed
+        .spec
+        .service_account_name
+        .clone()
+        .filter(|n| !n.is_empty())
 }
 
 /// A Git chart (`chart.git`) is a directory of a repository at a branch (`main` when none is named), tag or

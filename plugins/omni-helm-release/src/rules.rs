@@ -173,6 +173,24 @@ pub fn release_name_problem(name: &str) -> Option<String> {
     None
 }
 
+/// `spec.serviceAccountName` and why the API server would refuse it as a ServiceAccount name (a DNS-1123
+/// subdomain of at most 253 characters), when it is set and would.
+pub fn service_account_problem(spec: &Value) -> Option<(String, String)> {
+    let name = spec["serviceAccountName"].as_str()?;
+    let why = if name.len() > 253 {
+        "it must be no more than 253 characters"
+    } else if !is_dns1123_subdomain(name) {
+        "it must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an \
+         alphanumeric character"
+    } else {
+        return None;
+    };
+    Some((
+        name.to_string(),
+        format!("serviceAccountName is not a valid ServiceAccount name: {why}"),
+    ))
+}
+
 /// `^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`: dot-separated labels, each starting and
 /// ending with a lower-case letter or digit.
 fn is_dns1123_subdomain(name: &str) -> bool {

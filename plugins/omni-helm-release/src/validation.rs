@@ -68,6 +68,9 @@ pub fn first_failure(object: &Value) -> Option<String> {
     if rules::negative_max_history(spec).is_some() {
         return fail("maxHistory must not be negative");
     }
+    if let Some((_, why)) = rules::service_account_problem(spec) {
+        return Some(why);
+    }
     if let Some(block) = rules::forced_server_side_apply(spec).into_iter().next() {
         return Some(rules::forced_server_side_apply_message(block));
     }

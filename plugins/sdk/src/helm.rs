@@ -95,6 +95,8 @@ pub struct ReleaseRef {
     pub name: String,
     /// The release's namespace (also where Helm stores it).
     pub namespace: String,
+    /// A ServiceAccount of the release's namespace to impersonate (needs the `helm-impersonate` grant).
+    pub service_account: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

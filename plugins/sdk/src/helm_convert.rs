@@ -13,6 +13,7 @@ macro_rules! helm_conversions {
                 kubeconfig: $secret_key(&r.kubeconfig),
                 name: r.name.clone(),
                 namespace: r.namespace.clone(),
+                service_account: r.service_account.clone(),
             }
         }
 

@@ -53,6 +53,9 @@ pub struct HelmSettings {
     pub wakeups: Arc<Wakeups>,
     /// How many actions each plugin and object may start.
     pub budget: Arc<ActionBudget>,
+    /// The ServiceAccount (in each release's namespace) a release that names none impersonates (Flux's
+    /// `--default-service-account`); None: such releases act with the kubeconfig's identity.
+    pub default_service_account: Option<String>,
 }
 
 impl Default for HelmSettings {
@@ -63,6 +66,7 @@ impl Default for HelmSettings {
             namespaces: TargetNamespaces::default(),
             wakeups: Arc::default(),
             budget: Arc::default(),
+            default_service_account: None,
         }
     }
 }
@@ -170,9 +174,11 @@ impl HelmCap<'_> {
         &mut self,
         ctx: &Resource<CallContext>,
         scope: SecretScope,
-        kubeconfig: &SecretKeyRef,
+        release: &wit::ReleaseRef,
         what: &str,
     ) -> Result<(Cluster, std::time::Duration), HostFailure> {
+        let as_user = self.impersonation(release, what)?;
+        let kubeconfig = &release.kubeconfig;
         let budget = self.core.budget(ctx, budget::SECRET)?;
         let clients = self.services.cluster.workloads().clone();
         let reading = format!("{what}: reading the kubeconfig Secret");
@@ -181,14 +187,48 @@ impl HelmCap<'_> {
             &scope.namespace,
             &kubeconfig.name,
             &kubeconfig.key,
+            as_user.as_deref(),
         );
         let (client, config) = within(&reading, budget, access).await?;
+        let mut id = format!("{}/{}/{}", scope.namespace, kubeconfig.name, kubeconfig.key);
+        if let Some(user) = &as_user {
+            id.push_str("#as=");
+            id.push_str(user);
+        }
         let cluster = Cluster {
-            id: format!("{}/{}/{}", scope.namespace, kubeconfig.name, kubeconfig.key),
+            id,
             client,
             kubeconfig: config,
+            as_user,
         };
         Ok((cluster, budget))
+    }
+
+    /// Whom the release is acted on as: the ServiceAccount it names (which needs `helm-impersonate`: the
+    /// kubeconfig's identity may be allowed to impersonate accounts that may do more than it may), else the
+    /// operator's default service account, else nobody (the kubeconfig's own identity). Always an account of the
+    /// release's own namespace.
+    fn impersonation(
+        &mut self,
+        release: &wit::ReleaseRef,
+        what: &str,
+    ) -> Result<Option<String>, HostFailure> {
+        let account = match &release.service_account {
+            Some(named) => {
+                if !self.core.grants.allows(Capability::HelmImpersonate) {
+                    let reason = format!(
+                        "impersonating service account {named:?} needs the grant \"helm-impersonate\""
+                    );
+                    return Err(self.core.denied(Capability::Helm, what, &reason).into());
+                }
+                check_service_account(named).map_err(|why| {
+                    HostError::Invalid(format!("{what}: service account {named:?}: {why}"))
+                })?;
+                Some(named.clone())
+            }
+            None => self.services.config.default_service_account.clone(),
+        };
+        Ok(account.map(|a| format!("system:serviceaccount:{}:{a}", release.namespace)))
     }
 
     /// Checks a chart's location against the operator's allowed sources; answers whether to reach it over plain
@@ -526,6 +566,16 @@ fn check_release_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A ServiceAccount name as the API server takes one (a DNS subdomain of at most 253 characters); anything else
+/// would be spliced into the impersonated user name (`system:serviceaccount:NS:NAME`), colons included.
+pub fn check_service_account(name: &str) -> Result<(), String> {
+    if name.len() <= 253 && dns_subdomain(name) {
+        Ok(())
+    } else {
+        Err("not a valid ServiceAccount name (lower-case letters, digits, '-' and '.', at most 253)".into())
+    }
+}
+
 fn check_namespace(namespace: &str) -> Result<(), String> {
     let label = namespace.len() <= 63 && dns_subdomain(namespace) && !namespace.contains('.');
     if label {
@@ -741,9 +791,7 @@ impl wit::Host for HelmCap<'_> {
             }
             None => (String::new(), String::new()),
         };
-        let (cluster, budget) = self
-            .helm_cluster(&ctx, scope, &release.kubeconfig, &what)
-            .await?;
+        let (cluster, budget) = self.helm_cluster(&ctx, scope, &release, &what).await?;
         let releases = self.services.config.releases.clone();
         let op = async {
             releases
@@ -770,9 +818,7 @@ impl wit::Host for HelmCap<'_> {
         let who = self.reconciled(&ctx)?;
         let owner = who.owner_of(&release.namespace, &release.name);
         let ignore: Vec<Ignore> = ignore.iter().map(drift_ignore).collect();
-        let (cluster, budget) = self
-            .helm_cluster(&ctx, scope, &release.kubeconfig, &what)
-            .await?;
+        let (cluster, budget) = self.helm_cluster(&ctx, scope, &release, &what).await?;
         let releases = self.services.config.releases.clone();
         let op = async {
             releases
@@ -859,9 +905,7 @@ impl wit::Host for HelmCap<'_> {
                 StepRequest::CorrectDrift(ignore.iter().map(drift_ignore).collect())
             }
         };
-        let (cluster, budget) = self
-            .helm_cluster(&ctx, scope, &release.kubeconfig, &what)
-            .await?;
+        let (cluster, budget) = self.helm_cluster(&ctx, scope, &release, &what).await?;
         self.take_start(&who, &what)?;
         let wake = self.helm_wake(&who);
         let releases = self.services.config.releases.clone();
@@ -896,9 +940,7 @@ impl wit::Host for HelmCap<'_> {
         let scope = self.release_scope(&ctx, &release, Reach::Spec, &what)?;
         let who = self.reconciled(&ctx)?;
         let owner = who.owner_of(&release.namespace, &release.name);
-        let (cluster, budget) = self
-            .helm_cluster(&ctx, scope, &release.kubeconfig, &what)
-            .await?;
+        let (cluster, budget) = self.helm_cluster(&ctx, scope, &release, &what).await?;
         let releases = self.services.config.releases.clone();
         let op = async {
             releases
@@ -978,6 +1020,7 @@ mod grant_checks {
             },
             name: "web".into(),
             namespace: namespace.into(),
+            service_account: None,
         }
     }
 
@@ -1190,6 +1233,52 @@ mod grant_checks {
             .await;
             granted.assert_allowed(&answer);
         }
+    }
+
+    /// Naming the account a release acts as is granted (`helm-impersonate`), and the name must be a ServiceAccount
+    /// name (it is spliced into `system:serviceaccount:NS:NAME`); the operator's default account applies to
+    /// releases that name none, granted or not, so no plugin escapes it by staying silent.
+    #[tokio::test]
+    async fn impersonating_a_service_account_needs_a_grant_and_a_valid_name() {
+        let named = |account: &str| wit::ReleaseRef {
+            service_account: Some(account.into()),
+            ..release("edge", "apps")
+        };
+        let mut ungranted = call(&["helm"]);
+        let answer = observe(&mut ungranted, named("deployer"), None).await;
+        ungranted.assert_denied(
+            answer,
+            "helm",
+            "Helm release \"apps/web\"",
+            "needs the grant \"helm-impersonate\"",
+        );
+        let mut granted = call(&["helm", "helm-impersonate"]);
+        let answer = observe(&mut granted, named("deployer"), None).await;
+        granted.assert_allowed(&answer);
+        for bad in ["x:y", "Deployer", "", "a/b"] {
+            let mut c = call(&["helm", "helm-impersonate"]);
+            let answer = observe(&mut c, named(bad), None).await;
+            assert!(
+                matches!(&answer, Err(HostFailure::Host(HostError::Invalid(why))) if why.contains("service account")),
+                "{bad:?}: {answer:?}"
+            );
+        }
+
+        let mut c = call(&["helm", "helm-impersonate"]);
+        let mut services = services();
+        services.config.default_service_account = Some("deployer".into());
+        let mut state = State::default();
+        let mut cap = HelmCap::over(&mut c.core, &mut state, &services);
+        assert_eq!(
+            cap.impersonation(&release("edge", "apps"), "r").ok(),
+            Some(Some("system:serviceaccount:apps:deployer".to_string())),
+            "the default applies to a release that names none"
+        );
+        assert_eq!(
+            cap.impersonation(&named("other"), "r").ok(),
+            Some(Some("system:serviceaccount:apps:other".to_string())),
+            "a named account wins over the default"
+        );
     }
 
     /// Helm replaces objects only client-side: a forced step that asks for server-side apply is refused before

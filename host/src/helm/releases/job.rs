@@ -37,6 +37,7 @@ impl Job {
         Target {
             kubeconfig: self.cluster.kubeconfig.to_string(),
             namespace: self.key.1.clone(),
+            as_user: self.cluster.as_user.clone(),
         }
     }
 
@@ -506,6 +507,7 @@ mod tests {
         let target = Target {
             kubeconfig: String::new(),
             namespace: "apps".into(),
+            as_user: None,
         };
         let Op::Install { options, .. } =
             action_op((Action::Install, &target, "r"), &w, labels(), None).unwrap()
@@ -533,6 +535,7 @@ mod tests {
         let target = Target {
             kubeconfig: String::new(),
             namespace: "apps".into(),
+            as_user: None,
         };
         let options = |w: &Wanted, action| match action_op(
             (action, &target, "r"),
@@ -565,6 +568,7 @@ mod tests {
         let target = Target {
             kubeconfig: String::new(),
             namespace: "apps".into(),
+            as_user: None,
         };
         let options = |w: &Wanted, action| match action_op(
             (action, &target, "r"),

@@ -55,10 +55,13 @@ pub type Wake = Arc<dyn Fn() + Send + Sync>;
 /// storage, and the kubeconfig for the Helm worker.
 #[derive(Clone)]
 pub struct Cluster {
-    /// `namespace/name/key` of the management-cluster kubeconfig Secret.
+    /// `namespace/name/key` of the management-cluster kubeconfig Secret, and `#as=USER` when impersonating.
     pub id: String,
+    /// Impersonating [`Cluster::as_user`] when set.
     pub client: kube::Client,
     pub kubeconfig: Arc<str>,
+    /// The user every request impersonates (`system:serviceaccount:NS:NAME`); None: the kubeconfig's identity.
+    pub as_user: Option<String>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -66,6 +69,7 @@ impl std::fmt::Debug for Cluster {
         // The kubeconfig is a credential: never in a debug print.
         f.debug_struct("Cluster")
             .field("id", &self.id)
+            .field("as_user", &self.as_user)
             .finish_non_exhaustive()
     }
 }

@@ -95,6 +95,7 @@ pub(super) async fn manifests(
         let target = Target {
             kubeconfig: cluster.kubeconfig.to_string(),
             namespace: namespace.to_string(),
+            as_user: cluster.as_user.clone(),
         };
         let op = action_op(
             (action, &target, name),

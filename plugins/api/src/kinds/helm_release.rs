@@ -94,6 +94,12 @@ pub struct OmniHelmReleaseSpec {
     /// driftDetection looks for objects of the release changed or deleted behind Helm's back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift_detection: Option<HelmDriftDetection>,
+    /// serviceAccountName is a ServiceAccount of the release's namespace in the workload cluster that every
+    /// action on the release impersonates (system:serviceaccount:NAMESPACE:NAME), so the release can do only what
+    /// that account may; the kubeconfig's identity needs the impersonate permission for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 253)))]
+    pub service_account_name: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -105,6 +105,14 @@ fn each_rule_has_its_path_type_value_and_text() {
         ),
         ("spec.maxHistory", json!(-2), "spec.maxHistory: Invalid value: -2: maxHistory must not be negative".into()),
         (
+            "spec.serviceAccountName",
+            json!("deploy:er"),
+            format!(
+                "spec.serviceAccountName: Invalid value: \"deploy:er\": serviceAccountName is not a valid \
+                 ServiceAccount name: {PATTERN}"
+            ),
+        ),
+        (
             "spec.deletionPolicy",
             json!("Retain"),
             "spec.deletionPolicy: Unsupported value: \"Retain\": supported values: \"Uninstall\", \"Orphan\"".into(),

@@ -138,6 +138,7 @@ fn the_uninstall_sent_names_the_release_and_keeps_no_history() {
         kubeconfig: SecretKeyRef::local(KUBECONFIG, "config"),
         name: RELEASE.into(),
         namespace: "apps".into(),
+        service_account: None,
     };
     let requests = rec.requests();
     assert_eq!(

@@ -39,6 +39,7 @@ fn podinfo() -> ReleaseRef {
         kubeconfig: SecretKeyRef::local(KUBECONFIG, "config"),
         name: RELEASE.into(),
         namespace: "apps".into(),
+        service_account: None,
     }
 }
 
@@ -403,6 +404,7 @@ fn the_defaults_are_those_of_section_6_1() {
         kubeconfig: SecretKeyRef::local(KUBECONFIG, "kubeconfig"),
         name: NAME.into(),
         namespace: "default".into(),
+        service_account: None,
     };
     let requests = rec.requests();
     assert_eq!(

@@ -160,6 +160,7 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
                     kubeconfig: key_ref(&a["kubeconfig"]),
                     name: if count == 1 { "loot".into() } else { format!("loot-{i}") },
                     namespace: opt(a, "releaseNamespace").unwrap_or_else(|| "kube-system".into()),
+                    service_account: opt(a, "serviceAccount"),
                 };
                 let step = helm::Step::Install(helm::ApplyRequest {
                     source: helm::ReleaseSource {
@@ -211,6 +212,7 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
                 kubeconfig: key_ref(&a["kubeconfig"]),
                 name: text(a, "release"),
                 namespace: text(a, "releaseNamespace"),
+                service_account: opt(a, "serviceAccount"),
             };
             match helm::detect_drift(ctx, &release, &[]) {
                 Ok(d) => json!({ "ok": d.len() }),
@@ -223,6 +225,7 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
                 kubeconfig: key_ref(&a["kubeconfig"]),
                 name: text(a, "release"),
                 namespace: text(a, "releaseNamespace"),
+                service_account: opt(a, "serviceAccount"),
             };
             match helm::observe(ctx, &release, None) {
                 Ok(o) => json!({ "ok": o.release.map(|r| r.current.status) }),
@@ -235,6 +238,7 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
                 kubeconfig: key_ref(&a["kubeconfig"]),
                 name: opt(a, "release").unwrap_or_else(|| "loot".into()),
                 namespace: opt(a, "releaseNamespace").unwrap_or_else(|| "kube-system".into()),
+                service_account: opt(a, "serviceAccount"),
             };
             let step = helm::Step::Uninstall(helm::UninstallRequest {
                 options: helm::ActionOptions {
@@ -264,6 +268,7 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
                 kubeconfig: key_ref(&a["kubeconfig"]),
                 name: "loot".into(),
                 namespace: "apps".into(),
+                service_account: opt(a, "serviceAccount"),
             };
             let source = helm::ReleaseSource {
                 chart: helm::ChartPull {
