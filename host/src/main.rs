@@ -562,6 +562,13 @@ enum Command {
         #[arg(long)]
         lib: PathBuf,
     },
+    /// Helm's post-renderer plugin in the Helm worker: applies the post-renderers SPEC (a JSON file) describes
+    /// to the manifests on stdin and prints the result.
+    #[command(hide = true)]
+    HelmPostRender {
+        /// The post-render spec the worker wrote for the action.
+        spec: PathBuf,
+    },
     /// Work with one plugin component.
     #[command(subcommand)]
     Plugin(PluginCommand),
@@ -913,6 +920,20 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             std::io::Write::write_all(&mut std::io::stdout().lock(), rendered.as_bytes())
                 .context("writing the plan")?;
             Ok(ExitCode::from(plan.exit_code() as u8))
+        }
+        Command::HelmPostRender { spec } => {
+            let text = std::fs::read(&spec)
+                .with_context(|| format!("reading the post-render spec {}", spec.display()))?;
+            let spec: serde_json::Value =
+                serde_json::from_slice(&text).context("the post-render spec is not JSON")?;
+            let render = omni_operator::helm::post_render::PostRender::from_spec(&spec)?;
+            let mut manifests = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut manifests)
+                .context("reading the rendered manifests")?;
+            let out = render.apply(&manifests)?;
+            std::io::Write::write_all(&mut std::io::stdout().lock(), out.as_bytes())
+                .context("writing the post-rendered manifests")?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Crds => {
             let files = omni_api::crds::files()

@@ -271,6 +271,7 @@ impl Fleet {
             },
             "0.1.0",
             &serde_json::json!({"replicaCount": replicas, "message": message}),
+            None,
         )
     }
 

@@ -10,6 +10,7 @@ pub mod drift;
 pub mod git;
 pub mod inventory;
 pub mod manifest;
+pub mod post_render;
 pub mod protocol;
 pub mod releases;
 pub mod repository;
@@ -41,6 +42,12 @@ pub(crate) fn sha256_prefix(bytes: &[u8], chars: usize) -> String {
         .collect();
     hex[..chars.min(hex.len())].to_string()
 }
+
+/// The name of the Helm post-renderer plugin the worker's Helm runs (`omni-operator helm-post-render SPEC`),
+/// installed in a plugins directory the worker is started with (`HELM_PLUGINS`).
+pub const POST_RENDER_PLUGIN: &str = "omni-post-render";
+/// The install or upgrade option carrying the post-render spec from the host to the worker (not Helm's).
+pub const POST_RENDER_OPTION: &str = "omni_post_render";
 
 /// Why a Helm action did not answer.
 #[derive(Debug, thiserror::Error)]
@@ -341,6 +348,15 @@ impl WorkerEngine {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        match post_render_plugins(&self.options.program) {
+            Ok(dir) => {
+                command.env("HELM_PLUGINS", dir);
+            }
+            // Releases without post-renderers do not need it; those with one fail with Helm's "plugin not found".
+            Err(e) => {
+                tracing::warn!("installing the post-renderer plugin for the Helm worker: {e}")
+            }
+        }
         if let Some(limit) = self.options.memory_limit {
             // Go's soft limit: its collector works harder as the heap nears it, well before the hard stop.
             command.env(
@@ -557,6 +573,34 @@ impl WorkerEngine {
             }
         }
     }
+}
+
+/// A Helm plugins directory holding the post-renderer plugin, whose command is `program helm-post-render`
+/// (Helm 4 runs post-renderers only as plugins); one per program, written again at each worker start.
+fn post_render_plugins(program: &std::path::Path) -> std::io::Result<PathBuf> {
+    let program = std::path::absolute(program)?;
+    let dir = std::env::temp_dir().join(format!(
+        "omni-operator-helm-plugins-{}",
+        sha256_prefix(program.to_string_lossy().as_bytes(), 16)
+    ));
+    let plugin = dir.join(POST_RENDER_PLUGIN);
+    std::fs::create_dir_all(&plugin)?;
+    // JSON strings are YAML double-quoted scalars: the path is quoted whatever it holds.
+    let manifest = format!(
+        "apiVersion: v1\nname: {POST_RENDER_PLUGIN}\ntype: postrenderer/v1\nruntime: subprocess\nversion: 0.1.0\n\
+         runtimeConfig:\n  platformCommand:\n    - command: {}\n      args: [\"helm-post-render\"]\n",
+        serde_json::Value::String(program.to_string_lossy().into_owned())
+    );
+    // Written aside and renamed: workers starting at once never let Helm read half a file.
+    static ASIDE: AtomicU64 = AtomicU64::new(0);
+    let aside = plugin.join(format!(
+        ".plugin.yaml.{}.{}",
+        std::process::id(),
+        ASIDE.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::write(&aside, manifest)?;
+    std::fs::rename(&aside, plugin.join("plugin.yaml"))?;
+    Ok(dir)
 }
 
 /// The Helm engine as the operator starts it, and the line that says what it found.

@@ -215,6 +215,7 @@ fn run(helm: &Helm, id: u64, op: Op, contexts: &Mutex<Contexts>) -> Result<Value
             options,
             auth,
         } => {
+            let (options, _spec) = with_post_render(options)?;
             let (options, files) = with_auth(options, auth.as_ref())?;
             let registry = registry_login(
                 helm,
@@ -314,6 +315,50 @@ impl Drop for AuthFiles {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// The post-render spec of one action, removed when it ends.
+struct PostRenderFile(std::path::PathBuf);
+
+impl Drop for PostRenderFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `options` with the host's post-render spec (`omni_post_render`, not an option of Helm's) handed to Helm's
+/// post-renderer plugin ([`super::POST_RENDER_PLUGIN`]): written to a private file whose path is the plugin's
+/// argument.
+fn with_post_render(mut options: Value) -> Result<(Value, Option<PostRenderFile>), WorkerError> {
+    let Some(spec) = options
+        .as_object_mut()
+        .and_then(|o| o.remove(super::POST_RENDER_OPTION))
+    else {
+        return Ok((options, None));
+    };
+    let path = std::env::temp_dir().join(format!(
+        "omni-operator-post-render-{}-{}.json",
+        std::process::id(),
+        AUTH_DIRS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    let file = PostRenderFile(path.clone());
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .and_then(|mut f| {
+                f.write_all(spec.to_string().as_bytes())?;
+                Ok(f)
+            })
+            .map_err(|e| WorkerError::Files(format!("writing the post-render spec: {e}")))?;
+        let _ = f.flush();
+    }
+    options["post_renderer"] = super::POST_RENDER_PLUGIN.into();
+    options["post_renderer_args"] = json!([path.to_string_lossy()]);
+    Ok((options, Some(file)))
 }
 
 /// `options` with `auth` added in Helm's terms: `username`/`password`, and `ca_file`/`cert_file`/`key_file`

@@ -684,3 +684,63 @@ async fn a_release_acts_as_the_service_account_it_names() {
     );
     assert!(env.revisions("as-nobody").is_empty());
 }
+
+/// `postRenderers` and `commonMetadata` change what Helm applies: a strategic-merge patch (replicas, a pod
+/// annotation), a JSON 6902 patch on the objects its target selects, an image override, and labels on every
+/// object; a changed `commonMetadata` upgrades the release once and the new label lands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn post_renderers_and_common_metadata_change_the_deployed_objects() {
+    let env = Env::start().await;
+    let smp = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: rendered-demo\nspec:\n  replicas: 3\n  \
+               template:\n    metadata:\n      annotations:\n        patched: smp\n";
+    let json6902 = r#"[{"op": "add", "path": "/metadata/labels/patched", "value": "json6902"}]"#;
+    env.apply(&env.release(
+        "rendered",
+        json!({
+            "postRenderers": [{"kustomize": {
+                "patches": [{"patch": smp}, {"patch": json6902, "target": {"kind": "Service"}}],
+                "images": [{"name": "nginx", "newTag": "1.27.0"}]}}],
+            "commonMetadata": {"labels": {"team": "blue"}}}),
+    ))
+    .await;
+    env.wait("rendered", "installed", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+    let get = |kind: &str| {
+        let api_version = if kind == "Deployment" {
+            "apps/v1"
+        } else {
+            "v1"
+        };
+        env.workload
+            .get(api_version, kind, "apps", "rendered-demo")
+            .unwrap_or(Value::Null)
+    };
+    let deployment = get("Deployment");
+    assert_eq!(deployment["spec"]["replicas"], 3, "{deployment:#}");
+    let pod = &deployment["spec"]["template"];
+    assert_eq!(pod["metadata"]["annotations"]["patched"], "smp");
+    assert_eq!(pod["spec"]["containers"][0]["image"], "nginx:1.27.0");
+    assert_eq!(get("Service")["metadata"]["labels"]["patched"], "json6902");
+    assert_eq!(
+        get("ServiceAccount")["metadata"]["labels"]["patched"],
+        Value::Null,
+        "the JSON 6902 patch's target is Services only"
+    );
+    for kind in ["Deployment", "Service", "ServiceAccount"] {
+        assert_eq!(get(kind)["metadata"]["labels"]["team"], "blue", "{kind}");
+    }
+
+    env.patch_spec(
+        "rendered",
+        json!({"commonMetadata": {"labels": {"team": "green"}}}),
+    )
+    .await;
+    env.wait("rendered", "upgraded for the new metadata", |o| {
+        is(o, "Ready", "True", "HelmUpgraded")
+    })
+    .await;
+    assert_eq!(get("Deployment")["metadata"]["labels"]["team"], "green");
+    assert_eq!(env.revisions("rendered").len(), 2, "one upgrade");
+}

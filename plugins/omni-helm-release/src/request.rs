@@ -93,7 +93,17 @@ pub fn source(release: &ReleaseObject) -> ReleaseSource {
             optional: r.optional == Some(true),
         })
     });
+    let post_render = {
+        let spec = &release.typed.spec;
+        let renderers = spec.post_renderers.as_ref().filter(|r| !r.is_empty());
+        let metadata = spec.common_metadata.as_ref();
+        (renderers.is_some() || metadata.is_some()).then(|| {
+            json!({"postRenderers": renderers.cloned().unwrap_or_default(),
+                "commonMetadata": metadata.cloned().unwrap_or_default()})
+        })
+    };
     ReleaseSource {
+        post_render,
         chart: ChartPull {
             location,
             version: text(&spec.version),

@@ -166,6 +166,8 @@ pub enum ValuesPart {
 pub struct ReleaseSource {
     pub chart: ChartPull,
     pub values: Vec<ValuesPart>,
+    /// `{"postRenderers": [...], "commonMetadata": {...}}` (Flux's fields); None: the manifests as rendered.
+    pub post_render: Option<Value>,
 }
 
 /// What Helm does with the chart's `crds/` directory.

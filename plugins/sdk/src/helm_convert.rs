@@ -72,6 +72,7 @@ macro_rules! helm_conversions {
                         }
                     })
                     .collect(),
+                post_render: s.post_render.as_ref().map(|v| v.to_string()),
             }
         }
 

@@ -62,6 +62,17 @@ pub fn check_part(index: usize, text: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Checks the size of a post-render spec before it is parsed: it goes where the values go, and is bounded alike.
+pub fn check_post_render(text: &str) -> Result<(), String> {
+    if text.len() > MAX_VALUES_BYTES {
+        return Err(format!(
+            "the post-render spec is {} bytes; it may be at most {MAX_VALUES_BYTES} bytes",
+            text.len()
+        ));
+    }
+    Ok(())
+}
+
 /// Checks the size of a release's merged values.
 pub fn check_values(values: &serde_json::Value) -> Result<(), String> {
     let size = serde_json::to_vec(values).map_or(usize::MAX, |v| v.len());

@@ -20,6 +20,7 @@ use crate::contract::bindings::omni::operator::types::SecretKeyRef;
 use crate::helm::drift::{DriftError, Ignore, Reason, Target as DriftTarget};
 use crate::helm::inventory::Owned;
 use crate::helm::manifest::ManifestError;
+use crate::helm::post_render::PostRender;
 use crate::helm::protocol::{ChartAuth, GitRef};
 use crate::helm::releases::{
     self, ADOPT_ANNOTATION, ApplyMethod, ApplySettings, ChartLocation, Cluster, InstallSettings,
@@ -350,6 +351,20 @@ impl HelmCap<'_> {
         let values = Value::Object(values);
         limits::check_values(&values)
             .map_err(|why| HostError::Invalid(format!("{what}: {why}")))?;
+        let post_render = match &source.post_render {
+            Some(text) => {
+                limits::check_post_render(text)
+                    .map_err(|why| HostError::Invalid(format!("{what}: {why}")))?;
+                let spec: Value = serde_json::from_str(text).map_err(|e| {
+                    HostError::Invalid(format!("{what}: the post-render spec is not JSON: {e}"))
+                })?;
+                // Checked whole here, so a bad patch is the plugin's `invalid` before anything runs.
+                PostRender::from_spec(&spec)
+                    .map_err(|e| HostError::Invalid(format!("{what}: post-render {e}")))?;
+                Some(spec)
+            }
+            None => None,
+        };
         // A version constraint is resolved to the newest matching version, so the digest (and the revision) follow
         // new chart versions as they appear.
         let budget = self.core.budget(ctx, budget::CHART)?;
@@ -368,6 +383,7 @@ impl HelmCap<'_> {
             values,
             plain_http,
             auth,
+            post_render,
         })
     }
 
@@ -428,6 +444,7 @@ impl HelmCap<'_> {
             values,
             plain_http,
             auth,
+            post_render,
         } = self.release_source(ctx, what, &a.source).await?;
         let skip_crds = a.crds == wit::CrdPolicy::Skip;
         let replace_crds = a.crds == wit::CrdPolicy::CreateReplace;
@@ -468,6 +485,7 @@ impl HelmCap<'_> {
             },
             plain_http,
             auth,
+            post_render,
         })
     }
 
@@ -549,6 +567,8 @@ struct Resolved {
     values: Value,
     plain_http: bool,
     auth: Option<ChartAuth>,
+    /// The post-render spec, checked.
+    post_render: Option<Value>,
 }
 
 fn check_release_name(name: &str) -> Result<(), String> {
@@ -785,7 +805,12 @@ impl wit::Host for HelmCap<'_> {
             Some(source) => {
                 let r = self.release_source(&ctx, &what, source).await?;
                 (
-                    releases::source_digest(&r.location, &r.version, &r.values),
+                    releases::source_digest(
+                        &r.location,
+                        &r.version,
+                        &r.values,
+                        r.post_render.as_ref(),
+                    ),
                     r.version,
                 )
             }
@@ -1037,6 +1062,7 @@ mod grant_checks {
                 tls: None,
             },
             values,
+            post_render: None,
         }
     }
 

@@ -429,6 +429,9 @@ pub(super) fn action_op(
         w.apply.skip_openapi_validation.into(),
     );
     o.insert("labels".into(), Value::Object(labels));
+    if let Some(spec) = &w.post_render {
+        o.insert(crate::helm::POST_RENDER_OPTION.into(), spec.clone());
+    }
     let chart = ChartRef::Reference(chart_reference(
         &w.chart,
         &w.version,

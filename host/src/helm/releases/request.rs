@@ -203,25 +203,42 @@ pub struct Wanted {
     pub plain_http: bool,
     /// Credentials and TLS material for the chart source; not part of the digest (a rotation is no new revision).
     pub auth: Option<ChartAuth>,
+    /// The post-render spec (`{"postRenderers": [...], "commonMetadata": {...}}`), checked; part of the digest.
+    pub post_render: Option<Value>,
 }
 
 impl Wanted {
     /// What a revision is made from, hashed ([`source_digest`]).
     pub fn digest(&self) -> String {
-        source_digest(&self.chart, &self.version, &self.values)
+        source_digest(
+            &self.chart,
+            &self.version,
+            &self.values,
+            self.post_render.as_ref(),
+        )
     }
 }
 
 /// What a revision is made from, hashed: the chart's location and version and the values, in a canonical JSON
 /// form (keys sorted). Options such as waits and timeouts are left out: changing them does not call for a new
 /// revision. 40 hex digits (160 bits), to fit a label value.
-pub fn source_digest(chart: &ChartLocation, version: &str, values: &Value) -> String {
+/// A post-render spec counts when there is one; without it the digest is what it was before post-renderers
+/// existed, so releases that use none are not upgraded by an operator upgrade.
+pub fn source_digest(
+    chart: &ChartLocation,
+    version: &str,
+    values: &Value,
+    post_render: Option<&Value>,
+) -> String {
     let chart = match chart {
         ChartLocation::Repository { url, name } => json!({"repository": url, "chart": name}),
         ChartLocation::Oci(reference) => json!({"oci": reference}),
         ChartLocation::Git { url, path, .. } => json!({"git": url, "path": path}),
     };
-    let made_from = json!({"chart": chart, "version": version, "values": canonical(values)});
+    let mut made_from = json!({"chart": chart, "version": version, "values": canonical(values)});
+    if let Some(spec) = post_render {
+        made_from["postRender"] = canonical(spec);
+    }
     crate::helm::sha256_prefix(made_from.to_string().as_bytes(), 40)
 }
 
@@ -298,6 +315,7 @@ pub(super) mod tests {
             apply: ApplySettings::default(),
             plain_http: false,
             auth: None,
+            post_render: None,
         }
     }
 

@@ -100,6 +100,94 @@ pub struct OmniHelmReleaseSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 253)))]
     pub service_account_name: Option<String>,
+    /// postRenderers change the rendered manifests before Helm applies them (Flux's kustomize post-renderer:
+    /// strategic-merge and JSON 6902 patches, image overrides), in order; a change upgrades the release.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post_renderers: Option<Vec<HelmPostRenderer>>,
+    /// commonMetadata sets labels and annotations on every object the release applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub common_metadata: Option<HelmCommonMetadata>,
+}
+
+/// One post-renderer (Flux's `postRenderers[]` entry).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct HelmPostRenderer {
+    /// kustomize patches the manifests and overrides images.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kustomize: Option<HelmKustomize>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct HelmKustomize {
+    /// patches: strategic-merge patches (a YAML object; without a target, the object of its own kind and name)
+    /// and JSON 6902 patches (a YAML list of operations; a target is required).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patches: Option<Vec<HelmKustomizePatch>>,
+    /// images set new names, tags or digests for the containers running an image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<Vec<HelmKustomizeImage>>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct HelmKustomizePatch {
+    /// patch is the patch's text, YAML or JSON.
+    pub patch: String,
+    /// target selects the objects patched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<HelmPatchSelector>,
+}
+
+/// The objects a patch applies to; an empty field matches anything.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct HelmPatchSelector {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// name is a regular expression matching the whole name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// namespace is a regular expression matching the whole namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// labelSelector is a Kubernetes label selector over the object's labels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<String>,
+    /// annotationSelector is a label selector over the object's annotations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotation_selector: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct HelmKustomizeImage {
+    /// name is the image, without tag or digest, as the manifests name it.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_tag: Option<String>,
+    /// digest replaces the tag with this digest (sha256:...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+}
+
+/// Labels and annotations for every object of the release.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct HelmCommonMetadata {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<std::collections::BTreeMap<String, String>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

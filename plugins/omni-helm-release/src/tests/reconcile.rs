@@ -58,6 +58,7 @@ fn podinfo_source() -> ReleaseSource {
         values: vec![ValuesPart::Inline(
             json!({"replicaCount": 2, "ui": {"color": "#34577c"}}),
         )],
+        post_render: None,
     }
 }
 
@@ -378,6 +379,7 @@ fn the_defaults_are_those_of_section_6_1() {
             tls: None,
         },
         values: vec![ValuesPart::Inline(json!({}))],
+        post_render: None,
     };
     let defaults = ApplyRequest {
         source: source.clone(),

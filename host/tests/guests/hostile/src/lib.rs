@@ -174,6 +174,7 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
                             Some(n) => format!("{{\"x\":\"{}\"}}", "v".repeat(n as usize)),
                             None => "{}".into(),
                         })],
+                        post_render: opt(a, "postRender"),
                     },
                     options: helm::ActionOptions {
                         timeout_seconds: 60,
@@ -284,6 +285,7 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
                     target_path: Some("loot".into()),
                     optional: false,
                 })],
+                post_render: None,
             };
             match helm::observe(ctx, &release, Some(&source)) {
                 Ok(o) => json!({ "ok": o.wanted }),
