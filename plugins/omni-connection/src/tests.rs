@@ -324,6 +324,14 @@ impl omni_plugin_sdk::Helm for Recording {
     ) -> Result<Vec<omni_plugin_sdk::helm::Drifted>, HostError> {
         self.inner.helm_detect_drift(release, ignore)
     }
+
+    fn helm_cancel(
+        &self,
+        release: &omni_plugin_sdk::helm::ReleaseRef,
+        id: &str,
+    ) -> Result<bool, HostError> {
+        self.inner.helm_cancel(release, id)
+    }
 }
 
 impl ConditionOf for Recording {

@@ -159,6 +159,9 @@ struct Entry {
 
 type Key = (String, String, String);
 
+/// An inventory and the fingerprint of the revision it was computed from.
+type Fingerprinted = (String, Arc<Vec<Owned>>);
+
 /// The releases this host converges, and the engine that runs their actions.
 pub struct Releases {
     engine: Result<Arc<dyn HelmEngine>, String>,
@@ -173,7 +176,7 @@ pub struct Releases {
     /// A plan's: the actions are recorded there instead of run.
     plan: Option<Arc<HelmPlan>>,
     /// Each release's inventory with the [`inventory::fingerprint`] of the revision it was computed from.
-    inventories: Mutex<HashMap<Key, (String, Arc<Vec<Owned>>)>>,
+    inventories: Mutex<HashMap<Key, Fingerprinted>>,
 }
 
 impl std::fmt::Debug for Releases {
