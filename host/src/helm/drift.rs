@@ -15,6 +15,7 @@ use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 
 use super::manifest::{self, ManifestError, ManifestObject as Desired};
+use super::selector;
 
 /// The field manager Helm's server-side apply uses in the worker (it takes the program's name), and so the one
 /// whose fields count.
@@ -25,7 +26,8 @@ pub const OPT_OUT: &str = "helm.toolkit.fluxcd.io/driftDetection";
 const MAX_FIELDS: usize = 20;
 
 /// Which objects an ignore rule applies to; an empty field matches anything. `name` and `namespace` are regular
-/// expressions matching the whole name, as in Flux's selector (`web-.*`); a plain name matches itself.
+/// expressions matching the whole name, as in Flux's selector (`web-.*`); a plain name matches itself. The
+/// selectors are label selectors over the labels and annotations the manifest gives the object.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Target {
     pub group: String,
@@ -33,6 +35,8 @@ pub struct Target {
     pub kind: String,
     pub name: String,
     pub namespace: String,
+    pub label_selector: String,
+    pub annotation_selector: String,
 }
 
 /// JSON pointers (RFC 6901) left out of the comparison, for the objects `target` selects (all when none).
@@ -69,6 +73,12 @@ pub enum DriftError {
     Pattern {
         field: &'static str,
         pattern: String,
+        reason: String,
+    },
+    #[error("driftDetection.ignore target {field} {selector:?} is not a label selector: {reason}")]
+    Selector {
+        field: &'static str,
+        selector: String,
         reason: String,
     },
     #[error("the release manifest: {0}")]
@@ -111,6 +121,16 @@ impl Compared for Desired {
                 "namespace",
                 &t.namespace,
                 self.namespace.as_deref().unwrap_or_default(),
+            )?
+            && selects(
+                "labelSelector",
+                &t.label_selector,
+                &self.object["metadata"]["labels"],
+            )?
+            && selects(
+                "annotationSelector",
+                &t.annotation_selector,
+                &self.object["metadata"]["annotations"],
             )?)
     }
 }
@@ -348,6 +368,16 @@ fn normalise(v: &mut Value) {
 }
 
 /// Whether `pattern` (a regular expression; empty: anything) matches all of `value`.
+/// Whether label selector `text` selects `labels`; a selector that does not parse is the rule's error.
+fn selects(field: &'static str, text: &str, labels: &Value) -> Result<bool, DriftError> {
+    selector::parse(text).map_err(|reason| DriftError::Selector {
+        field,
+        selector: text.to_string(),
+        reason,
+    })?;
+    Ok(selector::matches(text, labels))
+}
+
 fn whole_match(field: &'static str, pattern: &str, value: &str) -> Result<bool, DriftError> {
     if pattern.is_empty() || pattern == value {
         return Ok(true);
@@ -478,6 +508,23 @@ mod tests {
             err.to_string().starts_with(
                 "driftDetection.ignore target name \"web-(\" is not a regular expression: "
             ),
+            "{err}"
+        );
+    }
+
+    /// Ignore targets select by the labels and annotations the manifest gives an object, as label selectors; a
+    /// selector that does not parse is the rule's error, naming the field.
+    #[test]
+    fn ignore_targets_select_by_label_and_annotation_selectors() {
+        let labels = json!({"app": "web", "tier": "front"});
+        assert!(selects("labelSelector", "", &labels).unwrap());
+        assert!(selects("labelSelector", "app=web,tier in (front)", &labels).unwrap());
+        assert!(!selects("labelSelector", "app!=web", &labels).unwrap());
+        assert!(selects("annotationSelector", "!autoscaled", &Value::Null).unwrap());
+        let err = selects("labelSelector", "tier in front", &labels).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("driftDetection.ignore target labelSelector \"tier in front\" is not a label selector"),
             "{err}"
         );
     }

@@ -14,6 +14,7 @@ pub mod post_render;
 pub mod protocol;
 pub mod releases;
 pub mod repository;
+pub mod selector;
 pub mod storage;
 pub mod worker;
 

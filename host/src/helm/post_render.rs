@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize as _;
 use serde_json::{Map, Value};
 
+use super::selector;
+
 /// What is done to the manifests: Flux's fields, as the host hands them to the worker.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PostRender {
@@ -289,7 +291,7 @@ fn selector(at: &str, t: &Value) -> Result<Selector, PostRenderError> {
         ("labelSelector", &s.label_selector),
         ("annotationSelector", &s.annotation_selector),
     ] {
-        requirements(text).map_err(|e| spec_error(format!("{at}.{f}"), e))?;
+        selector::parse(text).map_err(|e| spec_error(format!("{at}.{f}"), e))?;
     }
     Ok(s)
 }
@@ -314,90 +316,9 @@ impl Selector {
             && exact(&self.kind, s("/kind"))
             && pattern(&self.name, s("/metadata/name"))
             && pattern(&self.namespace, s("/metadata/namespace"))
-            && matches_selector(&self.label_selector, &o["metadata"]["labels"])
-            && matches_selector(&self.annotation_selector, &o["metadata"]["annotations"])
+            && selector::matches(&self.label_selector, &o["metadata"]["labels"])
+            && selector::matches(&self.annotation_selector, &o["metadata"]["annotations"])
     }
-}
-
-/// One requirement of a label selector.
-#[derive(Debug, PartialEq)]
-enum Requirement {
-    Equals(String, String),
-    NotEquals(String, String),
-    Exists(String),
-    NotExists(String),
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-}
-
-/// A Kubernetes label selector's text (`app=web,tier!=db,env in (a,b),!legacy`) as requirements.
-fn requirements(text: &str) -> Result<Vec<Requirement>, String> {
-    let mut parts = Vec::new();
-    let (mut depth, mut start) = (0usize, 0usize);
-    for (i, c) in text.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => {
-                parts.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&text[start..]);
-    let mut out = Vec::new();
-    for part in parts.into_iter().map(str::trim).filter(|p| !p.is_empty()) {
-        let set = |rest: &str| -> Result<Vec<String>, String> {
-            let inner = rest
-                .trim()
-                .strip_prefix('(')
-                .and_then(|r| r.strip_suffix(')'))
-                .ok_or_else(|| format!("{part:?}: a set needs parentheses"))?;
-            Ok(inner.split(',').map(|v| v.trim().to_string()).collect())
-        };
-        let r = if let Some((k, rest)) = part.split_once(" notin ") {
-            Requirement::NotIn(k.trim().into(), set(rest)?)
-        } else if let Some((k, rest)) = part.split_once(" in ") {
-            Requirement::In(k.trim().into(), set(rest)?)
-        } else if let Some((k, v)) = part.split_once("!=") {
-            Requirement::NotEquals(k.trim().into(), v.trim().into())
-        } else if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
-            Requirement::Equals(k.trim().into(), v.trim().into())
-        } else if let Some(k) = part.strip_prefix('!') {
-            Requirement::NotExists(k.trim().into())
-        } else {
-            Requirement::Exists(part.into())
-        };
-        let key = match &r {
-            Requirement::Equals(k, _)
-            | Requirement::NotEquals(k, _)
-            | Requirement::Exists(k)
-            | Requirement::NotExists(k)
-            | Requirement::In(k, _)
-            | Requirement::NotIn(k, _) => k,
-        };
-        if key.is_empty() || key.contains(char::is_whitespace) {
-            return Err(format!("{part:?} is not a selector requirement"));
-        }
-        out.push(r);
-    }
-    Ok(out)
-}
-
-fn matches_selector(text: &str, labels: &Value) -> bool {
-    let Ok(reqs) = requirements(text) else {
-        return false;
-    };
-    let get = |k: &str| labels.get(k).and_then(Value::as_str);
-    reqs.iter().all(|r| match r {
-        Requirement::Equals(k, v) => get(k) == Some(v.as_str()),
-        Requirement::NotEquals(k, v) => get(k) != Some(v.as_str()),
-        Requirement::Exists(k) => get(k).is_some(),
-        Requirement::NotExists(k) => get(k).is_none(),
-        Requirement::In(k, vs) => get(k).is_some_and(|have| vs.iter().any(|v| v == have)),
-        Requirement::NotIn(k, vs) => get(k).is_none_or(|have| !vs.iter().any(|v| v == have)),
-    })
 }
 
 impl Patch {

@@ -43,6 +43,8 @@ pub fn ignore_rules(spec: &OmniHelmReleaseSpec) -> Vec<DriftIgnore> {
                         kind: text(&t.kind),
                         name: text(&t.name),
                         namespace: text(&t.namespace),
+                        label_selector: text(&t.label_selector),
+                        annotation_selector: text(&t.annotation_selector),
                     }),
                 })
                 .collect()

@@ -276,6 +276,10 @@ pub struct DriftTarget {
     pub kind: String,
     pub name: String,
     pub namespace: String,
+    /// A label selector over the object's labels; empty: any.
+    pub label_selector: String,
+    /// A label selector over the object's annotations; empty: any.
+    pub annotation_selector: String,
 }
 
 /// JSON pointers left out of the comparison for the objects `target` selects (all when none).

@@ -158,6 +158,8 @@ macro_rules! helm_conversions {
                     kind: t.kind.clone(),
                     name: t.name.clone(),
                     namespace: t.namespace.clone(),
+                    label_selector: t.label_selector.clone(),
+                    annotation_selector: t.annotation_selector.clone(),
                 }),
             }
         }

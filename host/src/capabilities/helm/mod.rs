@@ -712,6 +712,8 @@ fn drift_ignore(i: &wit::DriftIgnore) -> Ignore {
             kind: t.kind.clone(),
             name: t.name.clone(),
             namespace: t.namespace.clone(),
+            label_selector: t.label_selector.clone(),
+            annotation_selector: t.annotation_selector.clone(),
         }),
     }
 }

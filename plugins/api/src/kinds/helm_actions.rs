@@ -322,6 +322,12 @@ pub struct HelmDriftTarget {
     pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// labelSelector selects objects by the labels the release gives them (app=web,tier!=db).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<String>,
+    /// annotationSelector selects objects by their annotations, as a label selector.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotation_selector: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
