@@ -261,8 +261,8 @@ impl Fleet {
     }
 
     /// The digest the operator labels a revision of release `r` with, at `edits` (the chart's location and
-    /// version and the values, as the object gives them).
-    pub fn release_digest(&self, r: usize, edits: u64) -> String {
+    /// version and the values, as the object gives them, and the chart's content digest when recorded).
+    pub fn release_digest(&self, r: usize, edits: u64, content: Option<&str>) -> String {
         let (replicas, message) = Self::release_values(r, edits);
         omni_operator::helm::releases::source_digest(
             &omni_operator::helm::releases::ChartLocation::Repository {
@@ -272,6 +272,7 @@ impl Fleet {
             "0.1.0",
             &serde_json::json!({"replicaCount": replicas, "message": message}),
             None,
+            content,
         )
     }
 

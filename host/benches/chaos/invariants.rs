@@ -192,8 +192,11 @@ pub fn converged(
                         format!("workload cluster {w} has message {deployed:?}, the object wants {message:?}"),
                     ));
                 }
-                let digest = fleet.release_digest(r, wanted.edits);
-                match latest_revision(workload, &name) {
+                let latest = latest_revision(workload, &name);
+                // The chart never changes under its version here: the content the revision recorded is the chart's.
+                let content = latest.as_ref().and_then(|l| l.chart_digest.clone());
+                let digest = fleet.release_digest(r, wanted.edits, content.as_deref());
+                match latest {
                     Some(latest) if latest.status != "deployed" => out.push(violation(
                         unit,
                         format!(
@@ -301,6 +304,8 @@ pub struct Revision {
     pub status: String,
     /// What the operator made it from ([`source_digest`](omni_operator::helm::releases::source_digest)).
     pub digest: Option<String>,
+    /// The chart content digest it was made from, when the operator recorded one.
+    pub chart_digest: Option<String>,
 }
 
 /// The latest revision of a release Helm stores in a workload cluster.
@@ -317,6 +322,9 @@ pub fn latest_revision(workload: &kube_sim::KubeSim, release: &str) -> Option<Re
                 version: labels["version"].as_str()?.parse::<u64>().ok()?,
                 status: labels["status"].as_str()?.to_string(),
                 digest: labels[omni_operator::helm::storage::DIGEST_LABEL]
+                    .as_str()
+                    .map(str::to_string),
+                chart_digest: labels[omni_operator::helm::storage::CHART_DIGEST_LABEL]
                     .as_str()
                     .map(str::to_string),
             })

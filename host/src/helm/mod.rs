@@ -5,6 +5,7 @@
 //!
 //! Helm's server-side-apply field manager is the worker's program name: `omni-operator`.
 
+pub mod chart_digest;
 pub mod crds;
 pub mod drift;
 pub mod git;

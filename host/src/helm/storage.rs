@@ -17,6 +17,9 @@ use serde_json::Value;
 
 /// The release label the host stamps with the digest of the chart and values a revision was made from.
 pub const DIGEST_LABEL: &str = "omni.texashpc.com/release-digest";
+/// The release label the host stamps with the content digest its chart source published for the chart version
+/// ([`crate::helm::chart_digest`]), when it published one.
+pub const CHART_DIGEST_LABEL: &str = "omni.texashpc.com/chart-digest";
 /// The release label naming the object a release belongs to: a digest of the object's identity (API group, kind,
 /// namespace and name, as the release table's `Owner` computes it). The host acts on a release only for the object it
 /// names.
@@ -43,6 +46,8 @@ pub struct StoredRevision {
     pub updated: String,
     pub description: String,
     pub digest: Option<String>,
+    /// [`CHART_DIGEST_LABEL`]: the chart content it was made from, when the host knew it.
+    pub chart_digest: Option<String>,
     /// [`OWNER_LABEL`]: the object the revision was made for; None on a revision the host did not stamp.
     pub owner: Option<String>,
     /// The Secret holding it.
@@ -138,6 +143,7 @@ pub async fn read(
                 revision,
                 status: text("status").unwrap_or_default(),
                 digest: text(DIGEST_LABEL),
+                chart_digest: text(CHART_DIGEST_LABEL),
                 owner: text(OWNER_LABEL),
                 secret,
                 ..StoredRevision::default()
@@ -235,6 +241,7 @@ fn revision_of(revision: u64, s: &Secret, release: &Value) -> StoredRevision {
         updated: text(release, &["info", "last_deployed"]),
         description: text(release, &["info", "description"]),
         digest: label(s, DIGEST_LABEL).map(str::to_string),
+        chart_digest: label(s, CHART_DIGEST_LABEL).map(str::to_string),
         owner: label(s, OWNER_LABEL).map(str::to_string),
         secret,
         tests: test_hooks(release),
@@ -447,6 +454,7 @@ mod tests {
                 updated: "2026-11-26T10:00:00Z".into(),
                 description: "Upgrade complete".into(),
                 digest: Some("abc".into()),
+                chart_digest: None,
                 owner: None,
                 secret: "sh.helm.release.v1.demo.v2".into(),
                 tests: Vec::new(),

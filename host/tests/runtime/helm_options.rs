@@ -744,3 +744,72 @@ async fn post_renderers_and_common_metadata_change_the_deployed_objects() {
     assert_eq!(get("Deployment")["metadata"]["labels"]["team"], "green");
     assert_eq!(env.revisions("rendered").len(), 2, "one upgrade");
 }
+
+/// A chart pushed again under the same version (new content, same `0.1.0`) upgrades its release once: the
+/// repository's index lists a new digest for the version, the release's digest takes it, and the revision
+/// records it (label `omni.texashpc.com/chart-digest`). A reconcile after that upgrades nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chart_pushed_again_under_the_same_version_upgrades_once() {
+    use std::time::{Duration, Instant};
+
+    let env = Env::start().await;
+    env.apply(&env.release("repushed", json!({}))).await;
+    env.wait("repushed", "installed", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+    let first = env.revisions("repushed");
+    let recorded = first[0].1["metadata"]["labels"]["omni.texashpc.com/chart-digest"].clone();
+    assert!(
+        recorded.is_string(),
+        "the content digest is recorded: {recorded}"
+    );
+
+    env.repo.add_with(
+        "demo",
+        "0.1.0",
+        &[(
+            "templates/extra.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-repushed\ndata:\n  a: b\n",
+        )],
+    );
+    // The release is looked at again on request (its interval is minutes); the source is read again once its
+    // last reading is older than 20 s, so the request is repeated until the upgrade shows.
+    let deadline = Instant::now() + super::helm_env::WAIT;
+    let mut asked = 0;
+    while !is(&env.get("repushed"), "Ready", "True", "HelmUpgraded") {
+        assert!(
+            Instant::now() < deadline,
+            "no upgrade for the re-pushed chart: {:#}",
+            env.get("repushed")["status"]
+        );
+        asked += 1;
+        env.annotate(
+            "repushed",
+            json!({"reconcile.fluxcd.io/requestedAt": format!("push-{asked}")}),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    assert!(
+        env.workload
+            .get("v1", "ConfigMap", "apps", "repushed-repushed")
+            .is_some(),
+        "the re-pushed content is deployed"
+    );
+    let revisions = env.revisions("repushed");
+    assert_eq!(revisions.len(), 2, "one upgrade");
+    let now = revisions[1].1["metadata"]["labels"]["omni.texashpc.com/chart-digest"].clone();
+    assert!(now.is_string() && now != recorded, "{recorded} then {now}");
+
+    env.annotate(
+        "repushed",
+        json!({"reconcile.fluxcd.io/requestedAt": "after"}),
+    )
+    .await;
+    env.wait("repushed", "the next reconcile", |o| {
+        o["status"]["lastHandledReconcileAt"] == "after"
+    })
+    .await;
+    assert_eq!(env.revisions("repushed").len(), 2, "and only once");
+}

@@ -377,6 +377,14 @@ impl HelmCap<'_> {
                 .map_err(|e| release_error(what, e))
         })
         .await?;
+        // Within the call's time, or unknown (then the latest revision's is taken): a slow index never fails
+        // the call.
+        let content = tokio::time::timeout(
+            budget,
+            releases.content_digest(&location, &version, plain_http, auth.as_ref()),
+        )
+        .await
+        .unwrap_or(None);
         Ok(Resolved {
             location,
             version,
@@ -384,6 +392,7 @@ impl HelmCap<'_> {
             plain_http,
             auth,
             post_render,
+            content,
         })
     }
 
@@ -445,6 +454,7 @@ impl HelmCap<'_> {
             plain_http,
             auth,
             post_render,
+            content,
         } = self.release_source(ctx, what, &a.source).await?;
         let skip_crds = a.crds == wit::CrdPolicy::Skip;
         let replace_crds = a.crds == wit::CrdPolicy::CreateReplace;
@@ -486,6 +496,7 @@ impl HelmCap<'_> {
             plain_http,
             auth,
             post_render,
+            content,
         })
     }
 
@@ -569,6 +580,8 @@ struct Resolved {
     auth: Option<ChartAuth>,
     /// The post-render spec, checked.
     post_render: Option<Value>,
+    /// The content digest the chart source publishes for the version; None when unknown.
+    content: Option<String>,
 }
 
 fn check_release_name(name: &str) -> Result<(), String> {
@@ -803,20 +816,9 @@ impl wit::Host for HelmCap<'_> {
         let scope = self.release_scope(&ctx, &release, Reach::Spec, &what)?;
         let who = self.reconciled(&ctx)?;
         let owner = who.owner_of(&release.namespace, &release.name);
-        let (wanted, chart_version) = match &source {
-            Some(source) => {
-                let r = self.release_source(&ctx, &what, source).await?;
-                (
-                    releases::source_digest(
-                        &r.location,
-                        &r.version,
-                        &r.values,
-                        r.post_render.as_ref(),
-                    ),
-                    r.version,
-                )
-            }
-            None => (String::new(), String::new()),
+        let resolved = match &source {
+            Some(source) => Some(self.release_source(&ctx, &what, source).await?),
+            None => None,
         };
         let (cluster, budget) = self.helm_cluster(&ctx, scope, &release, &what).await?;
         let releases = self.services.config.releases.clone();
@@ -826,8 +828,20 @@ impl wit::Host for HelmCap<'_> {
                 .await
                 .map_err(|e| release_error(&what, e))
         };
-        let answer = within(&what, budget, op).await?;
-        let observed = answer;
+        let observed = within(&what, budget, op).await?;
+        // What a revision made from the source would carry, judged against the latest one, as `start` judges it.
+        let (wanted, chart_version) = match resolved {
+            Some(r) => (
+                releases::wanted_digest(
+                    (&r.location, &r.version, &r.values),
+                    r.post_render.as_ref(),
+                    r.content.as_deref(),
+                    observed.revisions.first(),
+                ),
+                r.version,
+            ),
+            None => (String::new(), String::new()),
+        };
         Ok(to_observation(observed, wanted, chart_version))
     }
 

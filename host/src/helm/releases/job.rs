@@ -15,7 +15,7 @@ use super::{
 use crate::helm::crds;
 use crate::helm::drift::{self, Ignore};
 use crate::helm::protocol::{ChartRef, Op, Target};
-use crate::helm::storage::{self, DIGEST_LABEL};
+use crate::helm::storage::{self, CHART_DIGEST_LABEL, DIGEST_LABEL};
 use crate::helm::{EngineError, HelmEngine};
 
 /// One background action for one release.
@@ -82,10 +82,14 @@ impl Job {
                 self.replace_crds(&wanted, local.as_deref()).await?;
             }
             self.go_on()?;
+            let mut labels = self.release_labels();
+            if let Some(content) = &wanted.content {
+                labels.insert(CHART_DIGEST_LABEL.into(), content.clone().into());
+            }
             let op = action_op(
                 (action, &self.target(), &self.key.2),
                 &wanted,
-                self.release_labels(),
+                labels,
                 local.as_deref(),
             )?;
             let deadline = wanted.settings.timeout() + DEADLINE_MARGIN;

@@ -34,7 +34,7 @@ pub use planned::{HelmPlan, PlannedManifests, PlannedStep};
 pub use request::{
     Action, ApplyMethod, ApplySettings, ChartLocation, InstallSettings, Propagation,
     RollbackSettings, Settings, StepRequest, TestSettings, UninstallSettings, UpgradeSettings,
-    Wanted, is_exact_version, source_digest,
+    Wanted, is_exact_version, source_digest, wanted_digest,
 };
 
 /// Added to an action's Helm timeout for the engine's deadline: Helm stops first and reports why.
@@ -177,6 +177,8 @@ pub struct Releases {
     plan: Option<Arc<HelmPlan>>,
     /// Each release's inventory with the [`inventory::fingerprint`] of the revision it was computed from.
     inventories: Mutex<HashMap<Key, Fingerprinted>>,
+    /// Chart content digests read lately: (chart location, version, credentials) → (when, digest).
+    contents: Mutex<HashMap<(String, String, String), (Instant, Option<String>)>>,
 }
 
 impl std::fmt::Debug for Releases {
@@ -204,6 +206,7 @@ impl Releases {
             resolved: Mutex::default(),
             plan: None,
             inventories: Mutex::default(),
+            contents: Mutex::default(),
         }
     }
 
@@ -410,9 +413,26 @@ impl Releases {
         if let Some(why) = why {
             return Err(ReleaseError::Inapplicable(why));
         }
-        let request = request.resolving_auto(latest.and_then(|r| r.server_side_apply));
-        let digest = match &request {
-            StepRequest::Install(w) | StepRequest::Upgrade(w) => w.digest(),
+        let mut request = request.resolving_auto(latest.and_then(|r| r.server_side_apply));
+        let digest = match &mut request {
+            StepRequest::Install(w) | StepRequest::Upgrade(w) => {
+                let digest = w.digest(latest);
+                // The content the revision is labelled with is the one the digest took (an unknown one is the
+                // latest's); none when the digest left it out (a revision made before content was recorded).
+                let alone = source_digest(
+                    &w.chart,
+                    &w.version,
+                    &w.values,
+                    w.post_render.as_ref(),
+                    None,
+                );
+                w.content = w
+                    .content
+                    .take()
+                    .or_else(|| latest.and_then(|r| r.chart_digest.clone()))
+                    .filter(|_| digest != alone);
+                digest
+            }
             _ => String::new(),
         };
         let key = (cluster.id.clone(), namespace.to_string(), name.to_string());
@@ -554,6 +574,46 @@ impl Releases {
         }
         cache.insert(key, (Instant::now(), resolved.clone()));
         Ok(resolved)
+    }
+
+    /// The content digest `chart`'s source publishes for `version` ([`super::chart_digest`]), read again after
+    /// [`RESOLVED_FOR`] as version constraints are; None when it publishes none or did not answer (then the
+    /// digest takes the one the latest revision recorded, so a source that fails to answer is no new chart).
+    pub async fn content_digest(
+        &self,
+        chart: &ChartLocation,
+        version: &str,
+        plain_http: bool,
+        auth: Option<&ChartAuth>,
+    ) -> Option<String> {
+        if matches!(chart, ChartLocation::Git { .. }) {
+            return None;
+        }
+        let key = (
+            format!("{chart:?}"),
+            version.to_string(),
+            ChartAuth::fingerprint(auth),
+        );
+        let lock = || self.contents.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((at, digest)) = lock().get(&key)
+            && at.elapsed() < RESOLVED_FOR
+        {
+            return digest.clone();
+        }
+        match super::chart_digest::of(chart, version, plain_http, auth).await {
+            Ok(digest) => {
+                let mut cache = lock();
+                if cache.len() > MAX_ENTRIES {
+                    cache.retain(|_, (at, _)| at.elapsed() < RESOLVED_FOR);
+                }
+                cache.insert(key, (Instant::now(), digest.clone()));
+                digest
+            }
+            Err(e) => {
+                tracing::debug!(version, "the chart's content digest: {e}");
+                None
+            }
+        }
     }
 
     /// The objects of the deployed revision that drifted from its manifest; none when the latest revision is not

@@ -161,7 +161,7 @@ impl PlannedStep {
             ChartLocation::Git { url, path, .. } => format!("{path} in {url}"),
         });
         let source_changed = match (wanted, latest.and_then(|r| r.digest.as_deref())) {
-            (Some(w), Some(stored)) => Some(w.digest() != stored),
+            (Some(w), Some(stored)) => Some(w.digest(latest) != stored),
             _ => None,
         };
         PlannedStep {

@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 
 use crate::helm::drift::Ignore;
 use crate::helm::protocol::{ChartAuth, GitRef};
+use crate::helm::storage::StoredRevision;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ChartLocation {
@@ -205,18 +206,46 @@ pub struct Wanted {
     pub auth: Option<ChartAuth>,
     /// The post-render spec (`{"postRenderers": [...], "commonMetadata": {...}}`), checked; part of the digest.
     pub post_render: Option<Value>,
+    /// The content digest the chart source publishes for the version ([`crate::helm::chart_digest`]); None when
+    /// unknown. Part of the digest ([`wanted_digest`]).
+    pub content: Option<String>,
 }
 
 impl Wanted {
-    /// What a revision is made from, hashed ([`source_digest`]).
-    pub fn digest(&self) -> String {
-        source_digest(
-            &self.chart,
-            &self.version,
-            &self.values,
+    /// What a revision is made from, hashed, against the release's latest revision ([`wanted_digest`]).
+    pub fn digest(&self, latest: Option<&StoredRevision>) -> String {
+        wanted_digest(
+            (&self.chart, &self.version, &self.values),
             self.post_render.as_ref(),
+            self.content.as_deref(),
+            latest,
         )
     }
+}
+
+/// The digest a revision made from this source carries, with the chart's content digest `content` (None: the
+/// source publishes none, or did not answer), against the release's `latest` revision:
+///
+/// * an unknown content is taken to be the one the latest revision recorded (a source that fails to answer
+///   must not look like a new chart);
+/// * a latest revision made from this very source before the host recorded chart content (no chart-digest label,
+///   and its digest is the source's alone) is current: an operator upgrade does not upgrade every release once;
+/// * otherwise the content counts, so a chart pushed again under the same version upgrades once.
+pub fn wanted_digest(
+    (chart, version, values): (&ChartLocation, &str, &Value),
+    post_render: Option<&Value>,
+    content: Option<&str>,
+    latest: Option<&StoredRevision>,
+) -> String {
+    let recorded = latest.and_then(|l| l.chart_digest.as_deref());
+    let Some(content) = content.or(recorded) else {
+        return source_digest(chart, version, values, post_render, None);
+    };
+    let alone = source_digest(chart, version, values, post_render, None);
+    if latest.is_some_and(|l| recorded.is_none() && l.digest.as_deref() == Some(alone.as_str())) {
+        return alone;
+    }
+    source_digest(chart, version, values, post_render, Some(content))
 }
 
 /// What a revision is made from, hashed: the chart's location and version and the values, in a canonical JSON
@@ -229,6 +258,7 @@ pub fn source_digest(
     version: &str,
     values: &Value,
     post_render: Option<&Value>,
+    content: Option<&str>,
 ) -> String {
     let chart = match chart {
         ChartLocation::Repository { url, name } => json!({"repository": url, "chart": name}),
@@ -238,6 +268,9 @@ pub fn source_digest(
     let mut made_from = json!({"chart": chart, "version": version, "values": canonical(values)});
     if let Some(spec) = post_render {
         made_from["postRender"] = canonical(spec);
+    }
+    if let Some(content) = content {
+        made_from["chartDigest"] = content.into();
     }
     crate::helm::sha256_prefix(made_from.to_string().as_bytes(), 40)
 }
@@ -316,7 +349,54 @@ pub(super) mod tests {
             plain_http: false,
             auth: None,
             post_render: None,
+            content: None,
         }
+    }
+
+    /// The chart's content counts once the release records it; a revision made from the same source before
+    /// content was recorded stays current (no upgrade of every release after an operator upgrade); a source that
+    /// does not answer is taken to hold what the latest revision recorded.
+    #[test]
+    fn the_content_digest_counts_against_what_the_latest_revision_recorded() {
+        let w = wanted(json!({"a": 1}));
+        let source = (&w.chart, w.version.as_str(), &w.values);
+        let alone = source_digest(&w.chart, &w.version, &w.values, None, None);
+        let with = |c: &str| source_digest(&w.chart, &w.version, &w.values, None, Some(c));
+        let revision = |digest: &str, chart_digest: Option<&str>| StoredRevision {
+            digest: Some(digest.into()),
+            chart_digest: chart_digest.map(str::to_string),
+            ..StoredRevision::default()
+        };
+        // No revision yet: the content counts.
+        assert_eq!(wanted_digest(source, None, Some("c1"), None), with("c1"));
+        assert_eq!(wanted_digest(source, None, None, None), alone);
+        // Made from this source before content was recorded: current, whatever the source says now.
+        let legacy = revision(&alone, None);
+        assert_eq!(
+            wanted_digest(source, None, Some("c2"), Some(&legacy)),
+            alone
+        );
+        // Recorded, and the same chart: current; pushed again: a new digest.
+        let recorded = revision(&with("c1"), Some("c1"));
+        assert_eq!(
+            wanted_digest(source, None, Some("c1"), Some(&recorded)),
+            with("c1")
+        );
+        assert_eq!(
+            wanted_digest(source, None, Some("c2"), Some(&recorded)),
+            with("c2")
+        );
+        // The source did not answer: what the latest recorded.
+        assert_eq!(
+            wanted_digest(source, None, None, Some(&recorded)),
+            with("c1")
+        );
+        // Another source than the legacy revision's: the content counts.
+        let other = revision("elsewhere", None);
+        assert_eq!(
+            wanted_digest(source, None, Some("c1"), Some(&other)),
+            with("c1")
+        );
     }
 
     /// `auto` follows the latest revision's apply method for upgrades and rollbacks, and is left to Helm when no
@@ -393,15 +473,15 @@ pub(super) mod tests {
         let mut b = wanted(json!({"b": {"d": 3, "c": 2}, "a": 1}));
         b.settings.timeout_seconds = 10;
         b.settings.wait_ready = true;
-        assert_eq!(a.digest(), b.digest());
-        assert_eq!(a.digest().len(), 40);
+        assert_eq!(a.digest(None), b.digest(None));
+        assert_eq!(a.digest(None).len(), 40);
         let c = wanted(json!({"a": 2, "b": {"c": 2, "d": 3}}));
-        assert_ne!(a.digest(), c.digest());
+        assert_ne!(a.digest(None), c.digest(None));
         let mut d = a.clone();
         d.version = "0.2.0".into();
-        assert_ne!(a.digest(), d.digest());
+        assert_ne!(a.digest(None), d.digest(None));
         let mut e = a.clone();
         e.chart = ChartLocation::Oci("oci://127.0.0.1:1/charts/demo".into());
-        assert_ne!(a.digest(), e.digest());
+        assert_ne!(a.digest(None), e.digest(None));
     }
 }
