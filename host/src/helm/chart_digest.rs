@@ -109,6 +109,18 @@ async fn oci(
     plain_http: bool,
     auth: Option<&ChartAuth>,
 ) -> Result<String, String> {
+    let (_, digest) = oci_manifest(reference, version, plain_http, auth).await?;
+    Ok(digest.trim_start_matches("sha256:").to_string())
+}
+
+/// The OCI reference of chart `reference` at `version` (Helm's tag: `+` written `_`), and the manifest digest
+/// (`sha256:…`) the registry answers for it now.
+pub async fn oci_manifest(
+    reference: &str,
+    version: &str,
+    plain_http: bool,
+    auth: Option<&ChartAuth>,
+) -> Result<(oci_client::Reference, String), String> {
     // Helm stores a version's `+` as `_` in the tag (OCI tags cannot hold `+`).
     let tag = version.replace('+', "_");
     let whole = format!("{}:{tag}", reference.trim_start_matches("oci://"));
@@ -145,12 +157,12 @@ async fn oci(
         .fetch_manifest_digest(&parsed, &registry_auth)
         .await
         .map_err(|e| format!("resolving {whole}: {e}"))?;
-    digest
-        .strip_prefix("sha256:")
-        .map(str::to_string)
-        .ok_or_else(|| {
-            format!("{whole}: the registry answered digest {digest:?}, not a sha256 digest")
-        })
+    if !digest.starts_with("sha256:") {
+        return Err(format!(
+            "{whole}: the registry answered digest {digest:?}, not a sha256 digest"
+        ));
+    }
+    Ok((parsed, digest))
 }
 
 #[cfg(test)]

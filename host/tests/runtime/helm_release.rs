@@ -823,3 +823,81 @@ async fn the_go_operators_sample_and_the_seed_example_apply_unchanged_and_become
         );
     }
 }
+
+/// Chart verification (`chart.verify`, cosign): an OCI chart whose manifest carries no signature is refused
+/// with the reason in the condition and nothing installed; once the manifest is signed (as `cosign sign --key`
+/// signs it) with a key the object's Secret holds, a release of it installs. A signature by another key is
+/// refused too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unsigned_chart_is_refused_and_a_signed_one_installs() {
+    use omni_operator::distribution::{Access, Credentials, signature};
+
+    let registry = registry().await;
+    let remote = push_demo_chart(&registry);
+    let sources = ChartSources::only([remote.as_str()])
+        .expect("sources")
+        .with_plain_http([registry.host.as_str()]);
+    let env = Env::start_with(sources).await;
+    let (private, public) = signature::generate_key_pair(b"pw").expect("keygen");
+    let (stranger, _) = signature::generate_key_pair(b"pw").expect("keygen");
+    env.kube
+        .apply(&json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "chart-keys", "namespace": NS},
+            "stringData": {"cosign.pub": public}}))
+        .await
+        .expect("the public key");
+    let verified = |name: &str| {
+        env.release(
+            name,
+            json!({"chart": {"repository": remote, "chart": format!("{remote}/demo"),
+                "verify": {"provider": "cosign", "secretRef": {"name": "chart-keys"}}}}),
+        )
+    };
+    env.apply(&verified("unsigned")).await;
+    let refused = env
+        .wait("unsigned", "refused", |o| {
+            is(o, "Ready", "False", "ReconcileFailed")
+        })
+        .await;
+    let text = message(&refused, "Ready");
+    assert!(
+        text.contains("is not verified") && text.contains("has no signature"),
+        "{text}"
+    );
+    assert!(env.revisions("unsigned").is_empty());
+
+    let (reference, digest) = omni_operator::helm::chart_digest::oci_manifest(
+        &format!("{remote}/demo"),
+        "0.1.0",
+        true,
+        None,
+    )
+    .await
+    .expect("the chart's manifest");
+    let access = Access {
+        auth: Credentials::Anonymous,
+        plain_http: true,
+    };
+    signature::sign(&reference, &digest, stranger.as_bytes(), b"pw", &access)
+        .await
+        .expect("signed by a stranger");
+    env.apply(&verified("stranger-signed")).await;
+    let refused = env
+        .wait("stranger-signed", "refused", |o| {
+            is(o, "Ready", "False", "ReconcileFailed")
+        })
+        .await;
+    assert!(
+        message(&refused, "Ready").contains("none made by a trusted key"),
+        "{refused:#}"
+    );
+
+    signature::sign(&reference, &digest, private.as_bytes(), b"pw", &access)
+        .await
+        .expect("signed");
+    env.apply(&verified("signed")).await;
+    env.wait("signed", "installed", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+}

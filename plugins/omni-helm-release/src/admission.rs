@@ -97,6 +97,13 @@ pub fn validate(object: &Value, _old: Option<&Value>) -> Verdict {
             "maxHistory must not be negative",
         );
     }
+    if let Some((path, value, why)) = rules::verify_problem(chart) {
+        if path.ends_with("secretRef") {
+            v.required(path, &why);
+        } else {
+            v.invalid(path, value, &why);
+        }
+    }
     if let Some((name, why)) = rules::service_account_problem(spec) {
         v.invalid("spec.serviceAccountName", Value::String(name), &why);
     }

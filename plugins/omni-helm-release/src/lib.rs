@@ -67,6 +67,7 @@ const VALUES_FROM_CONFIG_MAPS: &str = "spec.valuesFrom[kind=ConfigMap].name";
 /// Where the object names the Secrets its chart source is reached with.
 const CHART_CREDENTIALS: &str = "spec.chart.secretRef.name";
 const CHART_TLS: &str = "spec.chart.certSecretRef.name";
+const CHART_VERIFY_KEYS: &str = "spec.chart.verify.secretRef.name";
 
 /// The kind this plugin reconciles.
 pub const KIND: &str = OmniHelmReleaseSpec::KIND;
@@ -123,6 +124,7 @@ impl Plugin for OmniHelmReleasePlugin {
                 SecretField::local(VALUES_FROM_CONFIG_MAPS),
                 SecretField::local(CHART_CREDENTIALS),
                 SecretField::local(CHART_TLS),
+                SecretField::local(CHART_VERIFY_KEYS),
             ],
         }
     }

@@ -117,6 +117,12 @@ pub fn source(release: &ReleaseObject) -> ReleaseSource {
                 .as_ref()
                 .map(|r| r.name.clone())
                 .filter(|n| !n.is_empty()),
+            verify: spec
+                .verify
+                .as_ref()
+                .and_then(|v| v.secret_ref.as_ref())
+                .map(|r| r.name.clone())
+                .filter(|n| !n.is_empty()),
         },
         values: referenced.chain([ValuesPart::Inline(values)]).collect(),
     }

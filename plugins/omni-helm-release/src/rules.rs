@@ -173,6 +173,28 @@ pub fn release_name_problem(name: &str) -> Option<String> {
     None
 }
 
+/// What is wrong with `spec.chart.verify`, as (field, value, message): a Secret of public keys is required
+/// (keyless verification is not supported) and the chart must be an OCI one (only those carry cosign signatures).
+pub fn verify_problem(chart: &Value) -> Option<(&'static str, Value, String)> {
+    let verify = chart.get("verify").filter(|v| !v.is_null())?;
+    if blank(&verify["secretRef"]["name"]) {
+        return Some((
+            "spec.chart.verify.secretRef",
+            verify["secretRef"].clone(),
+            "chart.verify.secretRef is required: keyless verification is not supported".into(),
+        ));
+    }
+    let oci = !chart["git"].is_object() && text(&chart["chart"]).trim().starts_with("oci://");
+    if !oci {
+        return Some((
+            "spec.chart.verify",
+            verify.clone(),
+            "chart.verify needs an oci:// chart: only OCI charts carry cosign signatures".into(),
+        ));
+    }
+    None
+}
+
 /// `spec.serviceAccountName` and why the API server would refuse it as a ServiceAccount name (a DNS-1123
 /// subdomain of at most 253 characters), when it is set and would.
 pub fn service_account_problem(spec: &Value) -> Option<(String, String)> {

@@ -135,6 +135,8 @@ pub struct ChartPull {
     pub credentials: Option<String>,
     /// A Secret with `ca.crt`, and `tls.crt` plus `tls.key`.
     pub tls: Option<String>,
+    /// A Secret whose `*.pub` keys are cosign public keys the OCI chart must be signed by.
+    pub verify: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -48,6 +48,7 @@ macro_rules! helm_conversions {
                     version: s.chart.version.clone(),
                     credentials: s.chart.credentials.clone(),
                     tls: s.chart.tls.clone(),
+                    verify: s.chart.verify.clone(),
                 },
                 values: s
                     .values

@@ -47,6 +47,28 @@ async fn data(
         .collect()
 }
 
+/// The cosign public keys in Secret `name`: every key ending in `.pub` (Flux's layout), by that key's name. A
+/// Secret with none is an error naming it.
+pub async fn public_keys(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    what: &str,
+) -> Result<Vec<(String, String)>, HostError> {
+    let keys: Vec<(String, String)> = data(client, namespace, name, what)
+        .await?
+        .into_iter()
+        .filter(|(k, _)| k.ends_with(".pub"))
+        .collect();
+    if keys.is_empty() {
+        return Err(HostError::Invalid(format!(
+            "{what}: Secret {} holds no key ending in .pub (a cosign public key)",
+            quoted(namespace, name)
+        )));
+    }
+    Ok(keys)
+}
+
 /// Basic-auth credentials from `name`: both `username` and `password`.
 pub(super) async fn credentials(
     client: &kube::Client,

@@ -17,6 +17,7 @@ use super::{CallContext, Capability, HostError, HostFailure};
 use crate::contract::Wakeups;
 use crate::contract::bindings::omni::operator::helm as wit;
 use crate::contract::bindings::omni::operator::types::SecretKeyRef;
+use crate::distribution::TrustedKeys;
 use crate::helm::drift::{DriftError, Ignore, Reason, Target as DriftTarget};
 use crate::helm::inventory::Owned;
 use crate::helm::manifest::ManifestError;
@@ -377,6 +378,17 @@ impl HelmCap<'_> {
                 .map_err(|e| release_error(what, e))
         })
         .await?;
+        if let Some(keys) = &source.chart.verify {
+            self.verify_chart(
+                ctx,
+                what,
+                keys,
+                (&location, &version),
+                plain_http,
+                auth.as_ref(),
+            )
+            .await?;
+        }
         // Within the call's time, or unknown (then the latest revision's is taken): a slow index never fails
         // the call.
         let content = tokio::time::timeout(
@@ -393,6 +405,70 @@ impl HelmCap<'_> {
             auth,
             post_render,
             content,
+        })
+    }
+
+    /// Refuses the chart unless its OCI manifest is signed by one of the cosign public keys in Secret `keys`
+    /// (named by the object, read by the host; the plugin needs the `secrets` grant for it).
+    async fn verify_chart(
+        &mut self,
+        ctx: &Resource<CallContext>,
+        what: &str,
+        keys: &str,
+        (location, version): (&ChartLocation, &str),
+        plain_http: bool,
+        auth: Option<&ChartAuth>,
+    ) -> Result<(), HostFailure> {
+        let ChartLocation::Oci(reference) = location else {
+            return Err(HostError::Invalid(format!(
+                "{what}: chart verification needs an oci:// chart (only OCI charts carry cosign signatures)"
+            ))
+            .into());
+        };
+        if !self.core.grants.allows(Capability::Secrets) {
+            let reason =
+                format!("the chart's public keys in Secret {keys:?} need the \"secrets\" grant");
+            return Err(self.core.denied(Capability::Secrets, what, &reason).into());
+        }
+        let namespace =
+            self.core
+                .named_local_source(ctx, Capability::Helm, "Secret", keys, what)?;
+        let budget = self.core.budget(ctx, budget::CHART)?;
+        let client = self.services.cluster.client(what)?;
+        let reading = format!("{what}: reading the chart's public keys");
+        let pems = within(&reading, budget, async {
+            auth::public_keys(&client, &namespace, keys, what).await
+        })
+        .await?;
+        let trusted = TrustedKeys::from_pems(pems.iter().map(|(n, p)| (n.clone(), p.as_bytes())))
+            .map_err(|e| HostError::Invalid(format!("{what}: Secret {keys:?}: {e}")))?;
+        let fingerprint = crate::helm::sha256_prefix(
+            pems.iter()
+                .flat_map(|(n, p)| [n.as_bytes(), p.as_bytes()])
+                .collect::<Vec<_>>()
+                .concat()
+                .as_slice(),
+            32,
+        );
+        let releases = self.services.config.releases.clone();
+        let verifying = format!("{what}: verifying the chart's signature");
+        let verdict = within(&verifying, budget, async {
+            Ok(releases
+                .verify_chart(
+                    reference,
+                    version,
+                    plain_http,
+                    auth,
+                    (&fingerprint, &trusted),
+                )
+                .await)
+        })
+        .await?;
+        verdict.map(|_| ()).map_err(|why| {
+            HostError::Forbidden(format!(
+                "{what}: chart {reference} version {version} is not verified: {why}"
+            ))
+            .into()
         })
     }
 
@@ -1076,6 +1152,7 @@ mod grant_checks {
                 version: "1.0.0".into(),
                 credentials: credentials.map(str::to_string),
                 tls: None,
+                verify: None,
             },
             values,
             post_render: None,

@@ -179,6 +179,8 @@ pub struct Releases {
     inventories: Mutex<HashMap<Key, Fingerprinted>>,
     /// Chart content digests read lately: (chart location, version, credentials) → (when, digest).
     contents: Mutex<HashMap<(String, String, String), (Instant, Option<String>)>>,
+    /// Chart verifications made lately: (reference and version, trusted keys) → (when, the signing key's name).
+    verified: Mutex<HashMap<(String, String), (Instant, String)>>,
 }
 
 impl std::fmt::Debug for Releases {
@@ -207,6 +209,7 @@ impl Releases {
             plan: None,
             inventories: Mutex::default(),
             contents: Mutex::default(),
+            verified: Mutex::default(),
         }
     }
 
@@ -614,6 +617,35 @@ impl Releases {
                 None
             }
         }
+    }
+
+    /// The key among `keys` that signed OCI chart `reference` at `version` ([`super::verify::cosign`]): a
+    /// verification holds for [`RESOLVED_FOR`] (the tag is read again after it), a refusal is never kept.
+    pub async fn verify_chart(
+        &self,
+        reference: &str,
+        version: &str,
+        plain_http: bool,
+        auth: Option<&ChartAuth>,
+        (fingerprint, keys): (&str, &crate::distribution::TrustedKeys),
+    ) -> Result<String, String> {
+        let key = (
+            format!("{reference}:{version}:{}", ChartAuth::fingerprint(auth)),
+            fingerprint.to_string(),
+        );
+        let lock = || self.verified.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((at, signer)) = lock().get(&key)
+            && at.elapsed() < RESOLVED_FOR
+        {
+            return Ok(signer.clone());
+        }
+        let signer = super::verify::cosign(reference, version, plain_http, auth, keys).await?;
+        let mut cache = lock();
+        if cache.len() > MAX_ENTRIES {
+            cache.retain(|_, (at, _)| at.elapsed() < RESOLVED_FOR);
+        }
+        cache.insert(key, (Instant::now(), signer.clone()));
+        Ok(signer)
     }
 
     /// The objects of the deployed revision that drifted from its manifest; none when the latest revision is not

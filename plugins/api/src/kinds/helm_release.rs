@@ -294,6 +294,31 @@ pub struct HelmChartSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub cert_secret_ref: Option<LocalObjectReference>,
+    /// verify refuses an oci:// chart unless its manifest is signed by one of the cosign public keys in a
+    /// Secret (Flux's verify).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<HelmChartVerify>,
+}
+
+/// How a chart's signature is verified.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct HelmChartVerify {
+    /// provider: cosign.
+    pub provider: HelmVerifyProvider,
+    /// secretRef names a Secret in this namespace whose keys ending in .pub are cosign public keys (required:
+    /// keyless verification is not supported).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<LocalObjectReference>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum HelmVerifyProvider {
+    #[default]
+    Cosign,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -142,6 +142,45 @@ fn each_rule_has_its_path_type_value_and_text() {
     }
 }
 
+/// `chart.verify` needs a Secret of public keys and an OCI chart, in the webhook and in the controller.
+#[test]
+fn chart_verification_needs_keys_and_an_oci_chart() {
+    let keyless = set(
+        release(),
+        "spec.chart.verify",
+        json!({"provider": "cosign"}),
+    );
+    assert_eq!(
+        messages(&keyless),
+        [
+            "spec.chart.verify.secretRef: Required value: chart.verify.secretRef is required: keyless verification \
+          is not supported"
+        ]
+    );
+    let http = set(
+        release(),
+        "spec.chart.verify",
+        json!({"provider": "cosign", "secretRef": {"name": "keys"}}),
+    );
+    let m = messages(&http);
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert!(
+        m[0].starts_with("spec.chart.verify: Invalid value: ")
+            && m[0].ends_with(
+                "chart.verify needs an oci:// chart: only OCI charts carry cosign signatures"
+            ),
+        "{m:?}"
+    );
+    assert!(crate::validation::first_failure(&http).is_some_and(|f| f.contains("oci://")));
+    let oci = set(
+        http,
+        "spec.chart.chart",
+        json!("oci://registry.example/charts/web"),
+    );
+    assert_eq!(messages(&oci), Vec::<String>::new());
+    assert_eq!(crate::validation::first_failure(&oci), None);
+}
+
 /// Helm replaces objects only client-side: `force` with `serverSideApply: enabled` is refused in the webhook and in
 /// the controller, for upgrades and rollbacks; `auto` and `disabled` go with force, and `enabled` without it.
 #[test]

@@ -386,6 +386,7 @@ fn describe_names_the_kind_its_triggers_finalizer_capabilities_and_secret() {
             omni_plugin_sdk::SecretField::local("spec.valuesFrom[kind=ConfigMap].name"),
             omni_plugin_sdk::SecretField::local("spec.chart.secretRef.name"),
             omni_plugin_sdk::SecretField::local("spec.chart.certSecretRef.name"),
+            omni_plugin_sdk::SecretField::local("spec.chart.verify.secretRef.name"),
         ]
     );
 }

@@ -54,6 +54,7 @@ fn podinfo_source() -> ReleaseSource {
             version: "6.7.1".into(),
             credentials: None,
             tls: None,
+            verify: None,
         },
         values: vec![ValuesPart::Inline(
             json!({"replicaCount": 2, "ui": {"color": "#34577c"}}),
@@ -377,6 +378,7 @@ fn the_defaults_are_those_of_section_6_1() {
             version: "1.0.0".into(),
             credentials: None,
             tls: None,
+            verify: None,
         },
         values: vec![ValuesPart::Inline(json!({}))],
         post_render: None,

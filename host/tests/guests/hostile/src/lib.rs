@@ -169,6 +169,7 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
                             version: "1.0.0".into(),
                             credentials: None,
                             tls: None,
+                            verify: None,
                         },
                         values: vec![helm::ValuesPart::Inline(match a["valuesBytes"].as_u64() {
                             Some(n) => format!("{{\"x\":\"{}\"}}", "v".repeat(n as usize)),
@@ -277,6 +278,7 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
                     version: "1.0.0".into(),
                     credentials: None,
                     tls: None,
+                    verify: None,
                 },
                 values: vec![helm::ValuesPart::Referenced(helm::ValuesRef {
                     kind: helm::ValuesKind::Secret,
