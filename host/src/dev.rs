@@ -296,6 +296,7 @@ async fn session(opts: DevOptions, then: Then) -> Result<Outcome> {
         chart_sources: sources,
         target_namespaces: opts.target_namespaces.clone(),
         default_service_account: opts.default_service_account.clone(),
+        events_forwarder: None,
         metrics,
         deletion_protection_default: opts.deletion_protection_default,
     }

@@ -470,6 +470,10 @@ enum Command {
         /// annotation themselves; objects that exist already are left as they are.
         #[arg(long)]
         deletion_protection_default: bool,
+        /// Flux's notification-controller (`http://notification-controller.flux-system.svc.cluster.local./`):
+        /// every Event the operator records is also posted there in Flux's event format.
+        #[arg(long, env = "EVENTS_ADDR")]
+        events_addr: Option<String>,
         #[command(flatten)]
         sources: SourceArgs,
         #[command(flatten)]
@@ -700,6 +704,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             concurrent,
             max_retry_delay,
             deletion_protection_default,
+            events_addr,
             sources,
             webhooks,
             metrics_bind_address,
@@ -745,6 +750,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 default_service_account: cli.helm.default_service_account()?,
                 metrics: std::sync::Arc::default(),
                 deletion_protection_default,
+                events_forwarder: events_addr
+                    .as_deref()
+                    .filter(|a| !a.is_empty())
+                    .map(omni_operator::controllers::notify::Forwarder::start)
+                    .transpose()
+                    .map_err(anyhow::Error::msg)?,
             }
             .settings();
             let shutdown = omni_operator::shutdown::terminated().boxed().shared();

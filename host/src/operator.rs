@@ -147,6 +147,8 @@ pub struct HostConfig {
     pub target_namespaces: crate::capabilities::TargetNamespaces,
     /// `--helm-default-service-account`.
     pub default_service_account: Option<String>,
+    /// `--events-addr`: Events forwarded to Flux's notification-controller.
+    pub events_forwarder: Option<Arc<controllers::notify::Forwarder>>,
     /// Where the controllers count (`/metrics`).
     pub metrics: Arc<controllers::metrics::Metrics>,
     /// `--deletion-protection-default`: new OmniClusters and OmniHelmReleases are protected from deletion unless
@@ -173,6 +175,7 @@ impl HostConfig {
                 ..Default::default()
             },
             metrics: self.metrics,
+            events_forwarder: self.events_forwarder,
             new_object_annotation: self.deletion_protection_default.then(|| {
                 controllers::NewObjectAnnotation {
                     kinds: crate::admission::guard::GUARDED

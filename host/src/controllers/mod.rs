@@ -6,6 +6,7 @@
 pub mod finalizers;
 pub mod hub;
 pub mod metrics;
+pub mod notify;
 pub mod own_writes;
 pub mod reader;
 pub mod scope;
@@ -73,6 +74,8 @@ pub struct Settings {
     pub metrics: Arc<metrics::Metrics>,
     /// An annotation new objects of some kinds are given (`--deletion-protection-default`).
     pub new_object_annotation: Option<NewObjectAnnotation>,
+    /// Where Events are forwarded besides the API server (`--events-addr`: Flux's notification-controller).
+    pub events_forwarder: Option<Arc<notify::Forwarder>>,
 }
 
 /// An annotation a new object of one of `kinds` is given in the patch that adds its finalizer, before its
@@ -121,6 +124,7 @@ impl Default for Settings {
             helm: HelmSettings::default(),
             metrics: Arc::default(),
             new_object_annotation: None,
+            events_forwarder: None,
         }
     }
 }
@@ -783,6 +787,19 @@ async fn publish(obj: &DynamicObject, shared: &Shared, key: &str, events: Vec<Ev
             .await
         {
             tracing::warn!(error = %err, "could not publish an event");
+        }
+        if let Some(forwarder) = &shared.settings.events_forwarder {
+            let object = serde_json::to_value(obj).unwrap_or(Value::Null);
+            forwarder.send(
+                &object,
+                (&shared.resource.api_version, &shared.resource.kind),
+                &shared.settings.manager,
+                notify::Note {
+                    warning: ev.type_ == KubeEventType::Warning,
+                    reason: &ev.reason,
+                    message: ev.note.as_deref().unwrap_or_default(),
+                },
+            );
         }
     }
 }

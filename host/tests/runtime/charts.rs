@@ -166,9 +166,13 @@ fn the_charts_lint_and_render_with_helms_own_sdk() {
             .any(|a| a.starts_with("--helm-default-service-account")),
         "no impersonation unless the values ask for it: {args:?}"
     );
+    assert!(
+        !args.iter().any(|a| a.starts_with("--events-addr")),
+        "no forwarding unless the values ask for it: {args:?}"
+    );
     let restricted = documents(
         &render(json!({"helm": {"targetNamespaces": ["apps", "web"],
-            "defaultServiceAccount": "deployer"}}))
+            "defaultServiceAccount": "deployer"}, "eventsAddr": "http://nc.flux-system.svc/"}))
         .expect("renders"),
     );
     let restricted = find(
@@ -181,6 +185,7 @@ fn the_charts_lint_and_render_with_helms_own_sdk() {
         "--helm-target-namespace=apps",
         "--helm-target-namespace=web",
         "--helm-default-service-account=deployer",
+        "--events-addr=http://nc.flux-system.svc/",
     ] {
         assert!(
             restricted

@@ -45,6 +45,14 @@ impl Env {
     }
 
     pub async fn start_with(sources: ChartSources) -> Env {
+        Env::start_forwarding(sources, None).await
+    }
+
+    /// [`Env::start_with`], with the host's Events also forwarded by `events`.
+    pub async fn start_forwarding(
+        sources: ChartSources,
+        events: Option<Arc<controllers::notify::Forwarder>>,
+    ) -> Env {
         let _ = support::logs();
         let kube = omni_operator::stack::management_cluster(kube_sim::KubeSim::builder())
             .await
@@ -86,6 +94,7 @@ impl Env {
                 sources,
                 ..HelmSettings::default()
             },
+            events_forwarder: events,
             ..Settings::default()
         };
         let host = HostBuilder::new(support::runtime().clone())

@@ -813,3 +813,113 @@ async fn a_chart_pushed_again_under_the_same_version_upgrades_once() {
     .await;
     assert_eq!(env.revisions("repushed").len(), 2, "and only once");
 }
+
+/// An HTTP endpoint that records the JSON bodies POSTed to it and answers 202, as notification-controller's
+/// event receiver does.
+async fn recording_endpoint() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = format!("http://{}/", listener.local_addr().expect("address"));
+    let seen: std::sync::Arc<std::sync::Mutex<Vec<Value>>> = std::sync::Arc::default();
+    let record = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let record = record.clone();
+            tokio::spawn(async move {
+                let mut buffer = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    // One request: headers, then Content-Length bytes of body.
+                    let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        match socket.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+                        }
+                        continue;
+                    };
+                    let head = String::from_utf8_lossy(&buffer[..end]).to_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    while buffer.len() < end + 4 + length {
+                        match socket.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let body: Vec<u8> = buffer.drain(..end + 4 + length).skip(end + 4).collect();
+                    if head.starts_with("post ") {
+                        if let Ok(v) = serde_json::from_slice::<Value>(&body) {
+                            record.lock().expect("record").push(v);
+                        }
+                    }
+                    if socket
+                        .write_all(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n")
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (address, seen)
+}
+
+/// `--events-addr`: the Events of a release are posted in Flux's event format (the involved object, severity,
+/// reason, message, metadata with the revision, the reporting controller) to the address, as Flux's controllers
+/// post theirs to the notification-controller.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_are_forwarded_in_fluxs_event_format() {
+    let (address, seen) = recording_endpoint().await;
+    let forwarder =
+        omni_operator::controllers::notify::Forwarder::start(&address).expect("forwarder");
+    let env = Env::start_forwarding(
+        omni_operator::capabilities::ChartSources::any(),
+        Some(forwarder),
+    )
+    .await;
+    env.apply(&env.release("notified", json!({}))).await;
+    env.wait("notified", "installed", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+    let uid = env.get("notified")["metadata"]["uid"].clone();
+    let installed = |e: &Value| e["reason"] == "InstallSucceeded";
+    env.wait_until("the InstallSucceeded event posted", || {
+        seen.lock().expect("seen").iter().any(installed)
+    })
+    .await;
+    let events = seen.lock().expect("seen").clone();
+    let event = events.iter().find(|e| installed(e)).expect("posted");
+    assert_eq!(
+        event["involvedObject"]["kind"], "OmniHelmRelease",
+        "{event:#}"
+    );
+    assert_eq!(
+        event["involvedObject"]["apiVersion"],
+        "omni.texashpc.com/v1alpha1"
+    );
+    assert_eq!(event["involvedObject"]["name"], "notified");
+    assert_eq!(event["involvedObject"]["namespace"], super::helm_env::NS);
+    assert_eq!(event["involvedObject"]["uid"], uid);
+    assert_eq!(event["severity"], "info");
+    assert!(
+        event["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("notified")),
+        "{event:#}"
+    );
+    assert_eq!(event["metadata"]["revision"], "0.1.0", "{event:#}");
+    assert!(event["reportingController"].is_string());
+    assert!(
+        event["timestamp"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z'))
+    );
+}
