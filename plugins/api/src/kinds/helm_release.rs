@@ -27,6 +27,10 @@ pub struct OmniHelmReleaseSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(length(min = 1), extend("default" = "default")))]
     pub namespace: Option<String>,
+    /// persistentClient is accepted for Flux compatibility: the operator always keeps one client per workload
+    /// kubeconfig Secret version, made again when the Secret changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persistent_client: Option<bool>,
     /// chart selects the chart to install or upgrade, and its values.
     pub chart: HelmChartSpec,
     /// createNamespace lets Helm create the release namespace on install.
