@@ -923,3 +923,41 @@ async fn events_are_forwarded_in_fluxs_event_format() {
             .is_some_and(|t| t.ends_with('Z'))
     );
 }
+
+/// `dependsOn[].readyExpr` (CEL over `self` and `dep`) decides when a dependency counts as ready, in place of its
+/// Ready condition: an expression that holds lets the release install, one that does not keeps it waiting
+/// (`DependencyNotReady`, the expression named) though the dependency is Ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ready_expression_decides_when_a_dependency_is_ready() {
+    let env = Env::start().await;
+    env.apply(&env.release("base", json!({}))).await;
+    env.wait("base", "installed", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+    env.apply(&env.release(
+        "follower",
+        json!({"dependsOn": [{"name": "base",
+            "readyExpr": "dep.status.releaseStatus == 'deployed' && self.metadata.name == 'follower'"}]}),
+    ))
+    .await;
+    env.apply(&env.release(
+        "gated",
+        json!({"dependsOn": [{"name": "base", "readyExpr": "dep.status.releaseStatus == 'superseded'"}]}),
+    ))
+    .await;
+    env.wait("follower", "installed", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+    let gated = env
+        .wait("gated", "waiting", |o| {
+            is(o, "Ready", "False", "DependencyNotReady")
+        })
+        .await;
+    assert!(
+        message(&gated, "Ready").contains("is not ready by its readyExpr"),
+        "{gated:#}"
+    );
+    assert!(env.revisions("gated").is_empty());
+}

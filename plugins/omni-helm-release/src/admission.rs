@@ -97,6 +97,13 @@ pub fn validate(object: &Value, _old: Option<&Value>) -> Verdict {
             "maxHistory must not be negative",
         );
     }
+    for (i, expr, why) in rules::ready_expr_problems(spec) {
+        v.invalid(
+            &format!("spec.dependsOn[{i}].readyExpr"),
+            Value::String(expr),
+            &why,
+        );
+    }
     if let Some((path, value, why)) = rules::verify_problem(chart) {
         if path.ends_with("secretRef") {
             v.required(path, &why);

@@ -13,6 +13,7 @@ use omni_plugin_sdk::{Host, HostError, ListQuery, ObjectRef, Value};
 
 use crate::messages::q;
 use crate::object::ReleaseObject;
+use crate::ready_expr;
 
 /// How many releases a dependency walk looks at before it gives up looking for a cycle.
 const MAX_WALK: usize = 64;
@@ -34,6 +35,25 @@ fn key(own: &str, dep: &Value) -> Option<(String, String)> {
         .filter(|n| !n.is_empty())
         .unwrap_or(own);
     Some((namespace.to_string(), name.to_string()))
+}
+
+/// Each `dependsOn` entry's `readyExpr`, in the order of [`dependencies_of`] (entries without a name left out
+/// alike).
+fn ready_exprs(object: &Value) -> Vec<Option<String>> {
+    object["spec"]["dependsOn"]
+        .as_array()
+        .map(|deps| {
+            deps.iter()
+                .filter(|d| d["name"].as_str().is_some_and(|n| !n.is_empty()))
+                .map(|d| {
+                    d["readyExpr"]
+                        .as_str()
+                        .filter(|e| !e.trim().is_empty())
+                        .map(str::to_string)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn dependencies_of(object: &Value, own: &str) -> Vec<(String, String)> {
@@ -72,17 +92,24 @@ pub fn blocked<H: Host>(host: &H, release: &ReleaseObject) -> Result<Option<Bloc
         return Ok(Some(Blocked::Cycle(cycle)));
     }
     let mut waiting = Vec::new();
-    for (namespace, name) in &direct {
-        match get(host, namespace, name)? {
-            None => waiting.push(format!(
-                "OmniHelmRelease {} does not exist",
-                q(&format!("{namespace}/{name}"))
-            )),
-            Some(dep) if !ready(&dep) => waiting.push(format!(
-                "OmniHelmRelease {} is not Ready",
-                q(&format!("{namespace}/{name}"))
-            )),
-            Some(_) => {}
+    let exprs = ready_exprs(&release.raw);
+    for (i, (namespace, name)) in direct.iter().enumerate() {
+        let named = q(&format!("{namespace}/{name}"));
+        let Some(dep) = get(host, namespace, name)? else {
+            waiting.push(format!("OmniHelmRelease {named} does not exist"));
+            continue;
+        };
+        match exprs.get(i).cloned().flatten() {
+            // Its readyExpr decides in place of the built-in check.
+            Some(expr) => match ready_expr::holds(&expr, &release.raw, &dep) {
+                Ok(true) => {}
+                Ok(false) => waiting.push(format!(
+                    "OmniHelmRelease {named} is not ready by its readyExpr"
+                )),
+                Err(why) => waiting.push(format!("OmniHelmRelease {named}: {why}")),
+            },
+            None if !ready(&dep) => waiting.push(format!("OmniHelmRelease {named} is not Ready")),
+            None => {}
         }
     }
     if let Some(export) = kubeconfig_export_not_ready(host, release)? {

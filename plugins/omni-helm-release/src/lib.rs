@@ -44,6 +44,7 @@ mod machine;
 mod messages;
 mod object;
 mod policy;
+mod ready_expr;
 mod reconcile;
 mod report;
 mod request;

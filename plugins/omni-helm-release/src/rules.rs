@@ -173,6 +173,20 @@ pub fn release_name_problem(name: &str) -> Option<String> {
     None
 }
 
+/// Each `dependsOn[i].readyExpr` that is no CEL readiness expression: (index, expression, why).
+pub fn ready_expr_problems(spec: &Value) -> Vec<(usize, String, String)> {
+    spec["dependsOn"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter_map(|(i, d)| {
+            let expr = d["readyExpr"].as_str()?;
+            crate::ready_expr::problem(expr).map(|why| (i, expr.to_string(), why))
+        })
+        .collect()
+}
+
 /// What is wrong with `spec.chart.verify`, as (field, value, message): a Secret of public keys is required
 /// (keyless verification is not supported) and the chart must be an OCI one (only those carry cosign signatures).
 pub fn verify_problem(chart: &Value) -> Option<(&'static str, Value, String)> {

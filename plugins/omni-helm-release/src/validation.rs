@@ -68,6 +68,9 @@ pub fn first_failure(object: &Value) -> Option<String> {
     if rules::negative_max_history(spec).is_some() {
         return fail("maxHistory must not be negative");
     }
+    if let Some((i, _, why)) = rules::ready_expr_problems(spec).into_iter().next() {
+        return Some(format!("dependsOn[{i}].{why}"));
+    }
     if let Some((_, _, why)) = rules::verify_problem(chart) {
         return Some(why);
     }

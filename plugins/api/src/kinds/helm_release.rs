@@ -252,6 +252,10 @@ pub struct HelmReleaseDependency {
     /// namespace of the OmniHelmRelease; this object's namespace when omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// readyExpr is a CEL expression over self (this object) and dep (the dependency) that must be true for the
+    /// dependency to count as ready, in place of its Ready condition (Flux's readyExpr).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_expr: Option<String>,
 }
 
 /// A Helm chart from an HTTP(S) or OCI repository (the Go operator's three fields), or from a Git repository.

@@ -142,6 +142,32 @@ fn each_rule_has_its_path_type_value_and_text() {
     }
 }
 
+/// A `readyExpr` that is no CEL expression is refused, naming the entry, in the webhook and in the controller.
+#[test]
+fn a_ready_expr_must_be_cel() {
+    let bad = set(
+        release(),
+        "spec.dependsOn",
+        json!([{"name": "db"}, {"name": "cache", "readyExpr": "dep.status =="}]),
+    );
+    let m = messages(&bad);
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert!(
+        m[0].starts_with("spec.dependsOn[1].readyExpr: Invalid value: \"dep.status ==\": readyExpr is not a CEL expression"),
+        "{m:?}"
+    );
+    assert!(
+        crate::validation::first_failure(&bad)
+            .is_some_and(|f| f.starts_with("dependsOn[1].readyExpr is not a CEL expression")),
+    );
+    let good = set(
+        release(),
+        "spec.dependsOn",
+        json!([{"name": "db", "readyExpr": "dep.status.releaseStatus == 'deployed'"}]),
+    );
+    assert_eq!(messages(&good), Vec::<String>::new());
+}
+
 /// `chart.verify` needs a Secret of public keys and an OCI chart, in the webhook and in the controller.
 #[test]
 fn chart_verification_needs_keys_and_an_oci_chart() {

@@ -1,0 +1,200 @@
+//! `dependsOn[].readyExpr` (Flux's CEL readiness check): an expression over `self` (this OmniHelmRelease) and
+//! `dep` (the dependency), both as the API server stores them, that must be `true` for the dependency to count as
+//! ready. It replaces the built-in check (`Ready=True` for the current generation), as Flux's does without its
+//! additive feature gate.
+
+use cel_interpreter::{Context, Program};
+use omni_plugin_sdk::Value;
+
+/// The longest expression taken: readiness checks are a line or two.
+pub const MAX_EXPR: usize = 4096;
+
+/// Why `expr` is no readiness expression, or None.
+pub fn problem(expr: &str) -> Option<String> {
+    if expr.len() > MAX_EXPR {
+        return Some(format!(
+            "readyExpr is {} characters; at most {MAX_EXPR} are taken",
+            expr.len()
+        ));
+    }
+    if let Some(what) = untrusted(expr) {
+        return Some(format!(
+            "readyExpr may not use {what}: readiness expressions compare fields, and the CEL interpreter embedded \
+             here is not trusted with arithmetic, escapes or long numbers (it stops on a division by zero, a bad \
+             escape or a number it cannot hold)"
+        ));
+    }
+    Program::compile(expr)
+        .err()
+        .map(|e| format!("readyExpr is not a CEL expression: {e}"))
+}
+
+/// The longest number literal taken (an `i64` has 19 digits).
+const MAX_NUMBER: usize = 15;
+
+/// The first arithmetic operator or over-long number outside a string literal, or a backslash anywhere: what
+/// the interpreter (0.9.1) panics on with some operands (an integer division by zero, an escape it cannot read, a
+/// literal past 64 bits) instead of answering an error. A panic in a plugin ends its call, so such expressions
+/// are refused before they are compiled.
+fn untrusted(expr: &str) -> Option<String> {
+    let mut quote: Option<char> = None;
+    let mut number = 0usize;
+    for c in expr.chars() {
+        match (quote, c) {
+            (_, '\\') => return Some(format!("{c:?}")),
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '/' | '%' | '+' | '-' | '*') => return Some(format!("{c:?}")),
+            (None, c) if c.is_ascii_digit() || (number > 0 && c.is_ascii_alphanumeric()) => {
+                number += 1;
+                if number > MAX_NUMBER {
+                    return Some(format!("a number of more than {MAX_NUMBER} digits"));
+                }
+            }
+            (None, _) => number = 0,
+        }
+        if quote.is_some() {
+            number = 0;
+        }
+    }
+    None
+}
+
+/// Whether `expr` holds for `this` and `dep`; an expression that fails or answers anything but a boolean says
+/// why.
+pub fn holds(expr: &str, this: &Value, dep: &Value) -> Result<bool, String> {
+    if let Some(why) = problem(expr) {
+        return Err(why);
+    }
+    let program = Program::compile(expr).map_err(|e| e.to_string())?;
+    let mut context = Context::default();
+    context
+        .add_variable("self", this.clone())
+        .map_err(|e| e.to_string())?;
+    context
+        .add_variable("dep", dep.clone())
+        .map_err(|e| e.to_string())?;
+    match program.execute(&context) {
+        Ok(cel_interpreter::Value::Bool(b)) => Ok(b),
+        Ok(other) => Err(format!("readyExpr answered {other:?}, not true or false")),
+        Err(e) => Err(format!("readyExpr failed: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use omni_plugin_sdk::json;
+
+    #[test]
+    fn an_expression_over_self_and_dep_decides() {
+        let this = json!({"metadata": {"name": "web", "annotations": {"wave": "2"}}});
+        let dep = json!({"metadata": {"generation": 3},
+            "status": {"observedGeneration": 3, "releaseStatus": "deployed",
+                "conditions": [{"type": "Ready", "status": "False"}]}});
+        let deployed = "dep.status.releaseStatus == 'deployed' && \
+                        dep.metadata.generation == dep.status.observedGeneration";
+        assert_eq!(holds(deployed, &this, &dep), Ok(true));
+        assert_eq!(
+            holds(
+                "dep.status.conditions.exists(c, c.type == 'Ready' && c.status == 'True')",
+                &this,
+                &dep
+            ),
+            Ok(false)
+        );
+        assert_eq!(
+            holds("self.metadata.annotations.wave == '2'", &this, &dep),
+            Ok(true)
+        );
+        assert!(
+            holds("dep.status.releaseStatus", &this, &dep).is_err_and(|e| e.contains("not true"))
+        );
+        assert!(holds("dep.nothing.here == 1", &this, &dep).is_err());
+        assert!(problem("dep.status ==").is_some());
+        assert!(problem(&"1 == 1 && ".repeat(1000)).is_some());
+        assert_eq!(problem("true"), None);
+        for refused in [
+            "1 / 0 == 1",
+            "dep.n % 0 == 0",
+            "'\\x' == 'a'",
+            "dep.n + 1 > 2",
+            "dep.n - 1 > 2",
+        ] {
+            assert!(
+                problem(refused).is_some_and(|w| w.contains("may not use")),
+                "{refused}"
+            );
+            assert!(holds(refused, &this, &dep).is_err(), "{refused}");
+        }
+        assert_eq!(
+            problem("dep.metadata.name == 'a-b/c+d'"),
+            None,
+            "inside a string they are text"
+        );
+    }
+
+    /// Whatever an object's author writes, judging it answers: 50,000 expressions built from CEL's tokens (and
+    /// the ones the interpreter cannot be trusted with) each get an answer, never a panic.
+    #[test]
+    fn no_expression_makes_the_judgement_panic() {
+        let atoms = [
+            "dep",
+            "self",
+            ".",
+            "status",
+            "n",
+            "==",
+            "!=",
+            "<",
+            "(",
+            ")",
+            "'x'",
+            "\"y\"",
+            "1",
+            "0",
+            "-",
+            "+",
+            "/",
+            "%",
+            "*",
+            "&&",
+            "||",
+            "!",
+            "[",
+            "]",
+            "{",
+            "}",
+            ":",
+            ",",
+            "exists(",
+            "all(",
+            "c",
+            "size(",
+            "?",
+            "in",
+            "'",
+            "\\",
+            "0x",
+            "1.5e",
+            "has(",
+            "9223372036854775807",
+            "\n",
+            " ",
+        ];
+        let dep = json!({"status": {"n": 9223372036854775807i64, "l": [0, 1], "s": "x"}});
+        let mut seed: u64 = 7;
+        for _ in 0..50_000 {
+            let mut expr = String::new();
+            for _ in 0..(seed % 14 + 1) {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                expr.push_str(atoms[(seed >> 33) as usize % atoms.len()]);
+            }
+            let answered = std::panic::catch_unwind(|| holds(&expr, &dep, &dep));
+            assert!(answered.is_ok(), "a panic on {expr:?}");
+        }
+    }
+}
