@@ -852,10 +852,10 @@ async fn recording_endpoint() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Va
                         }
                     }
                     let body: Vec<u8> = buffer.drain(..end + 4 + length).skip(end + 4).collect();
-                    if head.starts_with("post ") {
-                        if let Ok(v) = serde_json::from_slice::<Value>(&body) {
-                            record.lock().expect("record").push(v);
-                        }
+                    if head.starts_with("post ")
+                        && let Ok(v) = serde_json::from_slice::<Value>(&body)
+                    {
+                        record.lock().expect("record").push(v);
                     }
                     if socket
                         .write_all(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n")

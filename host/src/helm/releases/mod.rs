@@ -159,6 +159,9 @@ struct Entry {
 
 type Key = (String, String, String);
 
+/// A chart content digest's key: the chart's location, the version and the credentials' fingerprint.
+type ContentKey = (String, String, String);
+
 /// An inventory and the fingerprint of the revision it was computed from.
 type Fingerprinted = (String, Arc<Vec<Owned>>);
 
@@ -178,7 +181,7 @@ pub struct Releases {
     /// Each release's inventory with the [`inventory::fingerprint`] of the revision it was computed from.
     inventories: Mutex<HashMap<Key, Fingerprinted>>,
     /// Chart content digests read lately: (chart location, version, credentials) → (when, digest).
-    contents: Mutex<HashMap<(String, String, String), (Instant, Option<String>)>>,
+    contents: Mutex<HashMap<ContentKey, (Instant, Option<String>)>>,
     /// Chart verifications made lately: (reference and version, trusted keys) → (when, the signing key's name).
     verified: Mutex<HashMap<(String, String), (Instant, String)>>,
 }
