@@ -2,7 +2,7 @@
 //! new edge has to be added here on purpose. Run it with `cargo test -p omni-operator --lib layering`.
 //!
 //! ```text
-//! contract, helm ◄── omni, secrets ◄── capabilities ◄── runtime ◄── controllers, defaults ◄── operator ◄── stack ◄── dev
+//! registry ◄── helm; contract, helm ◄── omni, secrets ◄── capabilities ◄── runtime ◄── controllers, defaults ◄── operator ◄── stack ◄── dev
 //! ```
 //!
 //! Inside `capabilities`, each capability module (one per WIT interface) is a factor of its own: it may use the
@@ -19,12 +19,16 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("shutdown", &[]),
     ("admission", &["runtime"]),
     ("endpoints", &["admission", "controllers", "runtime"]),
-    ("helm", &[]),
-    ("distribution", &["runtime"]),
+    ("registry", &[]),
+    ("helm", &["registry"]),
+    ("distribution", &["registry", "runtime"]),
     ("omni", &["contract"]),
     ("dry_run", &[]),
     ("secrets", &["contract", "dry_run"]),
-    ("capabilities", &["contract", "helm", "omni", "secrets"]),
+    (
+        "capabilities",
+        &["contract", "helm", "omni", "registry", "secrets"],
+    ),
     ("runtime", &["contract", "capabilities"]),
     (
         "controllers",

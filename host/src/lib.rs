@@ -25,6 +25,7 @@ pub mod omni;
 pub mod operator;
 pub mod plan;
 pub mod platform;
+pub mod registry;
 pub mod runtime;
 pub mod secrets;
 pub mod shutdown;

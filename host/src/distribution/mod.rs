@@ -10,19 +10,18 @@
 //! * [`cache`] keeps pulled artifacts by digest;
 //! * [`metadata`] reads the metadata section the SDK writes into a component.
 
-mod access;
 pub mod cache;
 pub mod metadata;
 pub mod oci;
 pub mod reference;
-pub mod registry;
-pub mod signature;
 
-pub use access::{Access, Credentials};
+// Registry access and signatures are the operator's, shared with Helm charts; their paths stay here too.
+pub use crate::registry::TrustedKeys;
+pub use crate::registry::session as registry;
+pub use crate::registry::{Access, Credentials, access, signature};
 pub use cache::ArtifactCache;
 pub use metadata::PluginMetadata;
 pub use reference::ArtifactRef;
-pub use signature::TrustedKeys;
 
 use std::path::Path;
 

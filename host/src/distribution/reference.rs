@@ -108,10 +108,7 @@ pub fn is_sha256_digest(digest: &str) -> bool {
     })
 }
 
-/// `sha256:<hex>` of `bytes`: the runtime's content digest, in the form OCI digests are written.
-pub fn sha256_digest(bytes: &[u8]) -> String {
-    crate::runtime::Digest::of(bytes).to_string()
-}
+pub use crate::registry::sha256_digest;
 
 #[cfg(test)]
 mod tests {

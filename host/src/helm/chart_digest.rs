@@ -11,7 +11,6 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::protocol::ChartAuth;
-use super::releases::ChartLocation;
 
 /// How long one read may take.
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -20,20 +19,31 @@ const MAX_INDEX_BYTES: usize = 64 << 20;
 /// Hex digits of the digest kept: a label value holds at most 63 characters, and 160 bits tell versions apart.
 pub const DIGEST_CHARS: usize = 40;
 
-/// The digest `location` publishes for `version` (hex, [`DIGEST_CHARS`] long); None when the source publishes
-/// none (an index entry without `digest`, a Git chart); an error when the source did not answer.
-pub async fn of(
-    location: &ChartLocation,
+/// The digest repository `url` lists for chart `name` at `version` (hex, [`DIGEST_CHARS`] long); None when the
+/// index lists none; an error when the repository did not answer.
+pub async fn of_repository(
+    url: &str,
+    name: &str,
+    version: &str,
+    auth: Option<&ChartAuth>,
+) -> Result<Option<String>, String> {
+    Ok(repository(url, name, version, auth)
+        .await?
+        .map(|h| h.chars().take(DIGEST_CHARS).collect()))
+}
+
+/// The manifest digest an OCI registry answers for chart `reference` at `version` (hex, [`DIGEST_CHARS`] long).
+pub async fn of_oci(
+    reference: &str,
     version: &str,
     plain_http: bool,
     auth: Option<&ChartAuth>,
-) -> Result<Option<String>, String> {
-    let hex = match location {
-        ChartLocation::Repository { url, name } => repository(url, name, version, auth).await?,
-        ChartLocation::Oci(reference) => Some(oci(reference, version, plain_http, auth).await?),
-        ChartLocation::Git { .. } => None,
-    };
-    Ok(hex.map(|h| h.chars().take(DIGEST_CHARS).collect()))
+) -> Result<String, String> {
+    Ok(oci(reference, version, plain_http, auth)
+        .await?
+        .chars()
+        .take(DIGEST_CHARS)
+        .collect())
 }
 
 async fn repository(

@@ -18,7 +18,7 @@ use serde_json::Value;
 /// The release label the host stamps with the digest of the chart and values a revision was made from.
 pub const DIGEST_LABEL: &str = "omni.texashpc.com/release-digest";
 /// The release label the host stamps with the content digest its chart source published for the chart version
-/// ([`crate::helm::chart_digest`]), when it published one.
+/// (a repository index's digest, an OCI manifest digest), when it published one.
 pub const CHART_DIGEST_LABEL: &str = "omni.texashpc.com/chart-digest";
 /// The release label naming the object a release belongs to: a digest of the object's identity (API group, kind,
 /// namespace and name, as the release table's `Owner` computes it). The host acts on a release only for the object it

@@ -1,14 +1,14 @@
 //! Chart verification (Flux's `chart.spec.verify` with provider `cosign`): an OCI chart is used only when its
 //! manifest carries a cosign signature by one of the public keys the object's Secret holds, over the digest the
-//! version's tag names now. The signatures are cosign's own layout, read and checked by the plugin platform's
-//! [`crate::distribution::signature`] code.
+//! version's tag names now. The signatures are cosign's own layout, read and checked by the same
+//! [`crate::registry::signature`] code that verifies plugin components.
 //!
 //! The tag is read, and its digest verified, when each step starts; Helm then pulls the tag. A tag moved in
 //! between (by someone who may push to the registry) is pulled unverified for that step; the next look at the
 //! release reads the new digest, refuses it unless it is signed, and never treats it as current.
 
-use crate::distribution::signature::{self, TrustedKeys};
-use crate::distribution::{Access, Credentials};
+use crate::registry::signature::{self, TrustedKeys};
+use crate::registry::{Access, Credentials};
 
 use super::chart_digest;
 use super::protocol::ChartAuth;

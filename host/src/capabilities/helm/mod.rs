@@ -17,7 +17,6 @@ use super::{CallContext, Capability, HostError, HostFailure};
 use crate::contract::Wakeups;
 use crate::contract::bindings::omni::operator::helm as wit;
 use crate::contract::bindings::omni::operator::types::SecretKeyRef;
-use crate::distribution::TrustedKeys;
 use crate::helm::drift::{DriftError, Ignore, Reason, Target as DriftTarget};
 use crate::helm::inventory::Owned;
 use crate::helm::manifest::ManifestError;
@@ -29,6 +28,7 @@ use crate::helm::releases::{
     Settings, StepRequest, TestSettings, UninstallSettings, UpgradeSettings, Wanted,
 };
 use crate::helm::storage::StoredRevision;
+use crate::registry::TrustedKeys;
 use crate::secrets::quoted;
 
 mod auth;

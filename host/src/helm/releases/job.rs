@@ -501,6 +501,19 @@ mod tests {
     use crate::helm::releases::ApplySettings;
     use crate::helm::releases::request::tests::wanted;
 
+    /// The options of an install or upgrade of `w` into namespace `apps`.
+    fn apply_options(w: &Wanted, action: Action) -> Value {
+        let target = Target {
+            kubeconfig: String::new(),
+            namespace: "apps".into(),
+            as_user: None,
+        };
+        match action_op((action, &target, "r"), w, labels(), None).unwrap() {
+            Op::Install { options, .. } | Op::Upgrade { options, .. } => options,
+            _ => panic!("an install or upgrade"),
+        }
+    }
+
     fn labels() -> Map<String, Value> {
         let mut m = Map::new();
         m.insert(DIGEST_LABEL.into(), "d".into());
@@ -539,22 +552,7 @@ mod tests {
     #[test]
     fn a_forced_upgrade_replaces_without_server_side_apply_and_others_apply_forcing_conflicts() {
         let mut w = wanted(json!({}));
-        let target = Target {
-            kubeconfig: String::new(),
-            namespace: "apps".into(),
-            as_user: None,
-        };
-        let options = |w: &Wanted, action| match action_op(
-            (action, &target, "r"),
-            w,
-            labels(),
-            None,
-        )
-        .unwrap()
-        {
-            Op::Install { options, .. } | Op::Upgrade { options, .. } => options,
-            _ => panic!("an install or upgrade"),
-        };
+        let options = apply_options;
         let plain = options(&w, Action::Upgrade);
         assert_eq!(plain["force_conflicts"], true);
         assert!(plain.get("force_replace").is_none() && plain.get("server_side_apply").is_none());
@@ -572,22 +570,7 @@ mod tests {
     #[test]
     fn the_apply_method_checks_and_reused_values_reach_helm_by_their_names() {
         let mut w = wanted(json!({}));
-        let target = Target {
-            kubeconfig: String::new(),
-            namespace: "apps".into(),
-            as_user: None,
-        };
-        let options = |w: &Wanted, action| match action_op(
-            (action, &target, "r"),
-            w,
-            labels(),
-            None,
-        )
-        .unwrap()
-        {
-            Op::Install { options, .. } | Op::Upgrade { options, .. } => options,
-            _ => panic!("an install or upgrade"),
-        };
+        let options = apply_options;
         let plain = options(&w, Action::Install);
         for off in [
             "take_ownership",

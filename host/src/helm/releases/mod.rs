@@ -606,7 +606,18 @@ impl Releases {
         {
             return digest.clone();
         }
-        match super::chart_digest::of(chart, version, plain_http, auth).await {
+        let read = match chart {
+            ChartLocation::Repository { url, name } => {
+                super::chart_digest::of_repository(url, name, version, auth).await
+            }
+            ChartLocation::Oci(reference) => {
+                super::chart_digest::of_oci(reference, version, plain_http, auth)
+                    .await
+                    .map(Some)
+            }
+            ChartLocation::Git { .. } => Ok(None),
+        };
+        match read {
             Ok(digest) => {
                 let mut cache = lock();
                 if cache.len() > MAX_ENTRIES {
@@ -630,7 +641,7 @@ impl Releases {
         version: &str,
         plain_http: bool,
         auth: Option<&ChartAuth>,
-        (fingerprint, keys): (&str, &crate::distribution::TrustedKeys),
+        (fingerprint, keys): (&str, &crate::registry::TrustedKeys),
     ) -> Result<String, String> {
         let key = (
             format!("{reference}:{version}:{}", ChartAuth::fingerprint(auth)),

@@ -307,7 +307,8 @@ pub enum HelmDriftMode {
     Disabled,
 }
 
-/// Which objects an ignore rule applies to; an unset field matches anything.
+/// Which objects a drift ignore rule or a post-render patch applies to (kustomize's selector, as Flux uses it for
+/// both); an unset field matches anything. name and namespace are regular expressions matching the whole name.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]

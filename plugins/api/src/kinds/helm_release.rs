@@ -144,30 +144,8 @@ pub struct HelmKustomizePatch {
     pub target: Option<HelmPatchSelector>,
 }
 
-/// The objects a patch applies to; an empty field matches anything.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "camelCase")]
-pub struct HelmPatchSelector {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    /// name is a regular expression matching the whole name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// namespace is a regular expression matching the whole namespace.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
-    /// labelSelector is a Kubernetes label selector over the object's labels.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label_selector: Option<String>,
-    /// annotationSelector is a label selector over the object's annotations.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotation_selector: Option<String>,
-}
+/// The objects a patch applies to: the same selector as a drift ignore rule's target (kustomize's, in Flux).
+pub type HelmPatchSelector = super::helm_actions::HelmDriftTarget;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

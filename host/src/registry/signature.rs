@@ -161,7 +161,7 @@ impl TrustedKeys {
             .map(str::to_string)
             .ok_or_else(|| SignatureError::Untrusted {
                 artifact: artifact.to_string(),
-                digest: super::reference::sha256_digest(bytes),
+                digest: super::sha256_digest(bytes),
                 count: 1,
                 keys: self.names(),
             })
@@ -196,7 +196,7 @@ fn pinned(reference: &oci_client::Reference, digest: &str) -> OciReference {
 
 /// The cosign signatures stored for `digest` in `reference`'s repository (none is an empty list): the manifest
 /// tagged `sha256-<hex>.sig` and its layers, each a simple-signing payload with its signature in the
-/// `dev.cosignproject.cosign/signature` annotation. Every part is read with a ceiling ([`super::registry`]) and
+/// `dev.cosignproject.cosign/signature` annotation. Every part is read with a ceiling ([`super::session`]) and
 /// each payload is checked against its layer digest.
 pub async fn fetch(
     reference: &oci_client::Reference,
@@ -210,7 +210,7 @@ pub async fn fetch(
     };
     let tag = format!("{}.sig", digest.replacen(':', "-", 1));
     let mut session =
-        super::registry::Session::new(reference, access).map_err(|e| fail(e.to_string()))?;
+        super::session::Session::new(reference, access).map_err(|e| fail(e.to_string()))?;
     let manifest = match session
         .manifest(&tag, &SIGNATURE_MANIFEST_TYPES, MAX_SIGNATURE_MANIFEST)
         .await
@@ -247,7 +247,7 @@ pub async fn fetch(
             .blob(&layer.digest, MAX_SIGNATURE_PAYLOAD)
             .await
             .map_err(|e| fail(e.to_string()))?;
-        if super::reference::sha256_digest(&payload) != layer.digest {
+        if super::sha256_digest(&payload) != layer.digest {
             return Err(fail(format!(
                 "a signature payload does not match its digest {}",
                 layer.digest

@@ -44,7 +44,7 @@ impl std::fmt::Debug for Access {
 }
 
 impl Credentials {
-    pub(super) fn registry_auth(&self) -> RegistryAuth {
+    pub(crate) fn registry_auth(&self) -> RegistryAuth {
         match self {
             Credentials::Anonymous => RegistryAuth::Anonymous,
             Credentials::Basic { username, password } => {
@@ -55,7 +55,7 @@ impl Credentials {
 }
 
 impl Access {
-    pub(super) fn client_protocol(&self) -> ClientProtocol {
+    pub(crate) fn client_protocol(&self) -> ClientProtocol {
         if self.plain_http {
             ClientProtocol::Http
         } else {
