@@ -2,7 +2,7 @@
 //! new edge has to be added here on purpose. Run it with `cargo test -p omni-operator --lib layering`.
 //!
 //! ```text
-//! registry ◄── helm; contract, helm ◄── omni, secrets ◄── capabilities ◄── runtime ◄── controllers, defaults ◄── operator ◄── stack ◄── dev
+//! registry ◄── contract, helm ◄── omni, secrets ◄── capabilities ◄── runtime ◄── controllers, defaults ◄── operator ◄── stack ◄── dev
 //! ```
 //!
 //! Inside `capabilities`, each capability module (one per WIT interface) is a factor of its own: it may use the

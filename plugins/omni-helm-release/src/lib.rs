@@ -115,6 +115,10 @@ impl Plugin for OmniHelmReleasePlugin {
                 "kube-read".into(),
                 "secrets".into(),
                 "helm".into(),
+                // Asked for only when an object says so (disableTakeOwnership: false, serviceAccountName); a
+                // binding that grants neither still runs every other release.
+                "helm-take-ownership".into(),
+                "helm-impersonate".into(),
                 "clock".into(),
             ],
             // The kubeconfig; and the ConfigMaps and Secrets whose values the host reads for Helm (never for

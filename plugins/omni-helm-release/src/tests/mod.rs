@@ -377,7 +377,17 @@ fn describe_names_the_kind_its_triggers_finalizer_capabilities_and_secret() {
             ),
         ]
     );
-    assert_eq!(info.capabilities, ["kube-read", "secrets", "helm", "clock"]);
+    assert_eq!(
+        info.capabilities,
+        [
+            "kube-read",
+            "secrets",
+            "helm",
+            "helm-take-ownership",
+            "helm-impersonate",
+            "clock"
+        ]
+    );
     assert_eq!(
         info.secret_fields,
         [
