@@ -583,17 +583,24 @@ async fn a_worker_killed_mid_install_is_restarted_and_the_release_converges() {
     );
 }
 
-/// A chart pushed by Helm to a real OCI registry on loopback installs from its `oci://` reference (the
-/// registry is plain HTTP, which only the operator's setting allows), and a chart source outside the operator's
-/// allowed ones is refused.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_oci_chart_installs_and_sources_outside_the_allowed_ones_are_refused() {
+/// A real OCI registry on loopback (plain HTTP) holding the demo chart, pushed by Helm; `remote` is its
+/// `oci://` repository, the only chart source the environment allows (plain HTTP by the operator's setting).
+async fn oci_env() -> (super::helm_fixtures::Registry, String, Env) {
     let registry = registry().await;
     let remote = push_demo_chart(&registry);
     let sources = ChartSources::only([remote.as_str()])
         .expect("sources")
         .with_plain_http([registry.host.as_str()]);
     let env = Env::start_with(sources).await;
+    (registry, remote, env)
+}
+
+/// A chart pushed by Helm to a real OCI registry on loopback installs from its `oci://` reference (the
+/// registry is plain HTTP, which only the operator's setting allows), and a chart source outside the operator's
+/// allowed ones is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oci_chart_installs_and_sources_outside_the_allowed_ones_are_refused() {
+    let (_registry, remote, env) = oci_env().await;
     env.apply(&env.release(
         "from-oci",
         json!({"chart": {"repository": remote, "chart": format!("{remote}/demo")}}),
@@ -830,14 +837,9 @@ async fn the_go_operators_sample_and_the_seed_example_apply_unchanged_and_become
 /// refused too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unsigned_chart_is_refused_and_a_signed_one_installs() {
-    use omni_operator::distribution::{Access, Credentials, signature};
+    use omni_operator::registry::{Access, Credentials, signature};
 
-    let registry = registry().await;
-    let remote = push_demo_chart(&registry);
-    let sources = ChartSources::only([remote.as_str()])
-        .expect("sources")
-        .with_plain_http([registry.host.as_str()]);
-    let env = Env::start_with(sources).await;
+    let (_registry, remote, env) = oci_env().await;
     let (private, public) = signature::generate_key_pair(b"pw").expect("keygen");
     let (stranger, _) = signature::generate_key_pair(b"pw").expect("keygen");
     env.kube
