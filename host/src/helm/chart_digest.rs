@@ -46,12 +46,12 @@ pub async fn of_oci(
         .collect())
 }
 
-async fn repository(
+/// `GET url` with the chart source's credentials, CA and client certificate; at most `max` bytes.
+pub(super) async fn get(
     url: &str,
-    name: &str,
-    version: &str,
     auth: Option<&ChartAuth>,
-) -> Result<Option<String>, String> {
+    max: usize,
+) -> Result<Vec<u8>, String> {
     let mut client = reqwest::Client::builder().timeout(TIMEOUT);
     if let Some(a) = auth {
         if let Some(ca) = &a.ca_pem {
@@ -66,8 +66,7 @@ async fn repository(
         }
     }
     let client = client.build().map_err(|e| format!("an HTTP client: {e}"))?;
-    let index = format!("{}/index.yaml", url.trim_end_matches('/'));
-    let mut request = client.get(&index);
+    let mut request = client.get(url);
     if let Some(ChartAuth {
         username: Some(user),
         password,
@@ -80,24 +79,35 @@ async fn repository(
         .send()
         .await
         .and_then(reqwest::Response::error_for_status)
-        .map_err(|e| format!("reading {index}: {e}"))?;
-    if response
-        .content_length()
-        .is_some_and(|n| n > MAX_INDEX_BYTES as u64)
-    {
-        return Err(format!("{index} is larger than {MAX_INDEX_BYTES} bytes"));
+        .map_err(|e| format!("reading {url}: {e}"))?;
+    if response.content_length().is_some_and(|n| n > max as u64) {
+        return Err(format!("{url} is larger than {max} bytes"));
     }
     let body = response
         .bytes()
         .await
-        .map_err(|e| format!("reading {index}: {e}"))?;
-    if body.len() > MAX_INDEX_BYTES {
-        return Err(format!("{index} is larger than {MAX_INDEX_BYTES} bytes"));
+        .map_err(|e| format!("reading {url}: {e}"))?;
+    if body.len() > max {
+        return Err(format!("{url} is larger than {max} bytes"));
     }
-    let text = String::from_utf8_lossy(&body);
-    let parsed: Value =
-        yaml_serde::from_str(&text).map_err(|e| format!("{index} is not YAML: {e}"))?;
-    Ok(index_digest(&parsed, name, version))
+    Ok(body.to_vec())
+}
+
+/// A repository's `index.yaml`, parsed.
+pub(super) async fn index(url: &str, auth: Option<&ChartAuth>) -> Result<Value, String> {
+    let index = format!("{}/index.yaml", url.trim_end_matches('/'));
+    let body = get(&index, auth, MAX_INDEX_BYTES).await?;
+    yaml_serde::from_str(&String::from_utf8_lossy(&body))
+        .map_err(|e| format!("{index} is not YAML: {e}"))
+}
+
+async fn repository(
+    url: &str,
+    name: &str,
+    version: &str,
+    auth: Option<&ChartAuth>,
+) -> Result<Option<String>, String> {
+    Ok(index_digest(&index(url, auth).await?, name, version))
 }
 
 /// The `digest` an index lists for chart `name` at `version` (a leading `v` on either side ignored, as Helm
@@ -137,6 +147,25 @@ pub async fn oci_manifest(
     let parsed: oci_client::Reference = whole
         .parse()
         .map_err(|e| format!("OCI reference {whole:?}: {e}"))?;
+    let (client, registry_auth) = oci_client(plain_http, auth);
+    let digest = client
+        .fetch_manifest_digest(&parsed, &registry_auth)
+        .await
+        .map_err(|e| format!("resolving {whole}: {e}"))?;
+    if !digest.starts_with("sha256:") {
+        return Err(format!(
+            "{whole}: the registry answered digest {digest:?}, not a sha256 digest"
+        ));
+    }
+    Ok((parsed, digest))
+}
+
+/// An OCI client as the chart source is reached (plain HTTP when the operator says so, the source's CA), and the
+/// credentials it presents.
+pub(super) fn oci_client(
+    plain_http: bool,
+    auth: Option<&ChartAuth>,
+) -> (oci_client::Client, oci_client::secrets::RegistryAuth) {
     let mut config = oci_client::client::ClientConfig {
         protocol: if plain_http {
             oci_client::client::ClientProtocol::Http
@@ -163,16 +192,7 @@ pub async fn oci_manifest(
         }) => oci_client::secrets::RegistryAuth::Basic(user.clone(), password.clone()),
         _ => oci_client::secrets::RegistryAuth::Anonymous,
     };
-    let digest = oci_client::Client::new(config)
-        .fetch_manifest_digest(&parsed, &registry_auth)
-        .await
-        .map_err(|e| format!("resolving {whole}: {e}"))?;
-    if !digest.starts_with("sha256:") {
-        return Err(format!(
-            "{whole}: the registry answered digest {digest:?}, not a sha256 digest"
-        ));
-    }
-    Ok((parsed, digest))
+    (oci_client::Client::new(config), registry_auth)
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ pub mod releases;
 pub mod repository;
 pub mod selector;
 pub mod storage;
+pub mod values_files;
 pub mod verify;
 pub mod worker;
 

@@ -961,3 +961,74 @@ async fn a_ready_expression_decides_when_a_dependency_is_ready() {
     );
     assert!(env.revisions("gated").is_empty());
 }
+
+/// `chart.valuesFiles`: values files packaged in the chart are read from its archive and merged under the
+/// object's values; a listed file the chart lacks is refused naming it, unless `ignoreMissingValuesFiles`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_files_packaged_in_the_chart_are_merged_under_the_values() {
+    let env = Env::start().await;
+    env.repo.add_with(
+        "demo",
+        "0.5.0",
+        &[
+            (
+                "values-prod.yaml",
+                "replicaCount: 3\npodAnnotations: {tier: prod}\n",
+            ),
+            ("values-big.yaml", "replicaCount: 5\n"),
+        ],
+    );
+    let chart = |files: Value| json!({"version": "0.5.0", "valuesFiles": files});
+    env.apply(&env.release(
+        "prod",
+        json!({"chart": chart(json!(["values-prod.yaml", "values-big.yaml"]))}),
+    ))
+    .await;
+    let mut overridden = json!({"chart": chart(json!(["values-prod.yaml"]))});
+    overridden["chart"]["values"] = json!({"replicaCount": 2});
+    env.apply(&env.release("overridden", overridden)).await;
+    env.apply(&env.release(
+        "missing",
+        json!({"chart": chart(json!(["values-dev.yaml"]))}),
+    ))
+    .await;
+    let mut tolerated = json!({"chart": chart(json!(["values-dev.yaml", "values-prod.yaml"]))});
+    tolerated["chart"]["ignoreMissingValuesFiles"] = json!(true);
+    env.apply(&env.release("tolerated", tolerated)).await;
+    for name in ["prod", "overridden", "tolerated"] {
+        env.wait(name, "installed", |o| {
+            is(o, "Ready", "True", "HelmInstalled")
+        })
+        .await;
+    }
+    let deployment = |name: &str| {
+        env.workload
+            .get("apps/v1", "Deployment", "apps", &format!("{name}-demo"))
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(
+        deployment("prod")["spec"]["replicas"],
+        5,
+        "later files over earlier"
+    );
+    assert_eq!(
+        deployment("prod")["spec"]["template"]["metadata"]["annotations"]["tier"],
+        "prod"
+    );
+    assert_eq!(
+        deployment("overridden")["spec"]["replicas"],
+        2,
+        "the values over the files"
+    );
+    assert_eq!(deployment("tolerated")["spec"]["replicas"], 3);
+    let missing = env
+        .wait("missing", "refused", |o| {
+            is(o, "Ready", "False", "ValidationFailed")
+        })
+        .await;
+    assert!(
+        message(&missing, "Ready").contains("values-dev.yaml"),
+        "{missing:#}"
+    );
+    assert!(env.revisions("missing").is_empty());
+}

@@ -596,14 +596,16 @@ async fn oci_env() -> (super::helm_fixtures::Registry, String, Env) {
 }
 
 /// A chart pushed by Helm to a real OCI registry on loopback installs from its `oci://` reference (the
-/// registry is plain HTTP, which only the operator's setting allows), and a chart source outside the operator's
-/// allowed ones is refused.
+/// registry is plain HTTP, which only the operator's setting allows; a values file is read from its chart layer),
+/// and a chart source outside the operator's allowed ones is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oci_chart_installs_and_sources_outside_the_allowed_ones_are_refused() {
     let (_registry, remote, env) = oci_env().await;
+    // Its own values.yaml listed as a values file: the chart's layer is pulled and read too.
     env.apply(&env.release(
         "from-oci",
-        json!({"chart": {"repository": remote, "chart": format!("{remote}/demo")}}),
+        json!({"chart": {"repository": remote, "chart": format!("{remote}/demo"),
+            "valuesFiles": ["values.yaml"]}}),
     ))
     .await;
     let obj = env

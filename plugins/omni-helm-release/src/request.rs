@@ -123,6 +123,8 @@ pub fn source(release: &ReleaseObject) -> ReleaseSource {
                 .and_then(|v| v.secret_ref.as_ref())
                 .map(|r| r.name.clone())
                 .filter(|n| !n.is_empty()),
+            values_files: spec.values_files.clone().unwrap_or_default(),
+            ignore_missing_values_files: spec.ignore_missing_values_files == Some(true),
         },
         values: referenced.chain([ValuesPart::Inline(values)]).collect(),
     }

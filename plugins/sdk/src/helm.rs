@@ -137,6 +137,9 @@ pub struct ChartPull {
     pub tls: Option<String>,
     /// A Secret whose `*.pub` keys are cosign public keys the OCI chart must be signed by.
     pub verify: Option<String>,
+    /// Values files packaged in the chart, merged in order under the values.
+    pub values_files: Vec<String>,
+    pub ignore_missing_values_files: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -49,6 +49,8 @@ macro_rules! helm_conversions {
                     credentials: s.chart.credentials.clone(),
                     tls: s.chart.tls.clone(),
                     verify: s.chart.verify.clone(),
+                    values_files: s.chart.values_files.clone(),
+                    ignore_missing_values_files: s.chart.ignore_missing_values_files,
                 },
                 values: s
                     .values

@@ -378,6 +378,39 @@ impl HelmCap<'_> {
                 .map_err(|e| release_error(what, e))
         })
         .await?;
+        // Values files packaged in the chart come under every other part (Flux's order).
+        let values = if source.chart.values_files.is_empty() {
+            values
+        } else {
+            let reading = format!("{what}: reading the chart's valuesFiles");
+            let files = within(&reading, budget, async {
+                releases
+                    .values_files(
+                        (&location, &version),
+                        (
+                            &source.chart.values_files,
+                            source.chart.ignore_missing_values_files,
+                        ),
+                        plain_http,
+                        auth.as_ref(),
+                    )
+                    .await
+                    .map_err(|why| HostError::Invalid(format!("{what}: {why}")))
+            })
+            .await?;
+            let Value::Object(mut merged) = files else {
+                return Err(
+                    HostError::Invalid(format!("{what}: valuesFiles are not a map")).into(),
+                );
+            };
+            if let Value::Object(over) = values {
+                values::merge_values(&mut merged, over);
+            }
+            let merged = Value::Object(merged);
+            limits::check_values(&merged)
+                .map_err(|why| HostError::Invalid(format!("{what}: {why}")))?;
+            merged
+        };
         if let Some(keys) = &source.chart.verify {
             self.verify_chart(
                 ctx,
@@ -1153,6 +1186,8 @@ mod grant_checks {
                 credentials: credentials.map(str::to_string),
                 tls: None,
                 verify: None,
+                values_files: Vec::new(),
+                ignore_missing_values_files: false,
             },
             values,
             post_render: None,

@@ -184,6 +184,8 @@ pub struct Releases {
     contents: Mutex<HashMap<ContentKey, (Instant, Option<String>)>>,
     /// Chart verifications made lately: (reference and version, trusted keys) → (when, the signing key's name).
     verified: Mutex<HashMap<(String, String), (Instant, String)>>,
+    /// Values files read lately from chart archives: (chart, version, files, credentials) → (when, merged values).
+    values_files: Mutex<HashMap<String, (Instant, Value)>>,
 }
 
 impl std::fmt::Debug for Releases {
@@ -213,6 +215,7 @@ impl Releases {
             inventories: Mutex::default(),
             contents: Mutex::default(),
             verified: Mutex::default(),
+            values_files: Mutex::default(),
         }
     }
 
@@ -631,6 +634,45 @@ impl Releases {
                 None
             }
         }
+    }
+
+    /// The values of `names` in the archive of `chart` at `version` ([`super::values_files`]), merged in order;
+    /// read again after [`RESOLVED_FOR`] (a chart pushed again under its version has new files).
+    pub async fn values_files(
+        &self,
+        (chart, version): (&ChartLocation, &str),
+        (names, ignore_missing): (&[String], bool),
+        plain_http: bool,
+        auth: Option<&ChartAuth>,
+    ) -> Result<Value, String> {
+        let key = format!(
+            "{chart:?}\0{version}\0{names:?}\0{ignore_missing}\0{}",
+            ChartAuth::fingerprint(auth)
+        );
+        let lock = || self.values_files.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((at, values)) = lock().get(&key)
+            && at.elapsed() < RESOLVED_FOR
+        {
+            return Ok(values.clone());
+        }
+        let archive = match chart {
+            ChartLocation::Repository { url, name } => {
+                super::values_files::repository_archive(url, name, version, auth).await?
+            }
+            ChartLocation::Oci(reference) => {
+                super::values_files::oci_archive(reference, version, plain_http, auth).await?
+            }
+            ChartLocation::Git { .. } => {
+                return Err("valuesFiles are read from repository and OCI charts only".into());
+            }
+        };
+        let values = super::values_files::merged(&archive, names, ignore_missing)?;
+        let mut cache = lock();
+        if cache.len() > MAX_ENTRIES {
+            cache.retain(|_, (at, _)| at.elapsed() < RESOLVED_FOR);
+        }
+        cache.insert(key, (Instant::now(), values.clone()));
+        Ok(values)
     }
 
     /// The key among `keys` that signed OCI chart `reference` at `version` ([`super::verify::cosign`]): a

@@ -284,6 +284,21 @@ pub struct HelmChartSpec {
     /// Secret (Flux's verify).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<HelmChartVerify>,
+    /// valuesFiles are values files packaged in the chart (paths inside it), merged in order under valuesFrom
+    /// and values (Flux's valuesFiles); repository and OCI charts only.
+    #[serde(
+        rename = "valuesFiles",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub values_files: Option<Vec<String>>,
+    /// ignoreMissingValuesFiles goes on without a listed values file the chart lacks.
+    #[serde(
+        rename = "ignoreMissingValuesFiles",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ignore_missing_values_files: Option<bool>,
 }
 
 /// How a chart's signature is verified.

@@ -55,6 +55,8 @@ fn podinfo_source() -> ReleaseSource {
             credentials: None,
             tls: None,
             verify: None,
+            values_files: Vec::new(),
+            ignore_missing_values_files: false,
         },
         values: vec![ValuesPart::Inline(
             json!({"replicaCount": 2, "ui": {"color": "#34577c"}}),
@@ -379,6 +381,8 @@ fn the_defaults_are_those_of_section_6_1() {
             credentials: None,
             tls: None,
             verify: None,
+            values_files: Vec::new(),
+            ignore_missing_values_files: false,
         },
         values: vec![ValuesPart::Inline(json!({}))],
         post_render: None,

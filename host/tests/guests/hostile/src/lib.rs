@@ -170,6 +170,8 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
                             credentials: None,
                             tls: None,
                             verify: None,
+                            values_files: Vec::new(),
+                            ignore_missing_values_files: false,
                         },
                         values: vec![helm::ValuesPart::Inline(match a["valuesBytes"].as_u64() {
                             Some(n) => format!("{{\"x\":\"{}\"}}", "v".repeat(n as usize)),
@@ -279,6 +281,8 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
                     credentials: None,
                     tls: None,
                     verify: None,
+                    values_files: Vec::new(),
+                    ignore_missing_values_files: false,
                 },
                 values: vec![helm::ValuesPart::Referenced(helm::ValuesRef {
                     kind: helm::ValuesKind::Secret,
