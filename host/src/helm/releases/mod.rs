@@ -159,8 +159,41 @@ struct Entry {
 
 type Key = (String, String, String);
 
-/// A chart content digest's key: the chart's location, the version and the credentials' fingerprint.
-type ContentKey = (String, String, String);
+/// What chart sources answered lately, each answer kept for [`RESOLVED_FOR`] (then asked again), at most
+/// [`MAX_ENTRIES`] before the stale ones are dropped.
+struct Recent<V> {
+    answers: Mutex<HashMap<String, (Instant, V)>>,
+}
+
+impl<V> Default for Recent<V> {
+    fn default() -> Self {
+        Recent {
+            answers: Mutex::default(),
+        }
+    }
+}
+
+impl<V: Clone> Recent<V> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, V)>> {
+        self.answers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The answer to `key`, while it is recent.
+    fn get(&self, key: &str) -> Option<V> {
+        self.lock()
+            .get(key)
+            .filter(|(at, _)| at.elapsed() < RESOLVED_FOR)
+            .map(|(_, v)| v.clone())
+    }
+
+    fn put(&self, key: String, value: V) {
+        let mut answers = self.lock();
+        if answers.len() > MAX_ENTRIES {
+            answers.retain(|_, (at, _)| at.elapsed() < RESOLVED_FOR);
+        }
+        answers.insert(key, (Instant::now(), value));
+    }
+}
 
 /// An inventory and the fingerprint of the revision it was computed from.
 type Fingerprinted = (String, Arc<Vec<Owned>>);
@@ -181,11 +214,11 @@ pub struct Releases {
     /// Each release's inventory with the [`inventory::fingerprint`] of the revision it was computed from.
     inventories: Mutex<HashMap<Key, Fingerprinted>>,
     /// Chart content digests read lately: (chart location, version, credentials) → (when, digest).
-    contents: Mutex<HashMap<ContentKey, (Instant, Option<String>)>>,
+    contents: Recent<Option<String>>,
     /// Chart verifications made lately: (reference and version, trusted keys) → (when, the signing key's name).
-    verified: Mutex<HashMap<(String, String), (Instant, String)>>,
+    verified: Recent<String>,
     /// Values files read lately from chart archives: (chart, version, files, credentials) → (when, merged values).
-    values_files: Mutex<HashMap<String, (Instant, Value)>>,
+    values_files: Recent<Value>,
 }
 
 impl std::fmt::Debug for Releases {
@@ -213,9 +246,9 @@ impl Releases {
             resolved: Mutex::default(),
             plan: None,
             inventories: Mutex::default(),
-            contents: Mutex::default(),
-            verified: Mutex::default(),
-            values_files: Mutex::default(),
+            contents: Recent::default(),
+            verified: Recent::default(),
+            values_files: Recent::default(),
         }
     }
 
@@ -598,16 +631,9 @@ impl Releases {
         if matches!(chart, ChartLocation::Git { .. }) {
             return None;
         }
-        let key = (
-            format!("{chart:?}"),
-            version.to_string(),
-            ChartAuth::fingerprint(auth),
-        );
-        let lock = || self.contents.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((at, digest)) = lock().get(&key)
-            && at.elapsed() < RESOLVED_FOR
-        {
-            return digest.clone();
+        let key = format!("{chart:?}\0{version}\0{}", ChartAuth::fingerprint(auth));
+        if let Some(digest) = self.contents.get(&key) {
+            return digest;
         }
         let read = match chart {
             ChartLocation::Repository { url, name } => {
@@ -622,11 +648,7 @@ impl Releases {
         };
         match read {
             Ok(digest) => {
-                let mut cache = lock();
-                if cache.len() > MAX_ENTRIES {
-                    cache.retain(|_, (at, _)| at.elapsed() < RESOLVED_FOR);
-                }
-                cache.insert(key, (Instant::now(), digest.clone()));
+                self.contents.put(key, digest.clone());
                 digest
             }
             Err(e) => {
@@ -649,11 +671,8 @@ impl Releases {
             "{chart:?}\0{version}\0{names:?}\0{ignore_missing}\0{}",
             ChartAuth::fingerprint(auth)
         );
-        let lock = || self.values_files.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((at, values)) = lock().get(&key)
-            && at.elapsed() < RESOLVED_FOR
-        {
-            return Ok(values.clone());
+        if let Some(values) = self.values_files.get(&key) {
+            return Ok(values);
         }
         let archive = match chart {
             ChartLocation::Repository { url, name } => {
@@ -667,11 +686,7 @@ impl Releases {
             }
         };
         let values = super::values_files::merged(&archive, names, ignore_missing)?;
-        let mut cache = lock();
-        if cache.len() > MAX_ENTRIES {
-            cache.retain(|_, (at, _)| at.elapsed() < RESOLVED_FOR);
-        }
-        cache.insert(key, (Instant::now(), values.clone()));
+        self.values_files.put(key, values.clone());
         Ok(values)
     }
 
@@ -685,22 +700,15 @@ impl Releases {
         auth: Option<&ChartAuth>,
         (fingerprint, keys): (&str, &crate::registry::TrustedKeys),
     ) -> Result<String, String> {
-        let key = (
-            format!("{reference}:{version}:{}", ChartAuth::fingerprint(auth)),
-            fingerprint.to_string(),
+        let key = format!(
+            "{reference}:{version}\0{}\0{fingerprint}",
+            ChartAuth::fingerprint(auth)
         );
-        let lock = || self.verified.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((at, signer)) = lock().get(&key)
-            && at.elapsed() < RESOLVED_FOR
-        {
-            return Ok(signer.clone());
+        if let Some(signer) = self.verified.get(&key) {
+            return Ok(signer);
         }
         let signer = super::verify::cosign(reference, version, plain_http, auth, keys).await?;
-        let mut cache = lock();
-        if cache.len() > MAX_ENTRIES {
-            cache.retain(|_, (at, _)| at.elapsed() < RESOLVED_FOR);
-        }
-        cache.insert(key, (Instant::now(), signer.clone()));
+        self.verified.put(key, signer.clone());
         Ok(signer)
     }
 
