@@ -53,6 +53,22 @@ pub const POST_RENDER_PLUGIN: &str = "omni-post-render";
 /// The install or upgrade option carrying the post-render spec from the host to the worker (not Helm's).
 pub const POST_RENDER_OPTION: &str = "omni_post_render";
 
+/// Merges `over` into `base` as Helm merges values files: objects key by key, recursively; anything else in
+/// `over` replaces what `base` had.
+pub fn merge_values(
+    base: &mut serde_json::Map<String, Value>,
+    over: serde_json::Map<String, Value>,
+) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(Value::Object(b)), Value::Object(o)) => merge_values(b, o),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
 /// Why a Helm action did not answer.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {

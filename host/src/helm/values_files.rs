@@ -91,23 +91,12 @@ pub fn merged(archive: &[u8], names: &[String], ignore_missing: bool) -> Result<
         let parsed: Value = yaml_serde::from_str(text)
             .map_err(|e| format!("valuesFiles: {name:?} is not YAML: {e}"))?;
         match parsed {
-            Value::Object(m) => merge(&mut out, m),
+            Value::Object(m) => super::merge_values(&mut out, m),
             Value::Null => {}
             _ => return Err(format!("valuesFiles: {name:?} is not a map of values")),
         }
     }
     Ok(Value::Object(out))
-}
-
-fn merge(base: &mut serde_json::Map<String, Value>, over: serde_json::Map<String, Value>) {
-    for (k, v) in over {
-        match (base.get_mut(&k), v) {
-            (Some(Value::Object(b)), Value::Object(o)) => merge(b, o),
-            (_, v) => {
-                base.insert(k, v);
-            }
-        }
-    }
 }
 
 /// The regular files of a `.tgz` chart archive as (path inside the chart's directory, text): Helm packages a

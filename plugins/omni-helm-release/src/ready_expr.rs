@@ -11,22 +11,25 @@ pub const MAX_EXPR: usize = 4096;
 
 /// Why `expr` is no readiness expression, or None.
 pub fn problem(expr: &str) -> Option<String> {
+    compiled(expr).err()
+}
+
+/// `expr` compiled, once its length and what the interpreter is trusted with are checked; or why not.
+fn compiled(expr: &str) -> Result<Program, String> {
     if expr.len() > MAX_EXPR {
-        return Some(format!(
+        return Err(format!(
             "readyExpr is {} characters; at most {MAX_EXPR} are taken",
             expr.len()
         ));
     }
     if let Some(what) = untrusted(expr) {
-        return Some(format!(
+        return Err(format!(
             "readyExpr may not use {what}: readiness expressions compare fields, and the CEL interpreter embedded \
              here is not trusted with arithmetic, escapes or long numbers (it stops on a division by zero, a bad \
              escape or a number it cannot hold)"
         ));
     }
-    Program::compile(expr)
-        .err()
-        .map(|e| format!("readyExpr is not a CEL expression: {e}"))
+    Program::compile(expr).map_err(|e| format!("readyExpr is not a CEL expression: {e}"))
 }
 
 /// The longest number literal taken (an `i64` has 19 digits).
@@ -64,10 +67,7 @@ fn untrusted(expr: &str) -> Option<String> {
 /// Whether `expr` holds for `this` and `dep`; an expression that fails or answers anything but a boolean says
 /// why.
 pub fn holds(expr: &str, this: &Value, dep: &Value) -> Result<bool, String> {
-    if let Some(why) = problem(expr) {
-        return Err(why);
-    }
-    let program = Program::compile(expr).map_err(|e| e.to_string())?;
+    let program = compiled(expr)?;
     let mut context = Context::default();
     context
         .add_variable("self", this.clone())

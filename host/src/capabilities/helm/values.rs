@@ -117,18 +117,7 @@ pub(super) fn merge_referenced(
     }
 }
 
-/// Merges `over` into `base` as Helm merges values files: objects key by key, recursively; anything else in
-/// `over` replaces what `base` had.
-pub(super) fn merge_values(base: &mut Map<String, Value>, over: Map<String, Value>) {
-    for (key, value) in over {
-        match (base.get_mut(&key), value) {
-            (Some(Value::Object(b)), Value::Object(o)) => merge_values(b, o),
-            (_, value) => {
-                base.insert(key, value);
-            }
-        }
-    }
-}
+pub(super) use crate::helm::merge_values;
 
 /// Helm's `--set` typing of a value: `true`/`false`, `null`, whole numbers that fit in 64 bits; anything else is a
 /// string.
