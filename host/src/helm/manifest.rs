@@ -71,7 +71,16 @@ pub async fn resolve(
     manifest: &str,
 ) -> Result<Vec<ManifestObject>, ManifestError> {
     // Parsed whole first: the parser is not `Send`, so it must not live across the discovery awaits.
-    let documents = documents(manifest)?;
+    resolve_documents(client, release_namespace, documents(manifest)?).await
+}
+
+/// `documents` (a manifest's, as [`documents`] reads them) resolved as [`resolve`] does: a caller that wants
+/// some kinds alone filters first, and discovers nothing else.
+pub async fn resolve_documents(
+    client: &kube::Client,
+    release_namespace: &str,
+    documents: Vec<Value>,
+) -> Result<Vec<ManifestObject>, ManifestError> {
     let mut kinds: HashMap<(String, String), (ApiResource, bool)> = HashMap::new();
     let mut out = Vec::new();
     for object in documents {

@@ -9,6 +9,7 @@ pub mod chart_digest;
 pub mod crds;
 pub mod drift;
 pub mod git;
+pub mod health;
 pub mod inventory;
 pub mod manifest;
 pub mod post_render;

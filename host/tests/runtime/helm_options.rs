@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::helm_env::{Env, NEVER_READY, is, merge, message};
+use super::helm_env::{Env, NEVER_READY, is, merge, message, stored_release};
 
 /// The ReplicaSets of Deployment `apps/<deployment>` (by owner), and those that name no owner any more.
 fn replica_sets(env: &Env, deployment: &str) -> (usize, usize) {
@@ -1031,4 +1031,176 @@ async fn values_files_packaged_in_the_chart_are_merged_under_the_values() {
         "{missing:#}"
     );
     assert!(env.revisions("missing").is_empty());
+}
+
+/// The chart that makes one Widget (a custom resource with no readiness of its own) beside the demo Deployment.
+fn add_widget_chart(env: &Env) {
+    env.repo.add_with(
+        "demo",
+        "0.6.0",
+        &[
+            (
+                "crds/widgets.yaml",
+                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: \
+                 widgets.example.com\nspec:\n  group: example.com\n  names:\n    kind: Widget\n    plural: widgets\n    \
+                 singular: widget\n    listKind: WidgetList\n  scope: Namespaced\n  versions:\n  - name: v1\n    \
+                 served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        \
+                 x-kubernetes-preserve-unknown-fields: true\n",
+            ),
+            (
+                "templates/widget.yaml",
+                "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: {{ .Release.Name }}-w\nspec:\n  size: 1\n",
+            ),
+        ],
+    );
+}
+
+/// Sets the phase of a release's Widget in the workload cluster, as the Widget's own controller would, once
+/// Helm has made it.
+async fn set_widget_phase(env: &Env, release: &str, phase: &str) {
+    let name = format!("{release}-w");
+    env.wait_until("the Widget made", || {
+        env.workload
+            .get("example.com/v1", "Widget", "apps", &name)
+            .is_some()
+    })
+    .await;
+    let client = env.workload.client().await.expect("workload client");
+    let widgets: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        client,
+        "apps",
+        &kube::core::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
+            "example.com",
+            "v1",
+            "Widget",
+        )),
+    );
+    widgets
+        .patch(
+            &name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"status": {"phase": phase}})),
+        )
+        .await
+        .expect("the Widget's status set");
+}
+
+/// `healthCheckExprs` (Flux's CEL health checks) judge the release's Widgets after Helm's wait: the install stays
+/// running while the Widget has no phase, and succeeds once its `current` expression holds; a Widget whose
+/// `failed` expression holds fails the install (the condition and Event with the object and the expression), and
+/// Helm's revision is recorded failed, as Helm records a failed wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_check_expressions_decide_whether_an_install_succeeds() {
+    let env = Env::start().await;
+    add_widget_chart(&env);
+    let checks = json!([{"apiVersion": "example.com/v1", "kind": "Widget",
+        "current": "has(status.phase) && status.phase == 'Ready'",
+        "failed": "has(status.phase) && status.phase == 'Broken'"}]);
+    for name in ["healthy", "broken"] {
+        env.apply(&env.release(
+            name,
+            json!({"wait": true, "timeout": "5m", "chart": {"version": "0.6.0"},
+                "healthCheckExprs": checks}),
+        ))
+        .await;
+    }
+    set_widget_phase(&env, "healthy", "Pending").await;
+    // Helm's own wait is over (a Widget has no readiness kstatus knows) and its revision deployed, yet the
+    // install goes on: the Widget is not current.
+    env.wait_until("Helm's deployed revision", || {
+        env.revisions("healthy")
+            .first()
+            .is_some_and(|(_, s)| s["metadata"]["labels"]["status"] == "deployed")
+    })
+    .await;
+    let running = env.get("healthy");
+    assert!(
+        message(&running, "Ready").contains("install of release \"healthy\" is running"),
+        "{running:#}"
+    );
+    set_widget_phase(&env, "healthy", "Ready").await;
+    env.wait("healthy", "installed once the Widget is current", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+
+    set_widget_phase(&env, "broken", "Broken").await;
+    // The failed install is retried as upgrades (the Go operator's way); each fails the same way.
+    let failed = env
+        .wait("broken", "failed by its health check", |o| {
+            o["status"]["installFailures"] == 1
+                && o["status"]["lastError"]
+                    .as_str()
+                    .is_some_and(|e| e.starts_with("health check failed"))
+        })
+        .await;
+    assert_eq!(
+        failed["status"]["lastError"],
+        "health check failed: Widget apps/broken-w status: 'Failed' (healthCheckExprs[0].failed is true)"
+    );
+    assert!(
+        env.events("broken")
+            .iter()
+            .any(|(_, reason, text)| reason == "InstallFailed"
+                && text.contains("health check failed: Widget apps/broken-w")),
+        "{:?}",
+        env.events("broken")
+    );
+    // Helm's own wait succeeded each time, yet no revision stays deployed: each is recorded failed, as Helm
+    // records a failed wait (and superseded by the next attempt).
+    let statuses: Vec<Value> = env
+        .revisions("broken")
+        .into_iter()
+        .map(|(_, s)| s["metadata"]["labels"]["status"].clone())
+        .collect();
+    assert!(
+        statuses.iter().all(|s| s == "failed" || s == "superseded"),
+        "{statuses:?}"
+    );
+    assert_eq!(statuses[0], "failed", "{statuses:?}");
+}
+
+/// With `atomic`, an upgrade whose health check fails is rolled back, as Helm's atomic rolls back an upgrade whose
+/// wait failed: the upgraded revision is recorded failed and a rollback to the installed one follows, the error
+/// in Helm's atomic wording.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_atomic_upgrade_failing_its_health_check_is_rolled_back() {
+    let env = Env::start().await;
+    add_widget_chart(&env);
+    env.apply(&env.release(
+        "atom",
+        json!({"wait": true, "atomic": true, "timeout": "5m", "chart": {"version": "0.6.0"}}),
+    ))
+    .await;
+    env.wait("atom", "installed", |o| {
+        is(o, "Ready", "True", "HelmInstalled")
+    })
+    .await;
+    set_widget_phase(&env, "atom", "Broken").await;
+    env.patch_spec(
+        "atom",
+        json!({"chart": {"values": {"replicaCount": 2}},
+            "healthCheckExprs": [{"apiVersion": "example.com/v1", "kind": "Widget",
+                "current": "status.phase == 'Ready'", "failed": "status.phase == 'Broken'"}]}),
+    )
+    .await;
+    let failed = env
+        .wait("atom", "the upgrade failed and rolled back", |o| {
+            o["status"]["upgradeFailures"] == 1
+        })
+        .await;
+    assert_eq!(
+        failed["status"]["lastError"],
+        "release atom failed, and has been rolled back due to atomic being set: health check failed: Widget \
+         apps/atom-w status: 'Failed' (healthCheckExprs[0].failed is true)"
+    );
+    let revisions = env.revisions("atom");
+    let status = |n: usize| revisions[n].1["metadata"]["labels"]["status"].clone();
+    assert!(revisions.len() >= 3, "{revisions:?}");
+    assert_eq!(status(1), "failed", "the upgrade");
+    let rollback = stored_release(&revisions[2].1);
+    assert_eq!(
+        rollback["info"]["description"], "Rollback to 1",
+        "{rollback:#}"
+    );
 }

@@ -15,6 +15,8 @@
 //! * free-form JSON (`Patch.inline`, manifest `inline`, Helm `values`) is kept as [`serde_json::Value`].
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+#[cfg(feature = "cel")]
+pub mod cel;
 pub mod common;
 pub mod conditions;
 pub mod kinds;

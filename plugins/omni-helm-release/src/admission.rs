@@ -104,6 +104,9 @@ pub fn validate(object: &Value, _old: Option<&Value>) -> Verdict {
             &why,
         );
     }
+    for (field, expr, why) in rules::health_check_problems(spec) {
+        v.invalid(&format!("spec.{field}"), Value::String(expr), &why);
+    }
     if let Some((path, value, why)) = rules::verify_problem(chart) {
         if path.ends_with("secretRef") {
             v.required(path, &why);

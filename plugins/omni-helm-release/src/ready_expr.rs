@@ -3,83 +3,19 @@
 //! ready. It replaces the built-in check (`Ready=True` for the current generation), as Flux's does without its
 //! additive feature gate.
 
-use cel_interpreter::{Context, Program};
+use omni_api::cel;
 use omni_plugin_sdk::Value;
-
-/// The longest expression taken: readiness checks are a line or two.
-pub const MAX_EXPR: usize = 4096;
 
 /// Why `expr` is no readiness expression, or None.
 pub fn problem(expr: &str) -> Option<String> {
-    compiled(expr).err()
-}
-
-/// `expr` compiled, once its length and what the interpreter is trusted with are checked; or why not.
-fn compiled(expr: &str) -> Result<Program, String> {
-    if expr.len() > MAX_EXPR {
-        return Err(format!(
-            "readyExpr is {} characters; at most {MAX_EXPR} are taken",
-            expr.len()
-        ));
-    }
-    if let Some(what) = untrusted(expr) {
-        return Err(format!(
-            "readyExpr may not use {what}: readiness expressions compare fields, and the CEL interpreter embedded \
-             here is not trusted with arithmetic, escapes or long numbers (it stops on a division by zero, a bad \
-             escape or a number it cannot hold)"
-        ));
-    }
-    Program::compile(expr).map_err(|e| format!("readyExpr is not a CEL expression: {e}"))
-}
-
-/// The longest number literal taken (an `i64` has 19 digits).
-const MAX_NUMBER: usize = 15;
-
-/// The first arithmetic operator or over-long number outside a string literal, or a backslash anywhere: what
-/// the interpreter (0.9.1) panics on with some operands (an integer division by zero, an escape it cannot read, a
-/// literal past 64 bits) instead of answering an error. A panic in a plugin ends its call, so such expressions
-/// are refused before they are compiled.
-fn untrusted(expr: &str) -> Option<String> {
-    let mut quote: Option<char> = None;
-    let mut number = 0usize;
-    for c in expr.chars() {
-        match (quote, c) {
-            (_, '\\') => return Some(format!("{c:?}")),
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '\'' | '"') => quote = Some(c),
-            (None, '/' | '%' | '+' | '-' | '*') => return Some(format!("{c:?}")),
-            (None, c) if c.is_ascii_digit() || (number > 0 && c.is_ascii_alphanumeric()) => {
-                number += 1;
-                if number > MAX_NUMBER {
-                    return Some(format!("a number of more than {MAX_NUMBER} digits"));
-                }
-            }
-            (None, _) => number = 0,
-        }
-        if quote.is_some() {
-            number = 0;
-        }
-    }
-    None
+    cel::compile("readyExpr", expr).err()
 }
 
 /// Whether `expr` holds for `this` and `dep`; an expression that fails or answers anything but a boolean says
 /// why.
 pub fn holds(expr: &str, this: &Value, dep: &Value) -> Result<bool, String> {
-    let program = compiled(expr)?;
-    let mut context = Context::default();
-    context
-        .add_variable("self", this.clone())
-        .map_err(|e| e.to_string())?;
-    context
-        .add_variable("dep", dep.clone())
-        .map_err(|e| e.to_string())?;
-    match program.execute(&context) {
-        Ok(cel_interpreter::Value::Bool(b)) => Ok(b),
-        Ok(other) => Err(format!("readyExpr answered {other:?}, not true or false")),
-        Err(e) => Err(format!("readyExpr failed: {e}")),
-    }
+    let program = cel::compile("readyExpr", expr)?;
+    cel::truth("readyExpr", &program, &[("self", this), ("dep", dep)])
 }
 
 #[cfg(test)]

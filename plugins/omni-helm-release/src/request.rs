@@ -8,8 +8,9 @@ use omni_api::{
 };
 use omni_plugin_sdk::helm::{
     ActionOptions, ApplyMethod, ApplyRequest, ChartLocation, ChartPull, CrdPolicy,
-    DeletionPropagation, GitChart, GitReference, ReleaseRef, ReleaseSource, RollbackRequest, Step,
-    TestFilter, TestRequest, UninstallRequest, ValuesKind, ValuesPart, ValuesRef, WaitStrategy,
+    DeletionPropagation, GitChart, GitReference, HealthCheck, ReleaseRef, ReleaseSource,
+    RollbackRequest, Step, TestFilter, TestRequest, UninstallRequest, ValuesKind, ValuesPart,
+    ValuesRef, WaitStrategy,
 };
 use omni_plugin_sdk::{Value, json};
 
@@ -209,7 +210,22 @@ pub fn install(release: &ReleaseObject) -> ApplyRequest {
         skip_schema_validation: own.and_then(|i| i.checks.disable_schema_validation) == Some(true),
         skip_openapi_validation: own.and_then(|i| i.checks.disable_open_api_validation)
             == Some(true),
+        health_checks: health_checks(release),
     }
+}
+
+/// `healthCheckExprs`, as the host judges them after Helm's wait.
+fn health_checks(release: &ReleaseObject) -> Vec<HealthCheck> {
+    let checks = release.typed.spec.health_check_exprs.iter().flatten();
+    checks
+        .map(|h| HealthCheck {
+            api_version: h.api_version.clone(),
+            kind: h.kind.clone(),
+            current: h.current.clone(),
+            in_progress: h.in_progress.clone().unwrap_or_default(),
+            failed: h.failed.clone().unwrap_or_default(),
+        })
+        .collect()
 }
 
 /// Adopting existing objects needs `disableTakeOwnership: false` said outright: the Go operator never adopted,
@@ -247,6 +263,7 @@ pub fn upgrade(release: &ReleaseObject) -> ApplyRequest {
         skip_schema_validation: own.and_then(|u| u.checks.disable_schema_validation) == Some(true),
         skip_openapi_validation: own.and_then(|u| u.checks.disable_open_api_validation)
             == Some(true),
+        health_checks: health_checks(release),
     }
 }
 

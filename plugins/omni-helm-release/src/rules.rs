@@ -187,6 +187,25 @@ pub fn ready_expr_problems(spec: &Value) -> Vec<(usize, String, String)> {
         .collect()
 }
 
+/// Each `healthCheckExprs[i]` expression that is no CEL health expression: (its path under spec, the expression,
+/// why). An empty inProgress or failed is not given; an empty current is the schema's to refuse.
+pub fn health_check_problems(spec: &Value) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    let checks = spec["healthCheckExprs"].as_array().into_iter().flatten();
+    for (i, check) in checks.enumerate() {
+        for key in ["current", "inProgress", "failed"] {
+            let Some(expr) = check[key].as_str().filter(|e| !e.is_empty()) else {
+                continue;
+            };
+            let field = format!("healthCheckExprs[{i}].{key}");
+            if let Err(why) = omni_api::cel::compile(&field, expr) {
+                out.push((field, expr.to_string(), why));
+            }
+        }
+    }
+    out
+}
+
 /// What is wrong with `spec.chart.verify`, as (field, value, message): a Secret of public keys is required
 /// (keyless verification is not supported) and the chart must be an OCI one (only those carry cosign signatures).
 pub fn verify_problem(chart: &Value) -> Option<(&'static str, Value, String)> {

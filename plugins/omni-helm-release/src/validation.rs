@@ -71,6 +71,9 @@ pub fn first_failure(object: &Value) -> Option<String> {
     if let Some((i, _, why)) = rules::ready_expr_problems(spec).into_iter().next() {
         return Some(format!("dependsOn[{i}].{why}"));
     }
+    if let Some((_, _, why)) = rules::health_check_problems(spec).into_iter().next() {
+        return Some(why);
+    }
     if let Some((_, _, why)) = rules::verify_problem(chart) {
         return Some(why);
     }

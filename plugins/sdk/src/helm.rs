@@ -218,6 +218,19 @@ pub struct ApplyRequest {
     pub skip_openapi_validation: bool,
     /// Upgrade: merge the values over the current revision's (`--reuse-values`).
     pub reuse_values: bool,
+    /// Judged by the host after Helm's wait, when the options wait for resources (Flux's `healthCheckExprs`).
+    pub health_checks: Vec<HealthCheck>,
+}
+
+/// CEL expressions judging a release's objects of one kind after Helm's wait; empty `in_progress` and `failed`
+/// are not given. See the contract's `health-check`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HealthCheck {
+    pub api_version: String,
+    pub kind: String,
+    pub current: String,
+    pub in_progress: String,
+    pub failed: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

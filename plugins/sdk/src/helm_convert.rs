@@ -107,6 +107,17 @@ macro_rules! helm_conversions {
                 skip_schema_validation: a.skip_schema_validation,
                 skip_openapi_validation: a.skip_openapi_validation,
                 reuse_values: a.reuse_values,
+                health_checks: a
+                    .health_checks
+                    .iter()
+                    .map(|h| $w::HealthCheck {
+                        api_version: h.api_version.clone(),
+                        kind: h.kind.clone(),
+                        current: h.current.clone(),
+                        in_progress: h.in_progress.clone(),
+                        failed: h.failed.clone(),
+                    })
+                    .collect(),
             };
             match s {
                 $crate::helm::Step::Install(a) => $w::Step::Install(apply(a)),

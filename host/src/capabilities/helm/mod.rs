@@ -18,6 +18,7 @@ use crate::contract::Wakeups;
 use crate::contract::bindings::omni::operator::helm as wit;
 use crate::contract::bindings::omni::operator::types::SecretKeyRef;
 use crate::helm::drift::{DriftError, Ignore, Reason, Target as DriftTarget};
+use crate::helm::health::{self, HealthCheck};
 use crate::helm::inventory::Owned;
 use crate::helm::manifest::ManifestError;
 use crate::helm::post_render::PostRender;
@@ -575,6 +576,7 @@ impl HelmCap<'_> {
                           \"helm-take-ownership\"";
             return Err(self.core.denied(Capability::Helm, what, reason).into());
         }
+        let health = health_checks(&a.health_checks, what)?;
         Ok(Wanted {
             chart,
             version,
@@ -606,6 +608,7 @@ impl HelmCap<'_> {
             auth,
             post_render,
             content,
+            health,
         })
     }
 
@@ -752,6 +755,32 @@ fn settings(o: &wit::ActionOptions) -> Settings {
 
 /// The apply method a step asked for. Helm replaces objects (`force`) only client-side and refuses the two
 /// together, so a forced step that asks for server-side apply is `invalid`, and `auto` means client-side.
+/// The most health checks one step takes: one per kind the chart makes is plenty, and each is read on every poll.
+const MAX_HEALTH_CHECKS: usize = 32;
+
+/// A step's health checks, each expression compiled behind the CEL guard: bad ones are `invalid`, naming the
+/// field.
+fn health_checks(checks: &[wit::HealthCheck], what: &str) -> Result<Vec<HealthCheck>, HostError> {
+    if checks.len() > MAX_HEALTH_CHECKS {
+        return Err(HostError::Invalid(format!(
+            "{what}: {} health checks; at most {MAX_HEALTH_CHECKS} are taken",
+            checks.len()
+        )));
+    }
+    let checks: Vec<HealthCheck> = checks
+        .iter()
+        .map(|h| HealthCheck {
+            api_version: h.api_version.clone(),
+            kind: h.kind.clone(),
+            current: h.current.clone(),
+            in_progress: h.in_progress.clone(),
+            failed: h.failed.clone(),
+        })
+        .collect();
+    health::check_expressions(&checks).map_err(|e| HostError::Invalid(format!("{what}: {e}")))?;
+    Ok(checks)
+}
+
 fn apply_method(
     method: wit::ApplyMethod,
     force: bool,
@@ -1119,6 +1148,35 @@ mod tests {
         assert!(check_namespace("a.b").is_err());
         assert!(check_namespace(&"a".repeat(64)).is_err());
     }
+
+    /// A plugin's health checks are its output: a flood, or an expression the CEL guard refuses, is `invalid`
+    /// before any action starts, naming what is wrong.
+    #[test]
+    fn health_checks_are_bounded_and_guarded() {
+        let check = |current: &str| wit::HealthCheck {
+            api_version: "example.com/v1".into(),
+            kind: "Widget".into(),
+            current: current.into(),
+            in_progress: String::new(),
+            failed: String::new(),
+        };
+        let ok = health_checks(&[check("status.phase == 'Ready'")], "install").unwrap();
+        assert_eq!(ok[0].kind, "Widget");
+        let flood = vec![check("true"); MAX_HEALTH_CHECKS + 1];
+        assert!(matches!(
+            health_checks(&flood, "install"),
+            Err(HostError::Invalid(m)) if m.contains("at most 32")
+        ));
+        for bad in ["status.n / 0 == 1", "'\\u{0}' == status.x", "", "status =="] {
+            assert!(
+                matches!(
+                    health_checks(&[check("true"), check(bad)], "install"),
+                    Err(HostError::Invalid(m)) if m.starts_with("install: healthCheckExprs[1].current")
+                ),
+                "{bad:?}"
+            );
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1231,6 +1289,7 @@ mod grant_checks {
             skip_schema_validation: false,
             skip_openapi_validation: false,
             reuse_values: false,
+            health_checks: Vec::new(),
         })
     }
 

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
@@ -14,6 +14,7 @@ use super::{
 };
 use crate::helm::crds;
 use crate::helm::drift::{self, Ignore};
+use crate::helm::health::{self, HealthError};
 use crate::helm::protocol::{ChartRef, Op, Target};
 use crate::helm::storage::{self, CHART_DIGEST_LABEL, DIGEST_LABEL};
 use crate::helm::{EngineError, HelmEngine};
@@ -92,14 +93,93 @@ impl Job {
                 labels,
                 local.as_deref(),
             )?;
+            let started = Instant::now();
             let deadline = wanted.settings.timeout() + DEADLINE_MARGIN;
-            self.engine
+            let done = self
+                .engine
                 .run(op, Some(self.release()), deadline)
                 .await
-                .map_err(|e| engine_message(&e))
+                .map_err(|e| engine_message(&e))?;
+            if wanted.settings.wait_ready && !wanted.health.is_empty() {
+                self.health_check(action, &wanted, started + wanted.settings.timeout())
+                    .await?;
+            }
+            Ok(done)
         }
         .await;
         self.finish(action, result);
+    }
+
+    /// Flux's `healthCheckExprs`, after Helm's wait succeeded: the new revision's objects of the checked kinds
+    /// must be current by `deadline` (the action's timeout, counted from its start). A failed check marks the
+    /// revision failed, as Helm marks one whose wait failed, so the next look sees a failed action and
+    /// remediation follows; with `--atomic` the release is then rolled back (an upgrade) or uninstalled (an
+    /// install), as Helm's atomic does after a failed wait.
+    async fn health_check(
+        &self,
+        action: Action,
+        w: &Wanted,
+        deadline: Instant,
+    ) -> Result<(), String> {
+        let (client, namespace, name) = (&self.cluster.client, &self.key.1, &self.key.2);
+        let (latest, manifest) = storage::latest_with_manifest(client, namespace, name)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "the release is gone".to_string())?;
+        let cancelled = self.cancelled.clone();
+        let stop = move || cancelled.load(Ordering::SeqCst);
+        let why = match health::wait(client, namespace, &manifest, &w.health, deadline, stop).await
+        {
+            Ok(()) => return Ok(()),
+            // A newer spec made the action obsolete: the revision stays as Helm left it, the upgrade follows.
+            Err(HealthError::Cancelled) => return Err(EngineError::Cancelled.to_string()),
+            Err(e) => e.to_string(),
+        };
+        storage::mark_failed(client, namespace, &latest.secret, &why)
+            .await
+            .map_err(|e| format!("{why}; marking revision {} failed: {e}", latest.revision))?;
+        tracing::warn!(release = %self.release(), revision = latest.revision, error = %why,
+            "a health check failed; the revision is marked failed");
+        let atomic = match action {
+            Action::Install => w.install.rollback_on_failure,
+            _ => w.upgrade.rollback_on_failure,
+        };
+        if !atomic {
+            return Err(why);
+        }
+        let mut o = action_options(&w.settings);
+        let (op, done) = if action == Action::Install {
+            o.insert("ignore_not_found".into(), true.into());
+            let op = Op::Uninstall {
+                target: self.target(),
+                release: name.clone(),
+                options: Value::Object(o),
+            };
+            (op, "uninstalled")
+        } else {
+            o.insert("version".into(), 0.into());
+            o.insert("wait_for_jobs".into(), w.settings.wait_for_jobs.into());
+            apply_mode(&mut o, Action::Rollback, w.apply.method, w.upgrade.force);
+            o.insert("cleanup_on_fail".into(), w.upgrade.cleanup_on_fail.into());
+            if w.upgrade.max_history > 0 {
+                o.insert("max_history".into(), w.upgrade.max_history.into());
+            }
+            let op = Op::Rollback {
+                target: self.target(),
+                release: name.clone(),
+                options: Value::Object(o),
+            };
+            (op, "rolled back")
+        };
+        let timeout = w.settings.timeout() + DEADLINE_MARGIN;
+        self.engine
+            .run(op, Some(self.release()), timeout)
+            .await
+            .map_err(|e| format!("{why}; then, as atomic is set: {}", engine_message(&e)))?;
+        // Helm's own wording for an atomic action that failed.
+        Err(format!(
+            "release {name} failed, and has been {done} due to atomic being set: {why}"
+        ))
     }
 
     /// A Git chart's directory at the wanted commit, written out by the worker; None for other charts.

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use crate::helm::drift::Ignore;
+use crate::helm::health::HealthCheck;
 use crate::helm::protocol::{ChartAuth, GitRef};
 use crate::helm::storage::StoredRevision;
 
@@ -209,6 +210,9 @@ pub struct Wanted {
     /// The content digest the chart source publishes for the version ([`crate::helm::chart_digest`]); None when
     /// unknown. Part of the digest ([`wanted_digest`]).
     pub content: Option<String>,
+    /// Judged after Helm's wait when `settings.wait_ready` ([`crate::helm::health`]); not part of the digest (a
+    /// changed check judges the next action, as in Flux).
+    pub health: Vec<HealthCheck>,
 }
 
 impl Wanted {
@@ -350,6 +354,7 @@ pub(super) mod tests {
             auth: None,
             post_render: None,
             content: None,
+            health: Vec::new(),
         }
     }
 

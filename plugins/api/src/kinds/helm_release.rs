@@ -111,6 +111,36 @@ pub struct OmniHelmReleaseSpec {
     /// commonMetadata sets labels and annotations on every object the release applies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub common_metadata: Option<HelmCommonMetadata>,
+    /// healthCheckExprs judge the release's objects of a kind with CEL after Helm's wait, in place of their
+    /// built-in readiness (Flux's custom health checks): an install or upgrade that waits succeeds only once each
+    /// such object is current; one that is failed, or not current within the timeout, fails the action (and
+    /// remediation follows). The expressions see the object's top-level fields (metadata, spec, status).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_check_exprs: Option<Vec<HelmHealthCheckExpr>>,
+}
+
+/// CEL expressions that judge the health of the release's objects of one kind (Flux's `CustomHealthCheck`).
+/// Evaluated in Flux's order: an object whose status.observedGeneration differs from metadata.generation is in
+/// progress; then inProgress, failed and current, the first that is true deciding; none true: in progress.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct HelmHealthCheckExpr {
+    /// apiVersion of the objects judged (group/version, or version for the core group).
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
+    pub api_version: String,
+    /// kind of the objects judged.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
+    pub kind: String,
+    /// current is true when the object has reached the state wanted.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
+    pub current: String,
+    /// inProgress is true while the object has not yet reached it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_progress: Option<String>,
+    /// failed is true when the object failed to reach it (without one, only the timeout ends the wait).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }
 
 /// One post-renderer (Flux's `postRenderers[]` entry).

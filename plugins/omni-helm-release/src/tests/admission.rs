@@ -168,6 +168,40 @@ fn a_ready_expr_must_be_cel() {
     assert_eq!(messages(&good), Vec::<String>::new());
 }
 
+/// `healthCheckExprs` whose expressions are no CEL health expressions (or use what the interpreter is not trusted
+/// with) are refused, each naming its field, in the webhook and in the controller; an empty optional one is not
+/// given.
+#[test]
+fn health_check_expressions_must_be_cel() {
+    let bad = set(
+        release(),
+        "spec.healthCheckExprs",
+        json!([{"apiVersion": "example.com/v1", "kind": "Widget", "current": "status.ready", "failed": ""},
+            {"apiVersion": "example.com/v1", "kind": "Gadget", "current": "status ==",
+                "inProgress": "status.n % 0 == 1"}]),
+    );
+    let m = messages(&bad);
+    assert_eq!(m.len(), 2, "{m:?}");
+    assert!(
+        m[0].starts_with("spec.healthCheckExprs[1].current: Invalid value: \"status ==\": healthCheckExprs[1].current is not a CEL expression"),
+        "{m:?}"
+    );
+    assert!(
+        m[1].starts_with("spec.healthCheckExprs[1].inProgress: Invalid value: \"status.n % 0 == 1\": healthCheckExprs[1].inProgress may not use '%'"),
+        "{m:?}"
+    );
+    assert!(
+        crate::validation::first_failure(&bad)
+            .is_some_and(|f| f.starts_with("healthCheckExprs[1].current is not a CEL expression")),
+    );
+    let good = set(
+        release(),
+        "spec.healthCheckExprs",
+        json!([{"apiVersion": "example.com/v1", "kind": "Widget", "current": "status.phase == 'Ready'"}]),
+    );
+    assert_eq!(messages(&good), Vec::<String>::new());
+}
+
 /// `chart.verify` needs a Secret of public keys and an OCI chart, in the webhook and in the controller.
 #[test]
 fn chart_verification_needs_keys_and_an_oci_chart() {

@@ -1053,6 +1053,7 @@ fn per_action_blocks_override_the_top_level_settings_in_the_steps_sent() {
             skip_schema_validation: true,
             skip_openapi_validation: false,
             reuse_values: false,
+            health_checks: Vec::new(),
         }))]
     );
 
@@ -1079,6 +1080,7 @@ fn per_action_blocks_override_the_top_level_settings_in_the_steps_sent() {
             skip_schema_validation: false,
             skip_openapi_validation: true,
             reuse_values: true,
+            health_checks: Vec::new(),
         }))]
     );
 

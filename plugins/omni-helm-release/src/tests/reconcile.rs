@@ -330,6 +330,7 @@ fn the_release_observed_and_the_install_started_map_every_field() {
                 skip_schema_validation: false,
                 skip_openapi_validation: false,
                 reuse_values: false,
+                health_checks: Vec::new(),
             }))
         )]
     );
@@ -363,6 +364,7 @@ fn the_upgrade_started_maps_every_field_and_cleans_up_when_atomic_as_go_did() {
                 skip_schema_validation: false,
                 skip_openapi_validation: false,
                 reuse_values: false,
+                health_checks: Vec::new(),
             }))
         )]
     );
@@ -407,6 +409,7 @@ fn the_defaults_are_those_of_section_6_1() {
         skip_schema_validation: false,
         skip_openapi_validation: false,
         reuse_values: false,
+        health_checks: Vec::new(),
     };
     let minimal_ref = ReleaseRef {
         kubeconfig: SecretKeyRef::local(KUBECONFIG, "kubeconfig"),

@@ -198,6 +198,7 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
                     skip_schema_validation: false,
                     skip_openapi_validation: false,
                     reuse_values: false,
+                    health_checks: Vec::new(),
                 });
                 outcomes.push(match helm::start(ctx, &release, &step) {
                     Ok(r) => json!({ "ok": r.id }),
