@@ -503,6 +503,13 @@ fn inventory_ids(obj: &Value) -> Vec<String> {
         .collect()
 }
 
+/// A CRD of Widgets, example.com/v1, namespaced, any fields, no status subresource.
+const WIDGET_CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: \
+     widgets.example.com\nspec:\n  group: example.com\n  names:\n    kind: Widget\n    plural: widgets\n    \
+     singular: widget\n    listKind: WidgetList\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: \
+     true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        \
+     x-kubernetes-preserve-unknown-fields: true\n";
+
 /// `status.inventory` lists exactly what the release owns, in Flux's format: the objects Helm made for it (not
 /// its test hook, which Helm deletes by its own policy), and after an upgrade that adds a ConfigMap and a chart
 /// CRD, those too (the CRD cluster-scoped, with an empty namespace).
@@ -517,14 +524,7 @@ async fn the_inventory_lists_exactly_what_the_release_owns() {
                 "templates/extra.yaml",
                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-extra\ndata:\n  a: b\n",
             ),
-            (
-                "crds/widgets.yaml",
-                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: \
-                 widgets.example.com\nspec:\n  group: example.com\n  names:\n    kind: Widget\n    plural: widgets\n    \
-                 singular: widget\n    listKind: WidgetList\n  scope: Namespaced\n  versions:\n  - name: v1\n    \
-                 served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        \
-                 x-kubernetes-preserve-unknown-fields: true\n",
-            ),
+            ("crds/widgets.yaml", WIDGET_CRD),
         ],
     );
     env.apply(&env.release("inv", json!({}))).await;
@@ -1039,14 +1039,7 @@ fn add_widget_chart(env: &Env) {
         "demo",
         "0.6.0",
         &[
-            (
-                "crds/widgets.yaml",
-                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: \
-                 widgets.example.com\nspec:\n  group: example.com\n  names:\n    kind: Widget\n    plural: widgets\n    \
-                 singular: widget\n    listKind: WidgetList\n  scope: Namespaced\n  versions:\n  - name: v1\n    \
-                 served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        \
-                 x-kubernetes-preserve-unknown-fields: true\n",
-            ),
+            ("crds/widgets.yaml", WIDGET_CRD),
             (
                 "templates/widget.yaml",
                 "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: {{ .Release.Name }}-w\nspec:\n  size: 1\n",

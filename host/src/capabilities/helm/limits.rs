@@ -5,7 +5,8 @@
 //!
 //! * values: at most [`MAX_VALUES_BYTES`] per release, counted on every inline part before it is parsed and on the
 //!   merged values (Helm stores them in a Secret the API server caps at 1 MiB, gzip-compressed);
-//! * starts: at most [`STARTS_PER_CALL`] actions per call, and per plugin and per object token buckets
+//! * starts: at most [`STARTS_PER_CALL`] start attempts per call (counted before any of their work: resolving a
+//!   chart source costs round trips), and per plugin and per object token buckets
 //!   ([`ActionBudget`]); a start over budget answers `unavailable` with the time to wait, so a well-behaved plugin
 //!   retries later and a hostile one gains nothing by looping.
 

@@ -612,9 +612,10 @@ impl HelmCap<'_> {
         })
     }
 
-    /// Charges one Helm action to this call, the plugin and the object ([`limits`]): over any of them the start is
-    /// refused as `unavailable`, with the time to wait when there is one.
-    fn take_start(&mut self, who: &Reconciled, what: &str) -> Result<(), HostFailure> {
+    /// Counts one start against this call's [`STARTS_PER_CALL`], before any of the start's work: resolving a
+    /// chart source costs network round trips, so a plugin looping over starts (each refused later or not) must
+    /// meet the bound first.
+    fn count_start(&mut self, what: &str) -> Result<(), HostFailure> {
         self.state.starts += 1;
         if self.state.starts > STARTS_PER_CALL {
             return Err(HostError::Unavailable(format!(
@@ -622,6 +623,12 @@ impl HelmCap<'_> {
             ))
             .into());
         }
+        Ok(())
+    }
+
+    /// Charges one Helm action to the plugin and the object ([`limits`]), once the start is known to be valid and
+    /// allowed: over either, it is refused as `unavailable`, with the time to wait.
+    fn take_start(&mut self, who: &Reconciled, what: &str) -> Result<(), HostFailure> {
         let key = format!("{}/{}/{}", who.kind, who.namespace, who.name);
         if let Err(wait) =
             self.services
@@ -1030,6 +1037,7 @@ impl wit::Host for HelmCap<'_> {
         step: wit::Step,
     ) -> Result<wit::StepRecord, HostFailure> {
         let what = format!("Helm release {}", quoted(&release.namespace, &release.name));
+        self.count_start(&what)?;
         // Only an uninstall may go through a kubeconfig the plugin's status names: cleaning up a release this
         // object made (the ownership check below holds it to that).
         let reach = match step {
@@ -1664,6 +1672,35 @@ mod grant_checks {
         .await;
         assert!(
             matches!(&answer, Err(HostFailure::Host(HostError::Unavailable(m))) if m.contains(&format!("at most {STARTS_PER_CALL} Helm actions"))),
+            "{answer:?}"
+        );
+    }
+
+    /// Starts refused for what they ask (here: forced server-side apply) count against the call's bound too, and
+    /// past it a start is refused before any of its work: a loop of starts cannot make the host resolve chart
+    /// sources without end.
+    #[tokio::test]
+    async fn refused_starts_count_against_the_call() {
+        let mut looping = call(&["helm"]);
+        let mut state = State::default();
+        let forced = || {
+            let mut step = install(source(CHART, Vec::new(), None));
+            if let wit::Step::Install(a) = &mut step {
+                a.force = true;
+                a.apply_method = wit::ApplyMethod::ServerSide;
+            }
+            step
+        };
+        for _ in 0..STARTS_PER_CALL {
+            let answer = start(&mut looping, &mut state, release("edge", "apps"), forced()).await;
+            assert!(
+                matches!(&answer, Err(HostFailure::Host(HostError::Invalid(m))) if m.contains("force replaces objects")),
+                "{answer:?}"
+            );
+        }
+        let answer = start(&mut looping, &mut state, release("edge", "apps"), forced()).await;
+        assert!(
+            matches!(&answer, Err(HostFailure::Host(HostError::Unavailable(m))) if m.contains("at most")),
             "{answer:?}"
         );
     }
