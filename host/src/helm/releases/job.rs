@@ -10,7 +10,8 @@ use serde_json::{Map, Value, json};
 
 use super::{
     Action, ApplyMethod, ChartLocation, Cluster, DEADLINE_MARGIN, Entry, Key, Outcome, Owner,
-    RESOLVE_DEADLINE, Running, Settings, StepRequest, UninstallSettings, Wake, Wanted,
+    Propagation, RESOLVE_DEADLINE, RollbackSettings, Running, Settings, StepRequest,
+    UninstallSettings, Wake, Wanted,
 };
 use crate::helm::crds;
 use crate::helm::drift::{self, Ignore};
@@ -147,29 +148,24 @@ impl Job {
         if !atomic {
             return Err(why);
         }
-        let mut o = action_options(&w.settings);
+        // What Helm's atomic does after a failed wait: the previous revision back, or no release at all.
         let (op, done) = if action == Action::Install {
-            o.insert("ignore_not_found".into(), true.into());
-            let op = Op::Uninstall {
-                target: self.target(),
-                release: name.clone(),
-                options: Value::Object(o),
+            let u = UninstallSettings {
+                settings: w.settings,
+                keep_history: false,
+                propagation: Propagation::Background,
             };
-            (op, "uninstalled")
+            (self.uninstall_op(&u), "uninstalled")
         } else {
-            o.insert("version".into(), 0.into());
-            o.insert("wait_for_jobs".into(), w.settings.wait_for_jobs.into());
-            apply_mode(&mut o, Action::Rollback, w.apply.method, w.upgrade.force);
-            o.insert("cleanup_on_fail".into(), w.upgrade.cleanup_on_fail.into());
-            if w.upgrade.max_history > 0 {
-                o.insert("max_history".into(), w.upgrade.max_history.into());
-            }
-            let op = Op::Rollback {
-                target: self.target(),
-                release: name.clone(),
-                options: Value::Object(o),
+            let r = RollbackSettings {
+                revision: 0,
+                settings: w.settings,
+                force: w.upgrade.force,
+                cleanup_on_fail: w.upgrade.cleanup_on_fail,
+                max_history: w.upgrade.max_history,
+                method: w.apply.method,
             };
-            (op, "rolled back")
+            (self.rollback_op(&r), "rolled back")
         };
         let timeout = w.settings.timeout() + DEADLINE_MARGIN;
         self.engine
@@ -209,16 +205,38 @@ impl Job {
         Ok(())
     }
 
-    async fn uninstall(self, u: UninstallSettings) {
+    /// Helm's uninstall of the release, as `u` says.
+    fn uninstall_op(&self, u: &UninstallSettings) -> Op {
         let mut options = action_options(&u.settings);
         options.insert("ignore_not_found".into(), true.into());
         options.insert("keep_history".into(), u.keep_history.into());
         options.insert("deletion_propagation".into(), u.propagation.name().into());
-        let op = Op::Uninstall {
+        Op::Uninstall {
             target: self.target(),
             release: self.key.2.clone(),
             options: Value::Object(options),
-        };
+        }
+    }
+
+    /// Helm's rollback of the release, as `r` says.
+    fn rollback_op(&self, r: &RollbackSettings) -> Op {
+        let mut o = action_options(&r.settings);
+        o.insert("version".into(), r.revision.into());
+        o.insert("wait_for_jobs".into(), r.settings.wait_for_jobs.into());
+        apply_mode(&mut o, Action::Rollback, r.method, r.force);
+        o.insert("cleanup_on_fail".into(), r.cleanup_on_fail.into());
+        if r.max_history > 0 {
+            o.insert("max_history".into(), r.max_history.into());
+        }
+        Op::Rollback {
+            target: self.target(),
+            release: self.key.2.clone(),
+            options: Value::Object(o),
+        }
+    }
+
+    async fn uninstall(self, u: UninstallSettings) {
+        let op = self.uninstall_op(&u);
         let result = self
             .engine
             .run(
@@ -238,19 +256,7 @@ impl Job {
             StepRequest::Upgrade(wanted) => self.converge(Action::Upgrade, *wanted).await,
             StepRequest::Uninstall(u) => self.uninstall(u).await,
             StepRequest::Rollback(r) => {
-                let mut o = action_options(&r.settings);
-                o.insert("version".into(), r.revision.into());
-                o.insert("wait_for_jobs".into(), r.settings.wait_for_jobs.into());
-                apply_mode(&mut o, Action::Rollback, r.method, r.force);
-                o.insert("cleanup_on_fail".into(), r.cleanup_on_fail.into());
-                if r.max_history > 0 {
-                    o.insert("max_history".into(), r.max_history.into());
-                }
-                let op = Op::Rollback {
-                    target: self.target(),
-                    release: self.key.2.clone(),
-                    options: Value::Object(o),
-                };
+                let op = self.rollback_op(&r);
                 let deadline = r.settings.timeout() + DEADLINE_MARGIN;
                 let result = self.engine.run(op, Some(self.release()), deadline).await;
                 self.finish(Action::Rollback, result.map_err(|e| engine_message(&e)));
