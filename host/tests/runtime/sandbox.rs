@@ -145,6 +145,54 @@ async fn std_sees_no_files_environment_or_arguments() {
     echo_still_serves().await;
 }
 
+fn memory_hits<T>(done: &omni_operator::runtime::Completed<T>) -> Option<u64> {
+    done.outputs.status["memoryHits"].as_u64()
+}
+
+/// Every call gets a fresh instance, and no instance may read what an earlier one left in its linear memory,
+/// although the pooling allocator hands the same memory slot to the next instance of the same component and
+/// keeps the pages it last dirtied resident. The guest scans every page it has for a text the previous call
+/// planted; it finds it only in the call that planted it (the probe's positive control).
+#[tokio::test]
+async fn a_call_never_sees_what_an_earlier_call_left_in_memory() {
+    let snoop = load("snoop", Grants::none()).await;
+    let services = default_services();
+    for round in 0..8 {
+        let marker = format!("left-behind-{round}-by-{}", std::process::id());
+        let reversed: String = marker.chars().rev().collect();
+
+        let planted = snoop
+            .reconcile(
+                &object(
+                    "plants",
+                    "default",
+                    json!({"plant": marker, "seek": reversed}),
+                ),
+                &services,
+            )
+            .await
+            .expect("the planting call returns ok");
+        let found = memory_hits(&planted).expect("the probe reports its hits");
+        assert!(
+            found >= 17,
+            "the probe must find what its own call planted (a static and 16 heap copies): found {found}"
+        );
+
+        let next = snoop
+            .reconcile(
+                &object("looks", "default", json!({"seek": reversed})),
+                &services,
+            )
+            .await
+            .expect("the looking call returns ok");
+        assert_eq!(
+            memory_hits(&next),
+            Some(0),
+            "round {round}: a later call found an earlier call's memory"
+        );
+    }
+}
+
 #[tokio::test]
 async fn many_concurrent_calls_all_complete() {
     let echo = load("echo", crate::support::echo_grants()).await;
