@@ -6,18 +6,20 @@
 //! to each subscriber after the store has applied it, so a reconcile an event triggers always reads a cache at
 //! least as new as that event. Objects are kept without `metadata.managedFields`: nothing the host or a plugin
 //! does reads them, and they are often the largest part of an object (controller-runtime strips them the same way).
+//! The rest is kept as [`CachedObject`]s: typed metadata, the other fields as JSON text.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use futures::{Stream, StreamExt};
 use kube::ResourceExt;
-use kube::api::{Api, DynamicObject};
+use kube::api::Api;
 use kube::core::ApiResource;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::mpsc;
 
+use super::object::CachedObject;
 use super::scope::{self, Scope};
 use crate::capabilities::FieldSelector;
 use crate::contract::field_path;
@@ -26,7 +28,7 @@ use crate::contract::field_path;
 const SUBSCRIBER_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A watch event as subscribers receive it (shared, never copied per subscriber).
-pub type SharedEvent = Arc<watcher::Event<DynamicObject>>;
+pub type SharedEvent = Arc<watcher::Event<CachedObject>>;
 
 /// A watch's key: the resource's apiVersion and plural, and the namespaces and labels it covers.
 type WatchKey = (String, String, Scope);
@@ -60,7 +62,7 @@ impl std::fmt::Debug for WatchHub {
 
 struct SharedWatch {
     resource: ApiResource,
-    store: Store<DynamicObject>,
+    store: Store<CachedObject>,
     fanout: Mutex<Fanout>,
     /// Objects by the text at a field path, for the paths anyone has looked objects up by so far.
     indexes: RwLock<HashMap<String, FieldIndex>>,
@@ -80,7 +82,7 @@ struct FieldIndex {
 /// clusters bench.
 type NameKey = (Option<String>, String);
 
-fn name_key(o: &DynamicObject) -> NameKey {
+fn name_key(o: &CachedObject) -> NameKey {
     (o.metadata.namespace.clone(), o.name_any())
 }
 
@@ -96,7 +98,7 @@ impl FieldIndex {
         }
     }
 
-    fn record(&mut self, path: &str, o: &DynamicObject) {
+    fn record(&mut self, path: &str, o: &CachedObject) {
         let key = name_key(o);
         self.forget(&key);
         let values = field_texts(o, path);
@@ -111,7 +113,7 @@ impl FieldIndex {
         }
     }
 
-    fn build(path: &str, store: &Store<DynamicObject>) -> FieldIndex {
+    fn build(path: &str, store: &Store<CachedObject>) -> FieldIndex {
         let mut index = FieldIndex::default();
         for o in store.state() {
             index.record(path, &o);
@@ -121,9 +123,10 @@ impl FieldIndex {
 }
 
 /// The texts at a path: through a list ([`field_path`]), every value it reaches; otherwise [`field_text`]'s one.
-fn field_texts(o: &DynamicObject, path: &str) -> Vec<String> {
+fn field_texts(o: &CachedObject, path: &str) -> Vec<String> {
     if field_path::through_list(path) {
-        let mut values: Vec<String> = field_path::texts_at(&o.data, path)
+        let data = o.data_for(path);
+        let mut values: Vec<String> = field_path::texts_at(&data, path)
             .into_iter()
             .map(str::to_string)
             .collect();
@@ -137,9 +140,9 @@ fn field_texts(o: &DynamicObject, path: &str) -> Vec<String> {
 
 /// The text at a dotted field path of an object, as a field selector compares it (strings as they are, numbers
 /// and booleans as JSON text, missing or null as `None`). Reads the object in place: nothing is serialised.
-pub fn field_text(o: &DynamicObject, path: &str) -> Option<String> {
+pub fn field_text(o: &CachedObject, path: &str) -> Option<String> {
     let Some(rest) = path.strip_prefix("metadata.") else {
-        return FieldSelector::value_at(&o.data, path);
+        return FieldSelector::value_at(&o.data_for(path), path);
     };
     let m = &o.metadata;
     match rest.split_once('.') {
@@ -163,12 +166,12 @@ pub fn field_text(o: &DynamicObject, path: &str) -> Option<String> {
 pub struct WatchHandle(Arc<SharedWatch>);
 
 impl WatchHandle {
-    pub fn store(&self) -> &Store<DynamicObject> {
+    pub fn store(&self) -> &Store<CachedObject> {
         &self.0.store
     }
 
     /// The cached objects whose field at `path` reads `value`, from an index built on first use.
-    pub fn select(&self, path: &str, value: &str) -> Vec<Arc<DynamicObject>> {
+    pub fn select(&self, path: &str, value: &str) -> Vec<Arc<CachedObject>> {
         let matching = |index: &FieldIndex| -> Vec<NameKey> {
             index
                 .by_value
@@ -279,7 +282,7 @@ impl WatchHub {
             Some(labels) => watcher::Config::default().labels(labels),
             None => watcher::Config::default(),
         };
-        let watch_of = |api: Api<DynamicObject>| -> scope::EventStream<'static> {
+        let watch_of = |api: Api<CachedObject>| -> scope::EventStream<'static> {
             watcher(api, config.clone()).default_backoff().boxed()
         };
         let source = match scope.namespaces.list() {
@@ -365,7 +368,7 @@ impl SharedWatch {
     }
 
     /// Brings the indexes in step with an event the store has applied.
-    fn reindex(&self, event: &watcher::Event<DynamicObject>) {
+    fn reindex(&self, event: &watcher::Event<CachedObject>) {
         let mut indexes = self.indexes.write().unwrap_or_else(|p| p.into_inner());
         for (path, index) in indexes.iter_mut() {
             match event {
@@ -400,7 +403,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn worker(name: &str, cluster: &str) -> DynamicObject {
+    fn worker(name: &str, cluster: &str) -> CachedObject {
         serde_json::from_value(json!({
             "apiVersion": "omni.texashpc.com/v1alpha1", "kind": "OmniWorkers",
             "metadata": {"name": name, "namespace": "t", "labels": {"cluster": cluster}, "generation": 3},
@@ -446,7 +449,7 @@ mod tests {
             fanout: Mutex::default(),
             indexes: RwLock::default(),
         }));
-        let mut apply = |e: watcher::Event<DynamicObject>| {
+        let mut apply = |e: watcher::Event<CachedObject>| {
             writer.apply_watcher_event(&e);
             watch.0.reindex(&e);
         };
@@ -454,7 +457,7 @@ mod tests {
         apply(watcher::Event::InitApply(worker("a", "edge")));
         apply(watcher::Event::InitApply(worker("b", "core")));
         apply(watcher::Event::InitDone);
-        let names = |v: Vec<Arc<DynamicObject>>| {
+        let names = |v: Vec<Arc<CachedObject>>| {
             let mut n: Vec<String> = v.iter().map(|o| o.name_any()).collect();
             n.sort();
             n

@@ -7,6 +7,7 @@ pub mod finalizers;
 pub mod hub;
 pub mod metrics;
 pub mod notify;
+pub mod object;
 pub mod own_writes;
 pub mod reader;
 pub mod scope;
@@ -21,7 +22,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use futures::StreamExt;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::core::ApiResource;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::events::{Event, EventType as KubeEventType, Recorder, Reporter};
@@ -38,6 +39,7 @@ use crate::runtime::throttle;
 use crate::runtime::{
     CallError, ErrorKind, KindKey, LoadedPlugin, PluginRegistry, ReconcileError, RelatedMapping,
 };
+use object::CachedObject;
 use reader::ApiReader;
 
 /// Settings shared by every kind's controller.
@@ -91,7 +93,7 @@ pub struct NewObjectAnnotation {
 
 impl NewObjectAnnotation {
     /// The annotations to add to `obj` (its kind one of `kinds`, the key absent), or None.
-    fn for_object(&self, obj: &DynamicObject) -> Option<Value> {
+    fn for_object(&self, obj: &CachedObject) -> Option<Value> {
         let types = obj.types.as_ref()?;
         let group = types.api_version.split_once('/').map_or("", |(g, _)| g);
         let ours = self
@@ -166,7 +168,7 @@ struct Shared {
     writer: Arc<writer::ApiWriter>,
     recorder: Recorder,
     /// Consecutive failures per object, for exponential backoff.
-    failures: Mutex<HashMap<ObjectRef<DynamicObject>, u32>>,
+    failures: Mutex<HashMap<ObjectRef<CachedObject>, u32>>,
     /// Per-object rate limits on status writes and Events.
     status_writes: throttle::Throttle,
     events: throttle::Throttle,
@@ -235,8 +237,8 @@ fn name_field_matches(
     watch: &hub::WatchHandle,
     ar: &ApiResource,
     path: &str,
-    related: &DynamicObject,
-) -> Vec<ObjectRef<DynamicObject>> {
+    related: &CachedObject,
+) -> Vec<ObjectRef<CachedObject>> {
     let ns = related.namespace();
     watch
         .select(path, &related.name_any())
@@ -303,7 +305,7 @@ async fn run_kind(
         // Which objects a related change asks for is known only inside each mapping: the work queue's adds are
         // counted there.
         let queue = shared.metrics.clone();
-        let added = move |refs: Vec<ObjectRef<DynamicObject>>| {
+        let added = move |refs: Vec<ObjectRef<CachedObject>>| {
             for r in &refs {
                 queue.added(&ref_key(r));
             }
@@ -312,12 +314,12 @@ async fn run_kind(
         controller = match rel.mapping {
             RelatedMapping::NameField(path) => controller.watches_stream_with(
                 events,
-                move |o: DynamicObject| added(name_field_matches(&main_watch, &main_ar, &path, &o)),
+                move |o: CachedObject| added(name_field_matches(&main_watch, &main_ar, &path, &o)),
                 rel_ar.clone(),
             ),
             RelatedMapping::NamedBy(path) => controller.watches_stream_with(
                 events,
-                move |o: DynamicObject| {
+                move |o: CachedObject| {
                     let target = hub::field_text(&o, &path).filter(|name| !name.is_empty());
                     added(
                         target
@@ -339,7 +341,7 @@ async fn run_kind(
                 name_annotation,
             } => controller.watches_stream_with(
                 events,
-                move |o: DynamicObject| {
+                move |o: CachedObject| {
                     let annotations = o.annotations();
                     let Some(name) = annotations.get(&name_annotation).filter(|n| !n.is_empty())
                     else {
@@ -360,7 +362,7 @@ async fn run_kind(
             ),
             RelatedMapping::Owner => controller.watches_stream_with(
                 events,
-                move |o: DynamicObject| {
+                move |o: CachedObject| {
                     let ns = o.namespace();
                     added(
                         o.owner_references()
@@ -454,7 +456,7 @@ enum Next {
 }
 
 /// One reconcile, measured: its time, its outcome and (for a requeue) when the object rejoins the queue.
-async fn reconcile(obj: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Action, Failure> {
+async fn reconcile(obj: Arc<CachedObject>, shared: Arc<Shared>) -> Result<Action, Failure> {
     let key = object_key(&obj);
     let started = shared.metrics.started(&key);
     let result = reconcile_once(obj, &shared).await;
@@ -473,7 +475,7 @@ async fn reconcile(obj: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Actio
     })
 }
 
-async fn reconcile_once(obj: Arc<DynamicObject>, shared: &Arc<Shared>) -> Result<Next, Failure> {
+async fn reconcile_once(obj: Arc<CachedObject>, shared: &Arc<Shared>) -> Result<Next, Failure> {
     // The plugin is looked up per call, so a hot swap or a new binding takes over at the next reconcile, and
     // the call finishes on the version it started with.
     let uid = obj.uid().unwrap_or_default();
@@ -522,9 +524,9 @@ async fn reconcile_once(obj: Arc<DynamicObject>, shared: &Arc<Shared>) -> Result
 /// The copy of `obj` to reconcile: the cache's, unless the cache has not yet shown this controller's last status
 /// write, then the API server's (None once the object is gone).
 async fn latest(
-    obj: Arc<DynamicObject>,
+    obj: Arc<CachedObject>,
     shared: &Shared,
-) -> Result<Option<Arc<DynamicObject>>, Failure> {
+) -> Result<Option<Arc<CachedObject>>, Failure> {
     let key = own_key(&obj);
     if !shared
         .own_writes
@@ -533,7 +535,7 @@ async fn latest(
         return Ok(Some(obj));
     }
     shared.metrics.count(metrics::Count::FreshReads, 1);
-    let api = Api::<DynamicObject>::namespaced_with(
+    let api = Api::<CachedObject>::namespaced_with(
         shared.client.clone(),
         &obj.namespace().unwrap_or_default(),
         &shared.resource,
@@ -550,13 +552,13 @@ async fn latest(
 
 /// The key of an object's own writes: its name and uid, so an object recreated under the same name never
 /// inherits what was deferred for the one before.
-fn own_key(obj: &DynamicObject) -> String {
+fn own_key(obj: &CachedObject) -> String {
     format!("{}#{}", object_key(obj), obj.uid().unwrap_or_default())
 }
 
 /// The object as the plugin sees it: stored, with a status the rate limit deferred in place of the stored one.
-fn call_input(obj: &DynamicObject, shared: &Shared) -> Result<Value, serde_json::Error> {
-    let mut json = serde_json::to_value(obj)?;
+fn call_input(obj: &CachedObject, shared: &Shared) -> Result<Value, serde_json::Error> {
+    let mut json = obj.to_json()?;
     let stored = json.get("status").cloned().unwrap_or(Value::Null);
     if let Some(deferred) = shared.own_writes.deferred_over(&own_key(obj), &stored)
         && let Some(fields) = json.as_object_mut()
@@ -567,12 +569,12 @@ fn call_input(obj: &DynamicObject, shared: &Shared) -> Result<Value, serde_json:
 }
 
 async fn reconcile_inner(
-    obj: &mut Arc<DynamicObject>,
+    obj: &mut Arc<CachedObject>,
     shared: &Shared,
     plugin: &LoadedPlugin,
 ) -> Result<Next, Failure> {
     let info = plugin.info().clone();
-    let api = Api::<DynamicObject>::namespaced_with(
+    let api = Api::<CachedObject>::namespaced_with(
         shared.client.clone(),
         &obj.namespace().unwrap_or_default(),
         &shared.resource,
@@ -665,7 +667,7 @@ fn requeue(shared: &Shared, asked: Option<Duration>, deferred: Option<Duration>)
 /// rate limit, plus the report of any capability the plugin was denied. Returns how long until a status write
 /// the rate limit deferred may happen.
 async fn commit(
-    obj: &DynamicObject,
+    obj: &CachedObject,
     shared: &Shared,
     plugin: &str,
     json: &Value,
@@ -695,7 +697,7 @@ async fn commit(
 /// write produced. A status not written (deferred, refused, failed) is kept for the next reconcile to start from,
 /// as long as the stored status stays the one it was computed from: counts kept in status are never lost.
 async fn settle_status(
-    obj: &DynamicObject,
+    obj: &CachedObject,
     shared: &Shared,
     json: &Value,
     fields: &serde_json::Map<String, Value>,
@@ -703,7 +705,7 @@ async fn settle_status(
 ) -> Result<Settled, kube::Error> {
     let now = rfc3339_seconds(std::time::SystemTime::now());
     let (key, own) = (object_key(obj), own_key(obj));
-    let stored = obj.data.get("status").cloned().unwrap_or(Value::Null);
+    let stored = obj.field("status").unwrap_or(Value::Null);
     let next = status::next_status(json, fields, conditions, &now)
         .unwrap_or_else(|| json.get("status").cloned().unwrap_or(Value::Null));
     if next == stored {
@@ -771,7 +773,7 @@ struct Settled {
 /// Publishes Events on the object, each within its rate limit (the rest are counted as dropped), with the note
 /// and reason cut to the API's limits (events.k8s.io/v1: a note of at most 1 KiB, a reason of at most 128), so a
 /// long failure message still makes an Event.
-async fn publish(obj: &DynamicObject, shared: &Shared, key: &str, events: Vec<Event>) {
+async fn publish(obj: &CachedObject, shared: &Shared, key: &str, events: Vec<Event>) {
     for mut ev in events {
         if let Some(note) = ev.note.as_mut() {
             crate::contract::truncate(note, crate::contract::MAX_EVENT_MESSAGE);
@@ -789,7 +791,7 @@ async fn publish(obj: &DynamicObject, shared: &Shared, key: &str, events: Vec<Ev
             tracing::warn!(error = %err, "could not publish an event");
         }
         if let Some(forwarder) = &shared.settings.events_forwarder {
-            let object = serde_json::to_value(obj).unwrap_or(Value::Null);
+            let object = obj.to_json().unwrap_or(Value::Null);
             forwarder.send(
                 &object,
                 (&shared.resource.api_version, &shared.resource.kind),
@@ -859,22 +861,22 @@ fn kube_event(e: &crate::capabilities::Event) -> Event {
 }
 
 /// `namespace/name`, the key of an object's rate limits and work-queue entry.
-fn object_key(obj: &DynamicObject) -> String {
+fn object_key(obj: &CachedObject) -> String {
     format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any())
 }
 
 /// [`object_key`] of a reference.
-fn ref_key(r: &ObjectRef<DynamicObject>) -> String {
+fn ref_key(r: &ObjectRef<CachedObject>) -> String {
     format!("{}/{}", r.namespace.as_deref().unwrap_or_default(), r.name)
 }
 
 /// Replaces the status of `obj` as of its resourceVersion; answers the resourceVersion written.
 async fn write_status(
-    obj: &DynamicObject,
+    obj: &CachedObject,
     shared: &Shared,
     status: Value,
 ) -> Result<Option<String>, kube::Error> {
-    let api = Api::<DynamicObject>::namespaced_with(
+    let api = Api::<CachedObject>::namespaced_with(
         shared.client.clone(),
         &obj.namespace().unwrap_or_default(),
         &shared.resource,
@@ -899,7 +901,7 @@ async fn write_status(
 }
 
 /// Failures become a condition, an Event and a log line naming the plugin; the other objects keep being served.
-async fn report_failure(obj: &DynamicObject, shared: &Shared, plugin: &str, failure: &Failure) {
+async fn report_failure(obj: &CachedObject, shared: &Shared, plugin: &str, failure: &Failure) {
     let (reason, message) = match failure {
         Failure::Call(CallError::Failed {
             plugin,
@@ -963,7 +965,7 @@ pub fn retry_delay(failures: u32, max: Duration) -> Duration {
 
 /// Exponential backoff per object ([`retry_delay`]), except for permanent plugin errors, which wait for a change
 /// to the object.
-fn error_policy(obj: Arc<DynamicObject>, failure: &Failure, shared: Arc<Shared>) -> Action {
+fn error_policy(obj: Arc<CachedObject>, failure: &Failure, shared: Arc<Shared>) -> Action {
     if matches!(
         failure,
         Failure::Call(CallError::Failed {
@@ -994,7 +996,7 @@ mod tests {
             key: "omni.texashpc.com/deletion-protection".into(),
             value: "enabled".into(),
         };
-        let object = |api_version: &str, kind: &str, annotations: Value| -> DynamicObject {
+        let object = |api_version: &str, kind: &str, annotations: Value| -> CachedObject {
             serde_json::from_value(json!({"apiVersion": api_version, "kind": kind,
                 "metadata": {"name": "x", "annotations": annotations}}))
             .expect("an object")

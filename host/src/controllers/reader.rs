@@ -5,13 +5,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use kube::api::{Api, DynamicObject, ListParams};
+use kube::api::{Api, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{self, Scope};
 use kube::runtime::reflector::ObjectRef;
 use serde_json::Value;
 
 use super::hub::{WatchHandle, field_text};
+use super::object::CachedObject;
 use super::scope::Namespaces;
 use crate::capabilities::{
     BoxFuture, FieldSelector, GetRequest, HostError, KindScope, KubeReader, ListRequest,
@@ -120,7 +121,7 @@ impl ApiReader {
         ar: &ApiResource,
         namespaced: bool,
         namespace: Option<&str>,
-    ) -> Api<DynamicObject> {
+    ) -> Api<CachedObject> {
         match (namespaced, namespace) {
             (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, ar),
             _ => Api::all_with(self.client.clone(), ar),
@@ -133,7 +134,7 @@ impl ApiReader {
         api_version: &str,
         kind: &str,
         namespace: Option<&str>,
-    ) -> Result<Api<DynamicObject>, HostError> {
+    ) -> Result<Api<CachedObject>, HostError> {
         let resolved = self.resolve(api_version, kind).await?;
         let (resource, namespaced) = &*resolved;
         Ok(self.api(resource, *namespaced, namespace))
@@ -152,7 +153,7 @@ impl ApiReader {
             )
             .await?;
         match api.get_opt(&request.name).await {
-            Ok(found) => found.map(to_json).transpose(),
+            Ok(found) => found.as_ref().map(to_json).transpose(),
             Err(e) => Err(HostError::from_kube(
                 &format!("get {} {:?}", request.kind, request.name),
                 e,
@@ -161,13 +162,14 @@ impl ApiReader {
     }
 }
 
-pub(super) fn to_json(o: DynamicObject) -> Result<Value, HostError> {
-    serde_json::to_value(o).map_err(|e| HostError::Other(format!("encoding an object: {e}")))
+pub(super) fn to_json(o: &CachedObject) -> Result<Value, HostError> {
+    o.to_json()
+        .map_err(|e| HostError::Other(format!("encoding an object: {e}")))
 }
 
 /// Whether a cached object is selected. Only the fields a selector names are looked at, so filtering a cache of
 /// a thousand objects does not serialise a thousand objects.
-fn selected(selector: &FieldSelector, o: &DynamicObject) -> bool {
+fn selected(selector: &FieldSelector, o: &CachedObject) -> bool {
     selector.matches_by(|path| field_text(o, path))
 }
 
@@ -213,7 +215,7 @@ impl KubeReader for ApiReader {
                     .watch
                     .store()
                     .get(&key)
-                    .map(|o| to_json((*o).clone()))
+                    .map(|o| to_json(&o))
                     .transpose();
             }
             self.get_uncached(&request).await
@@ -239,7 +241,7 @@ impl KubeReader for ApiReader {
                     Some((path, value)) => cache.watch.select(path, value),
                     None => cache.watch.store().state(),
                 };
-                let mut items: Vec<Arc<DynamicObject>> = candidates
+                let mut items: Vec<Arc<CachedObject>> = candidates
                     .into_iter()
                     .filter(|o| ns.is_none() || o.metadata.namespace == ns)
                     .filter(|o| fields.is_none_or(|f| selected(f, o)))
@@ -248,7 +250,7 @@ impl KubeReader for ApiReader {
                     (&a.metadata.namespace, &a.metadata.name)
                         .cmp(&(&b.metadata.namespace, &b.metadata.name))
                 });
-                return items.into_iter().map(|o| to_json((*o).clone())).collect();
+                return items.into_iter().map(|o| to_json(&o)).collect();
             }
             let kind = self.resolve(&request.api_version, &request.kind).await?;
             let api = self.api(&kind.0, kind.1, request.namespace.as_deref());
@@ -259,16 +261,16 @@ impl KubeReader for ApiReader {
             }
             let Some(fields) = &request.field_selector else {
                 let list = api.list(&params).await.map_err(failed)?;
-                return list.items.into_iter().map(to_json).collect();
+                return list.items.iter().map(to_json).collect();
             };
             match api.list(&params.clone().fields(&fields.to_string())).await {
-                Ok(list) => list.items.into_iter().map(to_json).collect(),
+                Ok(list) => list.items.iter().map(to_json).collect(),
                 // The kind's CRD does not declare the field selectable (or the server predates selectable
                 // fields): the selector still holds, applied here instead of by the server.
                 Err(e) if unsupported_field(&e) => {
                     let list = api.list(&params).await.map_err(failed)?;
                     list.items
-                        .into_iter()
+                        .iter()
                         .filter(|o| selected(fields, o))
                         .map(to_json)
                         .collect()

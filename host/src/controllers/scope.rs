@@ -6,9 +6,9 @@
 use std::collections::HashSet;
 use std::pin::Pin;
 
+use super::object::CachedObject;
 use futures::{Stream, StreamExt};
 use kube::ResourceExt;
-use kube::api::DynamicObject;
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 
@@ -115,7 +115,7 @@ impl Scope {
 
 /// A watch's events, boxed so namespaces' watches and their union have one type.
 pub type EventStream<'a> =
-    Pin<Box<dyn Stream<Item = watcher::Result<watcher::Event<DynamicObject>>> + Send + 'a>>;
+    Pin<Box<dyn Stream<Item = watcher::Result<watcher::Event<CachedObject>>> + Send + 'a>>;
 
 /// The watches of several namespaces as one stream of events for a single store.
 ///
@@ -127,8 +127,8 @@ pub type EventStream<'a> =
 /// every event given before).
 pub fn union<'a>(
     parts: Vec<(String, EventStream<'a>)>,
-    store: Store<DynamicObject>,
-) -> impl Stream<Item = watcher::Result<watcher::Event<DynamicObject>>> + Send + 'a {
+    store: Store<CachedObject>,
+) -> impl Stream<Item = watcher::Result<watcher::Event<CachedObject>>> + Send + 'a {
     let mut state = Union::new(parts.iter().map(|(ns, _)| ns.clone()).collect(), store);
     let tagged = parts
         .into_iter()
@@ -140,7 +140,7 @@ pub fn union<'a>(
 
 struct Union {
     parts: Vec<Part>,
-    store: Store<DynamicObject>,
+    store: Store<CachedObject>,
     /// Set once every namespace's first list is given as one.
     started: bool,
 }
@@ -148,16 +148,16 @@ struct Union {
 struct Part {
     namespace: String,
     /// The objects of a list in progress.
-    listing: Option<Vec<DynamicObject>>,
+    listing: Option<Vec<CachedObject>>,
     /// Before the union has started: this namespace's finished first list, and the changes since.
-    first: Option<Vec<DynamicObject>>,
-    held: Vec<watcher::Event<DynamicObject>>,
+    first: Option<Vec<CachedObject>>,
+    held: Vec<watcher::Event<CachedObject>>,
 }
 
-type Out = Vec<watcher::Result<watcher::Event<DynamicObject>>>;
+type Out = Vec<watcher::Result<watcher::Event<CachedObject>>>;
 
 impl Union {
-    fn new(namespaces: Vec<String>, store: Store<DynamicObject>) -> Self {
+    fn new(namespaces: Vec<String>, store: Store<CachedObject>) -> Self {
         Union {
             parts: namespaces
                 .into_iter()
@@ -173,7 +173,7 @@ impl Union {
         }
     }
 
-    fn step(&mut self, i: usize, event: watcher::Result<watcher::Event<DynamicObject>>) -> Out {
+    fn step(&mut self, i: usize, event: watcher::Result<watcher::Event<CachedObject>>) -> Out {
         let event = match event {
             Ok(event) => event,
             Err(e) => return vec![Err(e)],
@@ -235,7 +235,7 @@ impl Union {
         out
     }
 
-    fn relisted(&self, i: usize, listed: Vec<DynamicObject>) -> Out {
+    fn relisted(&self, i: usize, listed: Vec<CachedObject>) -> Out {
         let Some(part) = self.parts.get(i) else {
             return Vec::new();
         };
@@ -263,7 +263,7 @@ mod tests {
     use serde_json::json;
     use tokio::sync::mpsc;
 
-    fn obj(ns: &str, name: &str, v: u32) -> DynamicObject {
+    fn obj(ns: &str, name: &str, v: u32) -> CachedObject {
         serde_json::from_value(json!({
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": name, "namespace": ns}, "data": {"v": v.to_string()}
@@ -271,7 +271,7 @@ mod tests {
         .expect("object")
     }
 
-    fn names(store: &Store<DynamicObject>) -> Vec<String> {
+    fn names(store: &Store<CachedObject>) -> Vec<String> {
         let mut n: Vec<String> = store
             .state()
             .iter()
@@ -311,7 +311,7 @@ mod tests {
         let (tx_a, rx_a) = mpsc::unbounded_channel();
         let (tx_b, rx_b) = mpsc::unbounded_channel();
         let stream =
-            |rx: mpsc::UnboundedReceiver<watcher::Event<DynamicObject>>| -> EventStream<'static> {
+            |rx: mpsc::UnboundedReceiver<watcher::Event<CachedObject>>| -> EventStream<'static> {
                 futures::stream::unfold(
                     rx,
                     |mut rx| async move { rx.recv().await.map(|e| (Ok(e), rx)) },

@@ -5,8 +5,8 @@
 
 use std::collections::HashMap;
 
+use super::object::CachedObject;
 use futures::{Stream, StreamExt};
-use kube::api::DynamicObject;
 use kube::runtime::watcher;
 
 use super::hub::SharedEvent;
@@ -17,7 +17,7 @@ pub const REQUESTED_AT: &str = "reconcile.fluxcd.io/requestedAt";
 /// What the trigger compares between two versions of an object: the generation, or for kinds that have none
 /// (Secrets, ConfigMaps: their data is not a spec) the resourceVersion, so every change triggers, as the Go
 /// operator's predicate-free Secret watches do; whether it is being deleted; and [`REQUESTED_AT`].
-fn fingerprint(o: &DynamicObject) -> Fingerprint {
+fn fingerprint(o: &CachedObject) -> Fingerprint {
     let version = match o.metadata.generation {
         Some(g) => Some(g.to_string()),
         None => o.metadata.resource_version.clone(),
@@ -31,7 +31,7 @@ fn fingerprint(o: &DynamicObject) -> Fingerprint {
     (version, o.metadata.deletion_timestamp.is_some(), requested)
 }
 
-fn key(o: &DynamicObject) -> String {
+fn key(o: &CachedObject) -> String {
     o.metadata.uid.clone().unwrap_or_else(|| {
         format!(
             "{}/{}",
@@ -46,7 +46,7 @@ fn key(o: &DynamicObject) -> String {
 /// changed.
 pub fn spec_or_deletion_changes<S>(
     events: S,
-) -> impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send
+) -> impl Stream<Item = Result<CachedObject, watcher::Error>> + Send
 where
     S: Stream<Item = SharedEvent> + Send,
 {
@@ -56,9 +56,7 @@ where
 /// Objects from a shared watch on every change, status included (a new resourceVersion), and on deletion: what
 /// an owned child's watch passes on, as controller-runtime's `Owns` does, so an owner's plugin sees its children
 /// become ready. A re-list passes only what changed.
-pub fn every_change<S>(
-    events: S,
-) -> impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send
+pub fn every_change<S>(events: S) -> impl Stream<Item = Result<CachedObject, watcher::Error>> + Send
 where
     S: Stream<Item = SharedEvent> + Send,
 {
@@ -76,14 +74,14 @@ type Fingerprint = (Option<String>, bool, Option<String>);
 /// Objects whose `fingerprint` changed since last seen, and deletions.
 fn changes_by<S>(
     events: S,
-    fingerprint: fn(&DynamicObject) -> Fingerprint,
-) -> impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send
+    fingerprint: fn(&CachedObject) -> Fingerprint,
+) -> impl Stream<Item = Result<CachedObject, watcher::Error>> + Send
 where
     S: Stream<Item = SharedEvent> + Send,
 {
     let mut seen: HashMap<String, Fingerprint> = HashMap::new();
     events
-        .map(move |ev| -> Option<Result<DynamicObject, watcher::Error>> {
+        .map(move |ev| -> Option<Result<CachedObject, watcher::Error>> {
             match &*ev {
                 watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
                     let fp = fingerprint(o);
@@ -108,16 +106,13 @@ mod tests {
     use super::*;
     use kube::api::ObjectMeta;
 
-    fn obj(uid: &str, generation: i64, deleting: bool, rv: &str) -> DynamicObject {
-        let mut o = DynamicObject {
-            types: None,
-            metadata: ObjectMeta {
-                uid: Some(uid.into()),
-                generation: Some(generation),
-                resource_version: Some(rv.into()),
-                ..Default::default()
-            },
-            data: serde_json::json!({}),
+    fn obj(uid: &str, generation: i64, deleting: bool, rv: &str) -> CachedObject {
+        let mut o = CachedObject::default();
+        o.metadata = ObjectMeta {
+            uid: Some(uid.into()),
+            generation: Some(generation),
+            resource_version: Some(rv.into()),
+            ..Default::default()
         };
         if deleting {
             o.metadata.deletion_timestamp = Some(

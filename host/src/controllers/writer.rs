@@ -4,11 +4,10 @@
 
 use std::sync::Arc;
 
-use kube::api::{
-    DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
-};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
 use serde_json::Value;
 
+use super::object::CachedObject;
 use super::reader::{ApiReader, to_json};
 use crate::capabilities::{
     BoxFuture, DeleteRequest, GetRequest, HostError, KubeWriter, Propagation, WriteOp, WriteRequest,
@@ -49,7 +48,7 @@ impl KubeWriter for ApiWriter {
                         .await
                 }
                 WriteOp::Create { object } => {
-                    let object: DynamicObject = serde_json::from_value(object.clone())
+                    let object = CachedObject::from_value(object.clone())
                         .map_err(|e| HostError::Invalid(format!("create {what}: {e}")))?;
                     let params = PostParams {
                         dry_run: request.dry_run,
@@ -81,7 +80,7 @@ impl KubeWriter for ApiWriter {
             };
             stored
                 .map_err(|e| HostError::from_kube_write(&format!("{verb} {what}"), e))
-                .and_then(to_json)
+                .and_then(|o| to_json(&o))
         })
     }
 

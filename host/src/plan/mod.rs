@@ -26,12 +26,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use kube::api::{DeleteParams, DynamicObject, PostParams};
+use kube::api::{DeleteParams, PostParams};
 use serde_json::{Value, json};
 
 use crate::capabilities::{
     ChartSources, HelmSettings, HostServices, KubeReader, KubeWriter, TemplateRoots,
 };
+use crate::controllers::object::CachedObject;
 use crate::controllers::reader::ApiReader;
 use crate::controllers::writer::ApiWriter;
 use crate::dry_run::KubeWrites;
@@ -453,7 +454,7 @@ impl Planner {
                 body["status"] = live["status"].clone();
             }
         }
-        let body: DynamicObject = serde_json::from_value(body).map_err(|e| e.to_string())?;
+        let body = CachedObject::from_value(body).map_err(|e| e.to_string())?;
         let params = PostParams {
             dry_run: true,
             field_manager: Some(crate::admission::PREVIEW_FIELD_MANAGER.into()),
