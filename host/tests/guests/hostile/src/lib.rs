@@ -14,7 +14,9 @@ use omni_plugin_sdk::bindings::omni::operator::context::{
 use omni_plugin_sdk::bindings::omni::operator::types::{
     HostError, LogLevel, ObjectRef, OwnerLabel, ReconcileError, SecretKeyRef,
 };
-use omni_plugin_sdk::bindings::omni::operator::{helm, kube_read, kube_write, omni, secrets, workload};
+use omni_plugin_sdk::bindings::omni::operator::{
+    helm, kube_read, kube_write, omni, secrets, workload,
+};
 use omni_plugin_sdk::{Value, json};
 
 struct Hostile;
@@ -51,7 +53,11 @@ const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 fn base64(bytes: &[u8]) -> String {
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {
@@ -91,10 +97,14 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
                 Err(e) => err(e),
             }
         }
-        "secretInfo" => match secrets::info(ctx, opt(a, "namespace").as_deref(), &text(a, "name")) {
-            Ok(info) => json!({ "ok": info.map(|i| json!({"keys": i.keys, "labels": i.labels, "annotations": i.annotations})) }),
-            Err(e) => err(e),
-        },
+        "secretInfo" => {
+            match secrets::info(ctx, opt(a, "namespace").as_deref(), &text(a, "name")) {
+                Ok(info) => {
+                    json!({ "ok": info.map(|i| json!({"keys": i.keys, "labels": i.labels, "annotations": i.annotations})) })
+                }
+                Err(e) => err(e),
+            }
+        }
         "secretDigest" => match secrets::digest(ctx, &key_ref(a)) {
             Ok(d) => json!({ "ok": d }),
             Err(e) => err(e),
@@ -104,7 +114,12 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
             Err(e) => err(e),
         },
         "secretDelete" => {
-            match secrets::delete_owned(ctx, opt(a, "namespace").as_deref(), &text(a, "name"), &owner(a)) {
+            match secrets::delete_owned(
+                ctx,
+                opt(a, "namespace").as_deref(),
+                &text(a, "name"),
+                &owner(a),
+            ) {
                 Ok(r) => json!({ "ok": format!("{r:?}") }),
                 Err(e) => err(e),
             }
@@ -153,12 +168,20 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
             // Installs a chart of the attacker's choosing into kube-system (`helmInstall`), or starts distinct
             // installs in a loop (`helmStarts`, `count` of them), through the kubeconfig `kubeconfig` names;
             // `takeOwnership` asks Helm to adopt what exists.
-            let count = if a["do"] == "helmStarts" { a["count"].as_u64().unwrap_or(1) } else { 1 };
+            let count = if a["do"] == "helmStarts" {
+                a["count"].as_u64().unwrap_or(1)
+            } else {
+                1
+            };
             let mut outcomes = Vec::new();
             for i in 0..count {
                 let release = helm::ReleaseRef {
                     kubeconfig: key_ref(&a["kubeconfig"]),
-                    name: if count == 1 { "loot".into() } else { format!("loot-{i}") },
+                    name: if count == 1 {
+                        "loot".into()
+                    } else {
+                        format!("loot-{i}")
+                    },
                     namespace: opt(a, "releaseNamespace").unwrap_or_else(|| "kube-system".into()),
                     service_account: opt(a, "serviceAccount"),
                 };
@@ -261,7 +284,13 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
             }
         }
         "workloadDelete" => {
-            match workload::delete_secret(ctx, &key_ref(&a["kubeconfig"]), &text(a, "targetNamespace"), &text(a, "targetName"), &owner(a)) {
+            match workload::delete_secret(
+                ctx,
+                &key_ref(&a["kubeconfig"]),
+                &text(a, "targetNamespace"),
+                &text(a, "targetName"),
+                &owner(a),
+            ) {
                 Ok(r) => json!({ "ok": format!("{r:?}") }),
                 Err(e) => err(e),
             }
@@ -354,7 +383,8 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
             for i in 0..count {
                 let mut object = a["object"].clone();
                 if count > 1 {
-                    object["metadata"]["name"] = json!(format!("{}-{i}", text(&a["object"]["metadata"], "name")));
+                    object["metadata"]["name"] =
+                        json!(format!("{}-{i}", text(&a["object"]["metadata"], "name")));
                 }
                 if let Some(n) = a["padBytes"].as_u64() {
                     object["data"]["pad"] = json!("p".repeat(n as usize));
@@ -402,7 +432,11 @@ fn attack(ctx: &CallContext, a: &Value) -> Value {
                     Err(e) => err(e),
                 }
             } else {
-                let options = kube_write::WriteOptions { owned: false, dry_run: false, force: false };
+                let options = kube_write::WriteOptions {
+                    owned: false,
+                    dry_run: false,
+                    force: false,
+                };
                 let kind = if a["json"] == json!(true) {
                     kube_write::PatchType::Json
                 } else {
@@ -455,7 +489,8 @@ impl plugin::Guest for Hostile {
 
 impl reconciler::Guest for Hostile {
     fn reconcile(ctx: &CallContext) -> Result<(), ReconcileError> {
-        let object: Value = omni_plugin_sdk::serde_json::from_str(&ctx.object()).unwrap_or_default();
+        let object: Value =
+            omni_plugin_sdk::serde_json::from_str(&ctx.object()).unwrap_or_default();
         let attacks = object["spec"]["chart"]["values"]["attacks"]
             .as_array()
             .cloned()
@@ -472,7 +507,9 @@ impl reconciler::Guest for Hostile {
         });
         // A plugin that gives up after being denied: its denials are reported with the failure.
         if object["spec"]["chart"]["values"]["fail"] == json!(true) {
-            return Err(ReconcileError::Transient("gave up after the attacks".into()));
+            return Err(ReconcileError::Transient(
+                "gave up after the attacks".into(),
+            ));
         }
         Ok(())
     }
@@ -503,11 +540,21 @@ impl validator::Guest for Hostile {
                 field: format!("spec.field{i}"),
                 type_: validator::FieldErrorType::Invalid,
                 value: None,
-                detail: if i == 0 { "d".repeat(count("detailBytes")) } else { "bad".into() },
+                detail: if i == 0 {
+                    "d".repeat(count("detailBytes"))
+                } else {
+                    "bad".into()
+                },
             })
             .collect();
         let warnings = (0..count("warnings"))
-            .map(|i| if i == 0 { "w".repeat(count("warningBytes")) } else { format!("warning {i}") })
+            .map(|i| {
+                if i == 0 {
+                    "w".repeat(count("warningBytes"))
+                } else {
+                    format!("warning {i}")
+                }
+            })
             .collect();
         validator::Verdict { errors, warnings }
     }

@@ -36,34 +36,63 @@ fn error(e: HostError) -> Value {
 }
 
 fn resource(step: &Value, version: &str) -> OmniResource {
-    let key = ResourceKey::new(step["type"].as_str().unwrap_or_default(), step["id"].as_str().unwrap_or_default());
-    let spec = step["spec"].as_array().map(|b| b.iter().filter_map(|x| x.as_u64()).map(|x| x as u8).collect()).unwrap_or_default();
+    let key = ResourceKey::new(
+        step["type"].as_str().unwrap_or_default(),
+        step["id"].as_str().unwrap_or_default(),
+    );
+    let spec = step["spec"]
+        .as_array()
+        .map(|b| {
+            b.iter()
+                .filter_map(|x| x.as_u64())
+                .map(|x| x as u8)
+                .collect()
+        })
+        .unwrap_or_default();
     let mut r = OmniResource::new(key, spec);
     r.version = step["version"].as_str().unwrap_or(version).to_string();
     if step["phase"] == "tearingDown" {
         r.phase = Phase::TearingDown;
     }
     if let Some(labels) = step["labels"].as_object() {
-        r.labels = labels.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect();
+        r.labels = labels
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+            .collect();
     }
     if let Some(f) = step["finalizers"].as_array() {
-        r.finalizers = f.iter().filter_map(|x| x.as_str()).map(String::from).collect();
+        r.finalizers = f
+            .iter()
+            .filter_map(|x| x.as_str())
+            .map(String::from)
+            .collect();
     }
     r
 }
 
 impl Plugin for OmniProbe {
     fn describe() -> Info {
-        Info { name: "omni-probe".into(), version: "1.0.0".into(), capabilities: vec!["omni".into()], ..Info::default() }
+        Info {
+            name: "omni-probe".into(),
+            version: "1.0.0".into(),
+            capabilities: vec!["omni".into()],
+            ..Info::default()
+        }
     }
 
     fn reconcile<H: Host>(host: &H) -> Result<(), ReconcileError> {
         let obj = host.object();
-        let conn = obj["spec"]["connection"].as_str().unwrap_or_default().to_string();
+        let conn = obj["spec"]["connection"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         let mut last_version = String::from("undefined");
         let mut results = Vec::new();
         for step in obj["spec"]["steps"].as_array().cloned().unwrap_or_default() {
-            let key = ResourceKey::new(step["type"].as_str().unwrap_or_default(), step["id"].as_str().unwrap_or_default());
+            let key = ResourceKey::new(
+                step["type"].as_str().unwrap_or_default(),
+                step["id"].as_str().unwrap_or_default(),
+            );
             let for_update = resource(&step, &last_version);
             let mut keep = |r: &OmniResource| {
                 last_version = r.version.clone();

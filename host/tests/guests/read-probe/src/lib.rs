@@ -67,7 +67,10 @@ impl Plugin for ReadProbe {
             };
             lists.push(match host.kube_list(&query) {
                 Ok(items) => {
-                    let names: Vec<&str> = items.iter().filter_map(|o| o["metadata"]["name"].as_str()).collect();
+                    let names: Vec<&str> = items
+                        .iter()
+                        .filter_map(|o| o["metadata"]["name"].as_str())
+                        .collect();
                     json!({"names": names})
                 }
                 Err(e) => error(e),
