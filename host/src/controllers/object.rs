@@ -152,8 +152,7 @@ impl<'de> Visitor<'de> for ObjectVisitor {
                 // One without the other is not a type; keep it as a plain field, as `DynamicObject` does.
                 for (key, value) in [("apiVersion", api_version), ("kind", kind)] {
                     if let Some(value) = value {
-                        let text = serde_json::to_string(&Value::String(value))
-                            .map_err(de::Error::custom)?;
+                        let text = serde_json::to_string(&value).map_err(de::Error::custom)?;
                         fields.push((key.into(), text.into_boxed_str()));
                     }
                 }
@@ -257,7 +256,7 @@ impl<'de> Visitor<'de> for Transcode<'_> {
                 out.push(b',');
             }
             first = false;
-            serde_json::to_writer(&mut *out, &key).map_err(de::Error::custom)?;
+            Transcode(&mut *out).write(&key)?;
             out.push(b':');
             map.next_value_seed(Transcode(out))?;
         }
