@@ -286,6 +286,7 @@ async fn host_role(args: &[String]) -> Result<()> {
         lib,
         concurrency: 4,
         memory_limit: Some(omni_operator::helm::DEFAULT_WORKER_MEMORY),
+        scratch_base: std::env::temp_dir(),
     }));
     engine
         .run(Op::Versions, None, Duration::from_secs(60))

@@ -120,6 +120,7 @@ impl HelmArgs {
             lib: lib.clone(),
             concurrency: self.helm_concurrency.max(1),
             memory_limit: Some(self.helm_worker_memory_limit << 20).filter(|l| *l > 0),
+            scratch_base: std::env::temp_dir(),
         }))
     }
 

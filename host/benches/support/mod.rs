@@ -277,6 +277,7 @@ pub async fn publish_example_chart(lib: &Path, dir: &Path, url: &str) -> Result<
         lib: lib.to_path_buf(),
         concurrency: 1,
         memory_limit: Some(omni_operator::helm::DEFAULT_WORKER_MEMORY),
+        scratch_base: std::env::temp_dir(),
     });
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/charts/hello");
     let publish = Op::Publish {

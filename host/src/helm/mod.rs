@@ -16,6 +16,7 @@ pub mod post_render;
 pub mod protocol;
 pub mod releases;
 pub mod repository;
+mod scratch;
 pub mod selector;
 pub mod storage;
 pub mod values_files;
@@ -134,6 +135,8 @@ pub struct WorkerOptions {
     /// The worker's resident memory limit in bytes: a worker past it is stopped, the actions it ran fail with
     /// [`EngineError::OverMemory`], and the next action starts a new worker. None: no limit.
     pub memory_limit: Option<u64>,
+    /// Where each worker gets its private scratch directory, its `TMPDIR`: the host's temporary directory.
+    pub scratch_base: PathBuf,
 }
 
 /// The default worker memory limit: ten times its idle size, far above any chart's action.
@@ -167,6 +170,7 @@ async fn supervise(
     limit: Option<u64>,
     (exited, stopped_at, pending): (Arc<std::sync::atomic::AtomicBool>, Arc<AtomicU64>, Pending),
     mut kill: oneshot::Receiver<()>,
+    scratch: scratch::Scratch,
 ) {
     let pid = child.id();
     let mut tick = tokio::time::interval(MEMORY_CHECK);
@@ -192,6 +196,8 @@ async fn supervise(
             break;
         }
     }
+    // Whatever the worker left (an action it died in) goes with its directory, before anyone learns it exited.
+    drop(scratch);
     exited.store(true, Ordering::SeqCst);
     if let Ok(mut waiting) = pending.lock() {
         waiting.clear();
@@ -360,16 +366,24 @@ impl WorkerEngine {
     }
 
     fn spawn(&self) -> Result<Worker, EngineError> {
+        let scratch = scratch::Scratch::create(&self.options.scratch_base).map_err(|e| {
+            EngineError::Spawn(format!(
+                "making the worker's scratch directory under {}: {e}",
+                self.options.scratch_base.display()
+            ))
+        })?;
         let mut command = tokio::process::Command::new(&self.options.program);
         command
             .arg("helm-worker")
             .arg("--lib")
             .arg(&self.options.lib)
+            // Everything Helm and the worker write for an action (kubeconfigs, charts, TLS keys) goes there.
+            .env("TMPDIR", scratch.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        match post_render_plugins(&self.options.program) {
+        match post_render_plugins(&self.options.program, scratch.path()) {
             Ok(dir) => {
                 command.env("HELM_PLUGINS", dir);
             }
@@ -430,6 +444,7 @@ impl WorkerEngine {
             self.options.memory_limit,
             (exited.clone(), stopped_at.clone(), pending.clone()),
             killed,
+            scratch,
         ));
         Ok(Worker {
             stdin,
@@ -597,13 +612,15 @@ impl WorkerEngine {
 }
 
 /// A Helm plugins directory holding the post-renderer plugin, whose command is `program helm-post-render`
-/// (Helm 4 runs post-renderers only as plugins); one per program, written again at each worker start.
-fn post_render_plugins(program: &std::path::Path) -> std::io::Result<PathBuf> {
+/// (Helm 4 runs post-renderers only as plugins); one per worker, in its scratch directory.
+fn post_render_plugins(
+    program: &std::path::Path,
+    scratch: &std::path::Path,
+) -> std::io::Result<PathBuf> {
     let program = std::path::absolute(program)?;
-    let dir = std::env::temp_dir().join(format!(
-        "omni-operator-helm-plugins-{}",
-        sha256_prefix(program.to_string_lossy().as_bytes(), 16)
-    ));
+    // In the worker's private directory: a plugin directory another user could plant or swap would run their
+    // command as the operator.
+    let dir = scratch.join("helm-plugins");
     let plugin = dir.join(POST_RENDER_PLUGIN);
     std::fs::create_dir_all(&plugin)?;
     // JSON strings are YAML double-quoted scalars: the path is quoted whatever it holds.
@@ -612,15 +629,8 @@ fn post_render_plugins(program: &std::path::Path) -> std::io::Result<PathBuf> {
          runtimeConfig:\n  platformCommand:\n    - command: {}\n      args: [\"helm-post-render\"]\n",
         serde_json::Value::String(program.to_string_lossy().into_owned())
     );
-    // Written aside and renamed: workers starting at once never let Helm read half a file.
-    static ASIDE: AtomicU64 = AtomicU64::new(0);
-    let aside = plugin.join(format!(
-        ".plugin.yaml.{}.{}",
-        std::process::id(),
-        ASIDE.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::write(&aside, manifest)?;
-    std::fs::rename(&aside, plugin.join("plugin.yaml"))?;
+    // Written before the worker starts: nothing reads it half written.
+    std::fs::write(plugin.join("plugin.yaml"), manifest)?;
     Ok(dir)
 }
 

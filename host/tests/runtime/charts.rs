@@ -401,6 +401,7 @@ async fn the_charts_install_into_kube_sim_and_their_rbac_covers_what_the_operato
         lib: lib(),
         concurrency: 1,
         memory_limit: Some(omni_operator::helm::DEFAULT_WORKER_MEMORY),
+        scratch_base: std::env::temp_dir(),
     });
     let helm = helm_c::Helm::load(&lib()).expect("libhelm_c");
     let dir = tempfile::tempdir().expect("tempdir");

@@ -43,6 +43,7 @@ fn engine() -> &'static WorkerEngine {
             lib: lib(),
             concurrency: 1,
             memory_limit: Some(omni_operator::helm::DEFAULT_WORKER_MEMORY),
+            scratch_base: std::env::temp_dir(),
         })
     })
 }

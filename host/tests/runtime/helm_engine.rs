@@ -17,6 +17,7 @@ fn engine(lib: PathBuf, concurrency: usize) -> WorkerEngine {
         lib,
         concurrency,
         memory_limit: Some(omni_operator::helm::DEFAULT_WORKER_MEMORY),
+        scratch_base: std::env::temp_dir(),
     })
 }
 
@@ -100,6 +101,133 @@ async fn the_worker_answers_installs_and_is_replaced_when_it_dies() {
     assert_eq!(status["status"], "deployed");
     assert!(engine.starts() >= 2, "a new worker was started");
     assert_ne!(engine.worker_pid().await, Some(pid));
+}
+
+/// Files under `dir` (recursively) whose names start with `prefix`.
+fn files_named(dir: &std::path::Path, prefix: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if entry.file_name().to_string_lossy().starts_with(prefix) {
+            found.push(path.clone());
+        }
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            found.extend(files_named(&path, prefix));
+        }
+    }
+    found
+}
+
+/// Helm writes the workload cluster's kubeconfig (its credentials) into its temporary directory for the length of an
+/// action and removes it at the end; a worker killed mid-action cannot. Each worker's temporary directory is a
+/// private one of its own, removed once the worker has exited, and the last one goes at shutdown: nothing is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_action_leaves_no_credentials_behind() {
+    let (_sim, target) = workload().await;
+    let base = tempfile::tempdir().expect("temp dir");
+    let engine = std::sync::Arc::new(WorkerEngine::new(WorkerOptions {
+        program: PathBuf::from(env!("CARGO_BIN_EXE_omni-operator")),
+        lib: lib(),
+        concurrency: 2,
+        memory_limit: Some(omni_operator::helm::DEFAULT_WORKER_MEMORY),
+        scratch_base: base.path().to_path_buf(),
+    }));
+    let install = Op::Install {
+        target: target.clone(),
+        chart: ChartRef::Archive(demo_chart()),
+        release: "stuck".into(),
+        values: json!({"image": {"repository": kube_sim::workloads::NEVER_READY_IMAGE}}),
+        options: json!({"namespace": "default", "wait": "watcher", "timeout_seconds": 300}),
+        auth: None,
+    };
+    let running = {
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            engine
+                .run(install, Some("default/stuck".into()), 5 * MINUTE)
+                .await
+        })
+    };
+    // Mid-action: Helm's kubeconfig is in the worker's own directory (a new worker loads the 81 MiB library first).
+    let started = Instant::now();
+    let kubeconfig = loop {
+        if let Some(found) = files_named(base.path(), "helm-c-kubeconfig").pop() {
+            break found;
+        }
+        assert!(
+            started.elapsed() < 3 * MINUTE,
+            "Helm never wrote its kubeconfig under the worker's directory"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let scratch = kubeconfig.parent().expect("in a directory").to_path_buf();
+    assert_eq!(
+        scratch.parent(),
+        Some(base.path()),
+        "{}",
+        kubeconfig.display()
+    );
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&scratch)
+            .expect("scratch")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700, "private to the operator");
+    }
+
+    let pid = engine.worker_pid().await.expect("a worker runs");
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("kill");
+    let lost = running.await.expect("the install task");
+    assert!(lost.is_err(), "the install died with its worker");
+
+    // The next action runs on a new worker; by then the dead one's directory, and the kubeconfig in it, are gone.
+    let started = Instant::now();
+    loop {
+        match engine
+            .run(
+                Op::Status {
+                    target: target.clone(),
+                    release: "stuck".into(),
+                },
+                Some("default/stuck".into()),
+                3 * MINUTE,
+            )
+            .await
+        {
+            // Killed before or after Helm stored the release: either way a new worker answered.
+            Ok(_) | Err(EngineError::Helm { .. }) => break,
+            Err(EngineError::WorkerLost) if started.elapsed() < MINUTE => continue,
+            Err(e) => panic!("status after the worker died: {e}"),
+        }
+    }
+    assert_ne!(engine.worker_pid().await, Some(pid));
+    assert!(
+        !scratch.exists(),
+        "the killed worker's directory is removed"
+    );
+    assert_eq!(files_named(base.path(), "helm-c-"), Vec::<PathBuf>::new());
+
+    // Shutdown closes the worker; its supervisor removes the directory once the process has exited.
+    engine.shutdown(MINUTE).await;
+    let started = Instant::now();
+    loop {
+        let left: Vec<PathBuf> = std::fs::read_dir(base.path())
+            .expect("base")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(started.elapsed() < MINUTE, "left after shutdown: {left:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -345,6 +473,7 @@ async fn a_worker_past_its_memory_limit_is_stopped_and_its_action_fails_saying_s
         lib: lib(),
         concurrency: 2,
         memory_limit: Some(1 << 20),
+        scratch_base: std::env::temp_dir(),
     });
     let install = |release: &str| Op::Install {
         target: target.clone(),

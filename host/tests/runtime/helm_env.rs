@@ -82,6 +82,7 @@ impl Env {
             lib: lib(),
             concurrency: 4,
             memory_limit: Some(omni_operator::helm::DEFAULT_WORKER_MEMORY),
+            scratch_base: std::env::temp_dir(),
         }));
         let metrics = Arc::new(controllers::metrics::Metrics::default());
         let settings = Settings {
