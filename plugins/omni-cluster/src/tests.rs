@@ -195,6 +195,69 @@ fn first_sync_creates_everything_in_omnis_order_and_reports_it() {
     );
 }
 
+/// A first sync reads each resource the label lists did not find once: the cluster's own resource is looked up
+/// with the listing and not asked for again.
+#[test]
+fn a_first_sync_asks_omni_for_each_missing_resource_once() {
+    let host = host_with(edge(), vec![], &[]);
+    OmniClusterPlugin::reconcile(&host).expect("reconcile");
+    let calls = host.omni_calls();
+    let gets: Vec<&String> = calls.iter().filter(|c| c.starts_with("get ")).collect();
+    let distinct: std::collections::BTreeSet<&String> = gets.iter().copied().collect();
+    assert_eq!(
+        gets.len(),
+        distinct.len(),
+        "a resource read twice: {calls:?}"
+    );
+    assert!(
+        gets.contains(&&"get Clusters.omni.sidero.dev(edge)".to_string()),
+        "{calls:?}"
+    );
+    // Every created resource was looked up before anything was created.
+    let first_create = calls
+        .iter()
+        .position(|c| c.starts_with("create "))
+        .expect("creates");
+    for created in writes(&host) {
+        let key = created.trim_start_matches("create ");
+        let looked = calls[..first_create]
+            .iter()
+            .any(|c| c == &format!("get {key}"));
+        assert!(looked, "{key} created without a look first: {calls:?}");
+    }
+}
+
+/// A resource with the template's ID that belongs to something else (it has an owner) stops the sync before
+/// anything is written, whether it is the cluster itself or one of its parts.
+#[test]
+fn a_resource_owned_elsewhere_stops_the_sync_before_any_write() {
+    for (type_, id) in [
+        (types::CLUSTERS, "edge"),
+        (types::CONFIG_PATCHES, "400-edge-control-planes-kubespan"),
+    ] {
+        let mut taken = OmniResource::new(ResourceKey::new(type_, id), vec![]);
+        taken.owner = "SomeController".into();
+        let host = host_with(edge(), vec![], &[taken]);
+        OmniClusterPlugin::reconcile(&host).expect("a failure is not an error of the call");
+        let (status, reason, message) = cond(&host, "Synced");
+        assert_eq!(
+            (status, reason.as_str()),
+            (ConditionStatus::False, "SyncFailed")
+        );
+        assert!(
+            message.contains(&format!(
+                "resource {type_}(default/{id}) already exists for cluster \"edge\", cannot create a conflicting resource for a different cluster"
+            )),
+            "{message}"
+        );
+        assert_eq!(
+            writes(&host),
+            Vec::<String>::new(),
+            "{type_}: nothing written"
+        );
+    }
+}
+
 #[test]
 fn a_second_sync_with_no_change_writes_nothing_and_a_healthy_cluster_is_ready() {
     let host = host_with(edge(), vec![], &synced_omni()).with_cluster_health("edge", running());

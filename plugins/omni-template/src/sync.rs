@@ -127,6 +127,14 @@ impl<'h, H: Host> Run<'h, H> {
     /// Template resources of the cluster in Omni: owner-less, not created by Omni's
     /// machine-set-node controller, plus the KernelArgs of listed machine-set nodes.
     fn actual(&self) -> Result<BTreeMap<Key, OmniResource>, HostError> {
+        Ok(self.actual_and_cluster()?.0)
+    }
+
+    /// [`Self::actual`], and what Omni answered for the cluster's own resource, kept or not (a sync that needs it
+    /// again does not ask twice).
+    fn actual_and_cluster(
+        &self,
+    ) -> Result<(BTreeMap<Key, OmniResource>, Option<OmniResource>), HostError> {
         let mut found = BTreeMap::new();
         let mut keep = |r: OmniResource| {
             if r.owner.is_empty()
@@ -136,11 +144,12 @@ impl<'h, H: Host> Run<'h, H> {
                 found.insert(key_of(&r), r);
             }
         };
-        if let Some(c) = self.host.omni_get(
+        let cluster = self.host.omni_get(
             self.connection,
             &ResourceKey::new(types::CLUSTERS, self.cluster),
-        )? {
-            keep(c);
+        )?;
+        if let Some(c) = &cluster {
+            keep(c.clone());
         }
         let by_cluster = [LabelTerm::equal(labels::CLUSTER, self.cluster)];
         let mut nodes = Vec::new();
@@ -163,7 +172,7 @@ impl<'h, H: Host> Run<'h, H> {
                 keep(k);
             }
         }
-        Ok(found)
+        Ok((found, cluster))
     }
 
     fn create(&mut self, r: &OmniResource) -> Result<(), Stop> {
@@ -322,14 +331,20 @@ pub fn sync<H: Host>(
 }
 
 fn sync_steps<H: Host>(run: &mut Run<'_, H>, desired: &[OmniResource]) -> Result<(), Stop> {
-    let mut actual = run.actual()?;
+    let (mut actual, cluster) = run.actual_and_cluster()?;
+    let cluster_key = ResourceKey::new(types::CLUSTERS, run.cluster);
     // Desired resources not found by label: KernelArgs of machines new to the template, or resources with the
-    // same ID that belong elsewhere.
+    // same ID that belong elsewhere. The cluster's own resource was read just now.
     for d in desired {
         if actual.contains_key(&key_of(d)) {
             continue;
         }
-        if let Some(found) = run.host.omni_get(run.connection, &d.key)? {
+        let found = if d.key == cluster_key {
+            cluster.clone()
+        } else {
+            run.host.omni_get(run.connection, &d.key)?
+        };
+        if let Some(found) = found {
             if !found.owner.is_empty() && d.key.type_ != types::KERNEL_ARGS {
                 return Err(Stop::Failed(format!(
                     "resource {}({}/{}) already exists for cluster {:?}, cannot create a conflicting resource for a different cluster",
