@@ -29,11 +29,11 @@ use crate::capabilities::{
     WRITES_PER_SECOND, WriteLedger, truncate,
 };
 use crate::contract::SecretField;
+use crate::contract::bindings::ReconcilePluginPre;
 use crate::contract::bindings::exports::omni::operator::{
-    plugin as wit_plugin, validator as wit_validator,
+    plugin as wit_plugin, reconciler as wit_reconciler, validator as wit_validator,
 };
 use crate::contract::bindings::omni::operator::types as wit;
-use crate::contract::bindings::{ReconcilePlugin, ReconcilePluginPre};
 
 /// How much of a plugin's own error text is kept (a condition message holds 32 KiB).
 const MAX_ERROR_MESSAGE: usize = 4096;
@@ -177,10 +177,33 @@ pub(super) trait NativeLogic: Send + Sync {
 /// What runs the plugin's logic.
 enum Code {
     /// A component, instantiated in a fresh store for every call.
-    Component(ReconcilePluginPre<HostState>),
+    Component(Box<ComponentCode>),
     /// Rust compiled into the host.
     #[cfg(feature = "native")]
     Native(Box<dyn NativeLogic>),
+}
+
+/// A component linked to the host, and where each of the contract's interfaces sits among its exports (looked up
+/// once). A call loads only the interface it calls: loading type-checks every function of what it loads, and the
+/// whole world's (`describe`'s record of lists of records among them) was a tenth of a noop call.
+struct ComponentCode {
+    pre: wasmtime::component::InstancePre<HostState>,
+    plugin: wit_plugin::GuestIndices,
+    reconciler: wit_reconciler::GuestIndices,
+    validator: wit_validator::GuestIndices,
+}
+
+impl ComponentCode {
+    /// Fails when the component lacks one of the contract's exports (as bindgen's `ReconcilePluginPre` checks).
+    fn new(pre: wasmtime::component::InstancePre<HostState>) -> wasmtime::Result<ComponentCode> {
+        let pre = ReconcilePluginPre::new(pre)?.instance_pre().clone();
+        Ok(ComponentCode {
+            plugin: wit_plugin::GuestIndices::new(&pre)?,
+            reconciler: wit_reconciler::GuestIndices::new(&pre)?,
+            validator: wit_validator::GuestIndices::new(&pre)?,
+            pre,
+        })
+    }
 }
 
 /// One export call.
@@ -251,7 +274,7 @@ impl LoadedPlugin {
         let pre = shared
             .linker
             .instantiate_pre(&component)
-            .and_then(ReconcilePluginPre::new)
+            .and_then(ComponentCode::new)
             .map_err(|e| {
                 PluginError::new(
                     &name,
@@ -260,7 +283,13 @@ impl LoadedPlugin {
                 )
             })?;
 
-        let exec = Executor::new(shared, &name, Code::Component(pre), grants, limits);
+        let exec = Executor::new(
+            shared,
+            &name,
+            Code::Component(Box::new(pre)),
+            grants,
+            limits,
+        );
         let mut plugin = LoadedPlugin::ready(exec, digest, imports, compiled_from).await?;
         plugin.quota = quota.map(|q| q.calls_per_second.map(RateLimit::per_second));
         Ok(plugin)
@@ -596,7 +625,7 @@ impl Executor {
         let _host_permit = self.shared.permits.acquire().await.map_err(closed)?;
         let _plugin_permit = self.permits.acquire().await.map_err(closed)?;
         match &self.code {
-            Code::Component(pre) => self.invoke_component(pre, object, services, export).await,
+            Code::Component(code) => self.invoke_component(code, object, services, export).await,
             #[cfg(feature = "native")]
             Code::Native(native) => native.invoke(self, object, services, export).await,
         }
@@ -605,7 +634,7 @@ impl Executor {
     /// One call in a fresh store and instance.
     async fn invoke_component(
         &self,
-        pre: &ReconcilePluginPre<HostState>,
+        code: &ComponentCode,
         object: Option<&CallObject>,
         services: &HostServices,
         export: Export,
@@ -625,8 +654,8 @@ impl Executor {
         let lent = context.as_ref().map(|c| Resource::new_borrow(c.rep()));
 
         let run = async {
-            let instance = pre.instantiate_async(&mut store).await?;
-            call_export(&instance, &mut store, export, lent).await
+            let instance = code.pre.instantiate_async(&mut store).await?;
+            call_export(code, &instance, &mut store, export, lent).await
         };
         let outcome = tokio::time::timeout(limits.timeout, run).await;
 
@@ -713,7 +742,8 @@ pub(super) fn close_context(
 }
 
 async fn call_export(
-    instance: &ReconcilePlugin,
+    code: &ComponentCode,
+    instance: &wasmtime::component::Instance,
     store: &mut Store<HostState>,
     export: Export,
     context: Option<Resource<CallContext>>,
@@ -724,24 +754,27 @@ async fn call_export(
         })
     };
     Ok(match export {
-        Export::Describe => {
-            Returned::Describe(instance.omni_operator_plugin().call_describe(store).await?)
-        }
+        Export::Describe => Returned::Describe(
+            code.plugin
+                .load(&mut *store, instance)?
+                .call_describe(store)
+                .await?,
+        ),
         Export::Reconcile => Returned::Reconcile(
-            instance
-                .omni_operator_reconciler()
+            code.reconciler
+                .load(&mut *store, instance)?
                 .call_reconcile(store, context()?)
                 .await?,
         ),
         Export::Finalize => Returned::Finalize(
-            instance
-                .omni_operator_reconciler()
+            code.reconciler
+                .load(&mut *store, instance)?
                 .call_finalize(store, context()?)
                 .await?,
         ),
         Export::Validate { object, old } => Returned::Validate(
-            instance
-                .omni_operator_validator()
+            code.validator
+                .load(&mut *store, instance)?
                 .call_validate(store, &object, old.as_ref())
                 .await?,
         ),
