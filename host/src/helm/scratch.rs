@@ -11,7 +11,7 @@
 //! host for the directory's life: the kernel releases it when the host exits, however it exits, and process IDs
 //! (always 1 in a container) play no part. The lock file is opened close-on-exec, so the worker does not hold it.
 
-use std::fs::{DirBuilder, File, TryLockError};
+use std::fs::{DirBuilder, File};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
@@ -119,12 +119,8 @@ fn sweep(base: &Path) {
 /// Whether the scratch directory at `path` has no live host.
 fn abandoned(path: &Path, meta: &std::fs::Metadata) -> bool {
     match File::open(path.join(OWNER)) {
-        Ok(owner) => match owner.try_lock() {
-            // Held until `owner` drops, after the removal: no one else sweeps it meanwhile.
-            Ok(()) => true,
-            Err(TryLockError::WouldBlock) => false,
-            Err(TryLockError::Error(_)) => false,
-        },
+        // Free: its host is gone. Two hosts sweeping at once may both remove it; the second finds it gone.
+        Ok(owner) => owner.try_lock().is_ok(),
         Err(e) if e.kind() == io::ErrorKind::NotFound => meta
             .modified()
             .ok()

@@ -71,16 +71,16 @@ fn pooling(config: &RuntimeConfig) -> PoolingAllocationConfig {
         .table_keep_resident(16 * 1024);
     // An instance gets the slot an earlier instance of the same component used, reset in between. With the
     // kernel's PAGEMAP_SCAN (Linux 6.7+) wasmtime finds the pages the guest dirtied and copies their first
-    // contents back, up to 256 KiB per memory, instead of unmapping them: the next call neither faults them in
-    // again nor has the kernel flush TLBs (call_overhead's noop call: median 64-73 µs without, 25-31 µs with, in
-    // the same hour). Pages past that are unmapped as before. Without the ioctl wasmtime would reset the *first*
-    // bytes in place instead, and a Rust guest's stack sits there mostly untouched, so it keeps 64 KiB.
+    // contents back, up to the kept size per memory, instead of unmapping them: the next call neither faults them
+    // in again nor has the kernel flush TLBs (call_overhead's noop call: median 64-73 µs without, 25-31 µs with,
+    // in the same hour). Pages past that are unmapped as before. The kept pages stay resident in every warm slot,
+    // so the size is memory: 256 KiB made the Helm bench's host 41 MiB idle and 82-92 MiB at its peak, 64 KiB
+    // 32 and 56 MiB (as without the scan), for a noop call within noise of 256 KiB's. Without the ioctl wasmtime
+    // resets the *first* bytes in place instead, where a Rust guest's stack sits mostly untouched.
     if PoolingAllocationConfig::is_pagemap_scan_available() {
-        pool.pagemap_scan(Enabled::Yes)
-            .linear_memory_keep_resident(256 * 1024);
-    } else {
-        pool.linear_memory_keep_resident(64 * 1024);
+        pool.pagemap_scan(Enabled::Yes);
     }
+    pool.linear_memory_keep_resident(64 * 1024);
     pool
 }
 
