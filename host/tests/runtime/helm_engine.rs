@@ -12,12 +12,17 @@ use serde_json::{Value, json};
 use super::helm_fixtures::{chart_repo, demo_chart, lib, push_demo_chart, registry};
 
 fn engine(lib: PathBuf, concurrency: usize) -> WorkerEngine {
+    engine_in(lib, concurrency, std::env::temp_dir())
+}
+
+/// An engine whose workers get their scratch directories under `scratch_base`.
+fn engine_in(lib: PathBuf, concurrency: usize, scratch_base: PathBuf) -> WorkerEngine {
     WorkerEngine::new(WorkerOptions {
         program: PathBuf::from(env!("CARGO_BIN_EXE_omni-operator")),
         lib,
         concurrency,
         memory_limit: Some(omni_operator::helm::DEFAULT_WORKER_MEMORY),
-        scratch_base: std::env::temp_dir(),
+        scratch_base,
     })
 }
 
@@ -36,6 +41,31 @@ async fn workload() -> (kube_sim::KubeSim, Target) {
 }
 
 const MINUTE: Duration = Duration::from_secs(60);
+
+/// An install of the demo chart whose Deployment never becomes ready: Helm's wait holds the action until it is
+/// cancelled or its worker dies.
+fn never_ready_install(target: &Target, release: &str) -> Op {
+    Op::Install {
+        target: target.clone(),
+        chart: ChartRef::Archive(demo_chart()),
+        release: release.into(),
+        values: json!({"image": {"repository": kube_sim::workloads::NEVER_READY_IMAGE}}),
+        options: json!({"namespace": "default", "wait": "watcher", "timeout_seconds": 300}),
+        auth: None,
+    }
+}
+
+/// `op` on release `default/<release>`, run in a task of its own.
+fn in_background(
+    engine: &std::sync::Arc<WorkerEngine>,
+    op: Op,
+    release: &str,
+    deadline: Duration,
+) -> tokio::task::JoinHandle<Result<Value, EngineError>> {
+    let engine = engine.clone();
+    let release = format!("default/{release}");
+    tokio::spawn(async move { engine.run(op, Some(release), deadline).await })
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_worker_answers_installs_and_is_replaced_when_it_dies() {
@@ -128,29 +158,13 @@ fn files_named(dir: &std::path::Path, prefix: &str) -> Vec<PathBuf> {
 async fn a_worker_killed_mid_action_leaves_no_credentials_behind() {
     let (_sim, target) = workload().await;
     let base = tempfile::tempdir().expect("temp dir");
-    let engine = std::sync::Arc::new(WorkerEngine::new(WorkerOptions {
-        program: PathBuf::from(env!("CARGO_BIN_EXE_omni-operator")),
-        lib: lib(),
-        concurrency: 2,
-        memory_limit: Some(omni_operator::helm::DEFAULT_WORKER_MEMORY),
-        scratch_base: base.path().to_path_buf(),
-    }));
-    let install = Op::Install {
-        target: target.clone(),
-        chart: ChartRef::Archive(demo_chart()),
-        release: "stuck".into(),
-        values: json!({"image": {"repository": kube_sim::workloads::NEVER_READY_IMAGE}}),
-        options: json!({"namespace": "default", "wait": "watcher", "timeout_seconds": 300}),
-        auth: None,
-    };
-    let running = {
-        let engine = engine.clone();
-        tokio::spawn(async move {
-            engine
-                .run(install, Some("default/stuck".into()), 5 * MINUTE)
-                .await
-        })
-    };
+    let engine = std::sync::Arc::new(engine_in(lib(), 2, base.path().to_path_buf()));
+    let running = in_background(
+        &engine,
+        never_ready_install(&target, "stuck"),
+        "stuck",
+        5 * MINUTE,
+    );
     // Mid-action: Helm's kubeconfig is in the worker's own directory (a new worker loads the 81 MiB library first).
     let started = Instant::now();
     let kubeconfig = loop {
@@ -234,14 +248,7 @@ async fn a_worker_killed_mid_action_leaves_no_credentials_behind() {
 async fn a_deadline_cancels_the_action_through_helm() {
     let (_sim, target) = workload().await;
     let engine = engine(lib(), 4);
-    let install = Op::Install {
-        target: target.clone(),
-        chart: ChartRef::Archive(demo_chart()),
-        release: "stuck".into(),
-        values: json!({"image": {"repository": kube_sim::workloads::NEVER_READY_IMAGE}}),
-        options: json!({"namespace": "default", "wait": "watcher", "timeout_seconds": 300}),
-        auth: None,
-    };
+    let install = never_ready_install(&target, "stuck");
     let started = Instant::now();
     let err = engine
         .run(
@@ -277,22 +284,12 @@ async fn a_deadline_cancels_the_action_through_helm() {
 async fn shutdown_cancels_running_actions_through_helm() {
     let (sim, target) = workload().await;
     let engine = std::sync::Arc::new(engine(lib(), 4));
-    let install = Op::Install {
-        target: target.clone(),
-        chart: ChartRef::Archive(demo_chart()),
-        release: "halted".into(),
-        values: json!({"image": {"repository": kube_sim::workloads::NEVER_READY_IMAGE}}),
-        options: json!({"namespace": "default", "wait": "watcher", "timeout_seconds": 300}),
-        auth: None,
-    };
-    let running = {
-        let engine = engine.clone();
-        tokio::spawn(async move {
-            engine
-                .run(install, Some("default/halted".into()), 10 * MINUTE)
-                .await
-        })
-    };
+    let running = in_background(
+        &engine,
+        never_ready_install(&target, "halted"),
+        "halted",
+        10 * MINUTE,
+    );
     // Until Helm has written the pending revision and is waiting.
     let deadline = Instant::now() + MINUTE;
     while sim
@@ -475,14 +472,7 @@ async fn a_worker_past_its_memory_limit_is_stopped_and_its_action_fails_saying_s
         memory_limit: Some(1 << 20),
         scratch_base: std::env::temp_dir(),
     });
-    let install = |release: &str| Op::Install {
-        target: target.clone(),
-        chart: ChartRef::Archive(demo_chart()),
-        release: release.into(),
-        values: json!({"image": {"repository": kube_sim::workloads::NEVER_READY_IMAGE}}),
-        options: json!({"namespace": "default", "wait": "watcher", "timeout_seconds": 300}),
-        auth: None,
-    };
+    let install = |release: &str| never_ready_install(&target, release);
     let started = Instant::now();
     let err = engine
         .run(install("big"), Some("default/big".into()), 10 * MINUTE)
