@@ -29,7 +29,6 @@ use crate::capabilities::{
     WRITES_PER_SECOND, WriteLedger, truncate,
 };
 use crate::contract::SecretField;
-use crate::contract::bindings::ReconcilePluginPre;
 use crate::contract::bindings::exports::omni::operator::{
     plugin as wit_plugin, reconciler as wit_reconciler, validator as wit_validator,
 };
@@ -194,9 +193,9 @@ struct ComponentCode {
 }
 
 impl ComponentCode {
-    /// Fails when the component lacks one of the contract's exports (as bindgen's `ReconcilePluginPre` checks).
+    /// Fails when the component lacks one of the contract's exports (the same lookups, in the same order, as
+    /// bindgen's world-level `ReconcilePluginPre::new`, which is these three).
     fn new(pre: wasmtime::component::InstancePre<HostState>) -> wasmtime::Result<ComponentCode> {
-        let pre = ReconcilePluginPre::new(pre)?.instance_pre().clone();
         Ok(ComponentCode {
             plugin: wit_plugin::GuestIndices::new(&pre)?,
             reconciler: wit_reconciler::GuestIndices::new(&pre)?,
