@@ -5,8 +5,11 @@
 use base64::Engine as _;
 use pgp::composed::{Deserializable, DetachedSignature, SignedPublicKey};
 use pgp::crypto::hash::HashAlgorithm;
-use pgp::types::Password;
+use pgp::types::{KeyDetails as _, Password};
 use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::key::ServiceAccountKey;
 
@@ -107,9 +110,22 @@ pub fn sign(
     md: &mut Metadata,
     unix_seconds: i64,
 ) -> Result<(), SignError> {
+    let body = stamp(method, md, unix_seconds);
+    let header = signature_header(key, &body)?;
+    md.push((PAYLOAD.into(), body));
+    md.push((SIGNATURE.into(), header));
+    Ok(())
+}
+
+/// Sets the timestamp (dropping stale signature headers) and returns the payload to sign.
+fn stamp(method: &str, md: &mut Metadata, unix_seconds: i64) -> String {
     md.retain(|(k, _)| k != TIMESTAMP && k != PAYLOAD && k != SIGNATURE);
     md.push((TIMESTAMP.into(), unix_seconds.to_string()));
-    let body = payload(method, md);
+    payload(method, md)
+}
+
+/// The `x-sidero-signature` value for `body`: an OpenPGP detached signature by `key`.
+fn signature_header(key: &ServiceAccountKey, body: &str) -> Result<String, SignError> {
     let sig = DetachedSignature::sign_binary_data(
         rand::thread_rng(),
         &key.key.primary_key,
@@ -119,15 +135,111 @@ pub fn sign(
     )
     .map_err(|e| SignError(e.to_string()))?;
     let bytes = pgp::ser::Serialize::to_bytes(&sig).map_err(|e| SignError(e.to_string()))?;
-    let header = format!(
+    Ok(format!(
         "siderov1 {} {} {}",
         key.name,
         key.fingerprint,
         base64::engine::general_purpose::STANDARD.encode(bytes)
-    );
-    md.push((PAYLOAD.into(), body));
-    md.push((SIGNATURE.into(), header));
-    Ok(())
+    ))
+}
+
+/// How many distinct payloads one second's signatures (or verifications) are kept for. Calls differ in payload
+/// only by method and signed headers (a kubeconfig's `context` names its cluster), so a client needs a handful;
+/// the bound keeps a burst of distinct ones from growing the map.
+const RECENT_CAPACITY: usize = 256;
+
+/// What was signed or verified within one second, by payload. The payload names the second, so nothing kept
+/// outlives it: the map empties when the second changes.
+#[derive(Default)]
+struct Recent<V> {
+    second: i64,
+    by_payload: HashMap<String, V>,
+}
+
+impl<V: Clone> Recent<V> {
+    fn get(&mut self, second: i64, payload: &str) -> Option<V> {
+        if self.second != second {
+            self.second = second;
+            self.by_payload.clear();
+        }
+        self.by_payload.get(payload).cloned()
+    }
+
+    fn keep(&mut self, second: i64, payload: String, value: V) {
+        if self.second == second && self.by_payload.len() < RECENT_CAPACITY {
+            self.by_payload.insert(payload, value);
+        }
+    }
+}
+
+fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic elsewhere while holding the lock leaves a cache that is at worst incomplete.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A service-account key that signs each distinct payload once per second.
+///
+/// The signed payload names the method, the signed headers and the second, not the message. So every call of one
+/// method with the same headers within one second carries the same payload, and one signature serves them all:
+/// a busy client makes dozens of such calls a second, and an OpenPGP signature costs more than the rest of a
+/// small call's client side. A signature is no secret (every request carries one), and the server checks the
+/// timestamp whoever made it, so reusing one within its second changes nothing the server accepts.
+pub struct Signer {
+    key: ServiceAccountKey,
+    recent: Mutex<Recent<String>>,
+    made: AtomicU64,
+}
+
+impl std::fmt::Debug for Signer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Signer")
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Signer {
+    pub fn new(key: ServiceAccountKey) -> Self {
+        Signer {
+            key,
+            recent: Mutex::new(Recent::default()),
+            made: AtomicU64::new(0),
+        }
+    }
+
+    /// Signatures made so far, each of them for a payload not signed before within its second.
+    pub fn signatures_made(&self) -> u64 {
+        self.made.load(Ordering::Relaxed)
+    }
+
+    pub fn key(&self) -> &ServiceAccountKey {
+        &self.key
+    }
+
+    /// As [`sign`], with the signature made at most once per payload.
+    pub fn sign(
+        &self,
+        method: &str,
+        md: &mut Metadata,
+        unix_seconds: i64,
+    ) -> Result<(), SignError> {
+        let body = stamp(method, md, unix_seconds);
+        let kept = locked(&self.recent).get(unix_seconds, &body);
+        let header = match kept {
+            Some(header) => header,
+            None => {
+                let header = signature_header(&self.key, &body)?;
+                self.made.fetch_add(1, Ordering::Relaxed);
+                locked(&self.recent).keep(unix_seconds, body.clone(), header.clone());
+                header
+            }
+        };
+        md.push((PAYLOAD.into(), body));
+        md.push((SIGNATURE.into(), header));
+        Ok(())
+    }
 }
 
 /// What the server learned from a valid signature.
@@ -182,6 +294,22 @@ pub fn verify(
     md: &Metadata,
     now_unix: i64,
 ) -> Result<Signed, VerifyError> {
+    let claim = check_claim(method, md, now_unix)?;
+    check_signature(public_key, &claim)?;
+    Ok(claim.signed)
+}
+
+/// A request's signature headers, checked against the request but not yet against a key.
+struct Claim {
+    signed: Signed,
+    /// The payload as received.
+    body: String,
+    /// The OpenPGP signature's bytes.
+    raw: Vec<u8>,
+}
+
+/// Everything [`verify`] checks but the signature itself.
+fn check_claim(method: &str, md: &Metadata, now_unix: i64) -> Result<Claim, VerifyError> {
     let (identity, fingerprint, raw) = parse_header(md)?;
     let ts = values(md, TIMESTAMP)
         .and_then(|v| v.first().map(|s| s.to_string()))
@@ -227,14 +355,62 @@ pub fn verify(
             return Err(VerifyError::Payload(format!("header {key} differs")));
         }
     }
-    let sig = DetachedSignature::from_bytes(&raw[..])
-        .map_err(|e| VerifyError::Malformed(format!("not an OpenPGP signature: {e}")))?;
-    sig.verify(public_key, body.as_bytes())
-        .map_err(|_| VerifyError::BadSignature(fingerprint.clone()))?;
-    Ok(Signed {
-        identity,
-        fingerprint,
+    Ok(Claim {
+        signed: Signed {
+            identity,
+            fingerprint,
+        },
+        body,
+        raw,
     })
+}
+
+/// The OpenPGP check of a claim's signature over its payload.
+fn check_signature(public_key: &SignedPublicKey, claim: &Claim) -> Result<(), VerifyError> {
+    let sig = DetachedSignature::from_bytes(&claim.raw[..])
+        .map_err(|e| VerifyError::Malformed(format!("not an OpenPGP signature: {e}")))?;
+    sig.verify(public_key, claim.body.as_bytes())
+        .map_err(|_| VerifyError::BadSignature(claim.signed.fingerprint.clone()))
+}
+
+/// A server's [`verify`] that checks each distinct signature's cryptography once per second.
+///
+/// Everything else (the timestamp's skew, the payload against the request's method and headers) is checked on
+/// every call, as is the key's standing, which is the caller's. What is kept is that these exact signature bytes
+/// over this exact payload verified with the key of this fingerprint; the fingerprint is the key's hash, so
+/// that fact cannot change, and a request is refused or accepted exactly as [`verify`] would. A client that
+/// reuses its signatures within a second ([`Signer`]) sends the same bytes dozens of times.
+#[derive(Default)]
+pub struct VerifiedSignatures {
+    recent: Mutex<Recent<Vec<u8>>>,
+    checked: AtomicU64,
+}
+
+impl VerifiedSignatures {
+    /// Signatures whose cryptography was checked so far.
+    pub fn signatures_checked(&self) -> u64 {
+        self.checked.load(Ordering::Relaxed)
+    }
+
+    pub fn verify(
+        &self,
+        public_key: &SignedPublicKey,
+        method: &str,
+        md: &Metadata,
+        now_unix: i64,
+    ) -> Result<Signed, VerifyError> {
+        let claim = check_claim(method, md, now_unix)?;
+        // The payload alone does not say who signed it: the key that checked it is part of what is kept, by its
+        // own fingerprint rather than the one the header claims.
+        let seen = format!("{:x} {}", public_key.primary_key.fingerprint(), claim.body);
+        let verified = locked(&self.recent).get(now_unix, &seen);
+        if verified.as_deref() != Some(claim.raw.as_slice()) {
+            self.checked.fetch_add(1, Ordering::Relaxed);
+            check_signature(public_key, &claim)?;
+            locked(&self.recent).keep(now_unix, seen, claim.raw.clone());
+        }
+        Ok(claim.signed)
+    }
 }
 
 #[cfg(test)]
@@ -394,6 +570,119 @@ mod tests {
             verify(&k.public_key(), "/cosi.resource.State/List", &vec![], T),
             Err(VerifyError::Missing)
         );
+    }
+
+    #[test]
+    fn a_signer_signs_each_payload_once_a_second() {
+        let signer = Signer::new(key());
+        let public = signer.key().public_key();
+        let get = "/cosi.resource.State/Get";
+        let signed = |method: &str, md: Vec<(String, String)>, at: i64| {
+            let mut md = md;
+            signer.sign(method, &mut md, at).expect("signs");
+            verify(&public, method, &md, at).expect("verifies");
+            values(&md, SIGNATURE).expect("header")[0].to_string()
+        };
+        let first = signed(get, vec![], T);
+        assert_eq!(
+            signed(get, vec![], T),
+            first,
+            "the same payload in the same second"
+        );
+        assert_eq!(signer.signatures_made(), 1);
+        // Another method, other headers or another second is another payload, signed anew.
+        let list = signed("/cosi.resource.State/List", vec![], T);
+        let namespaced = signed(get, vec![("namespace".into(), "default".into())], T);
+        let later = signed(get, vec![], T + 1);
+        assert_eq!(signer.signatures_made(), 4);
+        for other in [&list, &namespaced, &later] {
+            assert_ne!(other, &first);
+        }
+        // The second's signatures went with it: back at T, the payload is signed again.
+        signed(get, vec![], T);
+        assert_eq!(signer.signatures_made(), 5);
+    }
+
+    #[test]
+    fn a_signer_keeps_a_bounded_number_of_payloads() {
+        let signer = Signer::new(key());
+        let distinct = RECENT_CAPACITY + 8;
+        for round in 0..2 {
+            for i in 0..distinct {
+                let mut md = vec![("context".to_string(), format!("cluster-{i}"))];
+                signer
+                    .sign("/management.ManagementService/Kubeconfig", &mut md, T)
+                    .expect("signs");
+            }
+            // The payloads past the bound are signed every time.
+            assert_eq!(
+                signer.signatures_made() as usize,
+                distinct + round * (distinct - RECENT_CAPACITY)
+            );
+        }
+    }
+
+    /// The server's cache must refuse exactly what [`verify`] refuses, however often a signature was seen.
+    #[test]
+    fn a_verified_signature_is_kept_for_its_bytes_its_payload_and_its_key() {
+        let k = key();
+        let public = k.public_key();
+        let verified = VerifiedSignatures::default();
+        let list = "/cosi.resource.State/List";
+        let mut md = vec![("namespace".to_string(), "default".to_string())];
+        sign(&k, list, &mut md, T).expect("signs");
+        for _ in 0..3 {
+            verified.verify(&public, list, &md, T).expect("verifies");
+        }
+        assert_eq!(verified.signatures_checked(), 1);
+
+        // The request is still checked against its payload on every call.
+        assert!(matches!(
+            verified.verify(&public, "/cosi.resource.State/Get", &md, T),
+            Err(VerifyError::Payload(_))
+        ));
+        let mut tampered = md.clone();
+        for (key, v) in tampered.iter_mut() {
+            if key == "namespace" {
+                *v = "other".into();
+            }
+        }
+        assert!(matches!(
+            verified.verify(&public, list, &tampered, T),
+            Err(VerifyError::Payload(_))
+        ));
+        assert!(matches!(
+            verified.verify(&public, list, &md, T + ALLOWED_SKEW_SECONDS + 1),
+            Err(VerifyError::Timestamp(_))
+        ));
+
+        // Other signature bytes over the same payload are checked, and a forgery is refused.
+        let mut forged = md.clone();
+        for (key, v) in forged.iter_mut() {
+            if key == SIGNATURE {
+                let mut fields: Vec<String> = v.split(' ').map(String::from).collect();
+                let mut raw = base64::engine::general_purpose::STANDARD
+                    .decode(&fields[3])
+                    .expect("base64");
+                let last = raw.len() - 1;
+                raw[last] ^= 1;
+                fields[3] = base64::engine::general_purpose::STANDARD.encode(raw);
+                *v = fields.join(" ");
+            }
+        }
+        assert!(matches!(
+            verified.verify(&public, list, &forged, T),
+            Err(VerifyError::BadSignature(_) | VerifyError::Malformed(_))
+        ));
+        // The same bytes checked with another key are checked again, and refused.
+        assert!(matches!(
+            verified.verify(&other_key(), list, &md, T),
+            Err(VerifyError::BadSignature(_))
+        ));
+        // And the genuine one still verifies from what was kept.
+        let checked = verified.signatures_checked();
+        verified.verify(&public, list, &md, T).expect("verifies");
+        assert_eq!(verified.signatures_checked(), checked);
     }
 
     fn other_key() -> SignedPublicKey {

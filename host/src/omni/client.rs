@@ -8,7 +8,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use omni_wire::compression::Dictionary;
 use omni_wire::cosi::{self, state_client::StateClient};
 use omni_wire::management::{self, management_service_client::ManagementServiceClient};
-use omni_wire::signature::{self, Metadata};
+use omni_wire::signature::{Metadata, Signer};
 use omni_wire::{ServiceAccountKey, specs};
 use tonic::codec::CompressionEncoding;
 use tonic::metadata::{MetadataKey, MetadataValue};
@@ -46,7 +46,8 @@ pub struct ClusterHealth {
 
 pub struct OmniClient {
     endpoint: Endpoint,
-    key: ServiceAccountKey,
+    /// Signs each call; one signature serves every call of a method with the same headers within a second.
+    signer: Signer,
     state: StateClient<Channel>,
     management: ManagementServiceClient<Channel>,
     dictionary: Option<Dictionary>,
@@ -58,7 +59,7 @@ impl std::fmt::Debug for OmniClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OmniClient")
             .field("endpoint", &self.endpoint.normalized)
-            .field("key", &self.key)
+            .field("key", self.signer.key())
             .finish_non_exhaustive()
     }
 }
@@ -85,7 +86,7 @@ impl OmniClient {
             .max_encoding_message_size(MAX_MESSAGE_BYTES);
         Ok(OmniClient {
             endpoint,
-            key,
+            signer: Signer::new(key),
             state,
             management,
             dictionary,
@@ -118,7 +119,8 @@ impl OmniClient {
             .map(|d| d.as_secs() as i64)
             .unwrap_or(0);
         let mut md = extra;
-        signature::sign(&self.key, method, &mut md, now)
+        self.signer
+            .sign(method, &mut md, now)
             .map_err(|e| HostError::Other(e.to_string()))?;
         let mut request = Request::new(message);
         request.set_timeout(budget);

@@ -189,6 +189,7 @@ impl Builder {
         let shared = Arc::new(service::Shared {
             store: Arc::new(Store::new(self.clock.clone())),
             registry: keys::Registry::default(),
+            verified: Default::default(),
             clock: self.clock.clone(),
             faults: Faults::default(),
             records: Mutex::new(Vec::new()),
