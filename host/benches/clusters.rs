@@ -22,7 +22,9 @@
 //! Time runs from the driver's first create to the moment its watch sees the last object meet the criterion (the
 //! creates themselves are inside it: the objects are "applied at once" through the API, 32 requests in flight).
 //! Memory is the host process's peak resident set, `VmHWM` in `/proc/self/status`, read by the host when the
-//! driver asks at the end (`idle`: its `VmRSS` once the plugins are loaded and the controllers started). The
+//! driver asks at the end (`idle`: its `VmRSS` once the plugins are loaded and the controllers started, and of it
+//! `RssAnon`, the host's own memory: the rest maps this 90 MB binary's code and the compiled plugins, page cache
+//! that is shared and that the kernel can drop, and whose size depends on what else was read lately). The
 //! host's CPU time (`/proc/self/stat`) from then to the end is the most direct measure of what running the logic
 //! as WebAssembly costs, since the elapsed time is mostly API server and Omni round trips. Plugin calls are the
 //! controllers' counter. The four processes share the machine's cores, as the operator, the API server and Omni
@@ -155,6 +157,8 @@ struct Figures {
     created: f64,
     peak_rss_kib: u64,
     idle_rss_kib: u64,
+    /// Of `idle_rss_kib`, the anonymous pages: the host's own memory, without its code and the plugins' mapped in.
+    idle_anon_kib: u64,
     calls: u64,
     failures: u64,
     /// The host's CPU time (user and system) from ready to the end of the run.
@@ -254,12 +258,14 @@ fn print_figures(f: &Figures, target: usize) {
         None => format!("only {} of {target} met before the timeout", f.done),
     };
     println!(
-        "  {:<6}  {outcome} (creates took {:.2} s); host peak RSS {:.1} MiB (idle {:.1} MiB), CPU {:.2} s; {} plugin \
+        "  {:<6}  {outcome} (creates took {:.2} s); host peak RSS {:.1} MiB (idle {:.1} MiB, \
+         of it {:.1} MiB anonymous), CPU {:.2} s; {} plugin \
          calls, {} failed",
         f.mode.name(),
         f.created,
         mib(f.peak_rss_kib),
         mib(f.idle_rss_kib),
+        mib(f.idle_anon_kib),
         f.cpu_ms as f64 / 1000.0,
         f.calls,
         f.failures
@@ -321,11 +327,15 @@ async fn run(
     .await?;
     let said = host.ready().await?;
     let ready: Vec<u64> = said.iter().filter_map(|n| n.parse().ok()).collect();
-    let [idle_rss_kib, start_cpu_ms] = ready[..] else {
-        bail!("the host said ready {said:?}, expected its RSS, CPU time and metrics address")
+    let [idle_rss_kib, idle_anon_kib, start_cpu_ms] = ready[..] else {
+        bail!(
+            "the host said ready {said:?}, expected its RSS, anonymous RSS, CPU time and metrics address"
+        )
     };
     let Some(metrics_at) = said.iter().find(|w| w.contains(':')).cloned() else {
-        bail!("the host said ready {said:?}, expected its RSS, CPU time and metrics address")
+        bail!(
+            "the host said ready {said:?}, expected its RSS, anonymous RSS, CPU time and metrics address"
+        )
     };
     // The controllers' watches start right after; objects created before they list are found by that list anyway.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -411,6 +421,23 @@ async fn run(
         total_rpcs as f64 / clusters.max(1) as f64,
         rpcs.iter().take(12).cloned().collect::<Vec<_>>().join(" ")
     );
+    let requests = kube_sim.ask("requests").await?;
+    let total_requests: u64 = requests
+        .iter()
+        .filter_map(|w| w.rsplit_once('=').and_then(|(_, n)| n.parse::<u64>().ok()))
+        .sum();
+    println!(
+        "  {:<6}  kube-sim requests, the driver's {} creates among them: {total_requests} ({:.1} per cluster): {}",
+        mode.name(),
+        5 * clusters + 2,
+        total_requests as f64 / clusters.max(1) as f64,
+        requests
+            .iter()
+            .take(14)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
     if let Some(profiler) = profiler {
         let written = profiler.stop().await?;
         let path = written.display();
@@ -481,6 +508,7 @@ async fn run(
         created,
         peak_rss_kib: report.hwm_kib,
         idle_rss_kib,
+        idle_anon_kib,
         calls: report.calls,
         failures: report.failures,
         cpu_ms: report.cpu_ms.saturating_sub(start_cpu_ms),
@@ -638,7 +666,27 @@ async fn kube_sim_role(args: &[String]) -> Result<()> {
         PathBuf::from(value(args, "--kubeconfig").context("--kubeconfig is required")?);
     let sim = stack::management_cluster(kube_sim::KubeSim::builder()).await?;
     sim.write_kubeconfig(&kubeconfig, &sim.admin())?;
-    ready_then_answer(&[sim.url()], |line| format!("{line} unknown")).await
+    ready_then_answer(&[sim.url()], |line| match line {
+        // The requests answered so far (the driver's creates among them), by verb and resource, most frequent
+        // first.
+        "requests" => {
+            let mut counts: std::collections::BTreeMap<String, u64> = Default::default();
+            for r in sim.requests() {
+                let resource = if r.subresource.is_empty() {
+                    r.resource
+                } else {
+                    format!("{}/{}", r.resource, r.subresource)
+                };
+                *counts.entry(format!("{}:{resource}", r.verb)).or_default() += 1;
+            }
+            let mut list: Vec<(String, u64)> = counts.into_iter().collect();
+            list.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+            let words: Vec<String> = list.iter().map(|(k, n)| format!("{k}={n}")).collect();
+            format!("requests {}", words.join(" "))
+        }
+        _ => format!("{line} unknown"),
+    })
+    .await
 }
 
 async fn omni_sim_role() -> Result<()> {
@@ -720,6 +768,7 @@ async fn host_role(args: &[String]) -> Result<()> {
     ready_then_answer(
         &[
             proc_status_kib("VmRSS").to_string(),
+            proc_status_kib("RssAnon").to_string(),
             cpu_ms().to_string(),
             metrics_at.to_string(),
         ],
