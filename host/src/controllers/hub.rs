@@ -244,6 +244,19 @@ impl WatchHub {
         }
     }
 
+    /// The watch of `resource` over `scope` while some controller subscribes to it, so that a reader can use its
+    /// cache without keeping the watch alive itself: once the last subscriber has gone, the watch stops, its
+    /// store goes stale, and this answers None.
+    pub fn running(&self, resource: &ApiResource, scope: &Scope) -> Option<WatchHandle> {
+        let key = (
+            resource.api_version.clone(),
+            resource.plural.clone(),
+            scope.clone(),
+        );
+        let watch = lock(&self.watches).get(&key).cloned()?;
+        watch.listened_to().then_some(WatchHandle(watch))
+    }
+
     /// Subscribes to the watch of `resource` over `scope`, starting it if nobody watches it yet. A late subscriber
     /// first gets every object already known, as Apply events.
     pub fn subscribe(

@@ -201,7 +201,10 @@ pub async fn run_kind_controller(
     settings: Settings,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) -> Result<()> {
-    let reader = Arc::new(ApiReader::new(client.clone()));
+    let reader = Arc::new(
+        ApiReader::new(client.clone())
+            .sharing(settings.watches.clone(), settings.namespaces.clone()),
+    );
     let (resource, _) = &*reader
         .resolve(&gvk.api_version(), &gvk.kind)
         .await

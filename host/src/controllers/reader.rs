@@ -11,9 +11,9 @@ use kube::discovery::{self, Scope};
 use kube::runtime::reflector::ObjectRef;
 use serde_json::Value;
 
-use super::hub::{WatchHandle, field_text};
+use super::hub::{WatchHandle, WatchHub, field_text};
 use super::object::CachedObject;
-use super::scope::Namespaces;
+use super::scope::{self, Namespaces};
 use crate::capabilities::{
     BoxFuture, FieldSelector, GetRequest, HostError, KindScope, KubeReader, ListRequest,
 };
@@ -34,6 +34,9 @@ pub struct ApiReader {
     /// (apiVersion, kind) → resolved kind.
     kinds: RwLock<HashMap<(String, String), ResolvedKind>>,
     caches: RwLock<HashMap<(String, String), Arc<Cache>>>,
+    /// The operator's shared watches, for kinds whose watch another kind's controller keeps (a Secret kind A does
+    /// not relate to, but kind B does), over these namespaces.
+    others: Option<(Arc<WatchHub>, Namespaces)>,
 }
 
 /// How long a read waits for a cache's first list before asking the API instead.
@@ -45,7 +48,16 @@ impl ApiReader {
             client,
             kinds: RwLock::new(HashMap::new()),
             caches: RwLock::new(HashMap::new()),
+            others: None,
         }
+    }
+
+    /// Also serves reads from any of `hub`'s watches of every object in `namespaces` while some controller keeps
+    /// one, as the API server would answer them, without a request. The Omni connection's Secret, read on every
+    /// reconcile that calls Omni, is the case in point: the kinds that relate to Secrets watch them anyway.
+    pub fn sharing(mut self, hub: Arc<WatchHub>, namespaces: Namespaces) -> Self {
+        self.others = Some((hub, namespaces));
+        self
     }
 
     /// Serves reads of `resource`'s kind in `namespaces` from `watch` from now on (a watch of every object of the
@@ -74,12 +86,16 @@ impl ApiReader {
         kind: &str,
         namespace: Option<&str>,
     ) -> Option<Arc<Cache>> {
-        let cache = self
+        let own = self
             .caches
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(&(api_version.to_string(), kind.to_string()))
-            .cloned()?;
+            .cloned();
+        let cache = match own {
+            Some(cache) => cache,
+            None => self.running_elsewhere(api_version, kind).await?,
+        };
         if !cache.namespaces.covers(namespace) {
             return None;
         }
@@ -87,6 +103,20 @@ impl ApiReader {
             Ok(Ok(())) => Some(cache),
             _ => None,
         }
+    }
+
+    /// Another controller's watch of every object of the kind, while it runs.
+    async fn running_elsewhere(&self, api_version: &str, kind: &str) -> Option<Arc<Cache>> {
+        let (hub, namespaces) = self.others.as_ref()?;
+        // A kind that does not resolve is not watched either; the API read that follows reports why.
+        let resolved = self.resolve(api_version, kind).await.ok()?;
+        let (resource, _) = &*resolved;
+        let watch = hub.running(resource, &scope::Scope::of(namespaces))?;
+        Some(Arc::new(Cache {
+            watch,
+            resource: resource.clone(),
+            namespaces: namespaces.clone(),
+        }))
     }
 
     /// The resource for an apiVersion and kind, and whether it is namespaced.

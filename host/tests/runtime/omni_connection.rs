@@ -33,6 +33,10 @@ struct Env {
 /// kube-sim with the CRDs and the namespace, Omni as `omni` builds it, and a host running only `omni-connection`.
 /// The tests mint their own keys and write their own Secrets and connections.
 async fn start_with(omni: omni_sim::Builder) -> Env {
+    start_plugins(omni, &["omni-connection"]).await
+}
+
+async fn start_plugins(omni: omni_sim::Builder, plugins: &[&str]) -> Env {
     support::logs();
     let Stack { kube, omni, .. } = Stack::builder()
         .omni(omni)
@@ -47,7 +51,7 @@ async fn start_with(omni: omni_sim::Builder) -> Env {
         ..Settings::default()
     };
     let host = HostBuilder::new(support::runtime().clone())
-        .built_in(&["omni-connection"])
+        .built_in(plugins)
         .expect("built in")
         .settings(settings)
         .start(kube.kubeconfig(&kube.admin()))
@@ -464,6 +468,88 @@ async fn one_channel_serves_every_check_and_a_new_key_gets_a_new_one() {
         records.iter().all(|r| !connections.contains(&r.connection)),
         "a new channel for the new key"
     );
+}
+
+/// Reads of the service-account Secret `sa` the host sent to the API server so far.
+fn key_reads(kube: &kube_sim::KubeSim) -> usize {
+    kube.requests()
+        .iter()
+        .filter(|r| r.verb == "get" && r.resource == "secrets" && r.name == "sa")
+        .count()
+}
+
+/// With no controller watching Secrets (this host runs only omni-connection), every check reads the key from the
+/// API server. With one that does (omni-secret-sync relates to Secrets), the other kinds' reads come from its
+/// watch: not one request, and a rotated key is used from the moment the watch has it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_is_read_from_a_secret_watch_another_kind_keeps_and_a_rotation_follows_it() {
+    let alone = start().await;
+    let key = alone.omni.mint_key("operator-sa", Role::Operator);
+    alone.apply(&secret("sa", "serviceAccountKey", &key)).await;
+    alone
+        .apply(&connection("one", &alone.omni.endpoint(), "sa"))
+        .await;
+    alone.wait_ready("one", "True").await;
+    assert!(
+        key_reads(&alone.kube) >= 1,
+        "without a Secret watch the key is read from the API"
+    );
+    drop(alone);
+
+    let env = start_plugins(OmniSim::builder(), &["omni-connection", "omni-secret-sync"]).await;
+    // omni-secret-sync's controller watches every Secret; the reads wait for that watch's first list.
+    for _ in 0..500 {
+        if env
+            .kube
+            .requests()
+            .iter()
+            .any(|r| r.verb == "watch" && r.resource == "secrets")
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let key = env.omni.mint_key("operator-sa", Role::Operator);
+    env.apply(&secret("sa", "serviceAccountKey", &key)).await;
+    for name in ["one", "two"] {
+        env.apply(&connection(name, &env.omni.endpoint(), "sa"))
+            .await;
+    }
+    for name in ["one", "two"] {
+        env.wait_ready(name, "True").await;
+    }
+    assert_eq!(key_reads(&env.kube), 0, "the key came from the watch");
+
+    // A rotation reaches the next check through the watch.
+    let rotated = env.omni.mint_key("operator-sa-2", Role::Operator);
+    env.apply(&secret("sa", "serviceAccountKey", &rotated))
+        .await;
+    env.omni.clear_records();
+    let mut changed = connection("one", &env.omni.endpoint(), "sa");
+    changed["spec"]["insecureSkipTLSVerify"] = json!(false);
+    env.apply(&changed).await;
+    for _ in 0..500 {
+        if env.get("one")["status"]["observedGeneration"] == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        env.condition("one", "Ready").map(|c| c.0),
+        Some("True".into())
+    );
+    let records = env.omni.records();
+    assert!(
+        !records.is_empty(),
+        "the check after the rotation called Omni"
+    );
+    assert!(
+        records
+            .iter()
+            .all(|r| r.identity.as_deref() == Some("operator-sa-2@serviceaccount.omni.sidero.dev")),
+        "{records:?}"
+    );
+    assert_eq!(key_reads(&env.kube), 0, "still no read from the API");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
