@@ -419,7 +419,7 @@ async fn run(
         "  {:<6}  Omni RPCs: {total_rpcs} ({:.1} per cluster): {}",
         mode.name(),
         total_rpcs as f64 / clusters.max(1) as f64,
-        rpcs.iter().take(12).cloned().collect::<Vec<_>>().join(" ")
+        rpcs.iter().cloned().collect::<Vec<_>>().join(" ")
     );
     let requests = kube_sim.ask("requests").await?;
     let total_requests: u64 = requests
