@@ -1131,14 +1131,13 @@ async fn health_check_expressions_decide_whether_an_install_succeeds() {
         failed["status"]["lastError"],
         "health check failed: Widget apps/broken-w status: 'Failed' (healthCheckExprs[0].failed is true)"
     );
-    assert!(
-        env.events("broken")
-            .iter()
-            .any(|(_, reason, text)| reason == "InstallFailed"
-                && text.contains("health check failed: Widget apps/broken-w")),
-        "{:?}",
-        env.events("broken")
-    );
+    // The Event is published after the status write that reports the failure.
+    env.wait_until("the InstallFailed Event", || {
+        env.events("broken").iter().any(|(_, reason, text)| {
+            reason == "InstallFailed" && text.contains("health check failed: Widget apps/broken-w")
+        })
+    })
+    .await;
     // Helm's own wait succeeded each time, yet no revision stays deployed: each is recorded failed, as Helm
     // records a failed wait (and superseded by the next attempt).
     let statuses: Vec<Value> = env
