@@ -94,7 +94,7 @@ impl ApiReader {
             .cloned();
         let cache = match own {
             Some(cache) => cache,
-            None => self.running_elsewhere(api_version, kind).await?,
+            None => self.running_elsewhere(api_version, kind)?,
         };
         if !cache.namespaces.covers(namespace) {
             return None;
@@ -106,10 +106,17 @@ impl ApiReader {
     }
 
     /// Another controller's watch of every object of the kind, while it runs.
-    async fn running_elsewhere(&self, api_version: &str, kind: &str) -> Option<Arc<Cache>> {
+    fn running_elsewhere(&self, api_version: &str, kind: &str) -> Option<Arc<Cache>> {
         let (hub, namespaces) = self.others.as_ref()?;
-        // A kind that does not resolve is not watched either; the API read that follows reports why.
-        let resolved = self.resolve(api_version, kind).await.ok()?;
+        // Only a kind this reader has resolved before: resolving here would ask discovery twice for a kind that
+        // is not served (the API read that follows asks again, and reports why). The first read of a kind goes to
+        // the API and resolves it.
+        let resolved = self
+            .kinds
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(api_version.to_string(), kind.to_string()))
+            .cloned()?;
         let (resource, _) = &*resolved;
         let watch = hub.running(resource, &scope::Scope::of(namespaces))?;
         Some(Arc::new(Cache {
