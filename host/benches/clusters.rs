@@ -419,7 +419,7 @@ async fn run(
         "  {:<6}  Omni RPCs: {total_rpcs} ({:.1} per cluster): {}",
         mode.name(),
         total_rpcs as f64 / clusters.max(1) as f64,
-        rpcs.iter().cloned().collect::<Vec<_>>().join(" ")
+        rpcs.join(" ")
     );
     let requests = kube_sim.ask("requests").await?;
     let total_requests: u64 = requests
@@ -431,12 +431,7 @@ async fn run(
         mode.name(),
         5 * clusters + 2,
         total_requests as f64 / clusters.max(1) as f64,
-        requests
-            .iter()
-            .take(14)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(" ")
+        requests.join(" ")
     );
     if let Some(profiler) = profiler {
         let written = profiler.stop().await?;
