@@ -128,6 +128,30 @@ impl Env {
             .expect("delete");
     }
 
+    /// Puts a new key (of `operator-sa-2`) into Secret `sa`, then changes connection `one`'s spec in a way that
+    /// leaves endpoint and TLS setting as they were, so that only the key differs at its next check. Returns the
+    /// Omni calls made since the new key was stored, once `one` is Ready again at generation 2.
+    async fn rotate_key_and_recheck_one(&self) -> Vec<omni_sim::RpcRecord> {
+        let rotated = self.omni.mint_key("operator-sa-2", Role::Operator);
+        self.apply(&secret("sa", "serviceAccountKey", &rotated))
+            .await;
+        self.omni.clear_records();
+        let mut changed = connection("one", &self.omni.endpoint(), "sa");
+        changed["spec"]["insecureSkipTLSVerify"] = json!(false);
+        self.apply(&changed).await;
+        for _ in 0..500 {
+            if self.get("one")["status"]["observedGeneration"] == 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            self.condition("one", "Ready").map(|c| c.0),
+            Some("True".into())
+        );
+        self.omni.records()
+    }
+
     /// Every Event and condition message in the namespace, and every captured log line.
     async fn everything_said(&self) -> String {
         let mut said = String::from_utf8_lossy(&support::logs().lock().unwrap()).into_owned();
@@ -438,26 +462,8 @@ async fn one_channel_serves_every_check_and_a_new_key_gets_a_new_one() {
     );
     assert_eq!(env.pool.open_clients(), 1);
 
-    // A rotated key is a new client and channel; the connection notices at its next check (here a spec change
-    // that leaves endpoint and TLS setting as they were, so only the key differs).
-    let rotated = env.omni.mint_key("operator-sa-2", Role::Operator);
-    env.apply(&secret("sa", "serviceAccountKey", &rotated))
-        .await;
-    env.omni.clear_records();
-    let mut changed = connection("one", &env.omni.endpoint(), "sa");
-    changed["spec"]["insecureSkipTLSVerify"] = json!(false);
-    env.apply(&changed).await;
-    for _ in 0..300 {
-        if env.get("one")["status"]["observedGeneration"] == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(
-        env.condition("one", "Ready").map(|c| c.0),
-        Some("True".into())
-    );
-    let records = env.omni.records();
+    // A rotated key is a new client and channel, from the connection's next check.
+    let records = env.rotate_key_and_recheck_one().await;
     assert!(
         records
             .iter()
@@ -528,24 +534,7 @@ async fn the_key_is_read_from_a_secret_watch_another_kind_keeps_and_a_rotation_f
     assert_eq!(key_reads(&env.kube), first, "the key came from the watch");
 
     // A rotation reaches the next check through the watch.
-    let rotated = env.omni.mint_key("operator-sa-2", Role::Operator);
-    env.apply(&secret("sa", "serviceAccountKey", &rotated))
-        .await;
-    env.omni.clear_records();
-    let mut changed = connection("one", &env.omni.endpoint(), "sa");
-    changed["spec"]["insecureSkipTLSVerify"] = json!(false);
-    env.apply(&changed).await;
-    for _ in 0..500 {
-        if env.get("one")["status"]["observedGeneration"] == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(
-        env.condition("one", "Ready").map(|c| c.0),
-        Some("True".into())
-    );
-    let records = env.omni.records();
+    let records = env.rotate_key_and_recheck_one().await;
     assert!(
         !records.is_empty(),
         "the check after the rotation called Omni"
