@@ -664,24 +664,31 @@ async fn kube_sim_role(args: &[String]) -> Result<()> {
     ready_then_answer(&[sim.url()], |line| match line {
         // The requests answered so far (the driver's creates among them), by verb and resource, most frequent
         // first.
-        "requests" => {
-            let mut counts: std::collections::BTreeMap<String, u64> = Default::default();
-            for r in sim.requests() {
-                let resource = if r.subresource.is_empty() {
-                    r.resource
+        "requests" => tally(
+            "requests",
+            sim.requests().into_iter().map(|r| {
+                if r.subresource.is_empty() {
+                    format!("{}:{}", r.verb, r.resource)
                 } else {
-                    format!("{}/{}", r.resource, r.subresource)
-                };
-                *counts.entry(format!("{}:{resource}", r.verb)).or_default() += 1;
-            }
-            let mut list: Vec<(String, u64)> = counts.into_iter().collect();
-            list.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
-            let words: Vec<String> = list.iter().map(|(k, n)| format!("{k}={n}")).collect();
-            format!("requests {}", words.join(" "))
-        }
+                    format!("{}:{}/{}", r.verb, r.resource, r.subresource)
+                }
+            }),
+        ),
         _ => format!("{line} unknown"),
     })
     .await
+}
+
+/// `word` and then each distinct item as `item=count`, most frequent first.
+fn tally(word: &str, items: impl Iterator<Item = String>) -> String {
+    let mut counts: std::collections::BTreeMap<String, u64> = Default::default();
+    for item in items {
+        *counts.entry(item).or_default() += 1;
+    }
+    let mut list: Vec<(String, u64)> = counts.into_iter().collect();
+    list.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    let words: Vec<String> = list.iter().map(|(k, n)| format!("{k}={n}")).collect();
+    format!("{word} {}", words.join(" "))
 }
 
 async fn omni_sim_role() -> Result<()> {
@@ -693,9 +700,9 @@ async fn omni_sim_role() -> Result<()> {
     let key = sim.mint_key("omni-operator", omni_sim::Role::Operator);
     ready_then_answer(&[sim.endpoint(), key], |line| match line {
         // The RPCs answered so far, by method and resource type, most frequent first.
-        "rpcs" => {
-            let mut counts: std::collections::BTreeMap<String, u64> = Default::default();
-            for r in sim.records() {
+        "rpcs" => tally(
+            "rpcs",
+            sim.records().into_iter().map(|r| {
                 let method = r.method.rsplit('/').next().unwrap_or_default().to_string();
                 let kind = r
                     .request
@@ -703,13 +710,9 @@ async fn omni_sim_role() -> Result<()> {
                     .and_then(|(_, rest)| rest.split_once('"'))
                     .map(|(t, _)| t.trim_end_matches(".omni.sidero.dev").to_string())
                     .unwrap_or_default();
-                *counts.entry(format!("{method}:{kind}")).or_default() += 1;
-            }
-            let mut list: Vec<(String, u64)> = counts.into_iter().collect();
-            list.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
-            let words: Vec<String> = list.iter().map(|(k, n)| format!("{k}={n}")).collect();
-            format!("rpcs {}", words.join(" "))
-        }
+                format!("{method}:{kind}")
+            }),
+        ),
         _ => format!("{line} unknown"),
     })
     .await
