@@ -218,3 +218,73 @@ async fn a_malformed_field_selector_is_invalid_and_says_why() {
             '=' in the value \"a=b\" must be escaped as \\="})
     );
 }
+
+/// A reader answers from a watch another controller keeps only while that controller subscribes to it: once the
+/// subscriber has gone, the watch's store is stale, and reads go to the API again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_uses_another_controllers_watch_only_while_it_runs() {
+    use omni_operator::capabilities::{GetRequest, KubeReader};
+    use omni_operator::controllers::scope::{Namespaces, Scope};
+
+    let sim = cluster_children().await;
+    let client = sim.client().await.expect("client");
+    let workers = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("omni.texashpc.com", "v1alpha1", "OmniWorkers"),
+        "omniworkers",
+    );
+    let hub = Arc::new(WatchHub::default());
+    let reader = ApiReader::new(client.clone()).sharing(hub.clone(), Namespaces::All);
+    let get = |name: &str| {
+        reader.get(GetRequest {
+            api_version: API.into(),
+            kind: "OmniWorkers".into(),
+            namespace: Some("team".into()),
+            name: name.into(),
+        })
+    };
+    // The first read resolves the kind, from the API.
+    let first = get("a").await.expect("read").expect("found");
+    assert_eq!(first["spec"]["clusterRef"]["name"], "edge");
+
+    // Another controller watches the kind: with the API failing every read, the reader answers from the watch.
+    let subscription = hub.subscribe(&client, &workers, &Scope::of(&Namespaces::All));
+    tokio::time::timeout(
+        Duration::from_secs(5),
+        subscription.watch.store().wait_until_ready(),
+    )
+    .await
+    .expect("the cache fills")
+    .expect("ready");
+    sim.faults().fail_next(
+        kube_sim::Matcher::verb_resource("get", "omniworkers"),
+        10_000,
+        500,
+        None,
+    );
+    let cached = get("a").await.expect("read from the watch").expect("found");
+    assert_eq!(cached["spec"]["clusterRef"]["name"], "edge");
+
+    // The controller goes, and with it the watch: the reader asks the API again (which fails, and says so).
+    drop(subscription);
+    assert!(
+        hub.running(&workers, &Scope::of(&Namespaces::All))
+            .is_none()
+    );
+    assert!(
+        get("a").await.is_err(),
+        "a watch nobody subscribes to is not read"
+    );
+
+    // With the API back, a change made since is read fresh.
+    sim.faults().clear();
+    let api: Api<DynamicObject> = Api::namespaced_with(client, "team", &workers);
+    api.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"clusterRef": {"name": "core"}}})),
+    )
+    .await
+    .expect("move a");
+    let fresh = get("a").await.expect("read").expect("found");
+    assert_eq!(fresh["spec"]["clusterRef"]["name"], "core");
+}
