@@ -37,6 +37,18 @@ spec:
           spec: {type: object, properties: {clusterRef: {type: object, properties: {name: {type: string}}}}}
 "#;
 
+/// Moves OmniWorkers `a` from cluster `edge` to `core`, through the API.
+async fn move_a_to_core(client: kube::Client, workers: &ApiResource) {
+    let api: Api<DynamicObject> = Api::namespaced_with(client, "team", workers);
+    api.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"clusterRef": {"name": "core"}}})),
+    )
+    .await
+    .expect("move a");
+}
+
 /// kube-sim with the operator's CRDs and the Gadget CRD, and in namespace `team` the OmniWorkers and Gadgets
 /// `a` and `c` of cluster `edge` and `b` of cluster `core`.
 async fn cluster_children() -> kube_sim::KubeSim {
@@ -165,14 +177,7 @@ async fn cached_lists_apply_the_field_selector_to_the_cache() {
     assert_eq!(names(&results[0]), ["a", "c"]);
     assert_eq!(names(&results[1]), ["b"]);
 
-    let api: Api<DynamicObject> = Api::namespaced_with(client, "team", &workers);
-    api.patch(
-        "a",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"spec": {"clusterRef": {"name": "core"}}})),
-    )
-    .await
-    .expect("move a");
+    move_a_to_core(client, &workers).await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
         let results = list(
@@ -277,14 +282,7 @@ async fn a_reader_uses_another_controllers_watch_only_while_it_runs() {
 
     // With the API back, a change made since is read fresh.
     sim.faults().clear();
-    let api: Api<DynamicObject> = Api::namespaced_with(client, "team", &workers);
-    api.patch(
-        "a",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"spec": {"clusterRef": {"name": "core"}}})),
-    )
-    .await
-    .expect("move a");
+    move_a_to_core(client, &workers).await;
     let fresh = get("a").await.expect("read").expect("found");
     assert_eq!(fresh["spec"]["clusterRef"]["name"], "core");
 }
