@@ -411,10 +411,7 @@ async fn run(
         omni_sim.cpu_ms().saturating_sub(sims_cpu_at_start.1),
     );
     let rpcs = omni_sim.ask("rpcs").await?;
-    let total_rpcs: u64 = rpcs
-        .iter()
-        .filter_map(|w| w.rsplit_once('=').and_then(|(_, n)| n.parse::<u64>().ok()))
-        .sum();
+    let total_rpcs = tally_total(&rpcs);
     println!(
         "  {:<6}  Omni RPCs: {total_rpcs} ({:.1} per cluster): {}",
         mode.name(),
@@ -422,10 +419,7 @@ async fn run(
         rpcs.join(" ")
     );
     let requests = kube_sim.ask("requests").await?;
-    let total_requests: u64 = requests
-        .iter()
-        .filter_map(|w| w.rsplit_once('=').and_then(|(_, n)| n.parse::<u64>().ok()))
-        .sum();
+    let total_requests = tally_total(&requests);
     println!(
         "  {:<6}  kube-sim requests, the driver's {} creates among them: {total_requests} ({:.1} per cluster): {}",
         mode.name(),
@@ -677,6 +671,14 @@ async fn kube_sim_role(args: &[String]) -> Result<()> {
         _ => format!("{line} unknown"),
     })
     .await
+}
+
+/// The sum of the counts in a [`tally`]'s words.
+fn tally_total(words: &[String]) -> u64 {
+    words
+        .iter()
+        .filter_map(|w| w.rsplit_once('=').and_then(|(_, n)| n.parse::<u64>().ok()))
+        .sum()
 }
 
 /// `word` and then each distinct item as `item=count`, most frequent first.
