@@ -435,28 +435,26 @@ async fn run(
             mode.name()
         );
     }
-    // Quiet first (the last status writes' reconciles done), so the scrape and the counter agree exactly.
-    let mut report = Report::of(&host.ask("report").await?);
-    loop {
+    // The scrape and the counter agree exactly only while no reconcile runs, and a requeue (a cluster's recheck,
+    // the connection's) can start one at any moment, also between the two reads. So wait until no call has run
+    // for half a second, during the scrape included, and the scrape has counted every call; past the bound, the
+    // last reads are compared and the difference reported.
+    let settle_by = Instant::now() + Duration::from_secs(60);
+    let mut last_calls = Report::of(&host.ask("report").await?).calls;
+    let (scraped, report) = loop {
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let again = Report::of(&host.ask("report").await?);
-        if again.calls == report.calls {
-            break;
+        let before = Report::of(&host.ask("report").await?);
+        let scraped = scrape(&metrics_at).await?;
+        let report = Report::of(&host.ask("report").await?);
+        let quiet = before.calls == last_calls && report.calls == before.calls;
+        if (quiet && reconciles(&scraped, None) == report.calls as f64)
+            || Instant::now() >= settle_by
+        {
+            break (scraped, report);
         }
-        report = again;
-    }
-    let scraped = scrape(&metrics_at).await?;
-    let report = Report::of(&host.ask("report").await?);
-    let per_kind = |kind: &str| -> f64 {
-        let label = format!("controller=\"{}\"", kind.to_lowercase());
-        scraped
-            .iter()
-            .filter(|(series, _)| {
-                series.starts_with("controller_runtime_reconcile_total{") && series.contains(&label)
-            })
-            .map(|(_, v)| v)
-            .sum()
+        last_calls = report.calls;
     };
+    let per_kind = |kind: &str| reconciles(&scraped, Some(kind));
     let kinds = [
         ("OmniConnection", 1),
         ("OmniCluster", clusters),
@@ -509,6 +507,19 @@ async fn run(
         role.stop().await;
     }
     Ok(figures)
+}
+
+/// `controller_runtime_reconcile_total` in a scrape, summed over results: of one kind's controller, or of all.
+fn reconciles(scraped: &[(String, f64)], kind: Option<&str>) -> f64 {
+    let label = kind.map(|k| format!("controller=\"{}\"", k.to_lowercase()));
+    scraped
+        .iter()
+        .filter(|(series, _)| {
+            series.starts_with("controller_runtime_reconcile_total{")
+                && label.as_ref().is_none_or(|l| series.contains(l.as_str()))
+        })
+        .map(|(_, v)| v)
+        .sum()
 }
 
 /// `/metrics` from `addr`, as (series, value) pairs.
