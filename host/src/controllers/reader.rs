@@ -111,12 +111,7 @@ impl ApiReader {
         // Only a kind this reader has resolved before: resolving here would ask discovery twice for a kind that
         // is not served (the API read that follows asks again, and reports why). The first read of a kind goes to
         // the API and resolves it.
-        let resolved = self
-            .kinds
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&(api_version.to_string(), kind.to_string()))
-            .cloned()?;
+        let resolved = self.resolved(api_version, kind)?;
         let (resource, _) = &*resolved;
         let watch = hub.running(resource, &scope::Scope::of(namespaces))?;
         Some(Arc::new(Cache {
@@ -126,17 +121,21 @@ impl ApiReader {
         }))
     }
 
-    /// The resource for an apiVersion and kind, and whether it is namespaced.
-    pub async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResolvedKind, HostError> {
-        let key = (api_version.to_string(), kind.to_string());
-        if let Some(hit) = self
-            .kinds
+    /// A kind this reader has resolved before, without asking discovery.
+    fn resolved(&self, api_version: &str, kind: &str) -> Option<ResolvedKind> {
+        self.kinds
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .get(&key)
-        {
-            return Ok(hit.clone());
+            .get(&(api_version.to_string(), kind.to_string()))
+            .cloned()
+    }
+
+    /// The resource for an apiVersion and kind, and whether it is namespaced.
+    pub async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResolvedKind, HostError> {
+        if let Some(hit) = self.resolved(api_version, kind) {
+            return Ok(hit);
         }
+        let key = (api_version.to_string(), kind.to_string());
         let (group, version) = match api_version.split_once('/') {
             Some((g, v)) => (g, v),
             None => ("", api_version),

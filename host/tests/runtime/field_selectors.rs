@@ -8,7 +8,7 @@ use std::time::Duration;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use omni_operator::capabilities::{Grants, HostServices};
-use omni_operator::controllers::hub::WatchHub;
+use omni_operator::controllers::hub::{WatchHandle, WatchHub};
 use omni_operator::controllers::reader::ApiReader;
 use serde_json::{Value, json};
 
@@ -47,6 +47,21 @@ async fn move_a_to_core(client: kube::Client, workers: &ApiResource) {
     )
     .await
     .expect("move a");
+}
+
+/// Waits until `watch` holds every object, then makes the API fail every `verb` of OmniWorkers, so that only an
+/// answer from the cache can succeed.
+async fn cache_ready_api_failing(sim: &kube_sim::KubeSim, watch: &WatchHandle, verb: &str) {
+    tokio::time::timeout(Duration::from_secs(5), watch.store().wait_until_ready())
+        .await
+        .expect("the cache fills")
+        .expect("ready");
+    sim.faults().fail_next(
+        kube_sim::Matcher::verb_resource(verb, "omniworkers"),
+        10_000,
+        500,
+        None,
+    );
 }
 
 /// kube-sim with the operator's CRDs and the Gadget CRD, and in namespace `team` the OmniWorkers and Gadgets
@@ -152,19 +167,7 @@ async fn cached_lists_apply_the_field_selector_to_the_cache() {
     let everything = omni_operator::controllers::scope::Scope::default();
     let watch = hub.subscribe(&client, &workers, &everything);
     reader.register_cache(&workers, everything.namespaces, watch.watch.clone());
-    tokio::time::timeout(
-        Duration::from_secs(5),
-        watch.watch.store().wait_until_ready(),
-    )
-    .await
-    .expect("the cache fills")
-    .expect("ready");
-    sim.faults().fail_next(
-        kube_sim::Matcher::verb_resource("list", "omniworkers"),
-        10_000,
-        500,
-        None,
-    );
+    cache_ready_api_failing(&sim, &watch.watch, "list").await;
 
     let results = list(
         reader.clone(),
@@ -253,19 +256,7 @@ async fn a_reader_uses_another_controllers_watch_only_while_it_runs() {
 
     // Another controller watches the kind: with the API failing every read, the reader answers from the watch.
     let subscription = hub.subscribe(&client, &workers, &Scope::of(&Namespaces::All));
-    tokio::time::timeout(
-        Duration::from_secs(5),
-        subscription.watch.store().wait_until_ready(),
-    )
-    .await
-    .expect("the cache fills")
-    .expect("ready");
-    sim.faults().fail_next(
-        kube_sim::Matcher::verb_resource("get", "omniworkers"),
-        10_000,
-        500,
-        None,
-    );
+    cache_ready_api_failing(&sim, &subscription.watch, "get").await;
     let cached = get("a").await.expect("read from the watch").expect("found");
     assert_eq!(cached["spec"]["clusterRef"]["name"], "edge");
 
